@@ -1,0 +1,101 @@
+"""Where memoryd keeps its files (DESIGN §3), shared by the daemon and the client.
+
+Everything resolves from platformdirs unless ``MEMORYD_HOME`` puts all of it under one
+folder (tests, portable installs). Nothing here creates a directory: callers that write
+create what they need, with the modes they need.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+APP = "memoryd"
+SOCKET_NAME = "memoryd.sock"
+LOCK_NAME = "memoryd.lock"
+
+# sun_path is 108 bytes on Linux and 104 on macOS/BSD, including the trailing NUL.
+MAX_SOCKET_PATH_BYTES = 107 if sys.platform.startswith("linux") else 103
+
+
+@dataclass(frozen=True)
+class Paths:
+    config_file: Path
+    data_dir: Path
+    state_dir: Path
+    runtime_dir: Path
+    log_dir: Path
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def state_db(self) -> Path:
+        return self.state_dir / "state.sqlite"
+
+    @property
+    def socket(self) -> Path:
+        return self.runtime_dir / SOCKET_NAME
+
+    @property
+    def lock_file(self) -> Path:
+        return self.runtime_dir / LOCK_NAME
+
+
+def default_paths(env: dict[str, str] | None = None) -> Paths:
+    """The paths in force for this environment (``MEMORYD_HOME`` or platformdirs)."""
+    env = dict(os.environ) if env is None else env
+    home = env.get("MEMORYD_HOME")
+    if home:
+        root = Path(home).expanduser()
+        return Paths(
+            config_file=root / "config.toml",
+            data_dir=root / "data",
+            state_dir=root / "state",
+            runtime_dir=root / "run",
+            log_dir=root / "log",
+        )
+    runtime = platformdirs.user_runtime_dir(APP)
+    return Paths(
+        config_file=Path(platformdirs.user_config_dir(APP)) / "config.toml",
+        data_dir=Path(platformdirs.user_data_dir(APP)),
+        state_dir=Path(platformdirs.user_state_dir(APP)),
+        runtime_dir=Path(runtime),
+        log_dir=Path(platformdirs.user_log_dir(APP)),
+    )
+
+
+def config_path(env: dict[str, str] | None = None, override: str | None = None) -> Path:
+    """``--config`` beats ``MEMORYD_CONFIG`` beats the default location."""
+    env = dict(os.environ) if env is None else env
+    if override:
+        return Path(override).expanduser()
+    if env.get("MEMORYD_CONFIG"):
+        return Path(env["MEMORYD_CONFIG"]).expanduser()
+    return default_paths(env).config_file
+
+
+def socket_path(env: dict[str, str] | None = None, override: str | None = None) -> Path:
+    """``--socket`` beats ``MEMORYD_SOCKET`` beats the default location."""
+    env = dict(os.environ) if env is None else env
+    if override:
+        return Path(override).expanduser()
+    if env.get("MEMORYD_SOCKET"):
+        return Path(env["MEMORYD_SOCKET"]).expanduser()
+    return default_paths(env).socket
+
+
+def check_socket_path_length(path: Path) -> str | None:
+    """A message saying why ``path`` cannot be a Unix socket here, or None when it can."""
+    size = len(os.fsencode(str(path)))
+    if size > MAX_SOCKET_PATH_BYTES:
+        return (
+            f"socket path is {size} bytes, the platform allows {MAX_SOCKET_PATH_BYTES}: {path} "
+            "(set MEMORYD_SOCKET or --socket to a shorter path)"
+        )
+    return None

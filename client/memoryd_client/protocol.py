@@ -1,0 +1,95 @@
+"""memoryd wire protocol, version 1 (DESIGN §4). The one definition, shared by both sides.
+
+A frame is a 4-byte big-endian length followed by one msgpack map. This module is a leaf:
+it imports only the standard library and msgpack, so the client stays light.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Final
+
+import msgpack
+
+PROTOCOL_VERSION: Final = 1
+DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
+HEADER = struct.Struct(">I")
+
+
+class ErrorCode:
+    """Stable error codes on the wire; clients may switch on them."""
+
+    PROTOCOL_ERROR: Final = "protocol_error"
+    TOO_LARGE: Final = "too_large"
+    UNKNOWN_METHOD: Final = "unknown_method"
+    INVALID_PARAMS: Final = "invalid_params"
+    NOT_FOUND: Final = "not_found"
+    FORBIDDEN_PATH: Final = "forbidden_path"
+    UNKNOWN_WORKSPACE: Final = "unknown_workspace"
+    UNAVAILABLE: Final = "unavailable"
+    SHUTTING_DOWN: Final = "shutting_down"
+    INTERNAL: Final = "internal"
+
+
+ERROR_CODES: Final = frozenset(
+    v for k, v in vars(ErrorCode).items() if k.isupper() and isinstance(v, str)
+)
+
+
+class FrameError(Exception):
+    """A frame that cannot be decoded; ``code`` is the wire error code to answer with."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def pack(obj: dict[str, Any]) -> bytes:
+    """One message as a complete frame (header + body)."""
+    body = msgpack.packb(obj, use_bin_type=True)
+    return HEADER.pack(len(body)) + body
+
+
+def frame_length(header: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> int:
+    """The body length a header announces; refuses oversize frames before reading them."""
+    if len(header) != HEADER.size:
+        raise FrameError(ErrorCode.PROTOCOL_ERROR, "truncated frame header")
+    (length,) = HEADER.unpack(header)
+    if length > max_bytes:
+        raise FrameError(
+            ErrorCode.TOO_LARGE, f"frame of {length} bytes exceeds the limit of {max_bytes}"
+        )
+    return int(length)
+
+
+def unpack(body: bytes) -> dict[str, Any]:
+    """Decode one frame body into a map with str keys."""
+    try:
+        obj = msgpack.unpackb(body, raw=False, strict_map_key=True)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise FrameError(ErrorCode.PROTOCOL_ERROR, f"malformed msgpack: {exc}") from None
+    if not isinstance(obj, dict):
+        raise FrameError(ErrorCode.PROTOCOL_ERROR, "a frame must be a msgpack map")
+    return obj
+
+
+def request(req_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"v": PROTOCOL_VERSION, "id": req_id, "method": method, "params": params or {}}
+
+
+def response(req_id: int | None, result: Any) -> dict[str, Any]:
+    return {"id": req_id, "ok": True, "result": result}
+
+
+def error(
+    req_id: int | None, code: str, message: str, data: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data:
+        err["data"] = data
+    return {"id": req_id, "ok": False, "error": err}
+
+
+def event(req_id: int | None, name: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"id": req_id, "event": name, "data": data}

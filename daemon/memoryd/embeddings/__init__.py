@@ -1,0 +1,1 @@
+"""Embedding providers: ``local`` (bundled ONNX model), ``openai`` (any compatible endpoint), ``none``."""

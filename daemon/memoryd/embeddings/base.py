@@ -1,0 +1,45 @@
+"""What every embedding provider offers the index (a Protocol, so providers stay independent)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class EmbeddingProvider(Protocol):
+    """Turns texts into L2-normalised float32 vectors.
+
+    ``embed`` raises memoryd.errors.EmbeddingError when the provider cannot answer; callers
+    degrade to keyword search. Implementations are thread-safe.
+    """
+
+    name: str  # "local" | "openai"
+    model: str
+
+    @property
+    def dims(self) -> int | None:
+        """Vector size; None until known (an openai endpoint tells on its first answer)."""
+
+    @property
+    def provider_key(self) -> str:
+        """Separates embedding-cache entries of differently configured providers."""
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, shape (len(texts), dims), rows L2-normalised."""
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProviderChoice:
+    """What ``auto`` (or an explicit setting) resolved to, and why; ``status`` reports it."""
+
+    provider: EmbeddingProvider | None  # None: keyword-only
+    requested: str
+    reason: str

@@ -1,0 +1,53 @@
+"""Exceptions the engine raises, each carrying the wire error code a caller should see.
+
+A leaf module: the server turns these into protocol errors, the CLI into one-line messages.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memoryd_client.protocol import ErrorCode
+
+
+class MemorydError(Exception):
+    code: str = ErrorCode.INTERNAL
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data or {}
+
+
+class ConfigError(MemorydError):
+    """A config key or value that cannot be used; the message names the key and value."""
+
+    code = ErrorCode.INVALID_PARAMS
+
+
+class InvalidParams(MemorydError):
+    code = ErrorCode.INVALID_PARAMS
+
+
+class NotFound(MemorydError):
+    code = ErrorCode.NOT_FOUND
+
+
+class ForbiddenPath(MemorydError):
+    code = ErrorCode.FORBIDDEN_PATH
+
+
+class UnknownWorkspace(MemorydError):
+    code = ErrorCode.UNKNOWN_WORKSPACE
+
+
+class Unavailable(MemorydError):
+    code = ErrorCode.UNAVAILABLE
+
+
+class EmbeddingError(Unavailable):
+    """The embedding provider could not answer (down, garbage, misconfigured)."""
+
+
+class IndexUnavailable(Unavailable):
+    """The index database cannot be opened or used."""

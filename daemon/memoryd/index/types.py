@@ -1,0 +1,117 @@
+"""Plain data passed between the index engine and its callers (the daemon, bench, tests)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["hybrid", "vector", "keyword"]
+Fusion = Literal["weighted", "rrf"]
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    max_results: int | None = None  # None: config default
+    min_score: float | None = None
+    sources: tuple[str, ...] = ("memory",)  # "memory" (markdown) and/or "sessions" (JSONL)
+    mode: Mode = "hybrid"
+    fusion: Fusion | None = None
+    path_prefix: str | None = None  # workspace-relative, e.g. "memory/2024-"
+    since: str | None = None  # YYYY-MM-DD, inclusive; only dated (daily/session) chunks pass
+    until: str | None = None
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    path: str  # workspace-relative, POSIX separators
+    start_line: int
+    end_line: int
+    score: float
+    snippet: str
+    snippet_start_line: int
+    snippet_end_line: int
+    source: str
+    heading: str = ""
+    vector_score: float | None = None
+    text_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path, "start_line": self.start_line, "end_line": self.end_line,
+            "score": round(self.score, 6), "snippet": self.snippet,
+            "snippet_start_line": self.snippet_start_line,
+            "snippet_end_line": self.snippet_end_line, "source": self.source,
+        }
+        if self.heading:
+            out["heading"] = self.heading
+        if self.vector_score is not None:
+            out["vector_score"] = round(self.vector_score, 6)
+        if self.text_score is not None:
+            out["text_score"] = round(self.text_score, 6)
+        return out
+
+
+@dataclass(frozen=True)
+class SearchResponse:
+    results: list[SearchHit]
+    provider: str  # "local" | "openai" | "none"
+    model: str
+    mode_used: Mode
+    took_ms: float
+    index_generation: int
+    pending_files: int = 0
+    degraded: str | None = None  # why vectors were not (fully) used
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "results": [h.to_dict() for h in self.results], "provider": self.provider,
+            "model": self.model, "mode_used": self.mode_used, "took_ms": round(self.took_ms, 3),
+            "index_generation": self.index_generation, "pending_files": self.pending_files,
+        }
+        if self.degraded:
+            out["degraded"] = self.degraded
+        return out
+
+
+@dataclass(frozen=True)
+class GetResult:
+    path: str
+    from_line: int
+    lines: int  # how many lines `text` holds
+    text: str
+    total_lines: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "from": self.from_line, "lines": self.lines,
+                "text": self.text, "total_lines": self.total_lines}
+
+
+@dataclass(frozen=True)
+class SyncProgress:
+    phase: Literal["scanning", "indexing", "embedding"]
+    done: int
+    total: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"phase": self.phase, "done": self.done, "total": self.total}
+
+
+@dataclass
+class SyncReport:
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    files_skipped: int = 0
+    chunks_written: int = 0
+    chunks_removed: int = 0
+    seconds: float = 0.0
+    skipped: dict[str, str] = field(default_factory=dict)  # path -> reason
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "files_scanned": self.files_scanned, "files_changed": self.files_changed,
+            "files_removed": self.files_removed, "files_skipped": self.files_skipped,
+            "chunks_written": self.chunks_written, "chunks_removed": self.chunks_removed,
+            "seconds": round(self.seconds, 3), "skipped": dict(self.skipped),
+        }
