@@ -1,0 +1,82 @@
+"""Incremental parsing of session transcripts (``sessions/<id>.jsonl``).
+
+The indexer keeps the byte offset already ingested and hands the bytes after it here; only
+complete lines are consumed, so a line still being written is read again once its newline
+arrives. Only user and assistant text is kept; everything else is counted and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+_ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class TranscriptChunkInput:
+    messages: list[tuple[int, str]] = field(default_factory=list)  # (line, "role: text")
+    consumed: int = 0  # bytes up to and including the last newline
+    lines_consumed: int = 0
+    malformed: int = 0  # not a JSON object (after decoding invalid UTF-8 with replacement)
+    skipped: int = 0  # valid JSON that carries no user/assistant text
+    session_id: str | None = None  # from a `session` line in this range
+    started_at: str | None = None
+    last_timestamp: str | None = None  # of the last `message` line in this range
+
+
+def parse_transcript(data: bytes, first_line: int = 1) -> TranscriptChunkInput:
+    """Parse the complete lines of `data`, which starts at a line start (line `first_line`)."""
+    consumed = data.rfind(b"\n") + 1
+    raws = data[:consumed].split(b"\n")[:-1]
+    messages: list[tuple[int, str]] = []
+    malformed = skipped = 0
+    session_id = started_at = last_timestamp = None
+    for lineno, raw in enumerate(raws, first_line):
+        if not raw.strip():
+            continue
+        line = raw.decode("utf-8", errors="replace")
+        if lineno == 1:
+            line = line.removeprefix("\ufeff")  # json.loads refuses a BOM
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):  # deeply nested arrays exhaust the stack
+            malformed += 1
+            continue
+        if not isinstance(obj, dict):
+            malformed += 1
+            continue
+        kind = obj.get("type")
+        if kind == "session":
+            session_id = _str(obj.get("id")) or session_id
+            started_at = _str(obj.get("timestamp")) or started_at
+            continue
+        if kind != "message":
+            skipped += 1
+            continue
+        msg = obj.get("message")
+        msg = msg if isinstance(msg, dict) else {}
+        last_timestamp = _str(obj.get("timestamp")) or _str(msg.get("timestamp")) or last_timestamp
+        role = msg.get("role")
+        text = _text(msg.get("content"))
+        if role in _ROLES and text:
+            messages.append((lineno, f"{role}: {text}"))
+        else:
+            skipped += 1
+    return TranscriptChunkInput(messages, consumed, len(raws), malformed, skipped,
+                                session_id, started_at, last_timestamp)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _text(content: Any) -> str:
+    """A message's text: a string, or the text blocks of a list joined by newlines."""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        parts = (b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text")
+        return "\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+    return ""
