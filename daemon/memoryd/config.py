@@ -52,6 +52,7 @@ class EmbeddingConfig:
 class IndexConfig:
     chunk_tokens: int = _opt(400, lo=32, hi=8192)
     chunk_overlap: int = _opt(80, lo=0, hi=4096)
+    vector_window_tokens: int = _opt(128, lo=16, hi=8192)  # chunks are embedded in windows
     sessions: bool = _opt(False)  # index sessions/*.jsonl (opt-in, as in OpenClaw)
     extra_paths: tuple[str, ...] = _opt(())  # more markdown files/folders, workspace-relative
     max_file_bytes: int = _opt(16 * MiB, lo=1024, hi=1 << 34)
@@ -62,8 +63,11 @@ class SearchConfig:
     max_results: int = _opt(6, lo=1, hi=100)
     min_score: float = _opt(0.35, lo=0.0, hi=1.0)
     fusion: str = _opt("weighted", choices=("weighted", "rrf"))
-    vector_weight: float = _opt(0.7, lo=0.0, hi=1.0)
+    # Chosen on LoCoMo (bench/retrieval.py, README): OpenClaw's 0.7/0.3 plus a third
+    # signal, the best single line's share of the query's IDF.
+    vector_weight: float = _opt(0.5, lo=0.0, hi=1.0)
     text_weight: float = _opt(0.3, lo=0.0, hi=1.0)
+    line_weight: float = _opt(0.2, lo=0.0, hi=1.0)
     rrf_k: int = _opt(60, lo=1, hi=10_000)
     candidate_multiplier: int = _opt(4, lo=1, hi=100)
     snippet_chars: int = _opt(700, lo=50, hi=100_000)

@@ -1,23 +1,69 @@
-"""WorkspaceIndex: one workspace's index, the API the daemon calls. (Being implemented.)
+"""WorkspaceIndex: one workspace's index, the API the daemon calls.
 
 Threading contract:
 - All mutations run on this index's single writer thread (``submit_sync`` / ``sync``).
 - ``search`` and ``get`` are thread-safe and use read-only connections from a pool, so
-  they never wait behind indexing. They are blocking; the daemon calls them in a thread.
-- Embedding runs in the background after keyword rows are committed; a file is
-  searchable by keyword as soon as its sync returns.
+  they never wait behind indexing. They block; the daemon calls them in a thread.
+- Embedding runs on a background thread after keyword rows are committed: a file is
+  searchable by keyword as soon as its sync returns, by vector a little later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+import contextlib
+import os
+import queue
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+import apsw
+import structlog
+
 from memoryd.config import Config
-from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.index.types import GetResult, SearchRequest, SearchResponse, SyncProgress, SyncReport
+from memoryd.embeddings.base import EmbeddingProvider, Vectors
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
+from memoryd.index import db, schema, store
+from memoryd.index.layout import Layout
+from memoryd.index.search import as_query_vector, run_search
+from memoryd.index.snippets import TokenizeOffsets
+from memoryd.index.store import CacheKey, FileRow
+from memoryd.index.sync import Syncer
+from memoryd.index.types import (
+    GetResult,
+    SearchRequest,
+    SearchResponse,
+    SyncProgress,
+    SyncReport,
+)
+from memoryd.index.validate import check_search_request
+from memoryd.index.windows import vector_windows
+
+log = structlog.get_logger("memoryd.index")
+
+HOT_SECONDS = 600  # files synced this recently are stat'ed before each search
+MAX_BACKOFF_SECONDS = 600.0
+CHUNKER_VERSION = 1  # bump when chunker output changes: indexes re-chunk on open
+
+
+class _Reader:
+    """A read-only connection with the index's own porter tokenizer, for snippets."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = db.connect(path, readonly=True)
+        porter = self.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+
+        def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
+            return porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None,  # type: ignore[no-any-return]
+                          include_offsets=True, include_colocated=False)
+
+        self.tokenize: TokenizeOffsets = tokenize
 
 
 class WorkspaceIndex:
@@ -27,37 +73,454 @@ class WorkspaceIndex:
         self.db_path = db_path
         self.config = config
         self.provider = provider
-        self.generation = 0  # bumps after every committed change
+        self.provider_reason = provider_reason
+        self.layout = Layout(self.root, config.index.sessions, config.index.extra_paths)
+        self.generation = 0
+        self.vec = db.probe_vec()
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="memoryd-writer")
+        self._embedder = ThreadPoolExecutor(1, thread_name_prefix="memoryd-embed")
+        self._wconn: apsw.Connection | None = None
+        self._readers: queue.SimpleQueue[_Reader] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._closed = False
+        self._pending_syncs = 0
+        self._embedding_running = False
+        self._embed_retry: threading.Timer | None = None
+        self._failure: tuple[float, str, int] | None = None  # (retry at, reason, failures)
+        self._file_state: dict[str, tuple[int, int]] = {}
+        self._recent: dict[str, float] = {}
+        self._dir_mtimes: dict[str, int] = {}
+        self._last_sync: float | None = None
+        self._last_report: SyncReport | None = None
+        self._has_vec_table = False
+        self._rebuilt_reason: str | None = None
+        self._qcache: OrderedDict[str, Vectors] = OrderedDict()
+        self._syncer: Syncer | None = None
+
+    # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
         """Open (create, migrate; a corrupt file is moved aside and rebuilt). Fast: no scan."""
-        raise NotImplementedError
+        self._writer.submit(self._open_writer).result()
+
+    def _open_writer(self) -> None:
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = db.connect(self.db_path)
+            problem = db.quick_check(conn)
+            if problem is None:
+                schema.migrate(conn)
+        except apsw.Error as exc:
+            conn, problem = None, f"{type(exc).__name__}: {exc}"
+        if problem is not None:
+            if conn is not None:
+                conn.close()
+            self._move_aside(problem)
+            conn = db.connect(self.db_path)
+            schema.migrate(conn)
+        self._wconn = conn
+        self._apply_fingerprint(conn)
+        self._has_vec_table = store.has_vec_table(conn)
+        self._file_state = {r.path: (r.mtime_ns, r.size) for r in store.read_files(conn).values()}
+        self._syncer = Syncer(conn, self.layout, load_tokenizer(), self.config.index.chunk_tokens,
+                              self.config.index.chunk_overlap, self.config.index.max_file_bytes,
+                              on_commit=self._on_commit)
+
+    def _move_aside(self, problem: str) -> None:
+        aside = self.db_path.with_name(self.db_path.name + ".corrupt")
+        for suffix in ("-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                Path(str(self.db_path) + suffix).unlink()
+        if self.db_path.exists():
+            os.replace(self.db_path, aside)
+        self._rebuilt_reason = f"index was corrupt ({problem}); rebuilt from the files"
+        log.error("index_corrupt", path=str(self.db_path), problem=problem, moved_to=str(aside),
+                  action="rebuilding from the markdown files")
+
+    def _apply_fingerprint(self, conn: apsw.Connection) -> None:
+        """A chunking change re-chunks every file; an embedding change re-embeds every chunk.
+
+        Both happen in the background: keyword search keeps answering meanwhile.
+        """
+        cfg = self.config.index
+        meta = schema.get_meta(conn)
+        chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
+        p = self.provider
+        embedding = (f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}"
+                     if p is not None else "none")
+        with conn:
+            if meta.get("chunking") != chunking:
+                conn.execute("UPDATE files SET hash = ''")
+            if meta.get("embedding") != embedding:
+                store.drop_vectors(conn)
+            schema.set_meta(conn, {"schema_version": str(schema.SCHEMA_VERSION),
+                                   "chunking": chunking, "embedding": embedding})
+            if p is not None and p.dims and self.vec.ok:
+                store.create_vec_table(conn, p.dims)
 
     def close(self) -> None:
-        raise NotImplementedError
+        with self._lock:
+            self._closed = True
+            self._changed.notify_all()
+            if self._embed_retry is not None:
+                self._embed_retry.cancel()
+        self._embedder.shutdown(wait=True, cancel_futures=True)
+        self._writer.shutdown(wait=True, cancel_futures=True)
+        while True:
+            try:
+                self._readers.get_nowait().conn.close()
+            except queue.Empty:
+                break
+        if self._wconn is not None:
+            self._wconn.close()
+            self._wconn = None
+
+    # ------------------------------------------------------------------ writing
 
     def submit_sync(self, paths: Iterable[Path] | None = None, *, full: bool = False,
                     progress: Callable[[SyncProgress], None] | None = None) -> Future[SyncReport]:
         """Queue a sync on the writer thread. paths=None: scan the whole workspace."""
-        raise NotImplementedError
+        path_list = None if paths is None else list(paths)
+        with self._lock:
+            if self._closed:
+                raise IndexUnavailable(f"index of {self.root} is closed")
+            self._pending_syncs += 1
+        try:
+            return self._writer.submit(self._run_sync, path_list, full, progress)
+        except RuntimeError:
+            with self._lock:
+                self._pending_syncs -= 1
+            raise IndexUnavailable(f"index of {self.root} is closed") from None
 
     def sync(self, paths: Iterable[Path] | None = None, *, full: bool = False,
              progress: Callable[[SyncProgress], None] | None = None) -> SyncReport:
         return self.submit_sync(paths, full=full, progress=progress).result()
 
-    def wait_embedded(self, timeout: float | None = None) -> bool:
-        """Block until no chunk waits for a vector (or the provider is degraded)."""
-        raise NotImplementedError
+    def _run_sync(self, paths: list[Path] | None, full: bool,
+                  progress: Callable[[SyncProgress], None] | None) -> SyncReport:
+        started = time.monotonic()
+        try:
+            assert self._syncer is not None, "open() first"
+            if paths is not None:
+                paths = self._expand_dirs(paths)
+            report = self._syncer.run(paths, full, progress)
+        finally:
+            with self._lock:
+                self._pending_syncs -= 1
+        report.seconds = time.monotonic() - started
+        if paths is None:
+            self._dir_mtimes = self._read_dir_mtimes()
+            self._last_report = report
+        self._last_sync = time.time()
+        if report.files_changed or report.files_removed:
+            log.info("index_synced", workspace=str(self.root), **{
+                k: v for k, v in report.to_dict().items() if k != "skipped"})
+        self._kick_embedder()
+        return report
+
+    def _expand_dirs(self, paths: list[Path]) -> list[Path]:
+        """A directory event (moved or deleted folder) stands for every file under it."""
+        out: list[Path] = []
+        for p in paths:
+            rel = self.layout.rel(Path(os.path.abspath(p)))
+            if rel is not None and Path(p).is_dir():
+                out += [f.path for f in self.layout.iter_files() if f.rel.startswith(rel + "/")]
+            elif rel is not None and not Path(p).exists():
+                out += [self.root / k for k in self._file_state if k.startswith(rel + "/")]
+            out.append(p)
+        return out
+
+    def _on_commit(self, rel: str, row: FileRow | None) -> None:
+        with self._lock:
+            if row is None:
+                self._file_state.pop(rel, None)
+            else:
+                self._file_state[rel] = (row.mtime_ns, row.size)
+            self._recent[rel] = time.monotonic()
+            self.generation += 1
+            self._changed.notify_all()
+
+    # ------------------------------------------------------------------ embedding
+
+    def _cache_key(self) -> CacheKey:
+        assert self.provider is not None
+        return CacheKey(self.provider.name, self.provider.model, self.provider.provider_key)
+
+    def _kick_embedder(self) -> None:
+        if self.provider is None or not self.vec.ok:
+            return
+        with self._lock:
+            if self._closed or self._embedding_running:
+                return
+            if self._failure is not None and time.monotonic() < self._failure[0]:
+                return  # a retry timer is already set
+            self._embedding_running = True
+        try:
+            self._embedder.submit(self._embed_loop)
+        except RuntimeError:  # shutting down
+            with self._lock:
+                self._embedding_running = False
+
+    def _embed_loop(self) -> None:
+        try:
+            while not self._closed:
+                if not self._embed_batch():
+                    break
+        finally:
+            with self._lock:
+                self._embedding_running = False
+                self._changed.notify_all()
+
+    def _embed_batch(self) -> bool:
+        """Embed one batch of chunks waiting for vectors; False when done or failing."""
+        assert self.provider is not None
+        with self._reader() as r:
+            batch = store.read_pending(r.conn, self.config.embedding.batch_size * 4)
+        if not batch:
+            return False
+        tokenizer = load_tokenizer()
+        budget = self.config.index.vector_window_tokens
+        windows = {c.id: [(store.text_hash(w), w) for w in
+                          vector_windows(c.heading, c.text, tokenizer, budget)] for c in batch}
+        hashes = {h for ws in windows.values() for h, _ in ws}
+        dims = self.provider.dims
+        with self._reader() as r:
+            cached = store.read_cached(r.conn, self._cache_key(), hashes, dims) if dims else {}
+        need = {h: w for ws in windows.values() for h, w in ws if h not in cached}
+        try:
+            vecs = self.provider.embed(list(need.values())) if need else None
+        except EmbeddingError as exc:
+            self._record_failure(str(exc))
+            return False
+        self._clear_failure()
+        found = dict(cached)
+        if vecs is not None:
+            found.update(zip(need, vecs, strict=True))
+        items = [(c, [(h, found[h]) for h, _ in windows[c.id]]) for c in batch]
+        self._writer.submit(self._write_vectors, items).result()
+        return True
+
+    def _write_vectors(self, items: list[tuple[store.PendingChunk, list[tuple[str, Vectors]]]]) -> None:
+        conn = self._wconn
+        assert conn is not None
+        if not items or not items[0][1]:
+            return
+        dims = int(items[0][1][0][1].shape[0])
+        with conn:
+            if not self._has_vec_table:
+                store.create_vec_table(conn, dims)
+                self._has_vec_table = True
+            store.write_vectors(conn, self._cache_key(), items, self.config.embedding.cache_max_entries)
+        with self._lock:
+            self.generation += 1
+            self._changed.notify_all()
+
+    def _record_failure(self, reason: str) -> None:
+        with self._lock:
+            failures = (self._failure[2] if self._failure else 0) + 1
+            delay = min(self.config.embedding.retry_after_seconds * 2 ** (failures - 1),
+                        MAX_BACKOFF_SECONDS)
+            self._failure = (time.monotonic() + delay, reason, failures)
+            if self._embed_retry is not None:
+                self._embed_retry.cancel()
+            if not self._closed:
+                self._embed_retry = threading.Timer(delay, self._kick_embedder)
+                self._embed_retry.daemon = True
+                self._embed_retry.start()
+            self._changed.notify_all()
+        log.warning("embedding_failed", workspace=str(self.root), reason=reason,
+                    retry_in_s=round(delay, 1), failures=failures)
+
+    def _clear_failure(self) -> None:
+        if self._failure is not None:
+            with self._lock:
+                self._failure = None
+            log.info("embedding_recovered", workspace=str(self.root))
+
+    def wait_embedded(self, timeout: float | None = None,
+                      progress: Callable[[SyncProgress], None] | None = None) -> bool:
+        """Block until no chunk waits for a vector; False on timeout or a failing provider."""
+        if self.provider is None or not self.vec.ok:
+            return True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        total: int | None = None
+        while True:
+            with self._reader() as r:
+                pending = store.count_pending(r.conn)
+            total = max(total or 0, pending)
+            if progress is not None and total:
+                progress(SyncProgress("embedding", total - pending, total))
+            if pending == 0:
+                return True
+            with self._lock:
+                if self._closed or self._failure is not None:
+                    return False
+                if not self._embedding_running and self._pending_syncs == 0:
+                    self._lock.release()
+                    try:
+                        self._kick_embedder()
+                    finally:
+                        self._lock.acquire()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._changed.wait(0.5 if left is None else min(left, 0.5))
+
+    # ------------------------------------------------------------------ reading
+
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[_Reader]:
+        try:
+            r = self._readers.get_nowait()
+        except queue.Empty:
+            r = _Reader(self.db_path)
+        try:
+            yield r
+        finally:
+            self._readers.put(r)
+
+    def _query_vector(self, query: str) -> Vectors:
+        assert self.provider is not None
+        with self._lock:
+            hit = self._qcache.get(query)
+            if hit is not None:
+                self._qcache.move_to_end(query)
+                return hit
+            failure = self._failure
+        if failure is not None and time.monotonic() < failure[0]:
+            raise EmbeddingError(f"{failure[1]} (retrying in {failure[0] - time.monotonic():.0f}s)")
+        vec = as_query_vector(self.provider.embed([query])[0])
+        with self._lock:
+            self._qcache[query] = vec
+            while len(self._qcache) > self.config.embedding.query_cache_entries:
+                self._qcache.popitem(last=False)
+        return vec
 
     def search(self, req: SearchRequest) -> SearchResponse:
-        raise NotImplementedError
+        started = time.perf_counter()
+        check_search_request(req)
+        qvec: Vectors | None = None
+        degraded: str | None = None
+        usable = self.vec.ok and self._has_vec_table
+        if req.mode != "keyword":
+            if not self.vec.ok:
+                degraded = f"vectors off: {self.vec.reason}"
+            elif self.provider is None:
+                degraded = f"vectors off: {self.provider_reason or 'no embedding provider'}"
+            else:
+                try:
+                    qvec = self._query_vector(req.query)
+                except EmbeddingError as exc:
+                    degraded = f"query embedding failed, keyword results only: {exc}"
+        with self._reader() as r:
+            if qvec is not None:
+                pending = store.count_pending(r.conn)
+                if pending:
+                    degraded = f"{pending} chunks still waiting for vectors"
+                if not usable:
+                    degraded = f"vectors not built yet ({pending} chunks pending)"
+            hits, mode_used = run_search(r.conn, r.tokenize, req, self.config.search, qvec, usable,
+                                         self.config.index.vector_window_tokens)
+        p = self.provider
+        return SearchResponse(
+            results=hits, provider=p.name if p else "none", model=p.model if p else "",
+            mode_used=mode_used, took_ms=(time.perf_counter() - started) * 1000,
+            index_generation=self.generation, pending_files=self._pending_syncs,
+            degraded=degraded)
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetResult:
-        raise NotImplementedError
+        if from_line is not None and from_line < 1:
+            raise InvalidParams(f"from must be >= 1, got {from_line}")
+        if lines is not None and lines < 1:
+            raise InvalidParams(f"lines must be >= 1, got {lines}")
+        rel, real = self.layout.resolve_readable(path)
+        size = real.stat().st_size
+        if size > self.config.index.max_file_bytes:
+            raise InvalidParams(f"{rel} is {size} bytes, above index.max_file_bytes")
+        all_lines = real.read_bytes().decode("utf-8", errors="replace").split("\n")
+        if all_lines and all_lines[-1] == "":
+            all_lines.pop()  # a final newline ends the last line; it does not start another
+        start = from_line or 1
+        chosen = all_lines[start - 1:] if lines is None else all_lines[start - 1:start - 1 + lines]
+        return GetResult(rel, start, len(chosen), "\n".join(chosen), len(all_lines))
+
+    # ------------------------------------------------------------------ freshness
 
     def is_indexed_path(self, path: Path) -> bool:
         """Whether a change at ``path`` (absolute) concerns this index (the watcher's filter)."""
-        raise NotImplementedError
+        rel = self.layout.rel(Path(os.path.abspath(path)))
+        if rel is None:
+            return False
+        if self.layout.classify(rel) is not None or rel in self._file_state:
+            return True
+        return any(k.startswith(rel + "/") for k in self._file_state) or (
+            rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
+
+    def _read_dir_mtimes(self) -> dict[str, int]:
+        out = {}
+        for rel in ("", "memory", "sessions"):
+            with contextlib.suppress(OSError):
+                out[rel] = (self.root / rel).stat().st_mtime_ns
+        return out
+
+    def stale_hot_paths(self) -> list[Path]:
+        """Recently active files whose (mtime, size) differ from the index: a cheap check
+        (a few stats) that lets a search see a write the watcher has not reported yet."""
+        today = date.today()
+        hot = {"MEMORY.md", "memory.md", f"memory/{today.isoformat()}.md",
+               f"memory/{(today - timedelta(days=1)).isoformat()}.md"}
+        now = time.monotonic()
+        with self._lock:
+            hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
+            state = dict(self._file_state)
+        stale = []
+        for rel in hot:
+            try:
+                st = (self.root / rel).stat()
+                current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                current = None
+            if current != state.get(rel) and (current is None or self.layout.classify(rel)):
+                stale.append(self.root / rel)
+        if self._dir_mtimes and self._read_dir_mtimes() != self._dir_mtimes:
+            known = set(state)
+            present = {f.rel for f in self.layout.iter_files()}
+            stale += [self.root / rel for rel in sorted(present ^ known)]
+            self._dir_mtimes = self._read_dir_mtimes()
+        return stale
+
+    # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
-        raise NotImplementedError
+        with self._reader() as r:
+            files = int(r.conn.execute("SELECT count(*) FROM files").fetchall()[0][0])
+            chunks = int(r.conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0])
+            pending = store.count_pending(r.conn)
+            skipped = dict(r.conn.execute(
+                "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"))
+            malformed = int(r.conn.execute(
+                "SELECT coalesce(sum(malformed), 0) FROM files").fetchall()[0][0])
+        degraded = []
+        if not self.vec.ok:
+            degraded.append(f"vectors off: {self.vec.reason}")
+        if self.provider is None:
+            degraded.append(f"keyword only: {self.provider_reason or 'no embedding provider'}")
+        failure = self._failure
+        if failure is not None:
+            degraded.append(f"embedding provider failing: {failure[1]} "
+                            f"(retry in {max(0.0, failure[0] - time.monotonic()):.0f}s)")
+        if self._rebuilt_reason:
+            degraded.append(self._rebuilt_reason)
+        p = self.provider
+        return {
+            "path": str(self.root), "index": str(self.db_path), "files": files, "chunks": chunks,
+            "pending_vectors": pending if p is not None and self.vec.ok else 0,
+            "pending_files": self._pending_syncs, "index_generation": self.generation,
+            "last_sync": self._last_sync, "malformed_lines": malformed,
+            "provider": {"name": p.name if p else "none", "model": p.model if p else "",
+                         "dims": p.dims if p else None, "reason": self.provider_reason},
+            "vector_ready": bool(p is not None and self.vec.ok and self._has_vec_table and pending == 0),
+            "sqlite_vec": self.vec.version or None,
+            "degraded": degraded, "skipped": skipped,
+        }

@@ -1,0 +1,102 @@
+"""Per-workspace index schema (DESIGN §5) as named, recorded, idempotent migrations.
+
+The vector table is not a migration: its width is the provider's dims, so it is created
+(and dropped on a fingerprint change) by the store when the dims are known.
+"""
+
+from __future__ import annotations
+
+import time
+
+import apsw
+
+SCHEMA_VERSION = 1
+
+MIGRATIONS: list[tuple[str, str]] = [
+    ("0001_core", """
+        CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE files(
+            path TEXT PRIMARY KEY,          -- workspace-relative, POSIX separators
+            source TEXT NOT NULL,           -- memory | sessions
+            hash TEXT NOT NULL,             -- sha256 of the bytes indexed ('' = re-chunk)
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            day TEXT NOT NULL DEFAULT '',   -- YYYY-MM-DD of a daily file or session
+            ingested INTEGER NOT NULL DEFAULT 0,   -- JSONL: bytes already ingested
+            lines INTEGER NOT NULL DEFAULT 0,      -- JSONL: physical lines ingested
+            tail_offset INTEGER NOT NULL DEFAULT 0,-- JSONL: byte offset where the last chunk starts
+            tail_line INTEGER NOT NULL DEFAULT 1,  -- JSONL: its first physical line
+            malformed INTEGER NOT NULL DEFAULT 0,  -- JSONL lines skipped as malformed
+            skipped_reason TEXT,            -- not indexed, and why (binary, too large)
+            indexed_at REAL NOT NULL
+        );
+        CREATE TABLE chunks(
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL REFERENCES files(path) ON DELETE CASCADE,
+            source TEXT NOT NULL,
+            day TEXT NOT NULL DEFAULT '',
+            start_line INTEGER NOT NULL,
+            end_line INTEGER NOT NULL,
+            heading TEXT NOT NULL DEFAULT '',
+            text_hash TEXT NOT NULL,        -- sha256 of the embedding input (heading + text)
+            text TEXT NOT NULL,
+            embedded INTEGER NOT NULL DEFAULT 0,
+            windows INTEGER NOT NULL DEFAULT 0, -- vector windows stored for it
+            updated_at REAL NOT NULL
+        );
+        -- Window vectors (float16) of each chunk, keyed chunk_id * WINDOW_SLOTS + n: a
+        -- candidate's windows are one B-tree range read. The vec0 table holds their mean.
+        CREATE TABLE window_vectors(id INTEGER PRIMARY KEY, embedding BLOB NOT NULL);
+        CREATE INDEX chunks_by_path ON chunks(path, start_line);
+        CREATE INDEX chunks_unembedded ON chunks(id) WHERE embedded = 0;
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            text, heading, content='chunks', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE chunks_vocab USING fts5vocab(chunks_fts, 'row');
+        CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts(rowid, text, heading) VALUES (new.id, new.text, new.heading);
+        END;
+        CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, text, heading)
+                VALUES ('delete', old.id, old.text, old.heading);
+        END;
+        CREATE TABLE embedding_cache(
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            provider_key TEXT NOT NULL,
+            text_hash TEXT NOT NULL,
+            dims INTEGER NOT NULL,
+            embedding BLOB NOT NULL,
+            last_used INTEGER NOT NULL,
+            PRIMARY KEY(provider, model, provider_key, text_hash)
+        ) WITHOUT ROWID;
+        CREATE INDEX embedding_cache_lru ON embedding_cache(last_used);
+    """),
+]
+
+
+def migrate(conn: apsw.Connection) -> list[str]:
+    """Apply the migrations not yet recorded; returns the names applied."""
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, sql in MIGRATIONS:
+        if name in done:
+            continue
+        with conn:
+            conn.execute(sql)
+            conn.execute("INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+        applied.append(name)
+    return applied
+
+
+def get_meta(conn: apsw.Connection) -> dict[str, str]:
+    return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+
+
+def set_meta(conn: apsw.Connection, values: dict[str, str]) -> None:
+    conn.executemany(
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        list(values.items()),
+    )

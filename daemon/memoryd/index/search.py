@@ -1,0 +1,278 @@
+"""Hybrid retrieval over one index: FTS5 BM25 candidates, sqlite-vec KNN candidates, fusion.
+
+Both scores are computed for every candidate of either list (a keyword hit's cosine is one
+point lookup), so a strong keyword match is never scored as if its vector were zero; this
+is what lets keyword-only hits pass ``min_score`` (OpenClaw drops them all).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+
+from memoryd.config import SearchConfig
+from memoryd.embeddings.base import Vectors
+from memoryd.index.query import fts_match, query_terms
+from memoryd.index.snippets import TokenizeOffsets, line_scores, make_snippet
+from memoryd.index.store import VEC_TABLE
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index.windows import WINDOW_SLOTS, window_spans
+from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
+
+BM25_WEIGHTS = "1.0, 0.5"  # text, heading
+MAX_KNN = 4096  # sqlite-vec's own ceiling for k
+
+
+@dataclass
+class Candidate:
+    id: int
+    path: str = ""
+    source: str = ""
+    day: str = ""
+    start_line: int = 0
+    end_line: int = 0
+    heading: str = ""
+    text: str = ""
+    embedded: bool = False
+    bm25: float | None = None  # -bm25(): higher is better
+    distance: float | None = None  # cosine distance of the chunk's mean vector
+    window_sim: float | None = None  # best cosine similarity among its windows
+    best_window: int = -1  # which window that was
+    lines: list[float] | None = None  # per-line query match (snippets.line_scores)
+
+
+@dataclass(frozen=True)
+class Filters:
+    sources: tuple[str, ...]
+    path_prefix: str | None
+    since: str | None
+    until: str | None
+
+    def chunk_sql(self, alias: str = "c") -> tuple[str, list[Any]]:
+        parts = [f"{alias}.source IN ({','.join('?' * len(self.sources))})"]
+        args: list[Any] = list(self.sources)
+        if self.path_prefix:
+            esc = self.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            parts.append(f"{alias}.path LIKE ? ESCAPE '\\'")
+            args.append(esc + "%")
+        parts += self._day_sql(alias, args)
+        return " AND ".join(parts), args
+
+    def vec_sql(self) -> tuple[str, list[Any]]:
+        parts = [f"source IN ({','.join('?' * len(self.sources))})"]
+        args: list[Any] = list(self.sources)
+        parts += self._day_sql(VEC_TABLE, args)
+        return " AND ".join(parts), args
+
+    def _day_sql(self, alias: str, args: list[Any]) -> list[str]:
+        parts = []
+        if self.since or self.until:
+            parts.append(f"{alias}.day != ''")  # undated chunks (MEMORY.md) have no date to match
+        if self.since:
+            parts.append(f"{alias}.day >= ?")
+            args.append(self.since)
+        if self.until:
+            parts.append(f"{alias}.day <= ?")
+            args.append(self.until)
+        return parts
+
+    def accepts(self, c: Candidate) -> bool:
+        return (c.source in self.sources
+                and (not self.path_prefix or c.path.startswith(self.path_prefix))
+                and (not (self.since or self.until) or c.day != "")
+                and (not self.since or c.day >= self.since)
+                and (not self.until or c.day <= self.until))
+
+
+def keyword_candidates(conn: apsw.Connection, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+    where, args = filters.chunk_sql()
+    sql = (f"SELECT c.id, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
+           f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+           "ORDER BY r LIMIT ?")
+    return [(int(i), -float(r)) for i, r in conn.execute(sql, [match, *args, limit])]
+
+
+def vector_candidates(conn: apsw.Connection, qvec: Vectors, filters: Filters, k: int) -> list[tuple[int, float]]:
+    where, args = filters.vec_sql()
+    if filters.path_prefix:  # vec0 cannot filter by prefix: over-fetch, filter afterwards
+        k *= 4
+    sql = (f"SELECT chunk_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
+           f"AND {where} ORDER BY distance")
+    return [(int(i), float(d)) for i, d in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])]
+
+
+def load_candidates(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Candidate]:
+    out: dict[int, Candidate] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start:start + 500]
+        rows = conn.execute(
+            "SELECT id, path, source, day, start_line, end_line, heading, text, embedded FROM chunks "
+            f"WHERE id IN ({','.join('?' * len(part))})", list(part))
+        for r in rows:
+            out[int(r[0])] = Candidate(int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7],
+                                       bool(r[8]))
+    return out
+
+
+def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Vectors) -> None:
+    """Each embedded candidate's best window similarity: one B-tree range read per chunk."""
+    q = qvec.astype(np.float32)
+    for c in cands:
+        if not c.embedded:
+            continue
+        base = c.id * WINDOW_SLOTS
+        blobs = [r[0] for r in conn.execute(
+            "SELECT embedding FROM window_vectors WHERE id BETWEEN ? AND ?",
+            (base, base + WINDOW_SLOTS - 1))]
+        if blobs:
+            m = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), -1)
+            sims = m.astype(np.float32) @ q
+            c.best_window = int(np.argmax(sims))
+            c.window_sim = float(sims[c.best_window])
+
+
+def fill_bm25(conn: apsw.Connection, cands: Sequence[Candidate], match: str) -> None:
+    missing = {c.id: c for c in cands if c.bm25 is None}
+    if not missing or not match:
+        return
+    ids = list(missing)
+    rows = conn.execute(
+        f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ? "
+        f"AND rowid IN ({','.join('?' * len(ids))})", [match, *ids])
+    for i, r in rows:
+        missing[int(i)].bm25 = -float(r)
+
+
+Scored = tuple[float, float | None, float | None, Candidate]
+
+
+def fuse(cands: list[Candidate], mode: Mode, fusion: Fusion, cfg: SearchConfig,
+         idf_total: float) -> list[Scored]:
+    """(score, vector_score, text_score, candidate), best first; scores in [0, 1].
+
+    Three signals: v, the best window's cosine; t, BM25 relative to the best keyword hit;
+    l, the best single line's share of the query's IDF. A signal a chunk lacks (no vector
+    yet, or vectors off) drops out and the others are re-weighted, so keyword-only hits are
+    scored on the keyword scale and can pass min_score.
+    """
+    best_bm25 = max((c.bm25 for c in cands if c.bm25 is not None and c.bm25 > 0), default=0.0)
+    rows = []
+    for c in cands:
+        t = (c.bm25 / best_bm25) if (c.bm25 is not None and best_bm25 > 0 and c.bm25 > 0) else 0.0
+        v = max(0.0, min(1.0, c.window_sim)) if c.window_sim is not None else None
+        l_ = min(1.0, max(c.lines or [0.0]) / idf_total) if idf_total > 0 else 0.0
+        if mode == "vector":
+            t, l_ = 0.0, 0.0
+        rows.append((c, v, t, l_))
+    if fusion == "rrf" and mode == "hybrid":
+        return _rrf(rows, cfg.rrf_k)
+    out: list[Scored] = []
+    for c, v, t, l_ in rows:
+        if mode == "vector":
+            s = v or 0.0
+        else:
+            parts = [(cfg.text_weight, t), (cfg.line_weight, l_)]
+            if mode == "hybrid" and v is not None:
+                parts.append((cfg.vector_weight, v))
+            wsum = sum(w for w, _ in parts)
+            s = sum(w * x for w, x in parts) / wsum if wsum > 0 else 0.0
+        out.append((s, v, t if mode != "vector" else None, c))
+    out.sort(key=lambda x: (-x[0], x[3].id))
+    return out
+
+
+def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> list[Scored]:
+    ranks: list[dict[int, int]] = []
+    for idx in (1, 2, 3):
+        ordered = sorted((r for r in rows if r[idx] is not None and (r[idx] or 0) > 0),
+                         key=lambda r: -(r[idx] or 0.0))  # type: ignore[operator]
+        ranks.append({r[0].id: n for n, r in enumerate(ordered, 1)})
+    top = len(ranks) / (k + 1)  # first in every list: 1.0, so min_score keeps its meaning
+    out: list[Scored] = []
+    for c, v, t, _l in rows:
+        s = sum(1.0 / (k + r[c.id]) for r in ranks if c.id in r) / top
+        out.append((s, v, t, c))
+    out.sort(key=lambda x: (-x[0], x[3].id))
+    return out
+
+
+def idf_weights(conn: apsw.Connection, stems: Sequence[str]) -> dict[str, float]:
+    if not stems:
+        return {}
+    n = int(conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]) or 1
+    docs = dict(conn.execute(
+        f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(stems))})", list(stems)))
+    return {s: math.log(1 + (n - docs.get(s, 0) + 0.5) / (docs.get(s, 0) + 0.5)) for s in stems}
+
+
+def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
+    """Line scores for the snippet: query words first; the best vector window breaks ties
+    and speaks alone when no query word occurs in the chunk (a semantic match)."""
+    scores = list(c.lines or [0.0] * (c.text.count("\n") + 1))
+    if c.best_window >= 0:
+        spans = window_spans(c.text, load_tokenizer(), window_budget)
+        if c.best_window < len(spans):
+            a, b = spans[c.best_window]
+            top = max(scores) if scores else 0.0
+            bonus = 1e-3 * top if top > 0 else 1.0
+            for i in range(a, min(b, len(scores) - 1) + 1):
+                scores[i] += bonus
+    return scores
+
+
+def run_search(conn: apsw.Connection, tokenize: TokenizeOffsets, req: SearchRequest,
+               cfg: SearchConfig, qvec: Vectors | None, vectors_usable: bool,
+               window_budget: int = 128) -> tuple[list[SearchHit], Mode]:
+    """The ranked hits and the mode actually used (vectors off -> keyword)."""
+    max_results = req.max_results or cfg.max_results
+    min_score = cfg.min_score if req.min_score is None else req.min_score
+    fusion: Fusion = req.fusion or cfg.fusion  # type: ignore[assignment]
+    mode: Mode = req.mode if (qvec is not None and vectors_usable) else "keyword"
+    filters = Filters(req.sources, req.path_prefix, req.since, req.until)
+    terms = query_terms(req.query)
+    match = fts_match(terms) if terms else ""
+    n = max_results * cfg.candidate_multiplier
+
+    found: dict[int, Candidate] = {}
+    if match and mode != "vector":
+        for i, s in keyword_candidates(conn, match, filters, n):
+            found[i] = Candidate(i, bm25=s)
+    if qvec is not None and mode != "keyword":
+        for i, d in vector_candidates(conn, qvec, filters, n):
+            found.setdefault(i, Candidate(i)).distance = d
+    loaded = load_candidates(conn, list(found))
+    cands = []
+    for i, c in found.items():
+        full = loaded.get(i)
+        if full is None:
+            continue
+        full.bm25, full.distance = c.bm25, c.distance
+        if filters.accepts(full):
+            cands.append(full)
+    if qvec is not None and mode != "keyword":
+        fill_window_sims(conn, cands, qvec)
+    if mode == "hybrid":
+        fill_bm25(conn, cands, match)
+    stems = list(dict.fromkeys(s for t in terms for _, _, s in tokenize(t.encode())))
+    weights = idf_weights(conn, stems)
+    for c in cands:
+        c.lines = line_scores(c.text, tokenize, weights)
+
+    ranked = [x for x in fuse(cands, mode, fusion, cfg, sum(weights.values()))
+              if x[0] >= min_score][:max_results]
+    hits = []
+    for score, v, t, c in ranked:
+        snip = make_snippet(c.text, c.start_line, c.end_line, snippet_scores(c, window_budget),
+                            terms, cfg.snippet_chars)
+        hits.append(SearchHit(c.path, c.start_line, c.end_line, score, snip.text, snip.start_line,
+                              snip.end_line, c.source, c.heading, v, t))
+    return hits, mode
+
+
+def as_query_vector(vec: Vectors) -> Vectors:
+    return np.ascontiguousarray(vec.reshape(-1), dtype=np.float32)

@@ -1,0 +1,220 @@
+"""SQL for the index's rows: files, chunks (+FTS by trigger), vectors, the embedding cache.
+
+Every function here runs on the writer connection inside the caller's transaction, except
+the ``read_*`` helpers, which any connection may use.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import apsw
+import numpy as np
+
+from memoryd.embeddings.base import Vectors
+from memoryd.index.chunker import Chunk
+from memoryd.index.windows import WINDOW_SLOTS, centroid
+
+VEC_TABLE = "chunks_vec"
+
+
+@dataclass(frozen=True)
+class FileRow:
+    path: str
+    source: str
+    hash: str
+    mtime_ns: int
+    size: int
+    day: str
+    ingested: int
+    lines: int
+    tail_offset: int
+    tail_line: int
+    malformed: int
+    skipped_reason: str | None
+
+
+FILE_COLS = ("path, source, hash, mtime_ns, size, day, ingested, lines, tail_offset, tail_line, "
+             "malformed, skipped_reason")
+
+
+def read_files(conn: apsw.Connection) -> dict[str, FileRow]:
+    return {r[0]: FileRow(*r) for r in conn.execute(f"SELECT {FILE_COLS} FROM files")}
+
+
+def read_file(conn: apsw.Connection, path: str) -> FileRow | None:
+    rows = conn.execute(f"SELECT {FILE_COLS} FROM files WHERE path = ?", (path,)).fetchall()
+    return FileRow(*rows[0]) if rows else None
+
+
+def upsert_file(conn: apsw.Connection, row: FileRow) -> None:
+    conn.execute(
+        f"INSERT INTO files({FILE_COLS}, indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT(path) DO UPDATE SET source=excluded.source, hash=excluded.hash, "
+        "mtime_ns=excluded.mtime_ns, size=excluded.size, day=excluded.day, "
+        "ingested=excluded.ingested, lines=excluded.lines, tail_offset=excluded.tail_offset, "
+        "tail_line=excluded.tail_line, malformed=excluded.malformed, "
+        "skipped_reason=excluded.skipped_reason, indexed_at=excluded.indexed_at",
+        (row.path, row.source, row.hash, row.mtime_ns, row.size, row.day, row.ingested,
+         row.lines, row.tail_offset, row.tail_line, row.malformed, row.skipped_reason,
+         time.time()),
+    )
+
+
+def embed_input(chunk: Chunk) -> str:
+    """What the embedding model sees: the heading path gives a chunk its context (dates!)."""
+    if chunk.heading_path:
+        return " > ".join(chunk.heading_path) + "\n" + chunk.text
+    return chunk.text
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def has_vec_table(conn: apsw.Connection) -> bool:
+    return bool(conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
+    ).fetchall())
+
+
+def create_vec_table(conn: apsw.Connection, dims: int) -> None:
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0("
+        f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(dims)}] distance_metric=cosine, "
+        "source TEXT, day TEXT)"
+    )
+
+
+def drop_vectors(conn: apsw.Connection) -> None:
+    """Forget every vector (fingerprint change): chunks wait to be re-embedded."""
+    conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+    conn.execute("DELETE FROM window_vectors")
+    conn.execute("UPDATE chunks SET embedded = 0, windows = 0 WHERE embedded != 0")
+
+
+def delete_chunks(conn: apsw.Connection, path: str, from_line: int | None = None) -> int:
+    """Remove a file's chunks (those starting at or after ``from_line`` when given)."""
+    where, args = "path = ?", [path]
+    if from_line is not None:
+        where += " AND start_line >= ?"
+        args.append(from_line)
+    ids = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE {where}", args)]
+    if not ids:
+        return 0
+    if has_vec_table(conn):
+        conn.executemany(f"DELETE FROM {VEC_TABLE} WHERE chunk_id = ?", [(i,) for i in ids])
+    conn.executemany("DELETE FROM window_vectors WHERE id BETWEEN ? AND ?",
+                     [(i * WINDOW_SLOTS, i * WINDOW_SLOTS + WINDOW_SLOTS - 1) for i in ids])
+    conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in ids])
+    return len(ids)
+
+
+def delete_file(conn: apsw.Connection, path: str) -> int:
+    removed = delete_chunks(conn, path)
+    conn.execute("DELETE FROM files WHERE path = ?", (path,))
+    return removed
+
+
+def insert_chunks(conn: apsw.Connection, path: str, source: str, day: str,
+                  chunks: Sequence[Chunk]) -> int:
+    now = time.time()
+    conn.executemany(
+        "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, text, "
+        "embedded, updated_at) VALUES (?,?,?,?,?,?,?,?,0,?)",
+        [(path, source, day, c.start_line, c.end_line, " > ".join(c.heading_path),
+          text_hash(embed_input(c)), c.text, now) for c in chunks],
+    )
+    return len(chunks)
+
+
+@dataclass(frozen=True)
+class PendingChunk:
+    id: int
+    text_hash: str
+    heading: str
+    text: str
+    source: str
+    day: str
+
+    @property
+    def embed_input(self) -> str:
+        return f"{self.heading}\n{self.text}" if self.heading else self.text
+
+
+def read_pending(conn: apsw.Connection, limit: int, after_id: int = 0) -> list[PendingChunk]:
+    return [PendingChunk(*r) for r in conn.execute(
+        "SELECT id, text_hash, heading, text, source, day FROM chunks "
+        "WHERE embedded = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit))]
+
+
+def count_pending(conn: apsw.Connection) -> int:
+    return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchall()[0][0])
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    provider: str
+    model: str
+    provider_key: str
+
+
+def read_cached(conn: apsw.Connection, key: CacheKey, hashes: Iterable[str],
+                dims: int) -> dict[str, Vectors]:
+    out: dict[str, Vectors] = {}
+    for h in set(hashes):
+        rows = conn.execute(
+            "SELECT embedding FROM embedding_cache WHERE provider = ? AND model = ? "
+            "AND provider_key = ? AND text_hash = ? AND dims = ?",
+            (key.provider, key.model, key.provider_key, h, dims)).fetchall()
+        if rows:
+            out[h] = np.frombuffer(rows[0][0], dtype=np.float32)
+    return out
+
+
+def write_vectors(conn: apsw.Connection, key: CacheKey,
+                  items: Sequence[tuple[PendingChunk, Sequence[tuple[str, Vectors]]]],
+                  cache_max_entries: int) -> int:
+    """Store each chunk's window vectors and their mean, for chunks still present with the
+    same text (a file may change while its chunks are being embedded); refresh the cache."""
+    stamp = time.time_ns()
+    written = 0
+    for chunk, windows in items:
+        if cache_max_entries > 0:
+            conn.executemany(
+                "INSERT INTO embedding_cache(provider, model, provider_key, text_hash, dims, "
+                "embedding, last_used) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET "
+                "last_used = excluded.last_used, embedding = excluded.embedding, dims = excluded.dims",
+                [(key.provider, key.model, key.provider_key, h, int(v.shape[0]),
+                  np.asarray(v, dtype=np.float32).tobytes(), stamp) for h, v in windows])
+        still = conn.execute("SELECT 1 FROM chunks WHERE id = ? AND text_hash = ? AND embedded = 0",
+                             (chunk.id, chunk.text_hash)).fetchall()
+        if not still or not windows:
+            continue
+        base = chunk.id * WINDOW_SLOTS
+        conn.executemany("INSERT OR REPLACE INTO window_vectors(id, embedding) VALUES (?, ?)",
+                         [(base + n, np.asarray(v, dtype=np.float16).tobytes())
+                          for n, (_, v) in enumerate(windows)])
+        mean = centroid(np.stack([v for _, v in windows]))
+        conn.execute(f"INSERT OR REPLACE INTO {VEC_TABLE}(chunk_id, embedding, source, day) "
+                     "VALUES (?,?,?,?)", (chunk.id, mean.tobytes(), chunk.source, chunk.day))
+        conn.execute("UPDATE chunks SET embedded = 1, windows = ? WHERE id = ?", (len(windows), chunk.id))
+        written += 1
+    if cache_max_entries > 0:
+        evict_cache(conn, cache_max_entries)
+    return written
+
+
+def evict_cache(conn: apsw.Connection, max_entries: int) -> int:
+    count = int(conn.execute("SELECT count(*) FROM embedding_cache").fetchall()[0][0])
+    excess = count - max_entries
+    if excess <= 0:
+        return 0
+    conn.execute(
+        "DELETE FROM embedding_cache WHERE (provider, model, provider_key, text_hash) IN "
+        "(SELECT provider, model, provider_key, text_hash FROM embedding_cache "
+        "ORDER BY last_used LIMIT ?)", (excess,))
+    return excess

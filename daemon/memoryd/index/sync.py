@@ -1,0 +1,207 @@
+"""Bringing the index in line with the files: runs on the writer thread only.
+
+A file is re-read only when its (mtime, size) changed, re-chunked only when its content hash
+changed, and written in one transaction per file, keyword rows first: it is searchable by
+keyword when its transaction commits, and the embedder adds vectors afterwards. Session
+transcripts are ingested from the stored byte offset; the last chunk is re-chunked as it
+grows, so chunks stay full-sized however often the file is appended to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import apsw
+import structlog
+from tokenizers import Tokenizer
+
+from memoryd.index import store
+from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
+from memoryd.index.layout import SOURCE_SESSIONS, IndexedFile, Layout, day_of
+from memoryd.index.sessions import parse_transcript
+from memoryd.index.store import FileRow
+from memoryd.index.types import SyncProgress, SyncReport
+
+log = structlog.get_logger("memoryd.index")
+
+BINARY_SNIFF_BYTES = 8192
+SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten, not appended
+
+
+@dataclass
+class Syncer:
+    conn: apsw.Connection
+    layout: Layout
+    tokenizer: Tokenizer
+    chunk_tokens: int
+    chunk_overlap: int
+    max_file_bytes: int
+    on_commit: Callable[[str, FileRow | None], None] = lambda rel, row: None
+    _warned: set[tuple[str, str]] = field(default_factory=set)
+
+    def run(self, paths: Iterable[Path] | None, full: bool,
+            progress: Callable[[SyncProgress], None] | None = None) -> SyncReport:
+        report = SyncReport()
+        known = store.read_files(self.conn)
+        if paths is None:
+            present = {f.rel: f for f in self.layout.iter_files()}
+            targets: list[tuple[str, IndexedFile | None]] = list(present.items())
+            targets += [(rel, None) for rel in known if rel not in present]
+        else:
+            targets = []
+            for p in dict.fromkeys(paths):
+                rel = self.layout.rel(Path(os.path.abspath(p)))
+                if rel is None:
+                    continue
+                f = self._indexed(rel)
+                if f is not None or rel in known:
+                    targets.append((rel, f))
+        total = len(targets)
+        for done, (rel, f) in enumerate(targets, 1):
+            if f is None:
+                if rel in known:
+                    with self.conn:
+                        report.chunks_removed += store.delete_file(self.conn, rel)
+                    report.files_removed += 1
+                    self.on_commit(rel, None)
+            else:
+                report.files_scanned += 1
+                self._sync_one(f, known.get(rel), full, report)
+            if progress is not None and (done == total or done % 20 == 0):
+                progress(SyncProgress("indexing", done, total))
+        return report
+
+    def _indexed(self, rel: str) -> IndexedFile | None:
+        source = self.layout.classify(rel)
+        path = self.layout.root / rel
+        if source is None or not path.is_file():
+            return None
+        try:
+            path.resolve().relative_to(self.layout.root)
+        except (ValueError, OSError):
+            return None
+        return IndexedFile(rel, path, source)
+
+    def _sync_one(self, f: IndexedFile, row: FileRow | None, full: bool, report: SyncReport) -> None:
+        try:
+            st = f.path.stat()
+        except OSError:  # vanished between listing and stat: the next event removes it
+            return
+        if (row is not None and not full and row.hash and row.mtime_ns == st.st_mtime_ns
+                and row.size == st.st_size):
+            if row.skipped_reason:
+                report.files_skipped += 1
+                report.skipped[f.rel] = row.skipped_reason
+            return
+        if st.st_size > self.max_file_bytes:
+            reason = f"too large: {st.st_size} bytes > index.max_file_bytes {self.max_file_bytes}"
+            self._skip(f, st, reason, report)
+            return
+        try:
+            data = f.path.read_bytes()
+        except OSError as exc:
+            log.warning("file_unreadable", path=f.rel, error=str(exc))
+            return
+        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+            self._skip(f, st, "binary: contains NUL bytes", report)
+            return
+        if f.source == SOURCE_SESSIONS:
+            self._sync_transcript(f, row, st, data, full, report)
+        else:
+            self._sync_markdown(f, row, st, data, full, report)
+
+    def _skip(self, f: IndexedFile, st: os.stat_result, reason: str, report: SyncReport) -> None:
+        row = FileRow(f.rel, f.source, "skipped", st.st_mtime_ns, st.st_size, day_of(f.rel),
+                      0, 0, 0, 1, 0, reason)
+        with self.conn:
+            report.chunks_removed += store.delete_chunks(self.conn, f.rel)
+            store.upsert_file(self.conn, row)
+        report.files_skipped += 1
+        report.skipped[f.rel] = reason
+        self.on_commit(f.rel, row)
+
+    def _decode(self, rel: str, data: bytes, digest: str) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if (rel, digest) not in self._warned:  # once per file version, not per sync
+                self._warned.add((rel, digest))
+                log.warning("invalid_utf8", path=rel, position=exc.start,
+                            action="decoded with replacement characters")
+            return data.decode("utf-8", errors="replace")
+
+    def _sync_markdown(self, f: IndexedFile, row: FileRow | None, st: os.stat_result,
+                       data: bytes, full: bool, report: SyncReport) -> None:
+        digest = hashlib.sha256(data).hexdigest()
+        new_row = FileRow(f.rel, f.source, digest, st.st_mtime_ns, st.st_size, day_of(f.rel),
+                          0, 0, 0, 1, 0, None)
+        if row is not None and not full and row.hash == digest and not row.skipped_reason:
+            with self.conn:  # touched, not changed: remember the new mtime, keep the chunks
+                store.upsert_file(self.conn, new_row)
+            self.on_commit(f.rel, new_row)
+            return
+        text = self._decode(f.rel, data, digest)
+        chunks = chunk_markdown(text, self.tokenizer, self.chunk_tokens, self.chunk_overlap)
+        with self.conn:
+            report.chunks_removed += store.delete_chunks(self.conn, f.rel)
+            store.upsert_file(self.conn, new_row)
+            report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, new_row.day, chunks)
+        report.files_changed += 1
+        self.on_commit(f.rel, new_row)
+
+    def _sync_transcript(self, f: IndexedFile, row: FileRow | None, st: os.stat_result,
+                         data: bytes, full: bool, report: SyncReport) -> None:
+        old_prefix_ok = (row is not None and not row.skipped_reason and row.ingested <= len(data)
+                         and row.hash == hashlib.sha256(
+                             data[:min(SESSION_PREFIX_BYTES, row.ingested)]).hexdigest())
+        restart = full or row is None or not old_prefix_ok
+        if row is not None and not restart and row.ingested == len(data):
+            with self.conn:
+                store.upsert_file(self.conn, replace(row, mtime_ns=st.st_mtime_ns, size=st.st_size))
+            return
+        start_off = 0 if restart or row is None else row.tail_offset
+        start_line = 1 if restart or row is None else row.tail_line
+        old_end = 0 if restart or row is None else row.ingested
+        # The old tail region was counted already; only lines after it add to `malformed`.
+        head = parse_transcript(data[start_off:old_end], first_line=start_line)
+        tail = parse_transcript(data[old_end:], first_line=start_line + head.lines_consumed)
+        messages = head.messages + tail.messages
+        chunks: list[Chunk] = chunk_lines(messages, self.tokenizer, self.chunk_tokens,
+                                          self.chunk_overlap)
+        ingested = old_end + tail.consumed
+        lines = start_line - 1 + head.lines_consumed + tail.lines_consumed
+        tail_line, tail_offset = (chunks[-1].start_line, 0) if chunks else (lines + 1, ingested)
+        if chunks:
+            tail_offset = _line_offset(data, start_off, start_line, tail_line)
+        day = (row.day if row is not None and not restart else "") or _day(head.started_at or tail.started_at)
+        malformed = (0 if restart or row is None else row.malformed) + tail.malformed
+        digest = hashlib.sha256(data[:min(SESSION_PREFIX_BYTES, ingested)]).hexdigest()
+        new_row = FileRow(f.rel, f.source, digest,
+                          st.st_mtime_ns, st.st_size, day, ingested, lines, tail_offset, tail_line,
+                          malformed, None)
+        with self.conn:
+            report.chunks_removed += store.delete_chunks(
+                self.conn, f.rel, None if restart else start_line)
+            store.upsert_file(self.conn, new_row)
+            report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, day, chunks)
+        report.files_changed += 1
+        self.on_commit(f.rel, new_row)
+
+
+def _line_offset(data: bytes, start_off: int, start_line: int, line: int) -> int:
+    """Byte offset of physical ``line``, counting newlines from (start_off, start_line)."""
+    off = start_off
+    for _ in range(line - start_line):
+        nl = data.find(b"\n", off)
+        if nl < 0:
+            break
+        off = nl + 1
+    return off
+
+
+def _day(timestamp: str | None) -> str:
+    return timestamp[:10] if timestamp and len(timestamp) >= 10 and timestamp[4] == "-" else ""

@@ -1,0 +1,30 @@
+"""Checks on search requests that every caller (daemon, bench, tests) gets for free."""
+
+from __future__ import annotations
+
+import re
+
+from memoryd.errors import InvalidParams
+from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS
+from memoryd.index.types import SearchRequest
+
+DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def check_search_request(req: SearchRequest) -> None:
+    if not isinstance(req.query, str) or not req.query.strip():
+        raise InvalidParams("query must be a non-empty string")
+    if req.max_results is not None and not 1 <= req.max_results <= 100:
+        raise InvalidParams(f"max_results must be 1..100, got {req.max_results}")
+    if req.min_score is not None and not 0.0 <= req.min_score <= 1.0:
+        raise InvalidParams(f"min_score must be 0..1, got {req.min_score}")
+    if req.mode not in ("hybrid", "vector", "keyword"):
+        raise InvalidParams(f"mode must be hybrid, vector or keyword, got {req.mode!r}")
+    if req.fusion is not None and req.fusion not in ("weighted", "rrf"):
+        raise InvalidParams(f"fusion must be weighted or rrf, got {req.fusion!r}")
+    if not req.sources or any(s not in (SOURCE_MEMORY, SOURCE_SESSIONS) for s in req.sources):
+        raise InvalidParams(f"sources must be a non-empty subset of memory, sessions, got {list(req.sources)}")
+    for name in ("since", "until"):
+        value = getattr(req, name)
+        if value is not None and not DATE_RE.match(value):
+            raise InvalidParams(f"{name} must be YYYY-MM-DD, got {value!r}")

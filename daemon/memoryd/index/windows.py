@@ -1,0 +1,53 @@
+"""Vector windows: the pieces of a chunk that are embedded, each within the model's reach.
+
+A 400-token chunk is more than a small model reads (all-MiniLM-L6-v2 stops at 256), and
+one vector for a dozen dialogue lines blurs them. Each chunk is embedded as windows of
+about ``budget`` tokens (whole lines, one line of overlap, the heading path in front), and
+scored by its best window; the chunk's KNN vector is the normalised mean of its windows.
+On LoCoMo this lifts vector MRR from 0.47 to 0.57 (bench/retrieval.py). The best window
+also tells the snippet where a chunk matched when no query word occurs in it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from memoryd.embeddings.base import Vectors
+from memoryd.index.chunker import count_tokens
+
+WINDOW_SLOTS = 64  # window ids are chunk_id * WINDOW_SLOTS + n
+
+
+def window_spans(text: str, tokenizer: Tokenizer, budget: int) -> list[tuple[int, int]]:
+    """Inclusive (first, last) indexes into ``text.split("\\n")`` of each window."""
+    all_lines = text.split("\n")
+    idx = [i for i, ln in enumerate(all_lines) if ln.strip()] or [0]
+    costs = count_tokens([all_lines[i] for i in idx], tokenizer)
+    total = sum(costs)
+    if total > budget * WINDOW_SLOTS:  # keep within the id space: widen the windows
+        budget = total // WINDOW_SLOTS + 1
+    spans: list[tuple[int, int]] = []
+    start, size = 0, 0
+    for i, cost in enumerate(costs):
+        if i > start and size + cost > budget:
+            spans.append((start, i - 1))
+            start = i - 1 if i - 1 > start else i  # one line of overlap keeps pairs together
+            size = sum(costs[start:i])
+        size += cost
+    spans.append((start, len(costs) - 1))
+    return [(idx[a], idx[b]) for a, b in spans[:WINDOW_SLOTS]]
+
+
+def vector_windows(heading: str, text: str, tokenizer: Tokenizer, budget: int) -> list[str]:
+    """The texts to embed for one chunk, in window order."""
+    lines = text.split("\n")
+    prefix = f"{heading}\n" if heading else ""
+    return [prefix + "\n".join(ln for ln in lines[a:b + 1] if ln.strip())
+            for a, b in window_spans(text, tokenizer, budget)]
+
+
+def centroid(vectors: Vectors) -> Vectors:
+    mean = vectors.astype(np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm if norm > 0 else mean).astype(np.float32)

@@ -1,0 +1,130 @@
+"""Search behaviour that does not need an embedding model: keyword path, filters, snippets."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine_util import IndexFactory, paths, search
+from memoryd.errors import InvalidParams
+
+NOTES = {
+    "MEMORY.md": "# Memory\n\n## Preferences\n\nThe user drinks oolong tea every morning.\n",
+    "memory/2024-05-01.md": "# 2024-05-01\n\n- Fixed the garden fence.\n- Oolong tea ran out.\n",
+    "memory/2024-06-15.md": "# 2024-06-15\n\n- Driving to the coast with Priya.\n",
+    "memory/projects/kite.md": "# Kite\n\nBuilding a kite from bamboo.\n",
+}
+
+
+@pytest.fixture
+def ix(make_index: IndexFactory):  # type: ignore[no-untyped-def]
+    for rel, text in NOTES.items():
+        make_index.write(rel, text)
+    index = make_index()
+    index.sync()
+    return index
+
+
+@pytest.mark.parametrize("query", [
+    'tea" OR "x', "tea AND", "NEAR(tea fence)", "text:tea", "tea*", "(tea", "^tea", "-tea",
+    "tea:", "tea OR OR", "{text heading}: tea", "\x00tea", "tea NOT fence",
+])
+def test_user_input_is_never_fts_syntax(ix, query: str) -> None:  # type: ignore[no-untyped-def]
+    resp = search(ix, query, min_score=0.0)
+    assert resp.results, query
+    assert all("tea" in h.snippet.lower() or "fence" in h.snippet.lower() for h in resp.results)
+
+
+@pytest.mark.parametrize("query", ['"', "'", "...", "?!"])
+def test_punctuation_only_query_finds_nothing_without_error(ix, query: str) -> None:  # type: ignore[no-untyped-def]
+    assert search(ix, query).results == []
+
+
+def test_only_stop_words_still_searches(ix) -> None:  # type: ignore[no-untyped-def]
+    assert search(ix, "the").mode_used == "keyword"
+
+
+def test_keyword_only_hits_pass_the_default_min_score(ix) -> None:  # type: ignore[no-untyped-def]
+    resp = search(ix, "oolong tea")
+    assert resp.mode_used == "keyword"
+    assert set(paths(resp)) == {"MEMORY.md", "memory/2024-05-01.md"}
+    assert all(h.score >= 0.35 for h in resp.results)
+    assert resp.degraded and "provider" in resp.degraded
+
+
+def test_porter_stemming_matches_word_forms(ix) -> None:  # type: ignore[no-untyped-def]
+    assert paths(search(ix, "drives")) == ["memory/2024-06-15.md"]
+    assert paths(search(ix, "building kites")) == ["memory/projects/kite.md"]
+
+
+def test_path_prefix_filter(ix) -> None:  # type: ignore[no-untyped-def]
+    assert paths(search(ix, "tea", path_prefix="memory/")) == ["memory/2024-05-01.md"]
+    assert search(ix, "tea", path_prefix="memory/2099").results == []
+    assert search(ix, "tea", path_prefix="memory/%").results == []  # LIKE wildcards are literal
+
+
+def test_date_filters_keep_only_dated_chunks_in_range(ix) -> None:  # type: ignore[no-untyped-def]
+    assert paths(search(ix, "tea", since="2024-05-01")) == ["memory/2024-05-01.md"]
+    assert paths(search(ix, "tea coast", until="2024-05-31")) == ["memory/2024-05-01.md"]
+    assert paths(search(ix, "tea coast", since="2024-06-01", until="2024-06-30")) == ["memory/2024-06-15.md"]
+
+
+def test_source_filter_excludes_memory(ix) -> None:  # type: ignore[no-untyped-def]
+    assert search(ix, "tea", sources=("sessions",)).results == []
+
+
+def test_max_results_and_min_score_are_honoured(ix) -> None:  # type: ignore[no-untyped-def]
+    assert len(search(ix, "tea", max_results=1).results) == 1
+    loose = search(ix, "tea fence coast kite", min_score=0.0, max_results=10).results
+    strict = search(ix, "tea fence coast kite", min_score=0.5, max_results=10).results
+    assert len(strict) < len(loose)
+    assert all(h.score >= 0.5 for h in strict)
+
+
+@pytest.mark.parametrize("kw", [
+    {"max_results": 0}, {"max_results": 101}, {"min_score": 1.5}, {"mode": "fuzzy"},
+    {"fusion": "max"}, {"sources": ("email",)}, {"sources": ()}, {"since": "May 1"},
+])
+def test_bad_search_params_are_invalid_params(ix, kw) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidParams):
+        search(ix, "tea", **kw)
+
+
+def test_empty_query_is_invalid(ix) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidParams):
+        search(ix, "   ")
+
+
+def test_snippet_is_centred_on_the_matching_line(make_index: IndexFactory) -> None:
+    filler = [f"- Line {i}: routine notes about nothing in particular, padding text." for i in range(40)]
+    filler[30] = "- Line 30: the passport is in the blue drawer."
+    make_index.write("memory/2024-01-01.md", "\n".join(filler) + "\n")
+    ix = make_index({"index": {"chunk_tokens": 2000, "chunk_overlap": 0},
+                     "search": {"snippet_chars": 300}})
+    ix.sync()
+    hit = search(ix, "where is the passport").results[0]
+    assert (hit.start_line, hit.end_line) == (1, 40)
+    assert "passport is in the blue drawer" in hit.snippet
+    assert len(hit.snippet) <= 300
+    assert hit.snippet_start_line <= 31 <= hit.snippet_end_line
+    lines = (make_index.ws / "memory/2024-01-01.md").read_text().split("\n")
+    assert hit.snippet == "\n".join(lines[hit.snippet_start_line - 1:hit.snippet_end_line])
+
+
+def test_snippet_of_one_long_line_is_cut_around_the_match(make_index: IndexFactory) -> None:
+    make_index.write("memory/a.md", "word " * 500 + "the zeppelin landed " + "word " * 500 + "\n")
+    ix = make_index({"index": {"chunk_tokens": 4000, "chunk_overlap": 0}})
+    ix.sync()
+    hit = search(ix, "zeppelin").results[0]
+    assert "zeppelin" in hit.snippet and len(hit.snippet) <= 702
+
+
+def test_rrf_fusion_is_accepted_in_keyword_only_mode(ix) -> None:  # type: ignore[no-untyped-def]
+    assert paths(search(ix, "kite", fusion="rrf")) == ["memory/projects/kite.md"]
+
+
+def test_search_reports_generation_and_timing(ix) -> None:  # type: ignore[no-untyped-def]
+    resp = search(ix, "tea")
+    assert resp.index_generation >= len(NOTES)
+    assert resp.took_ms >= 0 and resp.pending_files == 0
+    d = resp.to_dict()
+    assert {"results", "provider", "model", "mode_used", "took_ms", "index_generation"} <= set(d)

@@ -1,0 +1,172 @@
+"""Incremental sync: what is re-read, re-chunked and removed, and how bad files are handled."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+
+from engine_util import IndexFactory, paths, search
+
+DAILY = "# 2024-05-01\n\n## Morning\n\n- Bought a blue bicycle for commuting.\n- Called the dentist.\n"
+
+
+def chunk_ids(db: Path, rel: str) -> list[int]:
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY id", (rel,))]
+    finally:
+        conn.close()
+
+
+def test_new_file_is_searchable_by_keyword_when_sync_returns(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    report = ix.sync()
+    assert report.files_changed == 1 and report.chunks_written >= 1
+    assert paths(search(ix, "bicycle")) == ["memory/2024-05-01.md"]
+
+
+def test_unchanged_and_touched_files_keep_their_chunks(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    before = chunk_ids(make_index.db, "memory/2024-05-01.md")
+    assert ix.sync().files_changed == 0
+    make_index.bump_mtime("memory/2024-05-01.md")  # same bytes, new mtime
+    assert ix.sync().files_changed == 0
+    assert chunk_ids(make_index.db, "memory/2024-05-01.md") == before
+
+
+def test_changed_file_is_rechunked_and_old_text_disappears(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    make_index.write("memory/2024-05-01.md", DAILY.replace("bicycle", "kayak"))
+    make_index.bump_mtime("memory/2024-05-01.md")
+    assert ix.sync().files_changed == 1
+    assert search(ix, "bicycle").results == []
+    assert paths(search(ix, "kayak")) == ["memory/2024-05-01.md"]
+
+
+def test_deleted_file_leaves_the_index(make_index: IndexFactory) -> None:
+    p = make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    p.unlink()
+    report = ix.sync()
+    assert report.files_removed == 1
+    assert search(ix, "bicycle").results == []
+    assert ix.status()["files"] == 0
+
+
+def test_sync_of_named_paths_only_touches_those(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    other = make_index.write("memory/2024-05-02.md", "- Planted tomatoes.\n")
+    report = ix.sync([other])
+    assert report.files_scanned == 1 and report.files_changed == 1
+    other.unlink()
+    assert ix.sync([other]).files_removed == 1
+
+
+def test_which_files_are_indexed(make_index: IndexFactory) -> None:
+    make_index.write("MEMORY.md", "# Memory\n\nThe user prefers tea.\n")
+    make_index.write("memory/projects/garden.md", "Tomatoes need sun.\n")
+    make_index.write("memory/.history/MEMORY.old.md", "tea history backup\n")
+    make_index.write("memory/notes.txt", "tea in a text file\n")
+    make_index.write("README.md", "tea readme\n")
+    make_index.write("docs/extra.md", "tea in extra docs\n")
+    ix = make_index({"index": {"extra_paths": ["docs"]}})
+    ix.sync()
+    assert sorted(paths(search(ix, "tea", max_results=10))) == ["MEMORY.md", "docs/extra.md"]
+    assert paths(search(ix, "tomatoes")) == ["memory/projects/garden.md"]
+
+
+def test_invalid_utf8_is_indexed_with_replacement(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", b"- caf\xe9 au lait with Marguerite\n")
+    ix = make_index()
+    assert ix.sync().files_changed == 1
+    hit = search(ix, "Marguerite").results[0]
+    assert "\ufffd" in hit.snippet
+
+
+def test_binary_and_huge_files_are_skipped_with_a_reason(make_index: IndexFactory) -> None:
+    make_index.write("memory/blob.md", b"\x00\x01binary\x00")
+    make_index.write("memory/huge.md", "word " * 1000)
+    make_index.write("memory/empty.md", "")
+    ix = make_index({"index": {"max_file_bytes": 2048}})
+    report = ix.sync()
+    assert set(report.skipped) == {"memory/blob.md", "memory/huge.md"}
+    skipped = ix.status()["skipped"]
+    assert "binary" in skipped["memory/blob.md"]
+    assert "too large" in skipped["memory/huge.md"]
+    assert search(ix, "word").results == []
+
+
+def test_skipped_file_is_indexed_once_it_becomes_valid(make_index: IndexFactory) -> None:
+    make_index.write("memory/x.md", b"\x00binary")
+    ix = make_index()
+    ix.sync()
+    make_index.write("memory/x.md", "now a real note about gardening\n")
+    make_index.bump_mtime("memory/x.md")
+    ix.sync()
+    assert paths(search(ix, "gardening")) == ["memory/x.md"]
+    assert ix.status()["skipped"] == {}
+
+
+def test_corrupt_index_is_rebuilt_from_the_files(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    make_index.db.parent.mkdir(parents=True)
+    make_index.db.write_bytes(b"this is not a database" * 100)
+    ix = make_index()
+    ix.sync()
+    assert paths(search(ix, "bicycle")) == ["memory/2024-05-01.md"]
+    assert any("corrupt" in d for d in ix.status()["degraded"])
+    assert make_index.db.with_name("ws.sqlite.corrupt").exists()
+
+
+def test_index_reopens_without_reindexing(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    ix.close()
+    make_index.made.remove(ix)
+    again = make_index()
+    assert again.sync().files_changed == 0
+    assert paths(search(again, "dentist")) == ["memory/2024-05-01.md"]
+
+
+def test_chunking_change_rechunks_every_file_on_next_sync(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    ix.close()
+    make_index.made.remove(ix)
+    again = make_index({"index": {"chunk_tokens": 64, "chunk_overlap": 8}})
+    assert again.sync().files_changed == 1
+    assert paths(search(again, "dentist")) == ["memory/2024-05-01.md"]
+
+
+def test_folder_removed_at_once_takes_its_files_along(make_index: IndexFactory) -> None:
+    import shutil
+
+    make_index.write("memory/projects/a.md", "alpha project\n")
+    make_index.write("memory/projects/b.md", "beta project\n")
+    ix = make_index()
+    ix.sync()
+    shutil.rmtree(make_index.ws / "memory" / "projects")
+    ix.sync([make_index.ws / "memory" / "projects"])
+    assert search(ix, "project").results == []
+
+
+def test_stale_hot_paths_sees_a_write_before_any_sync(make_index: IndexFactory) -> None:
+    make_index.write("MEMORY.md", "# Memory\n")
+    ix = make_index()
+    ix.sync()
+    assert ix.stale_hot_paths() == []
+    make_index.write("MEMORY.md", "# Memory\n\nLikes jazz.\n")
+    assert ix.stale_hot_paths() == [make_index.ws / "MEMORY.md"]
+    new = make_index.write("memory/2020-01-01.md", "old day, new file\n")
+    assert new in ix.stale_hot_paths()
