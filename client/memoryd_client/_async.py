@@ -1,0 +1,380 @@
+"""The asyncio client: many concurrent calls pipelined on one connection.
+
+    async with AsyncMemoryClient() as client:
+        a, b = await asyncio.gather(client.search("schema"), client.search("deadline"))
+
+One reader task owns the socket's read side and routes every frame by its request id:
+answers may come back out of order, and each call's progress events reach that call's own
+``on_progress`` (a plain function or a coroutine function). Connection behaviour is the
+blocking client's (see :mod:`memoryd_client.client`): ``hello`` first, a dropped connection
+is reconnected once and idempotent calls are resent (not ``append``), timeouts leave the
+connection usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import itertools
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from memoryd_client import _calls, protocol
+from memoryd_client._autostart import AUTOSTART_WAIT_S, POLL_INTERVAL_S, Starter
+from memoryd_client._calls import Call, DateLike, ProgressCallback
+from memoryd_client.client import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT
+from memoryd_client.errors import (
+    ClientTimeout,
+    ConnectionLost,
+    DaemonNotRunning,
+    RemoteError,
+)
+from memoryd_client.paths import socket_path as default_socket_path
+from memoryd_client.types import (
+    AppendResult,
+    GetResult,
+    Hello,
+    ReindexResult,
+    SearchResult,
+    Status,
+    WorkspaceChange,
+    WorkspaceInfo,
+)
+
+T = TypeVar("T")
+
+_DROPPED = object()  # queued to every waiting call when the connection ends
+
+
+class _Dropped(Exception):
+    pass
+
+
+class _SendFailed(Exception):
+    pass
+
+
+class _Connection:
+    """One socket: a write lock, and a reader task dispatching frames to waiting calls."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.pending: dict[int, asyncio.Queue[Any]] = {}
+        self.closed = False
+        self._write_lock = asyncio.Lock()
+        self._task = asyncio.get_running_loop().create_task(self._read_loop())
+
+    @property
+    def usable(self) -> bool:
+        return not (self.closed or self.reader.at_eof() or self.writer.is_closing())
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                header = await self.reader.readexactly(protocol.HEADER.size)
+                body = await self.reader.readexactly(protocol.frame_length(header))
+                frame = protocol.unpack(body)
+                fid = _calls.frame_id(frame)
+                if fid is None and frame.get("ok") is False:
+                    # A connection-level error: every waiting call gets it, the daemon closes.
+                    for queue in self.pending.values():
+                        queue.put_nowait(frame)
+                    break
+                waiting = self.pending.get(fid) if isinstance(fid, int) else None
+                if waiting is not None:
+                    waiting.put_nowait(frame)
+                # else: the late answer of a call that timed out; dropped.
+        except (asyncio.IncompleteReadError, OSError, protocol.FrameError):
+            pass
+        finally:
+            self.closed = True
+            for queue in self.pending.values():
+                queue.put_nowait(_DROPPED)
+            self.writer.close()
+
+    async def send(self, data: bytes) -> None:
+        if not self.usable:
+            raise _SendFailed()
+        try:
+            async with self._write_lock:
+                self.writer.write(data)
+                await self.writer.drain()
+        except (OSError, RuntimeError):
+            raise _SendFailed() from None
+
+    async def close(self) -> None:
+        self.closed = True
+        self._task.cancel()
+        self.writer.close()
+        with contextlib.suppress(BaseException):
+            await self._task
+        with contextlib.suppress(OSError, RuntimeError):
+            await self.writer.wait_closed()
+
+
+class AsyncMemoryClient:
+    """asyncio client for memoryd, with the same methods as :class:`MemoryClient`."""
+
+    def __init__(
+        self,
+        socket_path: str | os.PathLike[str] | None = None,
+        timeout: float | None = DEFAULT_TIMEOUT,
+        autostart: bool = False,
+        client_name: str = DEFAULT_CLIENT_NAME,
+    ) -> None:
+        self._explicit_socket = socket_path is not None
+        self.socket_path = (
+            Path(socket_path).expanduser() if socket_path is not None else default_socket_path()
+        )
+        self.timeout = timeout
+        self.autostart = autostart
+        self.client_name = client_name
+        self._conn: _Connection | None = None
+        self._connect_lock: asyncio.Lock | None = None
+        self._ids = itertools.count(1)
+        self.server: Hello | None = None
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "connected" if self._conn is not None and self._conn.usable else "not connected"
+        return f"<AsyncMemoryClient {self.socket_path} {state}>"
+
+    async def connect(self) -> Hello:
+        await self._connection()
+        assert self.server is not None
+        return self.server
+
+    async def close(self) -> None:
+        conn, self._conn = self._conn, None
+        self.server = None
+        if conn is not None:
+            await conn.close()
+
+    # ------------------------------------------------------------ methods
+
+    async def hello(self) -> Hello:
+        return await self._run(_calls.hello(self.client_name))
+
+    async def status(self, workspace: str | None = None) -> Status:
+        return await self._run(_calls.status(workspace))
+
+    async def search(
+        self,
+        query: str,
+        *,
+        workspace: str | None = None,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        sources: str | Iterable[str] | None = None,
+        mode: str | None = None,
+        fusion: str | None = None,
+        path_prefix: str | None = None,
+        since: DateLike | None = None,
+        until: DateLike | None = None,
+    ) -> SearchResult:
+        return await self._run(
+            _calls.search(
+                query,
+                workspace=workspace,
+                max_results=max_results,
+                min_score=min_score,
+                sources=sources,
+                mode=mode,
+                fusion=fusion,
+                path_prefix=path_prefix,
+                since=since,
+                until=until,
+            )
+        )
+
+    async def get(
+        self,
+        path: str,
+        *,
+        workspace: str | None = None,
+        from_line: int | None = None,
+        lines: int | None = None,
+    ) -> GetResult:
+        return await self._run(
+            _calls.get(path, workspace=workspace, from_line=from_line, lines=lines)
+        )
+
+    async def append(
+        self,
+        text: str,
+        *,
+        workspace: str | None = None,
+        date: DateLike | None = None,
+        heading: str | None = None,
+    ) -> AppendResult:
+        return await self._run(_calls.append(text, workspace=workspace, date=date, heading=heading))
+
+    async def reindex(
+        self,
+        *,
+        workspace: str | None = None,
+        full: bool = False,
+        wait: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> ReindexResult:
+        return await self._run(
+            _calls.reindex(workspace=workspace, full=full, wait=wait, on_progress=on_progress)
+        )
+
+    async def workspace_add(
+        self, path: str | os.PathLike[str], name: str | None = None
+    ) -> WorkspaceChange:
+        return await self._run(_calls.workspace_add(os.fspath(path), name))
+
+    async def workspace_remove(
+        self, workspace: str | os.PathLike[str], *, delete_index: bool = False
+    ) -> WorkspaceChange:
+        return await self._run(
+            _calls.workspace_remove(os.fspath(workspace), delete_index=delete_index)
+        )
+
+    async def workspace_list(self) -> list[WorkspaceInfo]:
+        return await self._run(_calls.workspace_list())
+
+    async def shutdown(self) -> None:
+        try:
+            await self._run(_calls.shutdown())
+        except ConnectionLost:
+            pass
+        finally:
+            await self.close()
+
+    async def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        return await self._run(_calls.raw(method, params))
+
+    # ------------------------------------------------------------ plumbing
+
+    async def _run(self, call: Call[T]) -> T:
+        for attempt in (1, 2):
+            conn = await self._connection()
+            try:
+                return await self._roundtrip(conn, call)
+            except _SendFailed:
+                await self._discard(conn)
+                if attempt == 1:
+                    continue
+                raise ConnectionLost(
+                    f"lost the connection to memoryd while sending `{call.method}`"
+                ) from None
+            except _Dropped:
+                await self._discard(conn)
+                if attempt == 1 and call.idempotent:
+                    continue
+                raise ConnectionLost(_calls.lost_message(call)) from None
+        raise AssertionError("unreachable")
+
+    async def _roundtrip(self, conn: _Connection, call: Call[T]) -> T:
+        req_id = next(self._ids)
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        conn.pending[req_id] = queue
+        try:
+            await conn.send(protocol.pack(protocol.request(req_id, call.method, call.params)))
+            wait = call.timeout(self.timeout)
+            while True:
+                try:
+                    item = await asyncio.wait_for(queue.get(), wait)
+                except TimeoutError:
+                    raise ClientTimeout(_calls.timeout_message(call.method, wait)) from None
+                if item is _DROPPED:
+                    raise _Dropped()
+                if _calls.is_event(item):
+                    progress = _calls.progress_of(item)
+                    if progress is not None and call.on_progress is not None:
+                        outcome = call.on_progress(progress)
+                        if inspect.isawaitable(outcome):
+                            await outcome
+                    continue
+                return _calls.result_of(call, item)
+        finally:
+            conn.pending.pop(req_id, None)
+
+    async def _discard(self, conn: _Connection) -> None:
+        if self._conn is conn:
+            self._conn = None
+            self.server = None
+        await conn.close()
+
+    async def _connection(self) -> _Connection:
+        if self._connect_lock is None:
+            self._connect_lock = asyncio.Lock()
+        async with self._connect_lock:
+            if self._conn is not None and not self._conn.usable:
+                await self._discard(self._conn)
+            if self._conn is None:
+                self._conn = await self._open()
+            return self._conn
+
+    async def _open(self) -> _Connection:
+        try:
+            return await self._open_once()
+        except DaemonNotRunning:
+            if not self.autostart:
+                raise
+        starter = Starter(self.socket_path, self._explicit_socket)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + AUTOSTART_WAIT_S
+        while True:
+            await asyncio.sleep(POLL_INTERVAL_S)
+            try:
+                return await self._open_once()
+            except DaemonNotRunning:
+                failure = starter.failure()
+                if failure is not None:
+                    raise failure from None
+                if loop.time() > deadline:
+                    raise starter.timed_out() from None
+
+    async def _open_once(self) -> _Connection:
+        _calls.check_socket_path(self.socket_path)
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(os.fspath(self.socket_path)),
+                self.timeout,
+            )
+        except TimeoutError:
+            raise ClientTimeout(
+                f"memoryd at {self.socket_path} did not accept the connection within "
+                f"{self.timeout or 0:g}s"
+            ) from None
+        except OSError as exc:
+            raise _calls.connect_error(exc, self.socket_path) from None
+        conn = _Connection(reader, writer)
+        try:
+            hello = await self._roundtrip(conn, _calls.hello(self.client_name))
+        except (_Dropped, _SendFailed):
+            await conn.close()
+            raise ConnectionLost(
+                f"memoryd at {self.socket_path} closed the connection during hello"
+            ) from None
+        except RemoteError as exc:
+            await conn.close()
+            raise _calls.hello_error(exc, self.socket_path) from None
+        except BaseException:
+            await conn.close()
+            raise
+        try:
+            self.server = _calls.check_hello(hello, self.socket_path)
+        except BaseException:
+            await conn.close()
+            raise
+        return conn

@@ -1,0 +1,304 @@
+"""What the sync and async clients share: how each call is built and how answers are read.
+
+Each public method of :class:`~memoryd_client.MemoryClient` and
+:class:`~memoryd_client.AsyncMemoryClient` is one line calling a builder here, so the
+method names, the params (``None`` means "omit, let the daemon default it") and the result
+conversion exist once. The two clients only differ in how they move frames.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import errno
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from memoryd_client import protocol
+from memoryd_client.errors import (
+    BadResponse,
+    ClientError,
+    DaemonNotRunning,
+    ProtocolMismatch,
+    RemoteError,
+    SocketUnusable,
+    StaleSocket,
+)
+from memoryd_client.paths import check_socket_path_length
+from memoryd_client.types import (
+    AppendResult,
+    GetResult,
+    Hello,
+    Progress,
+    ReindexResult,
+    SearchResult,
+    Status,
+    WorkspaceChange,
+    WorkspaceInfo,
+    WorkspaceList,
+)
+
+T = TypeVar("T")
+
+ProgressCallback = Callable[[Progress], object]
+"""Called with each progress event; the async client awaits the result if it is awaitable."""
+
+#: Calls that report progress (``reindex``) may go this long without any frame, at least.
+LONG_CALL_MIN_TIMEOUT = 600.0
+
+DateLike = _dt.date | str
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request to make: the method, its params and how to read its result.
+
+    ``idempotent`` says whether the call may be sent again on a fresh connection when the
+    first one dropped after the request went out (the daemon may or may not have run it).
+    Only ``append`` is not: a second send could write the text twice.
+    """
+
+    method: str
+    params: dict[str, Any]
+    convert: Callable[[Any], T]
+    idempotent: bool = True
+    on_progress: ProgressCallback | None = None
+    long: bool = False
+
+    def timeout(self, default: float | None) -> float | None:
+        """Seconds to wait for the next frame of this call (progress resets the clock)."""
+        if default is None:
+            return None
+        return max(default, LONG_CALL_MIN_TIMEOUT) if self.long else default
+
+
+def _params(**kwargs: Any) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def _date(value: DateLike | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return value.isoformat()
+
+
+def _none(_: Any) -> None:
+    return None
+
+
+def _identity(result: Any) -> Any:
+    return result
+
+
+def hello(client_name: str) -> Call[Hello]:
+    return Call(
+        "hello", {"client": client_name, "protocol": protocol.PROTOCOL_VERSION}, Hello.from_wire
+    )
+
+
+def status(workspace: str | None = None) -> Call[Status]:
+    return Call("status", _params(workspace=workspace), Status.from_wire)
+
+
+def search(
+    query: str,
+    *,
+    workspace: str | None = None,
+    max_results: int | None = None,
+    min_score: float | None = None,
+    sources: str | Iterable[str] | None = None,
+    mode: str | None = None,
+    fusion: str | None = None,
+    path_prefix: str | None = None,
+    since: DateLike | None = None,
+    until: DateLike | None = None,
+) -> Call[SearchResult]:
+    if isinstance(sources, str):
+        sources = [sources]
+    params = _params(
+        query=query,
+        workspace=workspace,
+        max_results=max_results,
+        min_score=min_score,
+        sources=None if sources is None else list(sources),
+        mode=mode,
+        fusion=fusion,
+        path_prefix=path_prefix,
+        since=_date(since),
+        until=_date(until),
+    )
+    return Call("search", params, SearchResult.from_wire)
+
+
+def get(
+    path: str,
+    *,
+    workspace: str | None = None,
+    from_line: int | None = None,
+    lines: int | None = None,
+) -> Call[GetResult]:
+    params = _params(path=path, workspace=workspace, lines=lines)
+    if from_line is not None:
+        params["from"] = from_line
+    return Call("get", params, GetResult.from_wire)
+
+
+def append(
+    text: str,
+    *,
+    workspace: str | None = None,
+    date: DateLike | None = None,
+    heading: str | None = None,
+) -> Call[AppendResult]:
+    params = _params(text=text, workspace=workspace, date=_date(date), heading=heading)
+    return Call("append", params, AppendResult.from_wire, idempotent=False)
+
+
+def reindex(
+    *,
+    workspace: str | None = None,
+    full: bool = False,
+    wait: bool = False,
+    on_progress: ProgressCallback | None = None,
+) -> Call[ReindexResult]:
+    params = _params(workspace=workspace, full=full or None, wait=wait or None)
+    return Call("reindex", params, ReindexResult.from_wire, on_progress=on_progress, long=True)
+
+
+def workspace_add(path: str | Path, name: str | None = None) -> Call[WorkspaceChange]:
+    return Call(
+        "workspace.add", _params(path=str(path), name=name), WorkspaceChange.from_wire_added
+    )
+
+
+def workspace_remove(workspace: str | Path, *, delete_index: bool = False) -> Call[WorkspaceChange]:
+    params = _params(workspace=str(workspace), delete_index=delete_index or None)
+    return Call("workspace.remove", params, WorkspaceChange.from_wire_removed)
+
+
+def _workspaces(result: Any) -> list[WorkspaceInfo]:
+    return WorkspaceList.from_wire(result).workspaces
+
+
+def workspace_list() -> Call[list[WorkspaceInfo]]:
+    return Call("workspace.list", {}, _workspaces)
+
+
+def shutdown() -> Call[None]:
+    # Idempotent in effect: if the connection drops the daemon is going down anyway.
+    return Call("shutdown", {}, _none)
+
+
+def raw(method: str, params: dict[str, Any] | None = None) -> Call[Any]:
+    """Any method by name, result as the wire map (for methods newer than this client)."""
+    return Call(method, dict(params or {}), _identity, idempotent=False)
+
+
+# ------------------------------------------------------------------ answers
+
+
+def frame_id(frame: dict[str, Any]) -> Any:
+    return frame.get("id")
+
+
+def is_event(frame: dict[str, Any]) -> bool:
+    return "event" in frame and "ok" not in frame
+
+
+def progress_of(frame: dict[str, Any]) -> Progress | None:
+    """The progress carried by an event frame (None for other kinds of events)."""
+    if frame.get("event") != "progress":
+        return None
+    try:
+        return Progress.from_wire(frame.get("data") or {})
+    except BadResponse:
+        return None
+
+
+def result_of(call: Call[T], frame: dict[str, Any]) -> T:
+    """The converted result of a final response frame, or the RemoteError it carries."""
+    ok = frame.get("ok")
+    if ok is True:
+        return call.convert(frame.get("result"))
+    if ok is False:
+        raise RemoteError.from_wire(frame.get("error"))
+    raise BadResponse(f"malformed response to `{call.method}` from the daemon: {frame!r}")
+
+
+def check_hello(hello_result: Hello, socket: Path) -> Hello:
+    if hello_result.protocol != protocol.PROTOCOL_VERSION:
+        raise ProtocolMismatch(hello_result.protocol, hello_result.version, socket)
+    return hello_result
+
+
+def hello_error(exc: RemoteError, socket: Path) -> ClientError:
+    """What a failed ``hello`` means: a daemon refusing our protocol version is a mismatch."""
+    if exc.code == protocol.ErrorCode.PROTOCOL_ERROR and "supported" in exc.data:
+        return ProtocolMismatch(exc.data.get("supported"), None, socket)
+    return exc
+
+
+def timeout_message(method: str, waited: float | None) -> str:
+    return f"memoryd did not answer `{method}` within {waited or 0:g}s (is it overloaded or stuck?)"
+
+
+def lost_message(call: Call[Any]) -> str:
+    if not call.idempotent:
+        return (
+            f"lost the connection to memoryd after sending `{call.method}`: it may or may not "
+            "have been carried out (for append: check the daily file before retrying)"
+        )
+    return f"lost the connection to memoryd while waiting for `{call.method}` (retried once)"
+
+
+# ------------------------------------------------------------------ sockets
+
+
+def check_socket_path(socket: Path) -> None:
+    problem = check_socket_path_length(socket)
+    if problem:
+        raise SocketUnusable(socket, problem)
+
+
+def connect_error(exc: OSError, socket: Path) -> ClientError:
+    """The client error for a failed ``connect()`` to ``socket``."""
+    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
+        return DaemonNotRunning(socket)
+    if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
+        return StaleSocket(socket)
+    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
+        return SocketUnusable(
+            socket,
+            f"permission denied connecting to {socket}: the socket belongs to another user "
+            "(set MEMORYD_SOCKET to your own daemon's socket)",
+        )
+    if exc.errno == errno.ENOTDIR:
+        return DaemonNotRunning(socket)
+    return SocketUnusable(socket, f"cannot connect to memoryd at {socket}: {exc.strerror or exc}")
+
+
+class FrameBuffer:
+    """Bytes received so far, split into decoded frames (a partial frame waits for more).
+
+    Used by the blocking client so that a timeout in the middle of a frame does not
+    desynchronise the stream: the partial bytes simply stay here for the next read.
+    """
+
+    def __init__(self, max_bytes: int = protocol.DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_bytes
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    def next_frame(self) -> dict[str, Any] | None:
+        size = protocol.HEADER.size
+        if len(self._buf) < size:
+            return None
+        length = protocol.frame_length(bytes(self._buf[:size]), self._max)
+        if len(self._buf) < size + length:
+            return None
+        body = bytes(self._buf[size : size + length])
+        del self._buf[: size + length]
+        return protocol.unpack(body)

@@ -1,0 +1,432 @@
+"""memctl: parsing, shared options, exit codes, output formats, against a scripted daemon."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes.memoryd_server import Fail, FakeMemoryd, FakeRequest, stale_socket_file
+from memoryd_client import _doctor, cli
+from memoryd_client.cli import (
+    EXIT_ERROR,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_USAGE,
+    build_parser,
+    command_names,
+)
+
+pytestmark = pytest.mark.timeout(30)
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+# The positional arguments each command needs; a new command must be added here.
+REQUIRED_ARGS: dict[str, list[str]] = {
+    "status": [],
+    "search": ["some", "words"],
+    "get": ["MEMORY.md"],
+    "append": ["a note"],
+    "reindex": [],
+    "workspace add": ["/tmp"],
+    "workspace remove": ["ws"],
+    "workspace list": [],
+    "doctor": [],
+}
+ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex"}
+
+
+class TTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run(argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    if stdin is not None:
+        old, sys.stdin = sys.stdin, io.StringIO(stdin)
+    try:
+        code = cli.main(argv, stdout=out, stderr=err)
+    finally:
+        if stdin is not None:
+            sys.stdin = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_on(fake: FakeMemoryd, argv: list[str], stdin: str | None = None) -> tuple[int, str, str]:
+    return run([*argv, "--socket", str(fake.path)], stdin)
+
+
+def parse(words: list[str]) -> argparse.Namespace:
+    return build_parser().parse_args(words)
+
+
+# ---------------------------------------------------------------- parsing and options
+
+
+def test_command_list_is_the_documented_set() -> None:
+    assert sorted(command_names()) == sorted(REQUIRED_ARGS)
+
+
+@pytest.mark.parametrize("command", command_names())
+def test_every_command_takes_the_shared_options(command: str) -> None:
+    args = parse([*command.split(), *REQUIRED_ARGS[command], "--json", "--socket", "/s.sock",
+                  "--timeout", "2.5"])
+    assert (args.json, args.socket, args.timeout) == (True, "/s.sock", 2.5)
+    assert callable(args.handler)
+    has_workspace = hasattr(args, "workspace")
+    assert has_workspace == (command in ONE_WORKSPACE_COMMANDS)
+
+
+def _subparsers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found[f"{prefix}{name}"] = child
+                found.update(_subparsers(child, f"{prefix}{name} "))
+    return found
+
+
+def test_shared_options_are_identical_across_commands() -> None:
+    parsers = _subparsers(build_parser())
+    shapes: dict[str, set[tuple[Any, ...]]] = {}
+    for name in command_names():
+        for action in parsers[name]._actions:
+            if {"--json", "--socket", "--timeout", "--workspace"} & set(action.option_strings):
+                key = action.option_strings[-1]
+                shapes.setdefault(key, set()).add(
+                    (tuple(action.option_strings), action.dest, action.help, action.default)
+                )
+    assert set(shapes) == {"--json", "--socket", "--timeout", "--workspace"}
+    assert all(len(variants) == 1 for variants in shapes.values()), shapes
+
+
+def test_search_options_parse() -> None:
+    args = parse(["search", "what", "did", "we", "decide", "-n", "5", "--min-score", "0.25",
+                  "--mode", "keyword", "--fusion", "rrf", "--source", "memory", "--source",
+                  "sessions", "--path-prefix", "memory/", "--since", "2025-01-01",
+                  "--until", "2025-02-01", "-w", "ws"])
+    assert args.query == ["what", "did", "we", "decide"]
+    assert (args.max_results, args.min_score, args.mode, args.fusion) == (5, 0.25, "keyword", "rrf")
+    assert args.source == ["memory", "sessions"]
+    assert (args.path_prefix, args.since, args.until, args.workspace) == (
+        "memory/", "2025-01-01", "2025-02-01", "ws")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        pytest.param([], id="no-command"),
+        pytest.param(["frobnicate"], id="unknown-command"),
+        pytest.param(["search"], id="no-query"),
+        pytest.param(["search", "q", "-n", "0"], id="max-results-zero"),
+        pytest.param(["search", "q", "--min-score", "2"], id="score-out-of-range"),
+        pytest.param(["search", "q", "--mode", "psychic"], id="bad-mode"),
+        pytest.param(["search", "q", "--since", "yesterday"], id="bad-date"),
+        pytest.param(["get", "MEMORY.md", "--from", "x"], id="bad-from"),
+        pytest.param(["workspace"], id="workspace-without-action"),
+        pytest.param(["append", "--date", "2025-13-01", "x"], id="bad-append-date"),
+    ],
+)
+def test_usage_errors_exit_2(argv: list[str], short_tmp: Path) -> None:
+    code, _, _ = run([*argv, "--socket", str(short_tmp / "none.sock")] if argv else argv)
+    assert code == EXIT_USAGE
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--version"]) == EXIT_OK
+    assert re.fullmatch(r"memctl \S+ \(protocol 1\)\n", capsys.readouterr().out)
+
+
+def test_version_matches_the_installed_distribution() -> None:
+    from importlib.metadata import version
+
+    import memoryd_client
+
+    assert memoryd_client.__version__ == version("memoryd")
+
+
+def test_workspace_param_makes_paths_absolute_and_keeps_names(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.workspace_param("agent-one") == "agent-one"
+    assert cli.workspace_param("./agent-one") == str(tmp_path / "agent-one")
+    assert cli.workspace_param("../x/conv-26") == str(tmp_path.parent / "x" / "conv-26")
+    assert cli.workspace_param("/abs/ws") == "/abs/ws"
+
+
+# ---------------------------------------------------------------- daemon not running
+
+
+# doctor reports its checks instead: see test_doctor_without_daemon_*
+@pytest.mark.parametrize("command", [c for c in command_names() if c != "doctor"])
+def test_no_daemon_exits_3_with_one_line(command: str, short_tmp: Path) -> None:
+    argv = [*command.split(), *REQUIRED_ARGS[command], "--socket", str(short_tmp / "d.sock")]
+    code, out, err = run(argv)
+    assert code == EXIT_NOT_RUNNING
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("memctl: error: memoryd is not running")
+
+
+def test_stale_socket_exits_3_and_says_stale(short_tmp: Path) -> None:
+    path = stale_socket_file(short_tmp / "d.sock")
+    code, _, err = run(["search", "q", "--socket", str(path)])
+    assert code == EXIT_NOT_RUNNING
+    assert err.count("\n") == 1 and "stale" in err
+
+
+def test_console_script_exits_3_without_a_traceback(short_tmp: Path) -> None:
+    memctl = Path(sys.executable).parent / "memctl"
+    proc = subprocess.run(
+        [str(memctl), "status", "--json"], capture_output=True, text=True, timeout=30,
+        env={**os.environ, "MEMORYD_HOME": str(short_tmp), "MEMORYD_SOCKET": ""},
+    )
+    assert proc.returncode == EXIT_NOT_RUNNING
+    assert proc.stdout == ""
+    assert proc.stderr.startswith("memctl: error:") and proc.stderr.count("\n") == 1
+
+
+# ---------------------------------------------------------------- against a daemon
+
+
+def test_search_human_output(fake_memoryd: FakeMemoryd) -> None:
+    code, out, err = run_on(fake_memoryd, ["search", "line", "one"])
+    assert code == EXIT_OK
+    assert out == "memory/2025-01-02.md:3-9  0.812\n    - [D1:3] line one\n    line two\n"
+    assert "vectors off" in err  # degraded is said on stderr, not mixed into results
+    assert fake_memoryd.calls("search")[0].params["query"] == "line one"
+
+
+def test_search_json_passes_the_daemons_result_through(fake_memoryd: FakeMemoryd) -> None:
+    code, out, _ = run_on(fake_memoryd, ["search", "q", "--json", "-n", "3", "-w", "ws"])
+    assert code == EXIT_OK
+    data = json.loads(out)
+    assert data == fake_memoryd.results["search"]
+    assert {"path", "start_line", "end_line", "score", "snippet", "source"} <= set(
+        data["results"][0])
+    assert fake_memoryd.calls("search")[0].params == {
+        "query": "q", "max_results": 3, "workspace": "ws"}
+
+
+def test_default_workspace_is_the_current_directory_inside_a_registered_one(
+    fake_memoryd: FakeMemoryd, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = short_tmp / "agent"
+    (ws / "memory").mkdir(parents=True)
+    fake_memoryd.results["workspace.list"] = {
+        "workspaces": [{"name": "agent", "path": str(ws), "source": "registry"}]}
+    monkeypatch.chdir(ws / "memory")
+    run_on(fake_memoryd, ["search", "q"])
+    monkeypatch.chdir(short_tmp)
+    run_on(fake_memoryd, ["search", "q"])
+    inside, outside = fake_memoryd.calls("search")
+    assert inside.params["workspace"] == str(ws / "memory")
+    assert "workspace" not in outside.params
+
+
+def test_get_prints_the_text(fake_memoryd: FakeMemoryd) -> None:
+    code, out, _ = run_on(fake_memoryd, ["get", "MEMORY.md", "--from", "2", "--lines", "1"])
+    assert (code, out) == (EXIT_OK, "# Memory\nhello\n")
+    params = fake_memoryd.calls("get")[0].params
+    assert (params["from"], params["lines"]) == (2, 1)
+
+
+def test_append_reads_stdin_for_dash(fake_memoryd: FakeMemoryd) -> None:
+    code, out, _ = run_on(fake_memoryd, ["append", "-", "--heading", "Notes"],
+                          stdin="from a pipe\n")
+    assert code == EXIT_OK
+    assert out == "appended to memory/2025-01-02.md:10-11\n"
+    assert fake_memoryd.calls("append")[0].params == {"text": "from a pipe\n",
+                                                      "heading": "Notes"}
+
+
+def test_append_of_nothing_is_a_usage_error(fake_memoryd: FakeMemoryd) -> None:
+    code, _, err = run_on(fake_memoryd, ["append", "-"], stdin="  \n")
+    assert code == EXIT_USAGE and "empty" in err
+    assert not fake_memoryd.calls("append")
+
+
+def test_reindex_draws_a_progress_bar_on_a_terminal(fake_memoryd: FakeMemoryd) -> None:
+    @fake_memoryd.handle("reindex")
+    async def reindex(req: FakeRequest) -> Any:
+        await req.progress(1, 2, "chunking")
+        await req.progress(2, 2, "chunking")
+        return {"files_scanned": 2, "files_changed": 2, "seconds": 0.5}
+
+    out, err = io.StringIO(), TTY()
+    code = cli.main(["reindex", "--wait", "--full", "--socket", str(fake_memoryd.path)],
+                    stdout=out, stderr=err)
+    assert code == EXIT_OK
+    assert "[###############---------------] 1/2" in err.getvalue()
+    assert err.getvalue().endswith("\r\x1b[K")  # the bar is cleared before the summary
+    assert out.getvalue().startswith("reindexed in 0.50s: 2 files scanned, 2 changed")
+    assert fake_memoryd.calls("reindex")[0].params == {"full": True, "wait": True}
+
+
+def test_reindex_draws_nothing_when_not_a_terminal(fake_memoryd: FakeMemoryd) -> None:
+    @fake_memoryd.handle("reindex")
+    async def reindex(req: FakeRequest) -> Any:
+        await req.progress(1, 2, "chunking")
+        return {}
+
+    code, _, err = run_on(fake_memoryd, ["reindex"])
+    assert (code, err) == (EXIT_OK, "")
+
+
+def test_workspace_add_sends_an_absolute_path(
+    fake_memoryd: FakeMemoryd, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (short_tmp / "agent").mkdir()
+    monkeypatch.chdir(short_tmp)
+    code, out, _ = run_on(fake_memoryd, ["workspace", "add", "agent", "--name", "a1"])
+    assert code == EXIT_OK and out.startswith("added workspace ws")
+    assert fake_memoryd.calls("workspace.add")[0].params == {
+        "path": str(short_tmp / "agent"), "name": "a1"}
+
+
+def test_workspace_add_of_a_missing_directory_fails_locally(fake_memoryd: FakeMemoryd) -> None:
+    code, _, err = run_on(fake_memoryd, ["workspace", "add", "/no/such/dir"])
+    assert code == EXIT_ERROR and "not a directory" in err
+    assert not fake_memoryd.calls("workspace.add")
+
+
+def test_workspace_remove_and_list(fake_memoryd: FakeMemoryd) -> None:
+    code, out, _ = run_on(fake_memoryd, ["workspace", "remove", "ws", "--delete-index"])
+    assert code == EXIT_OK and "files are untouched" in out
+    assert fake_memoryd.calls("workspace.remove")[0].params == {
+        "workspace": "ws", "delete_index": True}
+    code, out, _ = run_on(fake_memoryd, ["workspace", "list"])
+    assert (code, out) == (EXIT_OK, "ws  /w/ws  (registry)\n")
+    code, out, _ = run_on(fake_memoryd, ["workspace", "list", "--json"])
+    assert json.loads(out) == {"workspaces": [{"name": "ws", "path": "/w/ws",
+                                               "source": "registry"}]}
+
+
+def test_status_human_and_json(fake_memoryd: FakeMemoryd) -> None:
+    code, out, _ = run_on(fake_memoryd, ["status"])
+    assert code == EXIT_OK
+    assert out.splitlines()[0].startswith("memoryd 0.0-fake  pid")
+    assert "workspace ws  /w/ws" in out and "degraded: keyword only" in out
+    code, out, _ = run_on(fake_memoryd, ["status", "--json"])
+    assert json.loads(out) == fake_memoryd.results["status"]
+
+
+def test_remote_error_exits_1_with_one_line(fake_memoryd: FakeMemoryd) -> None:
+    @fake_memoryd.handle("get")
+    async def get(req: FakeRequest) -> Any:
+        raise Fail("forbidden_path", "only MEMORY.md and memory/**\nare readable")
+
+    code, out, err = run_on(fake_memoryd, ["get", "../etc/passwd"])
+    assert (code, out) == (EXIT_ERROR, "")
+    assert err == ("memctl: error: only MEMORY.md and memory/** are readable "
+                   "(forbidden_path)\n")
+
+
+def test_unexpected_exception_is_one_line_not_a_traceback(
+    fake_memoryd: FakeMemoryd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMCTL_DEBUG", raising=False)
+    monkeypatch.setattr(cli, "format_status", lambda status: 1 / 0)
+    code, _, err = run_on(fake_memoryd, ["status"])
+    assert code == EXIT_ERROR
+    assert err.count("\n") == 1 and "ZeroDivisionError" in err
+
+
+# ---------------------------------------------------------------- doctor
+
+
+def test_doctor_with_a_healthy_daemon(fake_memoryd: FakeMemoryd) -> None:
+    os.chmod(fake_memoryd.path.parent, 0o700)
+    code, out, _ = run_on(fake_memoryd, ["doctor", "--json"])
+    report = json.loads(out)
+    names = [c["name"] for c in report["checks"]]
+    assert names[:4] == ["socket path", "socket directory", "daemon reachable", "protocol"]
+    assert "vector search (sqlite-vec)" in names and "workspace ws" in names
+    # provider none + "keyword only" is the configured state, not a failure
+    assert report["ok"] is True and code == EXIT_OK, report
+
+
+def test_doctor_flags_an_open_socket_directory_with_the_fix(fake_memoryd: FakeMemoryd) -> None:
+    os.chmod(fake_memoryd.path.parent, 0o755)
+    code, out, _ = run_on(fake_memoryd, ["doctor"])
+    assert code == EXIT_ERROR
+    assert "FAIL  socket directory" in out
+    assert f"fix: chmod 700 {fake_memoryd.path.parent}" in out
+
+
+def test_doctor_reports_a_degraded_workspace(fake_memoryd: FakeMemoryd) -> None:
+    os.chmod(fake_memoryd.path.parent, 0o700)
+    status = fake_memoryd.results["status"]
+    status["provider"] = {"name": "openai", "model": "m", "dims": 8, "reason": "api key set"}
+    status["workspaces"][0]["degraded"] = ["embedding provider failing: 401 (retry in 30s)"]
+    code, out, _ = run_on(fake_memoryd, ["doctor"])
+    assert code == EXIT_ERROR
+    assert "FAIL  workspace ws" in out and "401" in out
+
+
+def test_doctor_without_daemon_merges_memoryd_doctor(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe = short_tmp / "memoryd"
+    exe.write_text(
+        "#!/bin/sh\n"
+        "[ \"$1 $2\" = 'doctor --json' ] || exit 9\n"
+        "echo '{\"checks\": [{\"name\": \"sqlite-vec\", \"ok\": false, "
+        "\"detail\": \"cannot load\", \"fix\": \"pip install sqlite-vec\"}]}'\n"
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setattr(_doctor, "find_memoryd", lambda: str(exe))
+    code, out, _ = run(["doctor", "--json", "--socket", str(short_tmp / "d.sock")])
+    assert code == EXIT_NOT_RUNNING
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["daemon reachable"]["ok"] is False
+    assert checks["sqlite-vec"] == {"name": "sqlite-vec", "ok": False, "detail": "cannot load",
+                                    "fix": "pip install sqlite-vec", "source": "memoryd doctor"}
+
+
+def test_doctor_without_daemon_or_memoryd_still_reports(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_doctor, "find_memoryd", lambda: None)
+    code, out, _ = run(["doctor", "--socket", str(short_tmp / "d.sock")])
+    assert code == EXIT_NOT_RUNNING
+    assert "FAIL  daemon reachable" in out and "FAIL  memoryd installed" in out
+
+
+# ---------------------------------------------------------------- docs
+
+
+def test_every_command_is_documented_in_the_readme() -> None:
+    text = README.read_text()
+    block = text.split("<!-- memctl:begin -->", 1)[1].split("<!-- memctl:end -->", 1)[0]
+    missing = [name for name in command_names() if f"memctl {name}" not in block]
+    assert not missing, f"document these in README.md's memctl section: {missing}"
+    assert "exit" in block.lower()
+
+
+def test_doctor_names_a_stale_socket(short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_doctor, "find_memoryd", lambda: None)
+    path = stale_socket_file(short_tmp / "d.sock")
+    code, out, _ = run(["doctor", "--socket", str(path)])
+    assert code == EXIT_NOT_RUNNING
+    assert f"FAIL  daemon reachable: stale socket: {path} exists" in out
+
+
+def test_doctor_accepts_a_socket_directory_not_created_yet(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_doctor, "find_memoryd", lambda: None)
+    code, out, _ = run(["doctor", "--socket", str(short_tmp / "run" / "d.sock")])
+    assert code == EXIT_NOT_RUNNING
+    assert "ok    socket directory:" in out and "does not exist yet" in out

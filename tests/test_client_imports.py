@@ -1,0 +1,50 @@
+"""The client stays light: importing it never loads the daemon or its heavy dependencies."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = [
+    "memoryd",
+    "watchfiles",
+    "sqlite_vec",
+    "apsw",
+    "croniter",
+    "structlog",
+    "openai",
+    "onnxruntime",
+    "numpy",
+]
+
+
+def loaded_after(statement: str) -> set[str]:
+    """Top-level module names in sys.modules after running ``statement`` in a fresh Python."""
+    code = f"{statement}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return {name.split(".")[0] for name in json.loads(proc.stdout.splitlines()[-1])}
+
+
+def test_importing_the_client_and_memctl_loads_nothing_heavy() -> None:
+    loaded = loaded_after("import memoryd_client, memoryd_client.cli")
+    assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
+    assert "msgpack" in loaded  # the check itself sees third-party imports
+
+
+def test_using_every_public_name_loads_nothing_heavy() -> None:
+    loaded = loaded_after(
+        "import memoryd_client as m\n"
+        "[getattr(m, name) for name in m.__all__]\n"
+        "import memoryd_client._doctor, memoryd_client._autostart"
+    )
+    assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_memctl_does_not_pay_for_asyncio() -> None:
+    # AsyncMemoryClient is loaded on first use; the blocking client and memctl skip it.
+    loaded = loaded_after("import memoryd_client.cli")
+    assert "asyncio" not in loaded
+    assert "asyncio" in loaded_after("from memoryd_client import AsyncMemoryClient")
