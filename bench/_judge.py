@@ -14,7 +14,11 @@ def judge(q: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, float]:
     covered_at: dict[str, int] = {}
     for rank, r in enumerate(results, 1):
         for dia, path, line in locs:
-            if dia not in covered_at and r["path"] == path and r["start_line"] <= line <= r["end_line"]:
+            if (
+                dia not in covered_at
+                and r["path"] == path
+                and r["start_line"] <= line <= r["end_line"]
+            ):
                 covered_at[dia] = rank
     first = min(covered_at.values(), default=None)
     snip_at: dict[str, int] = {}
@@ -24,7 +28,10 @@ def judge(q: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, float]:
                 snip_at[dia] = rank
     first_snip = min(snip_at.values(), default=None)
     spans = [r["end_line"] - r["start_line"] + 1 for r in results]
-    m = {"mrr": 1.0 / first if first else 0.0, "avg_span": sum(spans) / len(spans) if spans else 0.0}
+    m = {
+        "mrr": 1.0 / first if first else 0.0,
+        "avg_span": sum(spans) / len(spans) if spans else 0.0,
+    }
     for k in KS:
         n_cov = sum(1 for d in evidence if covered_at.get(d, 10**9) <= k)
         m[f"recall@{k}"] = float(first is not None and first <= k)

@@ -1,7 +1,7 @@
 """Retrieval quality of the engine, in-process, on LoCoMo-style workspaces.
 
-    python bench/retrieval.py ../shared/bench/locomo-dev [--mode hybrid] [--fusion weighted] [--json]
-    python bench/retrieval.py ../shared/bench/locomo-dev --compare     # all modes/fusions side by side
+    python bench/retrieval.py ../shared/bench/locomo-dev [--mode hybrid] [--fusion rrf] [--json]
+    python bench/retrieval.py ../shared/bench/locomo-dev --compare   # all modes side by side
 
 Every folder of WORKSPACES_DIR with a MEMORY.md or memory/ is a workspace; QRELS defaults
 to WORKSPACES_DIR/qrels.jsonl. Indexes are built once under --index-dir (default a temp dir)
@@ -20,53 +20,82 @@ from pathlib import Path
 from typing import Any
 
 from _judge import aggregate, judge
-
 from memoryd.config import Config, config_from_mapping
 from memoryd.embeddings.factory import choose_provider
 from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
 
 COLUMNS = ["recall@1", "recall@3", "recall@5", "recall@10", "full@10", "mrr", "snip@5", "avg_span"]
-COMBOS = [("keyword", "weighted"), ("vector", "weighted"), ("hybrid", "weighted"), ("hybrid", "rrf")]
+COMBOS = [
+    ("keyword", "weighted"),
+    ("vector", "weighted"),
+    ("hybrid", "weighted"),
+    ("hybrid", "rrf"),
+]
 
 
-def build_indexes(root: Path, convs: list[str], cfg: Config, index_dir: Path) -> dict[str, WorkspaceIndex]:
+def build_indexes(
+    root: Path, convs: list[str], cfg: Config, index_dir: Path
+) -> dict[str, WorkspaceIndex]:
     choice = choose_provider(cfg.embedding)
     out = {}
     for conv in convs:
-        ix = WorkspaceIndex(root / conv, index_dir / f"{conv}.sqlite", cfg, choice.provider, choice.reason)
+        ix = WorkspaceIndex(
+            root / conv, index_dir / f"{conv}.sqlite", cfg, choice.provider, choice.reason
+        )
         ix.open()
         started = time.monotonic()
         ix.sync()
         ix.wait_embedded()
-        print(f"indexed {conv} in {time.monotonic() - started:.1f}s ({choice.reason})", file=sys.stderr)
+        print(
+            f"indexed {conv} in {time.monotonic() - started:.1f}s ({choice.reason})",
+            file=sys.stderr,
+        )
         out[conv] = ix
     return out
 
 
-def evaluate(indexes: dict[str, WorkspaceIndex], qrels: list[dict[str, Any]], mode: str,
-             fusion: str, min_score: float | None) -> dict[str, Any]:
+def evaluate(
+    indexes: dict[str, WorkspaceIndex],
+    qrels: list[dict[str, Any]],
+    mode: str,
+    fusion: str,
+    min_score: float | None,
+) -> dict[str, Any]:
     per_q = []
     for q in qrels:
-        resp = indexes[q["conv"]].search(SearchRequest(
-            q["question"], max_results=10, min_score=min_score, mode=mode, fusion=fusion))  # type: ignore[arg-type]
+        resp = indexes[q["conv"]].search(
+            SearchRequest(
+                q["question"], max_results=10, min_score=min_score, mode=mode, fusion=fusion
+            )
+        )  # type: ignore[arg-type]
         per_q.append((q, judge(q, [h.to_dict() for h in resp.results])))
     by_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
     for q, m in per_q:
         by_cat[f"{q['category']}:{q.get('category_name', '')}"].append(m)
-    return {"mode": mode, "fusion": fusion, "overall": aggregate([m for _, m in per_q]),
-            "by_category": {k: aggregate(v) for k, v in sorted(by_cat.items())}}
+    return {
+        "mode": mode,
+        "fusion": fusion,
+        "overall": aggregate([m for _, m in per_q]),
+        "by_category": {k: aggregate(v) for k, v in sorted(by_cat.items())},
+    }
 
 
 def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     print(f"| {'run':<26} | {'n':>4} | " + " | ".join(f"{c:>9}" for c in COLUMNS) + " |")
     print("|" + "---|" * (len(COLUMNS) + 2))
     for name, agg in rows:
-        print(f"| {name:<26} | {agg['n']:>4} | " + " | ".join(f"{agg[c]:>9.3f}" for c in COLUMNS) + " |")
+        print(
+            f"| {name:<26} | {agg['n']:>4} | "
+            + " | ".join(f"{agg[c]:>9.3f}" for c in COLUMNS)
+            + " |"
+        )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("workspaces", type=Path)
     ap.add_argument("--qrels", type=Path)
     ap.add_argument("--mode", choices=["keyword", "vector", "hybrid"], default="hybrid")
@@ -74,8 +103,13 @@ def main() -> None:
     ap.add_argument("--compare", action="store_true", help="all modes and fusions side by side")
     ap.add_argument("--min-score", type=float, help="override search.min_score")
     ap.add_argument("--provider", default="local", choices=["local", "openai", "none", "auto"])
-    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                    help="config override, e.g. --set index.chunk_tokens=256")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="config override, e.g. --set index.chunk_tokens=256",
+    )
     ap.add_argument("--index-dir", type=Path, help="keep indexes here (reused across runs)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -84,7 +118,9 @@ def main() -> None:
     for item in args.set:
         key, _, value = item.partition("=")
         section, _, name = key.partition(".")
-        data.setdefault(section, {})[name] = json.loads(value) if value[:1] in "0123456789-[tf" else value
+        data.setdefault(section, {})[name] = (
+            json.loads(value) if value[:1] in "0123456789-[tf" else value
+        )
     cfg = config_from_mapping(data)
     qrels_path = args.qrels or args.workspaces / "qrels.jsonl"
     qrels = [json.loads(line) for line in qrels_path.read_text().splitlines() if line.strip()]

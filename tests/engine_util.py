@@ -26,8 +26,12 @@ class IndexFactory:
             data.setdefault(section, {}).update(values)
         return config_from_mapping(data)
 
-    def __call__(self, overrides: dict[str, Any] | None = None,
-                 provider: EmbeddingProvider | None = None, reason: str = "") -> WorkspaceIndex:
+    def __call__(
+        self,
+        overrides: dict[str, Any] | None = None,
+        provider: EmbeddingProvider | None = None,
+        reason: str = "",
+    ) -> WorkspaceIndex:
         ix = WorkspaceIndex(self.ws, self.db, self.config(overrides), provider, reason)
         ix.open()
         self.made.append(ix)

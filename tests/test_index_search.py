@@ -24,10 +24,24 @@ def ix(make_index: IndexFactory):  # type: ignore[no-untyped-def]
     return index
 
 
-@pytest.mark.parametrize("query", [
-    'tea" OR "x', "tea AND", "NEAR(tea fence)", "text:tea", "tea*", "(tea", "^tea", "-tea",
-    "tea:", "tea OR OR", "{text heading}: tea", "\x00tea", "tea NOT fence",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        'tea" OR "x',
+        "tea AND",
+        "NEAR(tea fence)",
+        "text:tea",
+        "tea*",
+        "(tea",
+        "^tea",
+        "-tea",
+        "tea:",
+        "tea OR OR",
+        "{text heading}: tea",
+        "\x00tea",
+        "tea NOT fence",
+    ],
+)
 def test_user_input_is_never_fts_syntax(ix, query: str) -> None:  # type: ignore[no-untyped-def]
     resp = search(ix, query, min_score=0.0)
     assert resp.results, query
@@ -65,7 +79,9 @@ def test_path_prefix_filter(ix) -> None:  # type: ignore[no-untyped-def]
 def test_date_filters_keep_only_dated_chunks_in_range(ix) -> None:  # type: ignore[no-untyped-def]
     assert paths(search(ix, "tea", since="2024-05-01")) == ["memory/2024-05-01.md"]
     assert paths(search(ix, "tea coast", until="2024-05-31")) == ["memory/2024-05-01.md"]
-    assert paths(search(ix, "tea coast", since="2024-06-01", until="2024-06-30")) == ["memory/2024-06-15.md"]
+    assert paths(search(ix, "tea coast", since="2024-06-01", until="2024-06-30")) == [
+        "memory/2024-06-15.md"
+    ]
 
 
 def test_source_filter_excludes_memory(ix) -> None:  # type: ignore[no-untyped-def]
@@ -80,10 +96,19 @@ def test_max_results_and_min_score_are_honoured(ix) -> None:  # type: ignore[no-
     assert all(h.score >= 0.5 for h in strict)
 
 
-@pytest.mark.parametrize("kw", [
-    {"max_results": 0}, {"max_results": 101}, {"min_score": 1.5}, {"mode": "fuzzy"},
-    {"fusion": "max"}, {"sources": ("email",)}, {"sources": ()}, {"since": "May 1"},
-])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"max_results": 0},
+        {"max_results": 101},
+        {"min_score": 1.5},
+        {"mode": "fuzzy"},
+        {"fusion": "max"},
+        {"sources": ("email",)},
+        {"sources": ()},
+        {"since": "May 1"},
+    ],
+)
 def test_bad_search_params_are_invalid_params(ix, kw) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(InvalidParams):
         search(ix, "tea", **kw)
@@ -95,11 +120,14 @@ def test_empty_query_is_invalid(ix) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_snippet_is_centred_on_the_matching_line(make_index: IndexFactory) -> None:
-    filler = [f"- Line {i}: routine notes about nothing in particular, padding text." for i in range(40)]
+    filler = [
+        f"- Line {i}: routine notes about nothing in particular, padding text." for i in range(40)
+    ]
     filler[30] = "- Line 30: the passport is in the blue drawer."
     make_index.write("memory/2024-01-01.md", "\n".join(filler) + "\n")
-    ix = make_index({"index": {"chunk_tokens": 2000, "chunk_overlap": 0},
-                     "search": {"snippet_chars": 300}})
+    ix = make_index(
+        {"index": {"chunk_tokens": 2000, "chunk_overlap": 0}, "search": {"snippet_chars": 300}}
+    )
     ix.sync()
     hit = search(ix, "where is the passport").results[0]
     assert (hit.start_line, hit.end_line) == (1, 40)
@@ -107,7 +135,7 @@ def test_snippet_is_centred_on_the_matching_line(make_index: IndexFactory) -> No
     assert len(hit.snippet) <= 300
     assert hit.snippet_start_line <= 31 <= hit.snippet_end_line
     lines = (make_index.ws / "memory/2024-01-01.md").read_text().split("\n")
-    assert hit.snippet == "\n".join(lines[hit.snippet_start_line - 1:hit.snippet_end_line])
+    assert hit.snippet == "\n".join(lines[hit.snippet_start_line - 1 : hit.snippet_end_line])
 
 
 def test_snippet_of_one_long_line_is_cut_around_the_match(make_index: IndexFactory) -> None:

@@ -8,13 +8,17 @@ import apsw
 
 from engine_util import IndexFactory, paths, search
 
-DAILY = "# 2024-05-01\n\n## Morning\n\n- Bought a blue bicycle for commuting.\n- Called the dentist.\n"
+DAILY = (
+    "# 2024-05-01\n\n## Morning\n\n- Bought a blue bicycle for commuting.\n- Called the dentist.\n"
+)
 
 
 def chunk_ids(db: Path, rel: str) -> list[int]:
     conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
     try:
-        return [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY id", (rel,))]
+        return [
+            r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY id", (rel,))
+        ]
     finally:
         conn.close()
 

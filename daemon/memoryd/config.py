@@ -22,8 +22,14 @@ MiB = 1024 * 1024
 T = TypeVar("T")
 
 
-def _opt(default: Any, *, choices: tuple[str, ...] = (), lo: float | None = None,
-         hi: float | None = None, secret: bool = False) -> Any:
+def _opt(
+    default: Any,
+    *,
+    choices: tuple[str, ...] = (),
+    lo: float | None = None,
+    hi: float | None = None,
+    secret: bool = False,
+) -> Any:
     meta = {"choices": choices, "lo": lo, "hi": hi, "secret": secret}
     if isinstance(default, tuple | list):
         return field(default_factory=lambda: tuple(default), metadata=meta)
@@ -173,16 +179,19 @@ def _build(cls: type[T], data: Any, prefix: str, env_values: dict[str, str]) -> 
     kwargs: dict[str, Any] = {}
     for name, f in known.items():
         if name in env_values:
-            kwargs[name] = _coerce(f"{prefix}.{name}", env_values[name], hints[name],
-                                   f.metadata, from_env=True)
+            kwargs[name] = _coerce(
+                f"{prefix}.{name}", env_values[name], hints[name], f.metadata, from_env=True
+            )
         elif name in data:
-            kwargs[name] = _coerce(f"{prefix}.{name}", data[name], hints[name],
-                                   f.metadata, from_env=False)
+            kwargs[name] = _coerce(
+                f"{prefix}.{name}", data[name], hints[name], f.metadata, from_env=False
+            )
     return cls(**kwargs)
 
 
-def config_from_mapping(data: dict[str, Any], env: dict[str, str] | None = None,
-                        source: str = "") -> Config:
+def config_from_mapping(
+    data: dict[str, Any], env: dict[str, str] | None = None, source: str = ""
+) -> Config:
     """Build and validate a Config from parsed TOML plus ``MEMORYD_*`` environment overrides."""
     env = {} if env is None else env
     known_top = set(SECTIONS) | {"workspaces"}
@@ -193,7 +202,7 @@ def config_from_mapping(data: dict[str, Any], env: dict[str, str] | None = None,
     for name, value in env.items():
         if not name.startswith("MEMORYD_"):
             continue
-        rest = name[len("MEMORYD_"):].lower()
+        rest = name[len("MEMORYD_") :].lower()
         section, _, key = rest.partition("_")
         if section in SECTIONS and key:
             if key not in {f.name for f in dataclasses.fields(SECTIONS[section])}:
@@ -261,6 +270,15 @@ def redacted(cfg: Any) -> dict[str, Any]:
 
 
 __all__ = [
-    "Config", "EmbeddingConfig", "IndexConfig", "LlmConfig", "SearchConfig", "ServerConfig",
-    "WorkspaceConfig", "config_from_mapping", "load_config", "redacted", "resolve_secret",
+    "Config",
+    "EmbeddingConfig",
+    "IndexConfig",
+    "LlmConfig",
+    "SearchConfig",
+    "ServerConfig",
+    "WorkspaceConfig",
+    "config_from_mapping",
+    "load_config",
+    "redacted",
+    "resolve_secret",
 ]

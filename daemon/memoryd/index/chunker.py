@@ -46,8 +46,9 @@ class Chunk:
     heading_path: tuple[str, ...]
 
 
-def chunk_markdown(text: str, tokenizer: Tokenizer, chunk_tokens: int = 400,
-                   overlap_tokens: int = 80) -> list[Chunk]:
+def chunk_markdown(
+    text: str, tokenizer: Tokenizer, chunk_tokens: int = 400, overlap_tokens: int = 80
+) -> list[Chunk]:
     _check_budget(chunk_tokens, overlap_tokens)
     lines = text.split("\n")
     doc = _Doc(lines, range(1, len(lines) + 1), tokenizer, chunk_tokens)
@@ -57,8 +58,12 @@ def chunk_markdown(text: str, tokenizer: Tokenizer, chunk_tokens: int = 400,
     return doc.pack(units, chunk_tokens, overlap_tokens)
 
 
-def chunk_lines(lines: Sequence[tuple[int, str]], tokenizer: Tokenizer, chunk_tokens: int = 400,
-                overlap_tokens: int = 80) -> list[Chunk]:
+def chunk_lines(
+    lines: Sequence[tuple[int, str]],
+    tokenizer: Tokenizer,
+    chunk_tokens: int = 400,
+    overlap_tokens: int = 80,
+) -> list[Chunk]:
     """Pack (physical line number, text) items, e.g. transcript messages, without structure."""
     _check_budget(chunk_tokens, overlap_tokens)
     doc = _Doc([t for _, t in lines], [n for n, _ in lines], tokenizer, chunk_tokens)
@@ -71,8 +76,9 @@ def count_tokens(texts: Sequence[str], tokenizer: Tokenizer) -> list[int]:
     return _costs(texts, tokenizer)[0]
 
 
-def _costs(texts: Sequence[str], tokenizer: Tokenizer, keep_over: int | None = None
-           ) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
+def _costs(
+    texts: Sequence[str], tokenizer: Tokenizer, keep_over: int | None = None
+) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
     """Costs, and the token pieces of the texts costing more than keep_over (to split them)."""
     cache = _caches.setdefault(id(tokenizer), (tokenizer, {}))[1]
     words = [t.split(" ") for t in texts]
@@ -106,7 +112,7 @@ def _costs(texts: Sequence[str], tokenizer: Tokenizer, keep_over: int | None = N
 def _word_costs(words: Sequence[str], tokenizer: Tokenizer) -> list[int]:
     """Costs of words, encoded joined by spaces in a few large batch items: a batch of
     many tiny inputs costs several times more per token."""
-    parts = [words[i:i + _WORDS_PER_ENCODE] for i in range(0, len(words), _WORDS_PER_ENCODE)]
+    parts = [words[i : i + _WORDS_PER_ENCODE] for i in range(0, len(words), _WORDS_PER_ENCODE)]
     encs = tokenizer.encode_batch([" ".join(p) for p in parts], add_special_tokens=False)
     out: list[int] = []
     for part, enc in zip(parts, encs, strict=True):
@@ -121,15 +127,17 @@ def _word_costs(words: Sequence[str], tokenizer: Tokenizer) -> list[int]:
 
 def _check_budget(chunk_tokens: int, overlap_tokens: int) -> None:
     if chunk_tokens < 1 or overlap_tokens < 0:
-        raise ValueError(f"bad chunk budget: chunk_tokens={chunk_tokens}, "
-                         f"overlap_tokens={overlap_tokens}")
+        raise ValueError(
+            f"bad chunk budget: chunk_tokens={chunk_tokens}, overlap_tokens={overlap_tokens}"
+        )
 
 
 class _Doc:
     """Lines (by index) with their token costs and, for markdown, their structure."""
 
-    def __init__(self, texts: Sequence[str], numbers: Sequence[int], tokenizer: Tokenizer,
-                 budget: int):
+    def __init__(
+        self, texts: Sequence[str], numbers: Sequence[int], tokenizer: Tokenizer, budget: int
+    ):
         self.texts = texts
         self.numbers = numbers
         self.tokenizer = tokenizer
@@ -186,8 +194,9 @@ class _Doc:
             out.append((lo, hi, self.break_next))
             self.break_next = False
             return
-        inner = self.headings[bisect.bisect_right(self.headings, lo):
-                              bisect.bisect_left(self.headings, hi)]
+        inner = self.headings[
+            bisect.bisect_right(self.headings, lo) : bisect.bisect_left(self.headings, hi)
+        ]
         if inner:
             top = min(self.level[h] for h in inner)
             cuts = [h for h in inner if self.level[h] == top]
@@ -202,8 +211,9 @@ class _Doc:
             if inner and b - a > 1 and self.cost(a, b) > budget:
                 self.break_next = True
 
-    def pack(self, units: Sequence[tuple[int, int, bool]], budget: int,
-             overlap: int) -> list[Chunk]:
+    def pack(
+        self, units: Sequence[tuple[int, int, bool]], budget: int, overlap: int
+    ) -> list[Chunk]:
         out: list[Chunk] = []
         cur: tuple[int, int] | None = None  # [lo, hi) of the chunk being filled
         prev_lo = -1  # start of the previous chunk: overlap never swallows it whole
@@ -217,13 +227,18 @@ class _Doc:
                 prev_lo = cur[0]
                 cur = None
             if c > budget:  # a single line: only split() hands out multi-line units that fit
-                out.extend(Chunk(self.numbers[a], self.numbers[a], f, self.paths[a])
-                           for f in _fragments(self.texts[a], self.tokenizer, budget,
-                                               self.long_pieces.get(a)))
+                out.extend(
+                    Chunk(self.numbers[a], self.numbers[a], f, self.paths[a])
+                    for f in _fragments(
+                        self.texts[a], self.tokenizer, budget, self.long_pieces.get(a)
+                    )
+                )
                 prev_lo = a
                 continue
-            cur = (self._overlap_start(a, max(prev_lo + 1, self.section[a]),
-                                       min(overlap, budget - c)), b)
+            cur = (
+                self._overlap_start(a, max(prev_lo + 1, self.section[a]), min(overlap, budget - c)),
+                b,
+            )
         if cur is not None:
             self._emit(out, *cur)
         return out
@@ -259,8 +274,9 @@ def _pieces(enc: Encoding) -> list[tuple[int, int]]:
     return out
 
 
-def _fragments(text: str, tokenizer: Tokenizer, budget: int,
-               pieces: list[tuple[int, int]] | None = None) -> list[str]:
+def _fragments(
+    text: str, tokenizer: Tokenizer, budget: int, pieces: list[tuple[int, int]] | None = None
+) -> list[str]:
     """Split one over-budget line at whitespace (at token boundaries inside a huge word)."""
     if pieces is None:
         pieces = _pieces(tokenizer.encode(text, add_special_tokens=False))
@@ -277,22 +293,24 @@ def _fragments(text: str, tokenizer: Tokenizer, budget: int,
         f = text[a:b].strip()
         # Cut between words, a fragment re-tokenizes to exactly its pieces; a word cut
         # mid-way does not (no "##" continuation), so recheck those.
-        if (torn[k] or torn[k + 1]) and len(f) < len(text) and \
-                count_tokens([f], tokenizer)[0] > budget:
+        if (
+            (torn[k] or torn[k + 1])
+            and len(f) < len(text)
+            and count_tokens([f], tokenizer)[0] > budget
+        ):
             out.extend(_fragments(f, tokenizer, budget))
         elif f:
             out.append(f)
     return out
 
 
-def _cut(text: str, pieces: Sequence[tuple[int, int]], i: int, budget: int
-         ) -> tuple[int, bool]:
+def _cut(text: str, pieces: Sequence[tuple[int, int]], i: int, budget: int) -> tuple[int, bool]:
     """The piece starting the next fragment after one starting at piece i; at whitespace?"""
     half = budget // 2
-    multiline = "\n" in text[pieces[i][1]:pieces[i + budget][0]]
+    multiline = "\n" in text[pieces[i][1] : pieces[i + budget][0]]
     spaced = 0
     for j in range(i + budget, i, -1):
-        gap = text[pieces[j - 1][1]:pieces[j][0]]
+        gap = text[pieces[j - 1][1] : pieces[j][0]]
         if multiline and j - i >= half and "\n" in gap:
             return j, True  # multi-line texts (transcript messages) prefer a line break
         if not spaced and _SPACE.search(gap):

@@ -8,8 +8,10 @@ but does not work is detected: keyword search then still works and status says w
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import apsw
 
@@ -38,10 +40,15 @@ def probe_vec() -> VecSupport:
         conn = apsw.Connection(":memory:")
         _load_vec(conn)
         version = str(conn.execute("SELECT vec_version()").fetchall()[0][0])
-        conn.execute("CREATE VIRTUAL TABLE probe USING vec0(embedding float[2] distance_metric=cosine)")
-        conn.execute("INSERT INTO probe(rowid, embedding) VALUES (1, '[1.0, 0.0]'), (2, '[0.0, 1.0]')")
+        conn.execute(
+            "CREATE VIRTUAL TABLE probe USING vec0(embedding float[2] distance_metric=cosine)"
+        )
+        conn.execute(
+            "INSERT INTO probe(rowid, embedding) VALUES (1, '[1.0, 0.0]'), (2, '[0.0, 1.0]')"
+        )
         rows = conn.execute(
-            "SELECT rowid FROM probe WHERE embedding MATCH '[0.9, 0.1]' AND k = ? ORDER BY distance",
+            "SELECT rowid FROM probe WHERE embedding MATCH '[0.9, 0.1]' AND k = ? "
+            "ORDER BY distance",
             (1,),
         ).fetchall()
         conn.close()
@@ -54,7 +61,11 @@ def probe_vec() -> VecSupport:
 
 def connect(path: Path | str, *, readonly: bool = False) -> apsw.Connection:
     """A configured connection; sqlite-vec is loaded when the probe says it works."""
-    flags = apsw.SQLITE_OPEN_READONLY if readonly else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    flags = (
+        apsw.SQLITE_OPEN_READONLY
+        if readonly
+        else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+    )
     conn = apsw.Connection(str(path), flags=flags)
     conn.set_busy_timeout(BUSY_TIMEOUT_MS)
     if not readonly:
@@ -72,3 +83,16 @@ def quick_check(conn: apsw.Connection) -> str | None:
     if rows == [("ok",)]:
         return None
     return "; ".join(str(r[0]) for r in rows[:5])
+
+
+Row = tuple[Any, ...]
+
+
+def rows(conn: apsw.Connection, sql: str, args: Sequence[Any] = ()) -> list[Row]:
+    """All rows of a query, typed loosely: apsw's own row type is a union of every SQL type."""
+    return [tuple(r) for r in conn.execute(sql, args)]
+
+
+def scalar(conn: apsw.Connection, sql: str, args: Sequence[Any] = ()) -> Any:
+    found = conn.execute(sql, args).fetchall()
+    return found[0][0] if found else None

@@ -78,8 +78,9 @@ class Layout:
         if self.sessions:
             sessions = self.root / "sessions"
             if sessions.is_dir():
-                yield from sorted(f"sessions/{e.name}" for e in os.scandir(sessions)
-                                  if e.name.endswith(".jsonl"))
+                yield from sorted(
+                    f"sessions/{e.name}" for e in os.scandir(sessions) if e.name.endswith(".jsonl")
+                )
         for extra in self.extra_paths:
             extra = extra.strip("/")
             if (self.root / extra).is_dir():
@@ -142,8 +143,9 @@ class Layout:
             return True
         if self.sessions and parts[0] == "sessions" and rel.endswith(".jsonl"):
             return True
-        return any(rel == e.strip("/") or rel.startswith(e.strip("/") + "/")
-                   for e in self.extra_paths)
+        return any(
+            rel == e.strip("/") or rel.startswith(e.strip("/") + "/") for e in self.extra_paths
+        )
 
 
 def day_of(rel: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-STOPWORDS = frozenset("""
+_STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further
 had has have having he her here hers herself him himself his how i if in into is it its itself
@@ -12,7 +12,8 @@ just me more most my myself no nor not now of off on once only or other our ours
 over own same she should so some such than that the their theirs them themselves then there
 these they this those through to too under until up very was we were what when where which
 while who whom why will with would you your yours yourself yourselves s t don ll ve re d m
-""".split())
+"""
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 

@@ -13,7 +13,9 @@ import apsw
 SCHEMA_VERSION = 1
 
 MIGRATIONS: list[tuple[str, str]] = [
-    ("0001_core", """
+    (
+        "0001_core",
+        """
         CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE files(
             path TEXT PRIMARY KEY,          -- workspace-relative, POSIX separators
@@ -72,13 +74,16 @@ MIGRATIONS: list[tuple[str, str]] = [
             PRIMARY KEY(provider, model, provider_key, text_hash)
         ) WITHOUT ROWID;
         CREATE INDEX embedding_cache_lru ON embedding_cache(last_used);
-    """),
+    """,
+    ),
 ]
 
 
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply the migrations not yet recorded; returns the names applied."""
-    conn.execute("CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
     done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
     applied = []
     for name, sql in MIGRATIONS:
@@ -86,7 +91,9 @@ def migrate(conn: apsw.Connection) -> list[str]:
             continue
         with conn:
             conn.execute(sql)
-            conn.execute("INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time()))
+            conn.execute(
+                "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
+            )
         applied.append(name)
     return applied
 
@@ -97,6 +104,7 @@ def get_meta(conn: apsw.Connection) -> dict[str, str]:
 
 def set_meta(conn: apsw.Connection, values: dict[str, str]) -> None:
     conn.executemany(
-        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        "INSERT INTO meta(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         list(values.items()),
     )

@@ -17,12 +17,13 @@ import numpy as np
 
 from memoryd.config import SearchConfig
 from memoryd.embeddings.base import Vectors
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index import db
 from memoryd.index.query import fts_match, query_terms
 from memoryd.index.snippets import TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.store import VEC_TABLE
-from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.index.windows import WINDOW_SLOTS, window_spans
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
+from memoryd.index.windows import WINDOW_SLOTS, window_spans
 
 BM25_WEIGHTS = "1.0, 0.5"  # text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
@@ -82,40 +83,56 @@ class Filters:
         return parts
 
     def accepts(self, c: Candidate) -> bool:
-        return (c.source in self.sources
-                and (not self.path_prefix or c.path.startswith(self.path_prefix))
-                and (not (self.since or self.until) or c.day != "")
-                and (not self.since or c.day >= self.since)
-                and (not self.until or c.day <= self.until))
+        return (
+            c.source in self.sources
+            and (not self.path_prefix or c.path.startswith(self.path_prefix))
+            and (not (self.since or self.until) or c.day != "")
+            and (not self.since or c.day >= self.since)
+            and (not self.until or c.day <= self.until)
+        )
 
 
-def keyword_candidates(conn: apsw.Connection, match: str, filters: Filters, limit: int) -> list[tuple[int, float]]:
+def keyword_candidates(
+    conn: apsw.Connection, match: str, filters: Filters, limit: int
+) -> list[tuple[int, float]]:
     where, args = filters.chunk_sql()
-    sql = (f"SELECT c.id, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
-           f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
-           "ORDER BY r LIMIT ?")
+    sql = (
+        f"SELECT c.id, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
+        f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+        "ORDER BY r LIMIT ?"
+    )
     return [(int(i), -float(r)) for i, r in conn.execute(sql, [match, *args, limit])]
 
 
-def vector_candidates(conn: apsw.Connection, qvec: Vectors, filters: Filters, k: int) -> list[tuple[int, float]]:
+def vector_candidates(
+    conn: apsw.Connection, qvec: Vectors, filters: Filters, k: int
+) -> list[tuple[int, float]]:
     where, args = filters.vec_sql()
     if filters.path_prefix:  # vec0 cannot filter by prefix: over-fetch, filter afterwards
         k *= 4
-    sql = (f"SELECT chunk_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
-           f"AND {where} ORDER BY distance")
-    return [(int(i), float(d)) for i, d in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])]
+    sql = (
+        f"SELECT chunk_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
+        f"AND {where} ORDER BY distance"
+    )
+    return [
+        (int(i), float(d)) for i, d in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])
+    ]
 
 
 def load_candidates(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Candidate]:
     out: dict[int, Candidate] = {}
     for start in range(0, len(ids), 500):
-        part = ids[start:start + 500]
+        part = ids[start : start + 500]
         rows = conn.execute(
-            "SELECT id, path, source, day, start_line, end_line, heading, text, embedded FROM chunks "
-            f"WHERE id IN ({','.join('?' * len(part))})", list(part))
+            "SELECT id, path, source, day, start_line, end_line, heading, text, embedded "
+            "FROM chunks "
+            f"WHERE id IN ({','.join('?' * len(part))})",
+            list(part),
+        )
         for r in rows:
-            out[int(r[0])] = Candidate(int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7],
-                                       bool(r[8]))
+            out[int(r[0])] = Candidate(
+                int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7], bool(r[8])
+            )
     return out
 
 
@@ -126,9 +143,13 @@ def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Ve
         if not c.embedded:
             continue
         base = c.id * WINDOW_SLOTS
-        blobs = [r[0] for r in conn.execute(
-            "SELECT embedding FROM window_vectors WHERE id BETWEEN ? AND ?",
-            (base, base + WINDOW_SLOTS - 1))]
+        blobs = [
+            r[0]
+            for r in conn.execute(
+                "SELECT embedding FROM window_vectors WHERE id BETWEEN ? AND ?",
+                (base, base + WINDOW_SLOTS - 1),
+            )
+        ]
         if blobs:
             m = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), -1)
             sims = m.astype(np.float32) @ q
@@ -143,7 +164,9 @@ def fill_bm25(conn: apsw.Connection, cands: Sequence[Candidate], match: str) -> 
     ids = list(missing)
     rows = conn.execute(
         f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ? "
-        f"AND rowid IN ({','.join('?' * len(ids))})", [match, *ids])
+        f"AND rowid IN ({','.join('?' * len(ids))})",
+        [match, *ids],
+    )
     for i, r in rows:
         missing[int(i)].bm25 = -float(r)
 
@@ -151,8 +174,9 @@ def fill_bm25(conn: apsw.Connection, cands: Sequence[Candidate], match: str) -> 
 Scored = tuple[float, float | None, float | None, Candidate]
 
 
-def fuse(cands: list[Candidate], mode: Mode, fusion: Fusion, cfg: SearchConfig,
-         idf_total: float) -> list[Scored]:
+def fuse(
+    cands: list[Candidate], mode: Mode, fusion: Fusion, cfg: SearchConfig, idf_total: float
+) -> list[Scored]:
     """(score, vector_score, text_score, candidate), best first; scores in [0, 1].
 
     Three signals: v, the best window's cosine; t, BM25 relative to the best keyword hit;
@@ -188,10 +212,10 @@ def fuse(cands: list[Candidate], mode: Mode, fusion: Fusion, cfg: SearchConfig,
 
 def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> list[Scored]:
     ranks: list[dict[int, int]] = []
-    for idx in (1, 2, 3):
-        ordered = sorted((r for r in rows if r[idx] is not None and (r[idx] or 0) > 0),
-                         key=lambda r: -(r[idx] or 0.0))  # type: ignore[operator]
-        ranks.append({r[0].id: n for n, r in enumerate(ordered, 1)})
+    for signal in range(3):  # v, t, l: each list ranks the candidates that have that signal
+        values = [(c, (v, t, l_)[signal]) for c, v, t, l_ in rows]
+        ordered = sorted(((c, x) for c, x in values if x), key=lambda cx: -(cx[1] or 0.0))
+        ranks.append({c.id: n for n, (c, _) in enumerate(ordered, 1)})
     top = len(ranks) / (k + 1)  # first in every list: 1.0, so min_score keeps its meaning
     out: list[Scored] = []
     for c, v, t, _l in rows:
@@ -204,9 +228,13 @@ def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> li
 def idf_weights(conn: apsw.Connection, stems: Sequence[str]) -> dict[str, float]:
     if not stems:
         return {}
-    n = int(conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0]) or 1
-    docs = dict(conn.execute(
-        f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(stems))})", list(stems)))
+    n = int(db.scalar(conn, "SELECT count(*) FROM chunks")) or 1
+    docs = dict(
+        conn.execute(
+            f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(stems))})",
+            list(stems),
+        )
+    )
     return {s: math.log(1 + (n - docs.get(s, 0) + 0.5) / (docs.get(s, 0) + 0.5)) for s in stems}
 
 
@@ -225,9 +253,15 @@ def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
     return scores
 
 
-def run_search(conn: apsw.Connection, tokenize: TokenizeOffsets, req: SearchRequest,
-               cfg: SearchConfig, qvec: Vectors | None, vectors_usable: bool,
-               window_budget: int = 128) -> tuple[list[SearchHit], Mode]:
+def run_search(
+    conn: apsw.Connection,
+    tokenize: TokenizeOffsets,
+    req: SearchRequest,
+    cfg: SearchConfig,
+    qvec: Vectors | None,
+    vectors_usable: bool,
+    window_budget: int = 128,
+) -> tuple[list[SearchHit], Mode]:
     """The ranked hits and the mode actually used (vectors off -> keyword)."""
     max_results = req.max_results or cfg.max_results
     min_score = cfg.min_score if req.min_score is None else req.min_score
@@ -263,14 +297,34 @@ def run_search(conn: apsw.Connection, tokenize: TokenizeOffsets, req: SearchRequ
     for c in cands:
         c.lines = line_scores(c.text, tokenize, weights)
 
-    ranked = [x for x in fuse(cands, mode, fusion, cfg, sum(weights.values()))
-              if x[0] >= min_score][:max_results]
+    ranked = [
+        x for x in fuse(cands, mode, fusion, cfg, sum(weights.values())) if x[0] >= min_score
+    ][:max_results]
     hits = []
     for score, v, t, c in ranked:
-        snip = make_snippet(c.text, c.start_line, c.end_line, snippet_scores(c, window_budget),
-                            terms, cfg.snippet_chars)
-        hits.append(SearchHit(c.path, c.start_line, c.end_line, score, snip.text, snip.start_line,
-                              snip.end_line, c.source, c.heading, v, t))
+        snip = make_snippet(
+            c.text,
+            c.start_line,
+            c.end_line,
+            snippet_scores(c, window_budget),
+            terms,
+            cfg.snippet_chars,
+        )
+        hits.append(
+            SearchHit(
+                c.path,
+                c.start_line,
+                c.end_line,
+                score,
+                snip.text,
+                snip.start_line,
+                snip.end_line,
+                c.source,
+                c.heading,
+                v,
+                t,
+            )
+        )
     return hits, mode
 
 

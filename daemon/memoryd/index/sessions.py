@@ -64,8 +64,9 @@ def parse_transcript(data: bytes, first_line: int = 1) -> TranscriptChunkInput:
             messages.append((lineno, f"{role}: {text}"))
         else:
             skipped += 1
-    return TranscriptChunkInput(messages, consumed, len(raws), malformed, skipped,
-                                session_id, started_at, last_timestamp)
+    return TranscriptChunkInput(
+        messages, consumed, len(raws), malformed, skipped, session_id, started_at, last_timestamp
+    )
 
 
 def _str(value: Any) -> str | None:

@@ -78,12 +78,18 @@ def cut_line(line: str, anchor: int, budget: int) -> str:
     return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")
 
 
-def make_snippet(text: str, start_line: int, end_line: int, scores: Sequence[float],
-                 terms: Sequence[str], budget: int) -> Snippet:
+def make_snippet(
+    text: str,
+    start_line: int,
+    end_line: int,
+    scores: Sequence[float],
+    terms: Sequence[str],
+    budget: int,
+) -> Snippet:
     lines = text.split("\n")
     mapped = len(lines) == end_line - start_line + 1  # else a fragment or a transcript chunk
     first, last = best_window(lines, scores, budget)
-    body = "\n".join(lines[first:last + 1])
+    body = "\n".join(lines[first : last + 1])
     if len(body) > budget:  # a single line longer than the budget
         low = body.lower()
         hits = [p for p in (low.find(t) for t in terms) if p >= 0]

@@ -15,6 +15,7 @@ import apsw
 import numpy as np
 
 from memoryd.embeddings.base import Vectors
+from memoryd.index import db
 from memoryd.index.chunker import Chunk
 from memoryd.index.windows import WINDOW_SLOTS, centroid
 
@@ -37,17 +38,14 @@ class FileRow:
     skipped_reason: str | None
 
 
-FILE_COLS = ("path, source, hash, mtime_ns, size, day, ingested, lines, tail_offset, tail_line, "
-             "malformed, skipped_reason")
+FILE_COLS = (
+    "path, source, hash, mtime_ns, size, day, ingested, lines, tail_offset, tail_line, "
+    "malformed, skipped_reason"
+)
 
 
 def read_files(conn: apsw.Connection) -> dict[str, FileRow]:
-    return {r[0]: FileRow(*r) for r in conn.execute(f"SELECT {FILE_COLS} FROM files")}
-
-
-def read_file(conn: apsw.Connection, path: str) -> FileRow | None:
-    rows = conn.execute(f"SELECT {FILE_COLS} FROM files WHERE path = ?", (path,)).fetchall()
-    return FileRow(*rows[0]) if rows else None
+    return {r[0]: FileRow(*r) for r in db.rows(conn, f"SELECT {FILE_COLS} FROM files")}
 
 
 def upsert_file(conn: apsw.Connection, row: FileRow) -> None:
@@ -58,9 +56,21 @@ def upsert_file(conn: apsw.Connection, row: FileRow) -> None:
         "ingested=excluded.ingested, lines=excluded.lines, tail_offset=excluded.tail_offset, "
         "tail_line=excluded.tail_line, malformed=excluded.malformed, "
         "skipped_reason=excluded.skipped_reason, indexed_at=excluded.indexed_at",
-        (row.path, row.source, row.hash, row.mtime_ns, row.size, row.day, row.ingested,
-         row.lines, row.tail_offset, row.tail_line, row.malformed, row.skipped_reason,
-         time.time()),
+        (
+            row.path,
+            row.source,
+            row.hash,
+            row.mtime_ns,
+            row.size,
+            row.day,
+            row.ingested,
+            row.lines,
+            row.tail_offset,
+            row.tail_line,
+            row.malformed,
+            row.skipped_reason,
+            time.time(),
+        ),
     )
 
 
@@ -76,9 +86,11 @@ def text_hash(text: str) -> str:
 
 
 def has_vec_table(conn: apsw.Connection) -> bool:
-    return bool(conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
-    ).fetchall())
+    return bool(
+        conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
+        ).fetchall()
+    )
 
 
 def create_vec_table(conn: apsw.Connection, dims: int) -> None:
@@ -98,7 +110,8 @@ def drop_vectors(conn: apsw.Connection) -> None:
 
 def delete_chunks(conn: apsw.Connection, path: str, from_line: int | None = None) -> int:
     """Remove a file's chunks (those starting at or after ``from_line`` when given)."""
-    where, args = "path = ?", [path]
+    where = "path = ?"
+    args: list[str | int] = [path]
     if from_line is not None:
         where += " AND start_line >= ?"
         args.append(from_line)
@@ -107,8 +120,10 @@ def delete_chunks(conn: apsw.Connection, path: str, from_line: int | None = None
         return 0
     if has_vec_table(conn):
         conn.executemany(f"DELETE FROM {VEC_TABLE} WHERE chunk_id = ?", [(i,) for i in ids])
-    conn.executemany("DELETE FROM window_vectors WHERE id BETWEEN ? AND ?",
-                     [(i * WINDOW_SLOTS, i * WINDOW_SLOTS + WINDOW_SLOTS - 1) for i in ids])
+    conn.executemany(
+        "DELETE FROM window_vectors WHERE id BETWEEN ? AND ?",
+        [(i * WINDOW_SLOTS, i * WINDOW_SLOTS + WINDOW_SLOTS - 1) for i in ids],
+    )
     conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in ids])
     return len(ids)
 
@@ -119,14 +134,27 @@ def delete_file(conn: apsw.Connection, path: str) -> int:
     return removed
 
 
-def insert_chunks(conn: apsw.Connection, path: str, source: str, day: str,
-                  chunks: Sequence[Chunk]) -> int:
+def insert_chunks(
+    conn: apsw.Connection, path: str, source: str, day: str, chunks: Sequence[Chunk]
+) -> int:
     now = time.time()
     conn.executemany(
         "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, text, "
         "embedded, updated_at) VALUES (?,?,?,?,?,?,?,?,0,?)",
-        [(path, source, day, c.start_line, c.end_line, " > ".join(c.heading_path),
-          text_hash(embed_input(c)), c.text, now) for c in chunks],
+        [
+            (
+                path,
+                source,
+                day,
+                c.start_line,
+                c.end_line,
+                " > ".join(c.heading_path),
+                text_hash(embed_input(c)),
+                c.text,
+                now,
+            )
+            for c in chunks
+        ],
     )
     return len(chunks)
 
@@ -146,13 +174,18 @@ class PendingChunk:
 
 
 def read_pending(conn: apsw.Connection, limit: int, after_id: int = 0) -> list[PendingChunk]:
-    return [PendingChunk(*r) for r in conn.execute(
-        "SELECT id, text_hash, heading, text, source, day FROM chunks "
-        "WHERE embedded = 0 AND id > ? ORDER BY id LIMIT ?", (after_id, limit))]
+    return [
+        PendingChunk(*r)
+        for r in conn.execute(
+            "SELECT id, text_hash, heading, text, source, day FROM chunks "
+            "WHERE embedded = 0 AND id > ? ORDER BY id LIMIT ?",
+            (after_id, limit),
+        )
+    ]
 
 
 def count_pending(conn: apsw.Connection) -> int:
-    return int(conn.execute("SELECT count(*) FROM chunks WHERE embedded = 0").fetchall()[0][0])
+    return int(db.scalar(conn, "SELECT count(*) FROM chunks WHERE embedded = 0"))
 
 
 @dataclass(frozen=True)
@@ -162,22 +195,28 @@ class CacheKey:
     provider_key: str
 
 
-def read_cached(conn: apsw.Connection, key: CacheKey, hashes: Iterable[str],
-                dims: int) -> dict[str, Vectors]:
+def read_cached(
+    conn: apsw.Connection, key: CacheKey, hashes: Iterable[str], dims: int
+) -> dict[str, Vectors]:
     out: dict[str, Vectors] = {}
     for h in set(hashes):
-        rows = conn.execute(
+        blob = db.scalar(
+            conn,
             "SELECT embedding FROM embedding_cache WHERE provider = ? AND model = ? "
             "AND provider_key = ? AND text_hash = ? AND dims = ?",
-            (key.provider, key.model, key.provider_key, h, dims)).fetchall()
-        if rows:
-            out[h] = np.frombuffer(rows[0][0], dtype=np.float32)
+            (key.provider, key.model, key.provider_key, h, dims),
+        )
+        if blob is not None:
+            out[h] = np.frombuffer(blob, dtype=np.float32)
     return out
 
 
-def write_vectors(conn: apsw.Connection, key: CacheKey,
-                  items: Sequence[tuple[PendingChunk, Sequence[tuple[str, Vectors]]]],
-                  cache_max_entries: int) -> int:
+def write_vectors(
+    conn: apsw.Connection,
+    key: CacheKey,
+    items: Sequence[tuple[PendingChunk, Sequence[tuple[str, Vectors]]]],
+    cache_max_entries: int,
+) -> int:
     """Store each chunk's window vectors and their mean, for chunks still present with the
     same text (a file may change while its chunks are being embedded); refresh the cache."""
     stamp = time.time_ns()
@@ -187,21 +226,44 @@ def write_vectors(conn: apsw.Connection, key: CacheKey,
             conn.executemany(
                 "INSERT INTO embedding_cache(provider, model, provider_key, text_hash, dims, "
                 "embedding, last_used) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET "
-                "last_used = excluded.last_used, embedding = excluded.embedding, dims = excluded.dims",
-                [(key.provider, key.model, key.provider_key, h, int(v.shape[0]),
-                  np.asarray(v, dtype=np.float32).tobytes(), stamp) for h, v in windows])
-        still = conn.execute("SELECT 1 FROM chunks WHERE id = ? AND text_hash = ? AND embedded = 0",
-                             (chunk.id, chunk.text_hash)).fetchall()
+                "last_used = excluded.last_used, embedding = excluded.embedding, "
+                "dims = excluded.dims",
+                [
+                    (
+                        key.provider,
+                        key.model,
+                        key.provider_key,
+                        h,
+                        int(v.shape[0]),
+                        np.asarray(v, dtype=np.float32).tobytes(),
+                        stamp,
+                    )
+                    for h, v in windows
+                ],
+            )
+        still = conn.execute(
+            "SELECT 1 FROM chunks WHERE id = ? AND text_hash = ? AND embedded = 0",
+            (chunk.id, chunk.text_hash),
+        ).fetchall()
         if not still or not windows:
             continue
         base = chunk.id * WINDOW_SLOTS
-        conn.executemany("INSERT OR REPLACE INTO window_vectors(id, embedding) VALUES (?, ?)",
-                         [(base + n, np.asarray(v, dtype=np.float16).tobytes())
-                          for n, (_, v) in enumerate(windows)])
+        conn.executemany(
+            "INSERT OR REPLACE INTO window_vectors(id, embedding) VALUES (?, ?)",
+            [
+                (base + n, np.asarray(v, dtype=np.float16).tobytes())
+                for n, (_, v) in enumerate(windows)
+            ],
+        )
         mean = centroid(np.stack([v for _, v in windows]))
-        conn.execute(f"INSERT OR REPLACE INTO {VEC_TABLE}(chunk_id, embedding, source, day) "
-                     "VALUES (?,?,?,?)", (chunk.id, mean.tobytes(), chunk.source, chunk.day))
-        conn.execute("UPDATE chunks SET embedded = 1, windows = ? WHERE id = ?", (len(windows), chunk.id))
+        conn.execute(
+            f"INSERT OR REPLACE INTO {VEC_TABLE}(chunk_id, embedding, source, day) "
+            "VALUES (?,?,?,?)",
+            (chunk.id, mean.tobytes(), chunk.source, chunk.day),
+        )
+        conn.execute(
+            "UPDATE chunks SET embedded = 1, windows = ? WHERE id = ?", (len(windows), chunk.id)
+        )
         written += 1
     if cache_max_entries > 0:
         evict_cache(conn, cache_max_entries)
@@ -209,12 +271,14 @@ def write_vectors(conn: apsw.Connection, key: CacheKey,
 
 
 def evict_cache(conn: apsw.Connection, max_entries: int) -> int:
-    count = int(conn.execute("SELECT count(*) FROM embedding_cache").fetchall()[0][0])
+    count = int(db.scalar(conn, "SELECT count(*) FROM embedding_cache"))
     excess = count - max_entries
     if excess <= 0:
         return 0
     conn.execute(
         "DELETE FROM embedding_cache WHERE (provider, model, provider_key, text_hash) IN "
         "(SELECT provider, model, provider_key, text_hash FROM embedding_cache "
-        "ORDER BY last_used LIMIT ?)", (excess,))
+        "ORDER BY last_used LIMIT ?)",
+        (excess,),
+    )
     return excess

@@ -43,8 +43,12 @@ class Syncer:
     on_commit: Callable[[str, FileRow | None], None] = lambda rel, row: None
     _warned: set[tuple[str, str]] = field(default_factory=set)
 
-    def run(self, paths: Iterable[Path] | None, full: bool,
-            progress: Callable[[SyncProgress], None] | None = None) -> SyncReport:
+    def run(
+        self,
+        paths: Iterable[Path] | None,
+        full: bool,
+        progress: Callable[[SyncProgress], None] | None = None,
+    ) -> SyncReport:
         report = SyncReport()
         known = store.read_files(self.conn)
         if paths is None:
@@ -86,13 +90,20 @@ class Syncer:
             return None
         return IndexedFile(rel, path, source)
 
-    def _sync_one(self, f: IndexedFile, row: FileRow | None, full: bool, report: SyncReport) -> None:
+    def _sync_one(
+        self, f: IndexedFile, row: FileRow | None, full: bool, report: SyncReport
+    ) -> None:
         try:
             st = f.path.stat()
         except OSError:  # vanished between listing and stat: the next event removes it
             return
-        if (row is not None and not full and row.hash and row.mtime_ns == st.st_mtime_ns
-                and row.size == st.st_size):
+        if (
+            row is not None
+            and not full
+            and row.hash
+            and row.mtime_ns == st.st_mtime_ns
+            and row.size == st.st_size
+        ):
             if row.skipped_reason:
                 report.files_skipped += 1
                 report.skipped[f.rel] = row.skipped_reason
@@ -115,8 +126,20 @@ class Syncer:
             self._sync_markdown(f, row, st, data, full, report)
 
     def _skip(self, f: IndexedFile, st: os.stat_result, reason: str, report: SyncReport) -> None:
-        row = FileRow(f.rel, f.source, "skipped", st.st_mtime_ns, st.st_size, day_of(f.rel),
-                      0, 0, 0, 1, 0, reason)
+        row = FileRow(
+            f.rel,
+            f.source,
+            "skipped",
+            st.st_mtime_ns,
+            st.st_size,
+            day_of(f.rel),
+            0,
+            0,
+            0,
+            1,
+            0,
+            reason,
+        )
         with self.conn:
             report.chunks_removed += store.delete_chunks(self.conn, f.rel)
             store.upsert_file(self.conn, row)
@@ -130,15 +153,27 @@ class Syncer:
         except UnicodeDecodeError as exc:
             if (rel, digest) not in self._warned:  # once per file version, not per sync
                 self._warned.add((rel, digest))
-                log.warning("invalid_utf8", path=rel, position=exc.start,
-                            action="decoded with replacement characters")
+                log.warning(
+                    "invalid_utf8",
+                    path=rel,
+                    position=exc.start,
+                    action="decoded with replacement characters",
+                )
             return data.decode("utf-8", errors="replace")
 
-    def _sync_markdown(self, f: IndexedFile, row: FileRow | None, st: os.stat_result,
-                       data: bytes, full: bool, report: SyncReport) -> None:
+    def _sync_markdown(
+        self,
+        f: IndexedFile,
+        row: FileRow | None,
+        st: os.stat_result,
+        data: bytes,
+        full: bool,
+        report: SyncReport,
+    ) -> None:
         digest = hashlib.sha256(data).hexdigest()
-        new_row = FileRow(f.rel, f.source, digest, st.st_mtime_ns, st.st_size, day_of(f.rel),
-                          0, 0, 0, 1, 0, None)
+        new_row = FileRow(
+            f.rel, f.source, digest, st.st_mtime_ns, st.st_size, day_of(f.rel), 0, 0, 0, 1, 0, None
+        )
         if row is not None and not full and row.hash == digest and not row.skipped_reason:
             with self.conn:  # touched, not changed: remember the new mtime, keep the chunks
                 store.upsert_file(self.conn, new_row)
@@ -149,15 +184,28 @@ class Syncer:
         with self.conn:
             report.chunks_removed += store.delete_chunks(self.conn, f.rel)
             store.upsert_file(self.conn, new_row)
-            report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, new_row.day, chunks)
+            report.chunks_written += store.insert_chunks(
+                self.conn, f.rel, f.source, new_row.day, chunks
+            )
         report.files_changed += 1
         self.on_commit(f.rel, new_row)
 
-    def _sync_transcript(self, f: IndexedFile, row: FileRow | None, st: os.stat_result,
-                         data: bytes, full: bool, report: SyncReport) -> None:
-        old_prefix_ok = (row is not None and not row.skipped_reason and row.ingested <= len(data)
-                         and row.hash == hashlib.sha256(
-                             data[:min(SESSION_PREFIX_BYTES, row.ingested)]).hexdigest())
+    def _sync_transcript(
+        self,
+        f: IndexedFile,
+        row: FileRow | None,
+        st: os.stat_result,
+        data: bytes,
+        full: bool,
+        report: SyncReport,
+    ) -> None:
+        old_prefix_ok = (
+            row is not None
+            and not row.skipped_reason
+            and row.ingested <= len(data)
+            and row.hash
+            == hashlib.sha256(data[: min(SESSION_PREFIX_BYTES, row.ingested)]).hexdigest()
+        )
         restart = full or row is None or not old_prefix_ok
         if row is not None and not restart and row.ingested == len(data):
             with self.conn:
@@ -170,22 +218,37 @@ class Syncer:
         head = parse_transcript(data[start_off:old_end], first_line=start_line)
         tail = parse_transcript(data[old_end:], first_line=start_line + head.lines_consumed)
         messages = head.messages + tail.messages
-        chunks: list[Chunk] = chunk_lines(messages, self.tokenizer, self.chunk_tokens,
-                                          self.chunk_overlap)
+        chunks: list[Chunk] = chunk_lines(
+            messages, self.tokenizer, self.chunk_tokens, self.chunk_overlap
+        )
         ingested = old_end + tail.consumed
         lines = start_line - 1 + head.lines_consumed + tail.lines_consumed
         tail_line, tail_offset = (chunks[-1].start_line, 0) if chunks else (lines + 1, ingested)
         if chunks:
             tail_offset = _line_offset(data, start_off, start_line, tail_line)
-        day = (row.day if row is not None and not restart else "") or _day(head.started_at or tail.started_at)
+        day = (row.day if row is not None and not restart else "") or _day(
+            head.started_at or tail.started_at
+        )
         malformed = (0 if restart or row is None else row.malformed) + tail.malformed
-        digest = hashlib.sha256(data[:min(SESSION_PREFIX_BYTES, ingested)]).hexdigest()
-        new_row = FileRow(f.rel, f.source, digest,
-                          st.st_mtime_ns, st.st_size, day, ingested, lines, tail_offset, tail_line,
-                          malformed, None)
+        digest = hashlib.sha256(data[: min(SESSION_PREFIX_BYTES, ingested)]).hexdigest()
+        new_row = FileRow(
+            f.rel,
+            f.source,
+            digest,
+            st.st_mtime_ns,
+            st.st_size,
+            day,
+            ingested,
+            lines,
+            tail_offset,
+            tail_line,
+            malformed,
+            None,
+        )
         with self.conn:
             report.chunks_removed += store.delete_chunks(
-                self.conn, f.rel, None if restart else start_line)
+                self.conn, f.rel, None if restart else start_line
+            )
             store.upsert_file(self.conn, new_row)
             report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, day, chunks)
         report.files_changed += 1

@@ -38,10 +38,14 @@ class SearchHit:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-            "score": round(self.score, 6), "snippet": self.snippet,
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "snippet": self.snippet,
             "snippet_start_line": self.snippet_start_line,
-            "snippet_end_line": self.snippet_end_line, "source": self.source,
+            "snippet_end_line": self.snippet_end_line,
+            "source": self.source,
         }
         if self.heading:
             out["heading"] = self.heading
@@ -65,9 +69,13 @@ class SearchResponse:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "results": [h.to_dict() for h in self.results], "provider": self.provider,
-            "model": self.model, "mode_used": self.mode_used, "took_ms": round(self.took_ms, 3),
-            "index_generation": self.index_generation, "pending_files": self.pending_files,
+            "results": [h.to_dict() for h in self.results],
+            "provider": self.provider,
+            "model": self.model,
+            "mode_used": self.mode_used,
+            "took_ms": round(self.took_ms, 3),
+            "index_generation": self.index_generation,
+            "pending_files": self.pending_files,
         }
         if self.degraded:
             out["degraded"] = self.degraded
@@ -83,8 +91,13 @@ class GetResult:
     total_lines: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "from": self.from_line, "lines": self.lines,
-                "text": self.text, "total_lines": self.total_lines}
+        return {
+            "path": self.path,
+            "from": self.from_line,
+            "lines": self.lines,
+            "text": self.text,
+            "total_lines": self.total_lines,
+        }
 
 
 @dataclass(frozen=True)
@@ -110,8 +123,12 @@ class SyncReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "files_scanned": self.files_scanned, "files_changed": self.files_changed,
-            "files_removed": self.files_removed, "files_skipped": self.files_skipped,
-            "chunks_written": self.chunks_written, "chunks_removed": self.chunks_removed,
-            "seconds": round(self.seconds, 3), "skipped": dict(self.skipped),
+            "files_scanned": self.files_scanned,
+            "files_changed": self.files_changed,
+            "files_removed": self.files_removed,
+            "files_skipped": self.files_skipped,
+            "chunks_written": self.chunks_written,
+            "chunks_removed": self.chunks_removed,
+            "seconds": round(self.seconds, 3),
+            "skipped": dict(self.skipped),
         }

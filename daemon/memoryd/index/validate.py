@@ -23,7 +23,9 @@ def check_search_request(req: SearchRequest) -> None:
     if req.fusion is not None and req.fusion not in ("weighted", "rrf"):
         raise InvalidParams(f"fusion must be weighted or rrf, got {req.fusion!r}")
     if not req.sources or any(s not in (SOURCE_MEMORY, SOURCE_SESSIONS) for s in req.sources):
-        raise InvalidParams(f"sources must be a non-empty subset of memory, sessions, got {list(req.sources)}")
+        raise InvalidParams(
+            f"sources must be a non-empty subset of memory, sessions, got {list(req.sources)}"
+        )
     for name in ("since", "until"):
         value = getattr(req, name)
         if value is not None and not DATE_RE.match(value):

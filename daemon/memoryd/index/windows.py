@@ -43,11 +43,14 @@ def vector_windows(heading: str, text: str, tokenizer: Tokenizer, budget: int) -
     """The texts to embed for one chunk, in window order."""
     lines = text.split("\n")
     prefix = f"{heading}\n" if heading else ""
-    return [prefix + "\n".join(ln for ln in lines[a:b + 1] if ln.strip())
-            for a, b in window_spans(text, tokenizer, budget)]
+    return [
+        prefix + "\n".join(ln for ln in lines[a : b + 1] if ln.strip())
+        for a, b in window_spans(text, tokenizer, budget)
+    ]
 
 
 def centroid(vectors: Vectors) -> Vectors:
     mean = vectors.astype(np.float32).mean(axis=0)
     norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm > 0 else mean).astype(np.float32)
+    out: Vectors = (mean / norm if norm > 0 else mean).astype(np.float32)
+    return out

@@ -60,15 +60,27 @@ class _Reader:
         porter = self.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
 
         def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
-            return porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None,  # type: ignore[no-any-return]
-                          include_offsets=True, include_colocated=False)
+            found = porter(
+                raw,
+                apsw.FTS5_TOKENIZE_DOCUMENT,
+                None,
+                include_offsets=True,
+                include_colocated=False,
+            )
+            return found  # type: ignore[return-value]  # offsets on, colocated off: (s, e, tok)
 
         self.tokenize: TokenizeOffsets = tokenize
 
 
 class WorkspaceIndex:
-    def __init__(self, root: Path, db_path: Path, config: Config,
-                 provider: EmbeddingProvider | None, provider_reason: str = "") -> None:
+    def __init__(
+        self,
+        root: Path,
+        db_path: Path,
+        config: Config,
+        provider: EmbeddingProvider | None,
+        provider_reason: str = "",
+    ) -> None:
         self.root = root.resolve()
         self.db_path = db_path
         self.config = config
@@ -106,26 +118,34 @@ class WorkspaceIndex:
 
     def _open_writer(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        opened: apsw.Connection | None = None
         try:
-            conn = db.connect(self.db_path)
-            problem = db.quick_check(conn)
+            opened = db.connect(self.db_path)
+            problem = db.quick_check(opened)
             if problem is None:
-                schema.migrate(conn)
+                schema.migrate(opened)
         except apsw.Error as exc:
-            conn, problem = None, f"{type(exc).__name__}: {exc}"
-        if problem is not None:
-            if conn is not None:
-                conn.close()
-            self._move_aside(problem)
-            conn = db.connect(self.db_path)
-            schema.migrate(conn)
+            problem = f"{type(exc).__name__}: {exc}"
+        if problem is not None or opened is None:
+            if opened is not None:
+                opened.close()
+            self._move_aside(problem or "could not open")
+            opened = db.connect(self.db_path)
+            schema.migrate(opened)
+        conn = opened
         self._wconn = conn
         self._apply_fingerprint(conn)
         self._has_vec_table = store.has_vec_table(conn)
         self._file_state = {r.path: (r.mtime_ns, r.size) for r in store.read_files(conn).values()}
-        self._syncer = Syncer(conn, self.layout, load_tokenizer(), self.config.index.chunk_tokens,
-                              self.config.index.chunk_overlap, self.config.index.max_file_bytes,
-                              on_commit=self._on_commit)
+        self._syncer = Syncer(
+            conn,
+            self.layout,
+            load_tokenizer(),
+            self.config.index.chunk_tokens,
+            self.config.index.chunk_overlap,
+            self.config.index.max_file_bytes,
+            on_commit=self._on_commit,
+        )
 
     def _move_aside(self, problem: str) -> None:
         aside = self.db_path.with_name(self.db_path.name + ".corrupt")
@@ -135,8 +155,13 @@ class WorkspaceIndex:
         if self.db_path.exists():
             os.replace(self.db_path, aside)
         self._rebuilt_reason = f"index was corrupt ({problem}); rebuilt from the files"
-        log.error("index_corrupt", path=str(self.db_path), problem=problem, moved_to=str(aside),
-                  action="rebuilding from the markdown files")
+        log.error(
+            "index_corrupt",
+            path=str(self.db_path),
+            problem=problem,
+            moved_to=str(aside),
+            action="rebuilding from the markdown files",
+        )
 
     def _apply_fingerprint(self, conn: apsw.Connection) -> None:
         """A chunking change re-chunks every file; an embedding change re-embeds every chunk.
@@ -147,15 +172,24 @@ class WorkspaceIndex:
         meta = schema.get_meta(conn)
         chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
         p = self.provider
-        embedding = (f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}"
-                     if p is not None else "none")
+        embedding = (
+            f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}"
+            if p is not None
+            else "none"
+        )
         with conn:
             if meta.get("chunking") != chunking:
                 conn.execute("UPDATE files SET hash = ''")
             if meta.get("embedding") != embedding:
                 store.drop_vectors(conn)
-            schema.set_meta(conn, {"schema_version": str(schema.SCHEMA_VERSION),
-                                   "chunking": chunking, "embedding": embedding})
+            schema.set_meta(
+                conn,
+                {
+                    "schema_version": str(schema.SCHEMA_VERSION),
+                    "chunking": chunking,
+                    "embedding": embedding,
+                },
+            )
             if p is not None and p.dims and self.vec.ok:
                 store.create_vec_table(conn, p.dims)
 
@@ -178,8 +212,13 @@ class WorkspaceIndex:
 
     # ------------------------------------------------------------------ writing
 
-    def submit_sync(self, paths: Iterable[Path] | None = None, *, full: bool = False,
-                    progress: Callable[[SyncProgress], None] | None = None) -> Future[SyncReport]:
+    def submit_sync(
+        self,
+        paths: Iterable[Path] | None = None,
+        *,
+        full: bool = False,
+        progress: Callable[[SyncProgress], None] | None = None,
+    ) -> Future[SyncReport]:
         """Queue a sync on the writer thread. paths=None: scan the whole workspace."""
         path_list = None if paths is None else list(paths)
         with self._lock:
@@ -193,12 +232,18 @@ class WorkspaceIndex:
                 self._pending_syncs -= 1
             raise IndexUnavailable(f"index of {self.root} is closed") from None
 
-    def sync(self, paths: Iterable[Path] | None = None, *, full: bool = False,
-             progress: Callable[[SyncProgress], None] | None = None) -> SyncReport:
+    def sync(
+        self,
+        paths: Iterable[Path] | None = None,
+        *,
+        full: bool = False,
+        progress: Callable[[SyncProgress], None] | None = None,
+    ) -> SyncReport:
         return self.submit_sync(paths, full=full, progress=progress).result()
 
-    def _run_sync(self, paths: list[Path] | None, full: bool,
-                  progress: Callable[[SyncProgress], None] | None) -> SyncReport:
+    def _run_sync(
+        self, paths: list[Path] | None, full: bool, progress: Callable[[SyncProgress], None] | None
+    ) -> SyncReport:
         started = time.monotonic()
         try:
             assert self._syncer is not None, "open() first"
@@ -214,8 +259,11 @@ class WorkspaceIndex:
             self._last_report = report
         self._last_sync = time.time()
         if report.files_changed or report.files_removed:
-            log.info("index_synced", workspace=str(self.root), **{
-                k: v for k, v in report.to_dict().items() if k != "skipped"})
+            log.info(
+                "index_synced",
+                workspace=str(self.root),
+                **{k: v for k, v in report.to_dict().items() if k != "skipped"},
+            )
         self._kick_embedder()
         return report
 
@@ -281,8 +329,13 @@ class WorkspaceIndex:
             return False
         tokenizer = load_tokenizer()
         budget = self.config.index.vector_window_tokens
-        windows = {c.id: [(store.text_hash(w), w) for w in
-                          vector_windows(c.heading, c.text, tokenizer, budget)] for c in batch}
+        windows = {
+            c.id: [
+                (store.text_hash(w), w)
+                for w in vector_windows(c.heading, c.text, tokenizer, budget)
+            ]
+            for c in batch
+        }
         hashes = {h for ws in windows.values() for h, _ in ws}
         dims = self.provider.dims
         with self._reader() as r:
@@ -301,7 +354,9 @@ class WorkspaceIndex:
         self._writer.submit(self._write_vectors, items).result()
         return True
 
-    def _write_vectors(self, items: list[tuple[store.PendingChunk, list[tuple[str, Vectors]]]]) -> None:
+    def _write_vectors(
+        self, items: list[tuple[store.PendingChunk, list[tuple[str, Vectors]]]]
+    ) -> None:
         conn = self._wconn
         assert conn is not None
         if not items or not items[0][1]:
@@ -311,7 +366,9 @@ class WorkspaceIndex:
             if not self._has_vec_table:
                 store.create_vec_table(conn, dims)
                 self._has_vec_table = True
-            store.write_vectors(conn, self._cache_key(), items, self.config.embedding.cache_max_entries)
+            store.write_vectors(
+                conn, self._cache_key(), items, self.config.embedding.cache_max_entries
+            )
         with self._lock:
             self.generation += 1
             self._changed.notify_all()
@@ -319,8 +376,9 @@ class WorkspaceIndex:
     def _record_failure(self, reason: str) -> None:
         with self._lock:
             failures = (self._failure[2] if self._failure else 0) + 1
-            delay = min(self.config.embedding.retry_after_seconds * 2 ** (failures - 1),
-                        MAX_BACKOFF_SECONDS)
+            delay = min(
+                self.config.embedding.retry_after_seconds * 2 ** (failures - 1), MAX_BACKOFF_SECONDS
+            )
             self._failure = (time.monotonic() + delay, reason, failures)
             if self._embed_retry is not None:
                 self._embed_retry.cancel()
@@ -329,8 +387,13 @@ class WorkspaceIndex:
                 self._embed_retry.daemon = True
                 self._embed_retry.start()
             self._changed.notify_all()
-        log.warning("embedding_failed", workspace=str(self.root), reason=reason,
-                    retry_in_s=round(delay, 1), failures=failures)
+        log.warning(
+            "embedding_failed",
+            workspace=str(self.root),
+            reason=reason,
+            retry_in_s=round(delay, 1),
+            failures=failures,
+        )
 
     def _clear_failure(self) -> None:
         if self._failure is not None:
@@ -338,8 +401,9 @@ class WorkspaceIndex:
                 self._failure = None
             log.info("embedding_recovered", workspace=str(self.root))
 
-    def wait_embedded(self, timeout: float | None = None,
-                      progress: Callable[[SyncProgress], None] | None = None) -> bool:
+    def wait_embedded(
+        self, timeout: float | None = None, progress: Callable[[SyncProgress], None] | None = None
+    ) -> bool:
         """Block until no chunk waits for a vector; False on timeout or a failing provider."""
         if self.provider is None or not self.vec.ok:
             return True
@@ -420,14 +484,26 @@ class WorkspaceIndex:
                     degraded = f"{pending} chunks still waiting for vectors"
                 if not usable:
                     degraded = f"vectors not built yet ({pending} chunks pending)"
-            hits, mode_used = run_search(r.conn, r.tokenize, req, self.config.search, qvec, usable,
-                                         self.config.index.vector_window_tokens)
+            hits, mode_used = run_search(
+                r.conn,
+                r.tokenize,
+                req,
+                self.config.search,
+                qvec,
+                usable,
+                self.config.index.vector_window_tokens,
+            )
         p = self.provider
         return SearchResponse(
-            results=hits, provider=p.name if p else "none", model=p.model if p else "",
-            mode_used=mode_used, took_ms=(time.perf_counter() - started) * 1000,
-            index_generation=self.generation, pending_files=self._pending_syncs,
-            degraded=degraded)
+            results=hits,
+            provider=p.name if p else "none",
+            model=p.model if p else "",
+            mode_used=mode_used,
+            took_ms=(time.perf_counter() - started) * 1000,
+            index_generation=self.generation,
+            pending_files=self._pending_syncs,
+            degraded=degraded,
+        )
 
     def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetResult:
         if from_line is not None and from_line < 1:
@@ -442,7 +518,9 @@ class WorkspaceIndex:
         if all_lines and all_lines[-1] == "":
             all_lines.pop()  # a final newline ends the last line; it does not start another
         start = from_line or 1
-        chosen = all_lines[start - 1:] if lines is None else all_lines[start - 1:start - 1 + lines]
+        chosen = (
+            all_lines[start - 1 :] if lines is None else all_lines[start - 1 : start - 1 + lines]
+        )
         return GetResult(rel, start, len(chosen), "\n".join(chosen), len(all_lines))
 
     # ------------------------------------------------------------------ freshness
@@ -455,7 +533,8 @@ class WorkspaceIndex:
         if self.layout.classify(rel) is not None or rel in self._file_state:
             return True
         return any(k.startswith(rel + "/") for k in self._file_state) or (
-            rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
+            (rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
+        )
 
     def _read_dir_mtimes(self) -> dict[str, int]:
         out = {}
@@ -468,8 +547,12 @@ class WorkspaceIndex:
         """Recently active files whose (mtime, size) differ from the index: a cheap check
         (a few stats) that lets a search see a write the watcher has not reported yet."""
         today = date.today()
-        hot = {"MEMORY.md", "memory.md", f"memory/{today.isoformat()}.md",
-               f"memory/{(today - timedelta(days=1)).isoformat()}.md"}
+        hot = {
+            "MEMORY.md",
+            "memory.md",
+            f"memory/{today.isoformat()}.md",
+            f"memory/{(today - timedelta(days=1)).isoformat()}.md",
+        }
         now = time.monotonic()
         with self._lock:
             hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
@@ -494,13 +577,15 @@ class WorkspaceIndex:
 
     def status(self) -> dict[str, Any]:
         with self._reader() as r:
-            files = int(r.conn.execute("SELECT count(*) FROM files").fetchall()[0][0])
-            chunks = int(r.conn.execute("SELECT count(*) FROM chunks").fetchall()[0][0])
+            files = int(db.scalar(r.conn, "SELECT count(*) FROM files"))
+            chunks = int(db.scalar(r.conn, "SELECT count(*) FROM chunks"))
             pending = store.count_pending(r.conn)
-            skipped = dict(r.conn.execute(
-                "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"))
-            malformed = int(r.conn.execute(
-                "SELECT coalesce(sum(malformed), 0) FROM files").fetchall()[0][0])
+            skipped = dict(
+                r.conn.execute(
+                    "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"
+                )
+            )
+            malformed = int(db.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files"))
         degraded = []
         if not self.vec.ok:
             degraded.append(f"vectors off: {self.vec.reason}")
@@ -508,19 +593,33 @@ class WorkspaceIndex:
             degraded.append(f"keyword only: {self.provider_reason or 'no embedding provider'}")
         failure = self._failure
         if failure is not None:
-            degraded.append(f"embedding provider failing: {failure[1]} "
-                            f"(retry in {max(0.0, failure[0] - time.monotonic()):.0f}s)")
+            degraded.append(
+                f"embedding provider failing: {failure[1]} "
+                f"(retry in {max(0.0, failure[0] - time.monotonic()):.0f}s)"
+            )
         if self._rebuilt_reason:
             degraded.append(self._rebuilt_reason)
         p = self.provider
         return {
-            "path": str(self.root), "index": str(self.db_path), "files": files, "chunks": chunks,
+            "path": str(self.root),
+            "index": str(self.db_path),
+            "files": files,
+            "chunks": chunks,
             "pending_vectors": pending if p is not None and self.vec.ok else 0,
-            "pending_files": self._pending_syncs, "index_generation": self.generation,
-            "last_sync": self._last_sync, "malformed_lines": malformed,
-            "provider": {"name": p.name if p else "none", "model": p.model if p else "",
-                         "dims": p.dims if p else None, "reason": self.provider_reason},
-            "vector_ready": bool(p is not None and self.vec.ok and self._has_vec_table and pending == 0),
+            "pending_files": self._pending_syncs,
+            "index_generation": self.generation,
+            "last_sync": self._last_sync,
+            "malformed_lines": malformed,
+            "provider": {
+                "name": p.name if p else "none",
+                "model": p.model if p else "",
+                "dims": p.dims if p else None,
+                "reason": self.provider_reason,
+            },
+            "vector_ready": bool(
+                p is not None and self.vec.ok and self._has_vec_table and pending == 0
+            ),
             "sqlite_vec": self.vec.version or None,
-            "degraded": degraded, "skipped": skipped,
+            "degraded": degraded,
+            "skipped": skipped,
         }
