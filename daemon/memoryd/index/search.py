@@ -182,9 +182,12 @@ def fuse(
     Three signals: v, the best window's cosine; t, BM25 relative to the best keyword hit;
     l, the best single line's share of the query's IDF. A signal a chunk lacks (no vector
     yet, or vectors off) drops out and the others are re-weighted, so keyword-only hits are
-    scored on the keyword scale and can pass min_score.
+    scored on the keyword scale and can pass min_score, and semantic-only hits likewise.
     """
     best_bm25 = max((c.bm25 for c in cands if c.bm25 is not None and c.bm25 > 0), default=0.0)
+    # When no candidate contains a query word, the keyword signals say nothing about any of
+    # them: they drop out, so a purely semantic match can pass min_score on its own.
+    keyword_active = best_bm25 > 0
     rows = []
     for c in cands:
         t = (c.bm25 / best_bm25) if (c.bm25 is not None and best_bm25 > 0 and c.bm25 > 0) else 0.0
@@ -200,7 +203,7 @@ def fuse(
         if mode == "vector":
             s = v or 0.0
         else:
-            parts = [(cfg.text_weight, t), (cfg.line_weight, l_)]
+            parts = [(cfg.text_weight, t), (cfg.line_weight, l_)] if keyword_active else []
             if mode == "hybrid" and v is not None:
                 parts.append((cfg.vector_weight, v))
             wsum = sum(w for w, _ in parts)

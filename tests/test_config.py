@@ -1,0 +1,110 @@
+"""Config: every key optional, env overrides, errors that name the key and the value."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.config import config_from_mapping, load_config, redacted
+from memoryd.errors import ConfigError
+from memoryd_client.paths import config_path, default_paths, socket_path
+
+
+def test_defaults_follow_openclaw_where_the_benchmark_did_not_disagree() -> None:
+    cfg = config_from_mapping({})
+    assert (cfg.index.chunk_tokens, cfg.index.chunk_overlap) == (400, 80)
+    assert (cfg.search.max_results, cfg.search.min_score) == (6, 0.35)
+    assert (cfg.search.candidate_multiplier, cfg.search.snippet_chars) == (4, 700)
+    assert cfg.embedding.provider == "auto" and cfg.embedding.cache_max_entries == 50_000
+
+
+def test_toml_file_is_loaded(tmp_path: Path) -> None:
+    f = tmp_path / "config.toml"
+    f.write_text('[search]\nmax_results = 9\n[[workspaces]]\npath = "/w"\nname = "w"\n')
+    cfg = load_config(f, env={})
+    assert cfg.search.max_results == 9
+    assert cfg.workspaces[0].path == "/w"
+    assert cfg.source == str(f)
+
+
+def test_missing_file_means_defaults(tmp_path: Path) -> None:
+    assert load_config(tmp_path / "nope.toml", env={}).search.max_results == 6
+
+
+@pytest.mark.parametrize(
+    ("data", "words"),
+    [
+        ({"search": {"max_result": 3}}, ["search.max_result", "3"]),
+        ({"searhc": {}}, ["searhc"]),
+        ({"search": {"max_results": 0}}, ["search.max_results", "0"]),
+        ({"search": {"max_results": "6"}}, ["search.max_results", "'6'"]),
+        ({"search": {"fusion": "max"}}, ["search.fusion", "'max'"]),
+        ({"embedding": {"provider": "cohere"}}, ["embedding.provider", "'cohere'"]),
+        ({"index": {"sessions": "yes"}}, ["index.sessions", "'yes'"]),
+        ({"index": {"extra_paths": "docs"}}, ["index.extra_paths", "'docs'"]),
+        ({"index": {"chunk_tokens": 100, "chunk_overlap": 100}}, ["chunk_overlap", "100"]),
+        ({"workspaces": [{"name": "x"}]}, ["workspaces[0].path"]),
+        ({"search": 5}, ["search", "5"]),
+    ],
+)
+def test_bad_config_names_key_and_value(data: dict, words: list[str]) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping(data)
+    for w in words:
+        assert w in str(err.value)
+
+
+def test_environment_overrides_file_values() -> None:
+    cfg = config_from_mapping(
+        {"embedding": {"provider": "local"}},
+        env={
+            "MEMORYD_EMBEDDING_PROVIDER": "none",
+            "MEMORYD_SEARCH_MIN_SCORE": "0.5",
+            "MEMORYD_INDEX_SESSIONS": "true",
+            "MEMORYD_LLM_MODEL": "m",
+            "MEMORYD_EMBEDDING_BASE_URL": "http://127.0.0.1:1/v1",
+            "MEMORYD_HOME": "/ignored/here",
+            "OTHER": "x",
+        },
+    )
+    assert cfg.embedding.provider == "none" and cfg.search.min_score == 0.5
+    assert cfg.index.sessions is True and cfg.llm.model == "m"
+    assert cfg.embedding.base_url == "http://127.0.0.1:1/v1"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MEMORYD_SEARCH_MAX_RESULTS", "many"),
+        ("MEMORYD_SEARCH_NOPE", "1"),
+        ("MEMORYD_INDEX_SESSIONS", "maybe"),
+    ],
+)
+def test_bad_environment_values_name_the_variable(name: str, value: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({}, env={name: value})
+    assert value in str(err.value)
+
+
+def test_bad_toml_is_a_config_error(tmp_path: Path) -> None:
+    f = tmp_path / "config.toml"
+    f.write_text("[search\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(f, env={})
+
+
+def test_secrets_are_redacted() -> None:
+    cfg = config_from_mapping({"llm": {"api_key": "sk-secret"}, "embedding": {"api_key": "sk-2"}})
+    text = repr(redacted(cfg))
+    assert "sk-secret" not in text and "sk-2" not in text and "***" in text
+
+
+def test_memoryd_home_puts_everything_under_one_folder(tmp_path: Path) -> None:
+    env = {"MEMORYD_HOME": str(tmp_path)}
+    p = default_paths(env)
+    for path in (p.config_file, p.data_dir, p.state_dir, p.runtime_dir, p.socket, p.index_dir):
+        assert tmp_path in path.parents
+    assert config_path(env) == tmp_path / "config.toml"
+    assert socket_path({**env, "MEMORYD_SOCKET": "/tmp/x.sock"}) == Path("/tmp/x.sock")
+    assert socket_path(env, override="/tmp/y.sock") == Path("/tmp/y.sock")

@@ -1,0 +1,85 @@
+"""``get``: line ranges of memory files, and nothing outside them."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from engine_util import IndexFactory
+from memoryd.errors import ForbiddenPath, InvalidParams, NotFound
+
+
+@pytest.fixture
+def ix(make_index: IndexFactory):  # type: ignore[no-untyped-def]
+    make_index.write("MEMORY.md", "one\ntwo\nthree\nfour\n")
+    make_index.write("memory/2024-05-01.md", "a\nb\n")
+    make_index.write("secret.txt", "api key\n")
+    make_index.write("sessions/s1.jsonl", '{"type": "session"}\n')
+    (make_index.tmp / "outside.md").write_text("outside\n")
+    return make_index()
+
+
+def test_reads_a_line_range(ix) -> None:  # type: ignore[no-untyped-def]
+    got = ix.get("MEMORY.md", 2, 2)
+    assert (got.path, got.from_line, got.lines, got.text, got.total_lines) == (
+        "MEMORY.md",
+        2,
+        2,
+        "two\nthree",
+        4,
+    )
+
+
+def test_reads_whole_file_and_past_the_end(ix) -> None:  # type: ignore[no-untyped-def]
+    assert ix.get("memory/2024-05-01.md").text == "a\nb"
+    past = ix.get("MEMORY.md", 10, 5)
+    assert (past.lines, past.text, past.total_lines) == (0, "", 4)
+
+
+def test_absolute_path_inside_the_workspace_is_fine(ix) -> None:  # type: ignore[no-untyped-def]
+    assert ix.get(str(ix.root / "MEMORY.md"), 1, 1).path == "MEMORY.md"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "../outside.md",
+        "memory/../../outside.md",
+        "memory/../secret.txt",
+        "secret.txt",
+        "/etc/passwd",
+        "sessions/s1.jsonl",
+        "",
+        "memory/\x00x.md",
+    ],
+)
+def test_forbidden_paths(ix, path: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ForbiddenPath):
+        ix.get(path)
+
+
+def test_symlink_leaving_the_workspace_is_forbidden(ix, make_index: IndexFactory) -> None:  # type: ignore[no-untyped-def]
+    os.symlink(make_index.tmp / "outside.md", make_index.ws / "memory" / "link.md")
+    os.symlink(make_index.ws / "secret.txt", make_index.ws / "memory" / "inner.md")
+    with pytest.raises(ForbiddenPath):
+        ix.get("memory/link.md")
+    with pytest.raises(ForbiddenPath):
+        ix.get("memory/inner.md")  # inside the workspace, but not a memory file
+
+
+def test_missing_file_is_not_found(ix) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(NotFound):
+        ix.get("memory/2099-01-01.md")
+
+
+@pytest.mark.parametrize(("start", "count"), [(0, None), (1, 0), (-3, 2)])
+def test_bad_ranges_are_invalid(ix, start: int, count: int | None) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidParams):
+        ix.get("MEMORY.md", start, count)
+
+
+def test_sessions_are_readable_when_that_source_is_on(make_index: IndexFactory) -> None:
+    make_index.write("sessions/s1.jsonl", '{"type": "session"}\n')
+    ix = make_index({"index": {"sessions": True}})
+    assert ix.get("sessions/s1.jsonl").text == '{"type": "session"}'

@@ -1,0 +1,81 @@
+"""Session transcripts in the index: opt-in, incremental from the stored offset."""
+
+from __future__ import annotations
+
+import json
+
+from engine_util import IndexFactory, paths, search
+
+HEADER = {"type": "session", "version": 1, "id": "s1", "timestamp": "2024-05-01T10:00:00Z"}
+
+
+def line(role: str, text: str) -> str:
+    return json.dumps({"type": "message", "message": {"role": role, "content": text}}) + "\n"
+
+
+def test_sessions_are_opt_in(make_index: IndexFactory) -> None:
+    make_index.write("sessions/s1.jsonl", json.dumps(HEADER) + "\n" + line("user", "zeppelin"))
+    ix = make_index()
+    ix.sync()
+    assert search(ix, "zeppelin", sources=("memory", "sessions")).results == []
+
+
+def test_transcript_is_searchable_with_physical_line_numbers(make_index: IndexFactory) -> None:
+    make_index.write(
+        "sessions/s1.jsonl",
+        json.dumps(HEADER)
+        + "\n"
+        + line("user", "hello")
+        + '{"type": "tool_call", "name": "x"}\n'
+        + line("assistant", "the zeppelin landed"),
+    )
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    resp = search(ix, "zeppelin", sources=("sessions",))
+    hit = resp.results[0]
+    assert (hit.path, hit.source) == ("sessions/s1.jsonl", "sessions")
+    assert hit.start_line == 2 and hit.end_line == 4
+    assert "assistant: the zeppelin landed" in hit.snippet
+    assert search(ix, "zeppelin").results == []  # default sources: memory only
+    assert paths(search(ix, "zeppelin", since="2024-05-01", sources=("sessions",))) == [
+        "sessions/s1.jsonl"
+    ]
+
+
+def test_appends_are_ingested_and_a_torn_line_waits(make_index: IndexFactory) -> None:
+    p = make_index.write("sessions/s1.jsonl", json.dumps(HEADER) + "\n" + line("user", "alpha"))
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(line("assistant", "bravo")[:-10])  # torn: no newline yet
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    assert search(ix, "bravo", sources=("sessions",)).results == []
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(line("assistant", "bravo")[-10:])
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    hits = search(ix, "alpha bravo", sources=("sessions",), min_score=0.0).results
+    assert len(hits) == 1 and hits[0].end_line == 3  # one chunk, re-chunked as it grew
+
+
+def test_malformed_lines_are_counted_not_fatal(make_index: IndexFactory) -> None:
+    make_index.write(
+        "sessions/s1.jsonl",
+        json.dumps(HEADER) + "\n{broken\n" + "[1, 2]\n" + line("user", "survives"),
+    )
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    assert paths(search(ix, "survives", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    assert ix.status()["malformed_lines"] == 2
+
+
+def test_rewritten_transcript_is_reingested_from_the_start(make_index: IndexFactory) -> None:
+    p = make_index.write("sessions/s1.jsonl", json.dumps(HEADER) + "\n" + line("user", "alpha"))
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    p.write_text(json.dumps({**HEADER, "id": "s2"}) + "\n" + line("user", "charlie") * 3)
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    assert search(ix, "alpha", sources=("sessions",)).results == []
+    assert paths(search(ix, "charlie", sources=("sessions",))) == ["sessions/s1.jsonl"]
