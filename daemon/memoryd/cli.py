@@ -1,0 +1,103 @@
+"""``memoryd``: ``run`` (the daemon, in the foreground), ``doctor``, ``--version``.
+
+Errors are one line on stderr with a named exit code, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Final
+
+import memoryd
+from memoryd.errors import ConfigError, MemorydError
+from memoryd.logs import LEVELS, configure_logging, get_logger
+from memoryd_client.paths import config_path, default_paths, socket_path
+
+EXIT_OK: Final = 0
+EXIT_ERROR: Final = 1  # anything else, and doctor when a check failed
+EXIT_USAGE: Final = 2  # argparse's own
+EXIT_CONFIG: Final = 3  # the config file is invalid
+EXIT_ALREADY_RUNNING: Final = 4  # another daemon owns the socket
+EXIT_SOCKET: Final = 5  # the socket cannot be used (directory mode, path too long...)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memoryd", description="memory daemon for AI agents")
+    parser.add_argument("--version", action="version", version=f"memoryd {memoryd.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run = sub.add_parser("run", help="run the daemon in the foreground")
+    run.add_argument("--socket", help="Unix socket path (default: $MEMORYD_SOCKET or platform)")
+    run.add_argument("--config", help="config file (default: $MEMORYD_CONFIG or platform)")
+    run.add_argument("--log-level", choices=LEVELS,
+                     default=os.environ.get("MEMORYD_LOG_LEVEL", "info").lower())
+    doctor = sub.add_parser("doctor", help="check the local setup; each line says the fix")
+    doctor.add_argument("--socket")
+    doctor.add_argument("--config")
+    doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return cmd_run(args)
+    return cmd_doctor(args)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from memoryd.app import Daemon  # keeps `memoryd --version` fast
+    from memoryd.config import load_config
+    from memoryd.instance import AlreadyRunning, InstanceError
+
+    if args.log_level not in LEVELS:
+        print(f"memoryd: MEMORYD_LOG_LEVEL must be one of {', '.join(LEVELS)}", file=sys.stderr)
+        return EXIT_USAGE
+    configure_logging(args.log_level)
+    log = get_logger("memoryd.cli")
+    env = dict(os.environ)
+    cfg_file = config_path(env, args.config)
+    if args.config and not cfg_file.exists():
+        log.error("config_error", error=f"config file {cfg_file} does not exist")
+        return EXIT_CONFIG
+    try:
+        config = load_config(cfg_file, env)
+        daemon = Daemon(config, paths=default_paths(env), socket_path=socket_path(env, args.socket),
+                        config_file=cfg_file, env=env, handle_signals=True)
+        return asyncio.run(daemon.serve())
+    except AlreadyRunning as exc:
+        log.error("already_running", error=str(exc))
+        return EXIT_ALREADY_RUNNING
+    except InstanceError as exc:
+        log.error("socket_error", error=str(exc))
+        return EXIT_SOCKET
+    except ConfigError as exc:
+        log.error("config_error", error=exc.message, config=str(cfg_file))
+        return EXIT_CONFIG
+    except MemorydError as exc:
+        log.error("startup_failed", error=exc.message)
+        return EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C before the signal handlers were installed
+        return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from memoryd.doctor import run_checks
+
+    env = dict(os.environ)
+    checks = run_checks(config_path(env, args.config), socket_path(env, args.socket), env)
+    if args.json:
+        print(json.dumps({"checks": [c.to_dict() for c in checks]}, indent=2))
+    else:
+        for c in checks:
+            line = f"{'ok  ' if c.ok else 'FAIL'} {c.name:12} {c.detail}"
+            print(line + (f"\n     {'':12} fix: {c.fix}" if not c.ok and c.fix else ""))
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""``memoryd doctor``: local checks, each ok or failed with the fix, no daemon needed.
+
+Every check is independent: one failing does not hide the others.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from memoryd.config import Config, load_config
+from memoryd.errors import MemorydError
+from memoryd_client.paths import check_socket_path_length
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def check_config(config_file: Path, env: Mapping[str, str]) -> tuple[Check, Config | None]:
+    try:
+        cfg = load_config(config_file, dict(env))
+    except MemorydError as exc:
+        return Check("config", False, exc.message, f"edit {config_file}"), None
+    where = str(config_file) if config_file.exists() else f"{config_file} (absent: defaults)"
+    return Check("config", True, f"valid: {where}"), cfg
+
+
+def check_socket(socket_path: Path) -> Check:
+    problem = check_socket_path_length(socket_path)
+    if problem:
+        return Check("socket", False, problem, "set MEMORYD_SOCKET or --socket to a shorter path")
+    directory = socket_path.parent
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return Check("socket", True, f"{directory} will be created 0700 at start")
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not stat.S_ISDIR(st.st_mode):
+        return Check("socket", False,
+                     f"{directory}: owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}; "
+                     "it must be our private directory", f"chmod 700 {directory} (as its owner)")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(socket_path))
+        running = "a daemon is listening"
+    except OSError:
+        running = "no daemon is listening"
+    finally:
+        probe.close()
+    return Check("socket", True, f"{socket_path}: directory private; {running}")
+
+
+def check_sqlite_vec() -> Check:
+    from memoryd.index.db import probe_vec
+
+    vec = probe_vec()
+    if vec.ok:
+        return Check("sqlite_vec", True, f"sqlite-vec {vec.version} loads and answers KNN")
+    return Check("sqlite_vec", False, vec.reason,
+                 "pip install --force-reinstall sqlite-vec (keyword search works meanwhile)")
+
+
+def check_local_model(cfg: Config) -> Check:
+    if cfg.embedding.provider not in ("auto", "local"):
+        return Check("local_model", True, f"not used (embedding.provider = "
+                                          f"{cfg.embedding.provider})")
+    try:
+        from memoryd.embeddings.local import LocalProvider
+
+        provider = LocalProvider(threads=1, max_tokens=cfg.embedding.max_tokens)
+        dims = provider.embed(["memoryd doctor"]).shape[1]
+        provider.close()
+    except MemorydError as exc:
+        return Check("local_model", False, exc.message, "pip install --force-reinstall memoryd")
+    except Exception as exc:
+        return Check("local_model", False, f"{type(exc).__name__}: {exc}",
+                     "pip install --force-reinstall memoryd")
+    return Check("local_model", True, f"bundled model loads ({dims} dims)")
+
+
+def check_provider(cfg: Config, env: Mapping[str, str]) -> Check:
+    from memoryd.embeddings.factory import choose_provider
+
+    try:
+        choice = choose_provider(cfg.embedding, env)
+    except MemorydError as exc:
+        return Check("provider", False, exc.message, "fix [embedding] in the config")
+    p = choice.provider
+    if p is None:
+        return Check("provider", True, f"keyword search only: {choice.reason}")
+    try:
+        dims = p.embed(["memoryd doctor"]).shape[1]
+    except MemorydError as exc:
+        return Check("provider", False, f"{p.name} {p.model}: {exc.message}",
+                     "check embedding.base_url, the API key and that the server is up")
+    finally:
+        p.close()
+    return Check("provider", True, f"{p.name} {p.model} answers ({dims} dims): {choice.reason}")
+
+
+def run_checks(config_file: Path, socket_path: Path, env: Mapping[str, str]) -> list[Check]:
+    config_check, cfg = check_config(config_file, env)
+    checks = [config_check, check_socket(socket_path), check_sqlite_vec()]
+    later: list[Callable[[], Check]] = []
+    if cfg is not None:
+        later = [lambda: check_local_model(cfg), lambda: check_provider(cfg, env)]
+    return checks + [f() for f in later]

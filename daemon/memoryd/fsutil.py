@@ -1,0 +1,65 @@
+"""Atomic file replacement, shared by every job that rewrites a memory file.
+
+A reader (an agent, an editor, the indexer) sees either the old file or the new one, never
+a torn mix, and a crash leaves the old file in place: write a temp file in the same
+directory, fsync it, rename it over the target, fsync the directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+
+
+def _read_umask() -> int:
+    # os.umask can only be read by setting it, which races with other threads creating
+    # files; do it once, at import, before the daemon starts any thread.
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+_UMASK = _read_umask()
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in ``directory`` durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` atomically.
+
+    The new file keeps the old one's permission bits (or ``mode``, or 0666 less the umask
+    for a new file). The temp file is hidden and ends in ``.tmp`` so watchers skip it.
+    """
+    directory = path.parent
+    if mode is None:
+        try:
+            mode = os.stat(path).st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o666 & ~_UMASK
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(directory)

@@ -1,0 +1,246 @@
+"""The method table (docs/protocol.md) and the mapping of failures to wire errors.
+
+Each handler validates its params strictly (params.py), then does its work; engine calls
+block, so they run in threads. Our own errors carry their wire code; anything else is an
+``internal`` error with a logged traceback, and the daemon keeps serving.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import memoryd
+from memoryd.append import normalise_heading
+from memoryd.errors import InvalidParams, MemorydError
+from memoryd.index.types import Fusion, Mode, SearchRequest, SearchResponse, SyncProgress
+from memoryd.logs import get_logger
+from memoryd.params import Params
+from memoryd.server import Emit, Outcome, Request
+from memoryd_client import protocol
+from memoryd_client.protocol import ErrorCode
+
+if TYPE_CHECKING:
+    from memoryd.app import Daemon
+
+log = get_logger("memoryd.handlers")
+
+Handler = Callable[[Params, Request], Awaitable[dict[str, Any]]]
+MODES = ("hybrid", "vector", "keyword")
+FUSIONS = ("weighted", "rrf")
+SOURCES = ("memory", "sessions")
+PROGRESS_INTERVAL_S = 0.1
+HEARTBEAT_S = 1.0
+
+
+def progress_callback(emit: Emit) -> Callable[[SyncProgress], None]:
+    """A progress callback for engine threads: throttled there, then hopped to the loop.
+
+    News goes out at most every 0.1 s (a new phase or the last step at once); a repeat of
+    the same numbers only once a second, as a heartbeat for the client's timeout.
+    """
+    loop = asyncio.get_running_loop()
+    last: list[Any] = [0.0, None]  # when, (phase, done, total)
+    guard = threading.Lock()
+
+    def callback(p: SyncProgress) -> None:
+        now, key = time.monotonic(), (p.phase, p.done, p.total)
+        with guard:
+            age, prev = now - last[0], last[1]
+            if key == prev and age < HEARTBEAT_S:
+                return
+            if prev is not None and p.phase == prev[0] and p.done < p.total \
+                    and age < PROGRESS_INTERVAL_S:
+                return
+            last[0], last[1] = now, key
+        loop.call_soon_threadsafe(emit, "progress", p.to_dict())
+
+    return callback
+
+
+class Methods:
+    def __init__(self, daemon: Daemon) -> None:
+        self.d = daemon
+        self.table: dict[str, Handler] = {
+            "hello": self.hello,
+            "status": self.status,
+            "workspace.add": self.workspace_add,
+            "workspace.remove": self.workspace_remove,
+            "workspace.list": self.workspace_list,
+            "search": self.search,
+            "get": self.get,
+            "append": self.append,
+            "reindex": self.reindex,
+            "shutdown": self.shutdown,
+        }
+
+    async def dispatch(self, req: Request) -> Outcome:
+        handler = self.table.get(req.method)
+        if handler is None:
+            known = ", ".join(sorted(self.table))
+            return Outcome(protocol.error(req.id, ErrorCode.UNKNOWN_METHOD,
+                                          f"unknown method {req.method!r} (known: {known})"),
+                           ErrorCode.UNKNOWN_METHOD)
+        try:
+            if not isinstance(req.params, dict):
+                raise InvalidParams("params must be a map", {"param": "params"})
+            result = await handler(Params(req.method, req.params), req)
+        except MemorydError as exc:
+            return Outcome(protocol.error(req.id, exc.code, exc.message, exc.data), exc.code)
+        except Exception as exc:
+            log.exception("internal_error", method=req.method, id=req.id)
+            text = f"{type(exc).__name__}: {exc}"
+            return Outcome(protocol.error(req.id, ErrorCode.INTERNAL,
+                                          f"internal error in {req.method}: {text[:300]}"),
+                           ErrorCode.INTERNAL)
+        return Outcome(protocol.response(req.id, result), "ok")
+
+    # -- methods -----------------------------------------------------------------------
+
+    async def hello(self, p: Params, req: Request) -> dict[str, Any]:
+        client = p.text("client", allow_empty=True)
+        p.integer("protocol", lo=0)  # the client decides whether it can talk to us
+        p.done()
+        if client:
+            req.log_fields["client"] = client[:80]
+        return {"server": "memoryd", "version": memoryd.__version__,
+                "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
+
+    async def status(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        p.done()
+        d = self.d
+        items = [d.registry.resolve(ref)] if ref is not None else d.registry.list()
+        if ref is not None:
+            req.log_fields["workspace"] = items[0].name
+        return {
+            "version": memoryd.__version__, "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - d.started_at, 3),
+            "socket": str(d.socket_path), "config_source": d.config.source or None,
+            "provider": d.provider_status(),
+            "workspaces": await asyncio.gather(*(d.workspace_status(w) for w in items)),
+        }
+
+    async def workspace_add(self, p: Params, req: Request) -> dict[str, Any]:
+        path = p.required_path("path")
+        name = p.text("name")
+        p.done()
+        ws, added = await self.d.registry.add(path, name)
+        req.log_fields["workspace"] = ws.name
+        if added:
+            await self.d.refresh_watch()
+        return {"name": ws.name, "path": str(ws.root), "added": added}
+
+    async def workspace_remove(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.required_path("workspace")
+        delete_index = p.flag("delete_index")
+        p.done()
+        ws = await self.d.registry.remove(ref, delete_index)
+        req.log_fields["workspace"] = ws.name
+        await self.d.refresh_watch()
+        return {"name": ws.name, "path": str(ws.root), "removed": True}
+
+    async def workspace_list(self, p: Params, req: Request) -> dict[str, Any]:
+        p.done()
+        return {"workspaces": [w.info() for w in self.d.registry.list()]}
+
+    async def search(self, p: Params, req: Request) -> dict[str, Any]:
+        query = p.required_text("query")
+        ref = p.path("workspace")
+        sreq = SearchRequest(
+            query=query,
+            max_results=p.integer("max_results", lo=1, hi=100),
+            min_score=p.number("min_score", lo=0.0, hi=1.0),
+            sources=p.choice_list("sources", SOURCES, default=("memory",)),
+            mode=cast(Mode, p.choice("mode", MODES, default="hybrid")),
+            fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
+            path_prefix=p.path("path_prefix"),
+            since=_iso(p.date("since")),
+            until=_iso(p.date("until")),
+        )
+        p.done()
+        if sreq.since and sreq.until and sreq.since > sreq.until:
+            raise InvalidParams(f"since ({sreq.since}) must not be after until ({sreq.until})",
+                                {"param": "since"})
+        d = self.d
+        ws, index = await d.registry.index_of(ref)
+        req.log_fields["workspace"] = ws.name
+        # Read-your-writes, within read_your_writes_ms in total: wait for the batch the
+        # watcher holds, then sync recently active files it may not have reported yet
+        # (stale_hot_paths: a few stats, done in the same thread hop as the search).
+        started = time.monotonic()
+        budget = d.config.server.read_your_writes_ms / 1000
+        fresh = await d.watcher.wait_idle(ws.name, budget)
+
+        def check_then_search() -> tuple[list[Path], SearchResponse | None]:
+            stale = index.stale_hot_paths()
+            return stale, None if stale else index.search(sreq)
+
+        loop = asyncio.get_running_loop()
+        stale, resp = await loop.run_in_executor(d.readers, check_then_search)
+        if resp is None:
+            left = budget - (time.monotonic() - started)
+            fresh = await d.watcher.sync_now(ws.name, index, stale, left) and fresh
+            resp = await loop.run_in_executor(d.readers, index.search, sreq)
+        out = resp.to_dict()
+        out["pending_files"] = max(out.get("pending_files", 0), d.watcher.pending(ws.name))
+        out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
+        if not fresh:
+            out["stale"] = True
+        return out
+
+    async def get(self, p: Params, req: Request) -> dict[str, Any]:
+        path = p.required_path("path")
+        ref = p.path("workspace")
+        from_line = p.integer("from", lo=1)
+        lines = p.integer("lines", lo=1)
+        p.done()
+        ws, index = await self.d.registry.index_of(ref)
+        req.log_fields["workspace"] = ws.name
+        loop = asyncio.get_running_loop()
+        result = await loop.run_in_executor(self.d.readers, index.get, path, from_line, lines)
+        return result.to_dict()
+
+    async def append(self, p: Params, req: Request) -> dict[str, Any]:
+        text = p.required_text("text")
+        ref = p.path("workspace")
+        date = p.date("date") or dt.date.today()
+        heading = normalise_heading(p.text("heading", allow_empty=True))
+        p.done()
+        d = self.d
+        ws = d.registry.resolve(ref)
+        req.log_fields["workspace"] = ws.name
+        result = await asyncio.to_thread(d.appender.append, ws.root, text, date, heading)
+        d.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
+        return result.to_dict()
+
+    async def reindex(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        full = p.flag("full")
+        wait = p.flag("wait")
+        p.done()
+        ws, index = await self.d.registry.index_of(ref)
+        req.log_fields["workspace"] = ws.name
+        progress = progress_callback(req.emit)
+        report = await asyncio.wrap_future(index.submit_sync(None, full=full, progress=progress))
+        if wait:
+            await asyncio.to_thread(index.wait_embedded, None, progress)
+        status = await asyncio.get_running_loop().run_in_executor(self.d.readers, index.status)
+        out = report.to_dict()
+        out["vectors_pending"] = int(status.get("pending_vectors", 0))
+        return out
+
+    async def shutdown(self, p: Params, req: Request) -> dict[str, Any]:
+        p.done()
+        self.d.request_exit()  # the drain waits for this very request to be answered
+        return {"ok": True}
+
+
+def _iso(day: dt.date | None) -> str | None:
+    return day.isoformat() if day is not None else None

@@ -1,0 +1,169 @@
+"""Single instance and the listening socket (DESIGN §3).
+
+Order matters: check the socket directory, take ``flock`` on the lock file, probe the
+socket path (a live daemon answers; a refused or missing one is stale and unlinked), then
+bind. Only the lock holder ever unlinks or binds, so two starting daemons cannot steal
+each other's socket. On exit we unlink the socket only if it is still the inode we bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+import stat
+from pathlib import Path
+
+from memoryd.logs import get_logger
+from memoryd.peer import peer_credentials
+from memoryd_client.paths import check_socket_path_length
+
+log = get_logger("memoryd.instance")
+
+
+class InstanceError(Exception):
+    """The daemon cannot take its socket; the message says why and what to do."""
+
+
+class AlreadyRunning(InstanceError):
+    def __init__(self, pid: int | None, socket_path: Path) -> None:
+        who = f"pid {pid}" if pid else "pid unknown"
+        super().__init__(f"memoryd is already running ({who}) on {socket_path}")
+        self.pid = pid
+
+
+def lock_path_for(socket_path: Path) -> Path:
+    """``memoryd.sock`` → ``memoryd.lock``: one lock per socket, next to it."""
+    lock = socket_path.with_suffix(".lock")
+    return lock if lock != socket_path else socket_path.with_name(socket_path.name + ".lock")
+
+
+def ensure_private_dir(directory: Path) -> None:
+    """Create ``directory`` 0700 if missing; refuse it unless it is ours and private."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InstanceError(f"cannot create the socket directory {directory}: {exc}") from None
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode):
+        raise InstanceError(f"socket directory {directory} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise InstanceError(
+            f"socket directory {directory} is owned by uid {st.st_uid}, not by us "
+            f"(uid {os.geteuid()}); use a directory of your own (--socket)")
+    if st.st_mode & 0o077:
+        raise InstanceError(
+            f"socket directory {directory} has mode {stat.S_IMODE(st.st_mode):04o}; it must "
+            f"not be accessible to group or others (chmod 700 {directory})")
+
+
+class Instance:
+    """Owns the lock file and the bound listening socket of this daemon process."""
+
+    def __init__(self, socket_path: Path) -> None:
+        self.socket_path = socket_path
+        self.lock_path = lock_path_for(socket_path)
+        self.sock: socket.socket | None = None
+        self._lock_fd: int | None = None
+        self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket we made
+
+    def acquire(self, backlog: int = 128) -> socket.socket:
+        """Lock, clear a stale socket, bind and listen; raises InstanceError with the reason."""
+        problem = check_socket_path_length(self.socket_path)
+        if problem:
+            raise InstanceError(problem)
+        ensure_private_dir(self.socket_path.parent)
+        self._take_lock()
+        try:
+            self._clear_stale()
+            self.sock = self._bind(backlog)
+        except BaseException:
+            self.release()
+            raise
+        return self.sock
+
+    def _take_lock(self) -> None:
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pid = _read_pid(fd)
+            os.close(fd)
+            raise AlreadyRunning(pid, self.socket_path) from None
+        self._lock_fd = fd
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+    def _clear_stale(self) -> None:
+        path = self.socket_path
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return
+        if not stat.S_ISSOCK(st.st_mode):
+            raise InstanceError(f"{path} exists and is not a socket; move it away")
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except (ConnectionRefusedError, FileNotFoundError):
+            pass  # nobody listens: stale
+        except OSError as exc:
+            if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+                raise InstanceError(f"cannot probe {path}: {exc}") from None
+        else:
+            # We hold the lock, yet something answers: a daemon whose lock file was removed.
+            creds = peer_credentials(probe)
+            pid = creds.pid if creds else None
+            raise AlreadyRunning(pid, path)
+        finally:
+            probe.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        log.info("stale_socket_removed", socket=str(path))
+
+    def _bind(self, backlog: int) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            # The directory is private already; chmod closes the window for other umasks.
+            sock.bind(str(self.socket_path))
+            os.chmod(self.socket_path, 0o600)
+            st = os.lstat(self.socket_path)
+            self._bound = (st.st_dev, st.st_ino)
+            sock.listen(backlog)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            raise InstanceError(f"cannot listen on {self.socket_path}: {exc}") from None
+        return sock
+
+    def release(self) -> None:
+        """Unlink our socket (only if it is still ours), close it, drop the lock. Idempotent."""
+        if self._bound is not None:
+            try:
+                st = os.lstat(self.socket_path)
+                if (st.st_dev, st.st_ino) == self._bound:
+                    os.unlink(self.socket_path)
+                else:
+                    log.warning("socket_replaced_not_removed", socket=str(self.socket_path))
+            except FileNotFoundError:
+                pass
+            self._bound = None
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self._lock_fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._lock_fd, 0)
+            os.close(self._lock_fd)  # closing releases the flock
+            self._lock_fd = None
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        return int(text) if text else None
+    except (OSError, ValueError):
+        return None

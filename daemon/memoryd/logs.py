@@ -1,0 +1,84 @@
+"""Logging: structlog events, JSON lines when stderr is not a TTY, console output on one.
+
+journald and launchd log files get one JSON object per line; a person running
+``memoryd run`` in a terminal gets readable lines. Keys that look like secrets are masked
+whatever logs them, so an API key cannot reach a log by accident.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import Any, Final, TextIO
+
+import structlog
+from structlog.typing import FilteringBoundLogger
+
+LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|passwd|authorization|credential)",
+                         re.IGNORECASE)
+# Key-shaped values inside messages (e.g. a config error quoting a misspelt api_kye's value).
+_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{6,}|(Bearer\s+)\S{8,}")
+
+
+class _StderrLogger:
+    """Writes each rendered event to the *current* ``sys.stderr`` (tests swap it per test)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+
+    def msg(self, message: str) -> None:
+        stream = self._stream or sys.stderr
+        try:
+            stream.write(message + "\n")
+            stream.flush()
+        except (OSError, ValueError):  # closed or broken stderr: never crash on logging
+            pass
+
+    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+
+
+def _scrub(text: str) -> str:
+    return _SECRET_VALUE.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
+
+
+def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for key, value in list(event.items()):
+        if key != "event" and _SECRET_KEY.search(key) and value:
+            event[key] = "***"
+        elif isinstance(value, str):
+            event[key] = _scrub(value)
+    return event
+
+
+def configure_logging(level: str = "info", *, json: bool | None = None,
+                      stream: TextIO | None = None) -> None:
+    """Set up structlog for the daemon process; ``json=None`` decides by ``isatty``."""
+    out = stream or sys.stderr
+    if json is None:
+        json = not out.isatty()
+    renderer: Any = (structlog.processors.JSONRenderer() if json
+                     else structlog.dev.ConsoleRenderer(colors=out.isatty()))
+    numeric = logging.getLevelNamesMapping()[level.upper()]
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=False),
+            _redact,
+            structlog.processors.format_exc_info,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=lambda *_args: _StderrLogger(stream),
+        cache_logger_on_first_use=False,
+    )
+
+
+def get_logger(name: str) -> FilteringBoundLogger:
+    """A structlog logger carrying ``component=name`` on every event."""
+    # Lazy: modules call this at import, before configure_logging() has run.
+    log: FilteringBoundLogger = structlog.get_logger(component=name)
+    return log

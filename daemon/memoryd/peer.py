@@ -1,0 +1,43 @@
+"""Who is at the other end of a Unix socket: SO_PEERCRED on Linux, getpeereid on BSD/macOS.
+
+The socket directory is private already; this is the second wall, so that a loosened
+directory mode or an inherited descriptor still cannot let another user in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import socket
+import struct
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PeerCredentials:
+    uid: int
+    pid: int | None  # None where the platform does not tell
+
+
+def peer_credentials(sock: socket.socket) -> PeerCredentials | None:
+    """The peer's uid (and pid on Linux), or None when this platform cannot tell."""
+    if sys.platform.startswith("linux"):
+        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        pid, uid, _gid = struct.unpack("3i", raw)
+        return PeerCredentials(uid=uid, pid=pid or None)
+    return _getpeereid(sock)
+
+
+def _getpeereid(sock: socket.socket) -> PeerCredentials | None:
+    name = ctypes.util.find_library("c")
+    if not name:
+        return None
+    libc = ctypes.CDLL(name, use_errno=True)
+    func = getattr(libc, "getpeereid", None)
+    if func is None:
+        return None
+    uid, gid = ctypes.c_uint32(), ctypes.c_uint32()
+    if func(sock.fileno(), ctypes.byref(uid), ctypes.byref(gid)) != 0:
+        return None
+    return PeerCredentials(uid=uid.value, pid=None)

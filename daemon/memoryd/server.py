@@ -1,0 +1,280 @@
+"""The socket server: frames in, concurrent dispatch, frames out, graceful shutdown.
+
+Per connection: check the peer's uid, then read frames. A bad frame is answered
+(``protocol_error`` / ``too_large``) and that connection closed; everything else carries
+on. Each request runs as its own task, so pipelined requests are served concurrently and
+answered in completion order, each response carrying its request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from memoryd.logs import get_logger
+from memoryd.peer import peer_credentials
+from memoryd_client import protocol
+from memoryd_client.protocol import ErrorCode, FrameError
+
+log = get_logger("memoryd.server")
+
+Emit = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class Request:
+    id: int
+    method: str
+    params: Any  # a map when well-formed; the dispatcher refuses anything else
+    emit: Emit  # sends an event frame (e.g. progress) for this request, before its response
+    log_fields: dict[str, Any] = field(default_factory=dict)  # handlers add e.g. workspace
+
+
+@dataclass(frozen=True)
+class Outcome:
+    message: dict[str, Any]  # the response or error map
+    code: str  # "ok" or the error code, for the request log line
+
+
+Dispatch = Callable[[Request], Awaitable[Outcome]]
+
+
+class _Connection:
+    def __init__(self, writer: asyncio.StreamWriter, peer_pid: int | None) -> None:
+        self.writer = writer
+        self.peer_pid = peer_pid
+        self.lock = asyncio.Lock()
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.closed = False
+
+    def write_nowait(self, frame: bytes) -> None:
+        """Queue a whole frame; frames never interleave because each is one write() call."""
+        if not self.closed and not self.writer.is_closing():
+            self.writer.write(frame)
+
+    async def send(self, frame: bytes) -> None:
+        async with self.lock:
+            if self.closed or self.writer.is_closing():
+                return
+            self.writer.write(frame)
+            with contextlib.suppress(ConnectionError, OSError):
+                await self.writer.drain()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.close()
+
+
+class Server:
+    def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int) -> None:
+        self.dispatch = dispatch
+        self.max_frame_bytes = max_frame_bytes
+        self.shutting_down = False
+        self._server: asyncio.AbstractServer | None = None
+        self._conns: set[_Connection] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._conn_tasks: set[asyncio.Task[None]] = set()
+        self._uid = os.geteuid()
+
+    async def start(self, sock: socket.socket) -> None:
+        """Serve on an already bound and listening socket (instance.py made it)."""
+        self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    @property
+    def connections(self) -> int:
+        return len(self._conns)
+
+    # -- connections -------------------------------------------------------------------
+
+    async def _on_connection(self, reader: asyncio.StreamReader,
+                             writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._conn_tasks.add(task)
+        try:
+            await self._serve_connection(reader, writer)
+        finally:
+            if task is not None:
+                self._conn_tasks.discard(task)
+
+    async def _serve_connection(self, reader: asyncio.StreamReader,
+                                writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        creds = peer_credentials(sock) if sock is not None else None
+        conn = _Connection(writer, creds.pid if creds else None)
+        if creds is not None and creds.uid != self._uid:
+            log.warning("peer_refused", peer_uid=creds.uid, peer_pid=creds.pid,
+                        reason="foreign uid")
+            await conn.send(protocol.pack(protocol.error(
+                None, ErrorCode.PROTOCOL_ERROR,
+                f"connections from uid {creds.uid} are refused: this daemon serves uid "
+                f"{self._uid} only")))
+            conn.close()
+            return
+        self._conns.add(conn)
+        try:
+            await self._read_loop(reader, conn)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            try:
+                # Requests read before the end of stream (or before a bad frame) are still
+                # answered: a peer may half-close after pipelining.
+                if conn.tasks:
+                    await asyncio.gather(*conn.tasks, return_exceptions=True)
+            finally:
+                conn.close()
+                self._conns.discard(conn)
+
+    async def _read_loop(self, reader: asyncio.StreamReader, conn: _Connection) -> None:
+        """Read and dispatch frames until the end of stream or the first bad frame."""
+        while True:
+            try:
+                header = await reader.readexactly(protocol.HEADER.size)
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, "truncated frame header")
+                return
+            try:
+                length = protocol.frame_length(header, self.max_frame_bytes)
+                try:
+                    body = await reader.readexactly(length)
+                except asyncio.IncompleteReadError:
+                    raise FrameError(ErrorCode.PROTOCOL_ERROR,
+                                     f"truncated frame: expected {length} bytes") from None
+                req = self._parse(protocol.unpack(body), conn)
+            except FrameError as exc:
+                await self._refuse(conn, exc.code, exc.message)
+                return
+            except _BadRequest as exc:
+                await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, exc.message, exc.req_id,
+                                   exc.data)
+                return
+            task = asyncio.create_task(self._handle(conn, req))
+            conn.tasks.add(task)
+            self._tasks.add(task)
+            task.add_done_callback(conn.tasks.discard)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _refuse(self, conn: _Connection, code: str, message: str,
+                      req_id: int | None = None, data: dict[str, Any] | None = None) -> None:
+        log.warning("bad_frame", code=code, detail=message, peer_pid=conn.peer_pid)
+        await conn.send(protocol.pack(protocol.error(req_id, code, message, data)))
+
+    def _parse(self, msg: dict[str, Any], conn: _Connection) -> Request:
+        req_id = msg.get("id")
+        if isinstance(req_id, bool) or not isinstance(req_id, int):
+            raise _BadRequest("a request needs an integer id")
+        method = msg.get("method")
+        if not isinstance(method, str):
+            raise _BadRequest("a request needs a string method", req_id)
+        version = msg.get("v", protocol.PROTOCOL_VERSION)
+        if version != protocol.PROTOCOL_VERSION:
+            raise _BadRequest(f"protocol version {version!r} is not supported", req_id,
+                              {"supported": [protocol.PROTOCOL_VERSION]})
+        params = msg.get("params")
+        if params is None:
+            params = {}
+
+        def emit(name: str, data: dict[str, Any]) -> None:
+            conn.write_nowait(protocol.pack(protocol.event(req_id, name, data)))
+
+        return Request(id=req_id, method=method, params=params, emit=emit)
+
+    # -- requests ----------------------------------------------------------------------
+
+    async def _handle(self, conn: _Connection, req: Request) -> None:
+        started = time.perf_counter()
+        if self.shutting_down:
+            outcome = Outcome(protocol.error(req.id, ErrorCode.SHUTTING_DOWN,
+                                             "the daemon is shutting down"),
+                              ErrorCode.SHUTTING_DOWN)
+        else:
+            try:
+                outcome = await self.dispatch(req)
+            except asyncio.CancelledError:
+                # Forced shutdown: still tell the client why, without waiting on it.
+                conn.write_nowait(protocol.pack(protocol.error(
+                    req.id, ErrorCode.SHUTTING_DOWN, "the daemon shut down during the request")))
+                self._log_request(conn, req, ErrorCode.SHUTTING_DOWN, started)
+                raise
+        frame = protocol.pack(outcome.message)
+        code = outcome.code
+        if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
+            code = ErrorCode.TOO_LARGE
+            frame = protocol.pack(protocol.error(
+                req.id, code, f"the response ({len(frame)} bytes) exceeds the frame limit "
+                f"of {self.max_frame_bytes}; ask for less (e.g. get with lines)"))
+        # Logged before the answer leaves, so a client never sees an answer whose log line
+        # is not written yet; the write itself only queues bytes.
+        self._log_request(conn, req, code, started)
+        await conn.send(frame)
+
+    @staticmethod
+    def _log_request(conn: _Connection, req: Request, code: str, started: float) -> None:
+        ms = round((time.perf_counter() - started) * 1000, 3)
+        fields = req.log_fields
+        if code == "ok":
+            log.info("request", method=req.method, id=req.id, ms=ms, result=code,
+                     peer_pid=conn.peer_pid, **fields)
+        else:
+            log.warning("request", method=req.method, id=req.id, ms=ms, result=code,
+                        peer_pid=conn.peer_pid, **fields)
+
+    # -- shutdown ----------------------------------------------------------------------
+
+    def stop_accepting(self) -> None:
+        """Refuse new connections and answer new requests with ``shutting_down``."""
+        self.shutting_down = True
+        if self._server is not None:
+            self._server.close()
+
+    async def drain(self, timeout: float, force: asyncio.Event | None = None) -> int:
+        """Wait for in-flight requests up to ``timeout`` (or until ``force``), then cancel.
+
+        Returns how many requests had to be cancelled.
+        """
+        pending = set(self._tasks)
+        if pending:
+            waiters: set[asyncio.Future[Any]] = {asyncio.ensure_future(asyncio.wait(pending))}
+            forced = asyncio.ensure_future(force.wait()) if force is not None else None
+            if forced is not None:
+                waiters.add(forced)
+            await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            for w in waiters:
+                w.cancel()
+        leftover = [t for t in self._tasks if not t.done()]
+        for t in leftover:
+            t.cancel()
+        if leftover:
+            await asyncio.wait(leftover, timeout=1.0)
+        return len(leftover)
+
+    async def close(self) -> None:
+        """Close every connection (after ``drain``)."""
+        for conn in list(self._conns):
+            conn.close()
+        for t in list(self._conn_tasks):
+            t.cancel()
+        if self._conn_tasks:
+            await asyncio.wait(set(self._conn_tasks), timeout=1.0)
+
+
+class _BadRequest(Exception):
+    def __init__(self, message: str, req_id: int | None = None,
+                 data: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.req_id = req_id
+        self.data = data

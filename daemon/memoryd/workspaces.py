@@ -1,0 +1,325 @@
+"""The registry of workspaces this daemon serves: config-declared plus registered ones.
+
+Names are unique (default: the folder name, then ``name-2``...). Each workspace has one
+``WorkspaceIndex`` in ``Paths.index_dir / f"{name}-{sha1(realpath)[:10]}.sqlite"``. The
+embedding provider is chosen (and a local model loaded) in a thread after the socket is
+up; indexes are opened once it is known, and requests that need an index wait for that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import re
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memoryd.config import Config
+from memoryd.errors import ConfigError, InvalidParams, MemorydError, Unavailable, UnknownWorkspace
+from memoryd.index.types import SyncProgress, SyncReport
+from memoryd.logs import get_logger
+from memoryd.state import StateDB
+
+if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
+    from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
+    from memoryd.index.workspace import WorkspaceIndex
+
+log = get_logger("memoryd.workspaces")
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+
+
+def _choose_provider(config: Config) -> ProviderChoice:
+    from memoryd.embeddings.factory import choose_provider  # loads a model runtime: lazily
+
+    return choose_provider(config.embedding)
+
+
+def index_file(index_dir: Path, name: str, root: Path) -> Path:
+    digest = hashlib.sha1(str(root).encode("utf-8")).hexdigest()[:10]
+    return index_dir / f"{name}-{digest}.sqlite"
+
+
+def _default_name(root: Path) -> str:
+    base = re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-.") or "workspace"
+    return base[:64]
+
+
+def config_entries(config: Config) -> list[tuple[Path, str]]:
+    """The config's workspaces as (resolved root, name or ""); ConfigError when invalid."""
+    out: list[tuple[Path, str]] = []
+    for i, wc in enumerate(config.workspaces):
+        root = Path(wc.path).expanduser().resolve()
+        if any(r == root for r, _ in out):
+            raise ConfigError(f"workspaces[{i}].path {wc.path} is declared twice")
+        if wc.name and not _NAME.match(wc.name):
+            raise ConfigError(f"workspaces[{i}].name {wc.name!r} must be letters, digits, "
+                              "'.', '_' or '-' (at most 64)")
+        if wc.name and any(n == wc.name for _, n in out):
+            raise ConfigError(f"workspaces[{i}].name {wc.name!r} is used twice")
+        out.append((root, wc.name))
+    return out
+
+
+@dataclass
+class Workspace:
+    name: str
+    root: Path  # resolved
+    source: str  # "config" | "registry"
+    index: WorkspaceIndex | None = None  # None until opened (or when it cannot be)
+    error: str | None = None  # why it is not usable
+    scan: Future[SyncReport] | None = None  # the background scan after opening
+    scan_progress: SyncProgress | None = None
+    scan_started: float | None = None
+    scan_report: SyncReport | None = None
+    opening: bool = False  # an open was started (exactly one per workspace)
+    opened: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def info(self) -> dict[str, Any]:
+        return {"name": self.name, "path": str(self.root), "source": self.source}
+
+    def usable_index(self) -> WorkspaceIndex:
+        if self.index is None:
+            raise Unavailable(f"workspace {self.name} is not available: "
+                              f"{self.error or 'still opening'}", {"workspace": self.name})
+        return self.index
+
+
+class Registry:
+    def __init__(self, config: Config, index_dir: Path, state: StateDB) -> None:
+        self.config = config
+        self.index_dir = index_dir
+        self.state = state
+        self._items: dict[str, Workspace] = {}
+        self.choice: ProviderChoice | None = None
+        self.provider_ready = asyncio.Event()
+        self._closing = False
+
+    # -- loading -----------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read config and state (fast, no index opened); bad config entries are errors."""
+        entries = config_entries(self.config)
+        for root, name in entries:  # explicit names first, so defaults step around them
+            if name:
+                self._items[name] = Workspace(name, root, "config")
+        for root, name in entries:
+            if not name:
+                name = self._unique(_default_name(root))
+                self._items[name] = Workspace(name, root, "config")
+        for reg in self.state.workspaces():
+            if any(w.root == reg.path for w in self._items.values()):
+                continue  # also declared in the config: the config entry wins
+            name = reg.name if reg.name not in self._items else self._unique(reg.name)
+            self._items[name] = Workspace(name, reg.path, "registry")
+
+    async def reconcile_config(self, config: Config) -> tuple[list[str], list[str]]:
+        """After a reload: open workspaces the config added, close those it dropped.
+
+        Indexes already open keep the config they were opened with (a restart applies
+        embedding and index changes to them). Returns the names added and removed.
+        """
+        entries = config_entries(config)
+        self.config = config
+        wanted = {root for root, _ in entries}
+        removed = [w for w in self._items.values() if w.source == "config" and w.root not in wanted]
+        for ws in removed:
+            del self._items[ws.name]
+            await self._forget(ws)
+        added = []
+        for root, name in entries:
+            current = next((w for w in self._items.values() if w.root == root), None)
+            if current is not None:
+                current.source = "config"
+                continue
+            ws = Workspace(name if name and name not in self._items
+                           else self._unique(name or _default_name(root)), root, "config")
+            self._items[ws.name] = ws
+            added.append(ws)
+        await self.provider_ready.wait()
+        await asyncio.gather(*(self._open(ws) for ws in added))
+        return [w.name for w in added], [w.name for w in removed]
+
+    def _unique(self, base: str) -> str:
+        name, n = base, 2
+        while name in self._items:
+            name = f"{base}-{n}"
+            n += 1
+        return name
+
+    async def open_all(self) -> None:
+        """Choose the provider (slow for a local model), then open every index."""
+        try:
+            self.choice = await asyncio.to_thread(_choose_provider, self.config)
+        except MemorydError as exc:
+            from memoryd.embeddings.base import ProviderChoice
+
+            self.choice = ProviderChoice(None, self.config.embedding.provider,
+                                         f"keyword only: {exc.message}")
+            log.error("embedding_provider_unavailable", reason=exc.message)
+        self.provider_ready.set()
+        p = self.choice.provider
+        log.info("embedding_provider", name=p.name if p else "none",
+                 model=p.model if p else "", reason=self.choice.reason)
+        await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
+
+    @property
+    def provider(self) -> EmbeddingProvider | None:
+        return self.choice.provider if self.choice is not None else None
+
+    async def _open(self, ws: Workspace) -> None:
+        # open_all and add can both reach a workspace added while the provider loads:
+        # two indexes on one file would fight over its lock.
+        if ws.opening:
+            await ws.opened.wait()
+            return
+        ws.opening = True
+        try:
+            index = await asyncio.to_thread(self._make_index, ws)
+        except Exception as exc:  # one bad workspace must not stop the others
+            ws.error = exc.message if isinstance(exc, MemorydError) else f"{exc}"
+            log.error("workspace_unavailable", workspace=ws.name, path=str(ws.root),
+                      reason=ws.error)
+        else:
+            if self._closing or self._items.get(ws.name) is not ws:  # removed meanwhile
+                await asyncio.to_thread(index.close)
+            else:
+                ws.index = index
+                self._start_scan(ws)
+        finally:
+            ws.opened.set()
+
+    def _make_index(self, ws: Workspace) -> WorkspaceIndex:
+        """Blocking (sqlite-vec probe, migrations): run in a thread."""
+        from memoryd.index.workspace import WorkspaceIndex
+
+        if not ws.root.is_dir():
+            raise InvalidParams(f"{ws.root} is not a directory (missing or unmounted?)")
+        index = WorkspaceIndex(ws.root, index_file(self.index_dir, ws.name, ws.root),
+                               self.config, self.provider,
+                               self.choice.reason if self.choice else "")
+        index.open()
+        return index
+
+    def _start_scan(self, ws: Workspace) -> None:
+        assert ws.index is not None
+
+        def progress(p: SyncProgress) -> None:
+            ws.scan_progress = p  # a plain store from the writer thread; status reads it
+
+        ws.scan_started = time.time()
+        ws.scan = ws.index.submit_sync(None, progress=progress)
+
+        def done(fut: Future[SyncReport]) -> None:
+            with contextlib.suppress(BaseException):
+                ws.scan_report = fut.result()
+
+        ws.scan.add_done_callback(done)
+
+    # -- lookup ------------------------------------------------------------------------
+
+    def list(self) -> list[Workspace]:
+        return list(self._items.values())
+
+    def get(self, name: str) -> Workspace | None:
+        return self._items.get(name)
+
+    def resolve(self, ref: str | None) -> Workspace:
+        """A workspace by name, by its path, or by a path inside it (the deepest wins)."""
+        items = self._items
+        if ref is None:
+            if len(items) == 1:
+                return next(iter(items.values()))
+            if not items:
+                raise UnknownWorkspace("no workspace is registered; add one with "
+                                       "`memctl workspace add PATH`")
+            raise InvalidParams("several workspaces are registered; say which with "
+                                f"workspace: {', '.join(sorted(items))}", {"param": "workspace"})
+        if ref in items:
+            return items[ref]
+        if "/" in ref or ref.startswith("~") or ref in (".", ".."):
+            path = Path(ref).expanduser().resolve()
+            inside = [w for w in items.values() if path == w.root or path.is_relative_to(w.root)]
+            if inside:
+                return max(inside, key=lambda w: len(w.root.parts))
+        known = ", ".join(sorted(items)) or "none"
+        raise UnknownWorkspace(f"no workspace named or containing {ref!r} (known: {known})",
+                               {"workspace": ref})
+
+    async def index_of(self, ref: str | None) -> tuple[Workspace, WorkspaceIndex]:
+        ws = self.resolve(ref)
+        await ws.opened.wait()
+        return ws, ws.usable_index()
+
+    # -- changes -----------------------------------------------------------------------
+
+    async def add(self, path: str, name: str | None) -> tuple[Workspace, bool]:
+        root = Path(path).expanduser()
+        if not root.is_absolute():
+            raise InvalidParams(f"path must be absolute, got {path!r}", {"param": "path"})
+        root = root.resolve()
+        if not root.is_dir():
+            raise InvalidParams(f"path {path} is not an existing directory", {"param": "path"})
+        for ws in self._items.values():
+            if ws.root == root:
+                if name and name != ws.name:
+                    raise InvalidParams(f"{root} is already registered as {ws.name}",
+                                        {"param": "name"})
+                return ws, False
+        if name is not None:
+            if not _NAME.match(name):
+                raise InvalidParams("name must be 1-64 letters, digits, '.', '_' or '-', "
+                                    "starting with a letter or digit", {"param": "name"})
+            if name in self._items:
+                raise InvalidParams(f"name {name} is taken by {self._items[name].root}",
+                                    {"param": "name"})
+        ws = Workspace(name or self._unique(_default_name(root)), root, "registry")
+        self.state.add_workspace(ws.name, root)
+        self._items[ws.name] = ws
+        log.info("workspace_added", workspace=ws.name, path=str(root))
+        await self.provider_ready.wait()
+        await self._open(ws)
+        return ws, True
+
+    async def remove(self, ref: str, delete_index: bool) -> Workspace:
+        ws = self.resolve(ref)
+        if ws.source == "config":
+            raise InvalidParams(f"workspace {ws.name} is declared in the config file "
+                                f"({self.config.source}); remove it there", {"param": "workspace"})
+        self.state.remove_workspace(ws.root)
+        del self._items[ws.name]
+        await self._forget(ws)
+        if delete_index:
+            db = index_file(self.index_dir, ws.name, ws.root)
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    Path(str(db) + suffix).unlink()
+        log.info("workspace_removed", workspace=ws.name, path=str(ws.root),
+                 index_deleted=delete_index)
+        return ws
+
+    async def _forget(self, ws: Workspace) -> None:
+        """Close the index of a workspace already taken out of the registry."""
+        if not ws.opening:  # never started (the provider is still loading): never will
+            ws.opening = True
+            ws.opened.set()
+            return
+        await ws.opened.wait()  # an open in progress closes its own index (see _open)
+        if ws.index is not None:
+            await asyncio.to_thread(ws.index.close)
+            ws.index = None
+
+    async def close(self) -> None:
+        """Close every index (the writer finishes its current transaction) and the provider."""
+        self._closing = True
+        indexes = [w.index for w in self._items.values() if w.index is not None]
+        await asyncio.gather(*(asyncio.to_thread(i.close) for i in indexes),
+                             return_exceptions=True)
+        p = self.provider
+        if p is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(p.close)

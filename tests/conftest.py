@@ -1,0 +1,94 @@
+"""Shared fixtures. Test helpers live in tests/fakes (importable as ``fakes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from fakes.openai_server import FakeOpenAIServer
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAIServer]:
+    """A fake OpenAI-compatible server on 127.0.0.1 (embeddings and chat), stopped after."""
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+# --- client library / memctl fixtures -------------------------------------------------
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A fresh directory with a short path under /tmp: Unix socket paths are ~104 bytes max."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp(prefix="md-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def fake_memoryd(short_tmp: Path) -> Iterator[FakeMemoryd]:
+    """A scripted memoryd (tests/fakes/memoryd_server.py) listening on ``short_tmp/d.sock``."""
+    from fakes.memoryd_server import FakeMemoryd
+
+    with FakeMemoryd(short_tmp / "d.sock") as fake:
+        yield fake
+
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from fakes.memoryd_server import FakeMemoryd
+
+
+# --- daemon fixtures (tests/daemon_util.py): a real daemon on a short /tmp socket -------
+
+
+@pytest.fixture
+def md_home() -> Iterator[Path]:
+    """A short, private MEMORYD_HOME under /tmp (Unix socket paths are limited)."""
+    from daemon_util import short_home
+
+    with short_home() as home:
+        yield home
+
+
+@pytest.fixture
+def md_daemon(md_home: Path) -> Iterator[DaemonThread]:
+    """A running daemon (provider none, no workspace) in a background thread."""
+    from daemon_util import DaemonThread
+
+    with DaemonThread(md_home) as d:
+        yield d
+
+
+if TYPE_CHECKING:
+    from daemon_util import DaemonThread
+
+
+# --- engine fixtures: a real WorkspaceIndex on a tmp workspace ---------------------------
+
+
+@pytest.fixture
+def make_index(tmp_path: Path) -> Iterator[IndexFactory]:
+    """``make_index(config_overrides, provider=None)`` -> an opened WorkspaceIndex over
+    ``tmp_path / "ws"``; every index made is closed after the test."""
+    from engine_util import IndexFactory
+
+    factory = IndexFactory(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close_all()
+
+
+if TYPE_CHECKING:
+    from engine_util import IndexFactory

@@ -1,0 +1,214 @@
+"""Helpers to run a real memoryd on a real short socket, and to talk raw protocol to it.
+
+``run_daemon`` runs the daemon as a task in the caller's event loop; ``DaemonThread``
+runs it in a thread with its own loop, for tests that use blocking sockets (Hypothesis,
+the sync client). Socket paths live under /tmp so they stay short (macOS allows ~104
+bytes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from memoryd.app import Daemon
+from memoryd.config import config_from_mapping
+from memoryd.logs import configure_logging
+from memoryd_client import protocol
+from memoryd_client.paths import default_paths
+
+configure_logging("info", json=True)  # info: capture_logs must see info events
+
+
+def short_tmp() -> Path:
+    return Path(tempfile.mkdtemp(dir="/tmp", prefix="md"))
+
+
+@contextlib.contextmanager
+def short_home() -> Iterator[Path]:
+    home = short_tmp()
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def make_daemon(home: Path, config: dict[str, Any] | None = None,
+                env: dict[str, str] | None = None, socket_path: Path | None = None) -> Daemon:
+    full_env = {"MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none",
+                **(env or {})}
+    cfg = config_from_mapping(config or {}, full_env, source=str(home / "config.toml"))
+    paths = default_paths(full_env)
+    return Daemon(cfg, paths=paths, socket_path=socket_path or paths.socket,
+                  config_file=home / "config.toml", env=full_env)
+
+
+@contextlib.asynccontextmanager
+async def run_daemon(home: Path, config: dict[str, Any] | None = None,
+                     env: dict[str, str] | None = None,
+                     wait_background: bool = True) -> AsyncIterator[Daemon]:
+    """A started daemon (socket accepting; indexes open unless wait_background=False)."""
+    daemon = make_daemon(home, config, env)
+    task = asyncio.create_task(daemon.serve())
+    ready = asyncio.create_task(daemon.ready.wait())
+    await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED, timeout=10)
+    if task.done():
+        ready.cancel()
+        task.result()  # raises the startup error
+    if wait_background:
+        await asyncio.wait_for(daemon.background_ready.wait(), 30)
+    try:
+        yield daemon
+    finally:
+        daemon.request_exit()
+        await asyncio.wait_for(task, 30)
+
+
+class DaemonThread:
+    """A daemon in a background thread: ``with DaemonThread(home) as d: d.socket_path``."""
+
+    def __init__(self, home: Path, config: dict[str, Any] | None = None,
+                 env: dict[str, str] | None = None) -> None:
+        self.home, self.config, self.env = home, config, env
+        self.daemon: Daemon | None = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self._stop: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._main, name="test-daemon", daemon=True)
+
+    @property
+    def socket_path(self) -> Path:
+        assert self.daemon is not None
+        return self.daemon.socket_path
+
+    def _main(self) -> None:
+        async def body() -> None:
+            self.loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+            async with run_daemon(self.home, self.config, self.env) as d:
+                self.daemon = d
+                self._started.set()
+                await self._stop.wait()
+
+        try:
+            asyncio.run(body())
+        except BaseException as exc:
+            self._error = exc
+        finally:
+            self._started.set()
+
+    def __enter__(self) -> DaemonThread:
+        self._thread.start()
+        self._started.wait(30)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def call_in_loop(self, fn: Any, *args: Any) -> None:
+        assert self.loop is not None
+        self.loop.call_soon_threadsafe(fn, *args)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.loop is not None and self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(30)
+        assert not self._thread.is_alive(), "daemon thread did not stop"
+        if self._error is not None:
+            raise self._error
+
+
+class RawConn:
+    """A blocking raw-protocol connection: frames out, frames in, nothing hidden."""
+
+    def __init__(self, path: Path, timeout: float = 10.0) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(str(path))
+        self._buf = b""
+        self._ids = iter(range(1, 1 << 30))
+
+    def send(self, msg: dict[str, Any]) -> None:
+        self.sock.sendall(protocol.pack(msg))
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def recv(self) -> dict[str, Any] | None:
+        """The next frame, or None on end of stream."""
+        while True:
+            if len(self._buf) >= 4:
+                n = protocol.frame_length(self._buf[:4], 1 << 31)
+                if len(self._buf) >= 4 + n:
+                    body, self._buf = self._buf[4:4 + n], self._buf[4 + n:]
+                    return protocol.unpack(body)
+            try:
+                chunk = self.sock.recv(1 << 16)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                return None
+            self._buf += chunk
+
+    def frame(self) -> dict[str, Any]:
+        """The next frame; the connection must not end first."""
+        frame = self.recv()
+        assert frame is not None, "the daemon closed the connection"
+        return frame
+
+    def call(self, method: str, params: dict[str, Any] | None = None,
+             events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """Send one request and return its final frame (events collected if asked)."""
+        req_id = next(self._ids)
+        self.send(protocol.request(req_id, method, params))
+        while True:
+            frame = self.recv()
+            assert frame is not None, f"connection closed while waiting for {method}"
+            if frame.get("id") != req_id:
+                continue
+            if "event" in frame:
+                if events is not None:
+                    events.append(frame)
+                continue
+            return frame
+
+    def result(self, method: str, params: dict[str, Any] | None = None) -> Any:
+        frame = self.call(method, params)
+        assert frame["ok"], frame
+        return frame["result"]
+
+    def closed_by_peer(self) -> bool:
+        """True when the daemon closed the connection (after reading what is left)."""
+        return self.recv() is None
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RawConn:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def wait_for(predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return bool(predicate())
+
+
+def error_code(frame: dict[str, Any] | None) -> str | None:
+    if frame is None or frame.get("ok", True):
+        return None
+    return str(frame["error"]["code"])

@@ -1,0 +1,230 @@
+"""End to end: ``memoryd run`` as a subprocess, driven over its socket and with signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon_util import RawConn, short_home, wait_for
+from memoryd.cli import EXIT_ALREADY_RUNNING, EXIT_CONFIG, EXIT_OK, EXIT_SOCKET
+from memoryd_client import protocol
+
+
+class Proc:
+    """A ``memoryd run`` subprocess with its stderr (JSON log lines) in a file."""
+
+    def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.socket = home / "run" / "memoryd.sock"
+        self.log_path = home / f"daemon-{time.monotonic_ns()}.log"
+        full_env = {**os.environ, "MEMORYD_HOME": str(home),
+                    "MEMORYD_EMBEDDING_PROVIDER": "none", **(env or {})}
+        full_env.pop("MEMORYD_SOCKET", None)
+        full_env.pop("MEMORYD_CONFIG", None)
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
+        self.started = time.monotonic()
+        self.p = subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run", *args],
+                                  env=full_env, stdout=subprocess.DEVNULL, stderr=self._log)
+
+    def ready(self, timeout: float = 15.0) -> float:
+        """Seconds from spawn until the socket accepts (measured, never asserted)."""
+        def accepts() -> bool:
+            assert self.p.poll() is None, self.logs()
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(str(self.socket))
+                return True
+            except OSError:
+                return False
+
+        assert wait_for(accepts, timeout, interval=0.002), self.logs()
+        return time.monotonic() - self.started
+
+    def logs(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                out.append({"event": "raw", "line": line})
+        return out
+
+    def events(self) -> list[str]:
+        return [e.get("event", "") for e in self.logs()]
+
+    def wait(self, timeout: float = 20.0) -> int:
+        try:
+            return self.p.wait(timeout)
+        finally:
+            self._log.close()
+
+    def kill(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+        self.wait()
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    with short_home() as h:
+        yield h
+
+
+@pytest.fixture
+def daemon(home: Path) -> Iterator[Proc]:
+    proc = Proc(home)
+    proc.ready()
+    yield proc
+    proc.kill()
+
+
+def big_workspace(root: Path, files: int) -> Path:
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Memory\n\nlong term facts\n")
+    for i in range(files):
+        (root / "memory" / f"note-{i:05d}.md").write_text(
+            f"# Note {i}\n\n" + "".join(f"line {j} of note {i} about subject{j % 13}\n"
+                                        for j in range(30)))
+    return root
+
+
+def test_sigterm_mid_request_completes_it_exits_0_and_removes_the_socket(
+        home: Path, daemon: Proc) -> None:
+    ws = big_workspace(home / "ws", files=400)
+    with RawConn(daemon.socket, timeout=60) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        c.send(protocol.request(42, "reindex", {"full": True}))
+        first = c.recv()
+        assert first is not None and first.get("event") == "progress", first
+        daemon.p.send_signal(signal.SIGTERM)
+        frame: dict[str, Any] | None = first
+        while frame is not None and "event" in frame:
+            frame = c.recv()
+        assert frame is not None and frame["id"] == 42 and frame["ok"], frame
+        assert frame["result"]["files_scanned"] >= 400
+    assert daemon.wait() == EXIT_OK
+    assert not daemon.socket.exists()
+    events = daemon.events()
+    # The signal arrived while the reindex was running: its request line comes after it.
+    reindex_line = next(i for i, e in enumerate(daemon.logs())
+                        if e.get("event") == "request" and e.get("method") == "reindex")
+    assert events.index("signal") < reindex_line
+    assert events[-1] == "shutdown"
+
+
+def test_sigint_also_shuts_down_gracefully(daemon: Proc) -> None:
+    with RawConn(daemon.socket) as c:
+        assert c.result("hello")["server"] == "memoryd"
+    daemon.p.send_signal(signal.SIGINT)
+    assert daemon.wait() == EXIT_OK
+    assert not daemon.socket.exists()
+
+
+def test_second_daemon_is_refused_with_already_running_pid(home: Path, daemon: Proc) -> None:
+    second = Proc(home)
+    assert second.wait() == EXIT_ALREADY_RUNNING
+    [line] = [e for e in second.logs() if e["event"] == "already_running"]
+    assert f"already running (pid {daemon.p.pid})" in line["error"]
+    with RawConn(daemon.socket) as c:  # the first one is untouched
+        assert c.result("hello")["pid"] == daemon.p.pid
+
+
+def test_stale_socket_of_a_killed_daemon_is_cleaned_at_next_start(home: Path,
+                                                                   daemon: Proc) -> None:
+    daemon.p.send_signal(signal.SIGKILL)
+    daemon.wait()
+    assert daemon.socket.exists()  # a crash leaves the file behind
+    again = Proc(home)
+    try:
+        again.ready()
+        assert "stale_socket_removed" in again.events()
+        with RawConn(again.socket) as c:
+            assert c.result("hello")["pid"] == again.p.pid
+    finally:
+        again.kill()
+
+
+def test_sighup_with_a_bad_config_keeps_running_and_a_good_one_applies(home: Path) -> None:
+    config = home / "config.toml"
+    config.write_text("[server]\ndebounce_ms = 50\n")
+    proc = Proc(home)
+    try:
+        proc.ready()
+        config.write_text("[server]\nno_such_key = 1\n")
+        proc.p.send_signal(signal.SIGHUP)
+        assert wait_for(lambda: "config_reload_failed" in proc.events(), 10), proc.logs()
+        [failed] = [e for e in proc.logs() if e["event"] == "config_reload_failed"]
+        assert "server.no_such_key" in failed["error"]
+        with RawConn(proc.socket) as c:
+            assert c.result("hello")["server"] == "memoryd"
+            ws = home / "declared"
+            (ws / "memory").mkdir(parents=True)
+            config.write_text(f'[[workspaces]]\npath = "{ws}"\nname = "main"\n')
+            proc.p.send_signal(signal.SIGHUP)
+            assert wait_for(lambda: c.result("workspace.list")["workspaces"] == [
+                {"name": "main", "path": str(ws), "source": "config"}], 10)
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+    finally:
+        proc.kill()
+
+
+def test_invalid_config_at_start_exits_with_the_config_code_naming_the_key(home: Path) -> None:
+    (home / "config.toml").write_text('[search]\nmax_results = "many"\n')
+    proc = Proc(home)
+    assert proc.wait() == EXIT_CONFIG
+    [line] = proc.logs()
+    assert line["event"] == "config_error" and "search.max_results" in line["error"]
+
+
+def test_socket_dir_open_to_others_exits_with_the_socket_code(home: Path) -> None:
+    (home / "run").mkdir(mode=0o755)
+    os.chmod(home / "run", 0o755)
+    proc = Proc(home)
+    assert proc.wait() == EXIT_SOCKET
+    [line] = proc.logs()
+    assert "chmod 700" in line["error"]
+
+
+def test_socket_option_overrides_the_default_path(home: Path) -> None:
+    custom = home / "s" / "x.sock"
+    proc = Proc(home, "--socket", str(custom))
+    proc.socket = custom
+    try:
+        proc.ready()
+        assert (home / "s" / "x.lock").exists()
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+        assert not custom.exists()
+    finally:
+        proc.kill()
+
+
+def test_version_and_doctor_json(home: Path) -> None:
+    env = {**os.environ, "MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none"}
+    out = subprocess.run([sys.executable, "-m", "memoryd.cli", "--version"], env=env,
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("memoryd ")
+    doc = subprocess.run([sys.executable, "-m", "memoryd.cli", "doctor", "--json"], env=env,
+                         capture_output=True, text=True)
+    checks = json.loads(doc.stdout)["checks"]
+    assert [c["name"] for c in checks] == ["config", "socket", "sqlite_vec", "local_model",
+                                           "provider"]
+    assert all(set(c) == {"name", "ok", "detail", "fix"} for c in checks)
+    assert doc.returncode == (0 if all(c["ok"] for c in checks) else 1)
+    (home / "config.toml").write_text("[search]\nmax_results = 0\n")
+    bad = subprocess.run([sys.executable, "-m", "memoryd.cli", "doctor", "--json"], env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 1
+    config_check = json.loads(bad.stdout)["checks"][0]
+    assert not config_check["ok"] and "search.max_results" in config_check["detail"]

@@ -1,0 +1,421 @@
+"""The daemon's socket server on a real socket: framing, dispatch, params, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import socket
+import struct
+import threading
+from pathlib import Path
+from typing import Any
+
+import msgpack
+import pytest
+from structlog.testing import capture_logs
+
+import memoryd
+from daemon_util import DaemonThread, RawConn, error_code, run_daemon, short_home, wait_for
+from memoryd.app import Daemon
+from memoryd.append import daily_path
+from memoryd.params import Params
+from memoryd.server import Request
+from memoryd_client import protocol
+
+
+def make_workspace(root: Path, files: int = 1) -> Path:
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Long term\n\nThe billing schema uses postgres.\n")
+    for i in range(files - 1):
+        (root / "memory" / f"2024-01-{i % 28 + 1:02d}-{i}.md").write_text(
+            f"# Day {i}\n\nnote number {i} about topic{i % 7}\n")
+    return root
+
+
+# -- hello, methods, params -------------------------------------------------------------
+
+
+def test_hello_returns_server_version_protocol_and_pid(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        result = c.result("hello", {"client": "test", "protocol": 1})
+    assert result == {"server": "memoryd", "version": memoryd.__version__,
+                      "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
+
+
+def test_unknown_method_is_refused_and_connection_stays_usable(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        frame = c.call("no.such.method")
+        assert error_code(frame) == "unknown_method"
+        assert "no.such.method" in frame["error"]["message"]
+        assert c.result("hello")["server"] == "memoryd"
+
+
+@pytest.mark.parametrize(("method", "params", "param", "words"), [
+    ("search", {"query": "x", "max_results": "6"}, "max_results", "an integer 1..100"),
+    ("search", {"query": "x", "max_results": 500}, "max_results", "1..100"),
+    ("search", {"query": "x", "max_results": True}, "max_results", "an integer"),
+    ("search", {"query": "x", "min_score": 1.5}, "min_score", "0.0..1.0"),
+    ("search", {"query": "x", "mode": "fuzzy"}, "mode", "hybrid|vector|keyword"),
+    ("search", {"query": "x", "sources": ["memory", "mail"]}, "sources", "memory|sessions"),
+    ("search", {"query": "x", "sources": []}, "sources", "non-empty"),
+    ("search", {"query": "x", "since": "2024-13-01"}, "since", "valid date"),
+    ("search", {"query": "x", "since": "yesterday"}, "since", "YYYY-MM-DD"),
+    ("search", {"query": "x", "since": "2024-02-01", "until": "2024-01-01"}, "since", "after"),
+    ("search", {"query": ""}, "query", "must not be empty"),
+    ("search", {}, "query", "required"),
+    ("search", {"query": "x", "max_result": 3}, "max_result", "unknown param"),
+    ("get", {"path": "MEMORY.md", "from": 0}, "from", ">= 1"),
+    ("get", {"path": 7}, "path", "a string"),
+    ("append", {"text": "x", "date": "2024-1-1"}, "date", "YYYY-MM-DD"),
+    ("append", {"text": "x", "heading": "two\nlines"}, "heading", "single line"),
+    ("append", {"text": "   "}, "text", "must not be empty"),
+    ("reindex", {"full": "yes"}, "full", "true or false"),
+    ("workspace.add", {}, "path", "required"),
+    ("workspace.add", {"path": "relative/dir"}, "path", "absolute"),
+    ("workspace.add", {"path": "/tmp/\x00x"}, "path", "NUL"),
+    ("status", {"workspace": "/tmp/\x00x"}, "workspace", "NUL"),
+    ("workspace.remove", {"workspace": "w", "delete": True}, "delete", "unknown param"),
+    ("hello", {"client": "x", "protocol": "1"}, "protocol", "an integer"),
+    ("shutdown", {"now": True}, "now", "unknown param"),
+])
+def test_bad_params_are_invalid_params_naming_the_param(
+        md_daemon: DaemonThread, method: str, params: dict[str, object], param: str,
+        words: str) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        frame = c.call(method, params)
+        assert error_code(frame) == "invalid_params", frame
+        assert param in frame["error"]["message"]
+        assert words in frame["error"]["message"]
+        assert frame["error"]["data"]["param"] == param
+        assert c.result("hello")["server"] == "memoryd"  # still usable
+
+
+def test_params_that_are_not_a_map_are_invalid_params(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        c.send({"v": 1, "id": 1, "method": "hello", "params": [1, 2]})
+        frame = c.recv()
+        assert error_code(frame) == "invalid_params"
+        assert c.result("hello")["server"] == "memoryd"
+
+
+def test_an_unexpected_failure_is_internal_and_the_daemon_keeps_serving(
+        md_daemon: DaemonThread) -> None:
+    async def broken(p: Params, req: Request) -> dict[str, Any]:
+        p.done()
+        raise RuntimeError("disk on fire " + "x" * 1000)
+
+    assert md_daemon.daemon is not None
+    md_daemon.daemon.methods.table["test.broken"] = broken  # the table is the extension point
+    with RawConn(md_daemon.socket_path) as c, capture_logs() as logs:
+        frame = c.call("test.broken")
+        assert error_code(frame) == "internal"
+        assert frame["error"]["message"].startswith(
+            "internal error in test.broken: RuntimeError: disk on fire")
+        assert len(frame["error"]["message"]) < 400
+        assert c.result("hello")["server"] == "memoryd"
+    [logged] = [e for e in logs if e["event"] == "internal_error"]
+    assert logged["method"] == "test.broken" and logged["exc_info"] is True
+
+
+def test_no_workspace_registered_is_unknown_workspace(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        frame = c.call("search", {"query": "anything"})
+    assert error_code(frame) == "unknown_workspace"
+    assert "workspace add" in frame["error"]["message"]
+
+
+# -- framing ----------------------------------------------------------------------------
+
+
+def test_pipelined_requests_are_all_answered_with_their_ids(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        methods = {i: ("hello" if i % 3 else "workspace.list") for i in range(1, 41)}
+        c.send_raw(b"".join(protocol.pack(protocol.request(i, m)) for i, m in methods.items()))
+        answers = {}
+        for _ in methods:
+            frame = c.recv()
+            assert frame is not None and frame["ok"], frame
+            answers[frame["id"]] = frame["result"]
+    assert set(answers) == set(methods)
+    for i, m in methods.items():
+        assert ("server" in answers[i]) == (m == "hello")
+        assert ("workspaces" in answers[i]) == (m == "workspace.list")
+
+
+def test_oversize_frame_is_too_large_before_the_body_and_closes(md_home: Path) -> None:
+    with DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d, \
+            RawConn(d.socket_path) as c:
+        c.send_raw(struct.pack(">I", 1 << 30))  # announce 1 GiB, send nothing
+        frame = c.frame()
+        assert error_code(frame) == "too_large"
+        assert "4096" in frame["error"]["message"]
+        assert c.closed_by_peer()
+
+
+def test_response_above_the_frame_limit_is_too_large_not_a_broken_frame(md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws")
+    (ws / "MEMORY.md").write_text("some words on a line\n" * 1000)
+    with DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d, \
+            RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        frame = c.call("get", {"path": "MEMORY.md"})
+        assert error_code(frame) == "too_large"
+        assert c.result("get", {"path": "MEMORY.md", "lines": 1})["total_lines"] == 1000
+
+
+@pytest.mark.parametrize("body", [
+    b"\xc1",  # never-used msgpack byte
+    msgpack.packb([1, 2, 3]),  # not a map
+    msgpack.packb({"id": 1}),  # no method
+    msgpack.packb({"id": "7", "method": "hello"}),  # id not an integer
+    msgpack.packb({1: 2}),  # non-str key
+    b"",  # empty body
+])
+def test_malformed_frame_is_protocol_error_and_close_while_others_carry_on(
+        md_daemon: DaemonThread, body: bytes) -> None:
+    with RawConn(md_daemon.socket_path) as good, RawConn(md_daemon.socket_path) as bad:
+        assert good.result("hello")["server"] == "memoryd"
+        bad.send_raw(struct.pack(">I", len(body)) + body)
+        frame = bad.recv()
+        assert error_code(frame) == "protocol_error"
+        assert bad.closed_by_peer()
+        assert good.result("hello")["server"] == "memoryd"
+
+
+def test_unsupported_protocol_version_names_the_supported_one(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        c.send({"v": 2, "id": 5, "method": "hello", "params": {}})
+        frame = c.frame()
+        assert error_code(frame) == "protocol_error"
+        assert frame["id"] == 5
+        assert frame["error"]["data"] == {"supported": [1]}
+
+
+def test_half_closed_connection_still_gets_its_answers(md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        c.send_raw(protocol.pack(protocol.request(1, "hello"))
+                   + protocol.pack(protocol.request(2, "workspace.list")))
+        c.sock.shutdown(socket.SHUT_WR)
+        ids = {c.recv()["id"], c.recv()["id"]}  # type: ignore[index]
+        assert ids == {1, 2}
+        assert c.closed_by_peer()
+
+
+# -- peer uid ---------------------------------------------------------------------------
+
+
+def test_connection_from_another_uid_is_refused(md_daemon: DaemonThread) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to connect as another uid (os.setuid in a child)")
+    sock_path = md_daemon.socket_path
+    # Loosen the filesystem walls on purpose: the peer-uid check must hold on its own.
+    for directory in (sock_path.parent.parent, sock_path.parent):
+        os.chmod(directory, 0o711)
+    os.chmod(sock_path, 0o666)
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: become nobody, connect, report what the daemon said
+        try:
+            os.close(read_end)
+            os.setgid(65534)
+            os.setuid(65534)
+            with RawConn(sock_path, timeout=5) as c:
+                frame = c.recv()  # the daemon speaks first: the refusal
+                closed = c.recv() is None
+            os.write(write_end, msgpack.packb({"frame": frame, "closed": closed}))
+        except BaseException as exc:
+            os.write(write_end, msgpack.packb({"exc": repr(exc)}))
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    data = b""
+    while chunk := os.read(read_end, 65536):
+        data += chunk
+    os.close(read_end)
+    os.waitpid(pid, 0)
+    report = msgpack.unpackb(data)
+    assert "exc" not in report, report
+    assert error_code(report["frame"]) == "protocol_error"
+    assert "uid 65534" in report["frame"]["error"]["message"]
+    assert report["closed"]
+    with RawConn(sock_path) as c:  # our own uid is still served
+        assert c.result("hello")["server"] == "memoryd"
+
+
+# -- lifecycle --------------------------------------------------------------------------
+
+
+def test_shutdown_method_answers_then_daemon_exits_and_removes_its_socket(md_home: Path) -> None:
+    with DaemonThread(md_home) as d:
+        sock_path = d.socket_path
+        with RawConn(sock_path) as c:
+            assert c.result("shutdown") == {"ok": True}
+            assert c.closed_by_peer()
+        assert wait_for(lambda: not sock_path.exists(), timeout=10)
+
+
+def _blocked_append(d: Daemon, ws: Path) -> tuple[threading.Lock, RawConn]:
+    """An append held in flight: another writer (the test) holds that daily file's lock."""
+    lock = d.appender.lock_for(daily_path(ws.resolve(), dt.date(2024, 5, 1)))
+    lock.acquire()
+    conn = RawConn(d.socket_path)
+    conn.send(protocol.request(7, "append", {"text": "late note", "date": "2024-05-01"}))
+    assert wait_for(lambda: d.server.in_flight == 1)
+    return lock, conn
+
+
+def test_requests_after_shutdown_began_get_shutting_down_while_in_flight_finish(
+        md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws")
+
+    async def main() -> None:
+        async with run_daemon(md_home) as d:
+            with RawConn(d.socket_path) as c:
+                await asyncio.to_thread(c.result, "workspace.add", {"path": str(ws)})
+            other = RawConn(d.socket_path)
+            await asyncio.to_thread(other.result, "hello")
+            lock, slow = await asyncio.to_thread(_blocked_append, d, ws)
+            d.request_exit()
+            late = await asyncio.to_thread(other.call, "hello")
+            assert error_code(late) == "shutting_down"
+            lock.release()
+            final = await asyncio.to_thread(slow.recv)
+            assert final is not None and final["ok"] and final["id"] == 7, final
+            assert "late note" in (ws / "memory" / "2024-05-01.md").read_text()
+            slow.close()
+            other.close()
+
+    asyncio.run(main())
+
+
+def test_forced_exit_cancels_in_flight_requests_with_shutting_down(md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws")
+
+    async def main() -> None:
+        async with run_daemon(md_home, config={"server": {"shutdown_timeout": 60}}) as d:
+            with RawConn(d.socket_path) as c:
+                await asyncio.to_thread(c.result, "workspace.add", {"path": str(ws)})
+            lock, slow = await asyncio.to_thread(_blocked_append, d, ws)
+            try:
+                d.request_exit(force=True)
+                frame = await asyncio.to_thread(slow.frame)
+                assert error_code(frame) == "shutting_down" and frame["id"] == 7, frame
+            finally:
+                lock.release()
+                slow.close()
+
+    asyncio.run(main())
+
+
+def test_state_survives_restart_registered_workspaces_come_back(md_home: Path) -> None:
+    ws = make_workspace(md_home / "notes")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        added = c.result("workspace.add", {"path": str(ws)})
+        assert added == {"name": "notes", "path": str(ws.resolve()), "added": True}
+        again = c.result("workspace.add", {"path": str(ws) + "/"})
+        assert again["added"] is False
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        listed = c.result("workspace.list")["workspaces"]
+        assert listed == [{"name": "notes", "path": str(ws.resolve()), "source": "registry"}]
+        removed = c.result("workspace.remove", {"workspace": "notes", "delete_index": True})
+        assert removed["removed"] is True
+        assert c.result("workspace.list")["workspaces"] == []
+        assert not list((md_home / "data" / "index").glob("notes-*.sqlite"))
+
+
+def test_workspace_names_are_unique_and_resolve_by_name_path_or_inner_path() -> None:
+    with short_home() as home:
+        a = make_workspace(home / "one" / "agent")
+        b = make_workspace(home / "two" / "agent")
+        with DaemonThread(home) as d, RawConn(d.socket_path) as c:
+            assert c.result("workspace.add", {"path": str(a)})["name"] == "agent"
+            assert c.result("workspace.add", {"path": str(b)})["name"] == "agent-2"
+            taken = c.call("workspace.add", {"path": str(home), "name": "agent"})
+            assert error_code(taken) == "invalid_params"
+            several = c.call("search", {"query": "postgres"})
+            assert error_code(several) == "invalid_params"
+            assert "agent, agent-2" in several["error"]["message"]
+            for ref in ("agent-2", str(b), str(b / "memory"), str(b) + "/memory/../"):
+                got = c.result("get", {"path": "MEMORY.md", "workspace": ref, "lines": 1})
+                assert got["text"] == "# Long term"
+            status = c.result("status", {"workspace": str(b / "memory")})
+            assert [w["name"] for w in status["workspaces"]] == ["agent-2"]
+            missing = c.call("search", {"query": "x", "workspace": str(home / "elsewhere")})
+            assert error_code(missing) == "unknown_workspace"
+
+
+def test_config_declared_workspace_is_listed_and_cannot_be_removed_at_run_time(
+        md_home: Path) -> None:
+    ws = make_workspace(md_home / "declared")
+    config = {"workspaces": [{"path": str(ws), "name": "main"}]}
+    with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
+        assert c.result("workspace.list")["workspaces"] == [
+            {"name": "main", "path": str(ws.resolve()), "source": "config"}]
+        frame = c.call("workspace.remove", {"workspace": "main"})
+        assert error_code(frame) == "invalid_params"
+        assert "config" in frame["error"]["message"]
+        assert c.result("search", {"query": "postgres"})["results"]
+
+
+def test_status_reports_daemon_provider_and_workspaces(md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws", files=3)
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        c.result("reindex")
+        st = c.result("status")
+    assert st["version"] == memoryd.__version__ and st["pid"] == os.getpid()
+    assert st["socket"] == str(d.socket_path)
+    assert st["provider"]["name"] == "none"
+    assert "none" in st["provider"]["reason"]
+    [w] = st["workspaces"]
+    assert w["name"] == "ws" and w["files"] == 3 and w["chunks"] >= 3
+    assert w["watcher"] == "watching"
+    assert w["pending_files"] == 0 and w["startup_scan"]["running"] is False
+
+
+@pytest.mark.model
+def test_workspace_added_while_the_model_loads_is_opened_once(md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws", files=5)
+
+    def writer_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name.startswith("memoryd-writer")}
+
+    before = writer_threads()
+
+    async def main() -> None:
+        async with run_daemon(md_home, env={"MEMORYD_EMBEDDING_PROVIDER": "local"},
+                              wait_background=False) as d:
+            with capture_logs() as logs, RawConn(d.socket_path, timeout=60) as c:
+                assert not d.background_ready.is_set()  # the model is still loading
+                await asyncio.to_thread(c.result, "workspace.add", {"path": str(ws)})
+                res = await asyncio.to_thread(c.result, "reindex", {"wait": True})
+                assert res["vectors_pending"] == 0
+                hits = await asyncio.to_thread(c.result, "search", {"query": "billing schema"})
+                assert hits["mode_used"] == "hybrid" and hits["results"]
+            writers = writer_threads() - before
+            assert len(writers) == 1, writers  # one index (one writer thread) per workspace
+            assert not [e for e in logs if e["event"] == "index_corrupt"], logs
+            assert not list((md_home / "data" / "index").glob("*.corrupt"))
+
+    asyncio.run(main())
+
+
+@pytest.mark.model
+def test_workspace_removed_while_the_model_loads_is_removed_at_once(md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws")
+
+    async def main() -> None:
+        with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+            c.result("workspace.add", {"path": str(ws)})  # registered for the next start
+        async with run_daemon(md_home, env={"MEMORYD_EMBEDDING_PROVIDER": "local"},
+                              wait_background=False) as d:
+            with RawConn(d.socket_path, timeout=60) as c:
+                assert not d.background_ready.is_set()
+                removed = await asyncio.wait_for(
+                    asyncio.to_thread(c.result, "workspace.remove", {"workspace": "ws"}), 30)
+                assert removed["removed"] is True
+                await asyncio.wait_for(d.background_ready.wait(), 30)
+                assert await asyncio.to_thread(c.result, "workspace.list") == {"workspaces": []}
+
+    asyncio.run(main())

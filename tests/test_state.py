@@ -1,0 +1,53 @@
+"""The state database: named, recorded migrations; the workspace registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memoryd.state import MIGRATIONS, StateDB, StateError
+
+
+def test_migrations_are_recorded_and_run_once(tmp_path: Path) -> None:
+    db = StateDB(tmp_path / "state.sqlite")
+    assert db.applied == [name for name, _ in MIGRATIONS]
+    db.close()
+    again = StateDB(tmp_path / "state.sqlite")
+    assert again.applied == []
+    assert again.migrations() == [name for name, _ in MIGRATIONS]
+    again.close()
+
+
+def test_a_new_migration_is_applied_on_the_next_open(tmp_path: Path) -> None:
+    StateDB(tmp_path / "s.sqlite").close()
+    extra = [*MIGRATIONS, ("0002_jobs", "CREATE TABLE job_runs (id INTEGER PRIMARY KEY)")]
+    db = StateDB(tmp_path / "s.sqlite", migrations=extra)
+    assert db.applied == ["0002_jobs"]
+    assert db.conn.execute("SELECT count(*) FROM job_runs").fetchall() == [(0,)]
+    db.close()
+
+
+def test_a_failing_migration_leaves_nothing_half_done(tmp_path: Path) -> None:
+    broken = [*MIGRATIONS, ("0002_bad", "CREATE TABLE t (x); CREATE TABLE t (y);")]
+    with pytest.raises(StateError, match="state database"):
+        StateDB(tmp_path / "s.sqlite", migrations=broken)
+    db = StateDB(tmp_path / "s.sqlite")
+    assert "0002_bad" not in db.migrations()
+    assert db.conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 't'").fetchall() == [(0,)]
+    db.close()
+
+
+def test_workspace_registry_persists(tmp_path: Path) -> None:
+    db = StateDB(tmp_path / "s.sqlite")
+    db.add_workspace("notes", Path("/w/notes"))
+    db.add_workspace("agent", Path("/w/agent"))
+    db.close()
+    db = StateDB(tmp_path / "s.sqlite")
+    assert [(w.name, w.path) for w in db.workspaces()] == [
+        ("notes", Path("/w/notes")), ("agent", Path("/w/agent"))]
+    assert db.remove_workspace(Path("/w/notes")) is True
+    assert db.remove_workspace(Path("/w/notes")) is False
+    assert [w.name for w in db.workspaces()] == ["agent"]
+    db.close()

@@ -1,0 +1,162 @@
+"""Freshness: the watcher keeps indexes current, and a search sees writes made before it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from structlog.testing import capture_logs
+
+from daemon_util import DaemonThread, RawConn, wait_for
+from memoryd.fsutil import atomic_write
+from memoryd.watcher import is_editor_temp
+from memoryd_client.client import MemoryClient
+
+
+def workspace(root: Path) -> Path:
+    (root / "memory" / "topics").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Memory\n\nThe deploy target is kubernetes.\n")
+    return root
+
+
+def today_file(ws: Path) -> Path:
+    return ws / "memory" / f"{dt.date.today().isoformat()}.md"
+
+
+def status_of(c: RawConn) -> dict[str, Any]:
+    [ws] = c.result("status")["workspaces"]
+    return ws  # type: ignore[no-any-return]
+
+
+def paths_found(c: RawConn, query: str) -> list[str]:
+    return [r["path"] for r in c.result("search", {"query": query, "mode": "keyword"})["results"]]
+
+
+def test_a_write_is_visible_to_the_very_next_search(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        for i in range(5):
+            today_file(ws).write_text(f"# Today\n\nwe adopted codename zeppelin{i}\n")
+            assert paths_found(c, f"zeppelin{i}") == [today_file(ws).relative_to(ws).as_posix()]
+            atomic_write(ws / "MEMORY.md", f"# Memory\n\nThe deploy target is nomad{i}.\n".encode())
+            res = c.result("search", {"query": f"nomad{i}", "mode": "keyword"})
+            assert [r["path"] for r in res["results"]] == ["MEMORY.md"], res
+            assert res.get("stale") is not True and res["waited_ms"] >= 0
+        assert paths_found(c, "kubernetes") == []  # the old text is gone too
+
+
+def test_appended_text_is_searchable_immediately(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        added = c.result("append", {"text": "the quokka incident", "date": "2020-01-02"})
+        res = c.result("search", {"query": "quokka", "mode": "keyword"})
+        [hit] = res["results"]
+        assert hit["path"] == added["path"] == "memory/2020-01-02.md"
+        assert hit["start_line"] <= added["start_line"] <= hit["end_line"]
+
+
+def test_watcher_indexes_a_non_hot_file_without_any_search(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: status_of(c)["files"] == 1)
+        (ws / "memory" / "topics" / "deep.md").write_text("# Deep\n\nplatypus notes\n")
+        assert wait_for(lambda: status_of(c)["files"] == 2, timeout=5)
+        (ws / "memory" / "topics" / "deep.md").unlink()
+        assert wait_for(lambda: status_of(c)["files"] == 1, timeout=5)
+
+
+def test_changes_are_batched_to_the_writer(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: status_of(c)["files"] == 1)
+        with capture_logs() as logs:
+            for i in range(60):
+                (ws / "memory" / "topics" / f"t{i}.md").write_text(f"topic {i}\n")
+            assert wait_for(lambda: status_of(c)["files"] == 61, timeout=10)
+        syncs = [e for e in logs if e["event"] == "index_synced"]
+        assert sum(e["files_changed"] for e in syncs) == 60
+        assert len(syncs) < 30, f"{len(syncs)} syncs for 60 files: not batched"
+
+
+def test_workspace_added_at_run_time_is_watched_and_removed_one_is_not(md_home: Path) -> None:
+    first, second = workspace(md_home / "a"), workspace(md_home / "b")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(first)})
+        c.result("workspace.add", {"path": str(second)})
+        (second / "memory" / "topics" / "n.md").write_text("wombat\n")
+        assert wait_for(lambda: c.result("status", {"workspace": "b"})["workspaces"][0]
+                        ["files"] == 2, timeout=5)
+        c.result("workspace.remove", {"workspace": "b"})
+        assert d.daemon is not None
+        assert d.daemon.watcher.describe("b") == "not watched"
+        assert d.daemon.watcher.describe("a") == "watching"
+
+
+def test_editor_temp_files_are_recognised() -> None:
+    for name in ("MEMORY.md.swp", ".MEMORY.md.swx", "notes.md~", ".#notes.md", "4913",
+                 ".2024-01-01.md.x1y2.tmp", "#notes.md#"):
+        assert is_editor_temp(Path("/w/memory") / name), name
+    for name in ("MEMORY.md", "2024-01-01.md", "notes.tmp.md"):
+        assert not is_editor_temp(Path("/w/memory") / name), name
+
+
+def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    for i in range(20):
+        (ws / "memory" / "topics" / f"f{i}.md").write_text(f"# F{i}\n\nalpha beta gamma {i}\n")
+    with DaemonThread(md_home) as d:
+        with MemoryClient(d.socket_path) as setup:
+            setup.workspace_add(ws)
+        stop = threading.Event()
+        errors: list[BaseException] = []
+        counts: list[int] = []
+
+        def editor() -> None:
+            n = 0
+            while not stop.is_set():
+                target = ws / "memory" / "topics" / f"f{n % 20}.md"
+                target.write_text(f"# F{n}\n\nalpha beta gamma edit{n}\n")
+                with today_file(ws).open("a") as f:
+                    f.write(f"alpha daily line {n}\n")
+                n += 1
+                time.sleep(0.005)
+
+        def searcher(k: int) -> None:
+            done = 0
+            try:
+                with MemoryClient(d.socket_path) as client:
+                    while not stop.is_set():
+                        res = client.search("alpha beta gamma", max_results=10, mode="keyword")
+                        assert res.results, "no results"
+                        for hit in res.results:
+                            assert not os.path.isabs(hit.path) and ".." not in hit.path
+                            assert 1 <= hit.start_line <= hit.end_line
+                            assert isinstance(hit.snippet, str) and hit.snippet
+                            assert 0.0 <= hit.score <= 1.0
+                        done += 1
+            except BaseException as exc:
+                errors.append(exc)
+            counts.append(done)
+
+        threads = [threading.Thread(target=editor)] + [
+            threading.Thread(target=searcher, args=(k,)) for k in range(20)]
+        for t in threads:
+            t.start()
+        time.sleep(3.0)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        assert not errors, errors[:3]
+        assert len(counts) == 20 and min(counts) > 0
+        with MemoryClient(d.socket_path) as client:  # and the last edit is visible
+            last = today_file(ws).read_text().strip().splitlines()[-1].split()[-1]
+            found = client.search(f"daily line {last}", mode="keyword", max_results=100)
+            assert any(h.path.endswith(today_file(ws).name) for h in found.results)
