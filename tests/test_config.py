@@ -108,3 +108,12 @@ def test_memoryd_home_puts_everything_under_one_folder(tmp_path: Path) -> None:
     assert config_path(env) == tmp_path / "config.toml"
     assert socket_path({**env, "MEMORYD_SOCKET": "/tmp/x.sock"}) == Path("/tmp/x.sock")
     assert socket_path(env, override="/tmp/y.sock") == Path("/tmp/y.sock")
+
+
+def test_secret_values_never_appear_in_config_errors() -> None:
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({"llm": {"apikey": "sk-live-123"}})
+    assert "llm.apikey" in str(err.value) and "sk-live-123" not in str(err.value)
+    with pytest.raises(ConfigError) as err:
+        config_from_mapping({}, env={"MEMORYD_EMBEDDING_API_TOKEN": "sk-live-456"})
+    assert "sk-live-456" not in str(err.value)

@@ -174,3 +174,29 @@ def test_stale_hot_paths_sees_a_write_before_any_sync(make_index: IndexFactory) 
     assert ix.stale_hot_paths() == [make_index.ws / "MEMORY.md"]
     new = make_index.write("memory/2020-01-01.md", "old day, new file\n")
     assert new in ix.stale_hot_paths()
+
+
+def test_a_busy_index_is_not_mistaken_for_a_corrupt_one(make_index: IndexFactory) -> None:
+    import pytest
+
+    from memoryd.errors import IndexUnavailable
+
+    make_index.write("memory/2024-05-01.md", DAILY)
+    ix = make_index()
+    ix.sync()
+    ix.close()
+    make_index.made.remove(ix)
+    holder = apsw.Connection(str(make_index.db))
+    holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
+    try:
+        from memoryd.index import db
+
+        db.BUSY_TIMEOUT_MS = 50  # type: ignore[misc]
+        with pytest.raises(IndexUnavailable):
+            make_index()
+    finally:
+        db.BUSY_TIMEOUT_MS = 5000  # type: ignore[misc]
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not make_index.db.with_name("ws.sqlite.corrupt").exists()
+    assert paths(search(make_index(), "bicycle")) == ["memory/2024-05-01.md"]

@@ -124,8 +124,20 @@ SECTIONS: dict[str, type[Any]] = {
 }
 
 
+SECRET_WORDS = ("key", "token", "secret", "password")
+
+
+def _shown(key: str, value: Any) -> str:
+    """A value for an error message; secrets (even misspelt keys that look like one) masked."""
+    if any(w in key.lower() for w in SECRET_WORDS) and isinstance(value, str) and value:
+        return "'***'"
+    return repr(value)
+
+
 def _coerce(key: str, value: Any, ftype: Any, meta: Any, from_env: bool) -> Any:
     """Check (and, for environment strings, parse) one value against its field type."""
+    if meta.get("secret") and not isinstance(value, str):
+        raise ConfigError(f"{key} must be a string")
     origin = typing.get_origin(ftype)
     if ftype is bool:
         if from_env and isinstance(value, str):
@@ -175,7 +187,7 @@ def _build(cls: type[T], data: Any, prefix: str, env_values: dict[str, str]) -> 
     known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     for key in data:
         if key not in known:
-            raise ConfigError(f"unknown config key {prefix}.{key} (value {data[key]!r})")
+            raise ConfigError(f"unknown config key {prefix}.{key} (value {_shown(key, data[key])})")
     kwargs: dict[str, Any] = {}
     for name, f in known.items():
         if name in env_values:
@@ -206,7 +218,9 @@ def config_from_mapping(
         section, _, key = rest.partition("_")
         if section in SECTIONS and key:
             if key not in {f.name for f in dataclasses.fields(SECTIONS[section])}:
-                raise ConfigError(f"unknown config key {section}.{key} (from {name}={value!r})")
+                raise ConfigError(
+                    f"unknown config key {section}.{key} (from {name}={_shown(key, value)})"
+                )
             env_by_section[section][key] = value
     sections = {
         name: _build(cls, data.get(name, {}), name, env_by_section[name])

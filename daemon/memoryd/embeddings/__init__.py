@@ -1,1 +1,2 @@
-"""Embedding providers: ``local`` (bundled ONNX model), ``openai`` (any compatible endpoint), ``none``."""
+"""Embedding providers: ``local`` (bundled ONNX model), ``openai`` (any compatible
+endpoint), or none (keyword search only)."""

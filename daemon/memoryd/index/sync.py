@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import apsw
-import structlog
 from tokenizers import Tokenizer
 
 from memoryd.index import store
@@ -25,8 +24,9 @@ from memoryd.index.layout import SOURCE_SESSIONS, IndexedFile, Layout, day_of
 from memoryd.index.sessions import parse_transcript
 from memoryd.index.store import FileRow
 from memoryd.index.types import SyncProgress, SyncReport
+from memoryd.logs import get_logger
 
-log = structlog.get_logger("memoryd.index")
+log = get_logger("memoryd.index")
 
 BINARY_SNIFF_BYTES = 8192
 SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten, not appended

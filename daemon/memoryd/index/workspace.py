@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import structlog
 
 from memoryd.config import Config
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
@@ -44,11 +43,23 @@ from memoryd.index.types import (
 )
 from memoryd.index.validate import check_search_request
 from memoryd.index.windows import vector_windows
+from memoryd.logs import get_logger
 
-log = structlog.get_logger("memoryd.index")
+log = get_logger("memoryd.index")
 
-HOT_SECONDS = 600  # files synced this recently are stat'ed before each search
+HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
+HOT_MAX = 32  # ...at most this many, the most recent
 MAX_BACKOFF_SECONDS = 600.0
+# Errors that say the index cannot be used now, not that it is damaged: never moved aside.
+NOT_CORRUPTION = (
+    apsw.BusyError,
+    apsw.LockedError,
+    apsw.CantOpenError,
+    apsw.PermissionsError,
+    apsw.ReadOnlyError,
+    apsw.IOError,
+    apsw.FullError,
+)
 CHUNKER_VERSION = 1  # bump when chunker output changes: indexes re-chunk on open
 
 
@@ -102,6 +113,7 @@ class WorkspaceIndex:
         self._failure: tuple[float, str, int] | None = None  # (retry at, reason, failures)
         self._file_state: dict[str, tuple[int, int]] = {}
         self._recent: dict[str, float] = {}
+        self._targeted = False
         self._dir_mtimes: dict[str, int] = {}
         self._last_sync: float | None = None
         self._last_report: SyncReport | None = None
@@ -124,6 +136,11 @@ class WorkspaceIndex:
             problem = db.quick_check(opened)
             if problem is None:
                 schema.migrate(opened)
+        except NOT_CORRUPTION as exc:
+            # Not corruption: moving the file aside would throw a good index away.
+            if opened is not None:
+                opened.close()
+            raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
         except apsw.Error as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if problem is not None or opened is None:
@@ -133,8 +150,12 @@ class WorkspaceIndex:
             opened = db.connect(self.db_path)
             schema.migrate(opened)
         conn = opened
+        try:
+            self._apply_fingerprint(conn)
+        except NOT_CORRUPTION as exc:
+            conn.close()
+            raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
         self._wconn = conn
-        self._apply_fingerprint(conn)
         self._has_vec_table = store.has_vec_table(conn)
         self._file_state = {r.path: (r.mtime_ns, r.size) for r in store.read_files(conn).values()}
         self._syncer = Syncer(
@@ -249,6 +270,7 @@ class WorkspaceIndex:
             assert self._syncer is not None, "open() first"
             if paths is not None:
                 paths = self._expand_dirs(paths)
+            self._targeted = paths is not None
             report = self._syncer.run(paths, full, progress)
         finally:
             with self._lock:
@@ -285,7 +307,10 @@ class WorkspaceIndex:
                 self._file_state.pop(rel, None)
             else:
                 self._file_state[rel] = (row.mtime_ns, row.size)
-            self._recent[rel] = time.monotonic()
+            if self._targeted:  # a file someone is writing now, not a startup scan
+                self._recent[rel] = time.monotonic()
+                if len(self._recent) > HOT_MAX:
+                    del self._recent[min(self._recent, key=self._recent.__getitem__)]
             self.generation += 1
             self._changed.notify_all()
 
