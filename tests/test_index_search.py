@@ -156,3 +156,44 @@ def test_search_reports_generation_and_timing(ix) -> None:  # type: ignore[no-un
     assert resp.took_ms >= 0 and resp.pending_files == 0
     d = resp.to_dict()
     assert {"results", "provider", "model", "mode_used", "took_ms", "index_generation"} <= set(d)
+
+
+@pytest.mark.parametrize(
+    ("query", "days"),
+    [
+        ("what happened on 2024-05-01?", ["2024-05-01"]),
+        ("notes from 1 May 2024", ["2024-05-01"]),
+        ("June 15th, 2024 trip", ["2024-06-15"]),
+        ("the 3rd of Sept 2023", ["2023-09-03"]),
+        ("in May 2024", []),  # partial dates say nothing about one day
+        ("on 2024-13-40", []),
+    ],
+)
+def test_full_dates_in_a_query_are_recognised(query: str, days: list[str]) -> None:
+    from memoryd.index.query import query_days
+
+    assert query_days(query) == days
+
+
+def test_a_query_naming_a_date_prefers_that_days_log(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", "# 2024-05-01\n\n- Met Sam for lunch.\n")
+    make_index.write("memory/2024-05-02.md", "# 2024-05-02\n\n- Met Sam for lunch again, lunch.\n")
+    ix = make_index()
+    ix.sync()
+    assert paths(search(ix, "lunch with Sam"))[0] == "memory/2024-05-02.md"
+    assert paths(search(ix, "lunch with Sam on 1 May 2024"))[0] == "memory/2024-05-01.md"
+
+
+def test_snippet_shows_what_follows_a_match(make_index: IndexFactory) -> None:
+    lines = [
+        f"- filler line {i} with enough words to take up room in the budget." for i in range(30)
+    ]
+    lines[10] = "- Q: where did we park the camper van?"
+    lines[11] = "- A: behind the old mill, next to the river."
+    make_index.write("memory/a.md", "\n".join(lines) + "\n")
+    ix = make_index(
+        {"index": {"chunk_tokens": 2000, "chunk_overlap": 0}, "search": {"snippet_chars": 200}}
+    )
+    ix.sync()
+    hit = search(ix, "camper van").results[0]
+    assert "camper van" in hit.snippet and "old mill" in hit.snippet

@@ -28,3 +28,33 @@ def query_terms(query: str) -> list[str]:
 def fts_match(terms: list[str]) -> str:
     """An OR of quoted terms: user input is data, never FTS5 operators or column filters."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+_MONTHS = "january february march april may june july august september october november december"
+_MONTH = (
+    {m: i for i, m in enumerate(_MONTHS.split(), 1)}
+    | {m[:3]: i for i, m in enumerate(_MONTHS.split(), 1)}
+    | {"sept": 9}
+)
+
+_M = r"(" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
+_D = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATE_PATTERNS = (  # (regex, group numbers of year, month, day)
+    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (1, 2, 3)),
+    (re.compile(rf"\b{_D}\s+(?:of\s+)?{_M},?\s+(\d{{4}})\b", re.I), (3, 2, 1)),
+    (re.compile(rf"\b{_M}\s+{_D},?\s+(\d{{4}})\b", re.I), (3, 1, 2)),
+)
+
+
+def query_days(query: str) -> list[str]:
+    """Full calendar dates written in the query ("2023-06-03", "3 June 2023", "June 3rd,
+    2023"), as YYYY-MM-DD: the ``day`` of a daily log. Partial dates are ignored."""
+    out: list[str] = []
+    for rx, (yi, mi, di) in _DATE_PATTERNS:
+        for m in rx.finditer(query):
+            mo = m.group(mi)
+            month = int(mo) if mo.isdigit() else _MONTH[mo.lower()]
+            day = int(m.group(di))
+            if 1 <= month <= 12 and 1 <= day <= 31:
+                out.append(f"{int(m.group(yi)):04d}-{month:02d}-{day:02d}")
+    return list(dict.fromkeys(out))

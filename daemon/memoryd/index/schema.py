@@ -76,6 +76,11 @@ MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX embedding_cache_lru ON embedding_cache(last_used);
     """,
     ),
+    (
+        "0002_chunks_by_day",
+        # Date filters (since/until) and dated queries select chunks by day.
+        "CREATE INDEX IF NOT EXISTS chunks_by_day ON chunks(day) WHERE day != '';",
+    ),
 ]
 
 

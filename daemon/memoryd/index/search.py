@@ -19,7 +19,7 @@ from memoryd.config import SearchConfig
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index import db
-from memoryd.index.query import fts_match, query_terms
+from memoryd.index.query import fts_match, query_days, query_terms
 from memoryd.index.snippets import TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
@@ -27,6 +27,9 @@ from memoryd.index.windows import WINDOW_SLOTS, window_spans
 
 BM25_WEIGHTS = "1.0, 0.5"  # text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
+# A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
+# as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day.
+DATE_WEIGHT = 0.2
 
 
 @dataclass
@@ -117,6 +120,18 @@ def vector_candidates(
     return [
         (int(i), float(d)) for i, d in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])
     ]
+
+
+def day_candidates(
+    conn: apsw.Connection, days: Sequence[str], filters: Filters, limit: int
+) -> list[int]:
+    """Chunks of the daily logs of the given days (index chunks_by_day)."""
+    where, args = filters.chunk_sql()
+    sql = (
+        f"SELECT c.id FROM chunks c WHERE c.day IN ({','.join('?' * len(days))}) AND {where} "
+        "ORDER BY c.id LIMIT ?"
+    )
+    return [int(i) for (i,) in conn.execute(sql, [*days, *args, limit])]
 
 
 def load_candidates(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Candidate]:
@@ -282,6 +297,10 @@ def run_search(
     if qvec is not None and mode != "keyword":
         for i, d in vector_candidates(conn, qvec, filters, n):
             found.setdefault(i, Candidate(i)).distance = d
+    days = query_days(req.query) if mode != "vector" else []
+    if days:
+        for i in day_candidates(conn, days, filters, n):
+            found.setdefault(i, Candidate(i))
     loaded = load_candidates(conn, list(found))
     cands = []
     for i, c in found.items():
@@ -300,9 +319,13 @@ def run_search(
     for c in cands:
         c.lines = line_scores(c.text, tokenize, weights)
 
-    ranked = [
-        x for x in fuse(cands, mode, fusion, cfg, sum(weights.values())) if x[0] >= min_score
-    ][:max_results]
+    fused = fuse(cands, mode, fusion, cfg, sum(weights.values()))
+    if days:
+        fused = [
+            ((1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days), v, t, c) for s, v, t, c in fused
+        ]
+        fused.sort(key=lambda x: (-x[0], x[3].id))
+    ranked = [x for x in fused if x[0] >= min_score][:max_results]
     hits = []
     for score, v, t, c in ranked:
         snip = make_snippet(

@@ -14,6 +14,8 @@ import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+TAIL_WEIGHT = 0.5  # share of the last line's score a window loses when more lines follow
+
 # (utf-8 bytes) -> [(start byte, end byte, stem)]
 TokenizeOffsets = Callable[[bytes], list[tuple[int, int, str]]]
 
@@ -55,7 +57,11 @@ def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> t
             size += len(lines[j]) + 1
             total += scores[j]
             j += 1
-        key = (total, -float(i))  # ties: the window starting nearer the top
+        # A match on the window's last line shows none of what follows it (the answer after
+        # a question, the details under a heading): count it at half weight when the chunk
+        # goes on, so the window slides to show the lines after a match.
+        tail = TAIL_WEIGHT * scores[j - 1] if j < len(lines) else 0.0
+        key = (total - tail, -float(i))  # ties: the window starting nearer the top
         if key > best_key:
             best_key, best = key, (i, j - 1)
         size -= len(lines[i]) + 1
