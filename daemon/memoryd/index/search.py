@@ -20,13 +20,14 @@ from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index import db
 from memoryd.index.query import fts_match, query_days, query_terms
-from memoryd.index.snippets import TokenizeOffsets, line_scores, make_snippet
+from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.index.windows import WINDOW_SLOTS, window_spans
 
 BM25_WEIGHTS = "1.0, 0.5"  # text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
+KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector candidates
 # A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
 # as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day.
 DATE_WEIGHT = 0.2
@@ -56,6 +57,17 @@ class Filters:
     path_prefix: str | None
     since: str | None
     until: str | None
+    indexed_sources: tuple[str, ...] = ("memory", "sessions")  # what the index can hold
+
+    @property
+    def restrictive(self) -> bool:
+        """Whether these filters can remove any chunk of this index."""
+        return bool(
+            self.path_prefix
+            or self.since
+            or self.until
+            or not set(self.indexed_sources) <= set(self.sources)
+        )
 
     def chunk_sql(self, alias: str = "c") -> tuple[str, list[Any]]:
         parts = [f"{alias}.source IN ({','.join('?' * len(self.sources))})"]
@@ -68,6 +80,8 @@ class Filters:
         return " AND ".join(parts), args
 
     def vec_sql(self) -> tuple[str, list[Any]]:
+        if not self.restrictive:
+            return "1", []
         parts = [f"source IN ({','.join('?' * len(self.sources))})"]
         args: list[Any] = list(self.sources)
         parts += self._day_sql(VEC_TABLE, args)
@@ -98,12 +112,27 @@ class Filters:
 def keyword_candidates(
     conn: apsw.Connection, match: str, filters: Filters, limit: int
 ) -> list[tuple[int, float]]:
-    where, args = filters.chunk_sql()
-    sql = (
-        f"SELECT c.id, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
-        f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
-        "ORDER BY r LIMIT ?"
-    )
+    """The ``limit`` best BM25 matches, best first, as (chunk id, -bm25).
+
+    Joining ``chunks`` costs about five times the FTS query itself (it runs for every
+    match, and an OR query of common words matches a third of a log), so the join is
+    only made when a filter can actually remove chunks.
+    """
+    if filters.restrictive:
+        where, args = filters.chunk_sql()
+        sql = (
+            f"SELECT c.id, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
+            f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+            "ORDER BY r LIMIT ?"
+        )
+    else:
+        sql, args = (
+            (
+                f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
+                "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?"
+            ),
+            [],
+        )
     return [(int(i), -float(r)) for i, r in conn.execute(sql, [match, *args, limit])]
 
 
@@ -170,20 +199,6 @@ def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Ve
             sims = m.astype(np.float32) @ q
             c.best_window = int(np.argmax(sims))
             c.window_sim = float(sims[c.best_window])
-
-
-def fill_bm25(conn: apsw.Connection, cands: Sequence[Candidate], match: str) -> None:
-    missing = {c.id: c for c in cands if c.bm25 is None}
-    if not missing or not match:
-        return
-    ids = list(missing)
-    rows = conn.execute(
-        f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS}) FROM chunks_fts WHERE chunks_fts MATCH ? "
-        f"AND rowid IN ({','.join('?' * len(ids))})",
-        [match, *ids],
-    )
-    for i, r in rows:
-        missing[int(i)].bm25 = -float(r)
 
 
 Scored = tuple[float, float | None, float | None, Candidate]
@@ -278,21 +293,26 @@ def run_search(
     cfg: SearchConfig,
     qvec: Vectors | None,
     vectors_usable: bool,
+    line_stems: LineStems,
     window_budget: int = 128,
+    indexed_sources: tuple[str, ...] = ("memory", "sessions"),
 ) -> tuple[list[SearchHit], Mode]:
     """The ranked hits and the mode actually used (vectors off -> keyword)."""
     max_results = req.max_results or cfg.max_results
     min_score = cfg.min_score if req.min_score is None else req.min_score
     fusion: Fusion = req.fusion or cfg.fusion  # type: ignore[assignment]
     mode: Mode = req.mode if (qvec is not None and vectors_usable) else "keyword"
-    filters = Filters(req.sources, req.path_prefix, req.since, req.until)
+    filters = Filters(req.sources, req.path_prefix, req.since, req.until, indexed_sources)
     terms = query_terms(req.query)
     match = fts_match(terms) if terms else ""
     n = max_results * cfg.candidate_multiplier
 
     found: dict[int, Candidate] = {}
+    bm25: dict[int, float] = {}  # over-fetched, so vector candidates get their t for free
     if match and mode != "vector":
-        for i, s in keyword_candidates(conn, match, filters, n):
+        ranked_kw = keyword_candidates(conn, match, filters, n * KEYWORD_OVERFETCH)
+        bm25 = dict(ranked_kw)
+        for i, s in ranked_kw[:n]:
             found[i] = Candidate(i, bm25=s)
     if qvec is not None and mode != "keyword":
         for i, d in vector_candidates(conn, qvec, filters, n):
@@ -307,17 +327,15 @@ def run_search(
         full = loaded.get(i)
         if full is None:
             continue
-        full.bm25, full.distance = c.bm25, c.distance
+        full.bm25, full.distance = bm25.get(i), c.distance
         if filters.accepts(full):
             cands.append(full)
     if qvec is not None and mode != "keyword":
         fill_window_sims(conn, cands, qvec)
-    if mode == "hybrid":
-        fill_bm25(conn, cands, match)
     stems = list(dict.fromkeys(s for t in terms for _, _, s in tokenize(t.encode())))
     weights = idf_weights(conn, stems)
     for c in cands:
-        c.lines = line_scores(c.text, tokenize, weights)
+        c.lines = line_scores(line_stems.get(c.id, c.text, tokenize), weights)
 
     fused = fuse(cands, mode, fusion, cfg, sum(weights.values()))
     if days:

@@ -11,6 +11,8 @@ in most chunks of a daily log.
 from __future__ import annotations
 
 import bisect
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,11 +29,9 @@ class Snippet:
     end_line: int
 
 
-def line_scores(text: str, tokenize: TokenizeOffsets, weights: Mapping[str, float]) -> list[float]:
-    """Per line of ``text``: the summed IDF of distinct query stems it contains."""
+def tokenize_lines(text: str, tokenize: TokenizeOffsets) -> list[frozenset[str]]:
+    """The distinct stems of each line of ``text``: one tokenizer call, offsets to lines."""
     n_lines = text.count("\n") + 1
-    if not weights:
-        return [0.0] * n_lines
     raw = text.encode("utf-8", "replace")
     starts = [0]
     pos = raw.find(b"\n")
@@ -40,9 +40,39 @@ def line_scores(text: str, tokenize: TokenizeOffsets, weights: Mapping[str, floa
         pos = raw.find(b"\n", pos + 1)
     seen: list[set[str]] = [set() for _ in range(n_lines)]
     for start, _end, stem in tokenize(raw):
-        if stem in weights:
-            seen[bisect.bisect_right(starts, start) - 1].add(stem)
-    return [sum(weights[s] for s in stems) for stems in seen]
+        seen[bisect.bisect_right(starts, start) - 1].add(stem)
+    return [frozenset(s) for s in seen]
+
+
+class LineStems:
+    """An LRU of chunks' per-line stems. Tokenizing is most of a search's Python time, and
+    the same chunks come back across searches; a chunk's text never changes under its key."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[int, int], list[frozenset[str]]] = OrderedDict()
+
+    def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> list[frozenset[str]]:
+        key = (chunk_id, hash(text))  # ids can be reused after a delete; texts tell apart
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found
+        stems = tokenize_lines(text, tokenize)
+        with self._lock:
+            self._items[key] = stems
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+        return stems
+
+
+def line_scores(stems: Sequence[frozenset[str]], weights: Mapping[str, float]) -> list[float]:
+    """Per line: the summed IDF of the distinct query stems it contains."""
+    if not weights:
+        return [0.0] * len(stems)
+    return [sum(w for s, w in weights.items() if s in line) for line in stems]
 
 
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]:

@@ -29,9 +29,9 @@ from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
 from memoryd.index import db, schema, store
-from memoryd.index.layout import Layout
+from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
 from memoryd.index.search import as_query_vector, run_search
-from memoryd.index.snippets import TokenizeOffsets
+from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.types import (
@@ -120,6 +120,10 @@ class WorkspaceIndex:
         self._has_vec_table = False
         self._rebuilt_reason: str | None = None
         self._qcache: OrderedDict[str, Vectors] = OrderedDict()
+        self._line_stems = LineStems()
+        self._indexed_sources = (
+            (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
+        )
         self._syncer: Syncer | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -194,7 +198,7 @@ class WorkspaceIndex:
         chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
         p = self.provider
         embedding = (
-            f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}"
+            f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
             if p is not None
             else "none"
         )
@@ -516,7 +520,9 @@ class WorkspaceIndex:
                 self.config.search,
                 qvec,
                 usable,
+                self._line_stems,
                 self.config.index.vector_window_tokens,
+                self._indexed_sources,
             )
         p = self.provider
         return SearchResponse(
