@@ -42,21 +42,23 @@ def short_home() -> Iterator[Path]:
 
 
 def make_daemon(home: Path, config: dict[str, Any] | None = None,
-                env: dict[str, str] | None = None, socket_path: Path | None = None) -> Daemon:
+                env: dict[str, str] | None = None, socket_path: Path | None = None,
+                clock: Any = None) -> Daemon:
     full_env = {"MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none",
                 **(env or {})}
     cfg = config_from_mapping(config or {}, full_env, source=str(home / "config.toml"))
     paths = default_paths(full_env)
     return Daemon(cfg, paths=paths, socket_path=socket_path or paths.socket,
-                  config_file=home / "config.toml", env=full_env)
+                  config_file=home / "config.toml", env=full_env, clock=clock)
 
 
 @contextlib.asynccontextmanager
 async def run_daemon(home: Path, config: dict[str, Any] | None = None,
                      env: dict[str, str] | None = None,
-                     wait_background: bool = True) -> AsyncIterator[Daemon]:
-    """A started daemon (socket accepting; indexes open unless wait_background=False)."""
-    daemon = make_daemon(home, config, env)
+                     wait_background: bool = True, clock: Any = None) -> AsyncIterator[Daemon]:
+    """A started daemon (socket accepting; indexes open unless wait_background=False).
+    ``clock``: the jobs scheduler's (tests/fakes/clock.py), default the real one."""
+    daemon = make_daemon(home, config, env, clock=clock)
     task = asyncio.create_task(daemon.serve())
     ready = asyncio.create_task(daemon.ready.wait())
     await asyncio.wait({task, ready}, return_when=asyncio.FIRST_COMPLETED, timeout=10)
@@ -76,8 +78,8 @@ class DaemonThread:
     """A daemon in a background thread: ``with DaemonThread(home) as d: d.socket_path``."""
 
     def __init__(self, home: Path, config: dict[str, Any] | None = None,
-                 env: dict[str, str] | None = None) -> None:
-        self.home, self.config, self.env = home, config, env
+                 env: dict[str, str] | None = None, clock: Any = None) -> None:
+        self.home, self.config, self.env, self.clock = home, config, env, clock
         self.daemon: Daemon | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
@@ -94,7 +96,7 @@ class DaemonThread:
         async def body() -> None:
             self.loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            async with run_daemon(self.home, self.config, self.env) as d:
+            async with run_daemon(self.home, self.config, self.env, clock=self.clock) as d:
                 self.daemon = d
                 self._started.set()
                 await self._stop.wait()

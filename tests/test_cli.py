@@ -40,9 +40,12 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "workspace add": ["/tmp"],
     "workspace remove": ["ws"],
     "workspace list": [],
+    "jobs list": [],
+    "jobs run": ["hippocampus"],
     "doctor": [],
 }
-ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex"}
+ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
+                          "jobs run"}
 
 
 class TTY(io.StringIO):

@@ -21,10 +21,10 @@ def test_migrations_are_recorded_and_run_once(tmp_path: Path) -> None:
 
 def test_a_new_migration_is_applied_on_the_next_open(tmp_path: Path) -> None:
     StateDB(tmp_path / "s.sqlite").close()
-    extra = [*MIGRATIONS, ("0002_jobs", "CREATE TABLE job_runs (id INTEGER PRIMARY KEY)")]
+    extra = [*MIGRATIONS, ("9999_extra", "CREATE TABLE extra (id INTEGER PRIMARY KEY)")]
     db = StateDB(tmp_path / "s.sqlite", migrations=extra)
-    assert db.applied == ["0002_jobs"]
-    assert db.conn.execute("SELECT count(*) FROM job_runs").fetchall() == [(0,)]
+    assert db.applied == ["9999_extra"]
+    assert db.conn.execute("SELECT count(*) FROM extra").fetchall() == [(0,)]
     db.close()
 
 

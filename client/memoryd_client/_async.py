@@ -38,6 +38,8 @@ from memoryd_client.types import (
     AppendResult,
     GetResult,
     Hello,
+    JobRun,
+    JobsList,
     ReindexResult,
     SearchResult,
     Status,
@@ -250,6 +252,31 @@ class AsyncMemoryClient:
 
     async def workspace_list(self) -> list[WorkspaceInfo]:
         return await self._run(_calls.workspace_list())
+
+    async def jobs_list(
+        self, *, workspace: str | None = None, name: str | None = None, history: int | None = None
+    ) -> JobsList:
+        """Every job per workspace (or one workspace, one job): schedule, next and last run;
+        ``history`` adds that many recent runs to each."""
+        return await self._run(_calls.jobs_list(workspace=workspace, name=name, history=history))
+
+    async def jobs_run(
+        self,
+        name: str,
+        *,
+        workspace: str | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> JobRun:
+        """Run a job now and return its record; a failed run is a record with status
+        ``failed``, not an exception. ``dry_run`` writes nothing; ``force`` lets hippocampus
+        drop more than its limit. Not resent if the connection drops."""
+        return await self._run(
+            _calls.jobs_run(
+                name, workspace=workspace, dry_run=dry_run, force=force, on_progress=on_progress
+            )
+        )
 
     async def shutdown(self) -> None:
         try:

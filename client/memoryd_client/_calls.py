@@ -30,6 +30,8 @@ from memoryd_client.types import (
     AppendResult,
     GetResult,
     Hello,
+    JobRun,
+    JobsList,
     Progress,
     ReindexResult,
     SearchResult,
@@ -56,7 +58,8 @@ class Call(Generic[T]):
 
     ``idempotent`` says whether the call may be sent again on a fresh connection when the
     first one dropped after the request went out (the daemon may or may not have run it).
-    Only ``append`` is not: a second send could write the text twice.
+    ``append`` and ``jobs.run`` are not: a second send could write the text twice, or run
+    the job twice.
     """
 
     method: str
@@ -185,6 +188,28 @@ def workspace_list() -> Call[list[WorkspaceInfo]]:
     return Call("workspace.list", {}, _workspaces)
 
 
+def jobs_list(
+    *, workspace: str | None = None, name: str | None = None, history: int | None = None
+) -> Call[JobsList]:
+    params = _params(workspace=workspace, name=name, history=history)
+    return Call("jobs.list", params, JobsList.from_wire)
+
+
+def jobs_run(
+    name: str,
+    *,
+    workspace: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    on_progress: ProgressCallback | None = None,
+) -> Call[JobRun]:
+    # Not resent after a dropped connection: the run may have happened (an LLM call, a write).
+    params = _params(name=name, workspace=workspace, dry_run=dry_run or None, force=force or None)
+    return Call(
+        "jobs.run", params, JobRun.from_wire, idempotent=False, on_progress=on_progress, long=True
+    )
+
+
 def shutdown() -> Call[None]:
     # Idempotent in effect: if the connection drops the daemon is going down anyway.
     return Call("shutdown", {}, _none)
@@ -247,7 +272,8 @@ def lost_message(call: Call[Any]) -> str:
     if not call.idempotent:
         return (
             f"lost the connection to memoryd after sending `{call.method}`: it may or may not "
-            "have been carried out (for append: check the daily file before retrying)"
+            "have been carried out (for append: check the daily file before retrying; for "
+            "jobs.run: `memctl jobs list` shows the last run)"
         )
     return f"lost the connection to memoryd while waiting for `{call.method}` (retried once)"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TextIO
 
-from memoryd_client.types import Progress, SearchResult, Status
+from memoryd_client.types import JobInfo, JobRun, JobsList, Progress, SearchResult, Status
 
 
 def format_status(status: Status) -> list[str]:
@@ -40,6 +40,71 @@ def format_status(status: Status) -> list[str]:
         lines.append(detail)
         lines.extend(f"  degraded: {reason}" for reason in ws.degraded)
         lines.extend(f"  skipped {path}: {why}" for path, why in ws.skipped.items())
+        width = max((len(j.name) for j in ws.jobs), default=0)
+        lines.extend(f"  job {_job_line(j, width)}" for j in ws.jobs)
+    return lines
+
+
+def _stamp(iso: str | None) -> str:
+    """A local ISO time from the daemon, shortened to minutes for people."""
+    if not iso:
+        return "never"
+    return iso[:16].replace("T", " ")
+
+
+def _job_line(job: JobInfo, width: int) -> str:
+    head = f"{job.name:<{width}}  "
+    if not job.enabled:
+        head += "disabled"
+    else:
+        head += f"{job.schedule}  next {_stamp(job.next_run)}"
+    if job.running:
+        head += "  (running now)"
+    last = job.last_run
+    if last is None:
+        return head + "  last: never run"
+    dry = " (dry run)" if last.dry_run else ""
+    return f"{head}  last: {last.status}{dry} {_stamp(last.started_at)}: {last.message}"
+
+
+def format_jobs(result: JobsList) -> list[str]:
+    llm = result.llm
+    llm_text = (f"{llm.get('model')} at {llm.get('base_url') or 'OpenAI'}"
+                if llm.get("configured") else f"not configured ({llm.get('reason')})")
+    lines = [f"time zone {result.timezone or 'local'}; LLM: {llm_text}"]
+    if not result.jobs:
+        lines.append("no workspace registered (memctl workspace add PATH)")
+    width = max((len(j.name) for j in result.jobs), default=0)
+    workspace = None
+    for job in result.jobs:
+        if job.workspace != workspace:
+            workspace = job.workspace
+            lines.append(f"workspace {workspace}")
+        lines.append(f"  {_job_line(job, width)}")
+        for run in job.history:
+            dry = " (dry run)" if run.dry_run else ""
+            lines.append(f"    {_stamp(run.started_at)}  {run.trigger or '':<8} "
+                         f"{run.status}{dry}: {run.message}")
+    return lines
+
+
+def format_run(run: JobRun) -> list[str]:
+    """A run's outcome; for a dry run also what it would do (hippocampus: the diff)."""
+    lines: list[str] = []
+    report = run.report
+    diff = report.get("diff")
+    if isinstance(diff, str) and diff:
+        lines.extend(diff.rstrip("\n").splitlines())
+    for action in report.get("actions") or []:
+        if isinstance(action, dict):
+            to = f" -> {action['to']}" if action.get("to") else ""
+            lines.append(f"{action.get('action')} {action.get('path')}{to} "
+                         f"({action.get('bytes')} bytes)")
+    for item in report.get("would_summarise") or []:
+        if isinstance(item, dict):
+            lines.append(f"summarise {item.get('session')} into {item.get('into')}")
+    took = f" in {run.seconds:.1f}s" if run.seconds is not None else ""
+    lines.append(f"{run.job} ({run.workspace}): {run.status}{took}: {run.message}")
     return lines
 
 

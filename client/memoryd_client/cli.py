@@ -19,7 +19,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final, NoReturn, TextIO
 
-from memoryd_client._format import ProgressBar, format_search, format_status
+from memoryd_client._format import (
+    ProgressBar,
+    format_jobs,
+    format_run,
+    format_search,
+    format_status,
+)
 from memoryd_client.client import DEFAULT_TIMEOUT, MemoryClient
 from memoryd_client.errors import ClientError, DaemonNotRunning
 from memoryd_client.paths import socket_path as resolve_socket_path
@@ -188,6 +194,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-index", action="store_true", help="also delete its index")
     command(ws_sub, "list", cmd_workspace_list, "list the workspaces", workspace=False)
 
+    jobs = sub.add_parser("jobs", help="see and run the scheduled jobs")
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
+    jobs.set_defaults(handler=_missing_action(jobs, "list or run"))
+    p = command(jobs_sub, "list", cmd_jobs_list,
+                "each job per workspace: schedule, next run, last result")
+    p.add_argument("--history", type=_positive_int, metavar="N",
+                   help="also show each job's last N runs")
+    p = command(jobs_sub, "run", cmd_jobs_run, "run a job now")
+    p.add_argument("name", metavar="NAME", help="hippocampus, retention or fallback_summary")
+    p.add_argument("--dry-run", action="store_true",
+                   help="show what the job would do and change nothing (hippocampus: the diff)")
+    p.add_argument("--force", action="store_true",
+                   help="hippocampus: accept an answer that drops more than max_drop_ratio of "
+                   "MEMORY.md's lines or a heading")
+
     command(
         sub,
         "doctor",
@@ -215,10 +236,12 @@ def command_names(parser: argparse.ArgumentParser | None = None) -> list[str]:
     return names
 
 
-def _missing_action(parser: argparse.ArgumentParser) -> Handler:
+def _missing_action(
+    parser: argparse.ArgumentParser, actions: str = "add, remove or list"
+) -> Handler:
     def handler(args: argparse.Namespace, ctx: Context) -> int:
         parser.print_usage(sys.stderr)
-        raise UsageError("missing action: add, remove or list")
+        raise UsageError(f"missing action: {actions}")
 
     return handler
 
@@ -401,6 +424,35 @@ def cmd_workspace_list(args: argparse.Namespace, ctx: Context) -> int:
         for ws in workspaces:
             ctx.print(f"{ws.name:<{width}}  {ws.path}  ({ws.source})")
     return EXIT_OK
+
+
+def cmd_jobs_list(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.jobs_list(workspace=ctx.workspace(), history=args.history)
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        for line in format_jobs(result):
+            ctx.print(line)
+    return EXIT_OK
+
+
+def cmd_jobs_run(args: argparse.Namespace, ctx: Context) -> int:
+    """Exit 0 for ok and skipped (said why), 1 when the run failed."""
+    bar = ProgressBar(ctx.stderr) if ctx.stderr.isatty() else None
+    try:
+        run = ctx.client.jobs_run(
+            args.name, workspace=ctx.workspace(), dry_run=args.dry_run, force=args.force,
+            on_progress=bar,
+        )
+    finally:
+        if bar is not None:
+            bar.finish()
+    if args.json:
+        ctx.print_json(run.raw)
+    else:
+        for line in format_run(run):
+            ctx.print(line)
+    return EXIT_ERROR if run.status == "failed" else EXIT_OK
 
 
 def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:

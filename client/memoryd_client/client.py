@@ -41,6 +41,8 @@ from memoryd_client.types import (
     AppendResult,
     GetResult,
     Hello,
+    JobRun,
+    JobsList,
     ReindexResult,
     SearchResult,
     Status,
@@ -203,6 +205,31 @@ class MemoryClient:
 
     def workspace_list(self) -> list[WorkspaceInfo]:
         return self._run(_calls.workspace_list())
+
+    def jobs_list(
+        self, *, workspace: str | None = None, name: str | None = None, history: int | None = None
+    ) -> JobsList:
+        """Every job per workspace (or one workspace, one job): schedule, next and last run;
+        ``history`` adds that many recent runs to each."""
+        return self._run(_calls.jobs_list(workspace=workspace, name=name, history=history))
+
+    def jobs_run(
+        self,
+        name: str,
+        *,
+        workspace: str | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+        on_progress: ProgressCallback | None = None,
+    ) -> JobRun:
+        """Run a job now and return its record; a failed run is a record with status
+        ``failed``, not an exception. ``dry_run`` writes nothing; ``force`` lets hippocampus
+        drop more than its limit. Not resent if the connection drops."""
+        return self._run(
+            _calls.jobs_run(
+                name, workspace=workspace, dry_run=dry_run, force=force, on_progress=on_progress
+            )
+        )
 
     def shutdown(self) -> None:
         """Ask the daemon to shut down gracefully; the connection is closed after."""

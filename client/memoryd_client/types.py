@@ -302,6 +302,102 @@ class ProviderStatus:
 
 
 @dataclass
+class JobRun:
+    """One run of a job (``jobs.run``'s answer, ``jobs.list`` history and last runs).
+
+    ``status`` is ``ok``, ``skipped`` or ``failed`` (``running`` while in progress);
+    times are local ISO 8601 strings; ``report`` is the job's small JSON report (for a
+    hippocampus dry run, ``report["diff"]`` is the unified diff it would apply).
+    """
+
+    status: str
+    message: str = ""
+    job: str | None = None
+    workspace: str | None = None
+    trigger: str | None = None
+    dry_run: bool = False
+    scheduled_for: str | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    seconds: float | None = None
+    id: int | None = None
+    report: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> JobRun:
+        f = _Fields(data, "job run")
+        return cls(
+            status=f.get_str("status"),
+            message=f.get_str("message", ""),
+            job=f.get_opt_str("job"),
+            workspace=f.get_opt_str("workspace"),
+            trigger=f.get_opt_str("trigger"),
+            dry_run=f.get_bool("dry_run"),
+            scheduled_for=f.get_opt_str("scheduled_for"),
+            started_at=f.get_opt_str("started_at"),
+            ended_at=f.get_opt_str("ended_at"),
+            seconds=f.get_opt_float("seconds"),
+            id=f.get_opt_int("id"),
+            report=f.get_dict("report"),
+            raw=f.data,
+        )
+
+
+@dataclass
+class JobInfo:
+    """One job for one workspace: schedule, next run, last result (``jobs.list``, ``status``)."""
+
+    name: str
+    schedule: str = ""
+    enabled: bool = True
+    next_run: str | None = None
+    running: bool = False
+    last_run: JobRun | None = None
+    workspace: str | None = None
+    summary: str | None = None
+    uses_llm: bool = False
+    history: list[JobRun] = field(default_factory=list)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> JobInfo:
+        f = _Fields(data, "job entry")
+        last = f.data.get("last_run")
+        return cls(
+            name=f.get_str("name"),
+            schedule=f.get_str("schedule", ""),
+            enabled=f.get_bool("enabled", True),
+            next_run=f.get_opt_str("next_run"),
+            running=f.get_bool("running"),
+            last_run=None if last is None else JobRun.from_wire(last),
+            workspace=f.get_opt_str("workspace"),
+            summary=f.get_opt_str("summary"),
+            uses_llm=f.get_bool("uses_llm"),
+            history=[JobRun.from_wire(r) for r in f.get_list("history")],
+        )
+
+
+@dataclass
+class JobsList:
+    """The answer to ``jobs.list``: every (job, workspace), the time zone, the LLM's state."""
+
+    jobs: list[JobInfo]
+    timezone: str | None = None
+    llm: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> JobsList:
+        f = _Fields(data, "jobs.list result")
+        return cls(
+            jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
+            timezone=f.get_opt_str("timezone"),
+            llm=f.get_dict("llm"),
+            raw=f.data,
+        )
+
+
+@dataclass
 class WorkspaceStatus:
     """One workspace in ``status``."""
 
@@ -319,6 +415,8 @@ class WorkspaceStatus:
     watcher: str | None = None
     sqlite_vec: str | None = None
     """The sqlite-vec version loaded for this index (None: not loaded or not reported)."""
+    jobs: list[JobInfo] = field(default_factory=list)
+    """Each scheduled job's next run and last result for this workspace."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -340,6 +438,7 @@ class WorkspaceStatus:
             skipped={str(k): str(v) for k, v in f.get_dict("skipped").items()},
             watcher=None if watcher is None else str(watcher),
             sqlite_vec=None if f.data.get("sqlite_vec") is None else str(f.data["sqlite_vec"]),
+            jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
             raw=f.data,
         )
 
@@ -436,6 +535,9 @@ __all__ = [
     "AppendResult",
     "GetResult",
     "Hello",
+    "JobInfo",
+    "JobRun",
+    "JobsList",
     "Progress",
     "ProviderStatus",
     "ReindexResult",

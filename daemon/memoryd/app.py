@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -24,8 +23,18 @@ from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
 from memoryd.handlers import Methods
 from memoryd.instance import Instance
+from memoryd.jobs.clock import Clock, SystemClock, local_zone
+from memoryd.jobs.history import History
+from memoryd.jobs.runner import Runner
+from memoryd.jobs.scheduler import Scheduler
 from memoryd.logs import get_logger
 from memoryd.server import Server
+from memoryd.service.notify import (
+    STARTING_STATUS,
+    STATUS_INTERVAL_S,
+    Notifier,
+    startup_status,
+)
 from memoryd.state import StateDB
 from memoryd.watcher import Watcher, WatchTarget
 from memoryd.workspaces import Registry, Workspace
@@ -37,8 +46,9 @@ log = get_logger("memoryd.daemon")
 class Daemon:
     def __init__(self, config: Config, *, paths: Paths, socket_path: Path,
                  config_file: Path | None = None, env: Mapping[str, str] | None = None,
-                 handle_signals: bool = False) -> None:
-        """No side effects: everything is acquired in ``startup``."""
+                 handle_signals: bool = False, clock: Clock | None = None) -> None:
+        """No side effects: everything is acquired in ``startup``. ``clock``: the jobs
+        scheduler's (tests pass a fake one; default the system clock in the local zone)."""
         self.config = config
         self.paths = paths
         self.socket_path = socket_path
@@ -54,6 +64,8 @@ class Daemon:
         self._reload = False
         self._signals = 0
         self._bg: asyncio.Task[None] | None = None
+        self.notifier = Notifier(self.env)  # systemd Type=notify; a no-op elsewhere
+        self._service_tasks: set[asyncio.Task[None]] = set()
         self.instance = Instance(socket_path)
         self.appender = Appender()
         self.watcher = Watcher(config.server.debounce_ms)
@@ -64,11 +76,18 @@ class Daemon:
                              max_frame_bytes=config.server.max_frame_bytes)
         self.state: StateDB | None = None
         self._registry: Registry | None = None
+        self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
+        self._scheduler: Scheduler | None = None
 
     @property
     def registry(self) -> Registry:
         assert self._registry is not None, "startup() first"
         return self._registry
+
+    @property
+    def scheduler(self) -> Scheduler:
+        assert self._scheduler is not None, "startup() first"
+        return self._scheduler
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -87,20 +106,50 @@ class Daemon:
             # Before the socket exists: whoever sees it accept may signal us right away.
             self._install_signals()
         sock = self.instance.acquire()
+        self.socket_path = self.instance.socket_path  # a socket-activated one may differ
         try:
             self.state = StateDB(self.paths.state_db)
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
+            history = History(self.state)
+            self._scheduler = Scheduler(
+                history, self.clock, lambda: self.config, self._registry.list,
+                Runner(history, self.clock, lambda: self.config, self.appender, self.env))
+            self._scheduler.recover()
             await self.server.start(sock)
         except BaseException:
             self._close_sync()
             raise
         self.ready.set()
-        _sd_notify("READY=1")
+        self.notifier.ready(STARTING_STATUS)
         self._bg = asyncio.create_task(self._background_start(), name="memoryd-startup")
+        self._start_service_tasks()
         log.info("startup", socket=str(self.socket_path), pid=os.getpid(),
                  ms=round((time.perf_counter() - started) * 1000, 1),
-                 workspaces=len(self.registry.list()), config=self.config.source or None)
+                 workspaces=len(self.registry.list()), config=self.config.source or None,
+                 socket_from=self.instance.manager)
+
+    def _start_service_tasks(self) -> None:
+        """Under systemd: STATUS= lines while the startup scans run, and watchdog pings."""
+        if self.notifier.enabled:
+            self._service_tasks = {
+                asyncio.create_task(self._report_startup(), name="memoryd-status"),
+                asyncio.create_task(self.notifier.watchdog_loop(), name="memoryd-watchdog")}
+
+    async def _report_startup(self) -> None:
+        last = STARTING_STATUS  # sent with READY=1
+        try:
+            while True:
+                text, over = startup_status(self.registry.list(),
+                                            self.registry.provider_ready.is_set())
+                if text != last:
+                    self.notifier.status(text)
+                    last = text
+                if over and self.background_ready.is_set():
+                    return
+                await asyncio.sleep(STATUS_INTERVAL_S)
+        except Exception:  # a status line is never worth a crash
+            log.exception("status_report_failed")
 
     async def _background_start(self) -> None:
         try:
@@ -109,6 +158,10 @@ class Daemon:
         except Exception:
             log.exception("background_startup_failed")
         finally:
+            if not self._exit.is_set():
+                # After the indexes (a job's changes are indexed at once), and even when
+                # something above failed: maintenance must not silently stop.
+                self.scheduler.start()
             self.background_ready.set()
 
     async def main_loop(self) -> None:
@@ -122,13 +175,21 @@ class Daemon:
 
     async def shutdown(self) -> None:
         started = time.perf_counter()
-        _sd_notify("STOPPING=1")
+        self.notifier.stopping()
+        for task in self._service_tasks:
+            task.cancel()
+        await asyncio.gather(*self._service_tasks, return_exceptions=True)
         self.server.stop_accepting()
+        if self._scheduler is not None:
+            self._scheduler.begin_stop()  # running jobs stop before their next write
         cancelled = await self.server.drain(self.config.server.shutdown_timeout, self._force)
         if self._bg is not None and not self._bg.done():
             self._bg.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._bg
+        if self._scheduler is not None:
+            await self._scheduler.stop(0 if self._force.is_set()
+                                       else self.config.server.shutdown_timeout)
         await self.watcher.stop()
         await self.server.close()
         if self._registry is not None:
@@ -185,15 +246,19 @@ class Daemon:
         added, removed = await self.registry.reconcile_config(new)
         if added or removed:
             await self.refresh_watch()
+        self.scheduler.wake()  # schedules may have changed
         log.info("config_reloaded", source=new.source, workspaces_added=added,
                  workspaces_removed=removed, needs_restart=restart_needed or None)
 
     # -- shared helpers for the handlers ------------------------------------------------
 
     async def refresh_watch(self) -> None:
+        """After the set of workspaces changed: the watcher and the scheduler follow."""
         await self.watcher.set_targets(
             WatchTarget(w.name, w.root, w.index) for w in self.registry.list()
             if w.index is not None)
+        if self._scheduler is not None:
+            self._scheduler.wake()
 
     def provider_status(self) -> dict[str, Any]:
         reg = self.registry
@@ -205,7 +270,8 @@ class Daemon:
                 "dims": p.dims if p else None, "reason": reg.choice.reason}
 
     async def workspace_status(self, ws: Workspace) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "source": ws.source}
+        out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "source": ws.source,
+                               "jobs": self.scheduler.status_of(ws)}
         if ws.index is None:
             out.update(files=0, chunks=0, pending_vectors=0, pending_files=0, last_sync=None,
                        index_generation=0, vector_ready=False, skipped={},
@@ -226,14 +292,3 @@ class Daemon:
         out["startup_scan"] = scan
         return out
 
-
-def _sd_notify(state: str) -> None:
-    """Tell systemd (Type=notify) about readiness; a no-op outside systemd."""
-    addr = os.environ.get("NOTIFY_SOCKET")
-    if not addr:
-        return
-    if addr.startswith("@"):
-        addr = "\0" + addr[1:]
-    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-        s.connect(addr)
-        s.sendall(state.encode())

@@ -1,4 +1,4 @@
-"""``memoryd``: ``run`` (the daemon, in the foreground), ``doctor``, ``--version``.
+"""``memoryd``: ``run`` (the daemon, in the foreground), ``doctor``, ``service``, ``--version``.
 
 Errors are one line on stderr with a named exit code, never a traceback.
 """
@@ -24,6 +24,8 @@ EXIT_USAGE: Final = 2  # argparse's own
 EXIT_CONFIG: Final = 3  # the config file is invalid
 EXIT_ALREADY_RUNNING: Final = 4  # another daemon owns the socket
 EXIT_SOCKET: Final = 5  # the socket cannot be used (directory mode, path too long...)
+EXIT_NO_SERVICE_MANAGER: Final = 6  # `memoryd service`: no systemd user instance / launchd
+EXIT_SERVICE_FAILED: Final = 7  # `memoryd service`: systemctl or launchctl refused
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +41,15 @@ def _parser() -> argparse.ArgumentParser:
     doctor.add_argument("--socket")
     doctor.add_argument("--config")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
+    service = sub.add_parser("service", help="run memoryd under systemd (Linux) or launchd "
+                             "(macOS): install, uninstall, status")
+    service.add_argument("action", choices=("install", "uninstall", "status"))
+    service.add_argument("--socket-activation", action="store_true",
+                         help="install: the service manager listens and starts the daemon on "
+                         "the first connection")
+    service.add_argument("--dry-run", action="store_true",
+                         help="print the files and commands, change nothing")
+    service.add_argument("--json", action="store_true", help="status: machine-readable output")
     return parser
 
 
@@ -46,7 +57,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "service":
+        return cmd_service(args)
     return cmd_doctor(args)
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    from memoryd.service.command import main as service_main
+
+    return service_main(args.action, socket_activation=args.socket_activation,
+                        dry_run=args.dry_run, as_json=args.json)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import dataclasses
 import os
 import tomllib
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -29,8 +30,10 @@ def _opt(
     lo: float | None = None,
     hi: float | None = None,
     secret: bool = False,
+    check: Callable[[str], str | None] | None = None,
 ) -> Any:
-    meta = {"choices": choices, "lo": lo, "hi": hi, "secret": secret}
+    """A config field; ``check`` returns what is wrong with a string value, or None."""
+    meta = {"choices": choices, "lo": lo, "hi": hi, "secret": secret, "check": check}
     if isinstance(default, tuple | list):
         return field(default_factory=lambda: tuple(default), metadata=meta)
     return field(default=default, metadata=meta)
@@ -87,6 +90,49 @@ class LlmConfig:
     api_key_env: str = _opt("")
     timeout: float = _opt(120.0, lo=0.1, hi=3600)
     max_output_tokens: int = _opt(4096, lo=16, hi=1_000_000)
+    max_retries: int = _opt(3, lo=0, hi=20)  # on 429, 5xx, timeouts (with backoff)
+    # The model's context window: larger inputs are worked through in parts, never cut.
+    context_tokens: int = _opt(16384, lo=512, hi=10_000_000)
+
+
+def _cron(value: str) -> str | None:
+    from memoryd.jobs.cron import cron_problem  # croniter: loaded only when one is given
+
+    return cron_problem(value)
+
+
+@dataclass(frozen=True)
+class HippocampusConfig:
+    enabled: bool = _opt(True)
+    schedule: str = _opt("0 3 * * *", check=_cron)
+    lookback_days: int = _opt(7, lo=1, hi=365)  # daily files of the last N days
+    include_sessions: bool = _opt(False)  # also user/assistant highlights of recent transcripts
+    max_drop_ratio: float = _opt(0.5, lo=0.0, hi=1.0)  # of MEMORY.md's lines, unless --force
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    enabled: bool = _opt(True)
+    schedule: str = _opt("30 3 * * *", check=_cron)
+    retention_days: int = _opt(30, lo=1, hi=36500)  # transcripts idle longer than this...
+    action: str = _opt("archive", choices=("archive", "delete"))  # ...are gzipped or deleted
+    daily_archive_days: int = _opt(0, lo=0, hi=36500)  # 0: off; else memory/archive/YYYY/
+
+
+@dataclass(frozen=True)
+class FallbackSummaryConfig:
+    enabled: bool = _opt(True)
+    schedule: str = _opt("*/15 * * * *", check=_cron)
+    session_idle_minutes: int = _opt(30, lo=1, hi=100_000)
+    max_age_days: int = _opt(2, lo=1, hi=365)  # sessions idle longer are left alone
+    max_sessions_per_run: int = _opt(5, lo=1, hi=1000)
+
+
+@dataclass(frozen=True)
+class JobsConfig:
+    hippocampus: HippocampusConfig = field(default_factory=HippocampusConfig)
+    retention: RetentionConfig = field(default_factory=RetentionConfig)
+    fallback_summary: FallbackSummaryConfig = field(default_factory=FallbackSummaryConfig)
 
 
 @dataclass(frozen=True)
@@ -111,6 +157,7 @@ class Config:
     search: SearchConfig = field(default_factory=SearchConfig)
     llm: LlmConfig = field(default_factory=LlmConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
+    jobs: JobsConfig = field(default_factory=JobsConfig)
     workspaces: tuple[WorkspaceConfig, ...] = ()
     source: str = ""  # where it was loaded from, for status and error messages
 
@@ -121,6 +168,13 @@ SECTIONS: dict[str, type[Any]] = {
     "search": SearchConfig,
     "llm": LlmConfig,
     "server": ServerConfig,
+}
+
+# [jobs.<name>] tables; MEMORYD_JOBS_<NAME>_<KEY> in the environment.
+JOB_SECTIONS: dict[str, type[Any]] = {
+    "hippocampus": HippocampusConfig,
+    "retention": RetentionConfig,
+    "fallback_summary": FallbackSummaryConfig,
 }
 
 
@@ -170,6 +224,10 @@ def _coerce(key: str, value: Any, ftype: Any, meta: Any, from_env: bool) -> Any:
         choices = meta.get("choices") or ()
         if choices and value not in choices:
             raise ConfigError(f"{key} must be one of {', '.join(choices)}, got {value!r}")
+        check = meta.get("check")
+        problem = check(value) if check is not None else None
+        if problem:
+            raise ConfigError(f"{key} {problem}, got {value!r}")
         return value
     if origin is tuple:
         if from_env and isinstance(value, str):
@@ -206,16 +264,27 @@ def config_from_mapping(
 ) -> Config:
     """Build and validate a Config from parsed TOML plus ``MEMORYD_*`` environment overrides."""
     env = {} if env is None else env
-    known_top = set(SECTIONS) | {"workspaces"}
+    known_top = set(SECTIONS) | {"jobs", "workspaces"}
     for key in data:
         if key not in known_top:
             raise ConfigError(f"unknown config key {key} (value {data[key]!r})")
     env_by_section: dict[str, dict[str, str]] = {s: {} for s in SECTIONS}
+    env_by_job: dict[str, dict[str, str]] = {j: {} for j in JOB_SECTIONS}
     for name, value in env.items():
         if not name.startswith("MEMORYD_"):
             continue
         rest = name[len("MEMORYD_") :].lower()
         section, _, key = rest.partition("_")
+        if section == "jobs" and key:
+            job, field_name = _split_job_key(key)
+            if job is None or field_name not in {
+                    f.name for f in dataclasses.fields(JOB_SECTIONS[job])}:
+                raise ConfigError(
+                    f"unknown config key jobs.{key} (from {name}={_shown(key, value)}; "
+                    f"jobs are {', '.join(JOB_SECTIONS)})"
+                )
+            env_by_job[job][field_name] = value
+            continue
         if section in SECTIONS and key:
             if key not in {f.name for f in dataclasses.fields(SECTIONS[section])}:
                 raise ConfigError(
@@ -235,9 +304,27 @@ def config_from_mapping(
     for i, w in enumerate(workspaces):
         if not w.path:
             raise ConfigError(f"workspaces[{i}].path is required")
-    cfg = Config(workspaces=workspaces, source=source, **sections)
+    raw_jobs = data.get("jobs", {})
+    if not isinstance(raw_jobs, dict):
+        raise ConfigError(f"jobs must be [jobs.<name>] tables, got {raw_jobs!r}")
+    for job in raw_jobs:
+        if job not in JOB_SECTIONS:
+            raise ConfigError(f"unknown job jobs.{job} (jobs are {', '.join(JOB_SECTIONS)})")
+    jobs = JobsConfig(**{
+        job: _build(cls, raw_jobs.get(job, {}), f"jobs.{job}", env_by_job[job])
+        for job, cls in JOB_SECTIONS.items()
+    })
+    cfg = Config(workspaces=workspaces, jobs=jobs, source=source, **sections)
     _check_consistency(cfg)
     return cfg
+
+
+def _split_job_key(key: str) -> tuple[str | None, str]:
+    """``fallback_summary_enabled`` -> (``fallback_summary``, ``enabled``): job names hold '_'."""
+    for job in sorted(JOB_SECTIONS, key=len, reverse=True):
+        if key.startswith(job + "_"):
+            return job, key[len(job) + 1 :]
+    return None, ""
 
 
 def _check_consistency(cfg: Config) -> None:
@@ -245,6 +332,11 @@ def _check_consistency(cfg: Config) -> None:
         raise ConfigError(
             f"index.chunk_overlap ({cfg.index.chunk_overlap}) must be smaller than "
             f"index.chunk_tokens ({cfg.index.chunk_tokens})"
+        )
+    if cfg.llm.context_tokens <= cfg.llm.max_output_tokens:
+        raise ConfigError(
+            f"llm.context_tokens ({cfg.llm.context_tokens}) must be larger than "
+            f"llm.max_output_tokens ({cfg.llm.max_output_tokens}): the answer shares the window"
         )
 
 
@@ -286,8 +378,12 @@ def redacted(cfg: Any) -> dict[str, Any]:
 __all__ = [
     "Config",
     "EmbeddingConfig",
+    "FallbackSummaryConfig",
+    "HippocampusConfig",
     "IndexConfig",
+    "JobsConfig",
     "LlmConfig",
+    "RetentionConfig",
     "SearchConfig",
     "ServerConfig",
     "WorkspaceConfig",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -38,11 +39,14 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
+                 before_replace: Callable[[], None] | None = None) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     The new file keeps the old one's permission bits (or ``mode``, or 0666 less the umask
     for a new file). The temp file is hidden and ends in ``.tmp`` so watchers skip it.
+    ``before_replace`` runs once the temp file is durable, just before the rename: the last
+    moment to check that nobody changed ``path`` meanwhile; if it raises, nothing is replaced.
     """
     directory = path.parent
     if mode is None:
@@ -57,6 +61,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if before_replace is not None:
+            before_replace()
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -20,6 +20,8 @@ import memoryd
 from memoryd.append import normalise_heading
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.index.types import Fusion, Mode, SearchRequest, SearchResponse, SyncProgress
+from memoryd.jobs.clock import zone_name
+from memoryd.jobs.llm_config import llm_status
 from memoryd.logs import get_logger
 from memoryd.params import Params
 from memoryd.server import Emit, Outcome, Request
@@ -37,6 +39,7 @@ FUSIONS = ("weighted", "rrf")
 SOURCES = ("memory", "sessions")
 PROGRESS_INTERVAL_S = 0.1
 HEARTBEAT_S = 1.0
+JOB_HEARTBEAT_S = 5.0  # jobs.run: a progress event at least this often, for the client
 
 
 def progress_callback(emit: Emit) -> Callable[[SyncProgress], None]:
@@ -77,6 +80,8 @@ class Methods:
             "get": self.get,
             "append": self.append,
             "reindex": self.reindex,
+            "jobs.list": self.jobs_list,
+            "jobs.run": self.jobs_run,
             "shutdown": self.shutdown,
         }
 
@@ -235,6 +240,54 @@ class Methods:
         out = report.to_dict()
         out["vectors_pending"] = int(status.get("pending_vectors", 0))
         return out
+
+    async def jobs_list(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        d = self.d
+        name = p.choice("name", tuple(d.scheduler.jobs))
+        history = p.integer("history", lo=0, hi=100, default=0) or 0
+        p.done()
+        items = [d.registry.resolve(ref)] if ref is not None else d.registry.list()
+        names = [name] if name else list(d.scheduler.jobs)
+        return {"timezone": zone_name(d.clock.tz), "llm": llm_status(d.config.llm, d.env),
+                "jobs": [d.scheduler.describe(n, ws, history) for ws in items for n in names]}
+
+    async def jobs_run(self, p: Params, req: Request) -> dict[str, Any]:
+        """Run a job now and answer its run record (a failed run is a result, not an error).
+
+        Progress events carry the job's phase, and a heartbeat every few seconds keeps the
+        client waiting through long LLM calls.
+        """
+        d = self.d
+        name = p.required_text("name")
+        ref = p.path("workspace")
+        dry_run = p.flag("dry_run")
+        force = p.flag("force")
+        p.done()
+        d.scheduler.runner.spec(name)  # unknown job: invalid_params before anything else
+        ws = d.registry.resolve(ref)
+        req.log_fields.update(workspace=ws.name, job=name)
+        await ws.opened.wait()  # so that the run's changes reach the index at once
+        phase = ["starting"]
+        started = time.monotonic()
+
+        def tell(text: str) -> None:
+            phase[0] = text
+            req.emit("progress", {"phase": text, "done": int(time.monotonic() - started),
+                                  "total": None})
+
+        async def heartbeat() -> None:
+            while True:
+                await asyncio.sleep(JOB_HEARTBEAT_S)
+                tell(phase[0])
+
+        beat = asyncio.create_task(heartbeat())
+        try:
+            record = await d.scheduler.run_now(name, ws, dry_run=dry_run, force=force,
+                                               on_progress=tell)
+        finally:
+            beat.cancel()
+        return record.to_dict(d.clock.tz)
 
     async def shutdown(self, p: Params, req: Request) -> dict[str, Any]:
         p.done()

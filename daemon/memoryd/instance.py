@@ -4,6 +4,9 @@ Order matters: check the socket directory, take ``flock`` on the lock file, prob
 socket path (a live daemon answers; a refused or missing one is stale and unlinked), then
 bind. Only the lock holder ever unlinks or binds, so two starting daemons cannot steal
 each other's socket. On exit we unlink the socket only if it is still the inode we bound.
+
+Under socket activation (systemd's LISTEN_FDS, launchd's Sockets) the service manager
+bound the socket: we take the lock, then serve on it, and never probe, unlink or bind it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from memoryd.logs import get_logger
 from memoryd.peer import peer_credentials
+from memoryd.service.activation import ActivationError, bound_path, inherited_socket
 from memoryd_client.paths import check_socket_path_length
 
 log = get_logger("memoryd.instance")
@@ -68,9 +72,17 @@ class Instance:
         self.sock: socket.socket | None = None
         self._lock_fd: int | None = None
         self._bound: tuple[int, int] | None = None  # (st_dev, st_ino) of the socket we made
+        self.manager: str | None = None  # "systemd" or "launchd" when it passed the socket
 
     def acquire(self, backlog: int = 128) -> socket.socket:
-        """Lock, clear a stale socket, bind and listen; raises InstanceError with the reason."""
+        """Lock, then serve on the socket the service manager passed, or clear a stale
+        socket, bind and listen; raises InstanceError with the reason."""
+        try:
+            passed = inherited_socket()
+        except ActivationError as exc:
+            raise InstanceError(str(exc)) from None
+        if passed is not None:
+            return self.adopt(*passed)
         problem = check_socket_path_length(self.socket_path)
         if problem:
             raise InstanceError(problem)
@@ -83,6 +95,28 @@ class Instance:
             self.release()
             raise
         return self.sock
+
+    def adopt(self, sock: socket.socket, manager: str) -> socket.socket:
+        """Serve on a listening socket the service manager bound (socket activation).
+
+        The lock still keeps a second daemon out. The socket file is the manager's: it is
+        neither unlinked nor bound again, here or on exit, and the manager keeps listening
+        while this process restarts. Its path wins over the configured one.
+        """
+        path = bound_path(sock)
+        if path is not None and not _same_file(path, self.socket_path):
+            log.warning("socket_path_overridden", configured=str(self.socket_path),
+                        socket=str(path), manager=manager)
+            self.socket_path, self.lock_path = path, lock_path_for(path)
+        try:
+            ensure_private_dir(self.socket_path.parent)
+            self._take_lock()
+        except BaseException:
+            sock.close()
+            raise
+        self.sock, self.manager = sock, manager
+        log.info("socket_inherited", socket=str(self.socket_path), manager=manager)
+        return sock
 
     def _take_lock(self) -> None:
         fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
@@ -159,6 +193,13 @@ class Instance:
                 os.ftruncate(self._lock_fd, 0)
             os.close(self._lock_fd)  # closing releases the flock
             self._lock_fd = None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a == b or os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _read_pid(fd: int) -> int | None:

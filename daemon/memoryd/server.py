@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -84,8 +85,15 @@ class Server:
         self._uid = os.geteuid()
 
     async def start(self, sock: socket.socket) -> None:
-        """Serve on an already bound and listening socket (instance.py made it)."""
-        self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
+        """Serve on an already bound and listening socket (instance.py made it, or the
+        service manager passed it)."""
+        if sys.version_info >= (3, 13):
+            # 3.13 unlinks the socket file on close by default. Instance decides that: never
+            # for a socket the service manager owns, only for the inode we bound.
+            self._server = await asyncio.start_unix_server(self._on_connection, sock=sock,
+                                                           cleanup_socket=False)
+        else:
+            self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
 
     @property
     def in_flight(self) -> int:

@@ -24,6 +24,44 @@ MIGRATIONS: Final[list[tuple[str, str]]] = [
             added_at REAL NOT NULL
         );
     """),
+    # Scheduled jobs (memoryd/jobs/history.py). Times are Unix seconds; workspaces are keyed
+    # by their resolved path, which survives a rename.
+    ("0002_job_runs", """
+        CREATE TABLE job_runs (
+            id INTEGER PRIMARY KEY,
+            job TEXT NOT NULL,
+            workspace_path TEXT NOT NULL,
+            workspace TEXT NOT NULL,  -- its name at the time, for display
+            trigger TEXT NOT NULL,  -- schedule | catch-up | manual
+            dry_run INTEGER NOT NULL DEFAULT 0,
+            scheduled_for REAL,  -- the schedule slot (NULL for a manual run)
+            started_at REAL NOT NULL,
+            ended_at REAL,
+            status TEXT NOT NULL,  -- running | ok | skipped | failed
+            message TEXT NOT NULL DEFAULT '',
+            report TEXT NOT NULL DEFAULT '{}'  -- a small JSON object
+        );
+        CREATE INDEX job_runs_by_job ON job_runs(job, workspace_path, id);
+    """),
+    ("0003_job_schedule", """
+        CREATE TABLE job_schedule (
+            job TEXT NOT NULL,
+            workspace_path TEXT NOT NULL,
+            anchor REAL NOT NULL,  -- the last slot handled (or when first seen): for catch-up
+            PRIMARY KEY (job, workspace_path)
+        );
+    """),
+    ("0004_job_sessions", """
+        CREATE TABLE job_sessions (  -- fallback summary: each transcript is handled once
+            workspace_path TEXT NOT NULL,
+            session TEXT NOT NULL,  -- workspace-relative transcript path
+            outcome TEXT NOT NULL,  -- summarised | wrote_daily | empty
+            daily_path TEXT,  -- where the summary went
+            daily_mtime_ns INTEGER,  -- that file's mtime right after our append
+            done_at REAL NOT NULL,
+            PRIMARY KEY (workspace_path, session)
+        );
+    """),
 ]
 
 

@@ -21,6 +21,7 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -88,6 +89,7 @@ class FakeOpenAIServer:
         self._port = 0
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self._chat_fn: Callable[[dict[str, Any]], str] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -154,8 +156,14 @@ class FakeOpenAIServer:
         """The next request is answered normally, after ``seconds``."""
         self._push(endpoint, _Behaviour(delay=seconds))
 
-    def respond_chat(self, content: str, finish_reason: str = "stop") -> None:
-        self._push("chat", _Behaviour(content=content, finish_reason=finish_reason))
+    def respond_chat(self, content: str, finish_reason: str = "stop", *,
+                     delay: float = 0.0) -> None:
+        """The next chat request gets ``content`` (after ``delay`` seconds, if given)."""
+        self._push("chat", _Behaviour(content=content, finish_reason=finish_reason, delay=delay))
+
+    def answer_chat_with(self, fn: Callable[[dict[str, Any]], str] | None) -> None:
+        """Chat requests not scripted otherwise get ``fn(request body)`` instead of an echo."""
+        self._chat_fn = fn
 
     def requests_to(self, endpoint: Endpoint) -> list[RecordedRequest]:
         with self._lock:
@@ -224,6 +232,8 @@ class FakeOpenAIServer:
         user = [m.get("content", "") for m in messages
                 if isinstance(m, dict) and m.get("role") == "user"]
         content = behaviour.content
+        if content is None and self._chat_fn is not None:
+            content = self._chat_fn(body)
         if content is None:
             content = f"echo: {user[-1] if user else ''}"
         prompt = sum(len(_WORD.findall(str(m))) for m in user)

@@ -1,0 +1,121 @@
+"""What a job implementation receives and returns.
+
+A job is a blocking function ``run(ctx) -> JobResult`` executed in a thread. It reports
+``ok`` by returning, and ``skipped`` / ``failed`` by raising ``JobSkipped`` / ``JobFailed``
+(with a one-line reason and a small JSON report). Anything else it raises is recorded as
+``failed`` with the exception's text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memoryd.append import Appender
+from memoryd.config import Config
+from memoryd.jobs.history import History
+
+if TYPE_CHECKING:
+    from memoryd.index.workspace import WorkspaceIndex
+    from memoryd.jobs.llm import LlmClient
+
+SYNC_TIMEOUT_S = 60.0
+
+
+@dataclass
+class JobResult:
+    message: str
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+class JobOutcome(Exception):
+    status = "failed"
+
+    def __init__(self, message: str, report: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.report = report or {}
+
+
+class JobSkipped(JobOutcome):
+    status = "skipped"
+
+
+class JobFailed(JobOutcome):
+    status = "failed"
+
+
+class JobSettings(Protocol):
+    """What the scheduler needs of a job's config table."""
+
+    @property
+    def enabled(self) -> bool: ...
+
+    @property
+    def schedule(self) -> str: ...
+
+
+JobFn = Callable[["JobContext"], JobResult]
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    summary: str
+    uses_llm: bool
+    settings: Callable[[Config], JobSettings]
+    load: Callable[[], JobFn]  # imports the implementation on first use
+
+
+@dataclass
+class JobContext:
+    job: str
+    workspace: str
+    root: Path  # resolved
+    index: WorkspaceIndex | None
+    config: Config
+    now: dt.datetime  # aware, local zone: when the run started
+    dry_run: bool
+    force: bool
+    appender: Appender
+    history: History
+    env: Mapping[str, str]
+    cancelled: threading.Event
+    trigger: str = "manual"  # schedule | catch-up | manual
+    progress: Callable[[str], None] = lambda phase: None
+
+    def check_cancelled(self) -> None:
+        if self.cancelled.is_set():
+            raise JobFailed("cancelled: the daemon is shutting down (nothing was written)")
+
+    def llm(self) -> LlmClient:
+        """The configured LLM client; the run is ``skipped`` (with why) when there is none."""
+        from memoryd.jobs.llm import LlmClient
+        from memoryd.jobs.llm_config import llm_problem
+
+        problem = llm_problem(self.config.llm, self.env)
+        if problem:
+            raise JobSkipped(f"no LLM configured: {problem}")
+        return LlmClient(self.config.llm, self.env, cancelled=self.cancelled)
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def reindex(self, paths: list[Path]) -> str | None:
+        """Make the index pick up changed files now; returns a note when it could not."""
+        if not paths:
+            return None
+        if self.index is None:
+            return "the index is not open; the change is indexed when it is"
+        try:
+            self.index.submit_sync(paths).result(timeout=SYNC_TIMEOUT_S)
+        except Exception as exc:  # the files are right; the index catches up on its own
+            return f"index update failed ({type(exc).__name__}: {exc}); it retries on its own"
+        return None

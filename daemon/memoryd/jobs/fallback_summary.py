@@ -1,0 +1,251 @@
+"""fallback summary: a session that ended without a daily note gets an LLM summary, once.
+
+A transcript idle for ``session_idle_minutes`` (and not older than ``max_age_days``: old
+transcripts found on a first run are left alone) is looked at once. If the session wrote
+to the daily file of a day it spans (a tool call names ``memory/YYYY-MM-DD``, or the file
+was modified during the session, not by our own append) it is left alone; otherwise its
+user/assistant messages are summarised and appended to the daily file of its last activity
+under ``## Session summary (<session id>)``, through the same serialised path as the
+``append`` method. The decision is recorded in the state database, so each session is
+handled at most once; a heading already in the file (a run that stopped after appending)
+is recorded rather than written twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.append import daily_path
+from memoryd.index.sessions import parse_transcript
+from memoryd.jobs import _text
+from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.jobs.llm import LlmClient, LlmError
+from memoryd.jobs.llm_config import llm_problem
+
+NAME: Final = "fallback_summary"
+SPAN_SLACK_S: Final = 120.0  # clocks and buffered writes: a note just after the end counts
+MAX_SPAN_DAYS: Final = 7
+PROMPT_RESERVE_TOKENS: Final = 400
+MAX_REDUCE_ROUNDS: Final = 4
+_DAILY_REF = re.compile(rb"memory/(\d{4}-\d{2}-\d{2})")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
+
+SYSTEM_SUMMARY: Final = """\
+You write an AI agent's daily log. Summarise the conversation you get (or one part of it) \
+in a few markdown bullets: what was decided, what was learned about the user or the work, \
+what is still open. Be factual and brief. Reply with the bullets only."""
+
+SYSTEM_MERGE: Final = """\
+You write an AI agent's daily log. You get partial summaries of one conversation, in \
+order. Combine them into one short list of markdown bullets: decisions, things learned, \
+open items; when they conflict, the later one wins. Reply with the bullets only."""
+
+
+@dataclass
+class Session:
+    path: Path
+    rel: str
+    id: str
+    start: float
+    end: float  # the transcript's last write
+    messages: list[str] = field(default_factory=list)
+    mentions: set[str] = field(default_factory=set)  # days whose daily file a tool call named
+
+
+def _stamp(value: Any, tz: dt.tzinfo) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) / 1000 if value > 1e12 else float(value)  # ms or s since epoch
+    if isinstance(value, str):
+        try:
+            when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        return (when if when.tzinfo else when.replace(tzinfo=tz)).timestamp()
+    return None
+
+
+def read_session(path: Path, root: Path, tz: dt.tzinfo) -> Session:
+    data = path.read_bytes()
+    end = path.stat().st_mtime
+    parsed = parse_transcript(data if data.endswith(b"\n") else data + b"\n")
+    stamps: list[float] = []
+    mentions: set[str] = set()
+    for raw in data.splitlines():
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(obj, dict):
+            continue
+        msg = obj.get("message")
+        ts = _stamp(obj.get("timestamp"), tz)
+        if ts is None and isinstance(msg, dict):
+            ts = _stamp(msg.get("timestamp"), tz)
+        if ts is not None:
+            stamps.append(ts)
+        if obj.get("type") in ("tool_call", "tool_result"):
+            mentions |= {m.decode() for m in _DAILY_REF.findall(raw)}
+    start = min(min(stamps, default=end), end)
+    sid = _UNSAFE.sub("-", parsed.session_id or "").strip("-")[:80] or path.stem
+    return Session(path, path.relative_to(root).as_posix(), sid, start, end,
+                   [text for _, text in parsed.messages], mentions)
+
+
+def wrote_daily(ctx: JobContext, s: Session) -> str | None:
+    """Why the session counts as having written its daily note, or None."""
+    tz = ctx.now.tzinfo
+    first = dt.datetime.fromtimestamp(s.start, tz).date()
+    last = dt.datetime.fromtimestamp(s.end, tz).date()
+    day = max(first, last - dt.timedelta(days=MAX_SPAN_DAYS))
+    while day <= last:
+        rel = f"memory/{day.isoformat()}.md"
+        if day.isoformat() in s.mentions:
+            return f"a tool call of the session wrote {rel}"
+        try:
+            st = daily_path(ctx.root, day).stat()
+        except OSError:
+            st = None
+        if (st is not None and s.start - SPAN_SLACK_S <= st.st_mtime <= s.end + SPAN_SLACK_S
+                and not ctx.history.is_own_append(ctx.root, rel, st.st_mtime_ns)):
+            return f"{rel} was written during the session"
+        day += dt.timedelta(days=1)
+    return None
+
+
+def summarise(ctx: JobContext, llm: LlmClient, s: Session) -> str:
+    """The session's summary; a long conversation is summarised in parts, then merged."""
+    cfg = ctx.config.llm
+    budget = cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS
+    blocks, text = s.messages, "\n\n".join(s.messages)
+    system, user = SYSTEM_SUMMARY, f"Conversation:\n\n{text}"
+    rounds = 0
+    while _text.tokens(text) > budget:
+        rounds += 1
+        if rounds > MAX_REDUCE_ROUNDS:
+            raise LlmError("the conversation does not condense into llm.context_tokens "
+                           f"({cfg.context_tokens}); raise it")
+        parts = _text.pack(blocks, _text.chars_for(budget))
+        partial = []
+        for i, part in enumerate(parts, 1):
+            ctx.check_cancelled()
+            answer = llm.chat(SYSTEM_SUMMARY, f"Conversation, part {i} of {len(parts)}:\n\n{part}")
+            partial.append(answer.finished_text("summary", cfg.max_output_tokens).strip())
+        shorter = "\n\n".join(partial)
+        if len(shorter) >= len(text):
+            raise LlmError("the partial summaries do not get shorter; raise llm.context_tokens")
+        blocks, text = partial, shorter
+        system, user = SYSTEM_MERGE, f"Partial summaries, in order:\n\n{text}"
+    ctx.check_cancelled()
+    answer = llm.chat(system, user)
+    summary = _text.demote_headings(
+        _text.unwrap(answer.finished_text("summary", cfg.max_output_tokens))).strip()
+    problem = _text.not_markdown(summary)
+    if problem or not summary:
+        raise LlmError(f"the summary is not usable: {problem or 'it is empty'}")
+    return summary
+
+
+def run(ctx: JobContext) -> JobResult:
+    opts = ctx.config.jobs.fallback_summary
+    if not ctx.root.is_dir():
+        raise JobSkipped(f"workspace folder {ctx.root} is missing")
+    problem = llm_problem(ctx.config.llm, ctx.env)
+    if problem and not ctx.dry_run:
+        raise JobSkipped(f"no LLM configured: {problem}")
+    now = ctx.now.timestamp()
+    counts = {"active": 0, "too_old": 0, "handled_before": 0}
+    candidates: list[tuple[float, Path]] = []
+    folder = ctx.root / "sessions"
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        if not path.is_file():
+            continue
+        mtime = path.stat().st_mtime
+        idle = now - mtime
+        if idle > opts.max_age_days * 86400:  # first: a stat is cheaper than a lookup
+            counts["too_old"] += 1
+        elif ctx.history.session_outcome(ctx.root, ctx.rel(path)) is not None:
+            counts["handled_before"] += 1
+        elif idle < opts.session_idle_minutes * 60:
+            counts["active"] += 1
+        else:
+            candidates.append((mtime, path))
+    report: dict[str, Any] = dict(counts)
+    todo: list[Session] = []
+    left_alone: list[dict[str, str]] = []
+    for _, path in sorted(candidates):
+        s = read_session(path, ctx.root, ctx.now.tzinfo or dt.UTC)
+        reason = wrote_daily(ctx, s)
+        outcome = "wrote_daily" if reason else None if s.messages else "empty"
+        if outcome is None:
+            todo.append(s)
+            continue
+        left_alone.append({"session": s.rel, "reason": reason or "no user/assistant messages"})
+        if not ctx.dry_run:
+            ctx.history.record_session(ctx.root, s.rel, outcome, now)
+    report["left_alone"] = left_alone
+    report["left_for_next_run"] = max(0, len(todo) - opts.max_sessions_per_run)
+    todo = todo[:opts.max_sessions_per_run]
+    if ctx.dry_run:
+        report["would_summarise"] = [
+            {"session": s.rel, "id": s.id, "into": daily_path(
+                ctx.root, dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
+            ).relative_to(ctx.root).as_posix()} for s in todo]
+        if problem:
+            report["llm"] = f"not configured: {problem}"
+        return JobResult(f"dry run: would summarise {len(todo)} session(s); nothing written",
+                         report)
+    return _summarise_all(ctx, todo, report)
+
+
+def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any]) -> JobResult:
+    done: list[dict[str, str]] = []
+    failed: list[dict[str, str]] = []
+    touched: list[Path] = []
+    llm = ctx.llm() if todo else None
+    for i, s in enumerate(todo, 1):
+        ctx.check_cancelled()
+        assert llm is not None
+        ctx.progress(f"summarising session {i}/{len(todo)}")
+        day = dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
+        target = daily_path(ctx.root, day)
+        heading = f"Session summary ({s.id})"
+        rel = target.relative_to(ctx.root).as_posix()
+        if _has_heading(target, heading):  # appended by a run that stopped before recording
+            ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
+            done.append({"session": s.rel, "into": rel, "note": "already there"})
+            continue
+        try:
+            summary = summarise(ctx, llm, s)
+        except LlmError as exc:
+            failed.append({"session": s.rel, "error": exc.message})
+            continue
+        result = ctx.appender.append(ctx.root, summary, day, heading)
+        ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(),
+                                   result.path, result.abs_path.stat().st_mtime_ns)
+        touched.append(result.abs_path)
+        done.append({"session": s.rel, "into": result.path})
+    report.update(summarised=done, llm_calls=llm.calls if llm else 0)
+    note = ctx.reindex(touched)
+    if note:
+        report["index"] = note
+    message = (f"summarised {len(done)} session(s)" if done or failed
+               else "no idle session needs a summary")
+    if failed:
+        report["failed"] = failed
+        raise JobFailed(f"{len(failed)} session(s) could not be summarised (first: "
+                        f"{failed[0]['session']}: {failed[0]['error']}); {message}; "
+                        "retried next run", report)
+    return JobResult(message, report)
+
+
+def _has_heading(path: Path, heading: str) -> bool:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return False
+    return f"## {heading}" in text.splitlines()

@@ -1,0 +1,321 @@
+"""hippocampus: fold the last days' notes into MEMORY.md with the configured LLM.
+
+MEMORY.md is a person's curated memory, so this job refuses to write what it cannot
+verify. On every failure (LLM down, garbage, empty or cut-off answer, an answer that drops
+too much or a heading, an edit made meanwhile, shutdown) MEMORY.md stays byte-identical.
+When it does write: the previous version is kept in ``memory/.history/`` first (and
+committed when the workspace is a git repository), the write happens only if MEMORY.md's
+hash is still the one read (checked again just before the atomic rename), and the index
+picks the change up at once. Daily files are only read, never modified.
+
+Input larger than the model's window is never cut: the notes are worked through in parts
+(durable facts extracted from each, repeatedly if needed), then merged into MEMORY.md.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.config import HippocampusConfig
+from memoryd.fsutil import atomic_write
+from memoryd.index.layout import MEMORY_FILES
+from memoryd.index.sessions import parse_transcript
+from memoryd.jobs import _text
+from memoryd.jobs._git import Git, GitError
+from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.jobs.llm import LlmClient, LlmError
+
+NAME: Final = "hippocampus"
+PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs
+OUTPUT_HEADROOM: Final = 0.9  # the new MEMORY.md may grow a little past the old one
+MAX_REDUCE_ROUNDS: Final = 4
+HIGHLIGHT_CHARS: Final = 500  # per transcript message: highlights, not the transcript
+PROMPT_MARKERS: Final = ("<<<MEMORY.md", "MEMORY.md>>>", "<<<NOTES", "NOTES>>>")
+
+SYSTEM_UPDATE: Final = """\
+You maintain MEMORY.md, the long-term memory of an AI agent: a markdown file that people \
+also edit by hand. You get the current MEMORY.md and notes from the last days (daily logs, \
+perhaps conversation highlights), oldest first. Reply with the complete updated MEMORY.md:
+- keep all durable knowledge already in it; remove an item only when a newer note clearly \
+makes it obsolete or wrong;
+- add the durable knowledge from the notes: decisions, preferences, facts about people, \
+projects and tools, lessons learned, commitments; leave out small talk and passing details;
+- when facts conflict, the newer one wins;
+- keep the file's own structure: its headings, their order, its style; add a section only \
+when nothing fits;
+- reply with the file's content only: no preamble, no explanation, no code fence."""
+
+SYSTEM_EXTRACT: Final = """\
+You help maintain an AI agent's long-term memory. From the notes you get (one part of \
+several, oldest first), list every piece of durable knowledge worth keeping: decisions, \
+preferences, facts about people, projects and tools, lessons learned, commitments. One \
+markdown bullet each, starting with its date when known; when two notes conflict, keep the \
+newer. Leave out small talk and passing details. Reply with the bullets only."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    path: Path  # the real file to write (a symlink inside the workspace is written through)
+    rel: str
+    data: bytes | None  # None: there is no MEMORY.md yet
+    text: str
+    sha: str
+
+
+def _sha(data: bytes | None) -> str:
+    return hashlib.sha256(data or b"").hexdigest()[:16]
+
+
+class _Edited(Exception):
+    """MEMORY.md is no longer what the job read."""
+
+
+def read_memory(root: Path) -> Memory:
+    path = next((root / n for n in MEMORY_FILES if (root / n).is_file()), root / MEMORY_FILES[0])
+    real = path.resolve()
+    if not real.is_relative_to(root):
+        raise JobFailed(f"{path.name} is a link out of the workspace ({real}): not rewritten")
+    try:
+        data: bytes | None = real.read_bytes()
+    except FileNotFoundError:
+        data = None
+    try:
+        text = (data or b"").decode("utf-8")
+    except UnicodeDecodeError:
+        raise JobFailed(f"{path.name} is not valid UTF-8: not rewritten") from None
+    return Memory(real, real.relative_to(root).as_posix(), data, text, _sha(data))
+
+
+def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dict[str, Any]]:
+    """Blocks of notes, oldest first: daily files of the window, then transcript highlights."""
+    today = ctx.now.date()
+    first = today - dt.timedelta(days=opts.lookback_days - 1)
+    blocks: list[str] = []
+    files: list[str] = []
+    for offset in range(opts.lookback_days):
+        day = first + dt.timedelta(days=offset)
+        for path in _daily_files(ctx.root, day):
+            text = path.read_bytes().decode("utf-8", errors="replace").strip()
+            if text:
+                blocks.append(f"=== {ctx.rel(path)} ===\n{text}\n")
+                files.append(ctx.rel(path))
+    sessions = 0
+    if opts.include_sessions:
+        since = dt.datetime.combine(first, dt.time(), ctx.now.tzinfo).timestamp()
+        for path in _recent_transcripts(ctx.root, since):
+            lines = [f"- {text[:HIGHLIGHT_CHARS]}" + ("..." if len(text) > HIGHLIGHT_CHARS else "")
+                     for _, text in parse_transcript(path.read_bytes()).messages]
+            if lines:
+                blocks.append(f"=== {ctx.rel(path)} (highlights) ===\n" + "\n".join(lines) + "\n")
+                sessions += 1
+    return blocks, {"daily_files": files, "sessions": sessions}
+
+
+def _daily_files(root: Path, day: dt.date) -> list[Path]:
+    found: list[Path] = []
+    for folder in (root / "memory", root / "memory" / "archive" / f"{day.year:04d}"):
+        if folder.is_dir():
+            found += sorted(p for p in folder.glob(f"{day.isoformat()}*.md")
+                            if p.is_file() and p.resolve().is_relative_to(root))
+    return found
+
+
+def _recent_transcripts(root: Path, since: float) -> list[Path]:
+    folder = root / "sessions"
+    if not folder.is_dir():
+        return []
+    found = [(p.stat().st_mtime, p) for p in folder.glob("*.jsonl")
+             if p.is_file() and p.stat().st_mtime >= since]
+    return [p for _, p in sorted(found)]
+
+
+def consolidate(ctx: JobContext, llm: LlmClient, memory: Memory, notes: list[str],
+                report: dict[str, Any]) -> str:
+    """The LLM's complete updated MEMORY.md (finished, not empty); LlmError otherwise."""
+    cfg = ctx.config.llm
+    budget = cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS
+    mem_tokens = _text.tokens(memory.text)
+    if mem_tokens > cfg.max_output_tokens * OUTPUT_HEADROOM:
+        raise JobFailed(f"MEMORY.md is about {mem_tokens} tokens: the complete updated file "
+                        f"would not fit llm.max_output_tokens ({cfg.max_output_tokens}); "
+                        "raise it", report)
+    if mem_tokens >= budget:
+        raise JobFailed(f"MEMORY.md (about {mem_tokens} tokens) leaves no room for notes in "
+                        f"llm.context_tokens ({cfg.context_tokens}); raise it", report)
+    combined = "\n".join(notes)
+    rounds = 0
+    while mem_tokens + _text.tokens(combined) > budget:
+        rounds += 1
+        if rounds > MAX_REDUCE_ROUNDS:
+            raise JobFailed("the notes do not condense into llm.context_tokens "
+                            f"({cfg.context_tokens}) next to MEMORY.md; raise it", report)
+        parts = _text.pack(notes, _text.chars_for(budget))
+        extracted = []
+        for i, part in enumerate(parts, 1):
+            ctx.check_cancelled()
+            ctx.progress(f"extracting part {i}/{len(parts)} (round {rounds})")
+            user = f"Notes, part {i} of {len(parts)}, oldest first:\n\n{part}"
+            answer = llm.chat(SYSTEM_EXTRACT, user)
+            extracted.append(answer.finished_text(f"answer for part {i}/{len(parts)}",
+                                                  cfg.max_output_tokens).strip())
+        shorter = "\n".join(extracted)
+        if len(shorter) >= len(combined):
+            raise JobFailed("the notes do not get shorter when condensed, so they cannot fit "
+                            f"llm.context_tokens ({cfg.context_tokens}); raise it", report)
+        notes, combined = extracted, shorter
+        report["parts"] = report.get("parts", 0) + len(parts)
+    report["rounds"] = rounds
+    ctx.check_cancelled()
+    ctx.progress("merging into MEMORY.md")
+    current = memory.text if memory.data is not None else "(MEMORY.md does not exist yet)\n"
+    user = (f"Current MEMORY.md:\n<<<MEMORY.md\n{current}MEMORY.md>>>\n\n"
+            f"Notes, oldest first:\n<<<NOTES\n{combined}\nNOTES>>>\n\n"
+            "Reply with the complete updated MEMORY.md.")
+    answer = llm.chat(SYSTEM_UPDATE, user)
+    report["model"] = answer.model
+    return answer.finished_text("answer", cfg.max_output_tokens)
+
+
+def check_answer(old: str, new: str, max_drop_ratio: float, force: bool,
+                 report: dict[str, Any]) -> None:
+    """Refuse an answer that is not markdown, or drops too much or a heading (unless force)."""
+    problem = _text.not_markdown(new, old)
+    if not problem and any(m in new for m in PROMPT_MARKERS):
+        problem = "it repeats the prompt (its <<< >>> markers) instead of giving the file"
+    if problem or not new.strip():
+        raise JobFailed(f"the answer is not a markdown file: {problem or 'it is empty'}; "
+                        "MEMORY.md unchanged", report)
+    old_lines = _text.content_lines(old)
+    kept = set(_text.content_lines(new))
+    dropped = [line for line in old_lines if line not in kept]
+    ratio = len(dropped) / len(old_lines) if old_lines else 0.0
+    new_heads = set(_text.headings(new))
+    removed = [h for h in dict.fromkeys(_text.headings(old)) if h not in new_heads]
+    report.update(lines_before=len(old.splitlines()), lines_after=len(new.splitlines()),
+                  lines_dropped=len(dropped), dropped_ratio=round(ratio, 3),
+                  headings_removed=removed)
+    problems = []
+    if ratio > max_drop_ratio:
+        problems.append(f"drops {ratio:.0%} of MEMORY.md's lines "
+                        f"(limit {max_drop_ratio:.0%}, jobs.hippocampus.max_drop_ratio)")
+    if removed:
+        problems.append("removes the heading" + ("s " if len(removed) > 1 else " ")
+                        + ", ".join(repr(h) for h in removed[:5]))
+    if problems and not force:
+        raise JobFailed(f"the answer {' and '.join(problems)}: MEMORY.md unchanged "
+                        "(run by hand with --force to accept it)", report)
+    if problems:
+        report["forced"] = problems
+
+
+def unified_diff(memory: Memory, new: str) -> str:
+    return "".join(difflib.unified_diff(
+        memory.text.splitlines(keepends=True), new.splitlines(keepends=True),
+        f"a/{memory.rel}", f"b/{memory.rel}"))
+
+
+def run(ctx: JobContext) -> JobResult:
+    opts = ctx.config.jobs.hippocampus
+    if not ctx.root.is_dir():
+        raise JobSkipped(f"workspace folder {ctx.root} is missing")
+    llm = ctx.llm()
+    memory = read_memory(ctx.root)
+    notes, report = read_notes(ctx, opts)
+    if not notes:
+        raise JobSkipped(f"nothing to consolidate: no notes from the last {opts.lookback_days} "
+                         "days", report)
+    notes_sha = hashlib.sha256("\n".join(notes).encode()).hexdigest()[:16]
+    report.update(memory_sha256_before=memory.sha, notes_sha256=notes_sha)
+    last = ctx.history.last_ok(NAME, ctx.root)
+    if (ctx.trigger != "manual" and last is not None
+            and last.report.get("notes_sha256") == notes_sha
+            and last.report.get("memory_sha256_after") == memory.sha):
+        raise JobSkipped("nothing new since the last run (same notes, MEMORY.md as left)",
+                         report)
+    try:
+        answer = consolidate(ctx, llm, memory, notes, report)
+    except LlmError as exc:
+        raise JobFailed(f"{exc.message}; MEMORY.md unchanged", report) from None
+    finally:
+        report["llm_calls"] = llm.calls
+    new = _text.unwrap(answer)
+    check_answer(memory.text, new, opts.max_drop_ratio, ctx.force, report)
+    new_bytes = new.encode("utf-8")
+    if ctx.dry_run:
+        diff = unified_diff(memory, new)
+        report["diff"] = diff
+        changed = sum(1 for line in diff.splitlines()
+                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
+        return JobResult(f"dry run: would change {changed} line(s) of {memory.rel}; "
+                         "nothing written", report)
+    if new_bytes == memory.data:
+        report["memory_sha256_after"] = memory.sha
+        return JobResult(f"{memory.rel} already up to date", report)
+    ctx.check_cancelled()
+    _write(ctx, memory, new_bytes, report)
+    report["memory_sha256_after"] = _sha(new_bytes)
+    return JobResult(f"{memory.rel} updated from {len(report['daily_files'])} daily file(s): "
+                     f"{report['lines_before']} -> {report['lines_after']} lines"
+                     + (f", previous version in {report['backup']}" if report.get("backup")
+                        else ""), report)
+
+
+def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) -> None:
+    def unchanged() -> None:
+        try:
+            now: bytes | None = memory.path.read_bytes()
+        except FileNotFoundError:
+            now = None
+        if now != memory.data:
+            raise _Edited()
+
+    edited = JobSkipped(f"{memory.rel} was edited during the run: not written (the next run "
+                        "retries)", report)
+    try:
+        unchanged()
+    except _Edited:
+        raise edited from None
+    if memory.data is not None:
+        report["backup"] = _keep_backup(ctx, memory)
+    git = Git(ctx.root)
+    git_note = git.repository()
+    if git_note is None and memory.data is not None:
+        try:
+            git.commit_file(memory.rel, f"memoryd: {memory.rel} before hippocampus")
+        except GitError as exc:
+            git_note = str(exc)
+    try:
+        atomic_write(memory.path, new, before_replace=unchanged)
+    except _Edited:
+        raise edited from None
+    if git_note is None:
+        try:
+            commit = git.commit_file(memory.rel, f"memoryd hippocampus: consolidate "
+                                                 f"{len(report['daily_files'])} daily file(s)")
+            report["git_commit"] = commit
+        except GitError as exc:
+            git_note = str(exc)
+    report["git"] = git_note or "committed"
+    note = ctx.reindex([memory.path])
+    if note:
+        report["index"] = note
+
+
+def _keep_backup(ctx: JobContext, memory: Memory) -> str:
+    """Copy the current MEMORY.md to memory/.history/ (durably) before anything changes."""
+    assert memory.data is not None
+    folder = ctx.root / "memory" / ".history"
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = f"{Path(memory.rel).stem}.{ctx.now.strftime('%Y%m%dT%H%M%S')}"
+    target = folder / f"{stem}.md"
+    n = 2
+    while target.exists():
+        target = folder / f"{stem}-{n}.md"
+        n += 1
+    atomic_write(target, memory.data)
+    return ctx.rel(target)

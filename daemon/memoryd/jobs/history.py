@@ -1,0 +1,171 @@
+"""Job run records, schedule anchors and handled sessions, in the state database.
+
+Every run is a row written when it starts (status ``running``) and completed when it ends,
+so a daemon that dies mid-run leaves a trace: the next start marks such rows ``failed``.
+Old rows are pruned per (job, workspace), keeping the latest ``KEEP_RUNS``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.state import StateDB
+
+KEEP_RUNS: Final = 200
+STATUSES: Final = ("ok", "skipped", "failed")
+_COLUMNS: Final = ("id, job, workspace_path, workspace, trigger, dry_run, scheduled_for, "
+                   "started_at, ended_at, status, message, report")
+
+
+def iso(stamp: float | None, tz: dt.tzinfo) -> str | None:
+    """Unix seconds as local ISO 8601 with its offset (None stays None)."""
+    if stamp is None:
+        return None
+    return dt.datetime.fromtimestamp(stamp, tz).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    id: int
+    job: str
+    workspace_path: str
+    workspace: str
+    trigger: str
+    dry_run: bool
+    scheduled_for: float | None
+    started_at: float
+    ended_at: float | None
+    status: str
+    message: str
+    report: dict[str, Any]
+
+    def to_dict(self, tz: dt.tzinfo) -> dict[str, Any]:
+        seconds = None if self.ended_at is None else round(self.ended_at - self.started_at, 3)
+        return {"id": self.id, "job": self.job, "workspace": self.workspace,
+                "path": self.workspace_path, "trigger": self.trigger, "dry_run": self.dry_run,
+                "scheduled_for": iso(self.scheduled_for, tz),
+                "started_at": iso(self.started_at, tz), "ended_at": iso(self.ended_at, tz),
+                "seconds": seconds, "status": self.status, "message": self.message,
+                "report": self.report}
+
+
+def _record(row: Any) -> RunRecord:
+    (id_, job, path, name, trigger, dry_run, scheduled, started, ended, status, message,
+     report) = row
+    try:
+        parsed = json.loads(report)
+    except ValueError:
+        parsed = {}
+    return RunRecord(int(id_), str(job), str(path), str(name), str(trigger), bool(dry_run),
+                     None if scheduled is None else float(scheduled), float(started),
+                     None if ended is None else float(ended), str(status), str(message),
+                     parsed if isinstance(parsed, dict) else {})
+
+
+class History:
+    """Blocking, thread-safe (apsw serialises calls on the one state connection)."""
+
+    def __init__(self, state: StateDB) -> None:
+        self.conn = state.conn
+
+    # -- runs --------------------------------------------------------------------------
+
+    def start(self, job: str, root: Path, workspace: str, *, trigger: str, dry_run: bool,
+              scheduled_for: float | None, started_at: float) -> int:
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO job_runs(job, workspace_path, workspace, trigger, dry_run, "
+                "scheduled_for, started_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
+                (job, str(root), workspace, trigger, int(dry_run), scheduled_for, started_at))
+            run_id = int(self.conn.last_insert_rowid())
+        return run_id
+
+    def finish(self, run_id: int, status: str, message: str, report: dict[str, Any],
+               ended_at: float) -> RunRecord:
+        assert status in STATUSES, status
+        text = json.dumps(report, default=str, ensure_ascii=False)
+        with self.conn:
+            self.conn.execute(
+                "UPDATE job_runs SET status = ?, message = ?, report = ?, ended_at = ? "
+                "WHERE id = ?", (status, message, text, ended_at, run_id))
+            row = self.conn.execute(f"SELECT {_COLUMNS} FROM job_runs WHERE id = ?",
+                                    (run_id,)).fetchone()
+            assert row is not None, f"job run {run_id} vanished"
+            job, path = row[1], row[2]
+            self.conn.execute(
+                "DELETE FROM job_runs WHERE job = ? AND workspace_path = ? AND id <= ("
+                "SELECT id FROM job_runs WHERE job = ? AND workspace_path = ? "
+                "ORDER BY id DESC LIMIT 1 OFFSET ?)", (job, path, job, path, KEEP_RUNS))
+        return _record(row)
+
+    def mark_interrupted(self, ended_at: float) -> int:
+        """Runs left ``running`` by a daemon that stopped mid-run become ``failed``."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE job_runs SET status = 'failed', ended_at = ?, "
+                "message = 'interrupted: the daemon stopped during the run' "
+                "WHERE status = 'running'", (ended_at,))
+            changed = int(self.conn.changes())
+        return changed
+
+    def recent(self, job: str, root: Path, limit: int = 1, *,
+               include_dry_runs: bool = True) -> list[RunRecord]:
+        where = "" if include_dry_runs else " AND dry_run = 0"
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM job_runs WHERE job = ? AND workspace_path = ?{where} "
+            "ORDER BY id DESC LIMIT ?", (job, str(root), limit))
+        return [_record(r) for r in rows]
+
+    def last(self, job: str, root: Path) -> RunRecord | None:
+        found = self.recent(job, root, 1)
+        return found[0] if found else None
+
+    def last_ok(self, job: str, root: Path) -> RunRecord | None:
+        """The latest successful run that was not a dry run."""
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM job_runs WHERE job = ? AND workspace_path = ? "
+            "AND status = 'ok' AND dry_run = 0 ORDER BY id DESC LIMIT 1",
+            (job, str(root))).fetchone()
+        return None if row is None else _record(row)
+
+    # -- schedule anchors (catch-up) ---------------------------------------------------
+
+    def anchor(self, job: str, root: Path) -> float | None:
+        row = self.conn.execute(
+            "SELECT anchor FROM job_schedule WHERE job = ? AND workspace_path = ?",
+            (job, str(root))).fetchone()
+        return None if row is None else float(row[0])
+
+    def set_anchor(self, job: str, root: Path, when: float) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO job_schedule(job, workspace_path, anchor) VALUES (?, ?, ?) "
+                "ON CONFLICT(job, workspace_path) DO UPDATE SET anchor = excluded.anchor",
+                (job, str(root), when))
+
+    # -- sessions handled by the fallback summary --------------------------------------
+
+    def session_outcome(self, root: Path, session: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT outcome FROM job_sessions WHERE workspace_path = ? AND session = ?",
+            (str(root), session)).fetchone()
+        return None if row is None else str(row[0])
+
+    def record_session(self, root: Path, session: str, outcome: str, done_at: float,
+                       daily_path: str | None = None, daily_mtime_ns: int | None = None) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO job_sessions(workspace_path, session, outcome, "
+                "daily_path, daily_mtime_ns, done_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (str(root), session, outcome, daily_path, daily_mtime_ns, done_at))
+
+    def is_own_append(self, root: Path, daily_path: str, mtime_ns: int) -> bool:
+        """Whether a daily file's mtime is the one our own summary append left."""
+        row = self.conn.execute(
+            "SELECT 1 FROM job_sessions WHERE workspace_path = ? AND daily_path = ? "
+            "AND daily_mtime_ns = ?", (str(root), daily_path, mtime_ns)).fetchone()
+        return row is not None

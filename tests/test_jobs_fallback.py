@@ -1,0 +1,183 @@
+"""fallback summary: an idle session that left no daily note gets one summary, exactly once."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engine_util import IndexFactory, search
+from fakes.openai_server import FakeOpenAIServer
+from jobs_util import NOW, JobHarness, llm_config, set_mtime, transcript
+from memoryd.index.workspace import WorkspaceIndex
+
+pytestmark = pytest.mark.timeout(60)
+
+DAILY = "memory/2025-03-12.md"
+EARLIER = "# 2025-03-12\n\n- morning: standup notes\n"
+SUMMARY = "- Decided to adopt the kiwi protocol.\n- Open: benchmark it."
+
+
+@pytest.fixture
+def index(make_index: IndexFactory) -> WorkspaceIndex:
+    return make_index()
+
+
+@pytest.fixture
+def harness(make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path,
+            openai_server: FakeOpenAIServer) -> Iterator[JobHarness]:
+    h = JobHarness(make_index.ws, tmp_path / "state.sqlite",
+                   {"llm": llm_config(openai_server.base_url)}, index=index)
+    daily = h.write(DAILY, EARLIER)
+    set_mtime(daily, NOW - dt.timedelta(hours=5))  # before any session below
+    yield h
+    h.close()
+
+
+def add_session(h: JobHarness, sid: str, start: dt.datetime, last_write: dt.datetime,
+                extra: list[dict[str, object]] | None = None) -> Path:
+    path = h.write(f"sessions/{sid}.jsonl", transcript(
+        sid, [("user", "should we adopt the kiwi protocol?"),
+              ("assistant", "yes, it fits; we still need a benchmark")], start, extra))
+    set_mtime(path, last_write)
+    return path
+
+
+def test_an_idle_session_without_a_daily_note_is_summarised_exactly_once(
+        harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    openai_server.respond_chat(SUMMARY)
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    daily = (harness.root / DAILY).read_text()
+    assert daily == EARLIER + f"\n## Session summary (s1)\n\n{SUMMARY}\n"
+    assert record.report["summarised"] == [{"session": "sessions/s1.jsonl", "into": DAILY}]
+    prompt = openai_server.requests_to("chat")[0].body["messages"][1]["content"]
+    assert "user: should we adopt the kiwi protocol?" in prompt
+    assert [h.path for h in search(index, "kiwi").results] == [DAILY]  # indexed at once
+
+    harness.clock.advance(dt.timedelta(hours=1))
+    again = harness.run("fallback_summary")
+    assert again.status == "ok" and again.message == "no idle session needs a summary"
+    assert again.report["handled_before"] == 1
+    assert (harness.root / DAILY).read_text() == daily
+    assert len(openai_server.requests_to("chat")) == 1
+
+
+def test_a_session_that_wrote_the_daily_file_is_left_alone(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    set_mtime(harness.root / DAILY, NOW - dt.timedelta(hours=1, minutes=30))  # during it
+    before = (harness.root / DAILY).read_bytes()
+    record = harness.run("fallback_summary")
+    assert record.status == "ok" and not openai_server.requests
+    assert record.report["left_alone"] == [
+        {"session": "sessions/s1.jsonl", "reason": f"{DAILY} was written during the session"}]
+    assert (harness.root / DAILY).read_bytes() == before
+    assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") == "wrote_daily"
+
+
+def test_a_tool_call_naming_the_daily_file_counts_as_writing_it(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    call = {"type": "tool_call", "name": "write", "arguments": {"path": DAILY, "text": "x"}}
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1), [call])
+    record = harness.run("fallback_summary")
+    assert record.status == "ok" and not openai_server.requests
+    assert record.report["left_alone"][0]["reason"] == f"a tool call of the session wrote {DAILY}"
+
+
+def test_a_session_still_active_waits(harness: JobHarness,
+                                      openai_server: FakeOpenAIServer) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(minutes=40), NOW - dt.timedelta(minutes=10))
+    record = harness.run("fallback_summary")
+    assert record.status == "ok" and record.report["active"] == 1 and not openai_server.requests
+    assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") is None
+
+
+def test_without_an_llm_it_is_skipped_with_the_reason(harness: JobHarness) -> None:
+    del harness.data["llm"]
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    record = harness.run("fallback_summary")
+    assert record.status == "skipped" and "no LLM configured" in record.message
+    assert (harness.root / DAILY).read_text() == EARLIER
+
+
+def test_a_failed_summary_is_retried_next_run_and_then_written_once(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    openai_server.respond_status(500, endpoint="chat")
+    failed = harness.run("fallback_summary")
+    assert failed.status == "failed" and "HTTP 500" in failed.message
+    assert (harness.root / DAILY).read_text() == EARLIER
+    openai_server.respond_chat(SUMMARY)
+    assert harness.run("fallback_summary").status == "ok"
+    assert (harness.root / DAILY).read_text().count("## Session summary (s1)") == 1
+
+
+def test_a_summary_already_appended_is_recorded_not_written_twice(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    text = EARLIER + f"\n## Session summary (s1)\n\n{SUMMARY}\n"
+    daily = harness.write(DAILY, text)  # a run that stopped after appending
+    set_mtime(daily, NOW - dt.timedelta(hours=5))
+    record = harness.run("fallback_summary")
+    assert record.status == "ok" and not openai_server.requests
+    assert daily.read_text() == text
+    assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") == "summarised"
+
+
+def test_our_own_summary_append_is_not_mistaken_for_a_session_note(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    # Real time here: the append stamps the daily file with the real clock.
+    now = dt.datetime.now(harness.clock.tz).replace(microsecond=0)
+    harness.clock.set(now)
+    today = f"memory/{now.date().isoformat()}.md"
+    add_session(harness, "a", now - dt.timedelta(hours=3), now - dt.timedelta(hours=2))
+    openai_server.respond_chat("- summary of a")
+    assert harness.run("fallback_summary").status == "ok"
+    # Session b spans the moment of our append and wrote nothing itself.
+    add_session(harness, "b", now - dt.timedelta(minutes=50), now + dt.timedelta(minutes=1))
+    harness.clock.set(now + dt.timedelta(hours=1))
+    openai_server.respond_chat("- summary of b")
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    assert [s["session"] for s in record.report["summarised"]] == ["sessions/b.jsonl"]
+    text = (harness.root / today).read_text()
+    assert "## Session summary (a)" in text and "## Session summary (b)" in text
+
+
+def test_dry_run_lists_candidates_without_calling_the_llm(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    record = harness.run("fallback_summary", dry_run=True)
+    assert record.status == "ok" and not openai_server.requests
+    assert record.report["would_summarise"] == [
+        {"session": "sessions/s1.jsonl", "id": "s1", "into": DAILY}]
+    assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") is None
+
+
+def test_a_long_conversation_is_summarised_in_parts(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness.data["llm"].update(context_tokens=1400, max_output_tokens=500)
+    messages = [("user" if i % 2 else "assistant", f"message {i}: " + "lorem ipsum " * 30)
+                for i in range(12)]
+    path = harness.write("sessions/long.jsonl", transcript(
+        "long", messages, NOW - dt.timedelta(hours=2)))
+    set_mtime(path, NOW - dt.timedelta(hours=1))
+
+    def answer(body: dict[str, object]) -> str:
+        user = body["messages"][1]["content"]  # type: ignore[index]
+        return "- partial" if str(user).startswith("Conversation, part") else "- merged summary"
+
+    openai_server.answer_chat_with(answer)
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    prompts = [r.body["messages"][1]["content"] for r in openai_server.requests_to("chat")]
+    assert len(prompts) >= 3 and prompts[-1].startswith("Partial summaries")
+    assert all(f"message {i}:" in "\n".join(prompts[:-1]) for i in range(12))
+    assert (harness.root / DAILY).read_text().endswith(
+        "## Session summary (long)\n\n- merged summary\n")
+    assert json.dumps(record.report)  # small JSON
