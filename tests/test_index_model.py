@@ -39,3 +39,5 @@ def test_semantic_match_without_shared_words(
     assert resp.results[0].path == "memory/2024-03-03.md"
     # No query word occurs in the note, and the hybrid score still passes the default bar.
     assert search(ix, "doctor appointment").results[0].path == "memory/2024-03-01.md"
+    rrf = search(ix, "doctor appointment", fusion="rrf")
+    assert rrf.results and rrf.results[0].path == "memory/2024-03-01.md"

@@ -197,3 +197,11 @@ def test_snippet_shows_what_follows_a_match(make_index: IndexFactory) -> None:
     ix.sync()
     hit = search(ix, "camper van").results[0]
     assert "camper van" in hit.snippet and "old mill" in hit.snippet
+
+
+def test_huge_queries_are_bounded(ix) -> None:  # type: ignore[no-untyped-def]
+    words = " ".join(f"w{i}" for i in range(1300)) + " tea"
+    assert len(words) < 8192
+    search(ix, words)  # more terms than SQLite has variables for would fail without the cap
+    with pytest.raises(InvalidParams):
+        search(ix, "tea " * 5000)

@@ -79,3 +79,21 @@ def test_rewritten_transcript_is_reingested_from_the_start(make_index: IndexFact
     ix.sync()
     assert search(ix, "alpha", sources=("sessions",)).results == []
     assert paths(search(ix, "charlie", sources=("sessions",))) == ["sessions/s1.jsonl"]
+
+
+def test_a_transcript_larger_than_max_file_bytes_is_ingested_in_pieces(
+    make_index: IndexFactory,
+) -> None:
+    body = "".join(line("user", f"message number {i} about topic{i}") for i in range(400))
+    p = make_index.write("sessions/s1.jsonl", json.dumps(HEADER) + "\n" + body)
+    assert p.stat().st_size > 4 * 2048
+    ix = make_index({"index": {"sessions": True, "max_file_bytes": 2048}})
+    ix.sync()
+    assert paths(search(ix, "topic399", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    assert paths(search(ix, "topic0", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(line("assistant", "the very last word is zeppelin"))
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    assert paths(search(ix, "zeppelin", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    assert ix.status()["skipped"] == {}

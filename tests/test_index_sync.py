@@ -200,3 +200,46 @@ def test_a_busy_index_is_not_mistaken_for_a_corrupt_one(make_index: IndexFactory
         holder.close()
     assert not make_index.db.with_name("ws.sqlite.corrupt").exists()
     assert paths(search(make_index(), "bicycle")) == ["memory/2024-05-01.md"]
+
+
+def test_memory_md_under_two_names_is_indexed_once(make_index: IndexFactory) -> None:
+    import os
+
+    # One file, two names: what a case-insensitive file system (macOS) shows.
+    make_index.write("MEMORY.md", "# Memory\n\nThe cat is called Pixel.\n")
+    os.link(make_index.ws / "MEMORY.md", make_index.ws / "memory.md")
+    ix = make_index()
+    ix.sync()
+    assert paths(search(ix, "Pixel")) == ["MEMORY.md"]
+
+
+def test_watcher_filter_is_safe_while_the_writer_changes_the_file_list(
+    make_index: IndexFactory,
+) -> None:
+    import threading
+
+    for i in range(300):
+        make_index.write(f"memory/2024-01-{i % 28 + 1:02d}-{i}.md", f"- note {i}\n")
+    ix = make_index()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def ask() -> None:
+        try:
+            while not done.is_set():
+                ix.is_indexed_path(make_index.ws / "memory" / "x" / "y.md")
+        except BaseException as exc:  # a "dict changed size" would land here
+            errors.append(exc)
+
+    t = threading.Thread(target=ask)
+    t.start()
+    try:
+        for _ in range(3):
+            ix.sync(full=True)
+            for p in (make_index.ws / "memory").glob("2024-01-0*"):
+                p.unlink()
+            ix.sync()
+    finally:
+        done.set()
+        t.join()
+    assert errors == []

@@ -172,3 +172,23 @@ def test_vectors_follow_deleted_files(
     finally:
         conn.close()
     assert search(ix, "zeppelins", mode="vector", min_score=0.0).results == []
+
+
+def test_endpoint_changing_its_vector_width_degrades_then_rebuilds(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    for rel, text in NOTES.items():
+        make_index.write(rel, text)
+    ix = make_index(FAST, provider(openai_server))
+    ix.sync()
+    assert ix.wait_embedded(timeout=30)
+    ix.close()
+    make_index.made.remove(ix)
+    openai_server.dims = 32  # same endpoint and model, another width (e.g. a model swap)
+    again = make_index(FAST, provider(openai_server))
+    resp = search(again, "bicycle commuting")  # must not fail on the 64-wide table
+    assert paths(resp)[0] == "memory/2024-05-01.md"
+    assert resp.degraded
+    assert again.wait_embedded(timeout=30)
+    resp = search(again, "bicycle commuting unique-query-2")
+    assert resp.mode_used == "hybrid" and resp.degraded is None, resp.degraded

@@ -62,6 +62,7 @@ class Layout:
     def iter_files(self) -> Iterator[IndexedFile]:
         """Every indexed file that exists now, each once, in a stable order."""
         seen: set[str] = set()
+        inodes: set[tuple[int, int]] = set()  # MEMORY.md and memory.md are one file on macOS
         for rel in self._candidates():
             if rel in seen:
                 continue
@@ -69,7 +70,11 @@ class Layout:
             path = self.root / rel
             if source is None or not self._inside(path) or not path.is_file():
                 continue
+            st = path.stat()
+            if (st.st_dev, st.st_ino) in inodes:
+                continue
             seen.add(rel)
+            inodes.add((st.st_dev, st.st_ino))
             yield IndexedFile(rel, path, source)
 
     def _candidates(self) -> Iterator[str]:

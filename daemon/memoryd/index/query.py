@@ -18,11 +18,14 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 
+MAX_TERMS = 64  # a query is a question, not a document; also bounds the SQL it makes
+
+
 def query_terms(query: str) -> list[str]:
     """Distinct lower-cased words without stop words (all words when only stop words remain)."""
     words = list(dict.fromkeys(w.lower() for w in WORD_RE.findall(query)))
     kept = [w for w in words if w not in STOPWORDS]
-    return kept or words
+    return (kept or words)[:MAX_TERMS]
 
 
 def fts_match(terms: list[str]) -> str:

@@ -249,7 +249,9 @@ def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> li
         values = [(c, (v, t, l_)[signal]) for c, v, t, l_ in rows]
         ordered = sorted(((c, x) for c, x in values if x), key=lambda cx: -(cx[1] or 0.0))
         ranks.append({c.id: n for n, (c, _) in enumerate(ordered, 1)})
-    top = len(ranks) / (k + 1)  # first in every list: 1.0, so min_score keeps its meaning
+    # First in every list that has anything: 1.0, so min_score keeps its meaning (and a
+    # semantic-only hit can pass it when no chunk contains a query word).
+    top = max(1, sum(1 for r in ranks if r)) / (k + 1)
     out: list[Scored] = []
     for c, v, t, _l in rows:
         s = sum(1.0 / (k + r[c.id]) for r in ranks if c.id in r) / top

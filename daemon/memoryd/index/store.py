@@ -7,6 +7,7 @@ the ``read_*`` helpers, which any connection may use.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,8 +45,12 @@ FILE_COLS = (
 )
 
 
-def read_files(conn: apsw.Connection) -> dict[str, FileRow]:
-    return {r[0]: FileRow(*r) for r in db.rows(conn, f"SELECT {FILE_COLS} FROM files")}
+def read_files(conn: apsw.Connection, path: str | None = None) -> dict[str, FileRow]:
+    """Every file row, or the one of ``path``."""
+    where, args = ("WHERE path = ?", (path,)) if path is not None else ("", ())
+    return {
+        r[0]: FileRow(*r) for r in db.rows(conn, f"SELECT {FILE_COLS} FROM files {where}", args)
+    }
 
 
 def upsert_file(conn: apsw.Connection, row: FileRow) -> None:
@@ -91,6 +96,17 @@ def has_vec_table(conn: apsw.Connection) -> bool:
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
         ).fetchall()
     )
+
+
+def vec_table_dims(conn: apsw.Connection) -> int | None:
+    """The width of the vector table, or None when there is none."""
+    sql = db.scalar(
+        conn, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
+    )
+    if not sql:
+        return None
+    m = re.search(r"float\[(\d+)\]", str(sql))
+    return int(m.group(1)) if m else None
 
 
 def create_vec_table(conn: apsw.Connection, dims: int) -> None:

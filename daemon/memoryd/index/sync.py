@@ -103,10 +103,15 @@ class Syncer:
             and row.hash
             and row.mtime_ns == st.st_mtime_ns
             and row.size == st.st_size
+            and (f.source != SOURCE_SESSIONS or row.ingested >= row.size)
         ):
             if row.skipped_reason:
                 report.files_skipped += 1
                 report.skipped[f.rel] = row.skipped_reason
+            return
+        if f.source == SOURCE_SESSIONS:  # read from the stored offset, never whole
+            while self._sync_transcript(f, row, st, full, report):
+                row, full = self._row(f.rel), False
             return
         if st.st_size > self.max_file_bytes:
             reason = f"too large: {st.st_size} bytes > index.max_file_bytes {self.max_file_bytes}"
@@ -120,10 +125,10 @@ class Syncer:
         if b"\x00" in data[:BINARY_SNIFF_BYTES]:
             self._skip(f, st, "binary: contains NUL bytes", report)
             return
-        if f.source == SOURCE_SESSIONS:
-            self._sync_transcript(f, row, st, data, full, report)
-        else:
-            self._sync_markdown(f, row, st, data, full, report)
+        self._sync_markdown(f, row, st, data, full, report)
+
+    def _row(self, rel: str) -> FileRow | None:
+        return store.read_files(self.conn, rel).get(rel)
 
     def _skip(self, f: IndexedFile, st: os.stat_result, reason: str, report: SyncReport) -> None:
         row = FileRow(
@@ -195,42 +200,57 @@ class Syncer:
         f: IndexedFile,
         row: FileRow | None,
         st: os.stat_result,
-        data: bytes,
         full: bool,
         report: SyncReport,
-    ) -> None:
-        old_prefix_ok = (
-            row is not None
-            and not row.skipped_reason
-            and row.ingested <= len(data)
-            and row.hash
-            == hashlib.sha256(data[: min(SESSION_PREFIX_BYTES, row.ingested)]).hexdigest()
-        )
-        restart = full or row is None or not old_prefix_ok
-        if row is not None and not restart and row.ingested == len(data):
-            with self.conn:
-                store.upsert_file(self.conn, replace(row, mtime_ns=st.st_mtime_ns, size=st.st_size))
-            return
-        start_off = 0 if restart or row is None else row.tail_offset
-        start_line = 1 if restart or row is None else row.tail_line
-        old_end = 0 if restart or row is None else row.ingested
+    ) -> bool:
+        """Ingest what was appended since the stored offset (the last chunk is re-chunked as
+        it grows), at most ``max_file_bytes`` at a time; True when more is left to read."""
+        try:
+            with open(f.path, "rb") as fh:
+                prefix = fh.read(SESSION_PREFIX_BYTES)
+                if b"\x00" in prefix:
+                    self._skip(f, st, "binary: contains NUL bytes", report)
+                    return False
+                old_prefix_ok = (
+                    row is not None
+                    and not row.skipped_reason
+                    and row.ingested <= st.st_size
+                    and row.hash
+                    == hashlib.sha256(prefix[: min(SESSION_PREFIX_BYTES, row.ingested)]).hexdigest()
+                )
+                restart = full or row is None or not old_prefix_ok
+                start_off = 0 if restart or row is None else row.tail_offset
+                start_line = 1 if restart or row is None else row.tail_line
+                old_end = 0 if restart or row is None else row.ingested
+                fh.seek(start_off)
+                buf = fh.read(old_end - start_off + self.max_file_bytes)
+        except OSError as exc:
+            log.warning("file_unreadable", path=f.rel, error=str(exc))
+            return False
         # The old tail region was counted already; only lines after it add to `malformed`.
-        head = parse_transcript(data[start_off:old_end], first_line=start_line)
-        tail = parse_transcript(data[old_end:], first_line=start_line + head.lines_consumed)
+        head = parse_transcript(buf[: old_end - start_off], first_line=start_line)
+        tail = parse_transcript(
+            buf[old_end - start_off :], first_line=start_line + head.lines_consumed
+        )
+        if row is not None and not restart and tail.consumed == 0:
+            with self.conn:  # nothing new but a torn last line: remember the stat only
+                store.upsert_file(self.conn, replace(row, mtime_ns=st.st_mtime_ns, size=st.st_size))
+            return False
         messages = head.messages + tail.messages
         chunks: list[Chunk] = chunk_lines(
             messages, self.tokenizer, self.chunk_tokens, self.chunk_overlap
         )
         ingested = old_end + tail.consumed
         lines = start_line - 1 + head.lines_consumed + tail.lines_consumed
-        tail_line, tail_offset = (chunks[-1].start_line, 0) if chunks else (lines + 1, ingested)
+        tail_line, tail_offset = lines + 1, ingested
         if chunks:
-            tail_offset = _line_offset(data, start_off, start_line, tail_line)
+            tail_line = chunks[-1].start_line
+            tail_offset = start_off + _line_offset(buf, 0, start_line, tail_line)
         day = (row.day if row is not None and not restart else "") or _day(
             head.started_at or tail.started_at
         )
         malformed = (0 if restart or row is None else row.malformed) + tail.malformed
-        digest = hashlib.sha256(data[: min(SESSION_PREFIX_BYTES, ingested)]).hexdigest()
+        digest = hashlib.sha256(prefix[: min(SESSION_PREFIX_BYTES, ingested)]).hexdigest()
         new_row = FileRow(
             f.rel,
             f.source,
@@ -253,6 +273,8 @@ class Syncer:
             report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, day, chunks)
         report.files_changed += 1
         self.on_commit(f.rel, new_row)
+        truncated = len(buf) >= old_end - start_off + self.max_file_bytes
+        return truncated and ingested < st.st_size
 
 
 def _line_offset(data: bytes, start_off: int, start_line: int, line: int) -> int:

@@ -8,12 +8,17 @@ from memoryd.errors import InvalidParams
 from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS
 from memoryd.index.types import SearchRequest
 
+MAX_QUERY_CHARS = 8192
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def check_search_request(req: SearchRequest) -> None:
     if not isinstance(req.query, str) or not req.query.strip():
         raise InvalidParams("query must be a non-empty string")
+    if len(req.query) > MAX_QUERY_CHARS:
+        raise InvalidParams(
+            f"query must be at most {MAX_QUERY_CHARS} characters, got {len(req.query)}"
+        )
     if req.max_results is not None and not 1 <= req.max_results <= 100:
         raise InvalidParams(f"max_results must be 1..100, got {req.max_results}")
     if req.min_score is not None and not 0.0 <= req.min_score <= 1.0:

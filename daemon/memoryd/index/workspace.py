@@ -344,6 +344,9 @@ class WorkspaceIndex:
             while not self._closed:
                 if not self._embed_batch():
                     break
+        except Exception as exc:  # never silent: the future of this loop is not awaited
+            log.exception("embedding_loop_failed", workspace=str(self.root))
+            self._record_failure(f"{type(exc).__name__}: {exc}")
         finally:
             with self._lock:
                 self._embedding_running = False
@@ -392,7 +395,15 @@ class WorkspaceIndex:
             return
         dims = int(items[0][1][0][1].shape[0])
         with conn:
-            if not self._has_vec_table:
+            table_dims = store.vec_table_dims(conn)
+            if table_dims is not None and table_dims != dims:
+                # The endpoint now answers with another width: start the vectors over.
+                log.warning(
+                    "embedding_dims_changed", workspace=str(self.root), old=table_dims, new=dims
+                )
+                store.drop_vectors(conn)
+                table_dims = None
+            if table_dims is None:
                 store.create_vec_table(conn, dims)
                 self._has_vec_table = True
             store.write_vectors(
@@ -401,6 +412,23 @@ class WorkspaceIndex:
         with self._lock:
             self.generation += 1
             self._changed.notify_all()
+
+    def _rebuild_vectors_if_mismatched(self, dims: int) -> None:
+        """The provider's width no longer fits the vector table: start the vectors over."""
+
+        def rebuild() -> None:
+            conn = self._wconn
+            assert conn is not None
+            table = store.vec_table_dims(conn)
+            if table is not None and table != dims:
+                log.warning("embedding_dims_changed", workspace=str(self.root), old=table, new=dims)
+                with conn:
+                    store.drop_vectors(conn)
+                self._has_vec_table = False
+            self._kick_embedder()
+
+        with contextlib.suppress(RuntimeError):  # closing
+            self._writer.submit(rebuild)
 
     def _record_failure(self, reason: str) -> None:
         with self._lock:
@@ -513,17 +541,37 @@ class WorkspaceIndex:
                     degraded = f"{pending} chunks still waiting for vectors"
                 if not usable:
                     degraded = f"vectors not built yet ({pending} chunks pending)"
-            hits, mode_used = run_search(
-                r.conn,
-                r.tokenize,
-                req,
-                self.config.search,
-                qvec,
-                usable,
-                self._line_stems,
-                self.config.index.vector_window_tokens,
-                self._indexed_sources,
-            )
+            try:
+                hits, mode_used = run_search(
+                    r.conn,
+                    r.tokenize,
+                    req,
+                    self.config.search,
+                    qvec,
+                    usable,
+                    self._line_stems,
+                    self.config.index.vector_window_tokens,
+                    self._indexed_sources,
+                )
+            except apsw.Error as exc:
+                if qvec is None:
+                    raise
+                # A vector table that no longer fits the provider (dims changed) must not
+                # fail searches: answer by keyword, say why, and let the embedder rebuild.
+                log.warning("vector_search_failed", workspace=str(self.root), error=str(exc))
+                self._rebuild_vectors_if_mismatched(int(qvec.shape[0]))
+                degraded = f"vector search failed, keyword results only: {exc}"
+                hits, mode_used = run_search(
+                    r.conn,
+                    r.tokenize,
+                    req,
+                    self.config.search,
+                    None,
+                    False,
+                    self._line_stems,
+                    self.config.index.vector_window_tokens,
+                    self._indexed_sources,
+                )
         p = self.provider
         return SearchResponse(
             results=hits,
@@ -561,11 +609,13 @@ class WorkspaceIndex:
         rel = self.layout.rel(Path(os.path.abspath(path)))
         if rel is None:
             return False
-        if self.layout.classify(rel) is not None or rel in self._file_state:
+        with self._lock:  # the writer thread changes _file_state meanwhile
+            known = rel in self._file_state or any(
+                k.startswith(rel + "/") for k in self._file_state
+            )
+        if known or self.layout.classify(rel) is not None:
             return True
-        return any(k.startswith(rel + "/") for k in self._file_state) or (
-            (rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
-        )
+        return (rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
 
     def _read_dir_mtimes(self) -> dict[str, int]:
         out = {}
