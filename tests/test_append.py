@@ -146,3 +146,49 @@ def test_append_to_a_missing_workspace_folder_creates_nothing(tmp_path: Path) ->
     with pytest.raises(Unavailable, match="missing"):
         Appender().append(gone, "x", DAY)
     assert not gone.exists()
+
+
+def test_an_external_appender_loses_nothing_while_we_append(tmp_path: Path) -> None:
+    """Another process appending (here: a thread holding the file open O_APPEND, like a
+    shell's ``>>`` or an agent's log handle) keeps every line: we never rewrite the file."""
+    app = Appender()
+    path = daily_path(tmp_path, DAY)
+    app.append(tmp_path, "first", DAY)
+    stop = threading.Event()
+    written: list[int] = []
+
+    def external() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            n = 0
+            while not stop.is_set() or n < 200:
+                os.write(fd, f"ext {n}\n".encode())
+                written.append(n)
+                n += 1
+        finally:
+            os.close(fd)
+
+    t = threading.Thread(target=external)
+    t.start()
+    try:
+        results = [app.append(tmp_path, f"ours {i}", DAY) for i in range(200)]
+    finally:
+        stop.set()
+        t.join()
+    lines = path.read_text().split("\n")
+    assert sorted(line for line in lines if line.startswith("ext ")) == sorted(
+        f"ext {n}" for n in written)
+    assert [line for line in lines if line.startswith("ours ")] == [
+        f"ours {i}" for i in range(200)]
+    for i, res in enumerate(results):  # each reported range points at its own block
+        assert lines_of(path, res.start_line, res.end_line) == [f"ours {i}"]
+
+
+def test_a_memory_folder_symlinked_outside_is_refused_and_nothing_is_created(
+        tmp_path: Path) -> None:
+    ws, outside = tmp_path / "ws", tmp_path / "elsewhere" / "memory"
+    ws.mkdir()
+    (ws / "memory").symlink_to(outside)  # dangling: the target does not exist yet
+    with pytest.raises(ForbiddenPath):
+        Appender().append(ws, "leak", DAY)
+    assert not (tmp_path / "elsewhere").exists()

@@ -181,3 +181,43 @@ def test_a_long_conversation_is_summarised_in_parts(
     assert (harness.root / DAILY).read_text().endswith(
         "## Session summary (long)\n\n- merged summary\n")
     assert json.dumps(record.report)  # small JSON
+
+
+def test_impossible_timestamps_in_a_transcript_are_ignored(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    """A year-1 date, -Infinity or NaN on a line would break the date arithmetic; such
+    lines' timestamps are ignored and the session is handled as usual."""
+    bad = [{"type": "message", "timestamp": "0001-01-01T00:00:00",
+            "message": {"role": "user", "content": "from the year one"}},
+           {"type": "message", "timestamp": float("-inf"),
+            "message": {"role": "user", "content": "from minus infinity"}},
+           {"type": "message", "timestamp": float("nan"), "message": {"timestamp": 1e300}}]
+    path = add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1),
+                       bad)
+    assert "-Infinity" in path.read_text() and "NaN" in path.read_text()
+    openai_server.respond_chat(SUMMARY)
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    assert record.report["summarised"] == [{"session": "sessions/s1.jsonl", "into": DAILY}]
+
+
+def test_a_session_that_cannot_be_handled_does_not_stop_the_others(
+        harness: JobHarness, openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """s1's daily file (yesterday's) leads outside the workspace: s1 fails, s2 (handled
+    after it) is summarised all the same, and s1 is retried next run."""
+    outside = tmp_path / "outside.md"
+    outside.write_text("not ours\n")
+    set_mtime(outside, NOW - dt.timedelta(days=3))
+    (harness.root / "memory" / "2025-03-11.md").symlink_to(outside)
+    add_session(harness, "s1", NOW - dt.timedelta(hours=28), NOW - dt.timedelta(hours=27))
+    add_session(harness, "s2", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    openai_server.respond_chat(SUMMARY)
+    openai_server.respond_chat(SUMMARY)
+    record = harness.run("fallback_summary")
+    assert record.status == "failed" and "sessions/s1.jsonl" in record.message
+    assert record.report["summarised"] == [{"session": "sessions/s2.jsonl", "into": DAILY}]
+    assert [f["session"] for f in record.report["failed"]] == ["sessions/s1.jsonl"]
+    assert "ForbiddenPath" in record.report["failed"][0]["error"]
+    assert outside.read_text() == "not ours\n"
+    assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") is None
+    assert harness.history.session_outcome(harness.root, "sessions/s2.jsonl") == "summarised"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ import pytest
 from engine_util import IndexFactory, search
 from jobs_util import NOW, JobHarness, set_mtime, transcript
 from memoryd.index.workspace import WorkspaceIndex
+from memoryd.jobs.history import RunRecord
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -121,3 +124,26 @@ def test_old_daily_files_move_to_the_archive_and_stay_searchable(
     assert late.exists()
     hits = search(index, "axolotl").results
     assert [h.path for h in hits] == ["memory/archive/2025/2025-01-05.md"]
+
+
+def test_moving_a_daily_file_waits_for_an_append_in_progress(harness: JobHarness) -> None:
+    """The move holds the Appender's lock for the file: an append that holds it (here: we
+    hold it and write, as Appender.append does) is never split by the link/unlink pair."""
+    harness.data["jobs"] = {"retention": {"daily_archive_days": 30}}
+    old = harness.write("memory/2025-01-05.md", "- the axolotl decision\n")
+    set_mtime(old, dt.datetime(2025, 1, 5, 22, 0, tzinfo=NOW.tzinfo))
+    moved = harness.root / "memory" / "archive" / "2025" / "2025-01-05.md"
+    records: list[RunRecord] = []
+    with harness.appender.lock_for(old.resolve()):
+        job = threading.Thread(target=lambda: records.append(harness.run("retention")))
+        job.start()
+        time.sleep(0.5)  # long enough for a move that does not wait to have happened
+        assert old.exists() and not moved.exists()
+        with old.open("a") as f:  # the append the move waited for
+            f.write("\n- a late note\n")
+    job.join(timeout=30)
+    assert records and records[0].status == "ok"
+    assert records[0].report["left_alone"] == [
+        {"path": "memory/2025-01-05.md", "reason": "written during the run"}]
+    assert old.read_text() == "- the axolotl decision\n\n- a late note\n"
+    assert not moved.exists()

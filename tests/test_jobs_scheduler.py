@@ -307,3 +307,18 @@ def test_a_run_left_running_by_a_dead_daemon_is_marked_failed_at_the_next_start(
     rig.scheduler.recover()
     (record,) = rig.history.recent("probe", rig.root, 5)
     assert record.status == "failed" and "the daemon stopped during the run" in record.message
+
+
+def test_a_scheduled_run_still_happens_when_recording_it_fails(rig: Rig) -> None:
+    """The state database failing (here: closed under the scheduler) is logged; the run
+    it would have recorded is not lost."""
+    async def go() -> None:
+        rig.scheduler.start()
+        await rig.settle()
+        rig.state.close()  # every write of the anchor and of the run record now fails
+        rig.clock.set(at(2025, 3, 9, 3, 0))
+        await rig.settle()
+        await rig.scheduler.stop(5)
+
+    asyncio.run(go())
+    assert [ctx.now for ctx in rig.probe.runs] == [at(2025, 3, 9, 3, 0)]

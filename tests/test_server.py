@@ -7,7 +7,9 @@ import datetime as dt
 import os
 import socket
 import struct
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +22,7 @@ from daemon_util import DaemonThread, RawConn, error_code, run_daemon, short_hom
 from memoryd.app import Daemon
 from memoryd.append import daily_path
 from memoryd.params import Params
-from memoryd.server import Request
+from memoryd.server import MAX_IN_FLIGHT_PER_CONNECTION, Request
 from memoryd_client import protocol
 
 
@@ -143,6 +145,32 @@ def test_pipelined_requests_are_all_answered_with_their_ids(md_daemon: DaemonThr
         assert ("workspaces" in answers[i]) == (m == "workspace.list")
 
 
+def test_a_client_pipelining_without_reading_is_held_back_not_buffered(md_home: Path) -> None:
+    """500 requests for a 40 kB answer, none read: the daemon stops reading that socket
+    once MAX_IN_FLIGHT_PER_CONNECTION are in flight, and serves other connections."""
+    ws = make_workspace(md_home / "ws")
+    (ws / "MEMORY.md").write_text("some words on a line\n" * 2000)
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        assert d.daemon is not None
+        server = d.daemon.server
+        c.result("workspace.add", {"path": str(ws)})
+        c.send_raw(b"".join(protocol.pack(protocol.request(i, "get", {"path": "MEMORY.md"}))
+                            for i in range(1000, 1500)))
+        peak = 0
+        for _ in range(100):  # 1 s: long enough for every request the daemon reads to start
+            peak = max(peak, server.in_flight)
+            time.sleep(0.01)
+        assert 0 < peak <= MAX_IN_FLIGHT_PER_CONNECTION
+        with RawConn(d.socket_path) as other:
+            assert other.result("hello")["server"] == "memoryd"
+        answered = 0
+        while answered < 500:  # reading now: every request is answered after all
+            frame = c.frame()
+            if frame.get("id", 0) >= 1000 and "event" not in frame:
+                assert frame["ok"], frame
+                answered += 1
+
+
 def test_oversize_frame_is_too_large_before_the_body_and_closes(md_home: Path) -> None:
     with DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d, \
             RawConn(d.socket_path) as c:
@@ -240,6 +268,24 @@ def test_connection_from_another_uid_is_refused(md_daemon: DaemonThread) -> None
     assert "uid 65534" in report["frame"]["error"]["message"]
     assert report["closed"]
     with RawConn(sock_path) as c:  # our own uid is still served
+        assert c.result("hello")["server"] == "memoryd"
+
+
+def test_a_peer_whose_credentials_cannot_be_read_is_refused(
+        md_daemon: DaemonThread, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail closed: the BSD/macOS path (getpeereid) failing refuses the connection. On
+    Linux glibc has no getpeereid, so taking that path is a real failure to tell."""
+    if not sys.platform.startswith("linux"):
+        pytest.skip("forces the getpeereid path where it cannot work (Linux)")
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with capture_logs() as logs, RawConn(md_daemon.socket_path) as c:
+        frame = c.recv()
+        assert c.closed_by_peer()
+    monkeypatch.undo()
+    assert error_code(frame) == "protocol_error"
+    assert "cannot verify" in frame["error"]["message"]
+    assert any(e["event"] == "peer_refused" for e in logs)
+    with RawConn(md_daemon.socket_path) as c:
         assert c.result("hello")["server"] == "memoryd"
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
 
+from memoryd.jobs.history import History
 from memoryd.state import MIGRATIONS, StateDB, StateError
 
 
@@ -51,3 +53,41 @@ def test_workspace_registry_persists(tmp_path: Path) -> None:
     assert db.remove_workspace(Path("/w/notes")) is False
     assert [w.name for w in db.workspaces()] == ["agent"]
     db.close()
+
+
+def test_history_and_state_are_safe_from_many_threads(tmp_path: Path) -> None:
+    """One apsw connection serves the event loop and every job thread at once."""
+    state = StateDB(tmp_path / "state.sqlite")
+    history = History(state)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(12)
+
+    def worker(i: int) -> None:
+        root = tmp_path / f"ws{i % 3}"
+        try:
+            barrier.wait()
+            for j in range(60):
+                run_id = history.start("retention", root, "w", trigger="manual",
+                                       dry_run=False, scheduled_for=None, started_at=j)
+                history.recent("retention", root, 5)
+                history.record_session(root, f"s{i}-{j}", "empty", j)
+                assert history.session_outcome(root, f"s{i}-{j}") == "empty"
+                history.is_own_append(root, "memory/x.md", j)
+                history.set_anchor("retention", root, j)
+                history.anchor("retention", root)
+                history.last_ok("retention", root)
+                history.finish(run_id, "ok", "done", {"i": i, "j": j}, j + 1)
+                if j % 10 == 0:
+                    state.add_workspace(f"w{i}-{j}", tmp_path / f"w{i}-{j}")
+                    state.workspaces()
+                    state.remove_workspace(tmp_path / f"w{i}-{j}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    state.close()
+    assert errors == []

@@ -41,6 +41,7 @@ from memoryd.workspaces import Registry, Workspace
 from memoryd_client.paths import Paths
 
 log = get_logger("memoryd.daemon")
+WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 
 
 class Daemon:
@@ -71,6 +72,10 @@ class Daemon:
         self.watcher = Watcher(config.server.debounce_ms)
         self.readers = ThreadPoolExecutor(config.server.reader_threads,
                                           thread_name_prefix="memoryd-reader")
+        # Long waits (reindex wait=true: until every vector is embedded) get their own
+        # threads: waits abandoned by their clients must not starve the default executor,
+        # which append and workspace changes use.
+        self.waiters = ThreadPoolExecutor(WAIT_THREADS, thread_name_prefix="memoryd-wait")
         self.methods = Methods(self)
         self.server = Server(self.methods.dispatch,
                              max_frame_bytes=config.server.max_frame_bytes)
@@ -195,6 +200,7 @@ class Daemon:
         if self._registry is not None:
             await self._registry.close()
         self.readers.shutdown(wait=False, cancel_futures=True)
+        self.waiters.shutdown(wait=False, cancel_futures=True)
         self._close_sync()
         log.info("shutdown", ms=round((time.perf_counter() - started) * 1000, 1),
                  cancelled_requests=cancelled, forced=self._force.is_set())

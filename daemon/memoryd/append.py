@@ -1,14 +1,26 @@
 """The ``append`` method: add a block to ``memory/YYYY-MM-DD.md`` without disturbing it.
 
-Existing bytes stay byte-identical (the new file is the old one plus a suffix), the file
-is replaced atomically (fsutil), and appends to one file are serialised by a lock per
-file. An agent writing the same file at the same moment is not locked out by us, so the
-rename only happens if the file is still the one we read; otherwise we read it again.
+Existing bytes are never rewritten: the block (with its blank-line separator and, when the
+file's last section is not already it, its ``## heading``) is built first and added with
+one ``write`` on a descriptor opened ``O_APPEND``, then fsynced. Appends to one file from
+this daemon are serialised by a lock per file.
+
+Why not temp file + fsync + rename, as for the other memory files (fsutil.atomic_write)?
+A daily log is append-only and shared: an agent (or a shell ``>>``) may append to it at
+the same moment, or hold it open ``O_APPEND``. Rewriting the whole file and renaming it
+over the old one would lose whatever they wrote between our read and our rename, and a
+writer holding the old file open would keep writing to the unlinked old inode. An
+``O_APPEND`` write of the suffix is the safer atomic primitive here: the kernel places it
+at the end of the file as it is at that moment, so concurrent appenders are never lost
+and the bytes already there are never touched (a reader sees the file end either before
+our block or after it; a crash can at worst leave part of the block at the end). Only a
+brand-new file is created, exclusively (``O_CREAT|O_EXCL``), then fsynced with its folder.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import threading
 from dataclasses import dataclass
@@ -16,9 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.errors import ForbiddenPath, InvalidParams, MemorydError, Unavailable
-from memoryd.fsutil import atomic_write
+from memoryd.fsutil import fsync_dir
 
 MAX_ATTEMPTS = 5
+_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,29 @@ def normalise_heading(heading: str | None) -> str | None:
     return clean or None
 
 
+
+def _pread_all(fd: int, size: int) -> bytes:
+    """The first ``size`` bytes of the open file (fewer if it is shorter now)."""
+    parts: list[bytes] = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(_READ_CHUNK, size - offset), offset)
+        if not chunk:
+            break
+        parts.append(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """One ``write`` call for the whole suffix (a regular file takes it all at once; the
+    loop only covers a short write, e.g. a full disk, which then raises on the retry)."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 class Appender:
     """Appends daily-file blocks; one instance per daemon (its locks are per file)."""
 
@@ -86,7 +124,7 @@ class Appender:
 
     def lock_for(self, path: Path) -> threading.Lock:
         """The lock serialising writes to the daily file ``path`` (resolved); other writers
-        of daily files in this process (the fallback-summary job) take it too."""
+        of daily files in this process (the fallback-summary job, retention's move) take it."""
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
@@ -100,34 +138,58 @@ class Appender:
         if not root.is_dir():  # never create a missing (unmounted?) workspace folder
             raise Unavailable(f"workspace folder {root} is missing")
         target = daily_path(root, date)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        real = target.resolve()  # a symlinked daily file is written through, if it stays inside
-        if not real.is_relative_to(root):
-            raise ForbiddenPath(f"{target} resolves outside the workspace ({real})",
-                                {"path": str(target.relative_to(root))})
-        with self.lock_for(real):
-            for _ in range(MAX_ATTEMPTS):
-                try:
-                    before = os.stat(real)
-                    existing = real.read_bytes()
-                except FileNotFoundError:
-                    before, existing = None, b""
-                suffix, start, end = build_suffix(existing, text, heading)
-                if not self._unchanged(real, before, len(existing)):
-                    continue
-                atomic_write(real, existing + suffix)
-                return AppendResult(path=target.relative_to(root).as_posix(), abs_path=real,
-                                    start_line=start, end_line=end, bytes=len(suffix))
+        rel = target.relative_to(root).as_posix()
+        for _ in range(MAX_ATTEMPTS):
+            # Containment first, creation after: a ``memory`` symlink (or a daily-file
+            # symlink) leading outside the workspace is refused before anything is made.
+            folder = target.parent.resolve()
+            real = target.resolve()  # a symlinked daily file is written through, if inside
+            for path in (folder, real):
+                if not path.is_relative_to(root):
+                    raise ForbiddenPath(f"{target} resolves outside the workspace ({path})",
+                                        {"path": rel})
+            folder.mkdir(parents=True, exist_ok=True)
+            with self.lock_for(real):
+                result = self._append_once(real, text, heading)
+            if result is not None:
+                start, end, size = result
+                return AppendResult(path=rel, abs_path=real, start_line=start, end_line=end,
+                                    bytes=size)
         raise MemorydError(f"{target} kept changing while appending; try again")
 
     @staticmethod
-    def _unchanged(path: Path, before: os.stat_result | None, size: int) -> bool:
-        """Whether ``path`` is still what we read (another writer did not get in between)."""
+    def _append_once(real: Path, text: str,
+                     heading: str | None) -> tuple[int, int, int] | None:
+        """Append to (or create) ``real``: (start line, end line, bytes), or None when it
+        changed under us (created meanwhile, or became a symlink): resolve and try again."""
+        created = False
         try:
-            now = os.stat(path)
+            fd = os.open(real, _OPEN_FLAGS)
         except FileNotFoundError:
-            return before is None
-        if before is None:
-            return False
-        return (now.st_ino, now.st_mtime_ns, now.st_size) == (
-            before.st_ino, before.st_mtime_ns, size)
+            try:
+                fd = os.open(real, _CREATE_FLAGS, 0o666)  # less the umask, as any new file
+            except FileExistsError:  # another writer created it first: append to theirs
+                return None
+            created = True
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # replaced by a symlink since we resolved it
+                return None
+            raise
+        try:
+            # Read through the descriptor we write with: the same inode, whatever renames.
+            # A concurrent external append between this read and our write only shifts
+            # where our block lands; the line range is computed from where it did land.
+            existing = _pread_all(fd, os.fstat(fd).st_size)
+            suffix, _, _ = build_suffix(existing, text, heading)
+            _write_all(fd, suffix)
+            os.fsync(fd)
+            begin = os.lseek(fd, 0, os.SEEK_CUR) - len(suffix)  # where the suffix went
+            prefix = (existing if begin == len(existing)
+                      else _pread_all(fd, begin))  # someone else appended in between
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(real.parent)
+        # The suffix is separator newlines, then the block, which ends with a newline.
+        end = prefix.count(b"\n") + suffix.count(b"\n")
+        return end - suffix.lstrip(b"\n").count(b"\n") + 1, end, len(suffix)

@@ -234,9 +234,10 @@ class Methods:
         req.log_fields["workspace"] = ws.name
         progress = progress_callback(req.emit)
         report = await asyncio.wrap_future(index.submit_sync(None, full=full, progress=progress))
-        if wait:
-            await asyncio.to_thread(index.wait_embedded, None, progress)
-        status = await asyncio.get_running_loop().run_in_executor(self.d.readers, index.status)
+        loop = asyncio.get_running_loop()
+        if wait:  # its own executor: an abandoned long wait must not starve append
+            await loop.run_in_executor(self.d.waiters, index.wait_embedded, None, progress)
+        status = await loop.run_in_executor(self.d.readers, index.status)
         out = report.to_dict()
         out["vectors_pending"] = int(status.get("pending_vectors", 0))
         return out

@@ -1,7 +1,8 @@
 """Who is at the other end of a Unix socket: SO_PEERCRED on Linux, getpeereid on BSD/macOS.
 
 The socket directory is private already; this is the second wall, so that a loosened
-directory mode or an inherited descriptor still cannot let another user in.
+directory mode or an inherited descriptor still cannot let another user in. It fails
+closed: when the peer cannot be identified, the server refuses the connection.
 """
 
 from __future__ import annotations
@@ -21,9 +22,13 @@ class PeerCredentials:
 
 
 def peer_credentials(sock: socket.socket) -> PeerCredentials | None:
-    """The peer's uid (and pid on Linux), or None when this platform cannot tell."""
+    """The peer's uid (and pid on Linux), or None when it cannot be told (the platform
+    lacks the call, or the call failed): the caller must then refuse the peer."""
     if sys.platform.startswith("linux"):
-        raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        try:
+            raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        except OSError:
+            return None
         pid, uid, _gid = struct.unpack("3i", raw)
         return PeerCredentials(uid=uid, pid=pid or None)
     return _getpeereid(sock)

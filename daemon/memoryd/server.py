@@ -3,7 +3,10 @@
 Per connection: check the peer's uid, then read frames. A bad frame is answered
 (``protocol_error`` / ``too_large``) and that connection closed; everything else carries
 on. Each request runs as its own task, so pipelined requests are served concurrently and
-answered in completion order, each response carrying its request id.
+answered in completion order, each response carrying its request id. At most
+``MAX_IN_FLIGHT_PER_CONNECTION`` requests of one connection run at once: while that many
+are in flight, no further frame is read from it (back-pressure through the socket, so a
+client that pipelines without reading its answers cannot grow the daemon's memory).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from memoryd_client.protocol import ErrorCode, FrameError
 log = get_logger("memoryd.server")
 
 Emit = Callable[[str, dict[str, Any]], None]
+MAX_IN_FLIGHT_PER_CONNECTION = 64
 
 
 @dataclass
@@ -47,10 +51,12 @@ Dispatch = Callable[[Request], Awaitable[Outcome]]
 
 
 class _Connection:
-    def __init__(self, writer: asyncio.StreamWriter, peer_pid: int | None) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, peer_pid: int | None,
+                 max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION) -> None:
         self.writer = writer
         self.peer_pid = peer_pid
         self.lock = asyncio.Lock()
+        self.slots = asyncio.Semaphore(max_in_flight)  # a request in flight holds one
         self.tasks: set[asyncio.Task[None]] = set()
         self.closed = False
 
@@ -74,9 +80,11 @@ class _Connection:
 
 
 class Server:
-    def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int) -> None:
+    def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int,
+                 max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION) -> None:
         self.dispatch = dispatch
         self.max_frame_bytes = max_frame_bytes
+        self.max_in_flight = max_in_flight  # per connection
         self.shutting_down = False
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[_Connection] = set()
@@ -120,8 +128,15 @@ class Server:
                                 writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         creds = peer_credentials(sock) if sock is not None else None
-        conn = _Connection(writer, creds.pid if creds else None)
-        if creds is not None and creds.uid != self._uid:
+        conn = _Connection(writer, creds.pid if creds else None, self.max_in_flight)
+        if creds is None:  # fail closed: a peer we cannot identify is not let in
+            log.warning("peer_refused", reason="peer credentials unavailable")
+            await conn.send(protocol.pack(protocol.error(
+                None, ErrorCode.PROTOCOL_ERROR,
+                "connection refused: the daemon cannot verify who is connecting")))
+            conn.close()
+            return
+        if creds.uid != self._uid:
             log.warning("peer_refused", peer_uid=creds.uid, peer_pid=creds.pid,
                         reason="foreign uid")
             await conn.send(protocol.pack(protocol.error(
@@ -148,32 +163,47 @@ class Server:
     async def _read_loop(self, reader: asyncio.StreamReader, conn: _Connection) -> None:
         """Read and dispatch frames until the end of stream or the first bad frame."""
         while True:
+            await conn.slots.acquire()  # a free slot before reading: back-pressure
+            dispatched = False
             try:
-                header = await reader.readexactly(protocol.HEADER.size)
-            except asyncio.IncompleteReadError as exc:
-                if exc.partial:
-                    await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, "truncated frame header")
+                dispatched = await self._read_one(reader, conn)
+            finally:
+                if not dispatched:
+                    conn.slots.release()
+            if not dispatched:
                 return
+
+    async def _read_one(self, reader: asyncio.StreamReader, conn: _Connection) -> bool:
+        """Read one frame and start its request (True), or answer a bad frame or see the
+        end of stream (False: stop reading). The started request releases its slot."""
+        try:
+            header = await reader.readexactly(protocol.HEADER.size)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, "truncated frame header")
+            return False
+        try:
+            length = protocol.frame_length(header, self.max_frame_bytes)
             try:
-                length = protocol.frame_length(header, self.max_frame_bytes)
-                try:
-                    body = await reader.readexactly(length)
-                except asyncio.IncompleteReadError:
-                    raise FrameError(ErrorCode.PROTOCOL_ERROR,
-                                     f"truncated frame: expected {length} bytes") from None
-                req = self._parse(protocol.unpack(body), conn)
-            except FrameError as exc:
-                await self._refuse(conn, exc.code, exc.message)
-                return
-            except _BadRequest as exc:
-                await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, exc.message, exc.req_id,
-                                   exc.data)
-                return
-            task = asyncio.create_task(self._handle(conn, req))
-            conn.tasks.add(task)
-            self._tasks.add(task)
-            task.add_done_callback(conn.tasks.discard)
-            task.add_done_callback(self._tasks.discard)
+                body = await reader.readexactly(length)
+            except asyncio.IncompleteReadError:
+                raise FrameError(ErrorCode.PROTOCOL_ERROR,
+                                 f"truncated frame: expected {length} bytes") from None
+            req = self._parse(protocol.unpack(body), conn)
+        except FrameError as exc:
+            await self._refuse(conn, exc.code, exc.message)
+            return False
+        except _BadRequest as exc:
+            await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, exc.message, exc.req_id,
+                               exc.data)
+            return False
+        task = asyncio.create_task(self._handle(conn, req))
+        conn.tasks.add(task)
+        self._tasks.add(task)
+        task.add_done_callback(conn.tasks.discard)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _: conn.slots.release())
+        return True
 
     async def _refuse(self, conn: _Connection, code: str, message: str,
                       req_id: int | None = None, data: dict[str, Any] | None = None) -> None:

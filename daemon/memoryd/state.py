@@ -7,6 +7,7 @@ applied ones): the next start applies it.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,20 +78,28 @@ class RegisteredWorkspace:
 
 
 class StateDB:
-    """A small apsw connection wrapper; apsw serialises calls, so any thread may use it."""
+    """A small apsw connection wrapper that any thread may use.
+
+    apsw refuses concurrent use of one connection ("Connection is busy in another thread":
+    e.g. one thread iterating a cursor while another executes), and two threads' ``with
+    conn:`` blocks would nest into one transaction. So every use of ``conn`` (here and in
+    jobs/history.py) holds ``lock``, an RLock so that methods may call each other.
+    """
 
     def __init__(self, path: Path, migrations: list[tuple[str, str]] | None = None) -> None:
         self.path = path
+        self.lock = threading.RLock()
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self.conn = apsw.Connection(str(path))
         except apsw.Error as exc:
             raise StateError(f"cannot open the state database {path}: {exc}") from None
         try:
-            self.conn.set_busy_timeout(5000)
-            self.conn.pragma("journal_mode", "wal")
-            self.conn.pragma("synchronous", "normal")
-            self.applied = self._migrate(MIGRATIONS if migrations is None else migrations)
+            with self.lock:
+                self.conn.set_busy_timeout(5000)
+                self.conn.pragma("journal_mode", "wal")
+                self.conn.pragma("synchronous", "normal")
+                self.applied = self._migrate(MIGRATIONS if migrations is None else migrations)
         except apsw.Error as exc:
             self.conn.close()
             raise StateError(f"cannot open the state database {path}: {exc}") from None
@@ -112,23 +121,27 @@ class StateDB:
         return applied
 
     def migrations(self) -> list[str]:
-        return [row[0] for row in
-                self.conn.execute("SELECT name FROM migrations ORDER BY name")]
+        with self.lock:
+            return [row[0] for row in
+                    self.conn.execute("SELECT name FROM migrations ORDER BY name")]
 
     def workspaces(self) -> list[RegisteredWorkspace]:
-        rows = self.conn.execute("SELECT name, path, added_at FROM workspaces ORDER BY added_at")
-        return [RegisteredWorkspace(str(n), Path(str(p)), float(a)) for n, p, a in rows]
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT name, path, added_at FROM workspaces ORDER BY added_at")
+            return [RegisteredWorkspace(str(n), Path(str(p)), float(a)) for n, p, a in rows]
 
     def add_workspace(self, name: str, path: Path) -> None:
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute("INSERT INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
                               (name, str(path), time.time()))
 
     def remove_workspace(self, path: Path) -> bool:
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute("DELETE FROM workspaces WHERE path = ?", (str(path),))
             removed = self.conn.changes() > 0
         return removed
 
     def close(self) -> None:
-        self.conn.close()
+        with self.lock:
+            self.conn.close()

@@ -8,13 +8,16 @@ user/assistant messages are summarised and appended to the daily file of its las
 under ``## Session summary (<session id>)``, through the same serialised path as the
 ``append`` method. The decision is recorded in the state database, so each session is
 handled at most once; a heading already in the file (a run that stopped after appending)
-is recorded rather than written twice.
+is recorded rather than written twice. A session that cannot be handled (its LLM call
+fails, or anything unexpected while reading or appending it) is listed as failed in the
+run's report and retried next run; the other sessions are handled all the same.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,15 +26,19 @@ from typing import Any, Final
 from memoryd.append import daily_path
 from memoryd.index.sessions import parse_transcript
 from memoryd.jobs import _text
-from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.jobs.base import JobContext, JobFailed, JobOutcome, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
+from memoryd.logs import get_logger
+
+log = get_logger("memoryd.jobs")
 
 NAME: Final = "fallback_summary"
 SPAN_SLACK_S: Final = 120.0  # clocks and buffered writes: a note just after the end counts
 MAX_SPAN_DAYS: Final = 7
 PROMPT_RESERVE_TOKENS: Final = 400
 MAX_REDUCE_ROUNDS: Final = 4
+MAX_STAMP: Final = 32503680000.0  # 3000-01-01: later is a corrupt line, not a time
 _DAILY_REF = re.compile(rb"memory/(\d{4}-\d{2}-\d{2})")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
@@ -58,15 +65,19 @@ class Session:
 
 
 def _stamp(value: Any, tz: dt.tzinfo) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value) / 1000 if value > 1e12 else float(value)  # ms or s since epoch
-    if isinstance(value, str):
-        try:
+    """A line's timestamp as Unix seconds, or None: unparseable, not finite, or outside
+    1970..2999 (a "0001-01-01" or -Infinity must not break date arithmetic later)."""
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            stamp = float(value) / 1000 if value > 1e12 else float(value)  # ms or s
+        elif isinstance(value, str):
             when = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
-        except ValueError:
+            stamp = (when if when.tzinfo else when.replace(tzinfo=tz)).timestamp()
+        else:
             return None
-        return (when if when.tzinfo else when.replace(tzinfo=tz)).timestamp()
-    return None
+    except (ValueError, OverflowError):
+        return None
+    return stamp if math.isfinite(stamp) and 0 <= stamp < MAX_STAMP else None
 
 
 def read_session(path: Path, root: Path, tz: dt.tzinfo) -> Session:
@@ -177,9 +188,14 @@ def run(ctx: JobContext) -> JobResult:
     report: dict[str, Any] = dict(counts)
     todo: list[Session] = []
     left_alone: list[dict[str, str]] = []
+    failed: list[dict[str, str]] = []
     for _, path in sorted(candidates):
-        s = read_session(path, ctx.root, ctx.now.tzinfo or dt.UTC)
-        reason = wrote_daily(ctx, s)
+        try:
+            s = read_session(path, ctx.root, ctx.now.tzinfo or dt.UTC)
+            reason = wrote_daily(ctx, s)
+        except Exception as exc:  # one bad transcript must not stop the others
+            _failed(ctx, failed, ctx.rel(path), exc)
+            continue
         outcome = "wrote_daily" if reason else None if s.messages else "empty"
         if outcome is None:
             todo.append(s)
@@ -197,38 +213,59 @@ def run(ctx: JobContext) -> JobResult:
             ).relative_to(ctx.root).as_posix()} for s in todo]
         if problem:
             report["llm"] = f"not configured: {problem}"
+        if failed:
+            report["failed"] = failed
         return JobResult(f"dry run: would summarise {len(todo)} session(s); nothing written",
                          report)
-    return _summarise_all(ctx, todo, report)
+    return _summarise_all(ctx, todo, report, failed)
 
 
-def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any]) -> JobResult:
+def _failed(ctx: JobContext, failed: list[dict[str, str]], session: str,
+            exc: Exception) -> None:
+    """Note a session that could not be handled (logged with its traceback)."""
+    log.exception("fallback_session_failed", workspace=ctx.workspace, session=session)
+    failed.append({"session": session, "error": f"{type(exc).__name__}: {exc}"[:300]})
+
+
+def _summarise_one(ctx: JobContext, llm: LlmClient, s: Session) -> tuple[dict[str, str],
+                                                                          Path | None]:
+    """Summarise one session into its daily file: its report entry and the file touched."""
+    day = dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
+    target = daily_path(ctx.root, day)
+    heading = f"Session summary ({s.id})"
+    rel = target.relative_to(ctx.root).as_posix()
+    if _has_heading(target, heading):  # appended by a run that stopped before recording
+        ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
+        return {"session": s.rel, "into": rel, "note": "already there"}, None
+    summary = summarise(ctx, llm, s)
+    result = ctx.appender.append(ctx.root, summary, day, heading)
+    ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(),
+                               result.path, result.abs_path.stat().st_mtime_ns)
+    return {"session": s.rel, "into": result.path}, result.abs_path
+
+
+def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any],
+                   failed: list[dict[str, str]]) -> JobResult:
     done: list[dict[str, str]] = []
-    failed: list[dict[str, str]] = []
     touched: list[Path] = []
     llm = ctx.llm() if todo else None
     for i, s in enumerate(todo, 1):
         ctx.check_cancelled()
         assert llm is not None
         ctx.progress(f"summarising session {i}/{len(todo)}")
-        day = dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
-        target = daily_path(ctx.root, day)
-        heading = f"Session summary ({s.id})"
-        rel = target.relative_to(ctx.root).as_posix()
-        if _has_heading(target, heading):  # appended by a run that stopped before recording
-            ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
-            done.append({"session": s.rel, "into": rel, "note": "already there"})
-            continue
         try:
-            summary = summarise(ctx, llm, s)
+            entry, path = _summarise_one(ctx, llm, s)
+        except JobOutcome:  # cancelled: the run ends here
+            raise
         except LlmError as exc:
             failed.append({"session": s.rel, "error": exc.message})
             continue
-        result = ctx.appender.append(ctx.root, summary, day, heading)
-        ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(),
-                                   result.path, result.abs_path.stat().st_mtime_ns)
-        touched.append(result.abs_path)
-        done.append({"session": s.rel, "into": result.path})
+        except Exception as exc:  # one session failing must not stop the others
+            _failed(ctx, failed, s.rel, exc)
+            continue
+        done.append(entry)
+        if path is not None:
+            touched.append(path)
     report.update(summarised=done, llm_calls=llm.calls if llm else 0)
     note = ctx.reindex(touched)
     if note:

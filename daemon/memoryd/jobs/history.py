@@ -67,16 +67,18 @@ def _record(row: Any) -> RunRecord:
 
 
 class History:
-    """Blocking, thread-safe (apsw serialises calls on the one state connection)."""
+    """Blocking, thread-safe: every use of the one state connection holds the state's lock
+    (the event loop and job threads share it; apsw refuses concurrent use)."""
 
     def __init__(self, state: StateDB) -> None:
         self.conn = state.conn
+        self.lock = state.lock
 
     # -- runs --------------------------------------------------------------------------
 
     def start(self, job: str, root: Path, workspace: str, *, trigger: str, dry_run: bool,
               scheduled_for: float | None, started_at: float) -> int:
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute(
                 "INSERT INTO job_runs(job, workspace_path, workspace, trigger, dry_run, "
                 "scheduled_for, started_at, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'running')",
@@ -88,7 +90,7 @@ class History:
                ended_at: float) -> RunRecord:
         assert status in STATUSES, status
         text = json.dumps(report, default=str, ensure_ascii=False)
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute(
                 "UPDATE job_runs SET status = ?, message = ?, report = ?, ended_at = ? "
                 "WHERE id = ?", (status, message, text, ended_at, run_id))
@@ -104,7 +106,7 @@ class History:
 
     def mark_interrupted(self, ended_at: float) -> int:
         """Runs left ``running`` by a daemon that stopped mid-run become ``failed``."""
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute(
                 "UPDATE job_runs SET status = 'failed', ended_at = ?, "
                 "message = 'interrupted: the daemon stopped during the run' "
@@ -115,9 +117,10 @@ class History:
     def recent(self, job: str, root: Path, limit: int = 1, *,
                include_dry_runs: bool = True) -> list[RunRecord]:
         where = "" if include_dry_runs else " AND dry_run = 0"
-        rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM job_runs WHERE job = ? AND workspace_path = ?{where} "
-            "ORDER BY id DESC LIMIT ?", (job, str(root), limit))
+        with self.lock:
+            rows = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM job_runs WHERE job = ? AND workspace_path = ?{where} "
+                "ORDER BY id DESC LIMIT ?", (job, str(root), limit)).fetchall()
         return [_record(r) for r in rows]
 
     def last(self, job: str, root: Path) -> RunRecord | None:
@@ -126,22 +129,24 @@ class History:
 
     def last_ok(self, job: str, root: Path) -> RunRecord | None:
         """The latest successful run that was not a dry run."""
-        row = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM job_runs WHERE job = ? AND workspace_path = ? "
-            "AND status = 'ok' AND dry_run = 0 ORDER BY id DESC LIMIT 1",
-            (job, str(root))).fetchone()
+        with self.lock:
+            row = self.conn.execute(
+                f"SELECT {_COLUMNS} FROM job_runs WHERE job = ? AND workspace_path = ? "
+                "AND status = 'ok' AND dry_run = 0 ORDER BY id DESC LIMIT 1",
+                (job, str(root))).fetchone()
         return None if row is None else _record(row)
 
     # -- schedule anchors (catch-up) ---------------------------------------------------
 
     def anchor(self, job: str, root: Path) -> float | None:
-        row = self.conn.execute(
-            "SELECT anchor FROM job_schedule WHERE job = ? AND workspace_path = ?",
-            (job, str(root))).fetchone()
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT anchor FROM job_schedule WHERE job = ? AND workspace_path = ?",
+                (job, str(root))).fetchone()
         return None if row is None else float(row[0])
 
     def set_anchor(self, job: str, root: Path, when: float) -> None:
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute(
                 "INSERT INTO job_schedule(job, workspace_path, anchor) VALUES (?, ?, ?) "
                 "ON CONFLICT(job, workspace_path) DO UPDATE SET anchor = excluded.anchor",
@@ -150,14 +155,15 @@ class History:
     # -- sessions handled by the fallback summary --------------------------------------
 
     def session_outcome(self, root: Path, session: str) -> str | None:
-        row = self.conn.execute(
-            "SELECT outcome FROM job_sessions WHERE workspace_path = ? AND session = ?",
-            (str(root), session)).fetchone()
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT outcome FROM job_sessions WHERE workspace_path = ? AND session = ?",
+                (str(root), session)).fetchone()
         return None if row is None else str(row[0])
 
     def record_session(self, root: Path, session: str, outcome: str, done_at: float,
                        daily_path: str | None = None, daily_mtime_ns: int | None = None) -> None:
-        with self.conn:
+        with self.lock, self.conn:
             self.conn.execute(
                 "INSERT OR REPLACE INTO job_sessions(workspace_path, session, outcome, "
                 "daily_path, daily_mtime_ns, done_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -165,7 +171,8 @@ class History:
 
     def is_own_append(self, root: Path, daily_path: str, mtime_ns: int) -> bool:
         """Whether a daily file's mtime is the one our own summary append left."""
-        row = self.conn.execute(
-            "SELECT 1 FROM job_sessions WHERE workspace_path = ? AND daily_path = ? "
-            "AND daily_mtime_ns = ?", (str(root), daily_path, mtime_ns)).fetchone()
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT 1 FROM job_sessions WHERE workspace_path = ? AND daily_path = ? "
+                "AND daily_mtime_ns = ?", (str(root), daily_path, mtime_ns)).fetchone()
         return row is not None

@@ -161,13 +161,24 @@ def _archive(action: Action) -> int:
     return dest.stat().st_size
 
 
-def _move_daily(action: Action) -> None:
-    assert action.dest is not None
-    action.dest.parent.mkdir(parents=True, exist_ok=True)
-    _still(action)
-    os.link(action.src, action.dest)  # fails if the name is taken: never overwrite
-    fsync_dir(action.dest.parent)
-    os.unlink(action.src)
+def _move_daily(ctx: JobContext, action: Action) -> None:
+    """Link into the archive, then unlink the original, under the Appender's lock for the
+    file: an ``append`` in this daemon waits for the move (and then creates the day's file
+    afresh) instead of writing between the link and the unlink. A change by anyone else
+    seen after linking (identity, size or mtime) undoes the link and leaves the file."""
+    dest = action.dest
+    assert dest is not None
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with ctx.appender.lock_for(action.src.resolve()):
+        _still(action)
+        os.link(action.src, dest)  # fails if the name is taken: never overwrite
+        try:
+            _still(action)
+        except _Changed:
+            os.unlink(dest)
+            raise
+        fsync_dir(dest.parent)
+        os.unlink(action.src)
     fsync_dir(action.src.parent)
 
 
@@ -200,7 +211,7 @@ def run(ctx: JobContext) -> JobResult:
                 os.unlink(action.src)
                 counts["delete"] += 1
             else:
-                _move_daily(action)
+                _move_daily(ctx, action)
                 counts["archive_daily"] += 1
                 assert action.dest is not None
                 touched.append(action.dest)

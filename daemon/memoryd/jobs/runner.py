@@ -118,8 +118,13 @@ class Runner:
                 f"started {time.time() - current.started_at:.0f}s ago)",
                 {"job": job, "workspace": ws.name})
         started = self.clock.now()
-        run_id = self.history.start(job, ws.root, ws.name, trigger=trigger, dry_run=dry_run,
-                                    scheduled_for=scheduled_for, started_at=started.timestamp())
+        run_id: int | None = None
+        try:
+            run_id = self.history.start(job, ws.root, ws.name, trigger=trigger,
+                                        dry_run=dry_run, scheduled_for=scheduled_for,
+                                        started_at=started.timestamp())
+        except Exception:  # the state database failing must not cost the run itself
+            log.exception("job_record_error", job=job, workspace=ws.name, phase="start")
         loop = asyncio.get_running_loop()
 
         def progress(phase: str) -> None:  # called from the job's thread
@@ -131,7 +136,8 @@ class Runner:
                          config=self.config(), now=started, dry_run=dry_run, force=force,
                          appender=self.appender, history=self.history, env=self.env,
                          cancelled=self.cancelled, trigger=trigger, progress=progress)
-        task = asyncio.create_task(self._execute(spec, ctx, run_id), name=f"job-{job}-{ws.name}")
+        task = asyncio.create_task(self._execute(spec, ctx, run_id, scheduled_for),
+                                   name=f"job-{job}-{ws.name}")
         self._running[key] = Running(task, trigger, time.time())
         task.add_done_callback(lambda _: self._running.pop(key, None))
         return task
@@ -146,7 +152,8 @@ class Runner:
                  message=message)
         return self.history.finish(run_id, "skipped", message, {}, now)
 
-    async def _execute(self, spec: JobSpec, ctx: JobContext, run_id: int) -> RunRecord:
+    async def _execute(self, spec: JobSpec, ctx: JobContext, run_id: int | None,
+                       scheduled_for: float | None) -> RunRecord:
         t0 = time.monotonic()
         report: dict[str, Any] = {}
         try:
@@ -157,21 +164,31 @@ class Runner:
         except MemorydError as exc:  # e.g. the daily file resolves outside the workspace
             status, message = "failed", exc.message
         except asyncio.CancelledError:
-            self._finish(ctx, run_id, "failed", "interrupted: the daemon shut down during the "
-                         "run", {}, t0)
+            self._finish(ctx, run_id, scheduled_for, "failed", "interrupted: the daemon shut "
+                         "down during the run", {}, t0)
             raise
         except Exception as exc:
             log.exception("job_error", job=spec.name, workspace=ctx.workspace)
             status, message = "failed", f"internal error: {type(exc).__name__}: {exc}"
         if ctx.dry_run:
             report["dry_run"] = True
-        return self._finish(ctx, run_id, status, message, report, t0)
+        return self._finish(ctx, run_id, scheduled_for, status, message, report, t0)
 
-    def _finish(self, ctx: JobContext, run_id: int, status: str, message: str,
-                report: dict[str, Any], t0: float) -> RunRecord:
+    def _finish(self, ctx: JobContext, run_id: int | None, scheduled_for: float | None,
+                status: str, message: str, report: dict[str, Any], t0: float) -> RunRecord:
         seconds = time.monotonic() - t0
-        record = self.history.finish(run_id, status, _one_line(message), report,
-                                     ctx.now.timestamp() + seconds)
+        ended = ctx.now.timestamp() + seconds
+        record: RunRecord | None = None
+        if run_id is not None:
+            try:
+                record = self.history.finish(run_id, status, _one_line(message), report, ended)
+            except Exception:  # logged below all the same; the caller still gets the record
+                log.exception("job_record_error", job=ctx.job, workspace=ctx.workspace,
+                              phase="finish")
+        if record is None:  # not recorded: the run's outcome as it would have been
+            record = RunRecord(run_id or 0, ctx.job, str(ctx.root), ctx.workspace, ctx.trigger,
+                               ctx.dry_run, scheduled_for, ctx.now.timestamp(), ended, status,
+                               _one_line(message), report)
         log.info("job_run", job=ctx.job, workspace=ctx.workspace, trigger=ctx.trigger,
                  dry_run=ctx.dry_run or None, status=status, message=record.message,
                  seconds=round(seconds, 3))

@@ -173,14 +173,21 @@ class Scheduler:
             slot = latest_at_or_before(plan.schedule, now, self.tz) or plan.slot
         due = next_after(plan.schedule, now, self.tz)
         self.plans[key] = Plan(plan.schedule, due, due, "schedule")
-        self.history.set_anchor(job, root, slot.timestamp())
+        try:
+            self.history.set_anchor(job, root, slot.timestamp())
+        except Exception:  # the run still happens (a restart may then catch it up again)
+            log.exception("job_anchor_error", job=job, workspace=ws.name)
         if self._stopping:
             return
         try:
             self.runner.start(job, ws, trigger=trigger, scheduled_for=slot.timestamp())
         except AlreadyRunning as exc:
-            self.runner.record_skip(job, ws, trigger=trigger, scheduled_for=slot.timestamp(),
-                                    message=f"not started: {exc.message}")
+            try:
+                self.runner.record_skip(job, ws, trigger=trigger,
+                                        scheduled_for=slot.timestamp(),
+                                        message=f"not started: {exc.message}")
+            except Exception:
+                log.exception("job_record_error", job=job, workspace=ws.name, phase="skip")
 
     # -- what the methods show ---------------------------------------------------------
 
