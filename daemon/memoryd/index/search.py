@@ -45,7 +45,6 @@ class Candidate:
     text: str = ""
     embedded: bool = False
     bm25: float | None = None  # -bm25(): higher is better
-    distance: float | None = None  # cosine distance of the chunk's mean vector
     window_sim: float | None = None  # best cosine similarity among its windows
     best_window: int = -1  # which window that was
     lines: list[float] | None = None  # per-line query match (snippets.line_scores)
@@ -274,17 +273,16 @@ def idf_weights(conn: apsw.Connection, stems: Sequence[str]) -> dict[str, float]
 
 
 def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
-    """Line scores for the snippet: query words first; the best vector window breaks ties
-    and speaks alone when no query word occurs in the chunk (a semantic match)."""
+    """Line scores for the snippet: the query words' lines; when no query word occurs in
+    the chunk (a semantic match), the lines of its best vector window."""
     scores = list(c.lines or [0.0] * (c.text.count("\n") + 1))
-    if c.best_window >= 0:
-        spans = window_spans(c.text, load_tokenizer(), window_budget)
-        if c.best_window < len(spans):
-            a, b = spans[c.best_window]
-            top = max(scores) if scores else 0.0
-            bonus = 1e-3 * top if top > 0 else 1.0
-            for i in range(a, min(b, len(scores) - 1) + 1):
-                scores[i] += bonus
+    if c.best_window < 0 or max(scores, default=0.0) > 0:
+        return scores
+    spans = window_spans(c.text, load_tokenizer(), window_budget)
+    if c.best_window < len(spans):
+        a, b = spans[c.best_window]
+        for i in range(a, min(b, len(scores) - 1) + 1):
+            scores[i] = 1.0
     return scores
 
 
@@ -309,27 +307,24 @@ def run_search(
     match = fts_match(terms) if terms else ""
     n = max_results * cfg.candidate_multiplier
 
-    found: dict[int, Candidate] = {}
+    found: dict[int, None] = {}  # candidate ids, in order of discovery
     bm25: dict[int, float] = {}  # over-fetched, so vector candidates get their t for free
     if match and mode != "vector":
         ranked_kw = keyword_candidates(conn, match, filters, n * KEYWORD_OVERFETCH)
         bm25 = dict(ranked_kw)
-        for i, s in ranked_kw[:n]:
-            found[i] = Candidate(i, bm25=s)
+        found.update((i, None) for i, _ in ranked_kw[:n])
     if qvec is not None and mode != "keyword":
-        for i, d in vector_candidates(conn, qvec, filters, n):
-            found.setdefault(i, Candidate(i)).distance = d
+        found.update((i, None) for i, _ in vector_candidates(conn, qvec, filters, n))
     days = query_days(req.query) if mode != "vector" else []
     if days:
-        for i in day_candidates(conn, days, filters, n):
-            found.setdefault(i, Candidate(i))
+        found.update((i, None) for i in day_candidates(conn, days, filters, n))
     loaded = load_candidates(conn, list(found))
     cands = []
-    for i, c in found.items():
+    for i in found:
         full = loaded.get(i)
         if full is None:
             continue
-        full.bm25, full.distance = bm25.get(i), c.distance
+        full.bm25 = bm25.get(i)
         if filters.accepts(full):
             cands.append(full)
     if qvec is not None and mode != "keyword":
