@@ -415,6 +415,8 @@ class WorkspaceStatus:
     watcher: str | None = None
     sqlite_vec: str | None = None
     """The sqlite-vec version loaded for this index (None: not loaded or not reported)."""
+    vector_scan: str | None = None
+    """Where the KNN runs: "memory" (numpy over a copy of the vectors) or "sqlite-vec"."""
     jobs: list[JobInfo] = field(default_factory=list)
     """Each scheduled job's next run and last result for this workspace."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -438,6 +440,7 @@ class WorkspaceStatus:
             skipped={str(k): str(v) for k, v in f.get_dict("skipped").items()},
             watcher=None if watcher is None else str(watcher),
             sqlite_vec=None if f.data.get("sqlite_vec") is None else str(f.data["sqlite_vec"]),
+            vector_scan=None if f.data.get("vector_scan") is None else str(f.data["vector_scan"]),
             jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
             raw=f.data,
         )

@@ -65,6 +65,9 @@ class IndexConfig:
     sessions: bool = _opt(False)  # index sessions/*.jsonl (opt-in, as in OpenClaw)
     extra_paths: tuple[str, ...] = _opt(())  # more markdown files/folders, workspace-relative
     max_file_bytes: int = _opt(16 * MiB, lo=1024, hi=1 << 34)
+    # Chunk vectors are also kept in memory for a numpy KNN scan (about 4x faster than
+    # sqlite-vec's); a workspace whose vectors need more than this uses sqlite-vec. 0: never.
+    vector_memory_mb: int = _opt(256, lo=0, hi=1 << 20)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from memoryd.errors import ForbiddenPath, NotFound
 
 MEMORY_FILES = ("MEMORY.md", "memory.md")
 DAY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
+ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # .match: a prefix; .fullmatch: a whole day
 SOURCE_MEMORY = "memory"
 SOURCE_SESSIONS = "sessions"
 

@@ -7,10 +7,11 @@ is what lets keyword-only hits pass ``min_score`` (OpenClaw drops them all).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import apsw
 import numpy as np
@@ -23,6 +24,7 @@ from memoryd.index.query import fts_match, query_days, query_terms
 from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
+from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.index.windows import WINDOW_SLOTS, window_spans
 
 BM25_WEIGHTS = "1.0, 0.5"  # text, heading
@@ -48,6 +50,17 @@ class Candidate:
     window_sim: float | None = None  # best cosine similarity among its windows
     best_window: int = -1  # which window that was
     lines: list[float] | None = None  # per-line query match (snippets.line_scores)
+
+
+@dataclass(frozen=True)
+class SearchEnv:
+    """What a search needs of its index besides the connection and the request."""
+
+    cfg: SearchConfig
+    line_stems: LineStems
+    mirror: VectorMirror | None = None  # in-memory KNN; None: sqlite-vec's
+    window_budget: int = 128  # tokens per vector window (index.vector_window_tokens)
+    indexed_sources: tuple[str, ...] = ("memory", "sessions")  # what the index can hold
 
 
 @dataclass(frozen=True)
@@ -136,18 +149,27 @@ def keyword_candidates(
 
 
 def vector_candidates(
-    conn: apsw.Connection, qvec: Vectors, filters: Filters, k: int
-) -> list[tuple[int, float]]:
-    where, args = filters.vec_sql()
-    if filters.path_prefix:  # vec0 cannot filter by prefix: over-fetch, filter afterwards
+    conn: apsw.Connection,
+    qvec: Vectors,
+    filters: Filters,
+    k: int,
+    mirror: VectorMirror | None = None,
+) -> list[int]:
+    """Chunk ids of the ``k`` nearest chunk vectors, nearest first: the in-memory scan when
+    the mirror can answer, else sqlite-vec's."""
+    if filters.path_prefix:  # neither can filter by prefix: over-fetch, filter afterwards
         k *= 4
+    if mirror is not None:
+        sources = filters.sources if filters.restrictive else None
+        ids = mirror.knn(qvec, min(k, MAX_KNN), sources, filters.since, filters.until)
+        if ids is not None:
+            return ids
+    where, args = filters.vec_sql()
     sql = (
-        f"SELECT chunk_id, distance FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
+        f"SELECT chunk_id FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
         f"AND {where} ORDER BY distance"
     )
-    return [
-        (int(i), float(d)) for i, d in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])
-    ]
+    return [int(i) for (i,) in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])]
 
 
 def day_candidates(
@@ -180,24 +202,34 @@ def load_candidates(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Cand
 
 
 def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Vectors) -> None:
-    """Each embedded candidate's best window similarity: one B-tree range read per chunk."""
+    """Each embedded candidate's best window similarity: one statement (a rowid range per
+    chunk) and one matrix product for all of them."""
     q = qvec.astype(np.float32)
-    for c in cands:
-        if not c.embedded:
-            continue
-        base = c.id * WINDOW_SLOTS
-        blobs = [
-            r[0]
-            for r in conn.execute(
-                "SELECT embedding FROM window_vectors WHERE id BETWEEN ? AND ?",
-                (base, base + WINDOW_SLOTS - 1),
-            )
-        ]
-        if blobs:
-            m = np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), -1)
-            sims = m.astype(np.float32) @ q
-            c.best_window = int(np.argmax(sims))
-            c.window_sim = float(sims[c.best_window])
+    embedded = [c.id for c in cands if c.embedded]
+    if not embedded:
+        return
+    rows = conn.execute(
+        "SELECT w.id, w.embedding FROM json_each(?) AS j CROSS JOIN window_vectors AS w "
+        f"ON w.id BETWEEN j.value * {WINDOW_SLOTS} AND j.value * {WINDOW_SLOTS} + "
+        f"{WINDOW_SLOTS - 1} ORDER BY w.id",
+        (json.dumps(embedded),),
+    ).fetchall()
+    if not rows:
+        return
+    blob = b"".join(cast(bytes, r[1]) for r in rows)
+    m = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1)
+    if m.shape[1] != q.shape[0]:
+        raise VectorWidthError(f"query has {q.shape[0]} dims, the index {m.shape[1]}")
+    sims = m.astype(np.float32) @ q
+    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    owner = ids // WINDOW_SLOTS
+    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # rows are sorted by id
+    by_id = {c.id: c for c in cands}
+    for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
+        n = a + int(np.argmax(sims[a:b]))
+        c = by_id[int(owner[a])]
+        c.best_window = int(ids[n] - owner[a] * WINDOW_SLOTS)
+        c.window_sim = float(sims[n])
 
 
 Scored = tuple[float, float | None, float | None, Candidate]
@@ -290,19 +322,17 @@ def run_search(
     conn: apsw.Connection,
     tokenize: TokenizeOffsets,
     req: SearchRequest,
-    cfg: SearchConfig,
+    env: SearchEnv,
     qvec: Vectors | None,
     vectors_usable: bool,
-    line_stems: LineStems,
-    window_budget: int = 128,
-    indexed_sources: tuple[str, ...] = ("memory", "sessions"),
 ) -> tuple[list[SearchHit], Mode]:
     """The ranked hits and the mode actually used (vectors off -> keyword)."""
+    cfg = env.cfg
     max_results = req.max_results or cfg.max_results
     min_score = cfg.min_score if req.min_score is None else req.min_score
     fusion: Fusion = req.fusion or cfg.fusion  # type: ignore[assignment]
     mode: Mode = req.mode if (qvec is not None and vectors_usable) else "keyword"
-    filters = Filters(req.sources, req.path_prefix, req.since, req.until, indexed_sources)
+    filters = Filters(req.sources, req.path_prefix, req.since, req.until, env.indexed_sources)
     terms = query_terms(req.query)
     match = fts_match(terms) if terms else ""
     n = max_results * cfg.candidate_multiplier
@@ -314,7 +344,7 @@ def run_search(
         bm25 = dict(ranked_kw)
         found.update((i, None) for i, _ in ranked_kw[:n])
     if qvec is not None and mode != "keyword":
-        found.update((i, None) for i, _ in vector_candidates(conn, qvec, filters, n))
+        found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
     days = query_days(req.query) if mode != "vector" else []
     if days:
         found.update((i, None) for i in day_candidates(conn, days, filters, n))
@@ -332,7 +362,7 @@ def run_search(
     stems = list(dict.fromkeys(s for t in terms for _, _, s in tokenize(t.encode())))
     weights = idf_weights(conn, stems)
     for c in cands:
-        c.lines = line_scores(line_stems.get(c.id, c.text, tokenize), weights)
+        c.lines = line_scores(env.line_stems.get(c.id, c.text, tokenize), weights)
 
     fused = fuse(cands, mode, fusion, cfg, sum(weights.values()))
     if days:
@@ -347,7 +377,7 @@ def run_search(
             c.text,
             c.start_line,
             c.end_line,
-            snippet_scores(c, window_budget),
+            snippet_scores(c, env.window_budget),
             terms,
             cfg.snippet_chars,
         )

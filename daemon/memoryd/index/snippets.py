@@ -75,9 +75,14 @@ class LineStems:
 
 def line_scores(stems: Sequence[Stems], weights: Mapping[str, float]) -> list[float]:
     """Per line: the summed IDF of the distinct query stems it contains."""
+    out = [0.0] * len(stems)
     if not weights:
-        return [0.0] * len(stems)
-    return [sum(w for s, w in weights.items() if s in line) for line in stems]
+        return out
+    query = frozenset(weights)
+    for i, line in enumerate(stems):
+        if not query.isdisjoint(line):  # most lines: one C call, no allocation
+            out[i] = sum(weights[s] for s in query.intersection(line))
+    return out
 
 
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]:

@@ -18,6 +18,7 @@ import numpy as np
 from memoryd.embeddings.base import Vectors
 from memoryd.index import db
 from memoryd.index.chunker import Chunk
+from memoryd.index.vector_mirror import VectorMirror
 from memoryd.index.windows import WINDOW_SLOTS, centroid
 
 VEC_TABLE = "chunks_vec"
@@ -119,14 +120,21 @@ def create_vec_table(conn: apsw.Connection, dims: int) -> None:
     )
 
 
-def drop_vectors(conn: apsw.Connection) -> None:
+def drop_vectors(conn: apsw.Connection, mirror: VectorMirror | None = None) -> None:
     """Forget every vector (fingerprint change): chunks wait to be re-embedded."""
     conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+    if mirror is not None:
+        mirror.stage_clear()
     conn.execute("DELETE FROM window_vectors")
     conn.execute("UPDATE chunks SET embedded = 0, windows = 0 WHERE embedded != 0")
 
 
-def delete_chunks(conn: apsw.Connection, path: str, from_line: int | None = None) -> int:
+def delete_chunks(
+    conn: apsw.Connection,
+    path: str,
+    from_line: int | None = None,
+    mirror: VectorMirror | None = None,
+) -> int:
     """Remove a file's chunks (those starting at or after ``from_line`` when given)."""
     where = "path = ?"
     args: list[str | int] = [path]
@@ -138,6 +146,8 @@ def delete_chunks(conn: apsw.Connection, path: str, from_line: int | None = None
         return 0
     if has_vec_table(conn):
         conn.executemany(f"DELETE FROM {VEC_TABLE} WHERE chunk_id = ?", [(i,) for i in ids])
+        if mirror is not None:
+            mirror.stage_delete(ids)
     conn.executemany(
         "DELETE FROM window_vectors WHERE id BETWEEN ? AND ?",
         [(i * WINDOW_SLOTS, i * WINDOW_SLOTS + WINDOW_SLOTS - 1) for i in ids],
@@ -146,8 +156,8 @@ def delete_chunks(conn: apsw.Connection, path: str, from_line: int | None = None
     return len(ids)
 
 
-def delete_file(conn: apsw.Connection, path: str) -> int:
-    removed = delete_chunks(conn, path)
+def delete_file(conn: apsw.Connection, path: str, mirror: VectorMirror | None = None) -> int:
+    removed = delete_chunks(conn, path, mirror=mirror)
     conn.execute("DELETE FROM files WHERE path = ?", (path,))
     return removed
 
@@ -234,6 +244,7 @@ def write_vectors(
     key: CacheKey,
     items: Sequence[tuple[PendingChunk, Sequence[tuple[str, Vectors]]]],
     cache_max_entries: int,
+    mirror: VectorMirror | None = None,
 ) -> int:
     """Store each chunk's window vectors and their mean, for chunks still present with the
     same text (a file may change while its chunks are being embedded); refresh the cache."""
@@ -279,6 +290,8 @@ def write_vectors(
             "VALUES (?,?,?,?)",
             (chunk.id, mean.tobytes(), chunk.source, chunk.day),
         )
+        if mirror is not None:
+            mirror.stage_put(chunk.id, mean, chunk.source, chunk.day)
         conn.execute(
             "UPDATE chunks SET embedded = 1, windows = ? WHERE id = ?", (len(windows), chunk.id)
         )

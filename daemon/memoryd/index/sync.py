@@ -20,10 +20,11 @@ from tokenizers import Tokenizer
 
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
-from memoryd.index.layout import SOURCE_SESSIONS, IndexedFile, Layout, day_of
+from memoryd.index.layout import ISO_DAY, SOURCE_SESSIONS, IndexedFile, Layout, day_of
 from memoryd.index.sessions import parse_transcript
 from memoryd.index.store import FileRow
 from memoryd.index.types import SyncProgress, SyncReport
+from memoryd.index.vector_mirror import VectorMirror
 from memoryd.logs import get_logger
 
 log = get_logger("memoryd.index")
@@ -41,6 +42,7 @@ class Syncer:
     chunk_overlap: int
     max_file_bytes: int
     on_commit: Callable[[str, FileRow | None], None] = lambda rel, row: None
+    mirror: VectorMirror | None = None  # told of removed vectors (store.delete_chunks)
     _warned: set[tuple[str, str]] = field(default_factory=set)
 
     def run(
@@ -69,7 +71,7 @@ class Syncer:
             if f is None:
                 if rel in known:
                     with self.conn:
-                        report.chunks_removed += store.delete_file(self.conn, rel)
+                        report.chunks_removed += store.delete_file(self.conn, rel, self.mirror)
                     report.files_removed += 1
                     self.on_commit(rel, None)
             else:
@@ -146,7 +148,7 @@ class Syncer:
             reason,
         )
         with self.conn:
-            report.chunks_removed += store.delete_chunks(self.conn, f.rel)
+            report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
             store.upsert_file(self.conn, row)
         report.files_skipped += 1
         report.skipped[f.rel] = reason
@@ -187,7 +189,7 @@ class Syncer:
         text = self._decode(f.rel, data, digest)
         chunks = chunk_markdown(text, self.tokenizer, self.chunk_tokens, self.chunk_overlap)
         with self.conn:
-            report.chunks_removed += store.delete_chunks(self.conn, f.rel)
+            report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
             store.upsert_file(self.conn, new_row)
             report.chunks_written += store.insert_chunks(
                 self.conn, f.rel, f.source, new_row.day, chunks
@@ -267,7 +269,7 @@ class Syncer:
         )
         with self.conn:
             report.chunks_removed += store.delete_chunks(
-                self.conn, f.rel, None if restart else start_line
+                self.conn, f.rel, None if restart else start_line, self.mirror
             )
             store.upsert_file(self.conn, new_row)
             report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, day, chunks)
@@ -289,4 +291,6 @@ def _line_offset(data: bytes, start_off: int, start_line: int, line: int) -> int
 
 
 def _day(timestamp: str | None) -> str:
-    return timestamp[:10] if timestamp and len(timestamp) >= 10 and timestamp[4] == "-" else ""
+    """The ISO date a transcript's timestamp starts with, or '' (filters compare days as
+    strings, and the vector mirror as numbers: both need exactly YYYY-MM-DD)."""
+    return timestamp[:10] if timestamp and ISO_DAY.match(timestamp) else ""

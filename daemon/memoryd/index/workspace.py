@@ -24,13 +24,13 @@ from typing import Any
 
 import apsw
 
-from memoryd.config import Config
+from memoryd.config import Config, MiB
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
 from memoryd.index import db, schema, store
 from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
-from memoryd.index.search import as_query_vector, run_search
+from memoryd.index.search import SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
@@ -42,6 +42,7 @@ from memoryd.index.types import (
     SyncReport,
 )
 from memoryd.index.validate import check_search_request
+from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.index.windows import vector_windows
 from memoryd.logs import get_logger
 
@@ -125,12 +126,32 @@ class WorkspaceIndex:
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
         )
         self._syncer: Syncer | None = None
+        self._mirror = VectorMirror(config.index.vector_memory_mb * MiB)
 
     # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
-        """Open (create, migrate; a corrupt file is moved aside and rebuilt). Fast: no scan."""
+        """Open (create, migrate; a corrupt file is moved aside and rebuilt). Fast: no scan;
+        the in-memory vectors load next on the writer thread (sqlite-vec answers meanwhile)."""
         self._writer.submit(self._open_writer).result()
+        self._writer.submit(self._load_mirror)
+
+    def _load_mirror(self) -> None:
+        conn = self._wconn
+        if conn is None or not self.vec.ok or self.config.index.vector_memory_mb == 0:
+            return
+        started = time.perf_counter()
+        try:
+            self._mirror.load(conn, store.VEC_TABLE if store.has_vec_table(conn) else None)
+        except apsw.Error as exc:  # sqlite-vec keeps answering the KNN
+            log.warning("vector_mirror_failed", workspace=str(self.root), error=str(exc))
+            return
+        log.debug(
+            "vector_mirror_loaded",
+            workspace=str(self.root),
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            **self._mirror.stats(),
+        )
 
     def _open_writer(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -154,6 +175,9 @@ class WorkspaceIndex:
             opened = db.connect(self.db_path)
             schema.migrate(opened)
         conn = opened
+        # The mirror follows committed transactions only: a rolled-back write never shows.
+        conn.set_commit_hook(self._mirror.commit, id="vector_mirror")
+        conn.set_rollback_hook(self._mirror.rollback, id="vector_mirror")
         try:
             self._apply_fingerprint(conn)
         except NOT_CORRUPTION as exc:
@@ -170,6 +194,7 @@ class WorkspaceIndex:
             self.config.index.chunk_overlap,
             self.config.index.max_file_bytes,
             on_commit=self._on_commit,
+            mirror=self._mirror,
         )
 
     def _move_aside(self, problem: str) -> None:
@@ -206,7 +231,7 @@ class WorkspaceIndex:
             if meta.get("chunking") != chunking:
                 conn.execute("UPDATE files SET hash = ''")
             if meta.get("embedding") != embedding:
-                store.drop_vectors(conn)
+                store.drop_vectors(conn, self._mirror)
             schema.set_meta(
                 conn,
                 {
@@ -401,13 +426,17 @@ class WorkspaceIndex:
                 log.warning(
                     "embedding_dims_changed", workspace=str(self.root), old=table_dims, new=dims
                 )
-                store.drop_vectors(conn)
+                store.drop_vectors(conn, self._mirror)
                 table_dims = None
             if table_dims is None:
                 store.create_vec_table(conn, dims)
                 self._has_vec_table = True
             store.write_vectors(
-                conn, self._cache_key(), items, self.config.embedding.cache_max_entries
+                conn,
+                self._cache_key(),
+                items,
+                self.config.embedding.cache_max_entries,
+                self._mirror,
             )
         with self._lock:
             self.generation += 1
@@ -423,7 +452,7 @@ class WorkspaceIndex:
             if table is not None and table != dims:
                 log.warning("embedding_dims_changed", workspace=str(self.root), old=table, new=dims)
                 with conn:
-                    store.drop_vectors(conn)
+                    store.drop_vectors(conn, self._mirror)
                 self._has_vec_table = False
             self._kick_embedder()
 
@@ -534,6 +563,13 @@ class WorkspaceIndex:
                     qvec = self._query_vector(req.query)
                 except EmbeddingError as exc:
                     degraded = f"query embedding failed, keyword results only: {exc}"
+        env = SearchEnv(
+            self.config.search,
+            self._line_stems,
+            self._mirror,
+            self.config.index.vector_window_tokens,
+            self._indexed_sources,
+        )
         with self._reader() as r:
             if qvec is not None:
                 pending = store.count_pending(r.conn)
@@ -542,18 +578,8 @@ class WorkspaceIndex:
                 if not usable:
                     degraded = f"vectors not built yet ({pending} chunks pending)"
             try:
-                hits, mode_used = run_search(
-                    r.conn,
-                    r.tokenize,
-                    req,
-                    self.config.search,
-                    qvec,
-                    usable,
-                    self._line_stems,
-                    self.config.index.vector_window_tokens,
-                    self._indexed_sources,
-                )
-            except apsw.Error as exc:
+                hits, mode_used = run_search(r.conn, r.tokenize, req, env, qvec, usable)
+            except (apsw.Error, VectorWidthError) as exc:
                 if qvec is None:
                     raise
                 # A vector table that no longer fits the provider (dims changed) must not
@@ -561,17 +587,7 @@ class WorkspaceIndex:
                 log.warning("vector_search_failed", workspace=str(self.root), error=str(exc))
                 self._rebuild_vectors_if_mismatched(int(qvec.shape[0]))
                 degraded = f"vector search failed, keyword results only: {exc}"
-                hits, mode_used = run_search(
-                    r.conn,
-                    r.tokenize,
-                    req,
-                    self.config.search,
-                    None,
-                    False,
-                    self._line_stems,
-                    self.config.index.vector_window_tokens,
-                    self._indexed_sources,
-                )
+                hits, mode_used = run_search(r.conn, r.tokenize, req, env, None, False)
         p = self.provider
         return SearchResponse(
             results=hits,
@@ -701,6 +717,14 @@ class WorkspaceIndex:
                 p is not None and self.vec.ok and self._has_vec_table and pending == 0
             ),
             "sqlite_vec": self.vec.version or None,
+            # The KNN's engine: the in-memory copy once loaded and within index.vector_memory_mb
+            "vector_scan": (
+                None
+                if p is None or not self.vec.ok
+                else "memory"
+                if self._mirror.usable
+                else "sqlite-vec"
+            ),
             "degraded": degraded,
             "skipped": skipped,
         }

@@ -1,0 +1,177 @@
+"""The in-memory KNN scan: the same answers as sqlite-vec, committed changes only."""
+
+from __future__ import annotations
+
+import apsw
+import numpy as np
+import pytest
+
+from engine_util import IndexFactory, search
+from fakes.openai_server import FakeOpenAIServer
+from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.index.vector_mirror import VectorMirror, VectorWidthError, day_number
+
+DIMS = 16
+
+
+def unit(rng: np.random.Generator) -> np.ndarray:
+    v = rng.standard_normal(DIMS).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def hooked(mirror: VectorMirror) -> apsw.Connection:
+    conn = apsw.Connection(":memory:")
+    conn.set_commit_hook(mirror.commit)
+    conn.set_rollback_hook(mirror.rollback)
+    conn.execute("CREATE TABLE t(x)")
+    return conn
+
+
+def loaded(max_bytes: int = 1 << 30) -> tuple[VectorMirror, apsw.Connection]:
+    mirror = VectorMirror(max_bytes)
+    conn = hooked(mirror)
+    mirror.load(conn, None)
+    return mirror, conn
+
+
+def put_all(conn: apsw.Connection, mirror: VectorMirror, vecs: dict[int, np.ndarray],
+            day: str = "2024-05-01", source: str = "memory") -> None:
+    with conn:
+        for i, v in vecs.items():
+            mirror.stage_put(i, v, source, day)
+        conn.execute("INSERT INTO t VALUES (1)")
+
+
+def test_knn_is_the_exact_nearest_neighbours_through_puts_deletes_and_regrowth() -> None:
+    rng = np.random.default_rng(7)
+    mirror, conn = loaded()
+    live: dict[int, np.ndarray] = {}
+    for round_ in range(6):  # > 1024 rows: the arrays grow and compact under deletes
+        batch = {round_ * 1000 + i: unit(rng) for i in range(400)}
+        put_all(conn, mirror, batch)
+        live.update(batch)
+        gone = [i for i in list(live) if rng.random() < 0.3]
+        with conn:
+            mirror.stage_delete(gone)
+            conn.execute("INSERT INTO t VALUES (1)")
+        for i in gone:
+            del live[i]
+        again = dict(list(live.items())[:20])  # re-put: replaces, never duplicates
+        put_all(conn, mirror, again)
+    q = unit(rng)
+    ids = np.array(list(live))
+    expected = ids[np.argsort(-(np.stack(list(live.values())) @ q), kind="stable")][:25]
+    assert mirror.knn(q, 25) == [int(i) for i in expected]
+    assert mirror.stats()["vectors"] == len(live)
+    assert len(mirror.knn(q, 10**6) or []) == len(live)
+
+
+def test_changes_show_only_once_committed() -> None:
+    rng = np.random.default_rng(1)
+    mirror, conn = loaded()
+    v = unit(rng)
+    with pytest.raises(RuntimeError), conn:
+        mirror.stage_put(1, v, "memory", "")
+        conn.execute("INSERT INTO t VALUES (1)")
+        raise RuntimeError("the transaction fails")
+    assert mirror.knn(v, 5) == []
+    put_all(conn, mirror, {1: v})
+    assert mirror.knn(v, 5) == [1]
+    with pytest.raises(RuntimeError), conn:
+        mirror.stage_delete([1])
+        mirror.stage_clear()
+        conn.execute("INSERT INTO t VALUES (1)")
+        raise RuntimeError("the transaction fails")
+    assert mirror.knn(v, 5) == [1]
+    with conn:
+        mirror.stage_clear()
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert mirror.knn(v, 5) == []
+
+
+def test_filters_by_source_and_day_as_sqlite_vec_does() -> None:
+    rng = np.random.default_rng(3)
+    mirror, conn = loaded()
+    v = unit(rng)
+    with conn:
+        mirror.stage_put(1, v, "memory", "2024-05-01")
+        mirror.stage_put(2, v, "sessions", "2024-05-03")
+        mirror.stage_put(3, v, "memory", "")  # MEMORY.md: no day
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert sorted(mirror.knn(v, 10) or []) == [1, 2, 3]
+    assert sorted(mirror.knn(v, 10, sources=["memory"]) or []) == [1, 3]
+    assert mirror.knn(v, 10, since="2024-05-02") == [2]
+    assert mirror.knn(v, 10, until="2024-05-02") == [1]  # undated chunks never match a range
+    assert mirror.knn(v, 10, sources=["memory"], since="2024-05-02") == []
+    assert day_number("2024-05-01") < day_number("2024-12-31") and day_number("junk") == 0
+
+
+def test_not_loaded_or_over_budget_defers_to_sqlite_vec() -> None:
+    rng = np.random.default_rng(5)
+    mirror = VectorMirror(64 * 1024)
+    assert mirror.knn(unit(rng), 3) is None  # before load
+    conn = hooked(mirror)
+    mirror.load(conn, None)
+    put_all(conn, mirror, {i: unit(rng) for i in range(2000)})  # 2048 x 16 x 4 > 64 KiB
+    assert mirror.knn(unit(rng), 3) is None
+    assert mirror.stats()["over_budget"] is True
+
+
+def test_a_query_of_another_width_is_an_error_not_a_wrong_answer() -> None:
+    rng = np.random.default_rng(9)
+    mirror, conn = loaded()
+    put_all(conn, mirror, {1: unit(rng)})
+    with pytest.raises(VectorWidthError):
+        mirror.knn(np.ones(DIMS * 2, np.float32), 3)
+
+
+# ------------------------------------------------------------------ with a real index
+
+NOTES = {
+    f"memory/2024-05-{d:02d}.md": f"# 2024-05-{d:02d}\n\n- {text}\n"
+    for d, text in enumerate(
+        [
+            "Bought a blue bicycle for commuting to work.",
+            "The dentist moved the appointment to Friday.",
+            "Planted tomatoes and basil on the balcony.",
+            "Booked flights to Lisbon for the conference.",
+            "The cat knocked the plant off the shelf again.",
+            "Fixed the flaky integration test in the payments service.",
+        ],
+        start=1,
+    )
+}
+QUERIES = ["bicycle", "teeth", "garden herbs", "travel to Portugal", "pets", "unit tests", "x"]
+
+
+def results(make_index: IndexFactory, server: FakeOpenAIServer, memory_mb: int) -> list[object]:
+    provider = OpenAIProvider(base_url=server.base_url, api_key="sk-t", max_retries=0, timeout=2)
+    ix = make_index({"index": {"vector_memory_mb": memory_mb}}, provider)
+    ix.sync()
+    assert ix.wait_embedded(timeout=30)
+    assert ix.status()["vector_scan"] == ("memory" if memory_mb else "sqlite-vec")
+    out: list[object] = []
+    for q in QUERIES:
+        for mode in ("vector", "hybrid"):
+            resp = search(ix, q, mode=mode, min_score=0.0, max_results=3)
+            assert resp.mode_used == mode and resp.degraded is None
+            out.append([(h.path, round(h.score, 6)) for h in resp.results])
+        out.append(
+            [h.path for h in search(ix, q, mode="vector", since="2024-05-03", min_score=0).results]
+        )
+    ix.close()
+    make_index.made.remove(ix)
+    return out
+
+
+def test_search_answers_the_same_with_and_without_the_in_memory_scan(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    for rel, text in NOTES.items():
+        make_index.write(rel, text)
+    with_mirror = results(make_index, openai_server, 256)
+    (make_index.ws / "memory/2024-05-04.md").unlink()  # deletes reach the mirror too
+    after_delete = results(make_index, openai_server, 256)
+    sqlite_vec_only = results(make_index, openai_server, 0)
+    assert after_delete == sqlite_vec_only
+    assert with_mirror != after_delete
