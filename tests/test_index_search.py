@@ -205,3 +205,38 @@ def test_huge_queries_are_bounded(ix) -> None:  # type: ignore[no-untyped-def]
     search(ix, words)  # more terms than SQLite has variables for would fail without the cap
     with pytest.raises(InvalidParams):
         search(ix, "tea " * 5000)
+
+
+def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFactory) -> None:
+    """keyword_ranked leaves words found in >= half the chunks out of its first query; the
+    BM25 top must be the one of the whole OR query, including when the other words find
+    fewer chunks than asked for."""
+    from memoryd.index import db
+    from memoryd.index.query import fts_match, query_terms
+    from memoryd.index.search import Filters, doc_freqs, keyword_candidates, keyword_ranked
+
+    for day in range(1, 29):
+        lines = [f"- Caroline: item {day}-{i} about the weather and walks" for i in range(30)]
+        if day % 4 == 0:
+            lines[day % 30] = f"- Caroline: the budget for trip {day} went over again"
+        make_index.write(f"memory/2024-02-{day:02d}.md", "\n".join(lines) + "\n")
+    ix = make_index({"index": {"chunk_tokens": 64, "chunk_overlap": 8}})
+    ix.sync()
+    conn = db.connect(make_index.db, readonly=True)
+    try:
+        from memoryd.index.workspace import _Reader
+
+        tokenize = _Reader(make_index.db).tokenize
+        filters = Filters(("memory",), None, None, None)
+        for query in ["Caroline budget", "caroline weather budget trip", "Caroline walks"]:
+            terms = query_terms(query)
+            stems = {t: [s for _, _, s in tokenize(t.encode())] for t in terms}
+            n, df = doc_freqs(conn, [s for ss in stems.values() for s in ss])
+            assert 2 * df["carolin"] >= n  # the speaker's name is everywhere
+            for limit in (3, 8, 40, 400):
+                fast = keyword_ranked(conn, terms, stems, n, df, filters, limit)
+                full = keyword_candidates(conn, fts_match(terms), filters, limit)
+                assert [i for i, _ in fast] == [i for i, _ in full]
+                assert [round(s, 4) for _, s in fast] == [round(s, 4) for _, s in full]
+    finally:
+        conn.close()

@@ -291,17 +291,52 @@ def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> li
     return out
 
 
-def idf_weights(conn: apsw.Connection, stems: Sequence[str]) -> dict[str, float]:
+def doc_freqs(conn: apsw.Connection, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """(chunks in the index, chunks containing each stem)."""
+    n = int(db.scalar(conn, "SELECT count(*) FROM chunks"))
     if not stems:
-        return {}
-    n = int(db.scalar(conn, "SELECT count(*) FROM chunks")) or 1
-    docs = dict(
+        return n, {}
+    found = dict(
         conn.execute(
             f"SELECT term, doc FROM chunks_vocab WHERE term IN ({','.join('?' * len(stems))})",
             list(stems),
         )
     )
-    return {s: math.log(1 + (n - docs.get(s, 0) + 0.5) / (docs.get(s, 0) + 0.5)) for s in stems}
+    return n, {s: int(found.get(s, 0)) for s in stems}
+
+
+def idf_weights(n: int, df: dict[str, int]) -> dict[str, float]:
+    n = n or 1
+    return {s: math.log(1 + (n - d + 0.5) / (d + 0.5)) for s, d in df.items()}
+
+
+def keyword_ranked(
+    conn: apsw.Connection,
+    terms: Sequence[str],
+    term_stems: dict[str, list[str]],
+    n_chunks: int,
+    df: dict[str, int],
+    filters: Filters,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The BM25 top ``limit`` of the OR query of ``terms``, asked more cheaply when it can be.
+
+    FTS5 gives a word found in at least half the chunks an IDF of 1e-6 (fts5_aux.c), so it
+    cannot reorder chunks that contain any other query word; yet matching it costs a bm25()
+    call for each of those chunks (in a log that names its speaker on every line: all of
+    them). Such words are left out of a first query and only asked for when the other words
+    find fewer than ``limit`` chunks; the top ``limit`` is the same either way.
+    """
+    common = {
+        t for t in terms if len(term_stems[t]) == 1 and 2 * df.get(term_stems[t][0], 0) >= n_chunks
+    }
+    if common and len(common) < len(terms):
+        ranked = keyword_candidates(
+            conn, fts_match([t for t in terms if t not in common]), filters, limit
+        )
+        if len(ranked) >= limit:
+            return ranked
+    return keyword_candidates(conn, fts_match(list(terms)), filters, limit)
 
 
 def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
@@ -334,13 +369,17 @@ def run_search(
     mode: Mode = req.mode if (qvec is not None and vectors_usable) else "keyword"
     filters = Filters(req.sources, req.path_prefix, req.since, req.until, env.indexed_sources)
     terms = query_terms(req.query)
-    match = fts_match(terms) if terms else ""
+    term_stems = {t: [s for _, _, s in tokenize(t.encode())] for t in terms}
+    stems = list(dict.fromkeys(s for ts in term_stems.values() for s in ts))
+    n_chunks, df = doc_freqs(conn, stems)
+    weights = idf_weights(n_chunks, df)
     n = max_results * cfg.candidate_multiplier
 
     found: dict[int, None] = {}  # candidate ids, in order of discovery
     bm25: dict[int, float] = {}  # over-fetched, so vector candidates get their t for free
-    if match and mode != "vector":
-        ranked_kw = keyword_candidates(conn, match, filters, n * KEYWORD_OVERFETCH)
+    if terms and mode != "vector":
+        limit = n * KEYWORD_OVERFETCH
+        ranked_kw = keyword_ranked(conn, terms, term_stems, n_chunks, df, filters, limit)
         bm25 = dict(ranked_kw)
         found.update((i, None) for i, _ in ranked_kw[:n])
     if qvec is not None and mode != "keyword":
@@ -359,8 +398,6 @@ def run_search(
             cands.append(full)
     if qvec is not None and mode != "keyword":
         fill_window_sims(conn, cands, qvec)
-    stems = list(dict.fromkeys(s for t in terms for _, _, s in tokenize(t.encode())))
-    weights = idf_weights(conn, stems)
     for c in cands:
         c.lines = line_scores(env.line_stems.get(c.id, c.text, tokenize), weights)
 
