@@ -1,11 +1,16 @@
 """In-process search latency of the engine (``WorkspaceIndex.search``), query embedding excluded.
 
     python bench/search_latency.py [--sizes 1000,10000] [--big] [--rounds 10] [--json]
+                                   [--corpus synthetic|locomo]
 
 For each size, a synthetic workspace (bench/synth.py) is indexed into a temp index with a
 deterministic fake embedding provider (``BenchProvider``: seeded random unit vectors per
 text, 384 dims), so 10k+ chunks get vectors in seconds instead of the local model's many
 minutes. Fine for latency (the KNN and fusion work is the same), meaningless for quality.
+
+``--corpus locomo`` builds the workspace from copies of the LoCoMo dev daily logs instead
+and asks LoCoMo's questions (a speaker's name is on every line, so the OR query matches
+nearly every chunk: the hard case for BM25).
 
 50 fixed queries (``synth.make_queries``) are searched once per mode to warm the query-
 embedding cache and the page cache, then ``--rounds`` times each; every call is timed
@@ -37,7 +42,7 @@ from memoryd.index.query import fts_match, query_terms
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.logs import configure_logging
-from synth import make_queries, make_workspace
+from synth import locomo_queries, make_locomo_workspace, make_queries, make_workspace
 
 TARGET_P50_MS_10K = 5.0
 DIMS = 384
@@ -81,9 +86,12 @@ def summarize(ms: list[float]) -> dict[str, float]:
             "p99": percentile(s, 99), "mean": statistics.fmean(s), "max": s[-1]}
 
 
-def build(size: int, workdir: Path, cfg: Config, seed: int, queries: list[str]
-          ) -> tuple[WorkspaceIndex, dict[str, Any]]:
-    ws = make_workspace(workdir / f"ws-{size}", size, seed)
+def build(size: int, workdir: Path, cfg: Config, seed: int, queries: list[str],
+          corpus: str = "synthetic") -> tuple[WorkspaceIndex, dict[str, Any]]:
+    if corpus == "locomo":
+        ws = make_locomo_workspace(workdir / f"ws-{size}", size)
+    else:
+        ws = make_workspace(workdir / f"ws-{size}", size, seed)
     ix = WorkspaceIndex(ws, workdir / f"ix-{size}.sqlite", cfg, BenchProvider(), "bench")
     started = time.perf_counter()
     ix.open()
@@ -147,6 +155,7 @@ def main() -> None:
                          "(e.g. 300,4000 for selective queries)")
     ap.add_argument("--modes", default="keyword,hybrid")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--corpus", choices=("synthetic", "locomo"), default="synthetic")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     configure_logging("warning", json=True)
@@ -156,13 +165,16 @@ def main() -> None:
     modes = [cast(Mode, m) for m in args.modes.split(",") if m]
     cfg = config_from_mapping({}, {})
     lo, hi = (int(x) for x in args.query_ranks.split(","))
-    queries = make_queries(args.queries, ranks=(lo, hi))
+    if args.corpus == "locomo":
+        queries = locomo_queries(args.queries)
+    else:
+        queries = make_queries(args.queries, ranks=(lo, hi))
     rows: list[dict[str, Any]] = []
     loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-lat-") as tmp:
         for size in sizes:
             print(f"building {size} chunks...", file=sys.stderr)
-            ix, info = build(size, Path(tmp), cfg, args.seed, queries)
+            ix, info = build(size, Path(tmp), cfg, args.seed, queries, args.corpus)
             print(f"  {info['chunks']} chunks in {info['files']} files: keyword index "
                   f"{info['sync_s']:.1f}s, fake vectors {info['vectors_s']:.1f}s", file=sys.stderr)
             for mode in modes:
@@ -189,7 +201,9 @@ def main() -> None:
             verdict = "ok" if r["p50"] < TARGET_P50_MS_10K else "MISS"
             print(f"- target p50 < {TARGET_P50_MS_10K:.0f} ms at 10k chunks ({r['mode']}): "
                   f"{r['p50']:.2f} ms — {verdict}")
-    print(f"\n{len(queries)} queries (word ranks {lo}-{hi}) x {args.rounds} rounds per row, "
+    what = "LoCoMo questions over copies of its logs" if args.corpus == "locomo" else (
+        f"word ranks {lo}-{hi}")
+    print(f"\n{len(queries)} queries ({what}) x {args.rounds} rounds per row, "
           "after one warm-up pass "
           "(CPU: the searching thread's own CPU time; keyword matches: chunks the query's "
           "FTS OR-query matches); "

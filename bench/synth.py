@@ -129,6 +129,45 @@ def make_workspace(path: Path | str, chunks: int, seed: int = 1) -> Path:
     return root
 
 
+LOCOMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev"
+LOCOMO_CHUNKS = 416  # chunks of the five locomo-dev workspaces together (400/80 chunking)
+
+
+def make_locomo_workspace(path: Path | str, chunks: int, source: Path = LOCOMO_DIR) -> Path:
+    """A workspace of about ``chunks`` chunks made of copies of the LoCoMo dev daily logs
+    (read from ``../shared`` at run time, never stored here), each copy on other dates.
+    Real conversation text: a speaker's name on every line, so an OR query of a question
+    matches nearly every chunk, unlike the synthetic vocabulary's third."""
+    root = Path(path)
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "memory").mkdir(parents=True)
+    logs = sorted(source.glob("*/memory/*.md"))
+    if not logs:
+        raise SystemExit(f"no LoCoMo daily logs under {source} (see ../shared/bench/README.md)")
+    copies = max(1, round(chunks / LOCOMO_CHUNKS))
+    day = FIRST_DAY
+    for _ in range(copies):
+        for log in logs:
+            (root / "memory" / f"{day.isoformat()}.md").write_bytes(log.read_bytes())
+            day += timedelta(days=1)
+    (root / "MEMORY.md").write_text("# MEMORY\n\nConversations between friends, copied.\n")
+    return root
+
+
+def locomo_queries(n: int = 50, source: Path = LOCOMO_DIR) -> list[str]:
+    """The first ``n`` distinct questions of the LoCoMo dev qrels."""
+    out: list[str] = []
+    with (source / "qrels.jsonl").open() as f:
+        for line in f:
+            q = json.loads(line)["question"]
+            if q not in out:
+                out.append(q)
+            if len(out) == n:
+                break
+    return out
+
+
 def make_queries(n: int = 50, seed: int = 7, ranks: tuple[int, int] = (30, 1500)) -> list[str]:
     """``n`` distinct agent-style queries over the synthetic vocabulary: 2-5 words drawn
     log-uniformly from the frequency ``ranks`` (30-1500: common words, the OR-query matches

@@ -211,7 +211,7 @@ def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Ve
     rows = conn.execute(
         "SELECT w.id, w.embedding FROM json_each(?) AS j CROSS JOIN window_vectors AS w "
         f"ON w.id BETWEEN j.value * {WINDOW_SLOTS} AND j.value * {WINDOW_SLOTS} + "
-        f"{WINDOW_SLOTS - 1} ORDER BY w.id",
+        f"{WINDOW_SLOTS - 1}",
         (json.dumps(embedded),),
     ).fetchall()
     if not rows:
@@ -223,13 +223,15 @@ def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Ve
     sims = m.astype(np.float32) @ q
     ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
     owner = ids // WINDOW_SLOTS
-    starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])  # rows are sorted by id
+    order = np.lexsort((-sims, owner))  # by chunk, its best window first
+    firsts = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
     by_id = {c.id: c for c in cands}
-    for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):
-        n = a + int(np.argmax(sims[a:b]))
-        c = by_id[int(owner[a])]
-        c.best_window = int(ids[n] - owner[a] * WINDOW_SLOTS)
-        c.window_sim = float(sims[n])
+    for chunk_id, window, sim in zip(
+        owner[firsts].tolist(), (ids[firsts] % WINDOW_SLOTS).tolist(), sims[firsts].tolist(),
+        strict=True,
+    ):
+        c = by_id[chunk_id]
+        c.best_window, c.window_sim = window, sim
 
 
 Scored = tuple[float, float | None, float | None, Candidate]
