@@ -175,3 +175,20 @@ def test_search_answers_the_same_with_and_without_the_in_memory_scan(
     sqlite_vec_only = results(make_index, openai_server, 0)
     assert after_delete == sqlite_vec_only
     assert with_mirror != after_delete
+
+
+def test_load_reads_the_stored_vectors_and_respects_the_budget() -> None:
+    rng = np.random.default_rng(11)
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE vecs(chunk_id INTEGER PRIMARY KEY, embedding, source, day)")
+    vecs = {i: unit(rng) for i in range(1, 301)}
+    conn.executemany(
+        "INSERT INTO vecs VALUES (?, ?, 'memory', '2024-05-01')",
+        [(i, v.tobytes()) for i, v in vecs.items()],
+    )
+    mirror = VectorMirror(1 << 20)
+    mirror.load(conn, "vecs")
+    assert mirror.stats()["vectors"] == 300 and mirror.knn(vecs[7], 1) == [7]
+    small = VectorMirror(300 * DIMS * 4)  # the vectors, but not the room to grow
+    small.load(conn, "vecs")
+    assert small.knn(vecs[7], 1) is None and small.usable is False

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.embeddings.base import Vectors
+from memoryd.index import db
 from memoryd.index.layout import ISO_DAY
 
 SOURCE_CODES = {"memory": 0, "sessions": 1}
@@ -66,7 +67,6 @@ class VectorMirror:
         self._lock = threading.Lock()
         self._rows: _Rows | None = None
         self._row_of: dict[int, int] = {}
-        self._deleted = 0
         self._loaded = False
         self._too_big = False
         self._staged: list[_Op] = []  # the writer's open transaction; applied at commit
@@ -76,18 +76,23 @@ class VectorMirror:
     def load(self, conn: apsw.Connection, table: str | None) -> None:
         """(Re)read every vector of ``table`` (None: there is none yet). Writer thread."""
         with self._lock:
-            self._rows, self._row_of, self._deleted = None, {}, 0
+            self._rows, self._row_of = None, {}
             self._too_big = False
             self._loaded = False
         if table is not None:
+            total = int(db.scalar(conn, f"SELECT count(*) FROM {table}"))
             for chunk_id, blob, source, day in conn.execute(
                 f"SELECT chunk_id, embedding, source, day FROM {table}"
             ):
                 vec = np.frombuffer(blob, dtype=np.float32)
                 with self._lock:
-                    self._put(int(chunk_id), vec, str(source), str(day))
+                    if self._rows is None:  # sized once: room for an eighth more
+                        self._rows = _Rows.empty(int(vec.shape[0]), total + total // 8 + 64)
+                        self._too_big = self._rows.mat.nbytes > self.max_bytes
                     if self._too_big:
+                        self._rows = None
                         break
+                    self._put(int(chunk_id), vec, str(source), str(day))
         with self._lock:
             self._loaded = True
 
@@ -107,7 +112,7 @@ class VectorMirror:
             with self._lock:
                 for op, chunk_id, vec, source, day in staged:
                     if op == "clear":
-                        self._rows, self._row_of, self._deleted = None, {}, 0
+                        self._rows, self._row_of = None, {}
                         self._too_big = False
                     elif op == "del":
                         self._delete(chunk_id)
@@ -125,12 +130,12 @@ class VectorMirror:
         rows = self._rows
         if rows is None or rows.mat.shape[1] != vec.shape[0]:
             rows = self._rows = _Rows.empty(int(vec.shape[0]), 1024)
-            self._row_of, self._deleted = {}, 0
+            self._row_of = {}
         if rows.n == rows.mat.shape[0]:
             rows = self._rows = self._regrow(rows)
             if rows.mat.nbytes > self.max_bytes:
                 self._too_big = True
-                self._rows, self._row_of, self._deleted = None, {}, 0
+                self._rows, self._row_of = None, {}
                 return
         r = rows.n
         rows.mat[r] = vec
@@ -144,13 +149,12 @@ class VectorMirror:
         r = self._row_of.pop(chunk_id, None)
         if r is not None and self._rows is not None:
             self._rows.ids[r] = -1
-            self._deleted += 1
 
     def _regrow(self, old: _Rows) -> _Rows:
         """New arrays (never resized in place: readers may hold the old ones), live rows
-        compacted to the front, room for as many again."""
+        compacted to the front, room for half as many again."""
         live = np.flatnonzero(old.ids[: old.n] >= 0)
-        new = _Rows.empty(old.mat.shape[1], max(1024, 2 * len(live)))
+        new = _Rows.empty(old.mat.shape[1], max(1024, len(live) + len(live) // 2))
         m = len(live)
         new.mat[:m] = old.mat[live]
         new.ids[:m] = old.ids[live]
@@ -158,7 +162,6 @@ class VectorMirror:
         new.day[:m] = old.day[live]
         new.n = m
         self._row_of = {int(i): r for r, i in enumerate(new.ids[:m])}
-        self._deleted = 0
         return new
 
     # -------------------------------------------------------------- reader side
