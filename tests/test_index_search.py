@@ -138,6 +138,38 @@ def test_snippet_is_centred_on_the_matching_line(make_index: IndexFactory) -> No
     assert hit.snippet == "\n".join(lines[hit.snippet_start_line - 1 : hit.snippet_end_line])
 
 
+def test_snippet_shows_the_head_of_the_line_after_its_window(make_index: IndexFactory) -> None:
+    filler = [
+        f"- Line {i}: routine notes about nothing in particular, padding text." for i in range(40)
+    ]
+    filler[0] = "- Line 0: where did I put the passport?"
+    filler[1] = "- Line 1: in the blue drawer, under the maps. " + "More details here. " * 20
+    make_index.write("memory/2024-01-01.md", "\n".join(filler) + "\n")
+    ix = make_index(
+        {"index": {"chunk_tokens": 2000, "chunk_overlap": 0}, "search": {"snippet_chars": 300}}
+    )
+    ix.sync()
+    hit = search(ix, "passport").results[0]
+    assert len(hit.snippet) <= 300
+    assert (hit.snippet_start_line, hit.snippet_end_line) == (1, 2)  # the cut line counts
+    shown = hit.snippet.split("\n")
+    assert shown[0] == filler[0]
+    assert shown[1].startswith("- Line 1: in the blue drawer") and shown[1].endswith("…")
+
+
+def test_a_partial_line_needs_room_for_more_than_a_label() -> None:
+    from memoryd.index.snippets import MIN_PARTIAL, fill_after
+
+    lines = ["- [D1:1] A: short question?", "- [D1:2] B: " + "a long answer " * 30]
+    body = lines[0]
+    small = len(body) + 1 + MIN_PARTIAL  # one character short once the ellipsis is counted
+    assert fill_after(lines, 0, body, small) == (body, 0)
+    text, last = fill_after(lines, 0, body, small + 20)
+    assert last == 1 and text.startswith(body + "\n- [D1:2] B: a long") and text.endswith("…")
+    assert len(text) <= small + 20
+    assert fill_after(lines, 1, lines[1], 10_000) == (lines[1], 1)  # nothing follows
+
+
 def test_snippet_of_one_long_line_is_cut_around_the_match(make_index: IndexFactory) -> None:
     make_index.write("memory/a.md", "word " * 500 + "the zeppelin landed " + "word " * 500 + "\n")
     ix = make_index({"index": {"chunk_tokens": 4000, "chunk_overlap": 0}})

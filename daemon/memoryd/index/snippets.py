@@ -18,6 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 TAIL_WEIGHT = 0.5  # share of the last line's score a window loses when more lines follow
+# Budget left over after the window's whole lines shows the head of the line that follows
+# (cut at a space, ending in "…") when at least this many characters of it fit: the answer
+# after a matched question, the details after a heading. Fewer would show little but a label.
+MIN_PARTIAL = 60
 
 # (utf-8 bytes) -> [(start byte, end byte, stem)]
 TokenizeOffsets = Callable[[bytes], list[tuple[int, int, str]]]
@@ -124,6 +128,27 @@ def cut_line(line: str, anchor: int, budget: int) -> str:
     return ("…" if start > 0 else "") + line[start:end] + ("…" if end < len(line) else "")
 
 
+def fill_after(lines: Sequence[str], last: int, body: str, budget: int) -> tuple[str, int]:
+    """``body`` (lines up to ``last``) plus as much of the next non-blank line as the rest of
+    the budget holds, and the new last line; unchanged when too little of it would fit."""
+    k = last + 1
+    while k < len(lines) and not lines[k].strip():
+        k += 1
+    if k >= len(lines):
+        return body, last
+    gap = "\n" * (k - last)  # the blank lines skipped, then the line itself
+    room = budget - len(body) - len(gap)
+    nxt = lines[k]
+    if len(nxt) <= room:
+        return body + gap + nxt, k
+    room -= 1  # the ellipsis
+    if room < MIN_PARTIAL:
+        return body, last
+    space = nxt.rfind(" ", 0, room + 1)
+    part = nxt[: space if space > room // 2 else room].rstrip()
+    return body + gap + part + "…", k
+
+
 def make_snippet(
     text: str,
     start_line: int,
@@ -140,6 +165,8 @@ def make_snippet(
         low = body.lower()
         hits = [p for p in (low.find(t) for t in terms) if p >= 0]
         body = cut_line(body, min(hits) if hits else 0, budget)
+    else:
+        body, last = fill_after(lines, last, body, budget)
     if not mapped:
         return Snippet(body, start_line, end_line)
     return Snippet(body, start_line + first, start_line + last)
