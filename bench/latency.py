@@ -9,7 +9,8 @@ Phases (each daemon has its own MEMORYD_HOME under a short /tmp dir; nothing els
 2. keyword daemon (``MEMORYD_EMBEDDING_PROVIDER=none``): start-to-ready (spawn until a
    ``hello`` is answered) on an empty home, then synthetic workspaces (bench/synth.py) of
    each size are added and indexed; restarts with them registered (ready again);
-   search p50/p95/p99 per size with the sync ``MemoryClient`` (one persistent connection);
+   ``hello`` round trip (the transport floor); search p50/p95/p99 per size with the sync
+   ``MemoryClient`` (one persistent connection);
    throughput with 1/4/16 concurrent clients (separate processes: client-side Python does
    not share a GIL, but client and daemon share the machine's cores); write→searchable
    (plain file append to today's daily file, to an old daily file, and the ``append``
@@ -245,6 +246,21 @@ def search_latency(d: Daemon, workspace: str, queries: list[str], mode: str, rou
     return out
 
 
+def hello_latency(d: Daemon, calls: int = 2000) -> dict[str, Any]:
+    """``hello`` round trips on one connection: the wire, the event loop and the request
+    log line, with no engine and no thread hop (the floor under every search)."""
+    ms: list[float] = []
+    with d.client() as c:
+        c.connect()
+        for _ in range(200):
+            c.hello()
+        for _ in range(calls):
+            t = time.perf_counter()
+            c.hello()
+            ms.append((time.perf_counter() - t) * 1000)
+    return summarize(ms)
+
+
 def _worker(sock: str, workspace: str, queries: list[str], mode: str, duration: float,
             barrier: Barrier, results: Any) -> None:
     with MemoryClient(sock, timeout=60) as c:
@@ -280,12 +296,14 @@ def throughput(d: Daemon, workspace: str, queries: list[str], clients: int, dura
     for p in procs:
         p.join(30)
     note_load()
+    cpu = d.cpu_seconds() - cpu0  # includes each client's one warm-up search
     count = sum(g[0] for g in got)
     elapsed = max(g[1] for g in got)
     ms = sorted(x for g in got for x in g[2])
     return {"clients": clients, "searches": count, "seconds": elapsed, "qps": count / elapsed,
             "p50": percentile(ms, 50), "p99": percentile(ms, 99),
-            "daemon_cpu_pct": 100 * (d.cpu_seconds() - cpu0) / elapsed}
+            "daemon_cpu_pct": 100 * cpu / elapsed,
+            "daemon_cpu_ms_per_search": 1000 * cpu / (count + clients)}
 
 
 def write_to_searchable(d: Daemon, workspace: str, root: Path, how: str, trials: int
@@ -374,16 +392,22 @@ def print_report(r: dict[str, Any]) -> None:
     print("\nengine took_ms: the index's own search time as the daemon reports it (the rest is "
           "the wire, the event loop and the read-your-writes check); first call: the warm-up "
           "pass (for hybrid it includes embedding each query once).")
+    if r.get("hello"):
+        h = r["hello"]
+        print(f"\n`hello` round trip (the wire and the event loop alone, {h['n']} calls): "
+              f"p50 {h['p50'] * 1000:.0f} µs, p99 {h['p99'] * 1000:.0f} µs.")
     if r["throughput"]:
         print(f"\n### Throughput ({r['throughput'][0]['chunks']} chunks, keyword, client "
               f"processes, {r['throughput'][0]['seconds']:.0f} s each)\n")
-        print("| clients | searches | searches/s | p50 ms | p99 ms | daemon CPU % | target |")
-        print("|---:|---:|---:|---:|---:|---:|---|")
+        print("| clients | searches | searches/s | p50 ms | p99 ms | daemon CPU % "
+              "| daemon CPU ms/search | target |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---|")
         for x in r["throughput"]:
             target = (f"≥ {t['qps_16']:.0f}/s: {verdict(x['qps'] >= t['qps_16'])}"
                       if x["clients"] == 16 else "")
             print(f"| {x['clients']} | {x['searches']} | {x['qps']:.0f} | {x['p50']:.2f} "
-                  f"| {x['p99']:.2f} | {x['daemon_cpu_pct']:.0f} | {target} |")
+                  f"| {x['p99']:.2f} | {x['daemon_cpu_pct']:.0f} "
+                  f"| {x['daemon_cpu_ms_per_search']:.2f} | {target} |")
     print("\n### Write → searchable (keyword search polled every 5 ms until the new word is "
           "found)\n")
     print("| write | chunks | trials | p50 ms | p95 ms | max ms | found by first search "
@@ -459,6 +483,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         r["ready"].append((f"provider none, {len(sizes)} workspaces / {total} chunks "
                            "registered", restarts))
         d.settle()
+        log("hello round trip")
+        r["hello"] = hello_latency(d)
         for size, (name, _, chunks) in workspaces.items():
             log(f"search latency at {chunks} chunks")
             s = search_latency(d, name, queries, "keyword", args.rounds)

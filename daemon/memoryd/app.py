@@ -28,6 +28,7 @@ from memoryd.jobs.history import History
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.logs import get_logger
+from memoryd.pool import HandoffPool
 from memoryd.server import Server
 from memoryd.service.notify import (
     STARTING_STATUS,
@@ -70,8 +71,9 @@ class Daemon:
         self.instance = Instance(socket_path)
         self.appender = Appender()
         self.watcher = Watcher(config.server.debounce_ms)
-        self.readers = ThreadPoolExecutor(config.server.reader_threads,
-                                          thread_name_prefix="memoryd-reader")
+        # Searches and reads: one thread woken per job (pool.py says why that matters).
+        self.readers = HandoffPool(config.server.reader_threads,
+                                   thread_name_prefix="memoryd-reader")
         # Long waits (reindex wait=true: until every vector is embedded) get their own
         # threads: waits abandoned by their clients must not starve the default executor,
         # which append and workspace changes use.

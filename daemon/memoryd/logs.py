@@ -7,6 +7,8 @@ whatever logs them, so an API key cannot reach a log by accident.
 
 from __future__ import annotations
 
+import functools
+import json as _json
 import logging
 import re
 import sys
@@ -41,16 +43,43 @@ class _StderrLogger:
 
 
 def _scrub(text: str) -> str:
+    # Both alternatives of the pattern need one of these substrings; testing for them first
+    # is far cheaper than a regex pass over every string of every event (one per request).
+    if "sk-" not in text and "Bearer" not in text:
+        return text
     return _SECRET_VALUE.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
 
 
+@functools.lru_cache(maxsize=1024)
+def _secret_key(key: str) -> bool:
+    """Whether a key looks like it holds a secret (keys repeat: decided once per key)."""
+    return key != "event" and _SECRET_KEY.search(key) is not None
+
+
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    for key, value in list(event.items()):
-        if key != "event" and _SECRET_KEY.search(key) and value:
+    for key, value in event.items():
+        if isinstance(value, str):
+            if _secret_key(key) and value:
+                event[key] = "***"
+            else:
+                event[key] = _scrub(value)
+        elif value and _secret_key(key):
             event[key] = "***"
-        elif isinstance(value, str):
-            event[key] = _scrub(value)
     return event
+
+
+def _json_default(obj: Any) -> Any:
+    """What JSON cannot encode: its ``__structlog__()`` if it has one, else its repr."""
+    as_log = getattr(obj, "__structlog__", None)
+    return as_log() if callable(as_log) else repr(obj)
+
+
+# One encoder for every line: json.dumps(default=...) would build a new one per call.
+_ENCODER = _json.JSONEncoder(default=_json_default)
+
+
+def _dumps(obj: Any, **_kw: Any) -> str:
+    return _ENCODER.encode(obj)
 
 
 def configure_logging(level: str = "info", *, json: bool | None = None,
@@ -59,7 +88,7 @@ def configure_logging(level: str = "info", *, json: bool | None = None,
     out = stream or sys.stderr
     if json is None:
         json = not out.isatty()
-    renderer: Any = (structlog.processors.JSONRenderer() if json
+    renderer: Any = (structlog.processors.JSONRenderer(_dumps) if json
                      else structlog.dev.ConsoleRenderer(colors=out.isatty()))
     numeric = logging.getLevelNamesMapping()[level.upper()]
     structlog.configure(

@@ -66,10 +66,15 @@ class _Connection:
             self.writer.write(frame)
 
     async def send(self, frame: bytes) -> None:
+        if not self.lock.locked() and not self.closed and not self.writer.is_closing():
+            self.writer.write(frame)
+            if not self.writer.transport.get_write_buffer_size():
+                return  # the kernel took all of it (the usual case): nothing to drain
+            frame = b""  # queued; what is left is waiting for the peer to read it
         async with self.lock:
             if self.closed or self.writer.is_closing():
                 return
-            self.writer.write(frame)
+            self.writer.write(frame)  # nothing for b""
             with contextlib.suppress(ConnectionError, OSError):
                 await self.writer.drain()
 
@@ -200,9 +205,13 @@ class Server:
         task = asyncio.create_task(self._handle(conn, req))
         conn.tasks.add(task)
         self._tasks.add(task)
-        task.add_done_callback(conn.tasks.discard)
-        task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _: conn.slots.release())
+
+        def finished(task: asyncio.Task[None]) -> None:
+            conn.tasks.discard(task)
+            self._tasks.discard(task)
+            conn.slots.release()
+
+        task.add_done_callback(finished)
         return True
 
     async def _refuse(self, conn: _Connection, code: str, message: str,

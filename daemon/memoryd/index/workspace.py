@@ -635,9 +635,10 @@ class WorkspaceIndex:
 
     def _read_dir_mtimes(self) -> dict[str, int]:
         out = {}
+        root = str(self.root)
         for rel in ("", "memory", "sessions"):
             with contextlib.suppress(OSError):
-                out[rel] = (self.root / rel).stat().st_mtime_ns
+                out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
         return out
 
     def stale_hot_paths(self) -> list[Path]:
@@ -651,20 +652,22 @@ class WorkspaceIndex:
             f"memory/{(today - timedelta(days=1)).isoformat()}.md",
         }
         now = time.monotonic()
-        with self._lock:
+        with self._lock:  # only the hot entries: this runs before every search
             hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
-            state = dict(self._file_state)
+            state = {rel: self._file_state.get(rel) for rel in hot}
         stale = []
+        root = str(self.root)
         for rel in hot:
             try:
-                st = (self.root / rel).stat()
+                st = os.stat(os.path.join(root, rel))
                 current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
             except OSError:
                 current = None
-            if current != state.get(rel) and (current is None or self.layout.classify(rel)):
+            if current != state[rel] and (current is None or self.layout.classify(rel)):
                 stale.append(self.root / rel)
         if self._dir_mtimes and self._read_dir_mtimes() != self._dir_mtimes:
-            known = set(state)
+            with self._lock:
+                known = set(self._file_state)
             present = {f.rel for f in self.layout.iter_files()}
             stale += [self.root / rel for rel in sorted(present ^ known)]
             self._dir_mtimes = self._read_dir_mtimes()
