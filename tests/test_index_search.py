@@ -107,6 +107,8 @@ def test_max_results_and_min_score_are_honoured(ix) -> None:  # type: ignore[no-
         {"sources": ("email",)},
         {"sources": ()},
         {"since": "May 1"},
+        {"until": "2024-01-05\n"},  # $ would match before the newline
+        {"since": "\uff12\uff10\uff12\uff14-01-01"},  # full-width digits: \d takes them
     ],
 )
 def test_bad_search_params_are_invalid_params(ix, kw) -> None:  # type: ignore[no-untyped-def]

@@ -192,3 +192,32 @@ def test_load_reads_the_stored_vectors_and_respects_the_budget() -> None:
     small = VectorMirror(300 * DIMS * 4)  # the vectors, but not the room to grow
     small.load(conn, "vecs")
     assert small.knn(vecs[7], 1) is None and small.usable is False
+
+
+def test_a_zero_budget_mirror_holds_nothing_and_never_answers() -> None:
+    rng = np.random.default_rng(13)
+    mirror, conn = loaded(max_bytes=0)
+    put_all(conn, mirror, {i: unit(rng) for i in range(50)})
+    assert mirror.knn(unit(rng), 3) is None
+    assert mirror.stats()["bytes"] == 0 and mirror.usable is False
+
+
+def test_a_commit_that_fails_after_the_hook_makes_the_copy_reload() -> None:
+    rng = np.random.default_rng(17)
+    reloads: list[int] = []
+    mirror = VectorMirror(1 << 30, on_stale=lambda: reloads.append(1))
+    conn = hooked(mirror)
+    veto = {"on": False}
+    conn.set_commit_hook(lambda: veto["on"], id="after-ours")  # runs after the mirror's hook
+    mirror.load(conn, None)
+    v = unit(rng)
+    put_all(conn, mirror, {1: v})
+    assert mirror.knn(v, 1) == [1] and reloads == []
+    veto["on"] = True  # the commit fails after the mirror applied its ops
+    with pytest.raises(apsw.ConstraintError), conn:
+        mirror.stage_delete([1])
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert reloads == [1]
+    assert mirror.knn(v, 1) is None  # sqlite-vec answers until the reload
+    mirror.load(conn, None)
+    assert mirror.usable

@@ -15,6 +15,7 @@ a call when the process exits does not hold the exit up (``ThreadPoolExecutor`` 
 from __future__ import annotations
 
 import collections
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
@@ -64,7 +65,14 @@ class HandoffPool(Executor):
                                           name=f"{self._prefix}_{len(self._threads)}")
                 self._threads.append(thread)
         if thread is not None:
-            thread.start()  # it takes the job from the queue (or a later one: same thing)
+            try:
+                thread.start()  # it takes the job from the queue (or a later one: same thing)
+            except BaseException:
+                with self._lock:  # no thread: the job must not wait for one forever
+                    self._threads.remove(thread)
+                    with contextlib.suppress(ValueError):
+                        self._jobs.remove(job)
+                raise
         return future
 
     def _run(self, worker: _Worker) -> None:

@@ -17,8 +17,10 @@ from pathlib import Path, PurePosixPath
 from memoryd.errors import ForbiddenPath, NotFound
 
 MEMORY_FILES = ("MEMORY.md", "memory.md")
-DAY_RE = re.compile(r"^(\d{4}-\d{2}-\d{2})")
-ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # .match: a prefix; .fullmatch: a whole day
+# ASCII digits only: \d also takes other scripts' digits, which int() reads but which sort
+# differently as strings (SQL compares days as strings, the vector mirror as numbers).
+DAY_RE = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})")
+ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # .match: a prefix; .fullmatch: a whole day
 SOURCE_MEMORY = "memory"
 SOURCE_SESSIONS = "sessions"
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
 from memoryd.errors import InvalidParams
-from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS
+from memoryd.index.layout import ISO_DAY, SOURCE_MEMORY, SOURCE_SESSIONS
 from memoryd.index.types import SearchRequest
 
 MAX_QUERY_CHARS = 8192
-DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
 def check_search_request(req: SearchRequest) -> None:
@@ -33,5 +30,5 @@ def check_search_request(req: SearchRequest) -> None:
         )
     for name in ("since", "until"):
         value = getattr(req, name)
-        if value is not None and not DATE_RE.match(value):
+        if value is not None and not (isinstance(value, str) and ISO_DAY.fullmatch(value)):
             raise InvalidParams(f"{name} must be YYYY-MM-DD, got {value!r}")

@@ -15,7 +15,7 @@ arrays, so a reader's snapshot stays valid for its whole scan.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import apsw
@@ -62,14 +62,16 @@ _Op = tuple[str, int, Vectors | None, str, str]  # ("put" | "del" | "clear", id,
 
 
 class VectorMirror:
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, on_stale: Callable[[], None] = lambda: None) -> None:
         self.max_bytes = max_bytes
+        self.on_stale = on_stale  # the copy may differ from the store: reload it (writer thread)
         self._lock = threading.Lock()
         self._rows: _Rows | None = None
         self._row_of: dict[int, int] = {}
         self._loaded = False
         self._too_big = False
         self._staged: list[_Op] = []  # the writer's open transaction; applied at commit
+        self._unconfirmed = False  # ops applied by the commit hook, commit not yet known good
 
     # -------------------------------------------------------------- writer side
 
@@ -79,7 +81,8 @@ class VectorMirror:
             self._rows, self._row_of = None, {}
             self._too_big = False
             self._loaded = False
-        if table is not None:
+            self._staged, self._unconfirmed = [], False
+        if table is not None and self.max_bytes > 0:
             total = int(db.scalar(conn, f"SELECT count(*) FROM {table}"))
             for chunk_id, blob, source, day in conn.execute(
                 f"SELECT chunk_id, embedding, source, day FROM {table}"
@@ -96,19 +99,34 @@ class VectorMirror:
         with self._lock:
             self._loaded = True
 
+    # Staged ops wait for the outermost transaction's commit or rollback hook: the writer's
+    # ``with conn:`` blocks are never nested (a rolled-back inner savepoint fires no hook).
+
     def stage_put(self, chunk_id: int, vec: Vectors, source: str, day: str) -> None:
-        self._staged.append(("put", chunk_id, vec, source, day))
+        self._stage([("put", chunk_id, vec, source, day)])
 
     def stage_delete(self, chunk_ids: Sequence[int]) -> None:
-        self._staged += [("del", i, None, "", "") for i in chunk_ids]
+        self._stage([("del", i, None, "", "") for i in chunk_ids])
 
     def stage_clear(self) -> None:
-        self._staged.append(("clear", 0, None, "", ""))
+        self._stage([("clear", 0, None, "", "")])
+
+    def _stage(self, ops: list[_Op]) -> None:
+        if self.max_bytes > 0:
+            # A new transaction writes: the last commit went through (a failed one rolls back).
+            self._unconfirmed = False
+            self._staged += ops
 
     def commit(self) -> bool:
-        """apsw commit hook: apply what the transaction staged. False lets the commit go on."""
+        """apsw commit hook (just before the commit): apply what the transaction staged.
+
+        Never fails the commit: the index matters more than this copy of it. If applying
+        fails, or the commit itself fails afterwards (the rollback hook follows), the copy
+        is dropped and reloaded from the store."""
         staged, self._staged = self._staged, []
-        if staged:
+        if not staged:
+            return False
+        try:
             with self._lock:
                 for op, chunk_id, vec, source, day in staged:
                     if op == "clear":
@@ -118,10 +136,23 @@ class VectorMirror:
                         self._delete(chunk_id)
                     elif vec is not None:
                         self._put(chunk_id, vec, source, day)
+            self._unconfirmed = True
+        except Exception:
+            self._go_stale()
         return False
 
     def rollback(self) -> None:
+        """apsw rollback hook: forget the staged ops; after a failed commit, reload."""
         self._staged = []
+        if self._unconfirmed:  # or a later transaction that staged nothing: a spare reload
+            self._go_stale()
+
+    def _go_stale(self) -> None:
+        self._unconfirmed = False
+        with self._lock:
+            self._loaded = False  # knn answers None: sqlite-vec until the reload
+            self._rows, self._row_of = None, {}
+        self.on_stale()
 
     def _put(self, chunk_id: int, vec: Vectors, source: str, day: str) -> None:
         if self._too_big:
@@ -131,6 +162,10 @@ class VectorMirror:
         if rows is None or rows.mat.shape[1] != vec.shape[0]:
             rows = self._rows = _Rows.empty(int(vec.shape[0]), 1024)
             self._row_of = {}
+            if rows.mat.nbytes > self.max_bytes:
+                self._too_big = True
+                self._rows = None
+                return
         if rows.n == rows.mat.shape[0]:
             rows = self._rows = self._regrow(rows)
             if rows.mat.nbytes > self.max_bytes:
@@ -168,7 +203,7 @@ class VectorMirror:
 
     @property
     def usable(self) -> bool:
-        return self._loaded and not self._too_big
+        return self._loaded and not self._too_big and self.max_bytes > 0
 
     def stats(self) -> dict[str, int | bool]:
         with self._lock:
@@ -191,7 +226,7 @@ class VectorMirror:
         """Chunk ids of the ``k`` nearest vectors (L2 on unit vectors, i.e. highest dot
         product), nearest first; None when the mirror cannot answer (not loaded, too big)."""
         with self._lock:
-            if not self._loaded or self._too_big:
+            if not self.usable:
                 return None
             rows = self._rows
             n = rows.n if rows is not None else 0

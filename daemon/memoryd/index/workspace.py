@@ -126,7 +126,9 @@ class WorkspaceIndex:
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
         )
         self._syncer: Syncer | None = None
-        self._mirror = VectorMirror(config.index.vector_memory_mb * MiB)
+        self._mirror = VectorMirror(
+            config.index.vector_memory_mb * MiB, on_stale=self._reload_mirror_later
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -135,6 +137,12 @@ class WorkspaceIndex:
         the in-memory vectors load next on the writer thread (sqlite-vec answers meanwhile)."""
         self._writer.submit(self._open_writer).result()
         self._writer.submit(self._load_mirror)
+
+    def _reload_mirror_later(self) -> None:
+        """Called on the writer thread (a hook) when the copy may be off: reload after it."""
+        log.warning("vector_mirror_reload", workspace=str(self.root))
+        with contextlib.suppress(RuntimeError):  # closing
+            self._writer.submit(self._load_mirror)
 
     def _load_mirror(self) -> None:
         conn = self._wconn
