@@ -325,6 +325,17 @@ def test_status_human_and_json(fake_memoryd: FakeMemoryd) -> None:
     assert json.loads(out) == fake_memoryd.results["status"]
 
 
+def test_status_says_where_the_knn_runs(fake_memoryd: FakeMemoryd) -> None:
+    import copy
+
+    from memoryd_client._format import format_status
+    from memoryd_client.types import Status
+
+    wire = copy.deepcopy(fake_memoryd.results["status"])
+    wire["workspaces"][0].update(vector_ready=True, vector_scan="memory")
+    assert "vectors ready (KNN: memory)" in "\n".join(format_status(Status.from_wire(wire)))
+
+
 def test_remote_error_exits_1_with_one_line(fake_memoryd: FakeMemoryd) -> None:
     @fake_memoryd.handle("get")
     async def get(req: FakeRequest) -> Any:

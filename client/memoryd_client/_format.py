@@ -28,6 +28,8 @@ def format_status(status: Status) -> list[str]:
     for ws in status.workspaces:
         lines.append(f"workspace {ws.name}  {ws.path}")
         vectors = "ready" if ws.vector_ready else "not ready"
+        if ws.vector_scan:
+            vectors += f" (KNN: {ws.vector_scan})"
         lines.append(
             f"  files {ws.files}  chunks {ws.chunks}  pending files {ws.pending_files}  "
             f"pending vectors {ws.pending_vectors}  vectors {vectors}"
