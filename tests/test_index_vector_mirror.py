@@ -221,3 +221,60 @@ def test_a_commit_that_fails_after_the_hook_makes_the_copy_reload() -> None:
     assert mirror.knn(v, 1) is None  # sqlite-vec answers until the reload
     mirror.load(conn, None)
     assert mirror.usable
+
+
+def test_searches_stay_well_formed_while_files_change_and_vectors_are_written(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    import threading
+
+    for rel, text in NOTES.items():
+        make_index.write(rel, text)
+    provider = OpenAIProvider(
+        base_url=openai_server.base_url, api_key="sk-t", max_retries=0, timeout=5
+    )
+    ix = make_index({"embedding": {"retry_after_seconds": 0.2}}, provider)
+    ix.sync()
+    assert ix.wait_embedded(timeout=30)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def searcher() -> None:
+        try:
+            while not stop.is_set():
+                for q in QUERIES:
+                    for h in search(ix, q, min_score=0.0).results:
+                        assert h.path.startswith("memory/") and h.start_line <= h.end_line
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=searcher) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for round_ in range(15):  # rewrite, add and delete files: puts and deletes staged
+            day = 10 + round_ % 5
+            rel = f"memory/2024-05-{day:02d}.md"
+            note = f"- round {round_}: notes about {QUERIES[round_ % 7]}"
+            make_index.write(rel, f"# {rel}\n\n{note}\n")
+            if round_ % 3 == 2:
+                (make_index.ws / f"memory/2024-05-{10 + (round_ + 1) % 5:02d}.md").unlink(
+                    missing_ok=True
+                )
+            ix.sync()
+        assert ix.wait_embedded(timeout=30)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert errors == []
+    mirror_answers = [
+        [h.path for h in search(ix, q, mode="vector", min_score=0.0).results] for q in QUERIES
+    ]
+    ix.close()
+    make_index.made.remove(ix)
+    again = make_index({"index": {"vector_memory_mb": 0}}, provider)
+    assert again.status()["vector_scan"] == "sqlite-vec"
+    assert mirror_answers == [
+        [h.path for h in search(again, q, mode="vector", min_score=0.0).results] for q in QUERIES
+    ]
