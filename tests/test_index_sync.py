@@ -216,6 +216,7 @@ def test_memory_md_under_two_names_is_indexed_once(make_index: IndexFactory) -> 
 def test_watcher_filter_is_safe_while_the_writer_changes_the_file_list(
     make_index: IndexFactory,
 ) -> None:
+    import sys
     import threading
 
     for i in range(300):
@@ -232,6 +233,10 @@ def test_watcher_filter_is_safe_while_the_writer_changes_the_file_list(
             errors.append(exc)
 
     t = threading.Thread(target=ask)
+    # Frequent GIL switches: the spinning thread meets the writer mid-iteration sooner, and
+    # the writer is not kept waiting 5 ms for every SQLite call it returns from (was 40 s).
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
     t.start()
     try:
         for _ in range(3):
@@ -242,4 +247,5 @@ def test_watcher_filter_is_safe_while_the_writer_changes_the_file_list(
     finally:
         done.set()
         t.join()
+        sys.setswitchinterval(interval)
     assert errors == []

@@ -316,6 +316,10 @@ class WorkspaceIndex:
         if paths is None:
             self._dir_mtimes = self._read_dir_mtimes()
             self._last_report = report
+            if self._wconn is not None:
+                # A whole scan fills the writer's page cache with rows later writes rarely
+                # need again; a daemon with many workspaces would keep each one's for good.
+                self._wconn.execute("PRAGMA shrink_memory")
         self._last_sync = time.time()
         if report.files_changed or report.files_removed:
             log.info(
