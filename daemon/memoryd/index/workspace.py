@@ -146,7 +146,7 @@ class WorkspaceIndex:
 
     def _load_mirror(self) -> None:
         conn = self._wconn
-        if conn is None or not self.vec.ok or self.config.index.vector_memory_mb == 0:
+        if conn is None or not self.vec.ok:  # a zero budget: the mirror itself stays empty
             return
         started = time.perf_counter()
         try:
