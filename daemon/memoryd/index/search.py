@@ -20,6 +20,7 @@ from memoryd.config import SearchConfig
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index import db
+from memoryd.index.keyword_mirror import HEADING_WEIGHT, TEXT_WEIGHT, KeywordMirror
 from memoryd.index.query import fts_match, query_days, query_terms
 from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.store import VEC_TABLE
@@ -27,7 +28,7 @@ from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.index.windows import WINDOW_SLOTS, window_spans
 
-BM25_WEIGHTS = "1.0, 0.5"  # text, heading
+BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
 KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector candidates
 # A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
@@ -61,6 +62,7 @@ class SearchEnv:
     mirror: VectorMirror | None = None  # in-memory KNN; None: sqlite-vec's
     window_budget: int = 128  # tokens per vector window (index.vector_window_tokens)
     indexed_sources: tuple[str, ...] = ("memory", "sessions")  # what the index can hold
+    keywords: KeywordMirror | None = None  # in-memory BM25; None: FTS5's
 
 
 @dataclass(frozen=True)
@@ -293,8 +295,13 @@ def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> li
     return out
 
 
-def doc_freqs(conn: apsw.Connection, stems: Sequence[str]) -> tuple[int, dict[str, int]]:
-    """(chunks in the index, chunks containing each stem)."""
+def doc_freqs(
+    conn: apsw.Connection, stems: Sequence[str], keywords: KeywordMirror | None = None
+) -> tuple[int, dict[str, int]]:
+    """(chunks in the index, chunks containing each stem): the in-memory copy's counts, or
+    fts5vocab's (which walks each stem's whole doclist)."""
+    if keywords is not None and (known := keywords.doc_freqs(stems)) is not None:
+        return known
     n = int(db.scalar(conn, "SELECT count(*) FROM chunks"))
     if not stems:
         return n, {}
@@ -320,15 +327,29 @@ def keyword_ranked(
     df: dict[str, int],
     filters: Filters,
     limit: int,
+    keywords: KeywordMirror | None = None,
 ) -> list[tuple[int, float]]:
     """The BM25 top ``limit`` of the OR query of ``terms``, asked more cheaply when it can be.
 
-    FTS5 gives a word found in at least half the chunks an IDF of 1e-6 (fts5_aux.c), so it
+    The in-memory copy answers when it is loaded, the filters are ones it holds (not a path
+    prefix) and every term is one token (a phrase needs positions, which only FTS5 keeps).
+    Otherwise FTS5 gives a word found in at least half the chunks an IDF of 1e-6 (fts5_aux.c), so it
     cannot reorder chunks that contain any other query word; yet matching it costs a bm25()
     call for each of those chunks (in a log that names its speaker on every line: all of
     them). Such words are left out of a first query and only asked for when the other words
     find fewer than ``limit`` chunks; the top ``limit`` is the same either way.
     """
+    single = all(len(term_stems[t]) == 1 for t in terms)
+    if keywords is not None and single and not filters.path_prefix:
+        ranked = keywords.top(
+            [term_stems[t][0] for t in terms],
+            limit,
+            filters.sources if filters.restrictive else None,
+            filters.since,
+            filters.until,
+        )
+        if ranked is not None:
+            return ranked
     common = {
         t for t in terms if len(term_stems[t]) == 1 and 2 * df.get(term_stems[t][0], 0) >= n_chunks
     }
@@ -373,7 +394,7 @@ def run_search(
     terms = query_terms(req.query)
     term_stems = {t: [s for _, _, s in tokenize(t.encode())] for t in terms}
     stems = list(dict.fromkeys(s for ts in term_stems.values() for s in ts))
-    n_chunks, df = doc_freqs(conn, stems)
+    n_chunks, df = doc_freqs(conn, stems, env.keywords)
     weights = idf_weights(n_chunks, df)
     n = max_results * cfg.candidate_multiplier
 
@@ -381,7 +402,9 @@ def run_search(
     bm25: dict[int, float] = {}  # over-fetched, so vector candidates get their t for free
     if terms and mode != "vector":
         limit = n * KEYWORD_OVERFETCH
-        ranked_kw = keyword_ranked(conn, terms, term_stems, n_chunks, df, filters, limit)
+        ranked_kw = keyword_ranked(
+            conn, terms, term_stems, n_chunks, df, filters, limit, env.keywords
+        )
         bm25 = dict(ranked_kw)
         found.update((i, None) for i, _ in ranked_kw[:n])
     if qvec is not None and mode != "keyword":

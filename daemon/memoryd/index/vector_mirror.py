@@ -9,12 +9,12 @@ sqlite-vec instead.
 
 Readers never block on the writer: rows are only ever appended past the row count a
 reader saw, deletions flip the row's id to -1, and growing or compacting builds new
-arrays, so a reader's snapshot stays valid for its whole scan.
+arrays, so a reader's snapshot stays valid for its whole scan. How it follows commits:
+mirror.py.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +25,7 @@ import numpy.typing as npt
 from memoryd.embeddings.base import Vectors
 from memoryd.index import db
 from memoryd.index.layout import ISO_DAY
+from memoryd.index.mirror import StagedMirror
 
 SOURCE_CODES = {"memory": 0, "sessions": 1}
 NO_DAY = 0
@@ -61,27 +62,17 @@ class _Rows:
 _Op = tuple[str, int, Vectors | None, str, str]  # ("put" | "del" | "clear", id, vec, source, day)
 
 
-class VectorMirror:
+class VectorMirror(StagedMirror[_Op]):
     def __init__(self, max_bytes: int, on_stale: Callable[[], None] = lambda: None) -> None:
-        self.max_bytes = max_bytes
-        self.on_stale = on_stale  # the copy may differ from the store: reload it (writer thread)
-        self._lock = threading.Lock()
+        super().__init__(max_bytes, on_stale)
         self._rows: _Rows | None = None
         self._row_of: dict[int, int] = {}
-        self._loaded = False
-        self._too_big = False
-        self._staged: list[_Op] = []  # the writer's open transaction; applied at commit
-        self._unconfirmed = False  # ops applied by the commit hook, commit not yet known good
 
     # -------------------------------------------------------------- writer side
 
     def load(self, conn: apsw.Connection, table: str | None) -> None:
         """(Re)read every vector of ``table`` (None: there is none yet). Writer thread."""
-        with self._lock:
-            self._rows, self._row_of = None, {}
-            self._too_big = False
-            self._loaded = False
-            self._staged, self._unconfirmed = [], False
+        self._begin_load()
         if table is not None and self.max_bytes > 0:
             total = int(db.scalar(conn, f"SELECT count(*) FROM {table}"))
             for chunk_id, blob, source, day in conn.execute(
@@ -99,9 +90,6 @@ class VectorMirror:
         with self._lock:
             self._loaded = True
 
-    # Staged ops wait for the outermost transaction's commit or rollback hook: the writer's
-    # ``with conn:`` blocks are never nested (a rolled-back inner savepoint fires no hook).
-
     def stage_put(self, chunk_id: int, vec: Vectors, source: str, day: str) -> None:
         self._stage([("put", chunk_id, vec, source, day)])
 
@@ -111,48 +99,18 @@ class VectorMirror:
     def stage_clear(self) -> None:
         self._stage([("clear", 0, None, "", "")])
 
-    def _stage(self, ops: list[_Op]) -> None:
-        if self.max_bytes > 0:
-            # A new transaction writes: the last commit went through (a failed one rolls back).
-            self._unconfirmed = False
-            self._staged += ops
+    def _apply(self, ops: list[_Op]) -> None:
+        for op, chunk_id, vec, source, day in ops:
+            if op == "clear":
+                self._drop()
+                self._too_big = False
+            elif op == "del":
+                self._delete(chunk_id)
+            elif vec is not None:
+                self._put(chunk_id, vec, source, day)
 
-    def commit(self) -> bool:
-        """apsw commit hook (just before the commit): apply what the transaction staged.
-
-        Never fails the commit: the index matters more than this copy of it. If applying
-        fails, or the commit itself fails afterwards (the rollback hook follows), the copy
-        is dropped and reloaded from the store."""
-        staged, self._staged = self._staged, []
-        if not staged:
-            return False
-        try:
-            with self._lock:
-                for op, chunk_id, vec, source, day in staged:
-                    if op == "clear":
-                        self._rows, self._row_of = None, {}
-                        self._too_big = False
-                    elif op == "del":
-                        self._delete(chunk_id)
-                    elif vec is not None:
-                        self._put(chunk_id, vec, source, day)
-            self._unconfirmed = True
-        except Exception:
-            self._go_stale()
-        return False
-
-    def rollback(self) -> None:
-        """apsw rollback hook: forget the staged ops; after a failed commit, reload."""
-        self._staged = []
-        if self._unconfirmed:  # or a later transaction that staged nothing: a spare reload
-            self._go_stale()
-
-    def _go_stale(self) -> None:
-        self._unconfirmed = False
-        with self._lock:
-            self._loaded = False  # knn answers None: sqlite-vec until the reload
-            self._rows, self._row_of = None, {}
-        self.on_stale()
+    def _drop(self) -> None:
+        self._rows, self._row_of = None, {}
 
     def _put(self, chunk_id: int, vec: Vectors, source: str, day: str) -> None:
         if self._too_big:
@@ -200,10 +158,6 @@ class VectorMirror:
         return new
 
     # -------------------------------------------------------------- reader side
-
-    @property
-    def usable(self) -> bool:
-        return self._loaded and not self._too_big and self.max_bytes > 0
 
     def stats(self) -> dict[str, int | bool]:
         with self._lock:

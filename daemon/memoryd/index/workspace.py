@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import apsw
 
@@ -29,6 +29,7 @@ from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
 from memoryd.index import db, schema, store
+from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
 from memoryd.index.search import SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems, TokenizeOffsets
@@ -129,6 +130,9 @@ class WorkspaceIndex:
         self._mirror = VectorMirror(
             config.index.vector_memory_mb * MiB, on_stale=self._reload_mirror_later
         )
+        self._keywords = KeywordMirror(
+            config.index.keyword_memory_mb * MiB, on_stale=self._reload_keywords_later
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -137,6 +141,7 @@ class WorkspaceIndex:
         the in-memory vectors load next on the writer thread (sqlite-vec answers meanwhile)."""
         self._writer.submit(self._open_writer).result()
         self._writer.submit(self._load_mirror)
+        self._writer.submit(self._load_keywords)
 
     def _reload_mirror_later(self) -> None:
         """Called on the writer thread (a hook) when the copy may be off: reload after it."""
@@ -161,6 +166,67 @@ class WorkspaceIndex:
             **self._mirror.stats(),
         )
 
+    def _reload_keywords_later(self) -> None:
+        log.warning("keyword_mirror_reload", workspace=str(self.root))
+        with contextlib.suppress(RuntimeError):  # closing
+            self._writer.submit(self._load_keywords)
+
+    def _load_keywords(self) -> None:
+        conn = self._wconn
+        if conn is None:
+            return
+        started = time.perf_counter()
+        try:
+            self._keywords.load(
+                conn.execute("SELECT id, text, heading, source, day FROM chunks"),
+                int(db.scalar(conn, "SELECT count(*) FROM chunks")),
+            )
+        except apsw.Error as exc:  # FTS5 keeps answering
+            log.warning("keyword_mirror_failed", workspace=str(self.root), error=str(exc))
+            return
+        log.debug(
+            "keyword_mirror_loaded",
+            workspace=str(self.root),
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            **self._keywords.stats(),
+        )
+
+    def _follow_chunks(self, conn: apsw.Connection) -> None:
+        """Tell the in-memory copies about the writer's changes; they apply them when the
+        transaction commits, so a rolled-back write never shows."""
+        conn.set_commit_hook(self._mirror.commit, id="vector_mirror")
+        conn.set_rollback_hook(self._mirror.rollback, id="vector_mirror")
+        conn.set_commit_hook(self._keywords.commit, id="keyword_mirror")
+        conn.set_rollback_hook(self._keywords.rollback, id="keyword_mirror")
+        kw = self._keywords
+
+        def put(*row: apsw.SQLiteValue) -> None:
+            chunk_id, text, heading, source, day = row
+            kw.stage_put(int(cast(int, chunk_id)), str(text), str(heading), str(source), str(day))
+
+        def delete(*row: apsw.SQLiteValue) -> None:
+            chunk_id, text, heading = row
+            kw.stage_delete(int(cast(int, chunk_id)), str(text), str(heading))
+
+        conn.create_scalar_function("memoryd_kw_put", put, 5)
+        conn.create_scalar_function("memoryd_kw_del", delete, 3)
+        # TEMP triggers: this connection's own, so the schema on disk knows nothing of them.
+        conn.execute(
+            """
+            CREATE TEMP TRIGGER memoryd_kw_insert AFTER INSERT ON main.chunks BEGIN
+                SELECT memoryd_kw_put(new.id, new.text, new.heading, new.source, new.day);
+            END;
+            CREATE TEMP TRIGGER memoryd_kw_delete AFTER DELETE ON main.chunks BEGIN
+                SELECT memoryd_kw_del(old.id, old.text, old.heading);
+            END;
+            CREATE TEMP TRIGGER memoryd_kw_update
+            AFTER UPDATE OF id, text, heading, source, day ON main.chunks BEGIN
+                SELECT memoryd_kw_del(old.id, old.text, old.heading);
+                SELECT memoryd_kw_put(new.id, new.text, new.heading, new.source, new.day);
+            END;
+            """
+        )
+
     def _open_writer(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         opened: apsw.Connection | None = None
@@ -183,9 +249,7 @@ class WorkspaceIndex:
             opened = db.connect(self.db_path)
             schema.migrate(opened)
         conn = opened
-        # The mirror follows committed transactions only: a rolled-back write never shows.
-        conn.set_commit_hook(self._mirror.commit, id="vector_mirror")
-        conn.set_rollback_hook(self._mirror.rollback, id="vector_mirror")
+        self._follow_chunks(conn)
         try:
             self._apply_fingerprint(conn)
         except NOT_CORRUPTION as exc:
@@ -581,6 +645,7 @@ class WorkspaceIndex:
             self._mirror,
             self.config.index.vector_window_tokens,
             self._indexed_sources,
+            self._keywords,
         )
         with self._reader() as r:
             if qvec is not None:
@@ -740,6 +805,8 @@ class WorkspaceIndex:
                 if self._mirror.usable
                 else "sqlite-vec"
             ),
+            # BM25's engine: the in-memory copy once loaded and within index.keyword_memory_mb
+            "keyword_scan": "memory" if self._keywords.usable else "fts5",
             "degraded": degraded,
             "skipped": skipped,
         }
