@@ -24,6 +24,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import apsw
 import numpy as np
@@ -122,6 +123,7 @@ class KeywordMirror(StagedMirror[_Op]):
         self._docs = _Docs.empty(0)
         self._postings = 0  # array capacity, for the budget
         self._dead_postings = 0  # entries of deleted chunks still in the arrays
+        self._compactions = 0
 
     # -------------------------------------------------------------- writer side
 
@@ -154,13 +156,40 @@ class KeywordMirror(StagedMirror[_Op]):
         with self._lock:
             self._loaded = True
 
+    def follow(self, conn: apsw.Connection, name: str) -> None:
+        """Stage the chunks ``conn`` inserts and deletes, applied when it commits: what the
+        FTS5 triggers of schema.py follow (a chunk's text is never updated in place). The
+        triggers are TEMP: this connection's own; the schema on disk knows nothing of them."""
+        super().follow(conn, name)
+
+        def put(*row: apsw.SQLiteValue) -> None:
+            chunk_id, text, heading, source, day = row
+            self.stage_put(int(cast(int, chunk_id)), str(text), str(heading), str(source), str(day))
+
+        def delete(*row: apsw.SQLiteValue) -> None:
+            chunk_id, text, heading = row
+            self.stage_delete(int(cast(int, chunk_id)), str(text), str(heading))
+
+        conn.create_scalar_function(f"{name}_put", put, 5)
+        conn.create_scalar_function(f"{name}_del", delete, 3)
+        put_new = f"SELECT {name}_put(new.id, new.text, new.heading, new.source, new.day);"
+        del_old = f"SELECT {name}_del(old.id, old.text, old.heading);"
+        conn.execute(
+            f"""
+            CREATE TEMP TRIGGER {name}_insert AFTER INSERT ON main.chunks BEGIN {put_new} END;
+            CREATE TEMP TRIGGER {name}_delete AFTER DELETE ON main.chunks BEGIN {del_old} END;
+            """
+        )
+
     def _load_batch(self, batch: list[_Op], loaded: int, expected: int) -> bool:
         with self._lock:
             self._apply(batch)
             # A large index that will not fit says so early: no building it up to the budget
             # only to throw it away.
-            if not self._too_big and loaded >= 2048 and (
-                self.bytes() * expected > self.max_bytes * loaded
+            if (
+                not self._too_big
+                and loaded >= 2048
+                and (self.bytes() * expected > self.max_bytes * loaded)
             ):
                 self._too_big = True
                 self._drop()
@@ -281,6 +310,7 @@ class KeywordMirror(StagedMirror[_Op]):
         self._post = post
         self._postings = sum(p.n for p in post.values())
         self._dead_postings = 0
+        self._compactions += 1
         self._docs = docs.take(live, max(1024, len(live) + len(live) // 2))
 
     # -------------------------------------------------------------- reader side
@@ -299,6 +329,8 @@ class KeywordMirror(StagedMirror[_Op]):
                 "over_budget": self._too_big,
                 "chunks": self._docs.rows,
                 "stems": len(self._post),
+                "dead_postings": self._dead_postings,
+                "compactions": self._compactions,
                 "bytes": self.bytes() if self.usable else 0,
             }
 

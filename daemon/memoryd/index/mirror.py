@@ -13,6 +13,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+import apsw
+
 Op = TypeVar("Op")
 
 
@@ -25,6 +27,11 @@ class StagedMirror(Generic[Op]):
         self._too_big = False
         self._staged: list[Op] = []  # the writer's open transaction; applied at commit
         self._unconfirmed = False  # ops applied by the commit hook, commit not yet known good
+
+    def follow(self, conn: apsw.Connection, name: str) -> None:
+        """Apply what is staged when ``conn`` commits; forget it when it rolls back."""
+        conn.set_commit_hook(self.commit, id=name)
+        conn.set_rollback_hook(self.rollback, id=name)
 
     def _apply(self, ops: list[Op]) -> None:
         """Apply committed ops; called with the lock held."""

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import apsw
 
@@ -191,42 +191,6 @@ class WorkspaceIndex:
             **self._keywords.stats(),
         )
 
-    def _follow_chunks(self, conn: apsw.Connection) -> None:
-        """Tell the in-memory copies about the writer's changes; they apply them when the
-        transaction commits, so a rolled-back write never shows."""
-        conn.set_commit_hook(self._mirror.commit, id="vector_mirror")
-        conn.set_rollback_hook(self._mirror.rollback, id="vector_mirror")
-        conn.set_commit_hook(self._keywords.commit, id="keyword_mirror")
-        conn.set_rollback_hook(self._keywords.rollback, id="keyword_mirror")
-        kw = self._keywords
-
-        def put(*row: apsw.SQLiteValue) -> None:
-            chunk_id, text, heading, source, day = row
-            kw.stage_put(int(cast(int, chunk_id)), str(text), str(heading), str(source), str(day))
-
-        def delete(*row: apsw.SQLiteValue) -> None:
-            chunk_id, text, heading = row
-            kw.stage_delete(int(cast(int, chunk_id)), str(text), str(heading))
-
-        conn.create_scalar_function("memoryd_kw_put", put, 5)
-        conn.create_scalar_function("memoryd_kw_del", delete, 3)
-        # TEMP triggers: this connection's own, so the schema on disk knows nothing of them.
-        conn.execute(
-            """
-            CREATE TEMP TRIGGER memoryd_kw_insert AFTER INSERT ON main.chunks BEGIN
-                SELECT memoryd_kw_put(new.id, new.text, new.heading, new.source, new.day);
-            END;
-            CREATE TEMP TRIGGER memoryd_kw_delete AFTER DELETE ON main.chunks BEGIN
-                SELECT memoryd_kw_del(old.id, old.text, old.heading);
-            END;
-            CREATE TEMP TRIGGER memoryd_kw_update
-            AFTER UPDATE OF id, text, heading, source, day ON main.chunks BEGIN
-                SELECT memoryd_kw_del(old.id, old.text, old.heading);
-                SELECT memoryd_kw_put(new.id, new.text, new.heading, new.source, new.day);
-            END;
-            """
-        )
-
     def _open_writer(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         opened: apsw.Connection | None = None
@@ -249,7 +213,9 @@ class WorkspaceIndex:
             opened = db.connect(self.db_path)
             schema.migrate(opened)
         conn = opened
-        self._follow_chunks(conn)
+        # The copies follow committed transactions only: a rolled-back write never shows.
+        self._mirror.follow(conn, "vector_mirror")
+        self._keywords.follow(conn, "keyword_mirror")
         try:
             self._apply_fingerprint(conn)
         except NOT_CORRUPTION as exc:

@@ -1,0 +1,228 @@
+"""The in-memory BM25: FTS5's own scores and top, committed changes only."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import apsw
+import pytest
+
+from engine_util import IndexFactory, search
+from memoryd.index import db, schema
+from memoryd.index.keyword_mirror import KeywordMirror, fts5_stems
+from memoryd.index.query import fts_match
+
+_WORD_TEXT = """
+paint painting garden bicycle teeth dentist travel portugal lisbon coffee tea budget deploy
+server incident retro planning hiking camping kids museum pottery sunset turtle recipe ice
+cream concert guitar novel library
+"""
+WORDS = _WORD_TEXT.split()
+DAYS = ["", "2024-05-01", "2024-05-02", "2024-05-03", "2024-06-01"]
+SELECT = "SELECT id, text, heading, source, day FROM chunks"
+
+
+def index(tmp_path: Path, max_bytes: int = 1 << 30) -> tuple[KeywordMirror, apsw.Connection]:
+    conn = db.connect(tmp_path / "ix.sqlite")
+    schema.migrate(conn)
+    conn.execute(
+        "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at) "
+        "VALUES ('memory/x.md', 'memory', '', 0, 0, 0)"
+    )
+    mirror = KeywordMirror(max_bytes)
+    mirror.follow(conn, "keyword_mirror")
+    mirror.load(conn.execute(SELECT), 0)
+    return mirror, conn
+
+
+def text(rng: random.Random, n: int) -> str:
+    weights = [1 / (r + 1) for r in range(len(WORDS))]  # some words in most chunks
+    return " ".join(rng.choices(WORDS, weights, k=n))
+
+
+def insert(conn: apsw.Connection, rng: random.Random, n: int, source: str = "memory") -> None:
+    conn.executemany(
+        "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, text, "
+        "updated_at) VALUES ('memory/x.md', ?, ?, 1, 1, ?, '', ?, 0)",
+        [
+            (source, rng.choice(DAYS), text(rng, rng.randint(0, 3)), text(rng, rng.randint(1, 40)))
+            for _ in range(n)
+        ],
+    )
+
+
+def fts_top(
+    conn: apsw.Connection, words: list[str], limit: int, where: str = "1", args: tuple = ()
+) -> list[tuple[int, float]]:
+    sql = (
+        "SELECT c.id, -bm25(chunks_fts, 1.0, 0.5) AS r FROM chunks_fts "
+        f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
+        "ORDER BY r DESC, c.id LIMIT ?"
+    )
+    return [(int(i), float(r)) for i, r in conn.execute(sql, (fts_match(words), *args, limit))]
+
+
+def stems_of(words: list[str]) -> list[str]:
+    stem = fts5_stems(apsw.Connection(":memory:"))
+    return [stem(w)[0] for w in words]
+
+
+def queries(rng: random.Random) -> list[list[str]]:
+    out = [rng.sample(WORDS, rng.randint(1, 4)) for _ in range(12)]
+    return [*out, ["paint", "painting"], ["zebra"], ["zebra", "coffee"], ["kids", "kids"]]
+
+
+def assert_same(mirror: KeywordMirror, conn: apsw.Connection, rng: random.Random) -> None:
+    for words in queries(rng):
+        for limit in (1, 7, 50):
+            assert mirror.top(stems_of(words), limit) == fts_top(conn, words, limit), words
+    n, df = mirror.doc_freqs(stems_of(["kids", "zebra"])) or (0, {})
+    vocab = dict(conn.execute("SELECT term, doc FROM chunks_vocab WHERE term IN ('kid', 'zebra')"))
+    assert n == db.scalar(conn, "SELECT count(*) FROM chunks")
+    assert df == {"kid": vocab.get("kid", 0), "zebra": 0}
+
+
+def test_scores_and_top_are_fts5s_through_inserts_deletes_and_reused_ids(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(5)
+    mirror, conn = index(tmp_path)
+    for _ in range(8):
+        with conn:
+            insert(conn, rng, rng.randint(20, 120))
+        assert_same(mirror, conn, rng)
+        with conn:  # the highest ids too: SQLite hands them out again
+            ids = [i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id DESC LIMIT 10")]
+            conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in ids])
+            conn.execute("DELETE FROM chunks WHERE abs(random()) % 3 = 0")
+            insert(conn, rng, 15)
+        assert_same(mirror, conn, rng)
+    assert mirror.stats()["compactions"] > 0  # deleted postings were dropped on the way
+    with conn:
+        conn.execute("DELETE FROM chunks")
+    assert all(mirror.top(stems_of(w), 5) == [] for w in queries(rng))
+
+
+def test_a_fresh_load_equals_the_copy_that_followed_the_writes(tmp_path: Path) -> None:
+    rng = random.Random(9)
+    mirror, conn = index(tmp_path)
+    with conn:
+        insert(conn, rng, 300)
+        conn.execute("DELETE FROM chunks WHERE id % 4 = 0")
+    again = KeywordMirror(1 << 30)
+    again.load(conn.execute(SELECT), 300)
+    for words in queries(rng):
+        assert again.top(stems_of(words), 20) == mirror.top(stems_of(words), 20)
+
+
+def test_filters_by_source_and_day_as_the_fts5_join_does(tmp_path: Path) -> None:
+    rng = random.Random(3)
+    mirror, conn = index(tmp_path)
+    with conn:
+        insert(conn, rng, 150)
+        insert(conn, rng, 150, source="sessions")
+    for words in queries(rng):
+        st = stems_of(words)
+        assert mirror.top(st, 30, ["sessions"]) == fts_top(
+            conn, words, 30, "c.source IN ('sessions')"
+        )
+        span = ("2024-05-02", "2024-05-03")
+        assert mirror.top(st, 30, None, *span) == fts_top(
+            conn, words, 30, "c.day != '' AND c.day >= ? AND c.day <= ?", span
+        )
+        assert mirror.top(st, 30, ["memory"], "2024-05-02") == fts_top(
+            conn, words, 30, "c.source = 'memory' AND c.day != '' AND c.day >= ?", ("2024-05-02",)
+        )
+
+
+def test_changes_show_only_once_committed(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    mirror, conn = index(tmp_path)
+    with pytest.raises(RuntimeError), conn:
+        insert(conn, rng, 10)
+        raise RuntimeError("the transaction fails")
+    assert mirror.top(stems_of(WORDS[:5]), 5) == []
+    with conn:
+        insert(conn, rng, 10)
+    before = mirror.top(stems_of(WORDS[:5]), 50)
+    assert before and before == fts_top(conn, WORDS[:5], 50)
+    with pytest.raises(RuntimeError), conn:
+        conn.execute("DELETE FROM chunks")
+        raise RuntimeError("rolled back")
+    assert mirror.top(stems_of(WORDS[:5]), 50) == before
+
+
+def test_a_commit_that_fails_after_the_hook_makes_the_copy_reload(tmp_path: Path) -> None:
+    rng = random.Random(17)
+    reloads: list[int] = []
+    mirror, conn = index(tmp_path)
+    mirror.on_stale = lambda: reloads.append(1)
+    veto = {"on": False}
+    conn.set_commit_hook(lambda: veto["on"], id="after-ours")  # runs after the mirror's hook
+    with conn:
+        insert(conn, rng, 20)
+    veto["on"] = True  # the commit fails after the mirror applied its ops
+    with pytest.raises(apsw.ConstraintError), conn:
+        conn.execute("DELETE FROM chunks")
+    assert reloads == [1]
+    assert mirror.top(stems_of(["kids"]), 5) is None  # FTS5 answers until the reload
+    veto["on"] = False
+    mirror.load(conn.execute(SELECT), 20)
+    assert mirror.top(stems_of(["kids"]), 5) == fts_top(conn, ["kids"], 5)
+
+
+def test_over_budget_or_zero_budget_defers_to_fts5(tmp_path: Path) -> None:
+    rng = random.Random(2)
+    mirror, conn = index(tmp_path, max_bytes=64 * 1024)
+    assert mirror.usable
+    with conn:
+        insert(conn, rng, 3000)  # grows past the budget while following the writes
+    assert mirror.top(stems_of(["kids"]), 5) is None and not mirror.usable
+    assert mirror.doc_freqs(["kid"]) is None
+    small = KeywordMirror(64 * 1024)  # a load that will not fit stops early
+    small.load(conn.execute(SELECT), 3000)
+    assert small.stats() == {**small.stats(), "loaded": True, "over_budget": True, "bytes": 0}
+    assert small.top(stems_of(["kids"]), 5) is None
+    zero = KeywordMirror(0)
+    zero.load(conn.execute(SELECT), 3000)
+    assert zero.top(stems_of(["kids"]), 5) is None and not zero.usable
+
+
+# ---------------------------------------------------------------- through the engine
+
+NOTES = {
+    "MEMORY.md": "# Memory\n\n## People\n\nAlice likes pottery and sunsets.\nBob fixes bikes.\n",
+    "memory/2024-05-01.md": "# Day\n\n- Painted a sunset with the kids.\n- Deploy went fine.\n",
+    "memory/2024-05-02.md": "# Day\n\n- Dentist at 3pm, teeth fine.\n- Garden: basil and mint.\n",
+    "memory/2024-05-03.md": "# Day\n\n- Booked travel to Lisbon for the conference.\n",
+}
+SEARCHES = ["sunset painting", "teeth dentist", "Lisbon travel", "garden", "kids", "zebra",
+            "deploy_notes deploy"]  # a two-token word: FTS5 answers that one
+
+
+def answers(make_index: IndexFactory, memory_mb: int) -> list[object]:
+    ix = make_index({"index": {"keyword_memory_mb": memory_mb}})
+    ix.sync()
+    assert ix.status()["keyword_scan"] == ("memory" if memory_mb else "fts5")
+    out: list[object] = []
+    for q in SEARCHES:
+        out.append([(h.path, h.start_line, round(h.score, 9)) for h in search(ix, q).results])
+        out.append([h.path for h in search(ix, q, since="2024-05-02", min_score=0).results])
+        out.append([h.path for h in search(ix, q, path_prefix="memory/", min_score=0).results])
+    ix.close()
+    make_index.made.remove(ix)
+    return out
+
+
+def test_search_answers_the_same_with_and_without_the_in_memory_bm25(
+    make_index: IndexFactory,
+) -> None:
+    for rel, body in NOTES.items():
+        make_index.write(rel, body)
+    with_mirror = answers(make_index, 64)
+    assert with_mirror == answers(make_index, 0)
+    (make_index.ws / "memory/2024-05-01.md").unlink()  # deletes reach the copy too
+    make_index.write("memory/2024-05-03.md", NOTES["memory/2024-05-03.md"] + "- Sunset walk.\n")
+    after = answers(make_index, 64)
+    assert after == answers(make_index, 0) and after != with_mirror
