@@ -30,9 +30,10 @@ def format_status(status: Status) -> list[str]:
         vectors = "ready" if ws.vector_ready else "not ready"
         if ws.vector_scan:
             vectors += f" (KNN: {ws.vector_scan})"
+        keywords = f"  BM25: {ws.keyword_scan}" if ws.keyword_scan else ""
         lines.append(
             f"  files {ws.files}  chunks {ws.chunks}  pending files {ws.pending_files}  "
-            f"pending vectors {ws.pending_vectors}  vectors {vectors}"
+            f"pending vectors {ws.pending_vectors}  vectors {vectors}{keywords}"
         )
         detail = f"  last sync {_when(ws.last_sync)}"
         if ws.index_generation is not None:

@@ -417,6 +417,9 @@ class WorkspaceStatus:
     """The sqlite-vec version loaded for this index (None: not loaded or not reported)."""
     vector_scan: str | None = None
     """Where the KNN runs: "memory" (numpy over a copy of the vectors) or "sqlite-vec"."""
+    keyword_scan: str | None = None
+    """Where BM25 is scored: "memory" (numpy over a copy of the keyword index), "fts5", or
+    "loading" (FTS5 while the copy loads)."""
     jobs: list[JobInfo] = field(default_factory=list)
     """Each scheduled job's next run and last result for this workspace."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -441,6 +444,9 @@ class WorkspaceStatus:
             watcher=None if watcher is None else str(watcher),
             sqlite_vec=None if f.data.get("sqlite_vec") is None else str(f.data["sqlite_vec"]),
             vector_scan=None if f.data.get("vector_scan") is None else str(f.data["vector_scan"]),
+            keyword_scan=(
+                None if f.data.get("keyword_scan") is None else str(f.data["keyword_scan"])
+            ),
             jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
             raw=f.data,
         )

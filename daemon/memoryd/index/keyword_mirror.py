@@ -334,6 +334,13 @@ class KeywordMirror(StagedMirror[_Op]):
                 "bytes": self.bytes() if self.usable else 0,
             }
 
+    @property
+    def scan(self) -> str:
+        """Where BM25 runs: "memory", "fts5", or "loading" (FTS5 until the copy is built)."""
+        if self.usable:
+            return "memory"
+        return "loading" if self.max_bytes > 0 and not self._loaded else "fts5"
+
     def doc_freqs(self, stems: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """(live chunks, chunks containing each stem); None when the copy cannot answer."""
         with self._lock:

@@ -772,7 +772,7 @@ class WorkspaceIndex:
                 else "sqlite-vec"
             ),
             # BM25's engine: the in-memory copy once loaded and within index.keyword_memory_mb
-            "keyword_scan": "memory" if self._keywords.usable else "fts5",
+            "keyword_scan": self._keywords.scan,
             "degraded": degraded,
             "skipped": skipped,
         }
