@@ -325,15 +325,16 @@ def test_status_human_and_json(fake_memoryd: FakeMemoryd) -> None:
     assert json.loads(out) == fake_memoryd.results["status"]
 
 
-def test_status_says_where_the_knn_runs(fake_memoryd: FakeMemoryd) -> None:
+def test_status_says_where_the_knn_and_bm25_run(fake_memoryd: FakeMemoryd) -> None:
     import copy
 
     from memoryd_client._format import format_status
     from memoryd_client.types import Status
 
     wire = copy.deepcopy(fake_memoryd.results["status"])
-    wire["workspaces"][0].update(vector_ready=True, vector_scan="memory")
-    assert "vectors ready (KNN: memory)" in "\n".join(format_status(Status.from_wire(wire)))
+    wire["workspaces"][0].update(vector_ready=True, vector_scan="memory", keyword_scan="fts5")
+    shown = "\n".join(format_status(Status.from_wire(wire)))
+    assert "vectors ready (KNN: memory)  BM25: fts5" in shown
 
 
 def test_remote_error_exits_1_with_one_line(fake_memoryd: FakeMemoryd) -> None:

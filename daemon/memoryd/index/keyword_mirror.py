@@ -137,24 +137,85 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def load(self, rows: Iterable[tuple[int, str, str, str, str]], expected: int) -> None:
         """(Re)build from (id, text, heading, source, day) of every chunk. Writer thread.
-        ``expected``, the number of chunks, sizes the arrays."""
+        ``expected``, the number of chunks, sizes the arrays.
+
+        The postings are gathered as flat arrays, sorted by stem once, and each stem's list
+        is a slice of one array: no per-stem growth (and no heap it would fragment). A
+        stem's first append after the load copies its slice out."""
         self._begin_load()
         if self.max_bytes > 0:
+            built = self._build(rows, expected)
             with self._lock:
-                self._docs = _Docs.empty(expected + expected // 8 + 64)
-            batch: list[_Op] = []
-            loaded = 0
-            for chunk_id, text, heading, source, day in rows:
-                length, freq = self.analyze(text, heading)
-                batch.append(("put", int(chunk_id), length, freq, source, day))
-                if len(batch) == 512:
-                    loaded += len(batch)
-                    if not self._load_batch(batch, loaded, expected):
-                        break
-                    batch = []
-            self._load_batch(batch, loaded + len(batch), expected)
+                if built is None:
+                    self._too_big = True
+                else:
+                    self._docs, self._post = built
+                    self._postings = sum(p.n for p in self._post.values())
+                    self._dead_postings = 0
         with self._lock:
             self._loaded = True
+
+    def _build(
+        self, rows: Iterable[tuple[int, str, str, str, str]], expected: int
+    ) -> tuple[_Docs, dict[str, _Postings]] | None:
+        docs = _Docs.empty(expected + expected // 8 + 64)
+        number: dict[str, int] = {}  # stem -> its number in the flat arrays
+        parts: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32], npt.NDArray[np.uint16]]]
+        parts = []
+        stem_no: list[int] = []
+        slots: list[int] = []
+        f2s: list[int] = []
+        postings = 0
+        for chunk_id, text, heading, source, day in rows:
+            length, freq = self.analyze(text, heading)
+            docs = self._add_doc(docs, int(chunk_id), length, source, day)
+            slot = docs.used - 1
+            for stem, f2 in freq.items():
+                stem_no.append(number.setdefault(stem, len(number)))
+                slots.append(slot)
+                f2s.append(min(f2, 0xFFFF))
+            if len(slots) >= 1 << 14 or docs.used == expected:
+                parts.append(
+                    (
+                        np.array(stem_no, np.int32),
+                        np.array(slots, np.uint32),
+                        np.array(f2s, np.uint16),
+                    )
+                )
+                postings += len(slots)
+                stem_no, slots, f2s = [], [], []
+                # A large index that will not fit says so early: no building it up to the
+                # budget only to throw it away.
+                size = postings * POSTING_BYTES + len(number) * STEM_BYTES
+                if (
+                    docs.used >= 2048
+                    and size * max(expected, docs.used) > self.max_bytes * docs.used
+                ):
+                    return None
+        if slots:
+            parts.append(
+                (np.array(stem_no, np.int32), np.array(slots, np.uint32), np.array(f2s, np.uint16))
+            )
+        if not parts:
+            return docs, {}
+        flat_stems = np.concatenate([p[0] for p in parts])
+        order = np.argsort(flat_stems, kind="stable")  # by stem; slots ascending within one
+        flat_slots = np.concatenate([p[1] for p in parts])[order]
+        flat_f2 = np.concatenate([p[2] for p in parts])[order]
+        del parts, order
+        counts = np.bincount(flat_stems, minlength=len(number)).tolist()
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+        post = {
+            stem: _Postings(
+                flat_slots[starts[k] : starts[k] + counts[k]],
+                flat_f2[starts[k] : starts[k] + counts[k]],
+                counts[k],
+                counts[k],
+            )
+            for stem, k in number.items()
+        }
+        size = len(flat_slots) * POSTING_BYTES + len(post) * STEM_BYTES
+        return None if size + len(docs.length) * SLOT_BYTES > self.max_bytes else (docs, post)
 
     def follow(self, conn: apsw.Connection, name: str) -> None:
         """Stage the chunks ``conn`` inserts and deletes, applied when it commits: what the
@@ -180,20 +241,6 @@ class KeywordMirror(StagedMirror[_Op]):
             CREATE TEMP TRIGGER {name}_delete AFTER DELETE ON main.chunks BEGIN {del_old} END;
             """
         )
-
-    def _load_batch(self, batch: list[_Op], loaded: int, expected: int) -> bool:
-        with self._lock:
-            self._apply(batch)
-            # A large index that will not fit says so early: no building it up to the budget
-            # only to throw it away.
-            if (
-                not self._too_big
-                and loaded >= 2048
-                and (self.bytes() * expected > self.max_bytes * loaded)
-            ):
-                self._too_big = True
-                self._drop()
-            return not self._too_big
 
     def stage_put(self, chunk_id: int, text: str, heading: str, source: str, day: str) -> None:
         if self.max_bytes > 0 and not self._too_big:
@@ -234,13 +281,21 @@ class KeywordMirror(StagedMirror[_Op]):
         day: str,
         pending: dict[str, tuple[list[int], list[int]]],
     ) -> None:
-        docs = self._docs
+        docs = self._docs = self._add_doc(self._docs, chunk_id, length, source, day)
+        slot = docs.used - 1
+        for stem, f2 in freq.items():
+            slots, f2s = pending.setdefault(stem, ([], []))
+            slots.append(slot)
+            f2s.append(min(f2, 0xFFFF))
+
+    @staticmethod
+    def _add_doc(docs: _Docs, chunk_id: int, length: int, source: str, day: str) -> _Docs:
+        """Give the chunk the next slot; returns the _Docs now in use (new arrays when full:
+        readers may hold the old ones)."""
         if chunk_id in docs.slot_of:  # the triggers delete first: the copy is off
             raise ValueError(f"chunk {chunk_id} is already in the keyword mirror")
-        if docs.used == len(docs.length):  # new arrays: readers may hold the old ones
-            docs = self._docs = docs.take(
-                np.arange(docs.used), max(1024, docs.used + docs.used // 2)
-            )
+        if docs.used == len(docs.length):
+            docs = docs.take(np.arange(docs.used), max(1024, docs.used + docs.used // 2))
         slot = docs.used
         docs.length[slot] = length
         docs.source[slot] = SOURCE_CODES.get(source, -1)
@@ -251,10 +306,7 @@ class KeywordMirror(StagedMirror[_Op]):
         docs.used += 1
         docs.rows += 1
         docs.tokens += length
-        for stem, f2 in freq.items():
-            slots, f2s = pending.setdefault(stem, ([], []))
-            slots.append(slot)
-            f2s.append(min(f2, 0xFFFF))
+        return docs
 
     def _delete(self, chunk_id: int, freq: dict[str, int]) -> None:
         docs = self._docs

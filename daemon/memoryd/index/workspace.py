@@ -28,6 +28,7 @@ from memoryd.config import Config, MiB
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
+from memoryd.heap import release_free_memory
 from memoryd.index import db, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
@@ -184,6 +185,7 @@ class WorkspaceIndex:
         except apsw.Error as exc:  # FTS5 keeps answering
             log.warning("keyword_mirror_failed", workspace=str(self.root), error=str(exc))
             return
+        release_free_memory()  # the load's garbage: ~2x the copy itself, at its peak
         log.debug(
             "keyword_mirror_loaded",
             workspace=str(self.root),
@@ -350,6 +352,7 @@ class WorkspaceIndex:
                 # A whole scan fills the writer's page cache with rows later writes rarely
                 # need again; a daemon with many workspaces would keep each one's for good.
                 self._wconn.execute("PRAGMA shrink_memory")
+                release_free_memory()
         self._last_sync = time.time()
         if report.files_changed or report.files_removed:
             log.info(
