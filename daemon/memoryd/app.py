@@ -74,6 +74,9 @@ class Daemon:
         # Searches and reads: one thread woken per job (pool.py says why that matters).
         self.readers = HandoffPool(config.server.reader_threads,
                                    thread_name_prefix="memoryd-reader")
+        # Embedding a new query (5-20 ms in the model, which releases the GIL) runs here,
+        # so it never holds up the reader that serves everyone's searches.
+        self.query_embedder = ThreadPoolExecutor(1, thread_name_prefix="memoryd-query-embed")
         # Long waits (reindex wait=true: until every vector is embedded) get their own
         # threads: waits abandoned by their clients must not starve the default executor,
         # which append and workspace changes use.
@@ -202,6 +205,7 @@ class Daemon:
         if self._registry is not None:
             await self._registry.close()
         self.readers.shutdown(wait=False, cancel_futures=True)
+        self.query_embedder.shutdown(wait=False, cancel_futures=True)
         self.waiters.shutdown(wait=False, cancel_futures=True)
         self._close_sync()
         log.info("shutdown", ms=round((time.perf_counter() - started) * 1000, 1),

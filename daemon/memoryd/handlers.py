@@ -183,16 +183,20 @@ class Methods:
         budget = d.config.server.read_your_writes_ms / 1000
         fresh = await d.watcher.wait_idle(ws.name, budget)
 
+        loop = asyncio.get_running_loop()
+        prepared = None
+        if index.embeds_query(sreq):  # the model runs on its own thread, not a reader's
+            prepared = await loop.run_in_executor(d.query_embedder, index.prepare_query, sreq)
+
         def check_then_search() -> tuple[list[Path], SearchResponse | None]:
             stale = index.stale_hot_paths()
-            return stale, None if stale else index.search(sreq)
+            return stale, None if stale else index.search(sreq, prepared)
 
-        loop = asyncio.get_running_loop()
         stale, resp = await loop.run_in_executor(d.readers, check_then_search)
         if resp is None:
             left = budget - (time.monotonic() - started)
             fresh = await d.watcher.sync_now(ws.name, index, stale, left) and fresh
-            resp = await loop.run_in_executor(d.readers, index.search, sreq)
+            resp = await loop.run_in_executor(d.readers, index.search, sreq, prepared)
         out = resp.to_dict()
         out["pending_files"] = max(out.get("pending_files", 0), d.watcher.pending(ws.name))
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 
@@ -84,6 +84,11 @@ class _Reader:
             return found  # type: ignore[return-value]  # offsets on, colocated off: (s, e, tok)
 
         self.tokenize: TokenizeOffsets = tokenize
+
+
+class PreparedQuery(NamedTuple):
+    vector: Vectors | None  # None: keyword only
+    degraded: str | None  # why there is no vector when one was asked for
 
 
 class WorkspaceIndex:
@@ -185,7 +190,10 @@ class WorkspaceIndex:
         except apsw.Error as exc:  # FTS5 keeps answering
             log.warning("keyword_mirror_failed", workspace=str(self.root), error=str(exc))
             return
-        release_free_memory()  # the load's garbage: ~2x the copy itself, at its peak
+        # The load read every chunk through the writer's page cache, and its garbage peaked
+        # at ~2x the copy: give both back.
+        conn.execute("PRAGMA shrink_memory")
+        release_free_memory()
         log.debug(
             "keyword_mirror_loaded",
             workspace=str(self.root),
@@ -592,22 +600,35 @@ class WorkspaceIndex:
                 self._qcache.popitem(last=False)
         return vec
 
-    def search(self, req: SearchRequest) -> SearchResponse:
+    def embeds_query(self, req: SearchRequest) -> bool:
+        """Whether searching ``req`` would run the embedding model (its vector is not cached):
+        the daemon then prepares it on another thread than the searches'."""
+        if req.mode == "keyword" or not self.vec.ok or self.provider is None:
+            return False
+        with self._lock:
+            return req.query not in self._qcache
+
+    def prepare_query(self, req: SearchRequest) -> PreparedQuery:
+        """The query vector ``req`` needs (None for keyword), or why there is none."""
+        if req.mode == "keyword":
+            return PreparedQuery(None, None)
+        if not self.vec.ok:
+            return PreparedQuery(None, f"vectors off: {self.vec.reason}")
+        if self.provider is None:
+            return PreparedQuery(
+                None, f"vectors off: {self.provider_reason or 'no embedding provider'}"
+            )
+        try:
+            return PreparedQuery(self._query_vector(req.query), None)
+        except EmbeddingError as exc:
+            return PreparedQuery(None, f"query embedding failed, keyword results only: {exc}")
+
+    def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
+        """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
         started = time.perf_counter()
         check_search_request(req)
-        qvec: Vectors | None = None
-        degraded: str | None = None
+        qvec, degraded = prepared or self.prepare_query(req)
         usable = self.vec.ok and self._has_vec_table
-        if req.mode != "keyword":
-            if not self.vec.ok:
-                degraded = f"vectors off: {self.vec.reason}"
-            elif self.provider is None:
-                degraded = f"vectors off: {self.provider_reason or 'no embedding provider'}"
-            else:
-                try:
-                    qvec = self._query_vector(req.query)
-                except EmbeddingError as exc:
-                    degraded = f"query embedding failed, keyword results only: {exc}"
         env = SearchEnv(
             self.config.search,
             self._line_stems,
