@@ -7,9 +7,10 @@ is what lets keyword-only hits pass ``min_score`` (OpenClaw drops them all).
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -229,7 +230,9 @@ def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Ve
     firsts = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
     by_id = {c.id: c for c in cands}
     for chunk_id, window, sim in zip(
-        owner[firsts].tolist(), (ids[firsts] % WINDOW_SLOTS).tolist(), sims[firsts].tolist(),
+        owner[firsts].tolist(),
+        (ids[firsts] % WINDOW_SLOTS).tolist(),
+        sims[firsts].tolist(),
         strict=True,
     ):
         c = by_id[chunk_id]
@@ -240,7 +243,14 @@ Scored = tuple[float, float | None, float | None, Candidate]
 
 
 def fuse(
-    cands: list[Candidate], mode: Mode, fusion: Fusion, cfg: SearchConfig, idf_total: float
+    cands: list[Candidate],
+    mode: Mode,
+    fusion: Fusion,
+    cfg: SearchConfig,
+    idf_total: float,
+    fill_lines: Callable[[Candidate], None],
+    days: Sequence[str] = (),
+    keep: int | None = None,
 ) -> list[Scored]:
     """(score, vector_score, text_score, candidate), best first; scores in [0, 1].
 
@@ -248,6 +258,11 @@ def fuse(
     l, the best single line's share of the query's IDF. A signal a chunk lacks (no vector
     yet, or vectors off) drops out and the others are re-weighted, so keyword-only hits are
     scored on the keyword scale and can pass min_score, and semantic-only hits likewise.
+    A query naming a date mixes in DATE_WEIGHT x (the chunk is that day's).
+
+    ``fill_lines`` sets a candidate's ``lines`` (what l comes from: the costliest part of a
+    search). With ``keep``, weighted fusion returns the best ``keep`` only and asks for the
+    lines of no candidate that cannot reach them even with l = 1: the same top, exactly.
     """
     best_bm25 = max((c.bm25 for c in cands if c.bm25 is not None and c.bm25 > 0), default=0.0)
     # When no candidate contains a query word, the keyword signals say nothing about any of
@@ -257,14 +272,15 @@ def fuse(
     for c in cands:
         t = (c.bm25 / best_bm25) if (c.bm25 is not None and best_bm25 > 0 and c.bm25 > 0) else 0.0
         v = max(0.0, min(1.0, c.window_sim)) if c.window_sim is not None else None
-        l_ = min(1.0, max(c.lines or [0.0]) / idf_total) if idf_total > 0 else 0.0
+        rows.append((c, v, 0.0 if mode == "vector" else t))
+
+    def line_signal(c: Candidate) -> float:
         if mode == "vector":
-            t, l_ = 0.0, 0.0
-        rows.append((c, v, t, l_))
-    if fusion == "rrf" and mode == "hybrid":
-        return _rrf(rows, cfg.rrf_k)
-    out: list[Scored] = []
-    for c, v, t, l_ in rows:
+            return 0.0
+        fill_lines(c)
+        return min(1.0, max(c.lines or [0.0]) / idf_total) if idf_total > 0 else 0.0
+
+    def score(c: Candidate, v: float | None, t: float, l_: float) -> float:
         if mode == "vector":
             s = v or 0.0
         else:
@@ -273,9 +289,39 @@ def fuse(
                 parts.append((cfg.vector_weight, v))
             wsum = sum(w for w, _ in parts)
             s = sum(w * x for w, x in parts) / wsum if wsum > 0 else 0.0
-        out.append((s, v, t if mode != "vector" else None, c))
+        return (1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days) if days else s
+
+    def scored(s: float, c: Candidate, v: float | None, t: float) -> Scored:
+        return (s, v, t if mode != "vector" else None, c)
+
+    if fusion == "rrf" and mode == "hybrid":
+        full = [(c, v, t, line_signal(c)) for c, v, t in rows]
+        out = _rrf(full, cfg.rrf_k)
+        if days:
+            out = [
+                ((1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days), v, t, c)
+                for s, v, t, c in out
+            ]
+            out.sort(key=lambda x: (-x[0], x[3].id))
+        return out
+    if keep is None:
+        out = [scored(score(c, v, t, line_signal(c)), c, v, t) for c, v, t in rows]
+    else:
+        # Best possible score first; stop once even l = 1 cannot reach the keep-th best.
+        bounded = sorted(rows, key=lambda r: (-score(r[0], r[1], r[2], 1.0), r[0].id))
+        out = []
+        best: list[float] = []  # a min-heap of the top ``keep`` exact scores
+        for c, v, t in bounded:
+            if len(best) >= keep and score(c, v, t, 1.0) < best[0]:
+                break
+            s = score(c, v, t, line_signal(c))
+            out.append(scored(s, c, v, t))
+            if len(best) < keep:
+                heapq.heappush(best, s)
+            elif s > best[0]:
+                heapq.heapreplace(best, s)
     out.sort(key=lambda x: (-x[0], x[3].id))
-    return out
+    return out if keep is None else out[:keep]
 
 
 def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> list[Scored]:
@@ -423,18 +469,17 @@ def run_search(
             cands.append(full)
     if qvec is not None and mode != "keyword":
         fill_window_sims(conn, cands, qvec)
-    for c in cands:
-        c.lines = line_scores(env.line_stems.get(c.id, c.text, tokenize), weights)
 
-    fused = fuse(cands, mode, fusion, cfg, sum(weights.values()))
-    if days:
-        fused = [
-            ((1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days), v, t, c) for s, v, t, c in fused
-        ]
-        fused.sort(key=lambda x: (-x[0], x[3].id))
+    def fill_lines(c: Candidate) -> None:
+        if c.lines is None:
+            c.lines = line_scores(env.line_stems.get(c.id, c.text, tokenize), weights)
+
+    # Only the best max_results can be shown: the others need no line scores (fuse's keep).
+    fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
     ranked = [x for x in fused if x[0] >= min_score][:max_results]
     hits = []
     for score, v, t, c in ranked:
+        fill_lines(c)  # the snippet's (vector mode ranks without them)
         snip = make_snippet(
             c.text,
             c.start_line,
