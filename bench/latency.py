@@ -518,6 +518,18 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         log(f"idle {args.idle_seconds:.0f}s (provider none)")
         r["idle"].append((f"none | {total} chunks, restarted + one search per workspace",
                           d.idle(args.idle_seconds)))
+        # The in-memory keyword copy trades memory for speed: the same idle daemon without it.
+        d.stop()
+        d.env["MEMORYD_INDEX_KEYWORD_MEMORY_MB"] = "0"
+        d.start()
+        d.settle()
+        with d.client() as c:
+            for name, _, _ in workspaces.values():
+                c.search(queries[0], workspace=name, mode="keyword")
+        log(f"idle {args.idle_seconds:.0f}s (provider none, keyword_memory_mb = 0)")
+        r["idle"].append((f"none | {total} chunks, as above with index.keyword_memory_mb = 0 "
+                          "(BM25 by FTS5)", d.idle(args.idle_seconds)))
+        del d.env["MEMORYD_INDEX_KEYWORD_MEMORY_MB"]
     finally:
         d.stop()
 
