@@ -168,7 +168,7 @@ class KeywordMirror(StagedMirror[_Op]):
         postings = 0
         for chunk_id, text, heading, source, day in rows:
             length, freq = self.analyze(text, heading)
-            docs = self._add_doc(docs, int(chunk_id), length, source, day)
+            docs = self._add_doc(docs, int(chunk_id), length, source, day, index=False)
             slot = docs.used - 1
             for stem, f2 in freq.items():
                 stem_no.append(number.setdefault(stem, len(number)))
@@ -196,6 +196,9 @@ class KeywordMirror(StagedMirror[_Op]):
             parts.append(
                 (np.array(stem_no, np.int32), np.array(slots, np.uint32), np.array(f2s, np.uint16))
             )
+        # Long-lived small objects made last, after the load's garbage is gone, so they do not
+        # pin its heap pages (malloc_trim can only give back whole free pages).
+        docs.slot_of = dict(zip(docs.chunk_id[: docs.used].tolist(), range(docs.used), strict=True))
         if not parts:
             return docs, {}
         flat_stems = np.concatenate([p[0] for p in parts])
@@ -289,10 +292,13 @@ class KeywordMirror(StagedMirror[_Op]):
             f2s.append(min(f2, 0xFFFF))
 
     @staticmethod
-    def _add_doc(docs: _Docs, chunk_id: int, length: int, source: str, day: str) -> _Docs:
+    def _add_doc(
+        docs: _Docs, chunk_id: int, length: int, source: str, day: str, index: bool = True
+    ) -> _Docs:
         """Give the chunk the next slot; returns the _Docs now in use (new arrays when full:
-        readers may hold the old ones)."""
-        if chunk_id in docs.slot_of:  # the triggers delete first: the copy is off
+        readers may hold the old ones). ``index``: record it in ``slot_of`` now (a load
+        builds that at the end)."""
+        if index and chunk_id in docs.slot_of:  # the triggers delete first: the copy is off
             raise ValueError(f"chunk {chunk_id} is already in the keyword mirror")
         if docs.used == len(docs.length):
             docs = docs.take(np.arange(docs.used), max(1024, docs.used + docs.used // 2))
@@ -302,7 +308,8 @@ class KeywordMirror(StagedMirror[_Op]):
         docs.day[slot] = day_number(day)
         docs.chunk_id[slot] = chunk_id
         docs.alive[slot] = True
-        docs.slot_of[chunk_id] = slot
+        if index:
+            docs.slot_of[chunk_id] = slot
         docs.used += 1
         docs.rows += 1
         docs.tokens += length
