@@ -157,14 +157,14 @@ class Daemon:
         return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
 
     def settle(self, timeout: float = 600) -> None:
-        """Wait until no workspace has pending files or vectors, or an in-memory copy of
-        its keyword index still loading."""
+        """Wait until every workspace's index is open (status reports where BM25 runs once it
+        is) with no pending files or vectors and no in-memory copy still loading."""
         deadline = time.monotonic() + timeout
         with self.client() as c:
             while time.monotonic() < deadline:
                 st = c.status()
                 if all(w.pending_files == 0 and w.pending_vectors == 0
-                       and w.keyword_scan != "loading" for w in st.workspaces):
+                       and w.keyword_scan not in (None, "loading") for w in st.workspaces):
                     return
                 time.sleep(0.2)
 
