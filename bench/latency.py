@@ -509,26 +509,21 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         st = d.proc_status()
         r["notes"].append(f"keyword daemon after all the runs above: VmRSS {st['VmRSS']:.0f} MB, "
                           f"VmHWM {st['VmHWM']:.0f} MB.")
-        d.stop()
-        d.start()
-        d.settle()
-        with d.client() as c:
-            for name, _, _ in workspaces.values():
-                c.search(queries[0], workspace=name, mode="keyword")
-        log(f"idle {args.idle_seconds:.0f}s (provider none)")
-        r["idle"].append((f"none | {total} chunks, restarted + one search per workspace",
-                          d.idle(args.idle_seconds)))
+
+        def idle_after_restart(label: str) -> None:
+            d.stop()
+            d.start()
+            d.settle()
+            with d.client() as c:
+                for name, _, _ in workspaces.values():
+                    c.search(queries[0], workspace=name, mode="keyword")
+            log(f"idle {args.idle_seconds:.0f}s ({label})")
+            r["idle"].append((f"none | {total} chunks, {label}", d.idle(args.idle_seconds)))
+
+        idle_after_restart("restarted + one search per workspace")
         # The in-memory keyword copy trades memory for speed: the same idle daemon without it.
-        d.stop()
         d.env["MEMORYD_INDEX_KEYWORD_MEMORY_MB"] = "0"
-        d.start()
-        d.settle()
-        with d.client() as c:
-            for name, _, _ in workspaces.values():
-                c.search(queries[0], workspace=name, mode="keyword")
-        log(f"idle {args.idle_seconds:.0f}s (provider none, keyword_memory_mb = 0)")
-        r["idle"].append((f"none | {total} chunks, as above with index.keyword_memory_mb = 0 "
-                          "(BM25 by FTS5)", d.idle(args.idle_seconds)))
+        idle_after_restart("as above with index.keyword_memory_mb = 0 (BM25 by FTS5)")
         del d.env["MEMORYD_INDEX_KEYWORD_MEMORY_MB"]
     finally:
         d.stop()

@@ -134,26 +134,29 @@ class WorkspaceIndex:
         )
         self._syncer: Syncer | None = None
         self._mirror = VectorMirror(
-            config.index.vector_memory_mb * MiB, on_stale=self._reload_mirror_later
+            config.index.vector_memory_mb * MiB,
+            on_stale=lambda: self._reload_later("vector_mirror", self._load_mirror),
         )
         self._keywords = KeywordMirror(
-            config.index.keyword_memory_mb * MiB, on_stale=self._reload_keywords_later
+            config.index.keyword_memory_mb * MiB,
+            on_stale=lambda: self._reload_later("keyword_mirror", self._load_keywords),
         )
 
     # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
         """Open (create, migrate; a corrupt file is moved aside and rebuilt). Fast: no scan;
-        the in-memory vectors load next on the writer thread (sqlite-vec answers meanwhile)."""
+        the in-memory copies load next on the writer thread (sqlite-vec and FTS5 answer
+        meanwhile)."""
         self._writer.submit(self._open_writer).result()
         self._writer.submit(self._load_mirror)
         self._writer.submit(self._load_keywords)
 
-    def _reload_mirror_later(self) -> None:
-        """Called on the writer thread (a hook) when the copy may be off: reload after it."""
-        log.warning("vector_mirror_reload", workspace=str(self.root))
+    def _reload_later(self, what: str, load: Callable[[], None]) -> None:
+        """Called on the writer thread (a hook) when a copy may be off: reload after it."""
+        log.warning(f"{what}_reload", workspace=str(self.root))
         with contextlib.suppress(RuntimeError):  # closing
-            self._writer.submit(self._load_mirror)
+            self._writer.submit(load)
 
     def _load_mirror(self) -> None:
         conn = self._wconn
@@ -171,11 +174,6 @@ class WorkspaceIndex:
             ms=round((time.perf_counter() - started) * 1000, 1),
             **self._mirror.stats(),
         )
-
-    def _reload_keywords_later(self) -> None:
-        log.warning("keyword_mirror_reload", workspace=str(self.root))
-        with contextlib.suppress(RuntimeError):  # closing
-            self._writer.submit(self._load_keywords)
 
     def _load_keywords(self) -> None:
         conn = self._wconn
