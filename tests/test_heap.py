@@ -1,16 +1,24 @@
-"""Giving freed heap back to the system."""
+"""How the daemon's heap gives memory back (glibc; a no-op elsewhere)."""
 
 from __future__ import annotations
 
 import platform
 import sys
 
-from memoryd.heap import release_free_memory
+from memoryd import heap
+
+GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 
 
 def test_release_free_memory_trims_on_glibc_and_is_harmless_elsewhere() -> None:
-    glibc = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
     blocks = [bytearray(2000) for _ in range(20_000)]  # malloc'd, not Python's own arenas
     del blocks
-    assert release_free_memory() is glibc
-    assert release_free_memory() is glibc  # repeatable, no state
+    assert heap.release_free_memory() is GLIBC
+    assert heap.release_free_memory() is GLIBC  # repeatable, no state
+
+
+def test_configure_pins_the_mmap_threshold_on_glibc() -> None:
+    assert heap.configure() is GLIBC
+    big = bytearray(4 * heap.MMAP_THRESHOLD)  # from mmap, back to the system when freed
+    del big
+    assert heap.configure() is GLIBC

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 import memoryd
+from memoryd import heap
 from memoryd.errors import ConfigError, MemorydError
 from memoryd.logs import LEVELS, configure_logging, get_logger
 from memoryd_client.paths import config_path, default_paths, socket_path
@@ -78,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"memoryd: MEMORYD_LOG_LEVEL must be one of {', '.join(LEVELS)}", file=sys.stderr)
         return EXIT_USAGE
     configure_logging(args.log_level)
+    heap.configure()  # a long-lived process: memory freed after a burst goes back
     log = get_logger("memoryd.cli")
     env = dict(os.environ)
     cfg_file = config_path(env, args.config)

@@ -1,9 +1,14 @@
-"""Giving freed heap memory back to the system after a burst of allocations.
+"""How the daemon's heap gives memory back to the system (glibc; elsewhere a no-op).
 
-Building an in-memory copy of an index allocates and frees millions of small Python
-objects; glibc keeps the freed pages in its arenas, so the daemon's RSS stays at the
-burst's peak for good (17 MB for a 10k-chunk keyword copy). ``malloc_trim(0)`` returns
-them. Other C libraries (macOS, musl) have no such call: there it does nothing.
+Building an in-memory copy of an index allocates and frees a lot at once. glibc keeps
+freed memory for reuse, and two of its habits make a long-lived daemon keep a load's peak
+for good: blocks above its mmap threshold go back to the system when freed, but each such
+free raises the threshold (up to 32 MB), so later large temporaries come from the heap
+instead, where they leave holes; and freed heap pages are only returned when they sit at
+its top. ``configure`` pins the threshold (large blocks always come from mmap and always
+go back); ``release_free_memory`` (``malloc_trim(0)``) returns the free pages inside the
+heap after a burst. Measured: a daemon with a 1k and a 10k workspace, both copies loaded,
+91 MB RSS before, 79-80 MB after (67 MB without the copies).
 """
 
 from __future__ import annotations
@@ -11,26 +16,35 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import sys
-from collections.abc import Callable
 from functools import cache
+from typing import Any
+
+M_MMAP_THRESHOLD = -3  # mallopt parameter (malloc.h)
+MMAP_THRESHOLD = 128 * 1024  # glibc's initial value, kept
 
 
 @cache
-def _malloc_trim() -> Callable[[int], int] | None:
+def _glibc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim: Callable[[int], int] = libc.malloc_trim
-    except (OSError, AttributeError):  # not glibc
+        libc.malloc_trim, libc.mallopt  # noqa: B018  # both exist: glibc (musl has neither)
+    except (OSError, AttributeError):
         return None
-    return trim
+    return libc
+
+
+def configure() -> bool:
+    """Large blocks from mmap, always (no dynamic threshold); False where not glibc."""
+    libc = _glibc()
+    return libc is not None and bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
 def release_free_memory() -> bool:
     """Return freed heap pages to the system; False where the C library cannot."""
-    trim = _malloc_trim()
-    if trim is None:
+    libc = _glibc()
+    if libc is None:
         return False
-    trim(0)
+    libc.malloc_trim(0)
     return True
