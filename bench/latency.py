@@ -170,6 +170,14 @@ class Daemon:
 
     def idle(self, seconds: float) -> dict[str, float]:
         time.sleep(2)  # let the last request's log line and any timer fire
+        # Background work after a restart (an index's copies loading, its startup scan) is
+        # not idling: wait (up to 30 s) for a quiet second before the window starts.
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            c0 = self.cpu_seconds()
+            time.sleep(1)
+            if self.cpu_seconds() - c0 < 0.01:
+                break
         note_load()
         cpu0, t0 = self.cpu_seconds(), time.monotonic()
         rss = [self.proc_status()["VmRSS"]]
