@@ -70,6 +70,22 @@ def test_malformed_lines_are_counted_not_fatal(make_index: IndexFactory) -> None
     assert ix.status()["malformed_lines"] == 2
 
 
+def test_half_a_surrogate_pair_is_replaced_not_fatal(make_index: IndexFactory) -> None:
+    # json.dumps escapes the lone half as "\\ud83d": valid JSON that no UTF-8 encoder takes
+    make_index.write(
+        "sessions/s1.jsonl",
+        json.dumps(HEADER) + "\n" + line("user", "cut emoji \ud83d here, zebra")
+        + line("assistant", "giraffe"),
+    )
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    hits = search(ix, "zebra", sources=("sessions",)).results
+    assert [h.path for h in hits] == ["sessions/s1.jsonl"]
+    assert "cut emoji \ufffd here" in hits[0].snippet
+    assert paths(search(ix, "giraffe", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    assert ix.status()["skipped"] == {}
+
+
 def test_rewritten_transcript_is_reingested_from_the_start(make_index: IndexFactory) -> None:
     p = make_index.write("sessions/s1.jsonl", json.dumps(HEADER) + "\n" + line("user", "alpha"))
     ix = make_index({"index": {"sessions": True}})

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import apsw
+import pytest
+from structlog.testing import capture_logs
 
 from engine_util import IndexFactory, paths, search
 
@@ -117,6 +120,47 @@ def test_skipped_file_is_indexed_once_it_becomes_valid(make_index: IndexFactory)
     make_index.bump_mtime("memory/x.md")
     ix.sync()
     assert paths(search(ix, "gardening")) == ["memory/x.md"]
+    assert ix.status()["skipped"] == {}
+
+
+class _TokenizerThatFailsOn:
+    """The embedding tokenizer (a third-party boundary), failing on one marker word."""
+
+    def __init__(self, real: Any, marker: str) -> None:
+        self.real, self.marker = real, marker
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+    def encode_batch(self, texts: list[str], **kw: Any) -> Any:
+        if any(self.marker in t for t in texts):
+            raise RuntimeError("tokenizer exploded")
+        return self.real.encode_batch(texts, **kw)
+
+
+def test_a_file_that_fails_to_index_is_skipped_and_the_others_go_on(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.embeddings.tokenizer import load_tokenizer
+    from memoryd.index import workspace
+
+    failing = _TokenizerThatFailsOn(load_tokenizer(), "kaboom")
+    monkeypatch.setattr(workspace, "load_tokenizer", lambda: failing)
+    make_index.write("memory/2024-05-01.md", "- 09:00 kaboom in this note\n")
+    make_index.write("memory/2024-05-02.md", "- 09:00 gardening went fine\n")
+    ix = make_index()
+    with capture_logs() as logs:
+        report = ix.sync()
+    assert paths(search(ix, "gardening")) == ["memory/2024-05-02.md"]
+    reason = ix.status()["skipped"]["memory/2024-05-01.md"]
+    assert reason == "could not be indexed: RuntimeError: tokenizer exploded"
+    assert report.skipped == {"memory/2024-05-01.md": reason}
+    assert any(e["event"] == "file_index_failed" for e in logs)
+    ix.sync()  # not retried until the file changes
+    make_index.write("memory/2024-05-01.md", "- 09:00 a calm note\n")
+    make_index.bump_mtime("memory/2024-05-01.md")
+    ix.sync()
+    assert paths(search(ix, "calm")) == ["memory/2024-05-01.md"]
     assert ix.status()["skipped"] == {}
 
 

@@ -8,10 +8,15 @@ arrives. Only user and assistant text is kept; everything else is counted and sk
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 _ROLES = ("user", "assistant")
+# JSON may escape half of a surrogate pair ("\ud83d" from a tool that cut an emoji in two):
+# json.loads gives a str no UTF-8 encoder accepts. Such halves become U+FFFD, as invalid
+# UTF-8 bytes do.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -70,14 +75,18 @@ def parse_transcript(data: bytes, first_line: int = 1) -> TranscriptChunkInput:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    return _clean(value) if isinstance(value, str) and value else None
+
+
+def _clean(text: str) -> str:
+    return _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _text(content: Any) -> str:
     """A message's text: a string, or the text blocks of a list joined by newlines."""
     if isinstance(content, str):
-        return content.strip()
+        return _clean(content.strip())
     if isinstance(content, list):
         parts = (b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text")
-        return "\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
+        return _clean("\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip()))
     return ""

@@ -76,7 +76,12 @@ class Syncer:
                     self.on_commit(rel, None)
             else:
                 report.files_scanned += 1
-                self._sync_one(f, known.get(rel), full, report)
+                try:
+                    self._sync_one(f, known.get(rel), full, report)
+                except apsw.Error:  # the index itself: the caller's to handle
+                    raise
+                except Exception as exc:  # an input nobody foresaw: the other files go on
+                    self._failed(f, exc, report)
             if progress is not None and (done == total or done % 20 == 0):
                 progress(SyncProgress("indexing", done, total))
         return report
@@ -105,7 +110,7 @@ class Syncer:
             and row.hash
             and row.mtime_ns == st.st_mtime_ns
             and row.size == st.st_size
-            and (f.source != SOURCE_SESSIONS or row.ingested >= row.size)
+            and (f.source != SOURCE_SESSIONS or row.ingested >= row.size or row.skipped_reason)
         ):
             if row.skipped_reason:
                 report.files_skipped += 1
@@ -128,6 +133,17 @@ class Syncer:
             self._skip(f, st, "binary: contains NUL bytes", report)
             return
         self._sync_markdown(f, row, st, data, full, report)
+
+    def _failed(self, f: IndexedFile, exc: Exception, report: SyncReport) -> None:
+        """Skip a file indexing failed on, saying why in status; it is tried again when it
+        changes (or on a full reindex)."""
+        log.error("file_index_failed", path=f.rel, error=f"{type(exc).__name__}: {exc}",
+                  exc_info=exc)
+        try:
+            st = f.path.stat()
+        except OSError:
+            return
+        self._skip(f, st, f"could not be indexed: {type(exc).__name__}: {exc}"[:300], report)
 
     def _row(self, rel: str) -> FileRow | None:
         return store.read_files(self.conn, rel).get(rel)
