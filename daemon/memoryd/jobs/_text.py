@@ -17,6 +17,7 @@ _FENCE = re.compile(r"^```[\w+-]*[ \t]*\n(.*)\n```[ \t]*$", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _CHATTY = re.compile(r"^(?:sure|certainly|of course|okay|ok|here is|here's|here are|below is|"
                      r"i have|i've|i will|i'll|as requested)\b", re.IGNORECASE)
 
@@ -103,6 +104,8 @@ def not_markdown(text: str, old: str = "") -> str | None:
     """Why an answer cannot be a markdown file replacing ``old``, or None when it can."""
     if _CONTROL.search(text):
         return "it contains control characters"
+    if _SURROGATE.search(text):  # JSON can escape one half of a pair: no UTF-8 file holds it
+        return "it holds half of a surrogate pair"
     stripped = text.strip()
     if stripped[:1] in "{[":
         try:
