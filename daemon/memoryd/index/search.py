@@ -249,8 +249,8 @@ def fuse(
     cfg: SearchConfig,
     idf_total: float,
     fill_lines: Callable[[Candidate], None],
-    days: Sequence[str] = (),
-    keep: int | None = None,
+    days: Sequence[str],
+    keep: int,
 ) -> list[Scored]:
     """(score, vector_score, text_score, candidate), best first; scores in [0, 1].
 
@@ -261,8 +261,9 @@ def fuse(
     A query naming a date mixes in DATE_WEIGHT x (the chunk is that day's).
 
     ``fill_lines`` sets a candidate's ``lines`` (what l comes from: the costliest part of a
-    search). With ``keep``, weighted fusion returns the best ``keep`` only and asks for the
-    lines of no candidate that cannot reach them even with l = 1: the same top, exactly.
+    search). Weighted fusion returns the best ``keep`` only and asks for the lines of no
+    candidate that cannot reach them even with l = 1: the same top, exactly. RRF ranks every
+    candidate by every signal, so it needs them all.
     """
     best_bm25 = max((c.bm25 for c in cands if c.bm25 is not None and c.bm25 > 0), default=0.0)
     # When no candidate contains a query word, the keyword signals say nothing about any of
@@ -289,6 +290,9 @@ def fuse(
                 parts.append((cfg.vector_weight, v))
             wsum = sum(w for w, _ in parts)
             s = sum(w * x for w, x in parts) / wsum if wsum > 0 else 0.0
+        return dated(s, c)
+
+    def dated(s: float, c: Candidate) -> float:
         return (1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days) if days else s
 
     def scored(s: float, c: Candidate, v: float | None, t: float) -> Scored:
@@ -296,16 +300,7 @@ def fuse(
 
     if fusion == "rrf" and mode == "hybrid":
         full = [(c, v, t, line_signal(c)) for c, v, t in rows]
-        out = _rrf(full, cfg.rrf_k)
-        if days:
-            out = [
-                ((1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days), v, t, c)
-                for s, v, t, c in out
-            ]
-            out.sort(key=lambda x: (-x[0], x[3].id))
-        return out
-    if keep is None:
-        out = [scored(score(c, v, t, line_signal(c)), c, v, t) for c, v, t in rows]
+        out = [(dated(s, c), v, t, c) for s, v, t, c in _rrf(full, cfg.rrf_k)]
     else:
         # Best possible score first; stop once even l = 1 cannot reach the keep-th best.
         bounded = sorted(rows, key=lambda r: (-score(r[0], r[1], r[2], 1.0), r[0].id))
@@ -321,7 +316,7 @@ def fuse(
             elif s > best[0]:
                 heapq.heapreplace(best, s)
     out.sort(key=lambda x: (-x[0], x[3].id))
-    return out if keep is None else out[:keep]
+    return out[:keep]
 
 
 def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> list[Scored]:
@@ -379,11 +374,13 @@ def keyword_ranked(
 
     The in-memory copy answers when it is loaded, the filters are ones it holds (not a path
     prefix) and every term is one token (a phrase needs positions, which only FTS5 keeps).
-    Otherwise FTS5 gives a word found in at least half the chunks an IDF of 1e-6 (fts5_aux.c), so it
-    cannot reorder chunks that contain any other query word; yet matching it costs a bm25()
-    call for each of those chunks (in a log that names its speaker on every line: all of
-    them). Such words are left out of a first query and only asked for when the other words
-    find fewer than ``limit`` chunks; the top ``limit`` is the same either way.
+
+    Otherwise FTS5 does. It gives a word found in at least half the chunks an IDF of 1e-6
+    (fts5_aux.c), so that word cannot reorder chunks that contain any other query word; yet
+    matching it costs a bm25() call for each of those chunks (in a log that names its
+    speaker on every line: all of them). Such words are left out of a first query and only
+    asked for when the other words find fewer than ``limit`` chunks; the top ``limit`` is
+    the same either way.
     """
     single = all(len(term_stems[t]) == 1 for t in terms)
     if keywords is not None and single and not filters.path_prefix:
