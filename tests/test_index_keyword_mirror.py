@@ -226,3 +226,39 @@ def test_search_answers_the_same_with_and_without_the_in_memory_bm25(
     make_index.write("memory/2024-05-03.md", NOTES["memory/2024-05-03.md"] + "- Sunset walk.\n")
     after = answers(make_index, 64)
     assert after == answers(make_index, 0) and after != with_mirror
+
+
+def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(
+    tmp_path: Path,
+) -> None:
+    real = fts5_stems(apsw.Connection(":memory:"))
+
+    def stems(text: str) -> list[str]:  # the tokenizer (apsw's), failing on one word
+        if "kaboom" in text:
+            raise RuntimeError("tokenizer exploded")
+        return real(text)
+
+    conn = db.connect(tmp_path / "ix.sqlite")
+    schema.migrate(conn)
+    conn.execute(
+        "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at) "
+        "VALUES ('memory/x.md', 'memory', '', 0, 0, 0)"
+    )
+    reloads: list[int] = []
+    mirror = KeywordMirror(1 << 30, on_stale=lambda: reloads.append(1), stems=stems)
+    mirror.follow(conn, "keyword_mirror")
+    mirror.load(conn.execute(SELECT), 0)
+    with conn:
+        insert(conn, random.Random(4), 20)
+    assert mirror.top(stems_of(["kids"]), 5) == fts_top(conn, ["kids"], 5)
+    with conn:  # the write goes through; the copy could not follow it
+        conn.execute(
+            "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, "
+            "text, updated_at) VALUES ('memory/x.md', 'memory', '', 1, 1, '', '', "
+            "'kaboom kids', 0)"
+        )
+    assert fts_top(conn, ["kaboom"], 5) != []
+    assert reloads == [1] and mirror.top(stems_of(["kids"]), 5) is None
+    with pytest.raises(RuntimeError):  # a reload that fails leaves FTS5 answering
+        mirror.load(conn.execute(SELECT), 21)
+    assert mirror.scan == "fts5" and mirror.top(stems_of(["kids"]), 5) is None

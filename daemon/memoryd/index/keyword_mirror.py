@@ -144,7 +144,12 @@ class KeywordMirror(StagedMirror[_Op]):
         stem's first append after the load copies its slice out."""
         self._begin_load()
         if self.max_bytes > 0:
-            built = self._build(rows, expected)
+            try:
+                built = self._build(rows, expected)
+            except Exception:
+                with self._lock:
+                    self._failed = self._loaded = True  # FTS5 answers: no "loading" for good
+                raise
             with self._lock:
                 if built is None:
                     self._too_big = True
@@ -226,13 +231,23 @@ class KeywordMirror(StagedMirror[_Op]):
         triggers are TEMP: this connection's own; the schema on disk knows nothing of them."""
         super().follow(conn, name)
 
+        # An exception here would fail the writer's INSERT or DELETE: never let the copy
+        # break indexing; a change it could not stage makes it reload after the commit.
         def put(*row: apsw.SQLiteValue) -> None:
             chunk_id, text, heading, source, day = row
-            self.stage_put(int(cast(int, chunk_id)), str(text), str(heading), str(source), str(day))
+            try:
+                self.stage_put(
+                    int(cast(int, chunk_id)), str(text), str(heading), str(source), str(day)
+                )
+            except Exception:
+                self._stage_missed()
 
         def delete(*row: apsw.SQLiteValue) -> None:
             chunk_id, text, heading = row
-            self.stage_delete(int(cast(int, chunk_id)), str(text), str(heading))
+            try:
+                self.stage_delete(int(cast(int, chunk_id)), str(text), str(heading))
+            except Exception:
+                self._stage_missed()
 
         conn.create_scalar_function(f"{name}_put", put, 5)
         conn.create_scalar_function(f"{name}_del", delete, 3)

@@ -25,8 +25,10 @@ class StagedMirror(Generic[Op]):
         self._lock = threading.Lock()
         self._loaded = False
         self._too_big = False
+        self._failed = False  # the last load raised: the caller's store answers until the next
         self._staged: list[Op] = []  # the writer's open transaction; applied at commit
         self._unconfirmed = False  # ops applied by the commit hook, commit not yet known good
+        self._missed = False  # a change of the open transaction could not be staged
 
     def follow(self, conn: apsw.Connection, name: str) -> None:
         """Apply what is staged when ``conn`` commits; forget it when it rolls back."""
@@ -44,9 +46,9 @@ class StagedMirror(Generic[Op]):
     def _begin_load(self) -> None:
         with self._lock:
             self._drop()
-            self._too_big = False
+            self._too_big = self._failed = False
             self._loaded = False
-            self._staged, self._unconfirmed = [], False
+            self._staged, self._unconfirmed, self._missed = [], False, False
 
     # Staged ops wait for the outermost transaction's commit or rollback hook: the writer's
     # ``with conn:`` blocks are never nested (a rolled-back inner savepoint fires no hook).
@@ -57,11 +59,21 @@ class StagedMirror(Generic[Op]):
             self._unconfirmed = False
             self._staged += ops
 
+    def _stage_missed(self) -> None:
+        """Staging a change failed: the copy cannot follow this transaction. The write itself
+        goes on (the index matters more than this copy of it); its commit makes the copy
+        reload."""
+        self._missed = True
+
     def commit(self) -> bool:
         """apsw commit hook (just before the commit): apply what the transaction staged.
 
         Never fails the commit: the index matters more than this copy of it."""
         staged, self._staged = self._staged, []
+        if self._missed:
+            self._missed = False
+            self._go_stale()
+            return False
         if not staged:
             return False
         try:
@@ -74,7 +86,7 @@ class StagedMirror(Generic[Op]):
 
     def rollback(self) -> None:
         """apsw rollback hook: forget the staged ops; after a failed commit, reload."""
-        self._staged = []
+        self._staged, self._missed = [], False
         if self._unconfirmed:  # or a later transaction that staged nothing: a spare reload
             self._go_stale()
 
@@ -87,4 +99,4 @@ class StagedMirror(Generic[Op]):
 
     @property
     def usable(self) -> bool:
-        return self._loaded and not self._too_big and self.max_bytes > 0
+        return self._loaded and not self._too_big and not self._failed and self.max_bytes > 0

@@ -185,8 +185,8 @@ class WorkspaceIndex:
                 conn.execute("SELECT id, text, heading, source, day FROM chunks"),
                 int(db.scalar(conn, "SELECT count(*) FROM chunks")),
             )
-        except apsw.Error as exc:  # FTS5 keeps answering
-            log.warning("keyword_mirror_failed", workspace=str(self.root), error=str(exc))
+        except Exception as exc:  # FTS5 keeps answering; a copy is never worth a crash
+            log.warning("keyword_mirror_failed", workspace=str(self.root), error=repr(exc))
             return
         # The load read every chunk through the writer's page cache, and its garbage peaked
         # at ~2x the copy: give both back.
