@@ -3,6 +3,7 @@ runs elsewhere, so a slow model never holds up everyone else's searches."""
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,8 @@ def test_a_query_being_embedded_does_not_hold_up_other_searches(
             c.result("workspace.add", {"path": str(ws)})
             assert wait_for(lambda: c.result("status")["workspaces"][0]["vector_ready"], 10)
         asked = len(openai_server.requests_to("embeddings"))
-        openai_server.delay(3.0)  # the next embeddings request: the new query's
+        for _ in range(3):  # the next embeddings requests (the new query's among them) stall
+            openai_server.delay(3.0)
         slow: dict[str, Any] = {}
 
         def hybrid() -> None:
@@ -36,7 +38,10 @@ def test_a_query_being_embedded_does_not_hold_up_other_searches(
 
         t = threading.Thread(target=hybrid)
         t.start()
-        assert wait_for(lambda: len(openai_server.requests_to("embeddings")) > asked)
+        assert wait_for(lambda: any(
+            "where do we deploy" in json.dumps(r.body)
+            for r in openai_server.requests_to("embeddings")[asked:]
+        ))
         with RawConn(d.socket_path) as c3:
             fast = c3.result("search", {"query": "nomad", "mode": "keyword"})
         assert [r["path"] for r in fast["results"]] == ["MEMORY.md"]
