@@ -12,6 +12,7 @@ from engine_util import IndexFactory, search
 from memoryd.index import db, schema
 from memoryd.index.keyword_mirror import KeywordMirror, fts5_stems
 from memoryd.index.query import fts_match
+from memoryd.index.schema import FTS_TOKENIZER
 
 _WORD_TEXT = """
 paint painting garden bicycle teeth dentist travel portugal lisbon coffee tea budget deploy
@@ -262,3 +263,10 @@ def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(
     with pytest.raises(RuntimeError):  # a reload that fails leaves FTS5 answering
         mirror.load(conn.execute(SELECT), 21)
     assert mirror.scan == "fts5" and mirror.top(stems_of(["kids"]), 5) is None
+
+
+def test_the_python_tokenizer_is_the_one_chunks_fts_was_created_with(tmp_path: Path) -> None:
+    _, conn = index(tmp_path)
+    sql = db.scalar(conn, "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'")
+    name, args = FTS_TOKENIZER
+    assert f"tokenize='{' '.join([name, *args])}'" in str(sql)

@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.index.mirror import StagedMirror
+from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.vector_mirror import NO_DAY, SOURCE_CODES, day_number
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
@@ -48,8 +49,8 @@ _Op = tuple[str, int, int, dict[str, int], str, str]
 
 
 def fts5_stems(conn: apsw.Connection) -> Stems:
-    """The chunks_fts tokenizer (schema.py), as a function of text."""
-    porter = conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+    """The chunks_fts tokenizer (schema.FTS_TOKENIZER), as a function of text."""
+    porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
 
     def stems(text: str) -> list[str]:
         found = porter(

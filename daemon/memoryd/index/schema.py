@@ -11,6 +11,9 @@ import time
 import apsw
 
 SCHEMA_VERSION = 1
+# chunks_fts's tokenizer (as 0001_core creates it): the line scores and the in-memory BM25
+# must stem exactly as FTS5 indexes, so they build theirs from this.
+FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 
 MIGRATIONS: list[tuple[str, str]] = [
     (

@@ -71,7 +71,7 @@ class _Reader:
 
     def __init__(self, path: Path) -> None:
         self.conn = db.connect(path, readonly=True)
-        porter = self.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        porter = self.conn.fts5_tokenizer(*schema.FTS_TOKENIZER)
 
         def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
             found = porter(
