@@ -41,7 +41,7 @@ B = 0.75
 MIN_IDF = 1e-6
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 STEM_BYTES = 250  # a dict entry and two small arrays
-SLOT_BYTES = 22  # per chunk: float64 length, bool alive, int8 source, int32 day, int64 id
+SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
 
 Stems = Callable[[str], list[str]]  # a text's tokens as FTS5 indexes them
 # ("put", id, length, {stem: doubled frequency}, source, day) | ("del", id, 0, {...}, "", "")
@@ -125,6 +125,8 @@ class KeywordMirror(StagedMirror[_Op]):
         self._postings = 0  # array capacity, for the budget
         self._dead_postings = 0  # entries of deleted chunks still in the arrays
         self._compactions = 0
+        # (docs, used, avgdl, norm): what _norm computed last; readers share it
+        self._norm_cache: tuple[_Docs, int, float, npt.NDArray[np.float64]] | None = None
 
     # -------------------------------------------------------------- writer side
 
@@ -156,6 +158,7 @@ class KeywordMirror(StagedMirror[_Op]):
                     self._too_big = True
                 else:
                     self._docs, self._post = built
+                    self._norm_cache = None
                     self._postings = sum(p.n for p in self._post.values())
                     self._dead_postings = 0
         with self._lock:
@@ -272,11 +275,13 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def _drop(self) -> None:
         self._post, self._docs = {}, _Docs.empty(0)
+        self._norm_cache = None
         self._postings = self._dead_postings = 0
 
     def _apply(self, ops: list[_Op]) -> None:
         if self._too_big:
             return
+        self._norm_cache = None  # avgdl moves, the slots may move: not worth keeping
         pending: dict[str, tuple[list[int], list[int]]] = {}  # stem -> (slots, freq2)
         for op, chunk_id, length, freq, source, day in ops:
             if op == "del":
@@ -425,6 +430,17 @@ class KeywordMirror(StagedMirror[_Op]):
                 s: (p.df if (p := self._post.get(s)) is not None else 0) for s in stems
             }
 
+    def _norm(self, docs: _Docs, used: int, avgdl: float) -> npt.NDArray[np.float64]:
+        """Per slot, ``k1 * (1 - b + b * D / avgdl)``: BM25's length normalisation, the same
+        for every term until a write changes avgdl, so kept between searches. Element by
+        element the same doubles as computing it per posting."""
+        cached = self._norm_cache
+        if cached is not None and cached[0] is docs and cached[1] == used and cached[2] == avgdl:
+            return cached[3]
+        norm = K1 * (1 - B + B * docs.length[:used] / avgdl)
+        self._norm_cache = (docs, used, avgdl, norm)
+        return norm
+
     def top(
         self,
         term_stems: Sequence[str],
@@ -449,17 +465,18 @@ class KeywordMirror(StagedMirror[_Op]):
         if rows == 0 or not lists or limit <= 0:
             return []
         avgdl = float(tokens) / float(rows)
+        norm = self._norm(docs, used, avgdl)
         score = np.zeros(used, np.float64)
         for slots, freq2, df in lists:
             idf = math.log((rows - df + 0.5) / (df + 0.5))
             if idf <= 0.0:
                 idf = MIN_IDF
             f = freq2.astype(np.float64) * 0.5
-            d = docs.length[slots]
             # fts5_aux.c: score += aIDF[i] * ((aFreq[i] * (k1 + 1.0)) /
             #                                 (aFreq[i] + k1 * (1 - b + b * D / avgdl)))
-            score[slots] += idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / avgdl)))
-        hit = np.flatnonzero(score)
+            # A stem's slots are distinct: add.at adds each once, as += would (but faster).
+            np.add.at(score, slots, idf * ((f * (K1 + 1.0)) / (f + norm[slots])))
+        hit = np.flatnonzero(score > 0.0)  # every term adds > 0 (IDF is floored above 0)
         keep = docs.alive[hit]
         if sources is not None:
             codes = [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
