@@ -42,6 +42,7 @@ _MONTH = (
 
 _M = r"(" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
 _D = r"(\d{1,2})(?:st|nd|rd|th)?"
+_YEAR = re.compile(r"\d{4}")
 _DATE_PATTERNS = (  # (regex, group numbers of year, month, day)
     (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (1, 2, 3)),
     (re.compile(rf"\b{_D}\s+(?:of\s+)?{_M},?\s+(\d{{4}})\b", re.I), (3, 2, 1)),
@@ -52,6 +53,8 @@ _DATE_PATTERNS = (  # (regex, group numbers of year, month, day)
 def query_days(query: str) -> list[str]:
     """Full calendar dates written in the query ("2023-06-03", "3 June 2023", "June 3rd,
     2023"), as YYYY-MM-DD: the ``day`` of a daily log. Partial dates are ignored."""
+    if not _YEAR.search(query):  # every pattern has a year: most queries stop here
+        return []
     out: list[str] = []
     for rx, (yi, mi, di) in _DATE_PATTERNS:
         for m in rx.finditer(query):
