@@ -281,15 +281,23 @@ def fuse(
         fill_lines(c)
         return min(1.0, max(c.lines or [0.0]) / idf_total) if idf_total > 0 else 0.0
 
+    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
+    kw_sum, all_sum = wt + wl, wt + wl + wv  # summed in the order sum() would
+
     def score(c: Candidate, v: float | None, t: float, l_: float) -> float:
+        # The weighted mean of the signals the chunk has (the same operations, in the same
+        # order, as sum(w * x) / sum(w) over them: a hot loop, so spelled out).
         if mode == "vector":
             s = v or 0.0
+        elif mode == "hybrid" and v is not None:
+            if keyword_active:
+                s = (wt * t + wl * l_ + wv * v) / all_sum if all_sum > 0 else 0.0
+            else:
+                s = (wv * v) / wv if wv > 0 else 0.0
+        elif keyword_active:
+            s = (wt * t + wl * l_) / kw_sum if kw_sum > 0 else 0.0
         else:
-            parts = [(cfg.text_weight, t), (cfg.line_weight, l_)] if keyword_active else []
-            if mode == "hybrid" and v is not None:
-                parts.append((cfg.vector_weight, v))
-            wsum = sum(w for w, _ in parts)
-            s = sum(w * x for w, x in parts) / wsum if wsum > 0 else 0.0
+            s = 0.0
         return dated(s, c)
 
     def dated(s: float, c: Candidate) -> float:
@@ -303,11 +311,13 @@ def fuse(
         out = [(dated(s, c), v, t, c) for s, v, t, c in _rrf(full, cfg.rrf_k)]
     else:
         # Best possible score first; stop once even l = 1 cannot reach the keep-th best.
-        bounded = sorted(rows, key=lambda r: (-score(r[0], r[1], r[2], 1.0), r[0].id))
+        bounded = sorted(
+            ((score(c, v, t, 1.0), c, v, t) for c, v, t in rows), key=lambda r: (-r[0], r[1].id)
+        )
         out = []
         best: list[float] = []  # a min-heap of the top ``keep`` exact scores
-        for c, v, t in bounded:
-            if len(best) >= keep and score(c, v, t, 1.0) < best[0]:
+        for bound, c, v, t in bounded:
+            if len(best) >= keep and bound < best[0]:
                 break
             s = score(c, v, t, line_signal(c))
             out.append(scored(s, c, v, t))
@@ -467,9 +477,16 @@ def run_search(
     if qvec is not None and mode != "keyword":
         fill_window_sims(conn, cands, qvec)
 
+    # Line scores: the candidates whose stems are cached in one pass; the others (their
+    # tokenizing is the cost) only when fuse needs them.
+    peeked = [(c, env.line_stems.peek(c.id, c.text)) for c in cands]
+    known = [(c, lines) for c, lines in peeked if lines is not None]
+    for (c, _), scores in zip(known, line_scores([x for _, x in known], weights), strict=True):
+        c.lines = scores
+
     def fill_lines(c: Candidate) -> None:
         if c.lines is None:
-            c.lines = line_scores(env.line_stems.get(c.id, c.text, tokenize), weights)
+            c.lines = line_scores([env.line_stems.get(c.id, c.text, tokenize)], weights)[0]
 
     # Only the best max_results can be shown: the others need no line scores (fuse's keep).
     fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
