@@ -13,6 +13,7 @@ from memoryd.index import db, schema
 from memoryd.index.keyword_mirror import KeywordMirror, fts5_stems
 from memoryd.index.query import fts_match
 from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.types import SearchRequest
 
 _WORD_TEXT = """
 paint painting garden bicycle teeth dentist travel portugal lisbon coffee tea budget deploy
@@ -227,6 +228,25 @@ def test_search_answers_the_same_with_and_without_the_in_memory_bm25(
     make_index.write("memory/2024-05-03.md", NOTES["memory/2024-05-03.md"] + "- Sunset walk.\n")
     after = answers(make_index, 64)
     assert after == answers(make_index, 0) and after != with_mirror
+
+
+def test_search_in_memory_answers_as_search_does_or_declines(make_index: IndexFactory) -> None:
+    """What the daemon answers on its event loop: the same answer, or None (nothing done)
+    whenever SQLite would have to rank: a path prefix, a word of several tokens, no copy."""
+    for rel, body in NOTES.items():
+        make_index.write(rel, body)
+    ix = make_index()
+    ix.sync()
+    for q in SEARCHES[:-1]:
+        for kw in ({}, {"since": "2024-05-02", "min_score": 0.0}, {"sources": ("memory",)}):
+            req = SearchRequest(q, mode="keyword", **kw)  # type: ignore[arg-type]
+            got = ix.search_in_memory(req)
+            assert got is not None
+            assert got.results == ix.search(req).results
+    assert ix.search_in_memory(SearchRequest("garden", path_prefix="memory/")) is None
+    assert ix.search_in_memory(SearchRequest("deploy_notes deploy", mode="keyword")) is None
+    no_copy = make_index({"index": {"keyword_memory_mb": 0}})
+    assert no_copy.search_in_memory(SearchRequest("garden", mode="keyword")) is None
 
 
 def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(

@@ -9,6 +9,7 @@ import pytest
 from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.index.types import SearchRequest
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError, day_number
 
 DIMS = 16
@@ -151,10 +152,14 @@ def results(make_index: IndexFactory, server: FakeOpenAIServer, memory_mb: int) 
     assert ix.wait_embedded(timeout=30)
     assert ix.status()["vector_scan"] == ("memory" if memory_mb else "sqlite-vec")
     out: list[object] = []
+    # The event loop's path never runs the model: a query not embedded yet is declined.
+    assert ix.search_in_memory(SearchRequest("a query never asked", mode="hybrid")) is None
     for q in QUERIES:
         for mode in ("vector", "hybrid"):
             resp = search(ix, q, mode=mode, min_score=0.0, max_results=3)
             assert resp.mode_used == mode and resp.degraded is None
+            inline = ix.search_in_memory(SearchRequest(q, mode=mode, min_score=0.0, max_results=3))
+            assert (inline.results if inline else None) == (resp.results if memory_mb else None)
             out.append([(h.path, round(h.score, 6)) for h in resp.results])
         out.append(
             [h.path for h in search(ix, q, mode="vector", since="2024-05-03", min_score=0).results]

@@ -1,12 +1,16 @@
 """Searches share one reader thread (config: server.reader_threads); embedding a new query
-runs elsewhere, so a slow model never holds up everyone else's searches."""
+runs elsewhere, so a slow model never holds up everyone else's searches; and what the
+in-memory copies rank is answered on the event loop itself (server.inline_searches)."""
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from daemon_util import DaemonThread, RawConn, wait_for
 from fakes.openai_server import FakeOpenAIServer
@@ -48,3 +52,41 @@ def test_a_query_being_embedded_does_not_hold_up_other_searches(
         assert t.is_alive()  # answered while the other query was still being embedded
         t.join(10)
         assert slow["result"]["mode_used"] == "hybrid" and slow["result"]["results"]
+
+
+@pytest.mark.parametrize("inline", [True, False])
+def test_in_memory_searches_do_not_wait_for_a_busy_reader(md_home: Path, inline: bool) -> None:
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
+    with DaemonThread(md_home, config={"server": {"inline_searches": inline}}) as d:
+        with RawConn(d.socket_path) as c:
+            c.result("workspace.add", {"path": str(ws)})
+            assert wait_for(lambda: c.result("status")["workspaces"][0]["keyword_scan"]
+                            == "memory", 10)
+        assert d.daemon is not None
+        gate = threading.Event()
+        d.daemon.readers.submit(gate.wait, 30)  # the one reader thread is taken
+        answers: dict[str, Any] = {}
+
+        def ask(name: str, params: dict[str, Any]) -> None:
+            with RawConn(d.socket_path, timeout=30) as c2:
+                answers[name] = c2.result("search", {"mode": "keyword", **params})
+
+        # In memory: BM25 from the copy. A path prefix: only FTS5 can filter by it.
+        memory = threading.Thread(target=ask, args=("memory", {"query": "nomad"}))
+        fts5 = threading.Thread(target=ask, args=(
+            "fts5", {"query": "nomad", "path_prefix": "MEMORY.md"}))
+        try:
+            memory.start()
+            fts5.start()
+            memory.join(3 if inline else 0.5)
+            time.sleep(0.2)
+            assert memory.is_alive() is not inline
+            assert fts5.is_alive()  # it waits for the reader either way
+        finally:
+            gate.set()
+        memory.join(10)
+        fts5.join(10)
+        for name in ("memory", "fts5"):
+            assert [r["path"] for r in answers[name]["results"]] == ["MEMORY.md"], name

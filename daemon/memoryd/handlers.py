@@ -188,11 +188,23 @@ class Methods:
         if index.embeds_query(sreq):  # the model runs on its own thread, not a reader's
             prepared = await loop.run_in_executor(d.query_embedder, index.prepare_query, sreq)
 
-        def check_then_search() -> tuple[list[Path], SearchResponse | None]:
+        def check_then_search(in_memory: bool) -> tuple[list[Path], SearchResponse | None]:
             stale = index.stale_hot_paths()
-            return stale, None if stale else index.search(sreq, prepared)
+            if stale:
+                return stale, None
+            if in_memory:
+                return [], index.search_in_memory(sreq, prepared)
+            return [], index.search(sreq, prepared)
 
-        stale, resp = await loop.run_in_executor(d.readers, check_then_search)
+        # What the in-memory copies rank takes well under a millisecond: answered right here,
+        # the hop to a reader thread and back would cost a third of it again. Anything
+        # slower (FTS5, sqlite-vec) goes to the readers, so the loop never stalls on it.
+        stale: list[Path] = []
+        resp = None
+        if d.config.server.inline_searches:
+            stale, resp = check_then_search(True)
+        if resp is None and not stale:
+            stale, resp = await loop.run_in_executor(d.readers, check_then_search, False)
         if resp is None:
             left = budget - (time.monotonic() - started)
             fresh = await d.watcher.sync_now(ws.name, index, stale, left) and fresh

@@ -32,7 +32,7 @@ from memoryd.heap import release_free_memory
 from memoryd.index import db, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
-from memoryd.index.search import SearchEnv, as_query_vector, run_search
+from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
@@ -623,6 +623,25 @@ class WorkspaceIndex:
 
     def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
         """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
+        resp = self._search(req, prepared, memory_only=False)
+        assert resp is not None
+        return resp
+
+    def search_in_memory(
+        self, req: SearchRequest, prepared: PreparedQuery | None = None
+    ) -> SearchResponse | None:
+        """search(), when the in-memory copies can rank it (search.answers_from_memory); else
+        None, having done nothing costly. It never runs the embedding model: without a
+        ``prepared`` query vector, only a cached one will do."""
+        if prepared is None:
+            if self.embeds_query(req):
+                return None
+            prepared = self.prepare_query(req)
+        return self._search(req, prepared, memory_only=True)
+
+    def _search(
+        self, req: SearchRequest, prepared: PreparedQuery | None, memory_only: bool
+    ) -> SearchResponse | None:
         started = time.perf_counter()
         check_search_request(req)
         qvec, degraded = prepared or self.prepare_query(req)
@@ -643,7 +662,11 @@ class WorkspaceIndex:
                 if not usable:
                     degraded = f"vectors not built yet ({pending} chunks pending)"
             try:
-                hits, mode_used = run_search(r.conn, r.tokenize, req, env, qvec, usable)
+                hits, mode_used = run_search(
+                    r.conn, r.tokenize, req, env, qvec, usable, memory_only
+                )
+            except NotInMemory:
+                return None
             except (apsw.Error, VectorWidthError) as exc:
                 if qvec is None:
                     raise

@@ -1,0 +1,95 @@
+"""Line scores (snippets.line_scores over LineStems): per line, the summed weight of the
+distinct query stems it holds, with the index's own porter tokenizer; checked against a
+plain per-line reference, in batches, and across a renewed stem numbering."""
+
+from __future__ import annotations
+
+import apsw
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores
+
+
+@pytest.fixture(scope="module")
+def tokenize() -> TokenizeOffsets:
+    porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
+
+    def run(raw: bytes) -> list[tuple[int, int, str]]:
+        return porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None,  # type: ignore[no-any-return]
+                      include_offsets=True, include_colocated=False)
+
+    return run
+
+
+def reference(text: str, tokenize: TokenizeOffsets, weights: dict[str, float]) -> list[float]:
+    out = []
+    for line in text.split("\n"):
+        stems = {s for _, _, s in tokenize(line.encode())}
+        out.append(sum(w for s, w in weights.items() if s in stems))
+    return out
+
+
+def test_each_line_sums_the_distinct_query_stems_it_holds(tokenize: TokenizeOffsets) -> None:
+    text = "# Garden\n\nThe gardens were watered; gardening again.\n\nTea, then tea.\n"
+    lines = LineStems().get(1, text, tokenize)
+    assert lines.n_lines == 6
+    [scores] = line_scores([lines], {"garden": 2.0, "tea": 0.5, "absent": 9.0})
+    # "gardens" and "gardening" stem to "garden": counted once on their line
+    assert scores == [2.0, 0.0, 2.0, 0.0, 0.5, 0.0]
+
+
+def test_a_batch_scores_each_chunk_as_alone(tokenize: TokenizeOffsets) -> None:
+    cache = LineStems()
+    texts = ["alpha beta\ngamma", "", "beta\n\nbeta alpha delta\n", "delta"]
+    chunks = [cache.get(i, t, tokenize) for i, t in enumerate(texts)]
+    weights = {"alpha": 1.5, "beta": 0.25, "delta": 3.0}
+    batch = line_scores(chunks, weights)
+    assert batch == [line_scores([c], weights)[0] for c in chunks]
+    assert batch == [reference(t, tokenize, weights) for t in texts]
+    assert line_scores(chunks, {}) == [[0.0] * c.n_lines for c in chunks]
+    assert line_scores([], weights) == []
+
+
+def test_chunks_numbered_before_and_after_a_renewal_score_alike(
+    tokenize: TokenizeOffsets,
+) -> None:
+    cache = LineStems(max_stems=3)
+    old = cache.get(1, "apple banana cherry date", tokenize)  # 4 stems: the next one renews
+    new = cache.get(2, "date\napple elderberry", tokenize)
+    assert old.vocab is not new.vocab
+    assert cache.peek(1, "apple banana cherry date") is None  # the cache went with it
+    weights = {"appl": 1.0, "date": 2.0}
+    assert line_scores([old, new], weights) == [[3.0], [2.0, 1.0]]
+
+
+def test_a_reused_chunk_id_with_new_text_is_not_served_the_old_lines(
+    tokenize: TokenizeOffsets,
+) -> None:
+    cache = LineStems()
+    cache.get(7, "old words here", tokenize)
+    assert cache.peek(7, "brand new text") is None
+    [scores] = line_scores([cache.get(7, "brand new text", tokenize)], {"old": 1.0, "new": 1.0})
+    assert scores == [1.0]
+
+
+WORDS = st.sampled_from(["tea", "teas", "garden", "kite", "run", "running", "the", "é", "x1"])
+TEXT = st.lists(st.lists(WORDS, max_size=6).map(" ".join), min_size=1, max_size=8).map("\n".join)
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(TEXT, min_size=1, max_size=5),
+       weights=st.dictionaries(st.sampled_from(["tea", "garden", "kite", "run", "x1", "zzz"]),
+                               st.floats(0.01, 10), max_size=4))
+def test_property_batches_match_the_per_line_reference(
+    tokenize: TokenizeOffsets, texts: list[str], weights: dict[str, float]
+) -> None:
+    cache = LineStems(max_stems=8)  # small: renewals happen mid-batch too
+    chunks = [cache.get(i, t, tokenize) for i, t in enumerate(texts)]
+    got = line_scores(chunks, weights)
+    want = [reference(t, tokenize, weights) for t in texts]
+    assert [len(g) for g in got] == [len(w) for w in want]
+    for g, w in zip(got, want, strict=True):
+        assert g == pytest.approx(w)
