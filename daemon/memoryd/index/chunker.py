@@ -18,9 +18,14 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import TYPE_CHECKING
 
 import numpy as np
-from tokenizers import Encoding, Tokenizer
+
+from memoryd.embeddings.tokenizer import on_release
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding, Tokenizer
 
 _MAX_WORD_CHARS = 100  # WordPiece's max_input_chars_per_word: longer words become one [UNK]
 _CHARS_PER_PIECE = 4
@@ -36,6 +41,7 @@ _CACHE_ENTRIES = 100_000
 _CACHE_MAX_CHARS = 64
 _WORDS_PER_ENCODE = 2_000
 _caches: dict[int, tuple[Tokenizer, dict[str, int]]] = {}
+on_release(_caches.clear)  # ~100 bytes a word: it goes with the tokenizer
 
 
 @dataclass(frozen=True)

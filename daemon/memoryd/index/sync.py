@@ -14,9 +14,9 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
-from tokenizers import Tokenizer
 
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
@@ -26,6 +26,9 @@ from memoryd.index.store import FileRow
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vector_mirror import VectorMirror
 from memoryd.logs import get_logger
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = get_logger("memoryd.index")
 
@@ -37,7 +40,7 @@ SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten,
 class Syncer:
     conn: apsw.Connection
     layout: Layout
-    tokenizer: Tokenizer
+    tokenizer: Callable[[], Tokenizer]  # asked for when a file is chunked (loaded on demand)
     chunk_tokens: int
     chunk_overlap: int
     max_file_bytes: int
@@ -203,7 +206,7 @@ class Syncer:
             self.on_commit(f.rel, new_row)
             return
         text = self._decode(f.rel, data, digest)
-        chunks = chunk_markdown(text, self.tokenizer, self.chunk_tokens, self.chunk_overlap)
+        chunks = chunk_markdown(text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap)
         with self.conn:
             report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
             store.upsert_file(self.conn, new_row)
@@ -256,7 +259,7 @@ class Syncer:
             return False
         messages = head.messages + tail.messages
         chunks: list[Chunk] = chunk_lines(
-            messages, self.tokenizer, self.chunk_tokens, self.chunk_overlap
+            messages, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
         )
         ingested = old_end + tail.consumed
         lines = start_line - 1 + head.lines_consumed + tail.lines_consumed

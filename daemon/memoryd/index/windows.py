@@ -10,11 +10,15 @@ also tells the snippet where a chunk matched when no query word occurs in it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-from tokenizers import Tokenizer
 
 from memoryd.embeddings.base import Vectors
 from memoryd.index.chunker import count_tokens
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 WINDOW_SLOTS = 64  # window ids are chunk_id * WINDOW_SLOTS + n
 

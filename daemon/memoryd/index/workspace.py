@@ -235,7 +235,7 @@ class WorkspaceIndex:
         self._syncer = Syncer(
             conn,
             self.layout,
-            load_tokenizer(),
+            load_tokenizer,
             self.config.index.chunk_tokens,
             self.config.index.chunk_overlap,
             self.config.index.max_file_bytes,
