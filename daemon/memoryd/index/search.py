@@ -510,8 +510,8 @@ def run_search(
 
     # Line scores: the candidates whose stems are cached in one pass; the others (their
     # tokenizing is the cost) only when fuse needs them.
-    peeked = [(c, env.line_stems.peek(c.id, c.text)) for c in cands]
-    known = [(c, lines) for c, lines in peeked if lines is not None]
+    peeked = env.line_stems.peek_many([(c.id, c.text) for c in cands])
+    known = [(c, lines) for c, lines in zip(cands, peeked, strict=True) if lines is not None]
     for (c, _), scores in zip(known, line_scores([x for _, x in known], weights), strict=True):
         c.lines = scores
 

@@ -71,6 +71,19 @@ class LineStems:
                 self._items.move_to_end(key)
             return found
 
+    def peek_many(self, chunks: Sequence[tuple[int, str]]) -> list[ChunkLines | None]:
+        """peek() for each (chunk id, text), under one lock."""
+        out: list[ChunkLines | None] = []
+        with self._lock:
+            items = self._items
+            for chunk_id, text in chunks:
+                key = (chunk_id, hash(text))
+                found = items.get(key)
+                if found is not None:
+                    items.move_to_end(key)
+                out.append(found)
+        return out
+
     def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> ChunkLines:
         found = self.peek(chunk_id, text)
         if found is not None:
