@@ -37,7 +37,7 @@ KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector cand
 DATE_WEIGHT = 0.2
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     id: int
     path: str = ""

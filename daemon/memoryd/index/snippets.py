@@ -147,24 +147,25 @@ def line_scores(chunks: Sequence[ChunkLines], weights: Mapping[str, float]) -> l
 
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]:
     """Inclusive (first, last) line indexes of the best-scoring run of lines within budget."""
+    n = len(lines)
+    sizes = [len(line) + 1 for line in lines]
     best = (0, 0)
-    best_key = (-1.0, 0.0)
+    best_score = -1.0  # ties: the window starting nearer the top (only a higher score wins)
     j, size, total = 0, 0, 0.0  # window [i, j): its size in characters and its score
-    for i in range(len(lines)):
+    for i in range(n):
         if j <= i:
             j, size, total = i, 0, 0.0
-        while j < len(lines) and (j == i or size + len(lines[j]) + 1 <= budget):
-            size += len(lines[j]) + 1
+        while j < n and (j == i or size + sizes[j] <= budget):
+            size += sizes[j]
             total += scores[j]
             j += 1
         # A match on the window's last line shows none of what follows it (the answer after
         # a question, the details under a heading): count it at half weight when the chunk
         # goes on, so the window slides to show the lines after a match.
-        tail = TAIL_WEIGHT * scores[j - 1] if j < len(lines) else 0.0
-        key = (total - tail, -float(i))  # ties: the window starting nearer the top
-        if key > best_key:
-            best_key, best = key, (i, j - 1)
-        size -= len(lines[i]) + 1
+        score = total - TAIL_WEIGHT * scores[j - 1] if j < n else total
+        if score > best_score:
+            best_score, best = score, (i, j - 1)
+        size -= sizes[i]
         total -= scores[i]
     return best
 
