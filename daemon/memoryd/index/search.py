@@ -482,10 +482,12 @@ def run_search(
     weights = idf_weights(n_chunks, df)
     n = max_results * cfg.candidate_multiplier
 
+    days = query_days(req.query) if mode != "vector" else []
     found: dict[int, None] = {}  # candidate ids, in order of discovery
-    bm25: dict[int, float] = {}  # over-fetched, so vector candidates get their t for free
+    bm25: dict[int, float] = {}  # over-fetched, so vector and day candidates get their t
     if terms and mode != "vector":
-        limit = n * KEYWORD_OVERFETCH
+        # The same first n either way (ties go by id): only other candidates need more.
+        limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
         ranked_kw = keyword_ranked(
             conn, terms, term_stems, n_chunks, df, filters, limit, env.keywords
         )
@@ -493,7 +495,6 @@ def run_search(
         found.update((i, None) for i, _ in ranked_kw[:n])
     if qvec is not None and mode != "keyword":
         found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
-    days = query_days(req.query) if mode != "vector" else []
     if days:
         found.update((i, None) for i in day_candidates(conn, days, filters, n))
     loaded = load_candidates(conn, list(found))
