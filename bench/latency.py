@@ -1,7 +1,7 @@
 """Daemon-level speed: a real ``memoryd run`` subprocess measured through the socket.
 
     python bench/latency.py [--sizes 1000,10000] [--big] [--local-chunks 1000]
-                            [--idle-seconds 60] [--duration 5] [--json]
+                            [--idle-seconds 60] [--duration 5] [--repeats 3] [--json]
 
 Phases (each daemon has its own MEMORYD_HOME under a short /tmp dir; nothing else is used):
 
@@ -11,7 +11,8 @@ Phases (each daemon has its own MEMORYD_HOME under a short /tmp dir; nothing els
    each size are added and indexed; restarts with them registered (ready again);
    ``hello`` round trip (the transport floor); search p50/p95/p99 per size with the sync
    ``MemoryClient`` (one persistent connection);
-   throughput with 1/4/16 concurrent clients (separate processes: client-side Python does
+   throughput with 1/4/16 concurrent clients, each level run ``--repeats`` times and its
+   median run reported (separate processes: client-side Python does
    not share a GIL, but client and daemon share the machine's cores); write→searchable
    (plain file append to today's daily file, to an old daily file, and the ``append``
    method; then a keyword search is polled until it finds the unique word); ``memctl
@@ -408,15 +409,17 @@ def print_report(r: dict[str, Any]) -> None:
               f"p50 {h['p50'] * 1000:.0f} µs, p99 {h['p99'] * 1000:.0f} µs.")
     if r["throughput"]:
         print(f"\n### Throughput ({r['throughput'][0]['chunks']} chunks, keyword, client "
-              f"processes, {r['throughput'][0]['seconds']:.0f} s each)\n")
-        print("| clients | searches | searches/s | p50 ms | p99 ms | daemon CPU % "
-              "| daemon CPU ms/search | target |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---|")
+              f"processes, {len(r['throughput'][0]['runs'])} runs of "
+              f"{r['throughput'][0]['seconds']:.0f} s per level; the median run shown)\n")
+        print("| clients | searches | searches/s | every run, per s | p50 ms | p99 ms "
+              "| daemon CPU % | daemon CPU ms/search | target |")
+        print("|---:|---:|---:|---|---:|---:|---:|---:|---|")
         for x in r["throughput"]:
             target = (f"≥ {t['qps_16']:.0f}/s: {verdict(x['qps'] >= t['qps_16'])}"
                       if x["clients"] == 16 else "")
-            print(f"| {x['clients']} | {x['searches']} | {x['qps']:.0f} | {x['p50']:.2f} "
-                  f"| {x['p99']:.2f} | {x['daemon_cpu_pct']:.0f} "
+            every = " / ".join(f"{q:.0f}" for q in x["runs"])
+            print(f"| {x['clients']} | {x['searches']} | {x['qps']:.0f} | {every} "
+                  f"| {x['p50']:.2f} | {x['p99']:.2f} | {x['daemon_cpu_pct']:.0f} "
                   f"| {x['daemon_cpu_ms_per_search']:.2f} | {target} |")
     print("\n### Write → searchable (keyword search polled every 5 ms until the new word is "
           "found)\n")
@@ -503,9 +506,15 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         tsize = 10_000 if 10_000 in workspaces else sizes[-1]
         tname, _, tchunks = workspaces[tsize]
         for n in (1, 4, 16):
-            log(f"throughput, {n} clients")
-            x = throughput(d, tname, queries, n, args.duration)
-            r["throughput"].append({"chunks": tchunks, **x})
+            # The VM's neighbours move a 5 s run by up to 2x: each level is run a few times
+            # and its median run is reported (with every run's rate).
+            runs = []
+            for k in range(args.repeats):
+                log(f"throughput, {n} clients, run {k + 1} of {args.repeats}")
+                runs.append(throughput(d, tname, queries, n, args.duration))
+            runs.sort(key=lambda x: x["qps"])
+            x = runs[len(runs) // 2]
+            r["throughput"].append({"chunks": tchunks, **x, "runs": [y["qps"] for y in runs]})
         wsize = sizes[0]
         wname, wroot, wchunks = workspaces[wsize]
         for how in ("file-today", "file-old", "append"):
@@ -579,7 +588,8 @@ def main() -> None:
     ap.add_argument("--local-chunks", type=int, default=1000,
                     help="workspace size for the local-model phase (0: skip it)")
     ap.add_argument("--idle-seconds", type=float, default=60.0)
-    ap.add_argument("--duration", type=float, default=5.0, help="seconds per throughput level")
+    ap.add_argument("--duration", type=float, default=5.0, help="seconds per throughput run")
+    ap.add_argument("--repeats", type=int, default=3, help="throughput runs per level (median)")
     ap.add_argument("--rounds", type=int, default=10, help="passes over the queries")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--trials", type=int, default=20, help="write→searchable trials per kind")
