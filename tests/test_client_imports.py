@@ -48,3 +48,25 @@ def test_memctl_does_not_pay_for_asyncio() -> None:
     loaded = loaded_after("import memoryd_client.cli")
     assert "asyncio" not in loaded
     assert "asyncio" in loaded_after("from memoryd_client import AsyncMemoryClient")
+
+
+# What the daemon loads only when a feature needs it: the OpenAI client (~20 MB with httpx
+# and pydantic) for an LLM or the openai provider, the model runtime for the local provider,
+# and the tokenizer for chunking a changed file. The scheduled jobs are imported on their
+# first run, which a daemon without an LLM also reaches (every 15 minutes).
+ON_DEMAND = ["openai", "httpx", "pydantic", "onnxruntime", "tokenizers"]
+
+
+def test_the_daemon_and_its_jobs_load_on_demand_parts_only_when_used() -> None:
+    loaded = loaded_after(
+        "import memoryd.app, memoryd.cli\n"
+        "import memoryd.jobs.fallback_summary, memoryd.jobs.hippocampus, memoryd.jobs.retention"
+    )
+    assert loaded.isdisjoint(ON_DEMAND), sorted(loaded & set(ON_DEMAND))
+    assert "apsw" in loaded  # the check itself sees the daemon's own imports
+    with_llm = loaded_after(
+        "from memoryd.config import LlmConfig\n"
+        "from memoryd.jobs.llm import LlmClient\n"
+        "LlmClient(LlmConfig(base_url='http://127.0.0.1:9', model='m'), {})"
+    )
+    assert "openai" in with_llm

@@ -5,6 +5,9 @@ official client's (``llm.max_retries``; it honours Retry-After). Every answer is
 here, since compatible servers differ: a 200 that is not a chat completion is an error, as
 is a missing message. Whether the answer is *finished* is the caller's question
 (``ChatAnswer.finished_text``). The API key never appears in messages or logs.
+
+The ``openai`` package (~20 MB with httpx and pydantic, 0.3 s to import) is imported when a
+client is made, not with this module: a daemon without an LLM never loads it.
 """
 
 from __future__ import annotations
@@ -13,13 +16,14 @@ import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
-
-import openai
+from typing import TYPE_CHECKING, Any, Final
 
 from memoryd.config import LlmConfig, resolve_secret
 from memoryd.errors import Unavailable
 from memoryd.jobs.llm_config import safe_url
+
+if TYPE_CHECKING:
+    import openai
 
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 # finish_reason values that mean "the model ended its answer" across compatible servers.
@@ -58,6 +62,9 @@ class LlmClient:
         self.calls = 0
         self._cancelled = cancelled
         self._secret = resolve_secret(cfg.api_key, cfg.api_key_env, dict(env))
+        import openai
+
+        self._sdk = openai
         try:
             # base_url explicit: never $OPENAI_BASE_URL behind the config's back.
             self._client = openai.OpenAI(base_url=self.base_url,
@@ -82,7 +89,7 @@ class LlmClient:
                 max_tokens=self.cfg.max_output_tokens,
             )
             body = raw.http_response.content
-        except openai.OpenAIError as exc:
+        except self._sdk.OpenAIError as exc:
             raise LlmError(self._describe(exc)) from None
         try:
             payload = json.loads(body)
@@ -117,11 +124,12 @@ class LlmClient:
     def _describe(self, exc: openai.OpenAIError) -> str:
         where = f"LLM endpoint {safe_url(self.base_url)}"
         retries = f"{self.cfg.max_retries} retries"
-        if isinstance(exc, openai.APITimeoutError):
+        sdk = self._sdk
+        if isinstance(exc, sdk.APITimeoutError):
             return f"{where} timed out (timeout {self.cfg.timeout:g}s, after {retries})"
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, sdk.APIConnectionError):
             return f"{where} unreachable (connection failed, after {retries})"
-        if isinstance(exc, openai.APIStatusError):
+        if isinstance(exc, sdk.APIStatusError):
             return (f"{where} answered HTTP {exc.status_code} (after {retries}): "
                     f"{self._scrub(_error_text(exc))}")
         return f"{where} failed: {type(exc).__name__}: {self._scrub(exc)}"
