@@ -52,10 +52,11 @@ class LineStems:
     the same chunks come back across searches; a chunk's text never changes under its key.
 
     Stems are numbered as chunks are tokenized. A daemon that runs for months meets new
-    words forever, so past ``max_stems`` a new numbering starts with an empty cache; chunks
-    still in use keep the numbering they were made with (ChunkLines.vocab)."""
+    words forever, so past ``max_stems`` (~100 bytes each; the cached chunks of a large
+    English workspace hold a few tens of thousands) a new numbering starts with an empty
+    cache; chunks still in use keep the numbering they were made with (ChunkLines.vocab)."""
 
-    def __init__(self, capacity: int = 4096, max_stems: int = 500_000) -> None:
+    def __init__(self, capacity: int = 4096, max_stems: int = 1 << 16) -> None:
         self.capacity = capacity
         self.max_stems = max_stems
         self._lock = threading.Lock()
