@@ -634,10 +634,21 @@ class WorkspaceIndex:
         None, having done nothing costly. It never runs the embedding model: without a
         ``prepared`` query vector, only a cached one will do."""
         if prepared is None:
-            if self.embeds_query(req):
+            prepared = self._prepare_cached(req)
+            if prepared is None:
                 return None
-            prepared = self.prepare_query(req)
         return self._search(req, prepared, memory_only=True)
+
+    def _prepare_cached(self, req: SearchRequest) -> PreparedQuery | None:
+        """prepare_query(req) where that runs no model: None when the vector is not cached."""
+        if req.mode == "keyword" or not self.vec.ok or self.provider is None:
+            return self.prepare_query(req)
+        with self._lock:
+            vec = self._qcache.get(req.query)
+            if vec is None:
+                return None
+            self._qcache.move_to_end(req.query)
+        return PreparedQuery(vec, None)
 
     def _search(
         self, req: SearchRequest, prepared: PreparedQuery | None, memory_only: bool
