@@ -57,6 +57,7 @@ MEMORYD = str(BIN / "memoryd")
 MEMCTL = str(BIN / "memctl")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
+JOBS = ("fallback_summary", "retention", "hippocampus")  # run once before idling
 TARGETS = {
     "p50_10k_ms": 2.0, "p99_10k_ms": 10.0, "qps_16": 1500.0, "w2s_p50_ms": 300.0,
     "ready_s": 0.5, "idle_rss_none_mb": 80.0, "idle_rss_local_mb": 350.0, "idle_cpu_pct": 0.5,
@@ -536,7 +537,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                     c.search(queries[0], workspace=name, mode="keyword")
                     # What a daemon left alone does every 15 minutes anyway (no LLM here:
                     # two of them skip): their first run's imports stay for good.
-                    for job in ("fallback_summary", "retention", "hippocampus"):
+                    for job in JOBS:
                         c.jobs_run(job, workspace=name, dry_run=True)
             log(f"idle {args.idle_seconds:.0f}s ({label})")
             r["idle"].append((f"none | {total} chunks, {label}", d.idle(args.idle_seconds)))
@@ -576,7 +577,7 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             d.settle()
             with d.client() as c:
                 c.search(queries[0], workspace=name, mode="hybrid")  # the model is loaded now
-                for job in ("fallback_summary", "retention", "hippocampus"):
+                for job in JOBS:
                     c.jobs_run(job, workspace=name, dry_run=True)
             log(f"idle {args.idle_seconds:.0f}s (provider local)")
             r["idle"].append((f"local | {chunks} chunks, restarted, one hybrid search and each "

@@ -520,7 +520,8 @@ def run_search(
         if c.lines is None:
             c.lines = line_scores([env.line_stems.get(c.id, c.text, tokenize)], weights)[0]
 
-    # Only the best max_results can be shown: the others need no line scores (fuse's keep).
+    # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
+    # cannot reach them (keep).
     fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
     ranked = [x for x in fused if x[0] >= min_score][:max_results]
     hits = []
