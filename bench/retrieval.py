@@ -2,6 +2,11 @@
 
     python bench/retrieval.py ../shared/bench/locomo-dev [--mode hybrid] [--fusion rrf] [--json]
     python bench/retrieval.py ../shared/bench/locomo-dev --compare   # all modes side by side
+    python bench/retrieval.py ../shared/bench/locomo-dev --misses    # where the misses at 5 rank
+
+``--misses`` asks, for every question the chosen mode misses in its top 5, where its first
+evidence line ranks in keyword-only and vector-only search (top 20, no min_score): a miss
+that neither signal ranks near the top cannot be fixed by fusing them differently.
 
 Every folder of WORKSPACES_DIR with a MEMORY.md or memory/ is a workspace; QRELS defaults
 to WORKSPACES_DIR/qrels.jsonl. Indexes are built once under --index-dir (default a temp dir)
@@ -78,7 +83,65 @@ def evaluate(
         "fusion": fusion,
         "overall": aggregate([m for _, m in per_q]),
         "by_category": {k: aggregate(v) for k, v in sorted(by_cat.items())},
+        "per_question": [m for _, m in per_q],
     }
+
+
+MISS_DEPTH = 20  # how deep --misses looks in the keyword-only and vector-only rankings
+
+
+def first_ranks(
+    indexes: dict[str, WorkspaceIndex], qrels: list[dict[str, Any]], mode: str
+) -> list[int | None]:
+    """Each question's rank of its first evidence hit in ``mode`` alone (None: below
+    MISS_DEPTH), with no min_score, so a weak but correct match still counts."""
+    out: list[int | None] = []
+    for q in qrels:
+        req = SearchRequest(q["question"], max_results=MISS_DEPTH, min_score=0.0, mode=mode)  # type: ignore[arg-type]
+        mrr = judge(q, [h.to_dict() for h in indexes[q["conv"]].search(req).results])["mrr"]
+        out.append(round(1 / mrr) if mrr else None)
+    return out
+
+
+def print_misses(
+    indexes: dict[str, WorkspaceIndex], qrels: list[dict[str, Any]], report: dict[str, Any]
+) -> None:
+    """The questions ``report`` misses at 5, by category, and where keyword-only and
+    vector-only search rank them."""
+    missed = [i for i, m in enumerate(report["per_question"]) if not m["recall@5"]]
+    kw = first_ranks(indexes, [qrels[i] for i in missed], "keyword")
+    vec = first_ranks(indexes, [qrels[i] for i in missed], "vector")
+
+    def within(r: int | None, k: int) -> bool:
+        return r is not None and r <= k
+
+    cols = ["misses", "kw top 5", "vec top 5", "either top 5", "either top 10", "neither top 20"]
+    rows: dict[str, list[int]] = defaultdict(lambda: [0] * len(cols))
+    for i, k, v in zip(missed, kw, vec, strict=True):
+        q = qrels[i]
+        for cat in (f"{q['category']}:{q.get('category_name', '')}", "all"):
+            row = rows[cat]
+            for n, hit in enumerate(
+                (
+                    True,
+                    within(k, 5),
+                    within(v, 5),
+                    within(k, 5) or within(v, 5),
+                    within(k, 10) or within(v, 10),
+                    k is None and v is None,
+                )
+            ):
+                row[n] += hit
+    print(f"\n### Misses at 5 ({report['mode']}/{report['fusion']}) and their ranks alone\n")
+    print("| category | " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    for cat in [*sorted(c for c in rows if c != "all"), "all"]:
+        print(f"| {cat} | " + " | ".join(str(x) for x in rows[cat]) + " |")
+    print("\n| question | category | first evidence rank: keyword / vector (top 20) |")
+    print("|---|---|---|")
+    for i, k, v in zip(missed, kw, vec, strict=True):
+        q = qrels[i]
+        print(f"| {q['question']} | {q['category']} | {k or '-'} / {v or '-'} |")
 
 
 def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
@@ -112,6 +175,11 @@ def main() -> None:
     )
     ap.add_argument("--index-dir", type=Path, help="keep indexes here (reused across runs)")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--misses",
+        action="store_true",
+        help="for each question missed at 5, its rank in keyword-only and vector-only search",
+    )
     args = ap.parse_args()
 
     data: dict[str, Any] = {"embedding": {"provider": args.provider}}
@@ -130,15 +198,19 @@ def main() -> None:
         indexes = build_indexes(args.workspaces.resolve(), convs, cfg, index_dir)
         combos = COMBOS if args.compare else [(args.mode, args.fusion or cfg.search.fusion)]
         reports = [evaluate(indexes, qrels, m, f, args.min_score) for m, f in combos]
+        if args.json:
+            for r in reports:
+                del r["per_question"]
+            print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+        else:
+            print_table([(f"{r['mode']}/{r['fusion']}", r["overall"]) for r in reports])
+            if len(reports) == 1:
+                print()
+                print_table(list(reports[0]["by_category"].items()))
+            if args.misses:
+                print_misses(indexes, qrels, reports[-1] if args.compare else reports[0])
         for ix in indexes.values():
             ix.close()
-    if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
-        return
-    print_table([(f"{r['mode']}/{r['fusion']}", r["overall"]) for r in reports])
-    if len(reports) == 1:
-        print()
-        print_table(list(reports[0]["by_category"].items()))
 
 
 if __name__ == "__main__":
