@@ -29,6 +29,7 @@ from memoryd.config import Config, config_from_mapping
 from memoryd.embeddings.factory import choose_provider
 from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
+from memoryd.logs import configure_logging
 
 COLUMNS = ["recall@1", "recall@3", "recall@5", "recall@10", "full@10", "mrr", "snip@5", "avg_span"]
 COMBOS = [
@@ -181,6 +182,8 @@ def main() -> None:
         help="for each question missed at 5, its rank in keyword-only and vector-only search",
     )
     args = ap.parse_args()
+    # The engine's log goes to stderr, warnings only: stdout is the table, or one JSON object.
+    configure_logging("warning", json=True)
 
     data: dict[str, Any] = {"embedding": {"provider": args.provider}}
     for item in args.set:
@@ -207,8 +210,13 @@ def main() -> None:
             if len(reports) == 1:
                 print()
                 print_table(list(reports[0]["by_category"].items()))
-            if args.misses:
-                print_misses(indexes, qrels, reports[-1] if args.compare else reports[0])
+            if args.misses:  # of the chosen mode and fusion, also with --compare
+                chosen = (args.mode, args.fusion or cfg.search.fusion)
+                print_misses(
+                    indexes,
+                    qrels,
+                    next(r for r in reports if (r["mode"], r["fusion"]) == chosen),
+                )
         for ix in indexes.values():
             ix.close()
 
