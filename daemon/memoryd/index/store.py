@@ -99,6 +99,12 @@ def has_vec_table(conn: apsw.Connection) -> bool:
     )
 
 
+def vec_table_writable(conn: apsw.Connection) -> bool:
+    """A vector table exists and this process has sqlite-vec: without the vec0 module every
+    statement on the table fails, DROP included."""
+    return db.probe_vec().ok and has_vec_table(conn)
+
+
 def vec_table_dims(conn: apsw.Connection) -> int | None:
     """The width of the vector table, or None when there is none."""
     sql = db.scalar(
@@ -121,8 +127,12 @@ def create_vec_table(conn: apsw.Connection, dims: int) -> None:
 
 
 def drop_vectors(conn: apsw.Connection, mirror: VectorMirror | None = None) -> None:
-    """Forget every vector (fingerprint change): chunks wait to be re-embedded."""
-    conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
+    """Forget every vector (fingerprint change): chunks wait to be re-embedded.
+
+    Without sqlite-vec the vec0 table cannot be dropped; it is left for the first open that
+    has sqlite-vec again, which finds the fingerprint "vectors off" and drops it then."""
+    if db.probe_vec().ok:
+        conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
     if mirror is not None:
         mirror.stage_clear()
     conn.execute("DELETE FROM window_vectors")
@@ -144,7 +154,7 @@ def delete_chunks(
     ids = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE {where}", args)]
     if not ids:
         return 0
-    if has_vec_table(conn):
+    if vec_table_writable(conn):
         conn.executemany(f"DELETE FROM {VEC_TABLE} WHERE chunk_id = ?", [(i,) for i in ids])
         if mirror is not None:
             mirror.stage_delete(ids)

@@ -63,6 +63,7 @@ NOT_CORRUPTION = (
     apsw.IOError,
     apsw.FullError,
 )
+VECTORS_OFF = "vectors off"  # meta fingerprint of an index opened without sqlite-vec
 CHUNKER_VERSION = 1  # bump when chunker output changes: indexes re-chunk on open
 
 
@@ -268,11 +269,15 @@ class WorkspaceIndex:
         meta = schema.get_meta(conn)
         chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
         p = self.provider
-        embedding = (
-            f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
-            if p is not None
-            else "none"
-        )
+        if not self.vec.ok:
+            # Vectors written now could not follow later deletes (the vec0 table cannot be
+            # touched without sqlite-vec), so none are kept: this fingerprint makes the first
+            # open with sqlite-vec again drop what is left and re-embed (mostly from the cache).
+            embedding = VECTORS_OFF
+        elif p is not None:
+            embedding = f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
+        else:
+            embedding = "none"
         with conn:
             if meta.get("chunking") != chunking:
                 conn.execute("UPDATE files SET hash = ''")
