@@ -113,3 +113,62 @@ def test_a_transcript_larger_than_max_file_bytes_is_ingested_in_pieces(
     ix.sync()
     assert paths(search(ix, "zeppelin", sources=("sessions",))) == ["sessions/s1.jsonl"]
     assert ix.status()["skipped"] == {}
+
+
+def test_a_line_longer_than_max_file_bytes_is_skipped_and_counted(
+    make_index: IndexFactory,
+) -> None:
+    huge = json.dumps({"type": "tool_result", "output": "x" * 5000}) + "\n"
+    p = make_index.write(
+        "sessions/s1.jsonl", json.dumps(HEADER) + "\n" + line("user", "first gecko") + huge[:3000]
+    )
+    ix = make_index({"index": {"sessions": True, "max_file_bytes": 2048}})
+    ix.sync()  # the long line is still being written: nothing to step over yet
+    assert paths(search(ix, "gecko", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(huge[3000:] + line("assistant", "after the big line heron"))
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    hits = search(ix, "heron", sources=("sessions",)).results
+    assert [(h.path, h.start_line, h.end_line) for h in hits] == [("sessions/s1.jsonl", 4, 4)]
+    assert paths(search(ix, "gecko", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    status = ix.status()
+    assert status["malformed_lines"] == 1 and status["skipped"] == {}
+    with open(p, "a", encoding="utf-8") as f:
+        f.write(huge + line("user", "and a kestrel"))  # a long line after the first read
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    hits = search(ix, "kestrel", sources=("sessions",)).results
+    assert [(h.start_line, h.end_line) for h in hits] == [(6, 6)]
+    assert ix.status()["malformed_lines"] == 2
+
+
+def test_a_long_first_line_does_not_hide_the_transcript(make_index: IndexFactory) -> None:
+    make_index.write(
+        "sessions/s1.jsonl", "x" * 5000 + "\n" + json.dumps(HEADER) + "\n" + line("user", "ibis")
+    )
+    ix = make_index({"index": {"sessions": True, "max_file_bytes": 2048}})
+    ix.sync()
+    hits = search(ix, "ibis", sources=("sessions",)).results
+    assert [(h.start_line, h.end_line) for h in hits] == [(3, 3)]
+    assert ix.status()["malformed_lines"] == 1
+
+
+def test_nul_bytes_after_the_first_line_are_a_malformed_line(make_index: IndexFactory) -> None:
+    p = make_index.write("sessions/s1.jsonl", json.dumps(HEADER) + "\n" + line("user", "quokka"))
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    with open(p, "ab") as f:  # what a crash mid-write can leave behind
+        f.write(b"\x00" * 64 + b"\n" + line("assistant", "numbat").encode())
+    make_index.bump_mtime("sessions/s1.jsonl")
+    ix.sync()
+    assert paths(search(ix, "quokka numbat", sources=("sessions",))) == ["sessions/s1.jsonl"]
+    status = ix.status()
+    assert status["malformed_lines"] == 1 and status["skipped"] == {}
+
+
+def test_a_binary_file_named_jsonl_is_skipped(make_index: IndexFactory) -> None:
+    make_index.write("sessions/s1.jsonl", b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(200))
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    assert ix.status()["skipped"] == {"sessions/s1.jsonl": "binary: contains NUL bytes"}

@@ -229,7 +229,9 @@ class Syncer:
         try:
             with open(f.path, "rb") as fh:
                 prefix = fh.read(SESSION_PREFIX_BYTES)
-                if b"\x00" in prefix:
+                # Only the first line decides: a crash can leave a run of NULs after the
+                # lines already written, and that is one malformed line, not a binary file.
+                if b"\x00" in prefix.split(b"\n", 1)[0]:
                     self._skip(f, st, "binary: contains NUL bytes", report)
                     return False
                 old_prefix_ok = (
@@ -250,9 +252,14 @@ class Syncer:
             return False
         # The old tail region was counted already; only lines after it add to `malformed`.
         head = parse_transcript(buf[: old_end - start_off], first_line=start_line)
-        tail = parse_transcript(
-            buf[old_end - start_off :], first_line=start_line + head.lines_consumed
-        )
+        new = buf[old_end - start_off :]
+        if len(new) >= self.max_file_bytes and b"\n" not in new:
+            # One line longer than a whole read (a tool's output pasted whole): reading from
+            # here would never reach its end, and the lines after it would never be indexed.
+            return self._skip_long_line(
+                f, row, st, prefix, restart, old_end, start_line + head.lines_consumed, report
+            )
+        tail = parse_transcript(new, first_line=start_line + head.lines_consumed)
         if row is not None and not restart and tail.consumed == 0:
             with self.conn:  # nothing new but a torn last line: remember the stat only
                 store.upsert_file(self.conn, replace(row, mtime_ns=st.st_mtime_ns, size=st.st_size))
@@ -296,6 +303,72 @@ class Syncer:
         self.on_commit(f.rel, new_row)
         truncated = len(buf) >= old_end - start_off + self.max_file_bytes
         return truncated and ingested < st.st_size
+
+
+    def _skip_long_line(
+        self,
+        f: IndexedFile,
+        row: FileRow | None,
+        st: os.stat_result,
+        prefix: bytes,
+        restart: bool,
+        start: int,
+        line: int,
+        report: SyncReport,
+    ) -> bool:
+        """Step over transcript line ``line`` (at byte ``start``, longer than max_file_bytes),
+        counted as malformed. The chunks before it stay as they are and the next message
+        starts a new chunk. False while the line has no newline yet (still being written)."""
+        try:
+            end = _find_newline(f.path, start + self.max_file_bytes)
+        except OSError as exc:
+            log.warning("file_unreadable", path=f.rel, error=str(exc))
+            return False
+        if end is None:
+            return False
+        log.warning(
+            "session_line_too_long",
+            path=f.rel,
+            line=line,
+            bytes=end - start,
+            max_file_bytes=self.max_file_bytes,
+        )
+        kept = row is not None and not restart
+        ingested = end + 1
+        new_row = FileRow(
+            f.rel,
+            f.source,
+            hashlib.sha256(prefix[: min(SESSION_PREFIX_BYTES, ingested)]).hexdigest(),
+            st.st_mtime_ns,
+            st.st_size,
+            row.day if row is not None and kept else "",
+            ingested,
+            line,
+            ingested,
+            line + 1,
+            (row.malformed if row is not None and kept else 0) + 1,
+            None,
+        )
+        with self.conn:
+            if not kept:  # a rewritten transcript: its old chunks go
+                report.chunks_removed += store.delete_chunks(self.conn, f.rel, None, self.mirror)
+            store.upsert_file(self.conn, new_row)
+        report.files_changed += 1
+        self.on_commit(f.rel, new_row)
+        return ingested < st.st_size
+
+
+def _find_newline(path: Path, offset: int, block: int = 1 << 20) -> int | None:
+    """Byte offset of the first newline at or after ``offset``, read a block at a time; None
+    when the file ends first."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        while data := fh.read(block):
+            nl = data.find(b"\n")
+            if nl >= 0:
+                return offset + nl
+            offset += len(data)
+    return None
 
 
 def _line_offset(data: bytes, start_off: int, start_line: int, line: int) -> int:
