@@ -274,3 +274,20 @@ def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFac
                 assert [round(s, 4) for _, s in fast] == [round(s, 4) for _, s in full]
     finally:
         conn.close()
+
+
+def test_path_prefix_is_case_sensitive_even_when_the_other_case_fills_the_limit(
+    make_index: IndexFactory,
+) -> None:
+    # LIKE ignores ASCII case: "memory%" matched MEMORY.md's 40 chunks, which filled the
+    # LIMIT and were then dropped by the exact check, leaving nothing.
+    section = "## Zebra {}\n\n" + "zebra " * 24 + "\n\n"  # one chunk of 32 tokens each
+    make_index.write("MEMORY.md", "".join(section.format(i) for i in range(40)))
+    for day in ("2024-05-01", "2024-05-02", "2024-05-03"):
+        make_index.write(f"memory/{day}.md", f"# {day}\n\n- saw one zebra today\n")
+    ix = make_index({"index": {"chunk_tokens": 32, "chunk_overlap": 0}})
+    ix.sync()
+    assert ix.status()["chunks"] > 40
+    got = paths(search(ix, "zebra", path_prefix="memory", min_score=0.0, max_results=10))
+    assert sorted(got) == [f"memory/2024-05-0{d}.md" for d in (1, 2, 3)]
+    assert set(paths(search(ix, "zebra", path_prefix="MEMORY", min_score=0.0))) == {"MEMORY.md"}

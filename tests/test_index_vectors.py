@@ -197,3 +197,20 @@ def test_endpoint_changing_its_vector_width_degrades_then_rebuilds(
             break
         time.sleep(0.1)
     assert resp.mode_used == "hybrid" and resp.degraded is None, resp.degraded
+
+
+def test_path_prefix_filters_before_the_nearest_are_taken(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    # 130 closer chunks elsewhere: taking the nearest first and filtering after found none.
+    for i in range(130):
+        make_index.write(f"memory/2024-01-{i:03d}.md", f"- cat cat cat number {i}\n")
+    make_index.write("memory/projects/notes.md", "- the tabby cat purred by the warm fireplace\n")
+    ix = make_index(FAST, provider(openai_server))
+    ix.sync()
+    assert ix.wait_embedded(timeout=60)
+    for mode in ("vector", "hybrid"):
+        resp = search(ix, "cat", mode=mode, path_prefix="memory/projects/", min_score=0.0)
+        assert resp.mode_used == mode and paths(resp) == ["memory/projects/notes.md"], mode
+    resp = search(ix, "fireplace", mode="vector", path_prefix="memory/2024-01-00", min_score=0.0)
+    assert set(paths(resp)) <= {f"memory/2024-01-00{i}.md" for i in range(10)}

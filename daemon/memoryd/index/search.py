@@ -113,9 +113,9 @@ class Filters:
         parts = [f"{alias}.source IN ({','.join('?' * len(self.sources))})"]
         args: list[Any] = list(self.sources)
         if self.path_prefix:
-            esc = self.path_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            parts.append(f"{alias}.path LIKE ? ESCAPE '\\'")
-            args.append(esc + "%")
+            # Not LIKE: it ignores ASCII case, and "memory" would fill the LIMIT with MEMORY.md.
+            parts.append(f"substr({alias}.path, 1, ?) = ?")
+            args += [len(self.path_prefix), self.path_prefix]
         parts += self._day_sql(alias, args)
         return " AND ".join(parts), args
 
@@ -124,6 +124,9 @@ class Filters:
             return "1", []
         parts = [f"source IN ({','.join('?' * len(self.sources))})"]
         args: list[Any] = list(self.sources)
+        if self.path_prefix:  # sqlite-vec filters by its primary key before ranking
+            parts.append("chunk_id IN (SELECT id FROM chunks WHERE substr(path, 1, ?) = ?)")
+            args += [len(self.path_prefix), self.path_prefix]
         parts += self._day_sql(VEC_TABLE, args)
         return " AND ".join(parts), args
 
@@ -184,10 +187,8 @@ def vector_candidates(
     mirror: VectorMirror | None = None,
 ) -> list[int]:
     """Chunk ids of the ``k`` nearest chunk vectors, nearest first: the in-memory scan when
-    the mirror can answer, else sqlite-vec's."""
-    if filters.path_prefix:  # neither can filter by prefix: over-fetch, filter afterwards
-        k *= 4
-    if mirror is not None:
+    the mirror can answer, else sqlite-vec's (the only one that filters by path prefix)."""
+    if mirror is not None and not filters.path_prefix:
         sources = filters.sources if filters.restrictive else None
         ids = mirror.knn(qvec, min(k, MAX_KNN), sources, filters.since, filters.until)
         if ids is not None:
