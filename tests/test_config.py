@@ -79,6 +79,10 @@ def test_environment_overrides_file_values() -> None:
         ("MEMORYD_SEARCH_MAX_RESULTS", "many"),
         ("MEMORYD_SEARCH_NOPE", "1"),
         ("MEMORYD_INDEX_SESSIONS", "maybe"),
+        ("MEMORYD_EMBEDDNG_PROVIDER", "none"),  # a misspelt section
+        ("MEMORYD_WORKSPACES_PATH", "/x"),  # workspaces are TOML tables only
+        ("MEMORYD_SEARCH_MIN_SCORE", "nan"),
+        ("MEMORYD_EMBEDDING_TIMEOUT", "inf"),
     ],
 )
 def test_bad_environment_values_name_the_variable(name: str, value: str) -> None:
@@ -92,6 +96,24 @@ def test_bad_toml_is_a_config_error(tmp_path: Path) -> None:
     f.write_text("[search\n")
     with pytest.raises(ConfigError, match="not valid TOML"):
         load_config(f, env={})
+
+
+def test_nan_in_toml_is_refused(tmp_path: Path) -> None:
+    f = tmp_path / "config.toml"
+    f.write_text("[search]\nvector_weight = nan\n")
+    with pytest.raises(ConfigError, match="search.vector_weight must be a finite number, got nan"):
+        load_config(f, env={})
+
+
+def test_a_config_path_that_cannot_be_read_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").mkdir()
+    with pytest.raises(ConfigError, match="cannot read the config file"):
+        load_config(tmp_path / "config.toml", env={})
+
+
+def test_the_daemons_other_variables_are_not_config_keys() -> None:
+    env = {"MEMORYD_HOME": "/h", "MEMORYD_SOCKET": "/s", "MEMORYD_CONFIG": "/c"}
+    config_from_mapping({}, env={**env, "MEMORYD_LOG_LEVEL": "debug"})
 
 
 def test_secrets_are_redacted() -> None:

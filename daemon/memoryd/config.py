@@ -8,6 +8,7 @@ the key and the value. Building a Config has no side effects; ``load_config`` re
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import tomllib
 import typing
@@ -21,6 +22,9 @@ from memoryd_client.paths import config_path
 
 MiB = 1024 * 1024
 T = TypeVar("T")
+# MEMORYD_* variables that are not config keys (paths.py, cli.py), and the tests' opt-in.
+OTHER_ENV = ("MEMORYD_HOME", "MEMORYD_CONFIG", "MEMORYD_SOCKET", "MEMORYD_LOG_LEVEL")
+TEST_ENV = ("MEMORYD_TEST_SERVICE_INSTALL",)
 
 
 def _opt(
@@ -226,6 +230,8 @@ def _coerce(key: str, value: Any, ftype: Any, meta: Any, from_env: bool) -> Any:
             raise ConfigError(f"{key} must be a number, got {value!r}")
         if ftype is int and not isinstance(num, int):
             raise ConfigError(f"{key} must be a whole number, got {value!r}")
+        if not math.isfinite(num):  # nan passes every range check; inf is never meant
+            raise ConfigError(f"{key} must be a finite number, got {value!r}")
         lo, hi = meta.get("lo"), meta.get("hi")
         if (lo is not None and num < lo) or (hi is not None and num > hi):
             raise ConfigError(f"{key} must be between {lo} and {hi}, got {value!r}")
@@ -303,6 +309,11 @@ def config_from_mapping(
                     f"unknown config key {section}.{key} (from {name}={_shown(key, value)})"
                 )
             env_by_section[section][key] = value
+        elif name not in OTHER_ENV + TEST_ENV:  # a misspelt section must not pass unseen
+            raise ConfigError(
+                f"unknown config key {rest} (from {name}={_shown(key, value)}; sections are "
+                f"{', '.join([*SECTIONS, 'jobs'])}; other variables: {', '.join(OTHER_ENV)})"
+            )
     sections = {
         name: _build(cls, data.get(name, {}), name, env_by_section[name])
         for name, cls in SECTIONS.items()
@@ -362,6 +373,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        except OSError as exc:  # a folder, no permission...
+            raise ConfigError(f"{file}: cannot read the config file: {exc}") from None
     return config_from_mapping(data, env, source=str(file))
 
 
