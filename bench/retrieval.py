@@ -8,9 +8,10 @@
 evidence line ranks in keyword-only and vector-only search (top 20, no min_score): a miss
 that neither signal ranks near the top cannot be fixed by fusing them differently.
 
-Every folder of WORKSPACES_DIR with a MEMORY.md or memory/ is a workspace; QRELS defaults
-to WORKSPACES_DIR/qrels.jsonl. Indexes are built once under --index-dir (default a temp dir)
-and reused, so a sweep pays for embeddings once.
+The workspaces are the folders of WORKSPACES_DIR that the questions name (their ``conv``);
+QRELS defaults to WORKSPACES_DIR/qrels.jsonl. ``--json`` prints one JSON object (a list of
+them with ``--compare``) and nothing else on stdout. Indexes are built once under
+--index-dir (default a temp dir) and reused, so a sweep pays for embeddings once.
 """
 
 from __future__ import annotations
@@ -189,13 +190,18 @@ def main() -> None:
     for item in args.set:
         key, _, value = item.partition("=")
         section, _, name = key.partition(".")
-        data.setdefault(section, {})[name] = (
-            json.loads(value) if value[:1] in "0123456789-[tf" else value
-        )
+        try:  # numbers, true/false, lists; anything else is a string (a model name)
+            data.setdefault(section, {})[name] = json.loads(value)
+        except ValueError:
+            data.setdefault(section, {})[name] = value
     cfg = config_from_mapping(data)
     qrels_path = args.qrels or args.workspaces / "qrels.jsonl"
+    if not qrels_path.is_file():
+        ap.error(f"no questions at {qrels_path} (give --qrels)")
     qrels = [json.loads(line) for line in qrels_path.read_text().splitlines() if line.strip()]
     convs = sorted({q["conv"] for q in qrels})
+    if missing := [c for c in convs if not (args.workspaces / c).is_dir()]:
+        ap.error(f"the questions name workspaces not in {args.workspaces}: {', '.join(missing)}")
     with tempfile.TemporaryDirectory(prefix="memoryd-bench-") as tmp:
         index_dir = args.index_dir or Path(tmp)
         indexes = build_indexes(args.workspaces.resolve(), convs, cfg, index_dir)

@@ -101,8 +101,15 @@ def test_bad_toml_is_a_config_error(tmp_path: Path) -> None:
 def test_nan_in_toml_is_refused(tmp_path: Path) -> None:
     f = tmp_path / "config.toml"
     f.write_text("[search]\nvector_weight = nan\n")
-    with pytest.raises(ConfigError, match="search.vector_weight must be a finite number, got nan"):
+    with pytest.raises(ConfigError, match=r"vector_weight must be a finite number, got nan"):
         load_config(f, env={})
+
+
+def test_all_fusion_weights_zero_is_refused() -> None:
+    zero = {"vector_weight": 0.0, "text_weight": 0.0, "line_weight": 0.0}
+    with pytest.raises(ConfigError, match="are all 0"):
+        config_from_mapping({"search": zero})
+    config_from_mapping({"search": {**zero, "text_weight": 1.0}})  # keyword signals only
 
 
 def test_a_config_path_that_cannot_be_read_is_a_config_error(tmp_path: Path) -> None:

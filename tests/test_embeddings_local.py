@@ -139,3 +139,11 @@ def test_batches_group_similar_lengths_within_count_and_token_budgets() -> None:
     assert batches == [[1, 6, 4], [2, 5], [7], [0], [3]]
     assert plan_batches([10] * 5, batch_size=16, max_batch_tokens=1) == [[0], [1], [2], [3], [4]]
     assert plan_batches([], batch_size=16, max_batch_tokens=512) == []
+
+
+def test_lone_surrogates_are_embedded_as_replacement_characters(local: LocalProvider) -> None:
+    # Python str can hold half a surrogate pair (json.loads of "\ud800" gives one); the
+    # tokenizer refuses such strings outright.
+    lone, replaced = local.embed(["\ud800 tea", "\ufffd tea"])
+    assert np.allclose(lone, replaced)
+    assert np.allclose(local.embed(["\U0001f600 tea"]), local.embed(["\ud83d\ude00 tea"]))

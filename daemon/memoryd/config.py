@@ -351,6 +351,12 @@ def _split_job_key(key: str) -> tuple[str | None, str]:
 
 
 def _check_consistency(cfg: Config) -> None:
+    s = cfg.search
+    if s.vector_weight + s.text_weight + s.line_weight <= 0:
+        raise ConfigError(
+            "search.vector_weight, search.text_weight and search.line_weight are all 0: "
+            "every score would be 0 and no search would find anything"
+        )
     if cfg.index.chunk_overlap >= cfg.index.chunk_tokens:
         raise ConfigError(
             f"index.chunk_overlap ({cfg.index.chunk_overlap}) must be smaller than "

@@ -112,6 +112,13 @@ def plan_batches(lengths: Sequence[int], batch_size: int, max_batch_tokens: int
     return batches
 
 
+def _well_formed(text: str) -> str:
+    if text.isascii():
+        return text
+    # Through UTF-16: a pair written as two halves becomes its character again.
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
 class LocalProvider:
     """Mean-pooled, L2-normalised MiniLM sentence vectors; thread-safe (session.run is)."""
 
@@ -144,7 +151,8 @@ class LocalProvider:
         out = np.empty((len(texts), DIMS), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tok.encode_batch(list(texts))
+        # tokenizers refuses str with lone surrogates (Python strings can hold them): U+FFFD.
+        encodings = self._tok.encode_batch([_well_formed(t) for t in texts])
         lengths = [len(e.ids) for e in encodings]
         for rows in plan_batches(lengths, self.batch_size, self.max_batch_tokens):
             out[rows] = self._run([encodings[i] for i in rows])
