@@ -41,6 +41,16 @@ def test_absolute_path_inside_the_workspace_is_fine(ix) -> None:  # type: ignore
     assert ix.get(str(ix.root / "MEMORY.md"), 1, 1).path == "MEMORY.md"
 
 
+def test_absolute_path_through_a_link_to_the_workspace(ix, make_index: IndexFactory) -> None:  # type: ignore[no-untyped-def]
+    link = make_index.tmp / "link-to-ws"
+    os.symlink(make_index.ws, link)  # as /tmp is /private/tmp on macOS
+    assert ix.get(str(link / "memory" / "2024-05-01.md")).text == "a\nb"
+    with pytest.raises(ForbiddenPath):
+        ix.get(str(link / "secret.txt"))
+    with pytest.raises(ForbiddenPath):
+        ix.get(str(link / ".." / "outside.md"))
+
+
 @pytest.mark.parametrize(
     "path",
     [

@@ -8,6 +8,7 @@ paths (markdown files or folders, workspace-relative). ``resolve_readable`` is t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterator
@@ -121,7 +122,11 @@ class Layout:
             raise ForbiddenPath(f"invalid path {requested!r}")
         candidate = Path(requested)
         if candidate.is_absolute():
-            rel = self.rel(Path(os.path.normpath(candidate)))
+            plain = Path(os.path.normpath(candidate))
+            rel = self.rel(plain)
+            if rel is None:  # the workspace named through a link (macOS: /tmp is /private/tmp)
+                with contextlib.suppress(OSError):
+                    rel = self.rel(plain.parent.resolve() / plain.name)
             if rel is None:
                 raise ForbiddenPath(f"{requested} is outside the workspace {self.root}")
         else:
