@@ -41,3 +41,6 @@ def test_semantic_match_without_shared_words(
     assert search(ix, "doctor appointment").results[0].path == "memory/2024-03-01.md"
     rrf = search(ix, "doctor appointment", fusion="rrf")
     assert rrf.results and rrf.results[0].path == "memory/2024-03-01.md"
+    # Nothing near: a rank of 1 is not relevance, and min_score still filters under rrf.
+    for fusion in ("weighted", "rrf"):
+        assert search(ix, "xyzzy plugh", fusion=fusion).results == [], fusion

@@ -332,7 +332,10 @@ def fuse(
     def scored(s: float, c: Candidate, v: float | None, t: float) -> Scored:
         return (s, v, t if mode != "vector" else None, c)
 
-    if fusion == "rrf" and mode == "hybrid":
+    # RRF scores ranks: the first of a list gets 1.0 however weak it is. With no query word
+    # in any candidate only the vector list is left, and that would make min_score pass the
+    # nearest chunks of any nonsense query; the cosine itself decides then, as in weighted.
+    if fusion == "rrf" and mode == "hybrid" and keyword_active:
         full = [(c, v, t, line_signal(c)) for c, v, t in rows]
         out = [(dated(s, c), v, t, c) for s, v, t, c in _rrf(full, cfg.rrf_k)]
     else:
