@@ -6,7 +6,10 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
+
+import apsw
 
 from memoryd.index import db, schema
 
@@ -76,3 +79,29 @@ def test_without_sqlite_vec_keyword_search_works_and_status_says_why(tmp_path: P
     assert got["mode"] == "keyword" and got["ready"] is False
     assert "sqlite-vec" in got["degraded"]
     assert any("could not load sqlite-vec" in d for d in got["status"])
+
+
+def test_two_connections_migrating_a_new_index_at_once(tmp_path: Path) -> None:
+    # Each used to see "not applied yet", and the second's CREATE TABLE failed: an error
+    # the index's open took for corruption (the new file was moved aside).
+    for trial in range(10):
+        path = tmp_path / f"{trial}.sqlite"
+        conns = [db.connect(path) for _ in range(2)]
+        results: list[object] = []
+
+        def run(conn: apsw.Connection, out: list[object] = results) -> None:
+            try:
+                out.append(schema.migrate(conn))
+            except apsw.Error as exc:
+                out.append(exc)
+
+        threads = [threading.Thread(target=run, args=(c,)) for c in conns]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        applied = [r for r in results if isinstance(r, list)]
+        assert len(applied) == 2, results
+        assert sorted(n for r in applied for n in r) == [name for name, _ in schema.MIGRATIONS]
+        for c in conns:
+            c.close()

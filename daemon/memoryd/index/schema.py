@@ -97,12 +97,20 @@ def migrate(conn: apsw.Connection) -> list[str]:
     for name, sql in MIGRATIONS:
         if name in done:
             continue
-        with conn:
-            conn.execute(sql)
-            conn.execute(
-                "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
-            )
-        applied.append(name)
+        # Checked again under the write lock: another connection opening the same new index
+        # may have applied it since ("table meta already exists" is not corruption).
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchall():
+                conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
+                )
+                applied.append(name)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     return applied
 
 
