@@ -90,3 +90,27 @@ def test_in_memory_searches_do_not_wait_for_a_busy_reader(md_home: Path, inline:
         fts5.join(10)
         for name in ("memory", "fts5"):
             assert [r["path"] for r in answers[name]["results"]] == ["MEMORY.md"], name
+
+
+def test_a_search_right_after_a_write_is_answered_in_memory(md_home: Path) -> None:
+    # The write is synced first (read-your-writes); the copies then rank it, so the busy
+    # reader is not needed either.
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: c.result("status")["workspaces"][0]["keyword_scan"]
+                        == "memory", 10)
+        assert wait_for(lambda: c.result(
+            "search", {"query": "nomad", "mode": "keyword"})["results"], 10)
+        assert d.daemon is not None
+        gate = threading.Event()
+        d.daemon.readers.submit(gate.wait, 30)  # the one reader thread is taken
+        try:
+            (ws / "memory" / "2024-05-01.md").write_text("- moved the deploy to zanzibar\n")
+            found = c.result("search", {"query": "zanzibar", "mode": "keyword"})
+            assert [r["path"] for r in found["results"]] == ["memory/2024-05-01.md"]
+            assert not gate.is_set()
+        finally:
+            gate.set()

@@ -208,7 +208,10 @@ class Methods:
         if resp is None:
             left = budget - (time.monotonic() - started)
             fresh = await d.watcher.sync_now(ws.name, index, stale, left) and fresh
-            resp = await loop.run_in_executor(d.readers, index.search, sreq, prepared)
+            if d.config.server.inline_searches:  # the sync done, the copies may answer now
+                resp = index.search_in_memory(sreq, prepared)
+            if resp is None:
+                resp = await loop.run_in_executor(d.readers, index.search, sreq, prepared)
         out = resp.to_dict()
         out["pending_files"] = max(out.get("pending_files", 0), d.watcher.pending(ws.name))
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
