@@ -117,6 +117,15 @@ def test_a_failed_summary_is_retried_next_run_and_then_written_once(
     assert (harness.root / DAILY).read_text().count("## Session summary (s1)") == 1
 
 
+def test_a_summary_with_a_chat_sign_off_is_not_appended(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    openai_server.respond_chat(SUMMARY + "\n\nI hope this helps! Let me know if you need more.")
+    failed = harness.run("fallback_summary")
+    assert failed.status == "failed" and "ends with a chat reply" in failed.message
+    assert (harness.root / DAILY).read_text() == EARLIER
+
+
 def test_a_summary_already_appended_is_recorded_not_written_twice(
         harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))

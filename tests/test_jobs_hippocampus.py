@@ -108,6 +108,8 @@ FAILURES: dict[str, tuple[Callable[[FakeOpenAIServer], None], str]] = {
                                  "not a markdown file: it is JSON"),
     "chat-reply": (lambda s: s.respond_chat("Sure! Here is the updated MEMORY.md:\n\n" + GOOD),
                    "starts with a chat reply"),
+    "chat-sign-off": (lambda s: s.respond_chat(
+        GOOD + "\nLet me know if you would like any other changes!\n"), "ends with a chat reply"),
     "half-a-surrogate-pair": (lambda s: s.respond_chat(GOOD + "- cut emoji \ud83d\n"),
                               "half of a surrogate pair"),
     "echo-of-the-prompt": (lambda s: None, "it repeats the prompt"),  # the fake's default
