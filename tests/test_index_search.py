@@ -112,13 +112,16 @@ def test_max_results_and_min_score_are_honoured(ix) -> None:  # type: ignore[no-
     ],
 )
 def test_bad_search_params_are_invalid_params(ix, kw) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(InvalidParams):
+    with pytest.raises(InvalidParams) as err:
         search(ix, "tea", **kw)
+    assert err.value.data == {"param": next(iter(kw))}  # the wire's data.param
 
 
-def test_empty_query_is_invalid(ix) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(InvalidParams):
-        search(ix, "   ")
+@pytest.mark.parametrize("query", ["   ", "tea " * 3000])
+def test_empty_or_huge_query_is_invalid(ix, query: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidParams) as err:
+        search(ix, query)
+    assert err.value.data == {"param": "query"}
 
 
 def test_snippet_is_centred_on_the_matching_line(make_index: IndexFactory) -> None:

@@ -211,6 +211,18 @@ def test_malformed_frame_is_protocol_error_and_close_while_others_carry_on(
         assert good.result("hello")["server"] == "memoryd"
 
 
+def test_requests_before_a_bad_frame_are_answered_before_its_error(
+        md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        c.send_raw(protocol.pack(protocol.request(1, "hello"))
+                   + protocol.pack(protocol.request(2, "workspace.list"))
+                   + struct.pack(">I", 3) + b"\xc1\xc1\xc1")  # 0xc1: never valid msgpack
+        frames = [c.recv(), c.recv(), c.recv()]
+        assert [f["id"] for f in frames if f is not None] == [1, 2, None]
+        assert error_code(frames[2]) == "protocol_error"
+        assert c.closed_by_peer()
+
+
 def test_unsupported_protocol_version_names_the_supported_one(md_daemon: DaemonThread) -> None:
     with RawConn(md_daemon.socket_path) as c:
         c.send({"v": 2, "id": 5, "method": "hello", "params": {}})

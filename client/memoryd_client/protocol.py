@@ -68,7 +68,8 @@ def unpack(body: bytes) -> dict[str, Any]:
     try:
         obj = msgpack.unpackb(body, raw=False, strict_map_key=True)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
-        raise FrameError(ErrorCode.PROTOCOL_ERROR, f"malformed msgpack: {exc}") from None
+        detail = str(exc) or type(exc).__name__  # FormatError says nothing else
+        raise FrameError(ErrorCode.PROTOCOL_ERROR, f"malformed msgpack: {detail}") from None
     if not isinstance(obj, dict):
         raise FrameError(ErrorCode.PROTOCOL_ERROR, "a frame must be a msgpack map")
     return obj

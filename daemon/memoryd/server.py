@@ -217,6 +217,10 @@ class Server:
     async def _refuse(self, conn: _Connection, code: str, message: str,
                       req_id: int | None = None, data: dict[str, Any] | None = None) -> None:
         log.warning("bad_frame", code=code, detail=message, peer_pid=conn.peer_pid)
+        # The requests read before the bad frame are answered before it: a client takes an
+        # error with no id as the end of the connection and would lose those answers.
+        if conn.tasks:
+            await asyncio.gather(*list(conn.tasks), return_exceptions=True)
         await conn.send(protocol.pack(protocol.error(req_id, code, message, data)))
 
     def _parse(self, msg: dict[str, Any], conn: _Connection) -> Request:
