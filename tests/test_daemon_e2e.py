@@ -130,6 +130,22 @@ def test_sigint_also_shuts_down_gracefully(daemon: Proc) -> None:
     assert not daemon.socket.exists()
 
 
+def test_shutdown_with_idle_connections_open_logs_json_lines_only(daemon: Proc) -> None:
+    # Python 3.11 logged each cancelled connection task as a raw asyncio traceback.
+    idle = [RawConn(daemon.socket) for _ in range(2)]
+    try:
+        assert idle[0].result("hello")["server"] == "memoryd"
+        with RawConn(daemon.socket) as c:
+            c.result("shutdown")
+        assert daemon.wait() == EXIT_OK
+    finally:
+        for conn in idle:
+            conn.close()
+    raw = [e["line"] for e in daemon.logs() if e.get("event") == "raw"]
+    assert raw == []
+    assert daemon.events()[-1] == "shutdown"
+
+
 def test_second_daemon_is_refused_with_already_running_pid(home: Path, daemon: Proc) -> None:
     second = Proc(home)
     assert second.wait() == EXIT_ALREADY_RUNNING

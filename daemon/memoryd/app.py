@@ -112,6 +112,9 @@ class Daemon:
 
     async def startup(self) -> None:
         started = time.perf_counter()
+        # What asyncio reports itself (a failing callback, a task never awaited) goes to the
+        # log as one JSON line like everything else, not as a bare traceback.
+        asyncio.get_running_loop().set_exception_handler(_log_loop_exception)
         if self.handle_signals:
             # Before the socket exists: whoever sees it accept may signal us right away.
             self._install_signals()
@@ -304,3 +307,12 @@ class Daemon:
         out["startup_scan"] = scan
         return out
 
+
+def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    exc = context.get("exception")
+    log.error(
+        "asyncio_error",
+        message=str(context.get("message", "")),
+        error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
+        exc_info=exc if isinstance(exc, BaseException) else None,
+    )

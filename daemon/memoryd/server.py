@@ -125,6 +125,11 @@ class Server:
             self._conn_tasks.add(task)
         try:
             await self._serve_connection(reader, writer)
+        except asyncio.CancelledError:
+            # close() cancels idle connections at shutdown. Returning normally: Python 3.11's
+            # streams callback calls task.exception() on this task, and on a cancelled one
+            # that raises, which asyncio then logs as a raw (non-JSON) traceback.
+            pass
         finally:
             if task is not None:
                 self._conn_tasks.discard(task)
