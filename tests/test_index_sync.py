@@ -112,6 +112,20 @@ def test_binary_and_huge_files_are_skipped_with_a_reason(make_index: IndexFactor
     assert search(ix, "word").results == []
 
 
+def test_a_memory_folder_linked_outside_the_workspace_says_so(make_index: IndexFactory) -> None:
+    outside = make_index.tmp / "cloud-notes"
+    outside.mkdir()
+    (outside / "2024-05-01.md").write_text("- a private note about otters\n")
+    make_index.ws.joinpath("memory").rmdir()
+    make_index.ws.joinpath("memory").symlink_to(outside)
+    make_index.write("MEMORY.md", "# Memory\n")
+    ix = make_index()
+    ix.sync()
+    assert search(ix, "otters").results == []  # links that leave the workspace are not read
+    reason = ix.status()["skipped"]["memory"]
+    assert str(outside) in reason and "outside the workspace" in reason
+
+
 def test_skipped_file_is_indexed_once_it_becomes_valid(make_index: IndexFactory) -> None:
     make_index.write("memory/x.md", b"\x00binary")
     ix = make_index()

@@ -97,6 +97,18 @@ class Layout:
             else:
                 yield extra
 
+    def links_outside(self) -> dict[str, str]:
+        """The indexed places (MEMORY.md, memory/, sessions/, extra paths) that are links
+        leaving the workspace, with why they are not indexed: said in status, not silent."""
+        tops = [*MEMORY_FILES, "memory", *(["sessions"] if self.sessions else [])]
+        out: dict[str, str] = {}
+        for rel in [*tops, *(e.strip("/") for e in self.extra_paths)]:
+            path = self.root / rel
+            if path.is_symlink() and not self._inside(path):
+                target = os.path.realpath(path)
+                out[rel] = f"a link to {target}, outside the workspace: not indexed"
+        return out
+
     def _walk(self, top: str, suffix: str) -> Iterator[str]:
         base = self.root / top
         if not base.is_dir() or not self._inside(base):

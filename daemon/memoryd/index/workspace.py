@@ -835,5 +835,5 @@ class WorkspaceIndex:
             # BM25's engine: the in-memory copy once loaded and within index.keyword_memory_mb
             "keyword_scan": self._keywords.scan,
             "degraded": degraded,
-            "skipped": skipped,
+            "skipped": {**self.layout.links_outside(), **skipped},
         }
