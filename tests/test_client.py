@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import os
+import socket
 import stat
 import sys
 import textwrap
@@ -81,6 +82,22 @@ def test_socket_nobody_listens_on_is_stale_socket(short_tmp: Path) -> None:
         MemoryClient(path).status()
     assert isinstance(info.value, DaemonNotRunning)  # exit code 3 in memctl, too
     assert "stale" in str(info.value)
+
+
+def test_a_file_that_is_not_a_socket_is_named_as_such(short_tmp: Path) -> None:
+    path = short_tmp / "plain.sock"
+    path.write_text("")
+    with pytest.raises(SocketUnusable, match="is not a socket"):
+        MemoryClient(path).status()
+
+
+def test_a_daemon_that_accepts_but_never_answers_is_a_timeout(short_tmp: Path) -> None:
+    path = short_tmp / "hung.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen(1)  # connections queue in the backlog; nothing ever answers
+        with pytest.raises(ClientTimeout, match=r"did not answer hello within 0\.3s"):
+            MemoryClient(path, timeout=0.3).status()
 
 
 def test_socket_path_too_long_is_refused_before_connecting(short_tmp: Path) -> None:

@@ -8,8 +8,11 @@ conversion exist once. The two clients only differ in how they move frames.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
+import os
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,6 +295,11 @@ def connect_error(exc: OSError, socket: Path) -> ClientError:
     if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
         return DaemonNotRunning(socket)
     if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
+        with contextlib.suppress(OSError):  # Linux refuses a regular file the same way
+            if not stat.S_ISSOCK(os.stat(socket).st_mode):
+                return SocketUnusable(
+                    socket, f"{socket} is not a socket: remove it or point MEMORYD_SOCKET elsewhere"
+                )
         return StaleSocket(socket)
     if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
         return SocketUnusable(

@@ -370,6 +370,11 @@ class MemoryClient:
             try:
                 sock.sendall(protocol.pack(protocol.request(req_id, call.method, call.params)))
                 hello = self._receive(sock, req_id, call)
+            except TimeoutError:
+                raise ClientTimeout(
+                    f"memoryd at {self.socket_path} accepted the connection but did not answer "
+                    f"hello within {self.timeout:g}s (a daemon that hangs: `memctl doctor`)"
+                ) from None
             except (OSError, _Dropped):
                 raise ConnectionLost(
                     f"memoryd at {self.socket_path} closed the connection during hello"
