@@ -72,6 +72,71 @@ def test_watcher_indexes_a_non_hot_file_without_any_search(md_home: Path) -> Non
         assert wait_for(lambda: status_of(c)["files"] == 1, timeout=5)
 
 
+def inotify_watches() -> int | None:
+    """Watches this process holds across its inotify instances (Linux), else None."""
+    fdinfo = Path("/proc/self/fdinfo")
+    if not fdinfo.is_dir():
+        return None
+    total = 0
+    for entry in fdinfo.iterdir():
+        try:
+            total += entry.read_text().count("inotify wd:")
+        except OSError:  # an fd closed meanwhile
+            continue
+    return total
+
+
+def test_only_the_folders_that_hold_notes_are_watched_deeply(md_home: Path) -> None:
+    # An agent's workspace may hold a repository or a build tree: its folders are never
+    # watched (each would cost an inotify watch and wake the daemon on every build).
+    ws = workspace(md_home / "ws")
+    for i in range(150):
+        (ws / "repo" / "node_modules" / f"pkg{i}" / "lib").mkdir(parents=True)
+    before = inotify_watches()
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: status_of(c)["files"] == 1)
+        (ws / "memory" / "topics" / "deep.md").write_text("# Deep\n\nplatypus notes\n")
+        assert wait_for(lambda: status_of(c)["files"] == 2, timeout=5)
+        (ws / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
+        assert wait_for(lambda: paths_found(c, "nomad") == ["MEMORY.md"], timeout=5)
+        after = inotify_watches()
+        if before is not None and after is not None:
+            assert after - before < 20, f"{after - before} inotify watches"
+
+
+def test_a_memory_folder_made_after_the_start_is_watched(md_home: Path) -> None:
+    ws = md_home / "ws"
+    ws.mkdir()
+    (ws / "MEMORY.md").write_text("# Memory\n")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: status_of(c)["files"] == 1)
+        (ws / "memory").mkdir()
+        (ws / "memory" / "2024-05-01.md").write_text("- first note\n")
+        assert wait_for(lambda: status_of(c)["files"] == 2, timeout=5)
+        (ws / "memory" / "sub").mkdir()  # written into once the folder is watched
+        (ws / "memory" / "sub" / "later.md").write_text("- quokka\n")
+        assert wait_for(lambda: status_of(c)["files"] == 3, timeout=5)
+        assert d.daemon is not None and d.daemon.watcher.describe("ws") == "watching"
+
+
+def test_transcripts_and_extra_paths_are_watched_too(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    (ws / "sessions").mkdir()
+    (ws / "docs" / "deep").mkdir(parents=True)
+    config = {"index": {"sessions": True, "extra_paths": ["docs/deep", "notes/todo.md"]}}
+    (ws / "notes").mkdir()
+    with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: status_of(c)["files"] == 1)
+        (ws / "sessions" / "s1.jsonl").write_text(
+            '{"type": "message", "message": {"role": "user", "content": "hello wombat"}}\n')
+        (ws / "docs" / "deep" / "a.md").write_text("- docs about numbats\n")
+        (ws / "notes" / "todo.md").write_text("- buy quinoa\n")
+        assert wait_for(lambda: status_of(c)["files"] == 4, timeout=5), status_of(c)
+
+
 def test_changes_are_batched_to_the_writer(md_home: Path) -> None:
     ws = workspace(md_home / "ws")
     with DaemonThread(md_home) as d, RawConn(d.socket_path) as c, capture_logs() as logs:

@@ -1,6 +1,10 @@
-"""File watching: watchfiles over every workspace root, batched to each index's writer.
+"""File watching: watchfiles over every workspace, batched to each index's writer.
 
-One ``awatch`` covers all roots; it is restarted when the set of workspaces changes.
+One ``awatch`` over exactly the folders that matter, each without its subfolders: the
+workspace roots (MEMORY.md; memory/ or sessions/ appearing) and every folder of the trees
+that hold indexed files (``Layout.watched_dirs``). Anything else in a workspace (a
+repository, a build tree) is never watched. The watch restarts when the workspaces change
+or such a folder comes or goes.
 Changes are filtered (editor temp files out, then ``index.is_indexed_path``), grouped per
 workspace and handed to ``index.submit_sync(paths)`` one batch at a time: while a batch
 is in flight, new changes collect for the next one. ``wait_idle`` lets a search wait for
@@ -11,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -66,6 +71,7 @@ class Watcher:
         self._targets: dict[str, WatchTarget] = {}
         self._batches: dict[str, _Batch] = {}
         self._task: asyncio.Task[None] | None = None
+        self._watching = asyncio.Event()  # set once the current streams' watches are in place
         self._stop: asyncio.Event | None = None
         self.state = "stopped"
 
@@ -88,11 +94,13 @@ class Watcher:
         if new:
             self._stop = asyncio.Event()
             self.state = "starting"
+            self._watching = asyncio.Event()
             self._task = asyncio.create_task(self._run(self._stop), name="memoryd-watcher")
-            # One loop turn runs the task's first step, in which awatch registers its
-            # inotify/FSEvents watches: from our return on, no change in these roots is
-            # missed. (Changes during the restart itself are left to the next sync.)
-            await asyncio.sleep(0)
+            # The streams register their inotify/FSEvents watches in their first step: from
+            # our return on, no change in these workspaces is missed. (Changes during the
+            # restart itself are left to the next sync.)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._watching.wait(), 5.0)
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -107,27 +115,70 @@ class Watcher:
                 await task
         self.state = "stopped"
 
+    def _folders(self) -> list[Path]:
+        """Every folder to watch, each without its subfolders: the workspace roots and each
+        folder of the trees that hold indexed files (``Layout.watched_dirs``), hidden ones
+        (memory/.history) left out as indexing leaves them out."""
+        out = {t.root for t in self._targets.values() if t.root.is_dir()}
+        for t in self._targets.values():
+            for top in t.index.layout.watched_dirs():
+                for dirpath, dirnames, _files in os.walk(top):  # links are not followed
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    out.add(Path(dirpath))
+        return sorted(out)
+
     async def _run(self, stop: asyncio.Event) -> None:
         import watchfiles  # its Rust extension and anyio load after the socket is up
 
+        # The folders the last start watched (None: this is the first, after the
+        # workspaces' own scans).
+        watched: set[Path] | None = None
         while not stop.is_set():
-            roots = sorted({t.root for t in self._targets.values() if t.root.is_dir()})
-            if not roots:
+            folders = self._folders()
+            if not folders:
                 self.state = "no folders to watch"
+                self._watching.set()
                 return
-            try:
-                self.state = "watching"
-                log.info("watch_started", roots=[str(r) for r in roots])
+            cycle = asyncio.Event()  # set: stop the stream (to stop, or to restart)
+            relay = asyncio.create_task(_relay(stop, cycle))
+
+            async def stream(folders: list[Path] = folders, cycle: asyncio.Event = cycle) -> None:
                 async for changes in watchfiles.awatch(
-                        *roots, debounce=self.debounce_ms, step=self.step_ms, stop_event=stop,
-                        recursive=True, ignore_permission_denied=True):
-                    self._dispatch(path for _change, path in changes)
-                return
+                        *folders, debounce=self.debounce_ms, step=self.step_ms,
+                        stop_event=cycle, recursive=False, ignore_permission_denied=True):
+                    paths = [Path(p) for _change, p in changes]
+                    self._dispatch(paths)
+                    known = set(folders)
+                    if any(p in known or p.is_dir() for p in paths) and (
+                            self._folders() != folders):
+                        cycle.set()  # a folder came or went: watch the new set
+
+            task = asyncio.create_task(stream())
+            try:
+                await asyncio.sleep(0)  # the stream's first step puts its watches in place
+                self.state = "watching"
+                self._watching.set()
+                log.info("watch_started", folders=len(folders),
+                         roots=sorted(str(t.root) for t in self._targets.values()))
+                # What was written into a new folder before its watch existed is found by
+                # syncing the folder whole (an unchanged file costs a stat).
+                for folder in sorted(set(folders) - (watched or set(folders))):
+                    target = self._owner(folder)
+                    if target is not None:
+                        self.submit(target.name, [folder])
+                watched = set(folders)
+                await task
             except Exception as exc:  # a root vanished, inotify limit reached...
+                if cycle.is_set() and not stop.is_set():
+                    continue  # a watched folder deleted under the stream: restart at once
                 self.state = f"error: {exc}"
                 log.error("watch_failed", error=str(exc), retry_in_s=RESTART_DELAY_S)
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), RESTART_DELAY_S)
+            finally:
+                cycle.set()
+                await asyncio.gather(task, return_exceptions=True)
+                relay.cancel()
 
     def _owner(self, path: Path) -> WatchTarget | None:
         best: WatchTarget | None = None
@@ -137,10 +188,9 @@ class Watcher:
                 best = t
         return best
 
-    def _dispatch(self, raw_paths: Iterable[str]) -> None:
+    def _dispatch(self, paths: Iterable[Path]) -> None:
         by_ws: dict[str, set[Path]] = {}
-        for raw in raw_paths:
-            path = Path(raw)
+        for path in paths:
             if is_editor_temp(path):
                 continue
             target = self._owner(path)
@@ -216,3 +266,8 @@ class Watcher:
         if batch is not None and batch.last_error:
             return f"{self.state}; last sync failed: {batch.last_error}"
         return self.state
+
+
+async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
+    await source.wait()
+    target.set()

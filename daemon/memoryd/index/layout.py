@@ -97,6 +97,23 @@ class Layout:
             else:
                 yield extra
 
+    def watched_dirs(self) -> list[Path]:
+        """The folders that hold indexed files below the root, to watch with their subfolders
+        (the root itself is watched without them: an agent's workspace may hold a repository
+        or a build tree, and every watched folder costs an inotify watch and its events)."""
+        tops = ["memory", *(["sessions"] if self.sessions else [])]
+        for extra in (e.strip("/") for e in self.extra_paths):
+            if (self.root / extra).is_dir():
+                tops.append(extra)
+            elif "/" in extra:  # a file in a subfolder: its folder
+                tops.append(extra.rsplit("/", 1)[0])
+        out: list[Path] = []
+        for rel in dict.fromkeys(tops):
+            path = self.root / rel
+            if path.is_dir() and self._inside(path):
+                out.append(path)
+        return out
+
     def links_outside(self) -> dict[str, str]:
         """The indexed places (MEMORY.md, memory/, sessions/, extra paths) that are links
         leaving the workspace, with why they are not indexed: said in status, not silent."""
