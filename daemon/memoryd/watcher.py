@@ -71,7 +71,7 @@ class Watcher:
         self._targets: dict[str, WatchTarget] = {}
         self._batches: dict[str, _Batch] = {}
         self._task: asyncio.Task[None] | None = None
-        self._watching = asyncio.Event()  # set once the current streams' watches are in place
+        self._watching = asyncio.Event()  # set once the current stream's watches are in place
         self._stop: asyncio.Event | None = None
         self.state = "stopped"
 
@@ -96,8 +96,8 @@ class Watcher:
             self.state = "starting"
             self._watching = asyncio.Event()
             self._task = asyncio.create_task(self._run(self._stop), name="memoryd-watcher")
-            # The streams register their inotify/FSEvents watches in their first step: from
-            # our return on, no change in these workspaces is missed. (Changes during the
+            # The stream registers its inotify/FSEvents watches in its first step: from our
+            # return on, no change in these workspaces is missed. (Changes during the
             # restart itself are left to the next sync.)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._watching.wait(), 5.0)
@@ -162,7 +162,7 @@ class Watcher:
                          roots=sorted(str(t.root) for t in self._targets.values()))
                 # What was written into a new folder before its watch existed is found by
                 # syncing the folder whole (an unchanged file costs a stat).
-                for folder in sorted(set(folders) - (watched or set(folders))):
+                for folder in sorted(set(folders) - (set(folders) if watched is None else watched)):
                     target = self._owner(folder)
                     if target is not None:
                         self.submit(target.name, [folder])

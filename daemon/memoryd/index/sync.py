@@ -304,7 +304,6 @@ class Syncer:
         truncated = len(buf) >= old_end - start_off + self.max_file_bytes
         return truncated and ingested < st.st_size
 
-
     def _skip_long_line(
         self,
         f: IndexedFile,
