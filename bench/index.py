@@ -51,11 +51,11 @@ def _hashes(conn: Any, rel: str) -> dict[str, int]:
 
 def child(workspace: Path, provider_name: str) -> dict[str, Any]:
     """One measured run, in this (fresh) process."""
-    from memoryd.config import config_from_mapping
     from memoryd.embeddings.factory import choose_provider
     from memoryd.index import db
     from memoryd.index.workspace import WorkspaceIndex
-    from memoryd.logs import configure_logging
+    from memoryd.runtime.config import config_from_mapping
+    from memoryd.runtime.logs import configure_logging
 
     configure_logging("warning", json=True)
     load0 = os.getloadavg()[0]

@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from _judge import aggregate, judge
-from memoryd.config import Config, config_from_mapping
 from memoryd.embeddings.factory import choose_provider
 from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
-from memoryd.logs import configure_logging
+from memoryd.runtime.config import Config, config_from_mapping
+from memoryd.runtime.logs import configure_logging
 
 COLUMNS = ["recall@1", "recall@3", "recall@5", "recall@10", "full@10", "mrr", "snip@5", "avg_span"]
 COMBOS = [

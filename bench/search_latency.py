@@ -35,13 +35,13 @@ from typing import Any, cast
 
 import numpy as np
 
-from memoryd.config import Config, config_from_mapping
 from memoryd.embeddings.base import Vectors
 from memoryd.index import db
 from memoryd.index.query import fts_match, query_terms
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
-from memoryd.logs import configure_logging
+from memoryd.runtime.config import Config, config_from_mapping
+from memoryd.runtime.logs import configure_logging
 from synth import locomo_queries, make_locomo_workspace, make_queries, make_workspace
 
 TARGET_P50_MS_10K = 5.0

@@ -194,8 +194,8 @@ def make_queries(n: int = 50, seed: int = 7, ranks: tuple[int, int] = (30, 1500)
 
 def count_chunks(root: Path) -> tuple[int, int, float]:
     """Index ``root`` keyword-only into a temp index: (files, chunks, seconds)."""
-    from memoryd.config import config_from_mapping
     from memoryd.index.workspace import WorkspaceIndex
+    from memoryd.runtime.config import config_from_mapping
 
     cfg = config_from_mapping({"embedding": {"provider": "none"}}, {})
     with tempfile.TemporaryDirectory(prefix="memoryd-synth-") as tmp:
@@ -218,7 +218,7 @@ def main() -> None:
     ap.add_argument("--verify", action="store_true",
                     help="index keyword-only and print the real chunk count")
     args = ap.parse_args()
-    from memoryd.logs import configure_logging
+    from memoryd.runtime.logs import configure_logging
 
     configure_logging("warning", json=True)
     started = time.perf_counter()

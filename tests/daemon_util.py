@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.app import Daemon
-from memoryd.config import config_from_mapping
-from memoryd.logs import configure_logging
+from memoryd.runtime.config import config_from_mapping
+from memoryd.runtime.logs import configure_logging
 from memoryd_client import protocol
 from memoryd_client.paths import default_paths
 

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from memoryd.config import Config, config_from_mapping
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.index.types import SearchRequest, SearchResponse
 from memoryd.index.workspace import WorkspaceIndex
+from memoryd.runtime.config import Config, config_from_mapping
 
 
 class IndexFactory:

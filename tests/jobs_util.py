@@ -16,13 +16,13 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from fakes.clock import FakeClock
-from memoryd.append import Appender
-from memoryd.config import Config, config_from_mapping
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.runner import Runner
-from memoryd.state import StateDB
-from memoryd.workspaces import Workspace
+from memoryd.runtime.config import Config, config_from_mapping
+from memoryd.runtime.state import StateDB
+from memoryd.workspace.append import Appender
+from memoryd.workspace.registry import Workspace
 
 TZ = ZoneInfo("Europe/Berlin")
 NOW = dt.datetime(2025, 3, 12, 9, 30, tzinfo=TZ)

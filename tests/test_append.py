@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from daemon_util import DaemonThread, RawConn, error_code
-from memoryd.append import Appender, daily_path
 from memoryd.errors import ForbiddenPath, InvalidParams, Unavailable
-from memoryd.fsutil import atomic_write
+from memoryd.workspace.append import Appender, daily_path
+from memoryd.workspace.fsutil import atomic_write
 
 DAY = dt.date(2024, 3, 9)
 

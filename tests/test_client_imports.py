@@ -65,7 +65,7 @@ def test_the_daemon_and_its_jobs_load_on_demand_parts_only_when_used() -> None:
     assert loaded.isdisjoint(ON_DEMAND), sorted(loaded & set(ON_DEMAND))
     assert "apsw" in loaded  # the check itself sees the daemon's own imports
     with_llm = loaded_after(
-        "from memoryd.config import LlmConfig\n"
+        "from memoryd.runtime.config import LlmConfig\n"
         "from memoryd.jobs.llm import LlmClient\n"
         "LlmClient(LlmConfig(base_url='http://127.0.0.1:9', model='m'), {})"
     )

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.config import config_from_mapping, load_config, redacted
 from memoryd.errors import ConfigError
+from memoryd.runtime.config import config_from_mapping, load_config, redacted
 from memoryd_client.paths import config_path, default_paths, socket_path
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from fakes.openai_server import FakeOpenAIServer
-from memoryd.config import EmbeddingConfig
 from memoryd.embeddings import local
 from memoryd.embeddings.factory import choose_provider
 from memoryd.embeddings.local import LocalProvider
 from memoryd.embeddings.openai_compat import OpenAIProvider
 from memoryd.errors import EmbeddingError
+from memoryd.runtime.config import EmbeddingConfig
 
 
 def test_none_means_keyword_only() -> None:

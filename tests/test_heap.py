@@ -5,7 +5,7 @@ from __future__ import annotations
 import platform
 import sys
 
-from memoryd import heap
+from memoryd.runtime import heap
 
 GLIBC = sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
 

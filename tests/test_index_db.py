@@ -38,7 +38,7 @@ def test_without_sqlite_vec_keyword_search_works_and_status_says_why(tmp_path: P
         import json, sys
         sys.modules["sqlite_vec"] = None
         from pathlib import Path
-        from memoryd.config import config_from_mapping
+        from memoryd.runtime.config import config_from_mapping
         from memoryd.index.types import SearchRequest
         from memoryd.index.workspace import WorkspaceIndex
         from fakes_provider import HashProvider

@@ -28,7 +28,7 @@ from memoryd.index import db
 CHILD = """
 import json, sys
 from pathlib import Path
-from memoryd.config import config_from_mapping
+from memoryd.runtime.config import config_from_mapping
 from memoryd.embeddings.factory import choose_provider
 from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex

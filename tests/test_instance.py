@@ -11,7 +11,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from daemon_util import short_home
-from memoryd.instance import AlreadyRunning, Instance, InstanceError, lock_path_for
+from memoryd.rpc.instance import AlreadyRunning, Instance, InstanceError, lock_path_for
 from memoryd_client.paths import MAX_SOCKET_PATH_BYTES
 
 
@@ -71,7 +71,7 @@ def test_stale_socket_file_is_removed_with_a_log_line(sock_path: Path) -> None:
         inst.acquire()
     try:
         assert {"event": "stale_socket_removed", "socket": str(sock_path),
-                "log_level": "info", "component": "memoryd.instance"} in logs
+                "log_level": "info", "component": "memoryd.rpc.instance"} in logs
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.connect(str(sock_path))  # it is ours now, and it listens
         probe.close()

@@ -14,16 +14,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fakes.clock import FakeClock
-from memoryd.append import Appender
-from memoryd.config import Config, config_from_mapping
 from memoryd.errors import ConfigError
 from memoryd.jobs.base import JobContext, JobFn, JobResult, JobSettings, JobSpec
 from memoryd.jobs.cron import latest_at_or_before, next_after
 from memoryd.jobs.history import History
 from memoryd.jobs.runner import AlreadyRunning, Runner
 from memoryd.jobs.scheduler import Scheduler
-from memoryd.state import StateDB
-from memoryd.workspaces import Workspace
+from memoryd.runtime.config import Config, config_from_mapping
+from memoryd.runtime.state import StateDB
+from memoryd.workspace.append import Appender
+from memoryd.workspace.registry import Workspace
 
 pytestmark = pytest.mark.timeout(30)
 

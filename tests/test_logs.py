@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryd.logs import configure_logging, get_logger
+from memoryd.runtime.logs import configure_logging, get_logger
 
 
 class Tty(io.StringIO):

@@ -9,7 +9,7 @@ from concurrent.futures import CancelledError
 
 import pytest
 
-from memoryd.pool import HandoffPool
+from memoryd.runtime.pool import HandoffPool
 
 
 def test_results_and_exceptions_come_back_through_the_future() -> None:

@@ -18,7 +18,7 @@ from structlog.testing import capture_logs
 
 from daemon_util import short_home, wait_for
 from memoryd.cli import EXIT_ALREADY_RUNNING, EXIT_OK, EXIT_SOCKET
-from memoryd.instance import AlreadyRunning, Instance
+from memoryd.rpc.instance import AlreadyRunning, Instance
 from memoryd.service.activation import (
     ActivationError,
     bound_path,
@@ -285,7 +285,7 @@ def test_adopted_socket_takes_the_lock_and_is_never_unlinked() -> None:
         with capture_logs() as logs:
             assert inst.adopt(listener, "systemd") is listener
         assert {"event": "socket_inherited", "socket": str(path), "manager": "systemd",
-                "log_level": "info", "component": "memoryd.instance"} in logs
+                "log_level": "info", "component": "memoryd.rpc.instance"} in logs
         other = socket.socket(fileno=os.dup(listener.fileno()))  # what a restart is given
         with pytest.raises(AlreadyRunning):
             Instance(path).adopt(other, "systemd")
@@ -297,7 +297,7 @@ def test_adopted_socket_takes_the_lock_and_is_never_unlinked() -> None:
 
 def test_nothing_passed_means_none_and_launchd_is_not_touched_on_linux() -> None:
     code = ("import sys\n"
-            "import memoryd.app, memoryd.cli, memoryd.instance\n"
+            "import memoryd.app, memoryd.cli, memoryd.rpc.instance\n"
             "from memoryd.service.activation import inherited_socket\n"
             "assert inherited_socket({}) is None\n"
             "print('memoryd.service._launchd' in sys.modules)\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from memoryd.jobs.history import History
-from memoryd.state import MIGRATIONS, StateDB, StateError
+from memoryd.runtime.state import MIGRATIONS, StateDB, StateError
 
 
 def test_migrations_are_recorded_and_run_once(tmp_path: Path) -> None:

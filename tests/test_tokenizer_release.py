@@ -58,7 +58,7 @@ def test_an_unchanged_index_is_opened_and_searched_without_loading_it(
     script = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from memoryd.config import config_from_mapping
+        from memoryd.runtime.config import config_from_mapping
         from memoryd.index.types import SearchRequest
         from memoryd.index.workspace import WorkspaceIndex
         cfg = config_from_mapping({{"embedding": {{"provider": "none"}}}})

@@ -12,8 +12,8 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from daemon_util import DaemonThread, RawConn, wait_for
-from memoryd.fsutil import atomic_write
-from memoryd.watcher import is_editor_temp
+from memoryd.workspace.fsutil import atomic_write
+from memoryd.workspace.watcher import is_editor_temp
 from memoryd_client.client import MemoryClient
 
 

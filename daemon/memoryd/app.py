@@ -18,27 +18,27 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from memoryd.append import Appender
-from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
-from memoryd.handlers import Methods
-from memoryd.instance import Instance
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.jobs.history import History
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
-from memoryd.logs import get_logger
-from memoryd.pool import HandoffPool
-from memoryd.server import Server
+from memoryd.rpc.instance import Instance
+from memoryd.rpc.methods import Methods
+from memoryd.rpc.server import Server
+from memoryd.runtime.config import Config, load_config
+from memoryd.runtime.logs import get_logger
+from memoryd.runtime.pool import HandoffPool
+from memoryd.runtime.state import StateDB
 from memoryd.service.notify import (
     STARTING_STATUS,
     STATUS_INTERVAL_S,
     Notifier,
     startup_status,
 )
-from memoryd.state import StateDB
-from memoryd.watcher import Watcher, WatchTarget
-from memoryd.workspaces import Registry, Workspace
+from memoryd.workspace.append import Appender
+from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.paths import Paths
 
 log = get_logger("memoryd.daemon")
@@ -71,7 +71,7 @@ class Daemon:
         self.instance = Instance(socket_path)
         self.appender = Appender()
         self.watcher = Watcher(config.server.debounce_ms)
-        # Searches and reads: one thread woken per job (pool.py says why that matters).
+        # Searches and reads: one thread woken per job (runtime/pool.py says why that matters).
         self.readers = HandoffPool(config.server.reader_threads,
                                    thread_name_prefix="memoryd-reader")
         # Embedding a new query (5-20 ms in the model, which releases the GIL) runs here,

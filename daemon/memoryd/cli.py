@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Final
 
 import memoryd
-from memoryd import heap
 from memoryd.errors import ConfigError, MemorydError
-from memoryd.logs import LEVELS, configure_logging, get_logger
+from memoryd.runtime import heap
+from memoryd.runtime.logs import LEVELS, configure_logging, get_logger
 from memoryd_client.paths import config_path, default_paths, socket_path
 
 EXIT_OK: Final = 0
@@ -72,8 +72,8 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from memoryd.app import Daemon  # keeps `memoryd --version` fast
-    from memoryd.config import load_config
-    from memoryd.instance import AlreadyRunning, InstanceError
+    from memoryd.rpc.instance import AlreadyRunning, InstanceError
+    from memoryd.runtime.config import load_config
 
     if args.log_level not in LEVELS:
         print(f"memoryd: MEMORYD_LOG_LEVEL must be one of {', '.join(LEVELS)}", file=sys.stderr)
@@ -108,7 +108,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from memoryd.doctor import run_checks
+    from memoryd.runtime.doctor import run_checks
 
     env = dict(os.environ)
     checks = run_checks(config_path(env, args.config), socket_path(env, args.socket), env)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from memoryd.config import EmbeddingConfig
 from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
 from memoryd.errors import EmbeddingError
+from memoryd.runtime.config import EmbeddingConfig
 
 # Local endpoints (Ollama, LM Studio) ignore the key, but the client refuses to run without one.
 NO_KEY_PLACEHOLDER = "unused"

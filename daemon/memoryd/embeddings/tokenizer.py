@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoryd.heap import release_free_memory
+from memoryd.runtime.heap import release_free_memory
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -17,7 +17,6 @@ from typing import Any, cast
 import apsw
 import numpy as np
 
-from memoryd.config import SearchConfig
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index import db
@@ -28,6 +27,7 @@ from memoryd.index.store import VEC_TABLE
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.index.windows import WINDOW_SLOTS, window_spans
+from memoryd.runtime.config import SearchConfig
 
 BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k

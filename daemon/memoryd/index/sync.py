@@ -20,12 +20,12 @@ import apsw
 
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
-from memoryd.index.layout import ISO_DAY, SOURCE_SESSIONS, IndexedFile, Layout, day_of
-from memoryd.index.sessions import parse_transcript
 from memoryd.index.store import FileRow
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vector_mirror import VectorMirror
-from memoryd.logs import get_logger
+from memoryd.runtime.logs import get_logger
+from memoryd.workspace.layout import ISO_DAY, SOURCE_SESSIONS, IndexedFile, Layout, day_of
+from memoryd.workspace.transcripts import parse_transcript
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from memoryd.errors import InvalidParams
-from memoryd.index.layout import ISO_DAY, SOURCE_MEMORY, SOURCE_SESSIONS
 from memoryd.index.types import SearchRequest
+from memoryd.workspace.layout import ISO_DAY, SOURCE_MEMORY, SOURCE_SESSIONS
 
 MAX_QUERY_CHARS = 8192
 

@@ -24,8 +24,8 @@ import numpy.typing as npt
 
 from memoryd.embeddings.base import Vectors
 from memoryd.index import db
-from memoryd.index.layout import ISO_DAY
 from memoryd.index.mirror import StagedMirror
+from memoryd.workspace.layout import ISO_DAY
 
 SOURCE_CODES = {"memory": 0, "sessions": 1}
 NO_DAY = 0

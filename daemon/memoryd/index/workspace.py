@@ -24,14 +24,11 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from memoryd.config import Config, MiB
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
-from memoryd.heap import release_free_memory
 from memoryd.index import db, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
 from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
@@ -46,7 +43,10 @@ from memoryd.index.types import (
 from memoryd.index.validate import check_search_request
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.index.windows import vector_windows
-from memoryd.logs import get_logger
+from memoryd.runtime.config import Config, MiB
+from memoryd.runtime.heap import release_free_memory
+from memoryd.runtime.logs import get_logger
+from memoryd.workspace.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
 
 log = get_logger("memoryd.index")
 

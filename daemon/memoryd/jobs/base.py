@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memoryd.append import Appender
-from memoryd.config import Config
 from memoryd.jobs.history import History
+from memoryd.runtime.config import Config
+from memoryd.workspace.append import Appender
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.append import daily_path
-from memoryd.index.sessions import parse_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobOutcome, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
-from memoryd.logs import get_logger
+from memoryd.runtime.logs import get_logger
+from memoryd.workspace.append import daily_path
+from memoryd.workspace.transcripts import parse_transcript
 
 log = get_logger("memoryd.jobs")
 

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.config import HippocampusConfig
-from memoryd.fsutil import atomic_write
-from memoryd.index.layout import MEMORY_FILES
-from memoryd.index.sessions import parse_transcript
 from memoryd.jobs import _text
 from memoryd.jobs._git import Git, GitError
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
+from memoryd.runtime.config import HippocampusConfig
+from memoryd.workspace.fsutil import atomic_write
+from memoryd.workspace.layout import MEMORY_FILES
+from memoryd.workspace.transcripts import parse_transcript
 
 NAME: Final = "hippocampus"
 PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.state import StateDB
+from memoryd.runtime.state import StateDB
 
 KEEP_RUNS: Final = 200
 STATUSES: Final = ("ok", "skipped", "failed")

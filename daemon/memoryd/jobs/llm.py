@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from memoryd.config import LlmConfig, resolve_secret
 from memoryd.errors import Unavailable
 from memoryd.jobs.llm_config import safe_url
+from memoryd.runtime.config import LlmConfig, resolve_secret
 
 if TYPE_CHECKING:
     import openai

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from memoryd.config import LlmConfig, resolve_secret
+from memoryd.runtime.config import LlmConfig, resolve_secret
 
 
 def llm_problem(cfg: LlmConfig, env: Mapping[str, str]) -> str | None:

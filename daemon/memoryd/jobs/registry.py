@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from memoryd.config import Config
 from memoryd.jobs.base import JobFn, JobSettings, JobSpec
+from memoryd.runtime.config import Config
 
 
 def _hippocampus() -> JobFn:

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.fsutil import fsync_dir
-from memoryd.index.layout import DAY_RE
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.workspace.fsutil import fsync_dir
+from memoryd.workspace.layout import DAY_RE
 
 DAY_S: Final = 86400.0
 CHUNK: Final = 1 << 20

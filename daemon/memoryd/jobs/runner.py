@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from memoryd.append import Appender
-from memoryd.config import Config
 from memoryd.errors import InvalidParams, MemorydError, Unavailable
 from memoryd.jobs.base import JobContext, JobOutcome, JobSpec
 from memoryd.jobs.clock import Clock
 from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.registry import JOBS
-from memoryd.logs import get_logger
-from memoryd.workspaces import Workspace
+from memoryd.runtime.config import Config
+from memoryd.runtime.logs import get_logger
+from memoryd.workspace.append import Appender
+from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.jobs")
 

@@ -21,15 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.config import Config
 from memoryd.jobs.base import JobSpec
 from memoryd.jobs.clock import Clock
 from memoryd.jobs.cron import latest_at_or_before, next_after
 from memoryd.jobs.history import History, RunRecord, iso
 from memoryd.jobs.registry import JOBS
 from memoryd.jobs.runner import AlreadyRunning, Runner
-from memoryd.logs import get_logger
-from memoryd.workspaces import Workspace
+from memoryd.runtime.config import Config
+from memoryd.runtime.logs import get_logger
+from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.scheduler")
 

@@ -19,10 +19,10 @@ import socket
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from memoryd.logs import get_logger
+from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
-    from memoryd.workspaces import Workspace
+    from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.notify")
 

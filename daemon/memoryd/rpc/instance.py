@@ -19,12 +19,12 @@ import socket
 import stat
 from pathlib import Path
 
-from memoryd.logs import get_logger
-from memoryd.peer import peer_credentials
+from memoryd.rpc.peer import peer_credentials
+from memoryd.runtime.logs import get_logger
 from memoryd.service.activation import ActivationError, bound_path, inherited_socket
 from memoryd_client.paths import check_socket_path_length
 
-log = get_logger("memoryd.instance")
+log = get_logger("memoryd.rpc.instance")
 
 
 class InstanceError(Exception):

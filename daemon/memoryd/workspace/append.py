@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.errors import ForbiddenPath, InvalidParams, MemorydError, Unavailable
-from memoryd.fsutil import fsync_dir
+from memoryd.workspace.fsutil import fsync_dir
 
 MAX_ATTEMPTS = 5
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -21,12 +21,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from memoryd.logs import get_logger
-from memoryd.peer import peer_credentials
+from memoryd.rpc.peer import peer_credentials
+from memoryd.runtime.logs import get_logger
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode, FrameError
 
-log = get_logger("memoryd.server")
+log = get_logger("memoryd.rpc.server")
 
 Emit = Callable[[str, dict[str, Any]], None]
 MAX_IN_FLIGHT_PER_CONNECTION = 64

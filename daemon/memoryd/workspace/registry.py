@@ -18,17 +18,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.config import Config
 from memoryd.errors import ConfigError, InvalidParams, MemorydError, Unavailable, UnknownWorkspace
 from memoryd.index.types import SyncProgress, SyncReport
-from memoryd.logs import get_logger
-from memoryd.state import StateDB
+from memoryd.runtime.config import Config
+from memoryd.runtime.logs import get_logger
+from memoryd.runtime.state import StateDB
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
     from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
     from memoryd.index.workspace import WorkspaceIndex
 
-log = get_logger("memoryd.workspaces")
+log = get_logger("memoryd.workspace.registry")
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 

@@ -17,21 +17,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import memoryd
-from memoryd.append import normalise_heading
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.index.types import Fusion, Mode, SearchRequest, SearchResponse, SyncProgress
 from memoryd.jobs.clock import zone_name
 from memoryd.jobs.llm_config import llm_status
-from memoryd.logs import get_logger
-from memoryd.params import Params
-from memoryd.server import Emit, Outcome, Request
+from memoryd.rpc.params import Params
+from memoryd.rpc.server import Emit, Outcome, Request
+from memoryd.runtime.logs import get_logger
+from memoryd.workspace.append import normalise_heading
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
 if TYPE_CHECKING:
     from memoryd.app import Daemon
 
-log = get_logger("memoryd.handlers")
+log = get_logger("memoryd.rpc.methods")
 
 Handler = Callable[[Params, Request], Awaitable[dict[str, Any]]]
 MODES = ("hybrid", "vector", "keyword")

@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoryd.logs import get_logger
+from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
 
-log = get_logger("memoryd.watcher")
+log = get_logger("memoryd.workspace.watcher")
 
 # watchfiles wakes every step to look for changes and closes a batch after a quiet step:
 # 50 ms keeps idle CPU near zero (20 ms cost ~0.25% of a core) and a watched write is

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from memoryd.config import Config, load_config
 from memoryd.errors import MemorydError
+from memoryd.runtime.config import Config, load_config
 from memoryd_client.paths import check_socket_path_length
 
 

@@ -1,0 +1,1 @@
+"""Process concerns: configuration, logs, the state database, the heap, thread pools, doctor."""

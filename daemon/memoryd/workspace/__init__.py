@@ -1,0 +1,1 @@
+"""Workspaces on disk: the registry, the file layout, transcripts, watching and appending."""
