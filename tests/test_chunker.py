@@ -222,6 +222,26 @@ def test_long_line_is_cut_between_words() -> None:
     assert all(ntokens(c.text) <= 64 for c in chunks)
 
 
+CJK_LINES = {
+    "zh": "我们今天讨论了数据库选择的问题，最后决定使用PostgreSQL作为主要的存储。" * 40,
+    "ja": "データベースの選択について話し合いました。最終的にPostgreSQLを使うことにしました。" * 40,
+    "ko": "오늘 우리는 데이터베이스 선택에 대해 논의했고 PostgreSQL을 사용하기로 했습니다. " * 40,
+}
+
+
+def test_cjk_lines_without_spaces_keep_the_budget_and_are_cut_after_a_sentence() -> None:
+    for lang, line in CJK_LINES.items():
+        chunks = chunk_markdown(f"# 笔记\n\n{line}\n", TOK, 200, 40)
+        frags = [c for c in chunks if c.start_line == 3]
+        assert len(frags) > 5, lang
+        assert all(ntokens(c.text) <= 200 for c in frags), lang  # WordPiece: a Han per token
+        assert squash("".join(c.text for c in frags)) == squash(line), lang
+        if lang == "ko":  # spaced: cut between words
+            assert " ".join(c.text for c in frags) == line.strip()
+        else:  # no spaces: cut after a sentence, never mid-word
+            assert all(c.text.endswith("。") for c in frags[:-1]), lang
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.text(max_size=16), st.sampled_from(
     [" ", "  ", "\t", "\u3000", "\u00a0", "\x1c", "\u2028", "\u0301", "e\u0301", "日本",

@@ -11,7 +11,7 @@ import pytest
 from engine_util import IndexFactory, search
 from memoryd.index import db, schema
 from memoryd.index.keyword_mirror import KeywordMirror, fts5_stems
-from memoryd.index.query import fts_match
+from memoryd.index.query import fts_match, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.types import SearchRequest
 
@@ -28,6 +28,7 @@ SELECT = "SELECT id, text, heading, source, day FROM chunks"
 def index(tmp_path: Path, max_bytes: int = 1 << 30) -> tuple[KeywordMirror, apsw.Connection]:
     conn = db.connect(tmp_path / "ix.sqlite")
     schema.migrate(conn)
+    schema.upgrade_keyword_text(conn)
     conn.execute(
         "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at) "
         "VALUES ('memory/x.md', 'memory', '', 0, 0, 0)"
@@ -104,6 +105,37 @@ def test_scores_and_top_are_fts5s_through_inserts_deletes_and_reused_ids(
     with conn:
         conn.execute("DELETE FROM chunks")
     assert all(mirror.top(stems_of(w), 5) == [] for w in queries(rng))
+
+
+CJK_WORDS = ["数据库", "缓存", "策略", "服务器", "迁移", "北京", "東京", "プロジェクト", "データ"]
+CJK_WORDS += ["の", "は", "서울", "백업", "회의"]
+
+
+def cjk_text(rng: random.Random, n: int) -> str:
+    """CJK words run together (no spaces), with English words and punctuation between."""
+    pieces = rng.choices([*CJK_WORDS, *CJK_WORDS, "coffee ", " tea", "：", "。", " "], k=n)
+    return "".join(pieces)
+
+
+def test_scores_and_top_are_fts5s_for_cjk_and_mixed_text(tmp_path: Path) -> None:
+    rng = random.Random(16)
+    mirror, conn = index(tmp_path)
+    for _ in range(4):
+        with conn:
+            conn.executemany(
+                "INSERT INTO chunks(path, source, day, start_line, end_line, heading, "
+                "text_hash, text, updated_at) VALUES ('memory/x.md', 'memory', '', 1, 1, ?, '', "
+                "?, 0)",
+                [(cjk_text(rng, 3), cjk_text(rng, rng.randint(1, 60))) for _ in range(80)],
+            )
+            conn.execute("DELETE FROM chunks WHERE abs(random()) % 4 = 0")
+        stem = fts5_stems(apsw.Connection(":memory:"))
+        for query in ["缓存", "数据库迁移", "東京のプロジェクト", "서울 백업", "coffee 数据"]:
+            terms = query_terms(query)
+            stems = [stem(t)[0] for t in terms]
+            for limit in (1, 7, 50):
+                top = mirror.top(stems, limit)
+                assert top and top == fts_top(conn, terms, limit), query
 
 
 def test_a_fresh_load_equals_the_copy_that_followed_the_writes(tmp_path: Path) -> None:
@@ -261,6 +293,7 @@ def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(
 
     conn = db.connect(tmp_path / "ix.sqlite")
     schema.migrate(conn)
+    schema.upgrade_keyword_text(conn)
     conn.execute(
         "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at) "
         "VALUES ('memory/x.md', 'memory', '', 0, 0, 0)"

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 _MAX_WORD_CHARS = 100  # WordPiece's max_input_chars_per_word: longer words become one [UNK]
 _CHARS_PER_PIECE = 4
 _SPACE = re.compile(r"\s")
+# Chinese and Japanese sentences end without a space after them: a line of them is cut
+# after one of these, as between words, rather than mid-word.
+_CJK_STOPS = frozenset("。！？；…")
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*\r?$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
@@ -319,7 +322,7 @@ def _cut(text: str, pieces: Sequence[tuple[int, int]], i: int, budget: int) -> t
         gap = text[pieces[j - 1][1] : pieces[j][0]]
         if multiline and j - i >= half and "\n" in gap:
             return j, True  # multi-line texts (transcript messages) prefer a line break
-        if not spaced and _SPACE.search(gap):
+        if not spaced and (_SPACE.search(gap) or text[pieces[j - 1][1] - 1] in _CJK_STOPS):
             spaced = j
         if spaced and (not multiline or j - i < half):
             break

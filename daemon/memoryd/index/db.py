@@ -15,6 +15,8 @@ from typing import Any
 
 import apsw
 
+from memoryd.index.keyword_text import SQL_FUNCTION, keyword_text
+
 BUSY_TIMEOUT_MS = 5000
 
 
@@ -59,6 +61,11 @@ def probe_vec() -> VecSupport:
     return VecSupport(True, version, "")
 
 
+def _keyword_text_sql(*args: apsw.SQLiteValue) -> apsw.SQLiteValue:
+    (text,) = args
+    return keyword_text(text) if isinstance(text, str) else text
+
+
 def connect(path: Path | str, *, readonly: bool = False) -> apsw.Connection:
     """A configured connection; sqlite-vec is loaded when the probe says it works."""
     flags = (
@@ -72,6 +79,10 @@ def connect(path: Path | str, *, readonly: bool = False) -> apsw.Connection:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
+    # chunks_fts's triggers call it (schema.upgrade_keyword_text).
+    conn.create_scalar_function(
+        SQL_FUNCTION, _keyword_text_sql, 1, deterministic=True, flags=apsw.SQLITE_INNOCUOUS
+    )
     if probe_vec().ok:
         _load_vec(conn)
     return conn

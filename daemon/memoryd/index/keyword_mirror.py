@@ -30,6 +30,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from memoryd.index.keyword_text import keyword_text
 from memoryd.index.mirror import StagedMirror
 from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.vector_mirror import NO_DAY, SOURCE_CODES, day_number
@@ -49,12 +50,13 @@ _Op = tuple[str, int, int, dict[str, int], str, str]
 
 
 def fts5_stems(conn: apsw.Connection) -> Stems:
-    """The chunks_fts tokenizer (schema.FTS_TOKENIZER), as a function of text."""
+    """The chunks_fts tokenizer (schema.FTS_TOKENIZER) over keyword_text(text), as its
+    triggers index it, as a function of text."""
     porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
 
     def stems(text: str) -> list[str]:
         found = porter(
-            text.encode(),
+            keyword_text(text).encode(),
             apsw.FTS5_TOKENIZE_DOCUMENT,
             None,
             include_offsets=False,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from memoryd.index.keyword_text import keyword_text
+
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being
 below between both but by can could did do does doing down during each few for from further
@@ -22,8 +24,9 @@ MAX_TERMS = 64  # a query is a question, not a document; also bounds the SQL it 
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct lower-cased words without stop words (all words when only stop words remain)."""
-    words = list(dict.fromkeys(w.lower() for w in WORD_RE.findall(query)))
+    """Distinct lower-cased words without stop words (all words when only stop words remain).
+    A CJK run counts as its bigrams (keyword_text): a sentence asks for each of them."""
+    words = list(dict.fromkeys(w.lower() for w in WORD_RE.findall(keyword_text(query))))
     kept = [w for w in words if w not in STOPWORDS]
     return (kept or words)[:MAX_TERMS]
 

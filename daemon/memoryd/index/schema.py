@@ -10,6 +10,8 @@ import time
 
 import apsw
 
+from memoryd.index import keyword_text
+
 SCHEMA_VERSION = 1
 # chunks_fts's tokenizer (as 0001_core creates it): the line scores and the in-memory BM25
 # must stem exactly as FTS5 indexes, so they build theirs from this.
@@ -124,3 +126,51 @@ def set_meta(conn: apsw.Connection, values: dict[str, str]) -> None:
         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         list(values.items()),
     )
+
+
+# chunks_fts indexes keyword_text(text) (CJK runs as bigrams), not the raw text that
+# 0001_core's triggers gave it. A 'delete' must pass the values indexed, so the triggers and
+# the rows already indexed change together, in upgrade_keyword_text's one transaction.
+_KEYWORD_TRIGGERS = f"""
+    DROP TRIGGER IF EXISTS chunks_fts_insert;
+    DROP TRIGGER IF EXISTS chunks_fts_delete;
+    CREATE TRIGGER chunks_fts_insert AFTER INSERT ON chunks BEGIN
+        INSERT INTO chunks_fts(rowid, text, heading)
+            VALUES (new.id, {keyword_text.SQL_FUNCTION}(new.text),
+                    {keyword_text.SQL_FUNCTION}(new.heading));
+    END;
+    CREATE TRIGGER chunks_fts_delete AFTER DELETE ON chunks BEGIN
+        INSERT INTO chunks_fts(chunks_fts, rowid, text, heading)
+            VALUES ('delete', old.id, {keyword_text.SQL_FUNCTION}(old.text),
+                    {keyword_text.SQL_FUNCTION}(old.heading));
+    END;
+"""
+
+
+def upgrade_keyword_text(conn: apsw.Connection) -> int | None:
+    """Make chunks_fts index keyword_text(): the chunks whose text it changes (those with
+    CJK) are indexed again; None when already done, else how many. One transaction, so
+    readers (WAL) search the old rows until it commits; ``conn`` needs db.connect's
+    keyword_text function. The writer runs it after the in-memory copies load (workspace),
+    and they already tokenize the new way, so CJK is found meanwhile too."""
+    fn = keyword_text.SQL_FUNCTION
+    with conn:
+        if get_meta(conn).get("keyword_text") == keyword_text.VERSION:
+            return None
+        conn.execute(_KEYWORD_TRIGGERS)
+        # Rows indexed raw (no meta key: 0001_core's triggers) are indexed again where the
+        # rewrite changes them: the others' tokens are the same either way.
+        changed = f"{fn}(text) != text OR {fn}(heading) != heading"
+        ids = [int(i) for (i,) in conn.execute(f"SELECT id FROM chunks WHERE {changed}")]
+        conn.executemany(
+            "INSERT INTO chunks_fts(chunks_fts, rowid, text, heading) "
+            "SELECT 'delete', id, text, heading FROM chunks WHERE id = ?",
+            [(i,) for i in ids],
+        )
+        conn.executemany(
+            f"INSERT INTO chunks_fts(rowid, text, heading) "
+            f"SELECT id, {fn}(text), {fn}(heading) FROM chunks WHERE id = ?",
+            [(i,) for i in ids],
+        )
+        set_meta(conn, {"keyword_text": keyword_text.VERSION})
+    return len(ids)

@@ -29,6 +29,7 @@ from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
 from memoryd.index import db, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.keyword_text import with_offsets
 from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
@@ -64,11 +65,12 @@ NOT_CORRUPTION = (
     apsw.FullError,
 )
 VECTORS_OFF = "vectors off"  # meta fingerprint of an index opened without sqlite-vec
-CHUNKER_VERSION = 1  # bump when chunker output changes: indexes re-chunk on open
+CHUNKER_VERSION = 2  # bump when chunker output changes: indexes re-chunk on open
 
 
 class _Reader:
-    """A read-only connection with the index's own porter tokenizer, for snippets."""
+    """A read-only connection with the index's own tokens (porter over keyword_text), with
+    offsets into the chunk's text, for snippets."""
 
     def __init__(self, path: Path) -> None:
         self.conn = db.connect(path, readonly=True)
@@ -84,7 +86,7 @@ class _Reader:
             )
             return found  # type: ignore[return-value]  # offsets on, colocated off: (s, e, tok)
 
-        self.tokenize: TokenizeOffsets = tokenize
+        self.tokenize: TokenizeOffsets = with_offsets(tokenize)
 
 
 class PreparedQuery(NamedTuple):
@@ -152,6 +154,7 @@ class WorkspaceIndex:
         self._writer.submit(self._open_writer).result()
         self._writer.submit(self._load_mirror)
         self._writer.submit(self._load_keywords)
+        self._writer.submit(self._upgrade_keyword_text)
 
     def _reload_later(self, what: str, load: Callable[[], None]) -> None:
         """Called on the writer thread (a hook) when a copy may be off: reload after it."""
@@ -199,6 +202,25 @@ class WorkspaceIndex:
             ms=round((time.perf_counter() - started) * 1000, 1),
             **self._keywords.stats(),
         )
+
+    def _upgrade_keyword_text(self) -> None:
+        """An index made before CJK bigrams re-indexes its CJK chunks' keywords (once)."""
+        conn = self._wconn
+        if conn is None:
+            return
+        started = time.perf_counter()
+        try:
+            redone = schema.upgrade_keyword_text(conn)
+        except apsw.Error as exc:  # rolled back: the old keywords keep answering
+            log.error("keyword_upgrade_failed", workspace=str(self.root), error=str(exc))
+            return
+        if redone:  # None: done before; 0: nothing in CJK
+            log.info(
+                "keyword_text_upgraded",
+                workspace=str(self.root),
+                chunks=redone,
+                ms=round((time.perf_counter() - started) * 1000, 1),
+            )
 
     def _open_writer(self) -> None:
         self.db_path.parent.mkdir(parents=True, exist_ok=True)

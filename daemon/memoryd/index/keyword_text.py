@@ -1,0 +1,103 @@
+"""The text the keyword index tokenizes: CJK runs as overlapping character bigrams.
+
+FTS5's unicode61 makes a whole run of Chinese, Japanese or Korean characters one token, so
+``数据库`` inside ``数据库选择`` matched nothing. Each run is rewritten as its overlapping
+bigrams (``数据 据库 库选 选择``), as Lucene's CJKAnalyzer does; a run of one character
+stays a unigram. Any word of two or more characters inside a run is then found, and a
+query of several words or a whole sentence is an OR of its bigrams, ranked by BM25 like
+English words. FTS5's trigram tokenizer was the other candidate: it cannot find two-
+character words (most Chinese words) and would have changed English tokens too.
+
+The rewrite happens before the porter/unicode61 tokenizer, which stays FTS5's own C code:
+chunks_fts's triggers call ``keyword_text`` (a deterministic SQL function db.connect
+registers) and text without CJK (ASCII in particular) passes through unchanged, so English
+indexing and scores do not move. The same function feeds the in-memory BM25 copy, the
+snippets' line stems and the query terms, so all four see the same tokens.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memoryd.index.snippets import TokenizeOffsets
+
+# Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, kana
+# (katakana's middle dot ・ is punctuation: left out), half-width katakana, Hangul
+# syllables and jamo. CJK punctuation (。、「」：) and full-width Latin are not in it:
+# they separate runs, as spaces do.
+CJK_RUN = re.compile(
+    "["
+    "\u1100-\u11ff"  # Hangul jamo
+    "\u3005-\u3007"  # 々 〆 〇
+    "\u3040-\u309f"  # hiragana
+    "\u30a0-\u30fa\u30fc-\u30ff"  # katakana without ・
+    "\u3130-\u318f"  # Hangul compatibility jamo
+    "\u31f0-\u31ff"  # katakana phonetic extensions
+    "\u3400-\u4dbf"  # Han extension A
+    "\u4e00-\u9fff"  # Han
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # Han compatibility
+    "\uff66-\uff9f"  # half-width katakana
+    "\U00020000-\U0003134f"  # Han extensions B-H
+    "]+"
+)
+# meta "keyword_text" of an index whose chunks_fts holds keyword_text(text); an index
+# without the key holds the raw text (schema.upgrade_keyword_text converts it).
+VERSION = "cjk-bigrams-1"
+SQL_FUNCTION = "keyword_text"
+
+
+def _bigrams(m: re.Match[str]) -> str:
+    run = m.group()
+    if len(run) == 1:
+        return f" {run} "
+    return " " + " ".join([run[i : i + 2] for i in range(len(run) - 1)]) + " "
+
+
+def keyword_text(text: str) -> str:
+    """``text`` with each CJK run replaced by its bigrams, spaced so unicode61 keeps each
+    one a token and never joins it to the letters around it."""
+    if text.isascii():
+        return text
+    return CJK_RUN.sub(_bigrams, text)
+
+
+def with_offsets(tokenize: TokenizeOffsets) -> TokenizeOffsets:
+    """The tokens of ``keyword_text(text)`` with byte offsets into ``text`` itself (the
+    snippets map them to lines). ``tokenize`` is FTS5's porter tokenizer: it runs on the
+    text between CJK runs; a run's bigrams get the offsets of their two characters. The
+    same tokens in the same order as tokenizing ``keyword_text(text)``: the runs are
+    spaced off there, so the text between them tokenizes alone either way."""
+
+    def tokens(raw: bytes) -> list[tuple[int, int, str]]:
+        if raw.isascii():
+            return tokenize(raw)
+        text = raw.decode("utf-8", "replace")
+        out: list[tuple[int, int, str]] = []
+        pos = 0  # characters of text done
+        at = 0  # bytes of text done
+        for m in CJK_RUN.finditer(text):
+            at = _add_between(out, tokenize, text[pos : m.start()], at)
+            run = m.group()
+            ends = [at]
+            for ch in run:
+                ends.append(ends[-1] + len(ch.encode()))
+            if len(run) == 1:
+                out.append((ends[0], ends[1], run))
+            else:
+                out.extend((ends[i], ends[i + 2], run[i : i + 2]) for i in range(len(run) - 1))
+            at, pos = ends[-1], m.end()
+        _add_between(out, tokenize, text[pos:], at)
+        return out
+
+    return tokens
+
+
+def _add_between(
+    out: list[tuple[int, int, str]], tokenize: TokenizeOffsets, text: str, at: int
+) -> int:
+    """Append the tokens of ``text`` (which starts at byte ``at``); returns its end byte."""
+    raw = text.encode()
+    if raw.strip():
+        out.extend((s + at, e + at, tok) for s, e, tok in tokenize(raw))
+    return at + len(raw)
