@@ -416,6 +416,23 @@ def test_config_declared_workspace_is_listed_and_cannot_be_removed_at_run_time(
         assert c.result("search", {"query": "postgres"})["results"]
 
 
+def test_search_sources_in_the_config_is_what_a_search_without_sources_looks_in(
+        md_home: Path) -> None:
+    ws = make_workspace(md_home / "ws")
+    (ws / "sessions").mkdir()
+    (ws / "sessions" / "s1.jsonl").write_text(
+        '{"type": "session", "version": 1, "id": "s1", "timestamp": "2024-05-01T10:00:00Z"}\n'
+        '{"type": "message", "message": {"role": "user", "content": "The kayak trip is on '
+        'Sunday."}}\n', encoding="utf-8")
+    config = {"index": {"sessions": True}, "search": {"sources": ["memory", "sessions"]},
+              "workspaces": [{"path": str(ws), "name": "main"}]}
+    with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
+        c.result("reindex")
+        found = c.result("search", {"query": "kayak"})["results"]
+        assert [(r["path"], r["source"]) for r in found] == [("sessions/s1.jsonl", "sessions")]
+        assert c.result("search", {"query": "kayak", "sources": ["memory"]})["results"] == []
+
+
 def test_status_reports_daemon_provider_and_workspaces(md_home: Path) -> None:
     ws = make_workspace(md_home / "ws", files=3)
     with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:

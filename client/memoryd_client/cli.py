@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--source",
         action="append",
         choices=["memory", "sessions"],
-        help="search this source (repeatable; default memory)",
+        help="search this source (repeatable; default: the daemon's search.sources, memory)",
     )
     p.add_argument("--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX")
     p.add_argument("--since", type=_iso_date, metavar="YYYY-MM-DD")

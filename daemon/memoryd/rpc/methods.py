@@ -162,7 +162,7 @@ class Methods:
             query=query,
             max_results=p.integer("max_results", lo=1, hi=100),
             min_score=p.number("min_score", lo=0.0, hi=1.0),
-            sources=p.choice_list("sources", SOURCES, default=("memory",)),
+            sources=p.choice_list("sources", SOURCES, default=self.d.config.search.sources),
             mode=cast(Mode, p.choice("mode", MODES, default="hybrid")),
             fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
             path_prefix=p.path("path_prefix"),

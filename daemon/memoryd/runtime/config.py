@@ -90,6 +90,8 @@ class SearchConfig:
     rrf_k: int = _opt(60, lo=1, hi=10_000)
     candidate_multiplier: int = _opt(4, lo=1, hi=100)
     snippet_chars: int = _opt(700, lo=50, hi=100_000)
+    # What a search without its own ``sources`` looks in; "sessions" needs index.sessions.
+    sources: tuple[str, ...] = _opt(("memory",), choices=("memory", "sessions"))
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,12 @@ def _coerce(key: str, value: Any, ftype: Any, meta: Any, from_env: bool) -> Any:
             value = [p for p in value.split(os.pathsep) if p]
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{key} must be a list of strings, got {value!r}")
-        return tuple(value)
+        choices = meta.get("choices") or ()
+        if choices and (not value or any(v not in choices for v in value)):
+            raise ConfigError(
+                f"{key} must be a non-empty list of {', '.join(choices)}, got {value!r}"
+            )
+        return tuple(dict.fromkeys(value))
     raise ConfigError(f"{key}: unsupported type {ftype!r}")  # pragma: no cover
 
 
@@ -361,6 +368,11 @@ def _check_consistency(cfg: Config) -> None:
         raise ConfigError(
             f"index.chunk_overlap ({cfg.index.chunk_overlap}) must be smaller than "
             f"index.chunk_tokens ({cfg.index.chunk_tokens})"
+        )
+    if "sessions" in s.sources and not cfg.index.sessions:
+        raise ConfigError(
+            "search.sources includes sessions but index.sessions is false: transcripts are "
+            "not indexed (set index.sessions = true)"
         )
     if cfg.llm.context_tokens <= cfg.llm.max_output_tokens:
         raise ConfigError(
