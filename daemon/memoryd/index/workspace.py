@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import apsw
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors
+from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
 from memoryd.index import db, schema, store
@@ -618,7 +618,7 @@ class WorkspaceIndex:
             failure = self._failure
         if failure is not None and time.monotonic() < failure[0]:
             raise EmbeddingError(f"{failure[1]} (retrying in {failure[0] - time.monotonic():.0f}s)")
-        vec = as_query_vector(self.provider.embed([query])[0])
+        vec = as_query_vector(embed_query(self.provider, query))
         with self._lock:
             self._qcache[query] = vec
             while len(self._qcache) > self.config.embedding.query_cache_entries:

@@ -54,6 +54,13 @@ class EmbeddingConfig:
     batch_size: int = _opt(16, lo=1, hi=2048)
     threads: int = _opt(0, lo=0, hi=256)  # local: onnxruntime intra-op threads (0: all cores)
     max_tokens: int = _opt(256, lo=16, hi=8192)  # local: the model was trained on <= 256
+    # local: a folder with model.onnx and tokenizer.json instead of the bundled MiniLM, and
+    # what that model was trained with (see docs/embeddings.md)
+    model_path: str = _opt("")
+    pooling: str = _opt("mean", choices=("mean", "cls"))
+    normalize: bool = _opt(True)
+    query_prefix: str = _opt("")  # e5: "query: "
+    passage_prefix: str = _opt("")  # e5: "passage: "
     timeout: float = _opt(30.0, lo=0.1, hi=3600)
     max_retries: int = _opt(4, lo=0, hi=20)
     cache_max_entries: int = _opt(50_000, lo=0, hi=100_000_000)
@@ -368,6 +375,12 @@ def _check_consistency(cfg: Config) -> None:
         raise ConfigError(
             f"index.chunk_overlap ({cfg.index.chunk_overlap}) must be smaller than "
             f"index.chunk_tokens ({cfg.index.chunk_tokens})"
+        )
+    e = cfg.embedding
+    if e.model_path and e.provider not in ("local", "auto"):
+        raise ConfigError(
+            f"embedding.model_path is set but embedding.provider = {e.provider}: the folder's "
+            "model is run by the local provider (provider = \"local\")"
         )
     if "sessions" in s.sources and not cfg.index.sessions:
         raise ConfigError(
