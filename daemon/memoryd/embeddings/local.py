@@ -148,6 +148,7 @@ class LocalProvider:
             verify_model(path)
             self.max_tokens = min(max(max_tokens, 2), MAX_POSITIONS)
             self.model = MODEL_NAME
+            self.english_only = True  # the index embeds no CJK query with it (workspace.py)
             self._key = f"{MODEL_NAME}:sha256={MODEL_SHA256[:16]}"
             self._session: Any = _load_session(path, threads)
             self._plan = GraphPlan(("input_ids", "attention_mask", "token_type_ids"),
@@ -161,6 +162,7 @@ class LocalProvider:
         files = find_files(folder)
         self.max_tokens = max(max_tokens, 2)
         self.model = files.name
+        self.english_only = False
         self._key = (f"{files.name}:sha256={files.digest[:16]}:pooling={pooling}"
                      f":normalize={normalize}:prefixes={query_prefix!r},{passage_prefix!r}")
         self._tok, self._pad = load_tokenizer_file(files.tokenizer, self.max_tokens)

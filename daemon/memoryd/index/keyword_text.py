@@ -54,6 +54,10 @@ def _bigrams(m: re.Match[str]) -> str:
     return " " + " ".join([run[i : i + 2] for i in range(len(run) - 1)]) + " "
 
 
+def has_cjk(text: str) -> bool:
+    return not text.isascii() and CJK_RUN.search(text) is not None
+
+
 def keyword_text(text: str) -> str:
     """``text`` with each CJK run replaced by its bigrams, spaced so unicode61 keeps each
     one a token and never joins it to the letters around it."""

@@ -29,7 +29,7 @@ from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
 from memoryd.index import db, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.keyword_text import with_offsets
+from memoryd.index.keyword_text import has_cjk, with_offsets
 from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
@@ -630,8 +630,22 @@ class WorkspaceIndex:
         the daemon then prepares it on another thread than the searches'."""
         if req.mode == "keyword" or not self.vec.ok or self.provider is None:
             return False
+        if self._not_embeddable(req.query) is not None:
+            return False
         with self._lock:
             return req.query not in self._qcache
+
+    def _not_embeddable(self, query: str) -> str | None:
+        """Why the query gets no vector though vectors are on: an English-only model (the
+        bundled MiniLM) puts any two CJK texts close together, so its nearest chunks to a
+        Chinese, Japanese or Korean query are noise, found even when no note shares a word."""
+        p = self.provider
+        if p is None or not getattr(p, "english_only", False) or not has_cjk(query):
+            return None
+        return (
+            f"{p.model} is an English model: a query in Chinese, Japanese or Korean is "
+            "searched by keyword (embedding.model_path takes a multilingual model)"
+        )
 
     def prepare_query(self, req: SearchRequest) -> PreparedQuery:
         """The query vector ``req`` needs (None for keyword), or why there is none."""
@@ -643,6 +657,8 @@ class WorkspaceIndex:
             return PreparedQuery(
                 None, f"vectors off: {self.provider_reason or 'no embedding provider'}"
             )
+        if (why := self._not_embeddable(req.query)) is not None:
+            return PreparedQuery(None, why)
         try:
             return PreparedQuery(self._query_vector(req.query), None)
         except EmbeddingError as exc:
@@ -668,7 +684,12 @@ class WorkspaceIndex:
 
     def _prepare_cached(self, req: SearchRequest) -> PreparedQuery | None:
         """prepare_query(req) where that runs no model: None when the vector is not cached."""
-        if req.mode == "keyword" or not self.vec.ok or self.provider is None:
+        if (
+            req.mode == "keyword"
+            or not self.vec.ok
+            or self.provider is None
+            or self._not_embeddable(req.query) is not None
+        ):
             return self.prepare_query(req)
         with self._lock:
             vec = self._qcache.get(req.query)
