@@ -9,22 +9,31 @@ grows, so chunks stay full-sized however often the file is appended to.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import apsw
 
+from memoryd.errors import MemorydError
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
 from memoryd.index.store import FileRow
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vector_mirror import VectorMirror
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import ISO_DAY, SOURCE_SESSIONS, IndexedFile, Layout, day_of
+from memoryd.workspace.layout import (
+    ISO_DAY,
+    SOURCE_SESSIONS,
+    IndexedFile,
+    Layout,
+    day_of,
+    display_name,
+)
 from memoryd.workspace.transcripts import parse_transcript
 
 if TYPE_CHECKING:
@@ -57,7 +66,7 @@ class Syncer:
         report = SyncReport()
         known = store.read_files(self.conn)
         if paths is None:
-            present = {f.rel: f for f in self.layout.iter_files()}
+            present = {f.rel: f for f in self.layout.iter_files()}  # display names
             targets: list[tuple[str, IndexedFile | None]] = list(present.items())
             targets += [(rel, None) for rel in known if rel not in present]
         else:
@@ -66,7 +75,8 @@ class Syncer:
                 rel = self.layout.rel(Path(os.path.abspath(p)))
                 if rel is None:
                     continue
-                f = self._indexed(rel)
+                f = self.layout.indexed(rel)
+                rel = display_name(rel)
                 if f is not None or rel in known:
                     targets.append((rel, f))
         total = len(targets)
@@ -89,17 +99,6 @@ class Syncer:
                 progress(SyncProgress("indexing", done, total))
         return report
 
-    def _indexed(self, rel: str) -> IndexedFile | None:
-        source = self.layout.classify(rel)
-        path = self.layout.root / rel
-        if source is None or not path.is_file():
-            return None
-        try:
-            path.resolve().relative_to(self.layout.root)
-        except (ValueError, OSError):
-            return None
-        return IndexedFile(rel, path, source)
-
     def _sync_one(
         self, f: IndexedFile, row: FileRow | None, full: bool, report: SyncReport
     ) -> None:
@@ -119,6 +118,9 @@ class Syncer:
                 report.files_skipped += 1
                 report.skipped[f.rel] = row.skipped_reason
             return
+        if f.name_error is not None:  # stored and shown under its display name
+            self._skip(f, st, f.name_error, report)
+            return
         if f.source == SOURCE_SESSIONS:  # read from the stored offset, never whole
             while self._sync_transcript(f, row, st, full, report):
                 row, full = self._row(f.rel), False
@@ -128,14 +130,27 @@ class Syncer:
             self._skip(f, st, reason, report)
             return
         try:
-            data = f.path.read_bytes()
+            with self._open(f) as fh:
+                data = fh.read(self.max_file_bytes + 1)  # it may have grown since the stat
         except OSError as exc:
             log.warning("file_unreadable", path=f.rel, error=str(exc))
+            return
+        if len(data) > self.max_file_bytes:
+            reason = f"too large: over index.max_file_bytes {self.max_file_bytes}"
+            self._skip(f, st, reason, report)
             return
         if b"\x00" in data[:BINARY_SNIFF_BYTES]:
             self._skip(f, st, "binary: contains NUL bytes", report)
             return
         self._sync_markdown(f, row, st, data, full, report)
+
+    def _open(self, f: IndexedFile) -> BinaryIO:
+        """``f`` opened beneath the workspace by the rule ``get`` reads with (a link swapped
+        in since the listing is not followed out of it); OSError when it cannot be."""
+        try:
+            return os.fdopen(self.layout.open_memory(f.rel).fd, "rb")
+        except MemorydError as exc:  # gone, or no longer memory: the next listing says which
+            raise OSError(errno.ENOENT, exc.message) from None
 
     def _failed(self, f: IndexedFile, exc: Exception, report: SyncReport) -> None:
         """Skip a file indexing failed on, saying why in status; it is tried again when it
@@ -227,7 +242,7 @@ class Syncer:
         """Ingest what was appended since the stored offset (the last chunk is re-chunked as
         it grows), at most ``max_file_bytes`` at a time; True when more is left to read."""
         try:
-            with open(f.path, "rb") as fh:
+            with self._open(f) as fh:
                 prefix = fh.read(SESSION_PREFIX_BYTES)
                 # Only the first line decides: a crash can leave a run of NULs after the
                 # lines already written, and that is one malformed line, not a binary file.
@@ -319,7 +334,8 @@ class Syncer:
         counted as malformed. The chunks before it stay as they are and the next message
         starts a new chunk. False while the line has no newline yet (still being written)."""
         try:
-            end = _find_newline(f.path, start + self.max_file_bytes)
+            with self._open(f) as fh:
+                end = _find_newline(fh, start + self.max_file_bytes)
         except OSError as exc:
             log.warning("file_unreadable", path=f.rel, error=str(exc))
             return False
@@ -357,16 +373,15 @@ class Syncer:
         return ingested < st.st_size
 
 
-def _find_newline(path: Path, offset: int, block: int = 1 << 20) -> int | None:
+def _find_newline(fh: BinaryIO, offset: int, block: int = 1 << 20) -> int | None:
     """Byte offset of the first newline at or after ``offset``, read a block at a time; None
     when the file ends first."""
-    with open(path, "rb") as fh:
-        fh.seek(offset)
-        while data := fh.read(block):
-            nl = data.find(b"\n")
-            if nl >= 0:
-                return offset + nl
-            offset += len(data)
+    fh.seek(offset)
+    while data := fh.read(block):
+        nl = data.find(b"\n")
+        if nl >= 0:
+            return offset + nl
+        offset += len(data)
     return None
 
 

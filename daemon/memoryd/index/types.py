@@ -83,24 +83,6 @@ class SearchResponse:
 
 
 @dataclass(frozen=True)
-class GetResult:
-    path: str
-    from_line: int
-    lines: int  # how many lines `text` holds
-    text: str
-    total_lines: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "from": self.from_line,
-            "lines": self.lines,
-            "text": self.text,
-            "total_lines": self.total_lines,
-        }
-
-
-@dataclass(frozen=True)
 class SyncProgress:
     phase: Literal["scanning", "indexing", "embedding"]
     done: int

@@ -26,7 +26,7 @@ import apsw
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.errors import EmbeddingError, IndexUnavailable, InvalidParams
+from memoryd.errors import EmbeddingError, IndexUnavailable
 from memoryd.index import db, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.keyword_text import has_cjk, with_offsets
@@ -35,7 +35,6 @@ from memoryd.index.snippets import LineStems, TokenizeOffsets
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.types import (
-    GetResult,
     SearchRequest,
     SearchResponse,
     SyncProgress,
@@ -746,24 +745,6 @@ class WorkspaceIndex:
             pending_files=self._pending_syncs,
             degraded=degraded,
         )
-
-    def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> GetResult:
-        if from_line is not None and from_line < 1:
-            raise InvalidParams(f"from must be >= 1, got {from_line}")
-        if lines is not None and lines < 1:
-            raise InvalidParams(f"lines must be >= 1, got {lines}")
-        rel, real = self.layout.resolve_readable(path)
-        size = real.stat().st_size
-        if size > self.config.index.max_file_bytes:
-            raise InvalidParams(f"{rel} is {size} bytes, above index.max_file_bytes")
-        all_lines = real.read_bytes().decode("utf-8", errors="replace").split("\n")
-        if all_lines and all_lines[-1] == "":
-            all_lines.pop()  # a final newline ends the last line; it does not start another
-        start = from_line or 1
-        chosen = (
-            all_lines[start - 1 :] if lines is None else all_lines[start - 1 : start - 1 + lines]
-        )
-        return GetResult(rel, start, len(chosen), "\n".join(chosen), len(all_lines))
 
     # ------------------------------------------------------------------ freshness
 

@@ -25,6 +25,8 @@ from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.runtime.logs import get_logger
 from memoryd.workspace.append import normalise_heading
+from memoryd.workspace.layout import Layout
+from memoryd.workspace.reader import read_lines
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
@@ -225,10 +227,12 @@ class Methods:
         from_line = p.integer("from", lo=1)
         lines = p.integer("lines", lo=1)
         p.done()
-        ws, index = await self.d.registry.index_of(ref)
+        ws = self.d.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(self.d.readers, index.get, path, from_line, lines)
+        cfg = self.d.config.index
+        layout = Layout(ws.root, cfg.sessions, cfg.extra_paths)
+        result = await asyncio.to_thread(read_lines, layout, path, from_line, lines,
+                                         cfg.max_file_bytes)
         return result.to_dict()
 
     async def append(self, p: Params, req: Request) -> dict[str, Any]:

@@ -1,14 +1,21 @@
-"""Which files of a workspace are memory, how they are classified, and which may be read.
+"""The workspace file model: which files are memory, where each kind lives, which may be read.
 
-Indexed: MEMORY.md (or memory.md), memory/**/*.md (hidden folders such as memory/.history
-are backups, not memory), sessions/*.jsonl when that source is on, and configured extra
-paths (markdown files or folders, workspace-relative). ``resolve_readable`` is the gate for
-``get``: no ``..``, nothing outside the workspace, no symlink that leaves it.
+A workspace holds MEMORY.md (or memory.md), daily files ``memory/YYYY-MM-DD.md`` (and any
+other ``memory/**/*.md``; hidden folders such as ``memory/.history`` are backups, not
+memory), transcripts ``sessions/<id>.jsonl`` (indexed when that source is on), and the
+configured extra paths (markdown files or folders, workspace-relative). Every module that
+names one of these places takes the name from here.
+
+One rule decides both what is indexed and what ``get`` may read: a file is memory by its
+own name, and what it really is (links resolved) must be readable memory too. A link in
+``memory/`` to ``../.env`` is neither indexed nor read. Files are opened through
+``beneath.open_beneath``, never by a path checked beforehand.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import re
 from collections.abc import Iterator
@@ -16,8 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from memoryd.errors import ForbiddenPath, NotFound
+from memoryd.workspace.beneath import Opened, open_beneath
 
 MEMORY_FILES = ("MEMORY.md", "memory.md")
+MEMORY_DIR = "memory"  # daily files and any other notes
+SESSIONS_DIR = "sessions"  # transcripts
+ARCHIVE_DIR = "archive"  # memory/archive/YYYY/ (old daily files), sessions/archive/YYYY-MM/
+HISTORY_DIR = f"{MEMORY_DIR}/.history"  # MEMORY.md's previous versions (hidden: not memory)
+NOTE_SUFFIX = ".md"
+TRANSCRIPT_SUFFIX = ".jsonl"
 # ASCII digits only: \d also takes other scripts' digits, which int() reads but which sort
 # differently as strings (SQL compares days as strings, the vector mirror as numbers).
 DAY_RE = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})")
@@ -26,11 +40,36 @@ SOURCE_MEMORY = "memory"
 SOURCE_SESSIONS = "sessions"
 
 
+def daily_rel(day: dt.date) -> str:
+    """The daily file of ``day``, workspace-relative."""
+    return f"{MEMORY_DIR}/{day.isoformat()}{NOTE_SUFFIX}"
+
+
+def daily_path(root: Path, day: dt.date) -> Path:
+    return root / daily_rel(day)
+
+
+def archived_daily_dir(root: Path, year: int) -> Path:
+    """Where retention moves old daily files of ``year`` (still memory, still indexed)."""
+    return root / MEMORY_DIR / ARCHIVE_DIR / f"{year:04d}"
+
+
+def transcripts_dir(root: Path) -> Path:
+    return root / SESSIONS_DIR
+
+
+def display_name(rel: str) -> str:
+    """``rel`` as it can be stored and sent: a name that is not valid UTF-8 (its bytes
+    decoded with surrogate escapes) shows those bytes as ``\\xNN``."""
+    return os.fsencode(rel).decode("utf-8", "backslashreplace")
+
+
 @dataclass(frozen=True)
 class IndexedFile:
-    rel: str  # workspace-relative, POSIX separators
+    rel: str  # workspace-relative, POSIX separators (display_name when name_error is set)
     path: Path  # absolute
     source: str
+    name_error: str | None = None  # a name no index or client can hold: listed as skipped
 
 
 @dataclass(frozen=True)
@@ -46,6 +85,9 @@ class Layout:
         except ValueError:
             return None
 
+    def _extras(self) -> list[str]:
+        return [e.strip("/") for e in self.extra_paths]
+
     def classify(self, rel: str) -> str | None:
         """The source a workspace-relative path belongs to, or None when it is not indexed."""
         parts = PurePosixPath(rel).parts
@@ -53,15 +95,48 @@ class Layout:
             return None
         if rel in MEMORY_FILES:
             return SOURCE_MEMORY
-        if parts[0] == "memory" and rel.endswith(".md"):
+        if parts[0] == MEMORY_DIR and rel.endswith(NOTE_SUFFIX):
             return SOURCE_MEMORY
-        if self.sessions and len(parts) == 2 and parts[0] == "sessions" and rel.endswith(".jsonl"):
+        if (self.sessions and len(parts) == 2 and parts[0] == SESSIONS_DIR
+                and rel.endswith(TRANSCRIPT_SUFFIX)):
             return SOURCE_SESSIONS
-        for extra in self.extra_paths:
-            extra = extra.strip("/")
-            if rel.endswith(".md") and (rel == extra or rel.startswith(extra + "/")):
+        for extra in self._extras():
+            if rel.endswith(NOTE_SUFFIX) and (rel == extra or rel.startswith(extra + "/")):
                 return SOURCE_MEMORY
         return None
+
+    def readable(self, rel: str) -> bool:
+        """Whether ``get`` may read ``rel`` (and a link may lead there to be indexed)."""
+        parts = PurePosixPath(rel).parts
+        if not parts or ".." in parts:
+            return False
+        if rel in MEMORY_FILES or parts[0] == MEMORY_DIR:
+            return True
+        if self.sessions and parts[0] == SESSIONS_DIR and rel.endswith(TRANSCRIPT_SUFFIX):
+            return True
+        return any(rel == e or rel.startswith(e + "/") for e in self._extras())
+
+    def indexed(self, rel: str) -> IndexedFile | None:
+        """The indexed file at ``rel`` if there is one now: memory by its name, and by what
+        it really is (a link to a non-memory file of the workspace is not)."""
+        source = self.classify(rel)
+        if source is None:
+            return None
+        path = self.root / rel
+        try:
+            if not path.is_file():
+                return None
+            real = self.rel(path.resolve())
+        except (OSError, RuntimeError):  # a link loop
+            return None
+        if real is None or not self.readable(real):
+            return None
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:
+            return IndexedFile(display_name(rel), path, source,
+                               "the file name is not valid UTF-8: rename it to index it")
+        return IndexedFile(rel, path, source)
 
     def iter_files(self) -> Iterator[IndexedFile]:
         """Every indexed file that exists now, each once, in a stable order."""
@@ -70,30 +145,30 @@ class Layout:
         for rel in self._candidates():
             if rel in seen:
                 continue
-            source = self.classify(rel)
-            path = self.root / rel
-            if source is None or not self._inside(path) or not path.is_file():
+            f = self.indexed(rel)
+            if f is None:
                 continue
-            st = path.stat()
+            try:
+                st = f.path.stat()
+            except OSError:
+                continue
             if (st.st_dev, st.st_ino) in inodes:
                 continue
             seen.add(rel)
             inodes.add((st.st_dev, st.st_ino))
-            yield IndexedFile(rel, path, source)
+            yield f
 
     def _candidates(self) -> Iterator[str]:
         yield from MEMORY_FILES
-        yield from self._walk("memory", ".md")
+        yield from self._walk(MEMORY_DIR, NOTE_SUFFIX)
         if self.sessions:
-            sessions = self.root / "sessions"
+            sessions = transcripts_dir(self.root)
             if sessions.is_dir():
-                yield from sorted(
-                    f"sessions/{e.name}" for e in os.scandir(sessions) if e.name.endswith(".jsonl")
-                )
-        for extra in self.extra_paths:
-            extra = extra.strip("/")
+                yield from sorted(f"{SESSIONS_DIR}/{e.name}" for e in os.scandir(sessions)
+                                  if e.name.endswith(TRANSCRIPT_SUFFIX))
+        for extra in self._extras():
             if (self.root / extra).is_dir():
-                yield from self._walk(extra, ".md")
+                yield from self._walk(extra, NOTE_SUFFIX)
             else:
                 yield extra
 
@@ -101,8 +176,8 @@ class Layout:
         """The folders that hold indexed files below the root, to watch with their subfolders
         (the root itself is watched without them: an agent's workspace may hold a repository
         or a build tree, and every watched folder costs an inotify watch and its events)."""
-        tops = ["memory", *(["sessions"] if self.sessions else [])]
-        for extra in (e.strip("/") for e in self.extra_paths):
+        tops = [MEMORY_DIR, *([SESSIONS_DIR] if self.sessions else [])]
+        for extra in self._extras():
             if (self.root / extra).is_dir():
                 tops.append(extra)
             elif "/" in extra:  # a file in a subfolder: its folder
@@ -117,9 +192,9 @@ class Layout:
     def links_outside(self) -> dict[str, str]:
         """The indexed places (MEMORY.md, memory/, sessions/, extra paths) that are links
         leaving the workspace, with why they are not indexed: said in status, not silent."""
-        tops = [*MEMORY_FILES, "memory", *(["sessions"] if self.sessions else [])]
+        tops = [*MEMORY_FILES, MEMORY_DIR, *([SESSIONS_DIR] if self.sessions else [])]
         out: dict[str, str] = {}
-        for rel in [*tops, *(e.strip("/") for e in self.extra_paths)]:
+        for rel in [*tops, *self._extras()]:
             path = self.root / rel
             if path.is_symlink() and not self._inside(path):
                 target = os.path.realpath(path)
@@ -141,12 +216,13 @@ class Layout:
         """True when the path's real location is inside the workspace (symlinks resolved)."""
         try:
             path.resolve().relative_to(self.root)
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):
             return False
         return True
 
-    def resolve_readable(self, requested: str) -> tuple[str, Path]:
-        """The (rel, absolute) path ``get`` may read, or ForbiddenPath / NotFound."""
+    def requested_rel(self, requested: str) -> str:
+        """The workspace-relative path a ``get`` names (relative, or absolute inside the
+        workspace), if ``get`` may read it by name; ForbiddenPath otherwise."""
         if not requested or "\x00" in requested:
             raise ForbiddenPath(f"invalid path {requested!r}")
         candidate = Path(requested)
@@ -162,32 +238,26 @@ class Layout:
             rel = PurePosixPath(requested.replace("\\", "/")).as_posix()
         if ".." in PurePosixPath(rel).parts:
             raise ForbiddenPath(f"{requested}: '..' is not allowed")
-        if not self._readable(rel):
+        if not self.readable(rel):
             raise ForbiddenPath(
                 f"{requested}: only MEMORY.md, memory/** and configured extra paths can be read"
             )
-        path = self.root / rel
-        if not path.exists():
-            raise NotFound(f"{rel} does not exist in {self.root}")
-        real = path.resolve()
-        real_rel = self.rel(real)
-        if real_rel is None or not self._readable(real_rel):
-            raise ForbiddenPath(f"{requested} is a link that leaves the readable memory files")
-        if not real.is_file():
-            raise NotFound(f"{rel} is not a file")
-        return rel, real
+        return rel
 
-    def _readable(self, rel: str) -> bool:
-        parts = PurePosixPath(rel).parts
-        if not parts:
-            return False
-        if rel in MEMORY_FILES or parts[0] == "memory":
-            return True
-        if self.sessions and parts[0] == "sessions" and rel.endswith(".jsonl"):
-            return True
-        return any(
-            rel == e.strip("/") or rel.startswith(e.strip("/") + "/") for e in self.extra_paths
-        )
+    def open_memory(self, rel: str, flags: int = os.O_RDONLY, mode: int = 0o666, *,
+                    make_dirs: bool = False) -> Opened:
+        """Open memory file ``rel`` beneath the root, links inside the workspace followed;
+        ForbiddenPath when what it really is may not be read, NotFound when missing."""
+        try:
+            opened = open_beneath(self.root, rel, flags, mode, make_dirs=make_dirs)
+        except FileNotFoundError:
+            raise NotFound(f"{rel} does not exist in {self.root}") from None
+        except (NotADirectoryError, IsADirectoryError):
+            raise NotFound(f"{rel} is not a file") from None
+        if not self.readable(opened.rel):
+            os.close(opened.fd)
+            raise ForbiddenPath(f"{rel} is a link that leaves the readable memory files")
+        return opened
 
 
 def day_of(rel: str) -> str:

@@ -123,7 +123,9 @@ class Watcher:
         for t in self._targets.values():
             for top in t.index.layout.watched_dirs():
                 for dirpath, dirnames, _files in os.walk(top):  # links are not followed
-                    dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+                    # watchfiles cannot watch a folder whose name is not UTF-8 (the scan
+                    # still indexes what it holds, and lists its notes as skipped)
+                    dirnames[:] = [d for d in dirnames if not d.startswith(".") and _utf8(d)]
                     out.add(Path(dirpath))
         return sorted(out)
 
@@ -171,6 +173,13 @@ class Watcher:
             except Exception as exc:  # a root vanished, inotify limit reached...
                 if cycle.is_set() and not stop.is_set():
                     continue  # a watched folder deleted under the stream: restart at once
+                if _undecodable_name(exc):
+                    # watchfiles fails a whole batch on a name that is not UTF-8 (it cannot
+                    # make a str of it): restart at once and sync every watched folder, as
+                    # the batch's other changes are lost with it.
+                    log.warning("watch_name_not_utf8", error=str(_undecodable_name(exc)))
+                    watched = set()
+                    continue
                 self.state = f"error: {exc}"
                 log.error("watch_failed", error=str(exc), retry_in_s=RESTART_DELAY_S)
                 with contextlib.suppress(TimeoutError):
@@ -266,6 +275,27 @@ class Watcher:
         if batch is not None and batch.last_error:
             return f"{self.state}; last sync failed: {batch.last_error}"
         return self.state
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _undecodable_name(exc: BaseException) -> BaseException | None:
+    """The watchfiles error for a path it could not decode, if that is what ``exc`` holds
+    (anyio wraps it in an exception group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        for sub in exc.exceptions:
+            found = _undecodable_name(sub)
+            if found is not None:
+                return found
+        return None
+    text = str(exc)
+    return exc if "Unable to decode path" in text else None
 
 
 async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:

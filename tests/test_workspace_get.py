@@ -1,23 +1,41 @@
-"""``get``: line ranges of memory files, and nothing outside them."""
+"""``get``: line ranges of memory files, and nothing outside them (a layout read: no index)."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import pytest
 
 from engine_util import IndexFactory
 from memoryd.errors import ForbiddenPath, InvalidParams, NotFound
+from memoryd.workspace.layout import Layout
+from memoryd.workspace.reader import LinesRead, read_lines
+
+
+@dataclass
+class Reader:
+    """``get`` over one workspace, as the method calls it."""
+
+    layout: Layout
+    max_bytes: int = 16 << 20
+
+    @property
+    def root(self):  # type: ignore[no-untyped-def]
+        return self.layout.root
+
+    def get(self, path: str, from_line: int | None = None, lines: int | None = None) -> LinesRead:
+        return read_lines(self.layout, path, from_line, lines, self.max_bytes)
 
 
 @pytest.fixture
-def ix(make_index: IndexFactory):  # type: ignore[no-untyped-def]
+def ix(make_index: IndexFactory) -> Reader:
     make_index.write("MEMORY.md", "one\ntwo\nthree\nfour\n")
     make_index.write("memory/2024-05-01.md", "a\nb\n")
     make_index.write("secret.txt", "api key\n")
     make_index.write("sessions/s1.jsonl", '{"type": "session"}\n')
     (make_index.tmp / "outside.md").write_text("outside\n")
-    return make_index()
+    return Reader(Layout(make_index.ws.resolve()))
 
 
 def test_reads_a_line_range(ix) -> None:  # type: ignore[no-untyped-def]
@@ -91,5 +109,5 @@ def test_bad_ranges_are_invalid(ix, start: int, count: int | None) -> None:  # t
 
 def test_sessions_are_readable_when_that_source_is_on(make_index: IndexFactory) -> None:
     make_index.write("sessions/s1.jsonl", '{"type": "session"}\n')
-    ix = make_index({"index": {"sessions": True}})
+    ix = Reader(Layout(make_index.ws.resolve(), sessions=True))
     assert ix.get("sessions/s1.jsonl").text == '{"type": "session"}'
