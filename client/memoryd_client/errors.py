@@ -154,6 +154,12 @@ class ShuttingDown(RemoteError):
     code = ErrorCode.SHUTTING_DOWN
 
 
+class DiskFull(RemoteError):
+    """The daemon's disk is full: nothing of the write is there (retrying later is safe)."""
+
+    code = ErrorCode.DISK_FULL
+
+
 class InternalError(RemoteError):
     code = ErrorCode.INTERNAL
 
@@ -165,6 +171,7 @@ __all__ = [
     "ClientTimeout",
     "ConnectionLost",
     "DaemonNotRunning",
+    "DiskFull",
     "ForbiddenPath",
     "FrameTooLarge",
     "InternalError",

@@ -28,6 +28,7 @@ class ErrorCode:
     UNKNOWN_WORKSPACE: Final = "unknown_workspace"
     UNAVAILABLE: Final = "unavailable"
     SHUTTING_DOWN: Final = "shutting_down"
+    DISK_FULL: Final = "disk_full"
     INTERNAL: Final = "internal"
 
 

@@ -37,6 +37,18 @@ class ForbiddenPath(MemorydError):
     code = ErrorCode.FORBIDDEN_PATH
 
 
+class TooLarge(MemorydError):
+    """More than a limit allows (one append, a daily file's size)."""
+
+    code = ErrorCode.TOO_LARGE
+
+
+class DiskFull(MemorydError):
+    """The disk (or quota) is full; what was being written is not there, whole or in part."""
+
+    code = ErrorCode.DISK_FULL
+
+
 class UnknownWorkspace(MemorydError):
     code = ErrorCode.UNKNOWN_WORKSPACE
 

@@ -238,7 +238,8 @@ def _summarise_one(ctx: JobContext, llm: LlmClient, s: Session) -> tuple[dict[st
         ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
         return {"session": s.rel, "into": rel, "note": "already there"}, None
     summary = summarise(ctx, llm, s)
-    result = ctx.appender.append(ctx.root, summary, day, heading)
+    result = ctx.appender.append(ctx.root, summary, day, heading,
+                                 ctx.config.index.max_file_bytes)
     ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(),
                                result.path, result.abs_path.stat().st_mtime_ns)
     return {"session": s.rel, "into": result.path}, result.abs_path

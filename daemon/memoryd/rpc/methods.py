@@ -244,7 +244,8 @@ class Methods:
         d = self.d
         ws = d.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        result = await asyncio.to_thread(d.appender.append, ws.root, text, date, heading)
+        result = await asyncio.to_thread(d.appender.append, ws.root, text, date, heading,
+                                         d.config.index.max_file_bytes)
         d.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
         return result.to_dict()
 

@@ -13,27 +13,47 @@ writer holding the old file open would keep writing to the unlinked old inode. A
 ``O_APPEND`` write of the suffix is the safer atomic primitive here: the kernel places it
 at the end of the file as it is at that moment, so concurrent appenders are never lost
 and the bytes already there are never touched (a reader sees the file end either before
-our block or after it; a crash can at worst leave part of the block at the end). Only a
-brand-new file is created, exclusively (``O_CREAT|O_EXCL``), then fsynced with its folder.
+our block or after it).
+
+An append is whole or absent. A write or fsync that fails (a full disk: ``disk_full``)
+truncates the file back to where the block began, and a daily file this append created is
+removed again rather than left empty. The file is opened beneath the workspace
+(``Layout.open_memory``), never by a path checked beforehand. What may be appended is
+bounded: no NUL byte (it would turn the whole day "binary", unsearchable), at most
+``MAX_APPEND_BYTES`` at once, and never past ``index.max_file_bytes``: an append that would
+push the day over the limit is refused, so everything already in it stays searchable (a
+file over the limit is not indexed at all; cutting its index at the limit would instead
+hide exactly the newest notes, silently).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import errno
 import os
+import stat
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from memoryd.errors import ForbiddenPath, InvalidParams, MemorydError, Unavailable
+from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unavailable
+from memoryd.runtime.logs import get_logger
 from memoryd.workspace.fsutil import fsync_dir
+from memoryd.workspace.layout import Layout, daily_path, daily_rel
+from memoryd.workspace.reader import read_all
 
-MAX_ATTEMPTS = 5
-_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
-_CREATE_FLAGS = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ_CHUNK = 1 << 20
+__all__ = ["MAX_APPEND_BYTES", "AppendResult", "Appender", "build_suffix", "daily_path",
+           "normalise_heading"]
+
+log = get_logger("memoryd.workspace.append")
+
+MAX_ATTEMPTS: Final = 5
+MAX_APPEND_BYTES: Final = 1 << 20  # one note; a bigger one is a file of its own
+DEFAULT_MAX_FILE_BYTES: Final = 16 << 20  # index.max_file_bytes's default
+_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT
+_NO_SPACE: Final = (errno.ENOSPC, errno.EDQUOT)
 
 
 @dataclass(frozen=True)
@@ -47,10 +67,6 @@ class AppendResult:
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
                 "bytes": self.bytes}
-
-
-def daily_path(root: Path, date: dt.date) -> Path:
-    return root / "memory" / f"{date.isoformat()}.md"
 
 
 def _last_heading(content: bytes) -> bytes | None:
@@ -89,30 +105,36 @@ def normalise_heading(heading: str | None) -> str | None:
     clean = heading.strip().lstrip("#").strip()
     if "\n" in clean or "\r" in clean:
         raise InvalidParams("heading must be a single line", {"param": "heading"})
+    if "\x00" in clean:
+        raise InvalidParams("heading must not contain NUL bytes", {"param": "heading"})
     return clean or None
 
 
-
-def _pread_all(fd: int, size: int) -> bytes:
-    """The first ``size`` bytes of the open file (fewer if it is shorter now)."""
-    parts: list[bytes] = []
-    offset = 0
-    while offset < size:
-        chunk = os.pread(fd, min(_READ_CHUNK, size - offset), offset)
-        if not chunk:
-            break
-        parts.append(chunk)
-        offset += len(chunk)
-    return b"".join(parts)
+def check_text(text: str) -> None:
+    """Refuse at the door what would damage a daily file (or not fit in one)."""
+    if not text.strip():
+        raise InvalidParams("text must not be empty", {"param": "text"})
+    if "\x00" in text:  # one NUL makes the whole file "binary": unsearchable
+        raise InvalidParams("text must not contain NUL bytes", {"param": "text"})
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_APPEND_BYTES:
+        raise TooLarge(f"text is {size} bytes; one append takes at most {MAX_APPEND_BYTES}",
+                       {"param": "text", "max_bytes": MAX_APPEND_BYTES})
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    """One ``write`` call for the whole suffix (a regular file takes it all at once; the
-    loop only covers a short write, e.g. a full disk, which then raises on the retry)."""
+def _write_all(fd: int, data: bytes) -> int:
+    """Write ``data``: one ``write`` for a regular file; the loop only covers a short write
+    (a full disk), which then raises on the next one. The OSError carries ``written``, the
+    bytes that did land, for the caller to take back."""
     view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    done = 0
+    try:
+        while done < len(data):
+            done += os.write(fd, view[done:])
+    except OSError as exc:
+        exc.written = done  # type: ignore[attr-defined]
+        raise
+    return done
 
 
 class Appender:
@@ -128,68 +150,113 @@ class Appender:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
-    def append(self, root: Path, text: str, date: dt.date,
-               heading: str | None = None) -> AppendResult:
+    def append(self, root: Path, text: str, date: dt.date, heading: str | None = None,
+               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> AppendResult:
         """Blocking: run it in a thread. ``root`` is the workspace's resolved root."""
-        if not text.strip():
-            raise InvalidParams("text must not be empty", {"param": "text"})
+        check_text(text)
         heading = normalise_heading(heading)
         root = root.resolve()
         if not root.is_dir():  # never create a missing (unmounted?) workspace folder
             raise Unavailable(f"workspace folder {root} is missing")
-        target = daily_path(root, date)
-        rel = target.relative_to(root).as_posix()
+        layout = Layout(root)
+        rel = daily_rel(date)
         for _ in range(MAX_ATTEMPTS):
-            # Containment first, creation after: a ``memory`` symlink (or a daily-file
-            # symlink) leading outside the workspace is refused before anything is made.
-            folder = target.parent.resolve()
-            real = target.resolve()  # a symlinked daily file is written through, if inside
-            for path in (folder, real):
-                if not path.is_relative_to(root):
-                    raise ForbiddenPath(f"{target} resolves outside the workspace ({path})",
-                                        {"path": rel})
-            folder.mkdir(parents=True, exist_ok=True)
-            with self.lock_for(real):
-                result = self._append_once(real, text, heading)
-            if result is not None:
-                start, end, size = result
-                return AppendResult(path=rel, abs_path=real, start_line=start, end_line=end,
-                                    bytes=size)
-        raise MemorydError(f"{target} kept changing while appending; try again")
+            try:
+                # Beneath the root, links inside it followed: a memory/ or daily-file link
+                # leading out is refused before anything is made.
+                opened = layout.open_memory(rel, _FLAGS, 0o666, make_dirs=True)
+            except FileExistsError:  # created by another writer meanwhile: append to theirs
+                continue
+            except OSError as exc:
+                if exc.errno in _NO_SPACE:
+                    raise DiskFull(f"the disk is full: could not create {rel} "
+                                   f"({os.strerror(exc.errno)}); nothing was written",
+                                   {"path": rel}) from None
+                raise
+            real = root / opened.rel
+            try:
+                with self.lock_for(real):
+                    start, end, size = self._append_to(opened.fd, rel, text, heading,
+                                                       max_file_bytes)
+            except BaseException:
+                os.close(opened.fd)
+                if opened.created:
+                    _remove_if_empty(layout, opened.rel)
+                raise
+            os.close(opened.fd)
+            if opened.created:
+                fsync_dir(real.parent)
+            return AppendResult(path=rel, abs_path=real, start_line=start, end_line=end,
+                                bytes=size)
+        raise MemorydError(f"{rel} kept changing while appending; try again")
 
     @staticmethod
-    def _append_once(real: Path, text: str,
-                     heading: str | None) -> tuple[int, int, int] | None:
-        """Append to (or create) ``real``: (start line, end line, bytes), or None when it
-        changed under us (created meanwhile, or became a symlink): resolve and try again."""
-        created = False
+    def _append_to(fd: int, rel: str, text: str, heading: str | None,
+                   max_file_bytes: int) -> tuple[int, int, int]:
+        """Append to open daily file ``fd``: (start line, end line, bytes added)."""
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidParams(f"{rel} is not a regular file", {"path": rel})
+        if st.st_size > max_file_bytes:
+            raise TooLarge(f"{rel} is already {st.st_size} bytes, over index.max_file_bytes "
+                           f"({max_file_bytes}): nothing appended; write to another file",
+                           {"path": rel, "max_bytes": max_file_bytes})
+        # Read through the descriptor we write with: the same inode, whatever renames.
+        # A concurrent external append between this read and our write only shifts
+        # where our block lands; the line range is computed from where it did land.
+        existing = read_all(fd, st.st_size)
+        suffix, _, _ = build_suffix(existing, text, heading)
+        if len(existing) + len(suffix) > max_file_bytes:
+            raise TooLarge(f"{rel} would grow to {len(existing) + len(suffix)} bytes, over "
+                           f"index.max_file_bytes ({max_file_bytes}), and a file over it is "
+                           "not searchable: nothing appended; write to another file",
+                           {"path": rel, "max_bytes": max_file_bytes})
         try:
-            fd = os.open(real, _OPEN_FLAGS)
-        except FileNotFoundError:
-            try:
-                fd = os.open(real, _CREATE_FLAGS, 0o666)  # less the umask, as any new file
-            except FileExistsError:  # another writer created it first: append to theirs
-                return None
-            created = True
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:  # replaced by a symlink since we resolved it
-                return None
-            raise
-        try:
-            # Read through the descriptor we write with: the same inode, whatever renames.
-            # A concurrent external append between this read and our write only shifts
-            # where our block lands; the line range is computed from where it did land.
-            existing = _pread_all(fd, os.fstat(fd).st_size)
-            suffix, _, _ = build_suffix(existing, text, heading)
             _write_all(fd, suffix)
             os.fsync(fd)
-            begin = os.lseek(fd, 0, os.SEEK_CUR) - len(suffix)  # where the suffix went
-            prefix = (existing if begin == len(existing)
-                      else _pread_all(fd, begin))  # someone else appended in between
-        finally:
-            os.close(fd)
-        if created:
-            fsync_dir(real.parent)
+        except OSError as exc:
+            try:
+                _take_back(fd, getattr(exc, "written", len(suffix)), rel)
+            except OSError as undo:
+                log.error("append_not_taken_back", path=rel, error=str(undo))
+            if exc.errno in _NO_SPACE:
+                raise DiskFull(f"the disk is full: nothing was appended to {rel} "
+                               f"({os.strerror(exc.errno)})", {"path": rel}) from None
+            raise
+        begin = os.lseek(fd, 0, os.SEEK_CUR) - len(suffix)  # where the suffix went
+        prefix = (existing if begin == len(existing)
+                  else read_all(fd, begin))  # someone else appended in between
         # The suffix is separator newlines, then the block, which ends with a newline.
         end = prefix.count(b"\n") + suffix.count(b"\n")
         return end - suffix.lstrip(b"\n").count(b"\n") + 1, end, len(suffix)
+
+
+def _take_back(fd: int, written: int, rel: str) -> None:
+    """Truncate away the ``written`` bytes of a failed append (they end where our
+    descriptor's offset is), unless someone appended after them: cutting then would lose
+    their bytes, so ours stay and the failure is logged with the caller's error."""
+    if not written:
+        return
+    end = os.lseek(fd, 0, os.SEEK_CUR)
+    if os.fstat(fd).st_size != end:
+        log.error("append_not_taken_back", path=rel, bytes=written,
+                  why="another writer appended after the failed block")
+        return
+    os.ftruncate(fd, end - written)
+    with contextlib.suppress(OSError):  # the truncation stands in the page cache anyway
+        os.fsync(fd)
+
+
+def _remove_if_empty(layout: Layout, rel: str) -> None:
+    """A daily file this append created and could not fill is removed, not left empty."""
+    try:
+        opened = layout.open_memory(rel)
+    except MemorydError:
+        return
+    try:
+        if os.fstat(opened.fd).st_size == 0:
+            os.unlink(layout.root / opened.rel)
+    except OSError:
+        pass
+    finally:
+        os.close(opened.fd)
