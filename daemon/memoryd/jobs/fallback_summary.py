@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,8 +29,14 @@ from memoryd.jobs.base import JobContext, JobFailed, JobOutcome, JobResult, JobS
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.append import daily_path
-from memoryd.workspace.transcripts import parse_transcript
+from memoryd.workspace.layout import (
+    MEMORY_DIR,
+    TRANSCRIPT_SUFFIX,
+    daily_path,
+    daily_rel,
+    transcripts_dir,
+)
+from memoryd.workspace.transcripts import stream_transcript
 
 log = get_logger("memoryd.jobs")
 
@@ -39,7 +46,7 @@ MAX_SPAN_DAYS: Final = 7
 PROMPT_RESERVE_TOKENS: Final = 400
 MAX_REDUCE_ROUNDS: Final = 4
 MAX_STAMP: Final = 32503680000.0  # 3000-01-01: later is a corrupt line, not a time
-_DAILY_REF = re.compile(rb"memory/(\d{4}-\d{2}-\d{2})")
+_DAILY_REF = re.compile(re.escape(MEMORY_DIR.encode()) + rb"/(\d{4}-\d{2}-\d{2})")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
 SYSTEM_SUMMARY: Final = """\
@@ -62,6 +69,7 @@ class Session:
     end: float  # the transcript's last write
     messages: list[str] = field(default_factory=list)
     mentions: set[str] = field(default_factory=set)  # days whose daily file a tool call named
+    too_long: bool = False  # more messages than a run's LLM calls can summarise (not all read)
 
 
 def _stamp(value: Any, tz: dt.tzinfo) -> float | None:
@@ -80,31 +88,54 @@ def _stamp(value: Any, tz: dt.tzinfo) -> float | None:
     return stamp if math.isfinite(stamp) and 0 <= stamp < MAX_STAMP else None
 
 
-def read_session(path: Path, root: Path, tz: dt.tzinfo) -> Session:
-    data = path.read_bytes()
-    end = path.stat().st_mtime
-    parsed = parse_transcript(data if data.endswith(b"\n") else data + b"\n")
-    stamps: list[float] = []
+def read_session(path: Path, root: Path, tz: dt.tzinfo, max_chars: int) -> Session:
+    """The session in ``path``, read a block of lines at a time; its messages are kept up to
+    ``max_chars`` (what the run's LLM calls can summarise): past that, reading stops and
+    ``too_long`` says so."""
+    messages: list[str] = []
+    chars = 0
+    too_long = False
+    session_id: str | None = None
+    first: float | None = None
     mentions: set[str] = set()
-    for raw in data.splitlines():
-        try:
-            obj = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if not isinstance(obj, dict):
-            continue
-        msg = obj.get("message")
-        ts = _stamp(obj.get("timestamp"), tz)
-        if ts is None and isinstance(msg, dict):
-            ts = _stamp(msg.get("timestamp"), tz)
-        if ts is not None:
-            stamps.append(ts)
-        if obj.get("type") in ("tool_call", "tool_result"):
-            mentions |= {m.decode() for m in _DAILY_REF.findall(raw)}
-    start = min(min(stamps, default=end), end)
-    sid = _UNSAFE.sub("-", parsed.session_id or "").strip("-")[:80] or path.stem
-    return Session(path, path.relative_to(root).as_posix(), sid, start, end,
-                   [text for _, text in parsed.messages], mentions)
+    with open(path, "rb") as fh:
+        end = os.fstat(fh.fileno()).st_mtime
+        for raws, parsed in stream_transcript(fh):
+            session_id = session_id or parsed.session_id
+            for raw in raws:
+                try:
+                    obj = json.loads(raw)
+                except (ValueError, RecursionError):
+                    continue
+                if not isinstance(obj, dict):
+                    continue
+                msg = obj.get("message")
+                ts = _stamp(obj.get("timestamp"), tz)
+                if ts is None and isinstance(msg, dict):
+                    ts = _stamp(msg.get("timestamp"), tz)
+                if ts is not None:
+                    first = ts if first is None else min(first, ts)
+                if obj.get("type") in ("tool_call", "tool_result"):
+                    mentions |= {m.decode() for m in _DAILY_REF.findall(raw)}
+            for _, text in parsed.messages:
+                messages.append(text)
+                chars += len(text) + 2
+            if chars > max_chars:
+                too_long = True
+                break
+    start = min(first if first is not None else end, end)
+    sid = _UNSAFE.sub("-", session_id or "").strip("-")[:80] or path.stem
+    return Session(path, path.relative_to(root).as_posix(), sid, start, end, messages,
+                   mentions, too_long)
+
+
+def summary_budget(ctx: JobContext) -> tuple[int, int]:
+    """(characters of one part, characters a run's calls can summarise): one call per part
+    of the first round and one to merge, within llm.max_calls_per_run."""
+    cfg = ctx.config.llm
+    part = max(1, _text.chars_for(cfg.context_tokens - cfg.max_output_tokens
+                                  - PROMPT_RESERVE_TOKENS))
+    return part, max(0, cfg.max_calls_per_run - 1) * part
 
 
 def wrote_daily(ctx: JobContext, s: Session) -> str | None:
@@ -114,7 +145,7 @@ def wrote_daily(ctx: JobContext, s: Session) -> str | None:
     last = dt.datetime.fromtimestamp(s.end, tz).date()
     day = max(first, last - dt.timedelta(days=MAX_SPAN_DAYS))
     while day <= last:
-        rel = f"memory/{day.isoformat()}.md"
+        rel = daily_rel(day)
         if day.isoformat() in s.mentions:
             return f"a tool call of the session wrote {rel}"
         try:
@@ -171,8 +202,8 @@ def run(ctx: JobContext) -> JobResult:
     now = ctx.now.timestamp()
     counts = {"active": 0, "too_old": 0, "handled_before": 0}
     candidates: list[tuple[float, Path]] = []
-    folder = ctx.root / "sessions"
-    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+    folder = transcripts_dir(ctx.root)
+    for path in sorted(folder.glob(f"*{TRANSCRIPT_SUFFIX}")) if folder.is_dir() else []:
         if not path.is_file():
             continue
         mtime = path.stat().st_mtime
@@ -189,14 +220,21 @@ def run(ctx: JobContext) -> JobResult:
     todo: list[Session] = []
     left_alone: list[dict[str, str]] = []
     failed: list[dict[str, str]] = []
+    _, max_chars = summary_budget(ctx)
     for _, path in sorted(candidates):
         try:
-            s = read_session(path, ctx.root, ctx.now.tzinfo or dt.UTC)
+            s = read_session(path, ctx.root, ctx.now.tzinfo or dt.UTC, max_chars)
             reason = wrote_daily(ctx, s)
         except Exception as exc:  # one bad transcript must not stop the others
             _failed(ctx, failed, ctx.rel(path), exc)
             continue
-        outcome = "wrote_daily" if reason else None if s.messages else "empty"
+        if s.too_long and not reason:
+            cap = ctx.config.llm.max_calls_per_run
+            reason = (f"too long to summarise: its messages need more than "
+                      f"llm.max_calls_per_run ({cap}) LLM calls")
+            outcome: str | None = "too_long"
+        else:
+            outcome = "wrote_daily" if reason else None if s.messages else "empty"
         if outcome is None:
             todo.append(s)
             continue
@@ -233,7 +271,7 @@ def _summarise_one(ctx: JobContext, llm: LlmClient, s: Session) -> tuple[dict[st
     day = dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
     target = daily_path(ctx.root, day)
     heading = f"Session summary ({s.id})"
-    rel = target.relative_to(ctx.root).as_posix()
+    rel = daily_rel(day)
     if _has_heading(target, heading):  # appended by a run that stopped before recording
         ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
         return {"session": s.rel, "into": rel, "note": "already there"}, None
@@ -282,8 +320,9 @@ def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any],
 
 
 def _has_heading(path: Path, heading: str) -> bool:
+    wanted = f"## {heading}".encode()
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        with open(path, "rb") as fh:  # line by line: a daily file may be large
+            return any(line.rstrip(b"\r\n") == wanted for line in fh)
     except FileNotFoundError:
         return False
-    return f"## {heading}" in text.splitlines()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,8 +28,16 @@ from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.runtime.config import HippocampusConfig
 from memoryd.workspace.fsutil import atomic_write
-from memoryd.workspace.layout import MEMORY_FILES
-from memoryd.workspace.transcripts import parse_transcript
+from memoryd.workspace.layout import (
+    HISTORY_DIR,
+    MEMORY_DIR,
+    MEMORY_FILES,
+    NOTE_SUFFIX,
+    TRANSCRIPT_SUFFIX,
+    archived_daily_dir,
+    transcripts_dir,
+)
+from memoryd.workspace.transcripts import stream_transcript
 
 NAME: Final = "hippocampus"
 PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs
@@ -75,13 +84,18 @@ class _Edited(Exception):
     """MEMORY.md is no longer what the job read."""
 
 
-def read_memory(root: Path) -> Memory:
+def read_memory(root: Path, max_bytes: int) -> Memory:
     path = next((root / n for n in MEMORY_FILES if (root / n).is_file()), root / MEMORY_FILES[0])
     real = path.resolve()
     if not real.is_relative_to(root):
         raise JobFailed(f"{path.name} is a link out of the workspace ({real}): not rewritten")
     try:
-        data: bytes | None = real.read_bytes()
+        with open(real, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                raise JobFailed(f"{path.name} is {size} bytes, over index.max_file_bytes "
+                                f"({max_bytes}): not rewritten")
+            data: bytes | None = fh.read(max_bytes + 1)
     except FileNotFoundError:
         data = None
     try:
@@ -91,45 +105,98 @@ def read_memory(root: Path) -> Memory:
     return Memory(real, real.relative_to(root).as_posix(), data, text, _sha(data))
 
 
+class _Notes:
+    """Note blocks gathered up to a budget of characters: what the run's LLM calls can
+    condense (beyond it the run fails before its first call, and reading stops)."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        cfg = ctx.config.llm
+        self.part_chars = max(1, _text.chars_for(
+            cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS))
+        # One call per part of the first round, one to merge: the later rounds' calls come
+        # out of what is left, and the client stops them at the cap in any case.
+        self.max_chars = max(0, cfg.max_calls_per_run - 1) * self.part_chars
+        self.cap = cfg.max_calls_per_run
+        self.blocks: list[str] = []
+        self.chars = 0
+        self.over = False
+
+    def add(self, block: str) -> bool:
+        """Keep ``block``; False once over the budget (stop reading)."""
+        self.blocks.append(block)
+        self.chars += len(block)
+        self.over = self.chars > self.max_chars
+        return not self.over
+
+    def refuse(self, report: dict[str, Any], what: str) -> JobFailed:
+        need = -(-self.chars // self.part_chars) + 1
+        return JobFailed(f"the notes of {what} are over {self.chars // _text.CHARS_PER_TOKEN} "
+                         f"tokens: condensing them takes more than {need} LLM calls, over "
+                         f"llm.max_calls_per_run ({self.cap}); lower "
+                         "jobs.hippocampus.lookback_days or raise llm.max_calls_per_run. "
+                         "MEMORY.md unchanged", report)
+
+
 def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dict[str, Any]]:
-    """Blocks of notes, oldest first: daily files of the window, then transcript highlights."""
+    """Blocks of notes, oldest first: daily files of the window, then transcript highlights.
+    Each file is read within index.max_file_bytes (a transcript a block at a time), and all
+    of them within what llm.max_calls_per_run can condense: JobFailed beyond."""
     today = ctx.now.date()
     first = today - dt.timedelta(days=opts.lookback_days - 1)
-    blocks: list[str] = []
+    notes = _Notes(ctx)
+    max_bytes = ctx.config.index.max_file_bytes
     files: list[str] = []
+    too_large: list[str] = []
+    report: dict[str, Any] = {"daily_files": files, "sessions": 0}
+    what = f"the last {opts.lookback_days} days"
     for offset in range(opts.lookback_days):
         day = first + dt.timedelta(days=offset)
         for path in _daily_files(ctx.root, day):
-            text = path.read_bytes().decode("utf-8", errors="replace").strip()
+            with open(path, "rb") as fh:
+                data = fh.read(max_bytes + 1)
+            if len(data) > max_bytes:
+                too_large.append(ctx.rel(path))
+                continue
+            text = data.decode("utf-8", errors="replace").strip()
             if text:
-                blocks.append(f"=== {ctx.rel(path)} ===\n{text}\n")
                 files.append(ctx.rel(path))
-    sessions = 0
+                if not notes.add(f"=== {ctx.rel(path)} ===\n{text}\n"):
+                    raise notes.refuse(report, what)
+    if too_large:
+        report["too_large"] = too_large  # named, not silently left out
     if opts.include_sessions:
         since = dt.datetime.combine(first, dt.time(), ctx.now.tzinfo).timestamp()
         for path in _recent_transcripts(ctx.root, since):
-            lines = [f"- {text[:HIGHLIGHT_CHARS]}" + ("..." if len(text) > HIGHLIGHT_CHARS else "")
-                     for _, text in parse_transcript(path.read_bytes()).messages]
+            lines: list[str] = []
+            with open(path, "rb") as fh:
+                for _raw, parsed in stream_transcript(fh):
+                    lines += [f"- {text[:HIGHLIGHT_CHARS]}"
+                              + ("..." if len(text) > HIGHLIGHT_CHARS else "")
+                              for _, text in parsed.messages]
+                    if notes.chars + sum(map(len, lines)) > notes.max_chars:
+                        break
             if lines:
-                blocks.append(f"=== {ctx.rel(path)} (highlights) ===\n" + "\n".join(lines) + "\n")
-                sessions += 1
-    return blocks, {"daily_files": files, "sessions": sessions}
+                report["sessions"] += 1
+                block = f"=== {ctx.rel(path)} (highlights) ===\n" + "\n".join(lines) + "\n"
+                if not notes.add(block):
+                    raise notes.refuse(report, what)
+    return notes.blocks, report
 
 
 def _daily_files(root: Path, day: dt.date) -> list[Path]:
     found: list[Path] = []
-    for folder in (root / "memory", root / "memory" / "archive" / f"{day.year:04d}"):
+    for folder in (root / MEMORY_DIR, archived_daily_dir(root, day.year)):
         if folder.is_dir():
-            found += sorted(p for p in folder.glob(f"{day.isoformat()}*.md")
+            found += sorted(p for p in folder.glob(f"{day.isoformat()}*{NOTE_SUFFIX}")
                             if p.is_file() and p.resolve().is_relative_to(root))
     return found
 
 
 def _recent_transcripts(root: Path, since: float) -> list[Path]:
-    folder = root / "sessions"
+    folder = transcripts_dir(root)
     if not folder.is_dir():
         return []
-    found = [(p.stat().st_mtime, p) for p in folder.glob("*.jsonl")
+    found = [(p.stat().st_mtime, p) for p in folder.glob(f"*{TRANSCRIPT_SUFFIX}")
              if p.is_file() and p.stat().st_mtime >= since]
     return [p for _, p in sorted(found)]
 
@@ -224,7 +291,7 @@ def run(ctx: JobContext) -> JobResult:
     if not ctx.root.is_dir():
         raise JobSkipped(f"workspace folder {ctx.root} is missing")
     llm = ctx.llm()
-    memory = read_memory(ctx.root)
+    memory = read_memory(ctx.root, ctx.config.index.max_file_bytes)
     notes, report = read_notes(ctx, opts)
     if not notes:
         raise JobSkipped(f"nothing to consolidate: no notes from the last {opts.lookback_days} "
@@ -309,7 +376,7 @@ def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) 
 def _keep_backup(ctx: JobContext, memory: Memory) -> str:
     """Copy the current MEMORY.md to memory/.history/ (durably) before anything changes."""
     assert memory.data is not None
-    folder = ctx.root / "memory" / ".history"
+    folder = ctx.root / HISTORY_DIR
     folder.mkdir(parents=True, exist_ok=True)
     stem = f"{Path(memory.rel).stem}.{ctx.now.strftime('%Y%m%dT%H%M%S')}"
     target = folder / f"{stem}.md"

@@ -79,6 +79,9 @@ class LlmClient:
     def chat(self, system: str, user: str) -> ChatAnswer:
         if self._cancelled is not None and self._cancelled.is_set():
             raise LlmError("cancelled: the daemon is shutting down")
+        if self.calls >= self.cfg.max_calls_per_run:  # the jobs plan below it; a backstop
+            raise LlmError(f"this run made llm.max_calls_per_run ({self.cfg.max_calls_per_run})"
+                           " LLM calls already; raise it")
         self.calls += 1
         try:
             raw = self._client.chat.completions.with_raw_response.create(

@@ -25,7 +25,15 @@ from typing import Any, Final
 
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.workspace.fsutil import fsync_dir
-from memoryd.workspace.layout import DAY_RE
+from memoryd.workspace.layout import (
+    ARCHIVE_DIR,
+    DAY_RE,
+    MEMORY_DIR,
+    NOTE_SUFFIX,
+    TRANSCRIPT_SUFFIX,
+    archived_daily_dir,
+    transcripts_dir,
+)
 
 DAY_S: Final = 86400.0
 CHUNK: Final = 1 << 20
@@ -69,9 +77,9 @@ def plan(ctx: JobContext) -> list[Action]:
     opts = ctx.config.jobs.retention
     now = ctx.now.timestamp()
     actions: list[Action] = []
-    folder = ctx.root / "sessions"
+    folder = transcripts_dir(ctx.root)
     if folder.is_dir():
-        for path in sorted(folder.glob("*.jsonl")):
+        for path in sorted(folder.glob(f"*{TRANSCRIPT_SUFFIX}")):
             st = path.lstat()
             if not path.is_file() or path.is_symlink():
                 continue
@@ -81,7 +89,7 @@ def plan(ctx: JobContext) -> list[Action]:
                 actions.append(Action("delete", path, None, st.st_size, _key(st)))
                 continue
             month = dt.datetime.fromtimestamp(st.st_mtime, ctx.now.tzinfo).strftime("%Y-%m")
-            dest = ctx.root / "sessions" / "archive" / month / f"{path.name}.gz"
+            dest = folder / ARCHIVE_DIR / month / f"{path.name}.gz"
             actions.append(Action("archive", path, dest, st.st_size, _key(st)))
     if opts.daily_archive_days:
         actions += _plan_daily(ctx, now, opts.daily_archive_days)
@@ -91,10 +99,10 @@ def plan(ctx: JobContext) -> list[Action]:
 def _plan_daily(ctx: JobContext, now: float, days: int) -> list[Action]:
     cutoff = ctx.now.date() - dt.timedelta(days=days)
     out: list[Action] = []
-    folder = ctx.root / "memory"
+    folder = ctx.root / MEMORY_DIR
     if not folder.is_dir():
         return out
-    for path in sorted(folder.glob("*.md")):
+    for path in sorted(folder.glob(f"*{NOTE_SUFFIX}")):
         m = DAY_RE.match(path.name)
         if not m or not path.is_file() or path.is_symlink():
             continue
@@ -106,7 +114,7 @@ def _plan_daily(ctx: JobContext, now: float, days: int) -> list[Action]:
         # Both old by name and not written lately: a late note to an old day stays put.
         if day >= cutoff or now - st.st_mtime <= days * DAY_S:
             continue
-        dest = folder / "archive" / f"{day.year:04d}" / path.name
+        dest = archived_daily_dir(ctx.root, day.year) / path.name
         out.append(Action("archive_daily", path, dest, st.st_size, _key(st)))
     return out
 

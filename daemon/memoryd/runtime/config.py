@@ -112,6 +112,9 @@ class LlmConfig:
     max_retries: int = _opt(3, lo=0, hi=20)  # on 429, 5xx, timeouts (with backoff)
     # The model's context window: larger inputs are worked through in parts, never cut.
     context_tokens: int = _opt(16384, lo=512, hi=10_000_000)
+    # One job run makes at most this many calls: more input than that can condense is
+    # refused before the first call, with the reason in the run's message.
+    max_calls_per_run: int = _opt(50, lo=1, hi=100_000)
 
 
 def _cron(value: str) -> str | None:

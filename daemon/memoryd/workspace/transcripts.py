@@ -1,18 +1,23 @@
-"""Incremental parsing of session transcripts (``sessions/<id>.jsonl``).
+"""Session transcripts (``sessions/<id>.jsonl``): the format, and reading it in bounded steps.
 
-The indexer keeps the byte offset already ingested and hands the bytes after it here; only
-complete lines are consumed, so a line still being written is read again once its newline
-arrives. Only user and assistant text is kept; everything else is counted and skipped.
+The indexer keeps the byte offset already ingested and hands the bytes after it to
+``parse_transcript``; only complete lines are consumed, so a line still being written is
+read again once its newline arrives. Only user and assistant text is kept; everything else
+is counted and skipped. The jobs read whole transcripts with ``stream_transcript``: a block
+of lines at a time, never the whole file (a transcript can be gigabytes).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, BinaryIO
 
 _ROLES = ("user", "assistant")
+READ_BLOCK = 1 << 20
+MAX_LINE_BYTES = 16 << 20  # a longer line (a tool's output pasted whole) is stepped over
 # JSON may escape half of a surrogate pair ("\ud83d" from a tool that cut an emoji in two):
 # json.loads gives a str no UTF-8 encoder accepts. Such halves become U+FFFD, as invalid
 # UTF-8 bytes do.
@@ -90,3 +95,45 @@ def _text(content: Any) -> str:
         parts = (b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text")
         return _clean("\n".join(p.strip() for p in parts if isinstance(p, str) and p.strip()))
     return ""
+
+
+def stream_transcript(fh: BinaryIO, block: int = READ_BLOCK,
+                      max_line_bytes: int = MAX_LINE_BYTES
+                      ) -> Iterator[tuple[list[bytes], TranscriptChunkInput]]:
+    """The transcript from ``fh``'s position, a block of whole lines at a time: (the raw
+    lines, what they parse to). Memory stays around ``block`` plus one line; a line longer
+    than ``max_line_bytes`` is stepped over (counted as malformed), and a last line without
+    its newline counts as complete."""
+    line_no = 1
+    carry = b""
+    skipping = False  # inside a line too long to keep
+    while True:
+        data = fh.read(block)
+        if not data:
+            break
+        nl = data.rfind(b"\n")
+        if nl < 0:  # no line ends in this block
+            if not skipping:
+                carry += data
+                if len(carry) > max_line_bytes:
+                    carry, skipping = b"", True
+            continue
+        head, rest = data[:nl + 1], data[nl + 1:]
+        if skipping:
+            first_end = head.find(b"\n") + 1
+            head, skipping = head[first_end:], False
+            yield [], TranscriptChunkInput(consumed=first_end, lines_consumed=1, malformed=1)
+            line_no += 1
+        chunk = carry + head
+        carry = rest
+        if len(carry) > max_line_bytes:
+            carry, skipping = b"", True
+        if chunk:
+            parsed = parse_transcript(chunk, first_line=line_no)
+            line_no += parsed.lines_consumed
+            yield chunk.split(b"\n")[:-1], parsed
+    if skipping:
+        yield [], TranscriptChunkInput(lines_consumed=1, malformed=1)
+    elif carry.strip():
+        parsed = parse_transcript(carry + b"\n", first_line=line_no)
+        yield [carry], parsed
