@@ -161,5 +161,6 @@ def test_error_codes_are_the_documented_set() -> None:
         "unknown_workspace",
         "unavailable",
         "shutting_down",
+        "disk_full",
         "internal",
     } == protocol.ERROR_CODES
