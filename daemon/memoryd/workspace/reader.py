@@ -11,7 +11,7 @@ import stat
 from dataclasses import dataclass
 from typing import Any
 
-from memoryd.errors import InvalidParams, NotFound
+from memoryd.errors import InvalidParams, NotFound, Unavailable
 from memoryd.workspace.layout import Layout
 
 _READ_CHUNK = 1 << 20
@@ -51,6 +51,8 @@ def read_lines(layout: Layout, path: str, from_line: int | None, lines: int | No
     if lines is not None and lines < 1:
         raise InvalidParams(f"lines must be >= 1, got {lines}", {"param": "lines"})
     rel = layout.requested_rel(path)
+    if not layout.root.is_dir():
+        raise Unavailable(f"workspace folder {layout.root} is missing")
     opened = layout.open_memory(rel)
     try:
         st = os.fstat(opened.fd)
