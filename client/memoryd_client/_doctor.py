@@ -204,7 +204,8 @@ def _memoryd_doctor(socket_override: str | None) -> list[Check]:
                 "memoryd installed",
                 False,
                 "no `memoryd` executable next to this Python or on PATH",
-                "pip install memoryd",
+                "install the daemon from a memoryd checkout: pip install ./client . "
+                "(or point --socket at a daemon that runs elsewhere)",
             )
         ]
     env = dict(os.environ)

