@@ -173,6 +173,22 @@ class ServerConfig:
 
 
 @dataclass(frozen=True)
+class FleetConfig:
+    """Fleet mode (docs/fleet.md): publish to and search a shared Postgres with pgvector."""
+
+    dsn: str = _opt("", secret=True)  # libpq URI or key=value; empty: fleet mode off
+    dsn_env: str = _opt("")  # or the DSN from this environment variable
+    password: str = _opt("", secret=True)  # when the DSN has none (libpq's PG* vars work too)
+    password_env: str = _opt("")
+    host: str = _opt("")  # this daemon's name in the fleet; empty: the machine's host name
+    schema: str = _opt("memoryd_fleet", check=lambda v: None if v.isidentifier() else
+                       "must be a plain identifier")
+    lease_seconds: float = _opt(30.0, lo=3.0, hi=86400)  # a crashed daemon's lease lasts this
+    connect_timeout: float = _opt(5.0, lo=0.5, hi=600)
+    retry_max_seconds: float = _opt(60.0, lo=1.0, hi=3600)  # reconnect back-off ceiling
+
+
+@dataclass(frozen=True)
 class WorkspaceConfig:
     path: str = _opt("")
     name: str = _opt("")
@@ -186,6 +202,7 @@ class Config:
     llm: LlmConfig = field(default_factory=LlmConfig)
     server: ServerConfig = field(default_factory=ServerConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
+    fleet: FleetConfig = field(default_factory=FleetConfig)
     workspaces: tuple[WorkspaceConfig, ...] = ()
     source: str = ""  # where it was loaded from, for status and error messages
 
@@ -196,6 +213,7 @@ SECTIONS: dict[str, type[Any]] = {
     "search": SearchConfig,
     "llm": LlmConfig,
     "server": ServerConfig,
+    "fleet": FleetConfig,
 }
 
 # [jobs.<name>] tables; MEMORYD_JOBS_<NAME>_<KEY> in the environment.
@@ -438,6 +456,7 @@ __all__ = [
     "Config",
     "EmbeddingConfig",
     "FallbackSummaryConfig",
+    "FleetConfig",
     "HippocampusConfig",
     "IndexConfig",
     "JobsConfig",

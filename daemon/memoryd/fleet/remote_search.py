@@ -1,0 +1,273 @@
+"""Searching and reading a workspace another daemon published (docs/fleet.md, Remote search).
+
+Postgres finds the candidates: BM25 as FTS5 computes it, in SQL over the published term
+frequencies (GIN on the lexemes finds the matches; ``ts_rank`` is not BM25), pgvector's
+cosine distance over the chunk mean vectors, and a dated query's days. The local engine's
+own code then scores them: window cosines, the line signal, fusion, snippets.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from memoryd.config import SearchConfig
+from memoryd.embeddings.base import Vectors
+from memoryd.errors import InvalidParams, NotFound
+from memoryd.index.keyword_mirror import K1, MIN_IDF, B
+from memoryd.index.query import query_days, query_terms
+from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.search import (
+    KEYWORD_OVERFETCH,
+    Candidate,
+    Filters,
+    fuse,
+    idf_weights,
+    snippet_scores,
+)
+from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
+from memoryd.index.types import Fusion, GetResult, Mode, SearchHit, SearchRequest
+
+
+@dataclass(frozen=True)
+class RemoteWorkspace:
+    id: int
+    host: str
+    name: str
+    provider: str
+    model: str
+    dims: int
+    n_chunks: int
+    n_tokens: int
+    published_at: dt.datetime | None
+    lease_live: bool
+    holder_info: dict[str, Any]
+
+    def freshness(self, now: dt.datetime) -> dict[str, Any]:
+        age = (now - self.published_at).total_seconds() if self.published_at else None
+        return {
+            "host": self.host,
+            "workspace": self.name,
+            "published_at": self.published_at.isoformat() if self.published_at else None,
+            "published_age_s": round(age, 3) if age is not None else None,
+            "publisher_live": self.lease_live,
+        }
+
+
+def tsquery_lexeme(stem: str) -> str:
+    """A stem as a quoted tsquery operand: data, never tsquery syntax."""
+    return "'" + stem.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def porter_tokenizer() -> TokenizeOffsets:
+    """The local index's FTS5 tokenizer (porter over unicode61), with offsets."""
+    conn = apsw.Connection(":memory:")
+    porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
+
+    def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
+        found = porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True,
+                       include_colocated=False)
+        return found  # type: ignore[return-value]  # offsets on, colocated off
+
+    return tokenize
+
+
+class RemoteIndex:
+    """Queries over the published tables; one per searching thread (not thread-safe)."""
+
+    def __init__(self, schema: str) -> None:
+        self.schema = schema
+        self.tokenize = porter_tokenizer()
+        self.line_stems = LineStems()
+
+    def _q(self, text: str) -> sql.Composed:
+        return sql.SQL(text).format(s=sql.Identifier(self.schema))
+
+    def workspaces(self, conn: psycopg.Connection[Any], host: str | None = None,
+                   name: str | None = None) -> list[RemoteWorkspace]:
+        rows = conn.execute(self._q(
+            "SELECT id, host, name, provider, model, dims, n_chunks, n_tokens, published_at, "
+            "coalesce(lease_expires > now(), false), holder_info FROM {s}.workspaces "
+            "WHERE (%(host)s::text IS NULL OR host = %(host)s) "
+            "AND (%(name)s::text IS NULL OR name = %(name)s) ORDER BY host, name"),
+            {"host": host, "name": name}).fetchall()
+        return [RemoteWorkspace(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), int(r[6]),
+                                int(r[7]), r[8], bool(r[9]), dict(r[10] or {})) for r in rows]
+
+    def one(self, conn: psycopg.Connection[Any], host: str, name: str) -> RemoteWorkspace:
+        found = self.workspaces(conn, host, name)
+        if not found:
+            raise NotFound(f"no workspace {name!r} of host {host!r} in the fleet "
+                           "(memctl fleet status lists them)",
+                           {"host": host, "workspace": name})
+        return found[0]
+
+    # ---------------------------------------------------------------- search
+
+    def search(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, req: SearchRequest,
+               cfg: SearchConfig, qvec: Vectors | None, window_budget: int
+               ) -> tuple[list[SearchHit], Mode]:
+        """The local engine's ranking (index/search.py run_search) over candidates from
+        Postgres. ``qvec``: the query embedded with this workspace's model, or None."""
+        max_results = req.max_results or cfg.max_results
+        min_score = cfg.min_score if req.min_score is None else req.min_score
+        fusion: Fusion = req.fusion or cfg.fusion  # type: ignore[assignment]
+        mode: Mode = req.mode if qvec is not None else "keyword"
+        filters = Filters(req.sources, req.path_prefix, req.since, req.until)
+        terms = query_terms(req.query)
+        term_stems = {t: [s for _, _, s in self.tokenize(t.encode())] for t in terms}
+        stems = list(dict.fromkeys(s for ts in term_stems.values() for s in ts))
+        df = self._doc_freqs(conn, ws, stems)
+        weights = idf_weights(ws.n_chunks, df)
+        n = max_results * cfg.candidate_multiplier
+        where, args = self._filters(ws, filters)
+
+        days = query_days(req.query) if mode != "vector" else []
+        found: dict[int, None] = {}
+        bm25: dict[int, float] = {}
+        if stems and mode != "vector":
+            limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
+            ranked = self._bm25(conn, ws, [s for t in terms for s in term_stems[t]], df,
+                                where, args, limit)
+            bm25 = dict(ranked)
+            found.update((i, None) for i, _ in ranked[:n])
+        if qvec is not None and mode != "keyword":
+            rows = conn.execute(
+                sql.SQL("SELECT chunk_id FROM {}.chunks WHERE ").format(
+                    sql.Identifier(self.schema)) + where + sql.SQL(
+                    " AND embedding IS NOT NULL ORDER BY embedding <=> %s::vector, chunk_id "
+                    "LIMIT %s"), [*args, _vector_text(qvec), n]).fetchall()
+            found.update((int(r[0]), None) for r in rows)
+        if days:
+            rows = conn.execute(
+                sql.SQL("SELECT chunk_id FROM {}.chunks WHERE ").format(
+                    sql.Identifier(self.schema)) + where + sql.SQL(
+                    " AND day = ANY(%s) ORDER BY chunk_id LIMIT %s"), [*args, days, n]).fetchall()
+            found.update((int(r[0]), None) for r in rows)
+        cands = self._load(conn, ws, list(found), bm25, qvec)
+
+        tokenize = self.tokenize
+
+        def fill_lines(c: Candidate) -> None:
+            if c.lines is None:
+                c.lines = line_scores([self.line_stems.get(c.id, c.text, tokenize)], weights)[0]
+
+        fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days,
+                     max_results)
+        hits = []
+        for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
+            fill_lines(c)
+            snip = make_snippet(c.text, c.start_line, c.end_line,
+                                snippet_scores(c, window_budget), terms, cfg.snippet_chars)
+            hits.append(SearchHit(c.path, c.start_line, c.end_line, score, snip.text,
+                                  snip.start_line, snip.end_line, c.source, c.heading, v, t))
+        return hits, mode
+
+    def _filters(self, ws: RemoteWorkspace, f: Filters) -> tuple[sql.Composable, list[Any]]:
+        parts = ["workspace_id = %s", "source = ANY(%s)"]
+        args: list[Any] = [ws.id, list(f.sources)]
+        if f.path_prefix:
+            parts.append("left(path, %s) = %s")
+            args += [len(f.path_prefix), f.path_prefix]
+        if f.since or f.until:
+            parts.append("day <> ''")
+        if f.since:
+            parts.append("day >= %s")
+            args.append(f.since)
+        if f.until:
+            parts.append("day <= %s")
+            args.append(f.until)
+        return sql.SQL(" AND ".join(parts)), args
+
+    def _doc_freqs(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace,
+                   stems: list[str]) -> dict[str, int]:
+        """Chunks holding each stem: a GIN count each (statistics kept by Postgres itself)."""
+        if not stems:
+            return {}
+        rows = conn.execute(self._q(
+            "SELECT q.stem, (SELECT count(*) FROM {s}.chunks c WHERE c.workspace_id = %s "
+            "AND c.lexemes @@ q.query::tsquery) FROM unnest(%s::text[], %s::text[]) "
+            "AS q(stem, query)"),
+            (ws.id, stems, [tsquery_lexeme(s) for s in stems])).fetchall()
+        return {str(s): int(n) for s, n in rows}
+
+    def _bm25(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, stems: list[str],
+              df: dict[str, int], where: sql.Composable, args: list[Any], limit: int
+              ) -> list[tuple[int, float]]:
+        """FTS5's bm25() of the OR query (fts5_aux.c: k1, b, the IDF floor, one term after
+        another in query order, repeats kept), as (chunk id, score) best first."""
+        rows, tokens = max(ws.n_chunks, 1), ws.n_tokens
+        avgdl = (tokens / rows) or 1.0
+        score_sql, score_args, freq_sql = [], [], []
+        for i, s in enumerate(stems):
+            d = df.get(s, 0)
+            idf = math.log((rows - d + 0.5) / (d + 0.5))
+            score_sql.append(f"%s * ((f{i} * %s) / (f{i} + norm))")
+            score_args += [idf if idf > 0.0 else MIN_IDF, K1 + 1.0]
+            freq_sql.append(f"coalesce(freqs[array_position(stems, %s)], 0) * 0.5 AS f{i}")
+        query = sql.SQL(
+            "SELECT chunk_id, score FROM (SELECT chunk_id, " + " + ".join(score_sql)
+            + " AS score FROM (SELECT chunk_id, " + ", ".join(freq_sql)
+            + ", %s * (1 - %s + %s * tokens / %s) AS norm FROM {s}.chunks WHERE {where} "
+            "AND lexemes @@ %s::tsquery) m) r ORDER BY score DESC, chunk_id LIMIT %s"
+        ).format(s=sql.Identifier(self.schema), where=where)
+        params = [*score_args, *stems, K1, B, B, avgdl, *args,
+                  " | ".join(tsquery_lexeme(s) for s in dict.fromkeys(stems)), limit]
+        return [(int(i), float(x)) for i, x in conn.execute(query, params).fetchall()]
+
+    def _load(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, ids: list[int],
+              bm25: dict[int, float], qvec: Vectors | None) -> list[Candidate]:
+        if not ids:
+            return []
+        rows = conn.execute(self._q(
+            "SELECT chunk_id, path, source, day, start_line, end_line, heading, text, windows "
+            "FROM {s}.chunks WHERE workspace_id = %s AND chunk_id = ANY(%s)"),
+            (ws.id, ids)).fetchall()
+        by_id = {int(r[0]): r for r in rows}
+        q = qvec.astype(np.float32) if qvec is not None else None
+        out = []
+        for i in ids:
+            r = by_id.get(i)
+            if r is None:
+                continue
+            c = Candidate(i, r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7],
+                          r[8] is not None, bm25.get(i))
+            if q is not None and r[8] is not None:
+                m = np.frombuffer(r[8], dtype=np.float16).reshape(-1, q.shape[0])
+                sims = m.astype(np.float32) @ q
+                c.best_window = int(np.argmax(sims))
+                c.window_sim = float(sims[c.best_window])
+            out.append(c)
+        return out
+
+    # ---------------------------------------------------------------- get
+
+    def get(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, path: str,
+            from_line: int | None, lines: int | None) -> GetResult:
+        row = conn.execute(self._q(
+            "SELECT body, source FROM {s}.files WHERE workspace_id = %s AND path = %s"),
+            (ws.id, path)).fetchone()
+        if row is None:
+            raise NotFound(f"{path}: not published by {ws.host}:{ws.name}",
+                           {"path": path, "host": ws.host, "workspace": ws.name})
+        if row[0] is None:
+            raise InvalidParams(f"{path}: only markdown files can be read with get "
+                                f"(it is {row[1]})", {"param": "path"})
+        all_lines = str(row[0]).split("\n")
+        if all_lines and all_lines[-1] == "":
+            all_lines.pop()
+        start = from_line or 1
+        chosen = (all_lines[start - 1:] if lines is None
+                  else all_lines[start - 1: start - 1 + lines])
+        return GetResult(path, start, len(chosen), "\n".join(chosen), len(all_lines))
+
+
+def _vector_text(v: Vectors) -> str:
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(v, dtype=np.float32)) + "]"

@@ -1,0 +1,140 @@
+"""A throwaway Postgres with pgvector for tests and benchmarks: initdb in a folder, one
+server on a Unix socket in it, no TCP port, stopped and removed by its owner.
+
+The binaries come from ``MEMORYD_PG_BIN`` (a folder with initdb and postgres), else the
+``pgserver`` wheel (it ships Postgres 16 with pgvector; pip-installable, so CI needs no
+system packages), else the system's ``pg_config --bindir`` when that install has pgvector.
+Postgres refuses to run as root: as root the server runs as ``nobody`` (its folder is
+handed to that user), which is what a CI container usually is.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+START_TIMEOUT_S = 30.0
+
+
+class PostgresUnavailable(Exception):
+    """No Postgres with pgvector here: the message says what was looked for."""
+
+
+def find_bin_dir(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    looked = []
+    if env.get("MEMORYD_PG_BIN"):
+        return Path(env["MEMORYD_PG_BIN"])
+    spec = importlib.util.find_spec("pgserver")  # not imported: its import has side effects
+    if spec is not None and spec.submodule_search_locations:
+        candidate = Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+        if (candidate / "postgres").exists():
+            return candidate
+    looked.append("the pgserver wheel (pip install pgserver)")
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        out = subprocess.run([pg_config, "--bindir", "--sharedir"], capture_output=True,
+                             text=True, check=False).stdout.split()
+        if len(out) == 2 and (Path(out[1]) / "extension" / "vector.control").exists():
+            return Path(out[0])
+        looked.append(f"the system Postgres ({out[0] if out else pg_config}: no pgvector)")
+    else:
+        looked.append("a system Postgres (no pg_config on PATH)")
+    raise PostgresUnavailable("no Postgres with pgvector: looked for MEMORYD_PG_BIN, "
+                              + ", ".join(looked))
+
+
+class ScratchPostgres:
+    """``with ScratchPostgres() as pg: pg.create_database("db")``; ``stop()``/``start()`` in
+    between stand for an outage (the data survives). Its folder is a new one under the
+    system's temp folder (the server's user must reach it, and the socket path stays short),
+    removed on exit."""
+
+    def __init__(self, bin_dir: Path | None = None) -> None:
+        self.bin = bin_dir or find_bin_dir()
+        self.folder = Path(tempfile.mkdtemp(prefix="memoryd-pg-"))
+        self.data = self.folder / "data"
+        self.user: str | None = "nobody" if os.geteuid() == 0 else None
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def _run(self, args: list[str]) -> None:
+        done = subprocess.run(args, capture_output=True, user=self.user, check=False,
+                              timeout=120)
+        if done.returncode != 0:
+            raise PostgresUnavailable(
+                f"{Path(args[0]).name} failed: {done.stderr.decode(errors='replace')[-2000:]}")
+
+    def init(self) -> None:
+        self.folder.chmod(0o755)
+        if self.user is not None:
+            entry = pwd.getpwnam(self.user)
+            os.chown(self.folder, entry.pw_uid, entry.pw_gid)
+        self._run([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
+                   "--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions"])
+
+    def start(self) -> None:
+        log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115  # the server's own
+        self.proc = subprocess.Popen(
+            [str(self.bin / "postgres"), "-D", str(self.data), "-k", str(self.folder),
+             "-h", "", "-c", "fsync=off", "-c", "synchronous_commit=off",
+             "-c", "full_page_writes=off", "-c", "max_connections=200"],
+            stdout=log, stderr=log, user=self.user)
+        log.close()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not (self.folder / ".s.PGSQL.5432").exists():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                tail = (self.folder / "postgres.log").read_text(errors="replace")[-2000:]
+                self.stop()
+                raise PostgresUnavailable(f"postgres did not start: {tail}")
+            time.sleep(0.05)
+        self._wait_ready(deadline)
+
+    def _wait_ready(self, deadline: float) -> None:
+        import psycopg
+
+        while True:
+            try:
+                with psycopg.connect(self.dsn("postgres"), connect_timeout=2):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()  # smart shutdown would wait for clients; SIGINT is "fast"
+        proc.send_signal(2)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def dsn(self, database: str) -> str:
+        return f"host={self.folder} port=5432 user=postgres dbname={database}"
+
+    def create_database(self, name: str) -> str:
+        import psycopg
+        from psycopg import sql
+
+        with psycopg.connect(self.dsn("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        return self.dsn(name)
+
+    def __enter__(self) -> ScratchPostgres:
+        self.init()
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
