@@ -92,3 +92,25 @@ def make_index(tmp_path: Path) -> Iterator[IndexFactory]:
 
 if TYPE_CHECKING:
     from engine_util import IndexFactory
+
+
+# --- fleet fixtures (tests/fleet_util.py): a real Postgres with pgvector ---------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[ScratchPostgres]:
+    """One Postgres for the session (each test gets a database of its own: fleet_dsn)."""
+    from fleet_util import scratch_postgres
+
+    yield from scratch_postgres()
+
+
+@pytest.fixture
+def fleet_dsn(pg_server: ScratchPostgres) -> str:
+    from fleet_util import new_database
+
+    return new_database(pg_server)
+
+
+if TYPE_CHECKING:
+    from memoryd.fleet.scratch import ScratchPostgres

@@ -16,9 +16,10 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import MemorydError
+from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.jobs.history import History
 from memoryd.jobs.runner import Runner
@@ -40,6 +41,9 @@ from memoryd.workspace.append import Appender
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.paths import Paths
+
+if TYPE_CHECKING:
+    from memoryd.fleet.service import FleetService
 
 log = get_logger("memoryd.daemon")
 WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
@@ -88,6 +92,8 @@ class Daemon:
         self._registry: Registry | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
         self._scheduler: Scheduler | None = None
+        self.fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)
+        self.fleet_off: str | None = None  # why fleet mode is configured but not running
 
     @property
     def registry(self) -> Registry:
@@ -129,6 +135,7 @@ class Daemon:
                 history, self.clock, lambda: self.config, self._registry.list,
                 Runner(history, self.clock, lambda: self.config, self.appender, self.env))
             self._scheduler.recover()
+            self._start_fleet()
             await self.server.start(sock)
         except BaseException:
             self._close_sync()
@@ -141,6 +148,23 @@ class Daemon:
                  ms=round((time.perf_counter() - started) * 1000, 1),
                  workspaces=len(self.registry.list()), config=self.config.source or None,
                  socket_from=self.instance.manager)
+
+    def _start_fleet(self) -> None:
+        """Fleet mode when [fleet] has a DSN; psycopg is imported only then (memoryd[fleet])."""
+        if not fleet_configured(self.config.fleet, self.env):
+            return
+        try:
+            from memoryd.fleet.lease import holder_id
+            from memoryd.fleet.service import FleetService
+            from memoryd.fleet.settings import fleet_settings
+        except ImportError as exc:
+            self.fleet_off = (f"fleet mode needs psycopg ({exc}): pip install 'memoryd[fleet]'")
+            log.error("fleet_off", error=self.fleet_off)
+            return
+        settings = fleet_settings(self.config.fleet, self.env)  # a bad DSN: ConfigError
+        self.fleet = FleetService(settings, holder_id(self.paths.state_db.parent),
+                                  self.registry.list, lambda: self.config)
+        self.fleet.start()
 
     def _start_service_tasks(self) -> None:
         """Under systemd: STATUS= lines while the startup scans run, and watchdog pings."""
@@ -204,6 +228,8 @@ class Daemon:
             await self._scheduler.stop(0 if self._force.is_set()
                                        else self.config.server.shutdown_timeout)
         await self.watcher.stop()
+        if self.fleet is not None:
+            await self.fleet.stop()  # releases its leases: another daemon may take them now
         await self.server.close()
         if self._registry is not None:
             await self._registry.close()

@@ -47,9 +47,10 @@ def holder_info() -> dict[str, Any]:
 
 
 def claim(conn: psycopg.Connection[Any], schema: str, host: str, name: str, holder: str,
-          seconds: float) -> int:
-    """The workspace row's id, with the lease ours for ``seconds`` more; LeaseRefused when
-    another daemon holds it. Runs in the caller's transaction when there is one."""
+          seconds: float) -> tuple[int, bool]:
+    """(the workspace row's id, whether the row is new), with the lease ours for ``seconds``
+    more; LeaseRefused when another daemon holds it. A new row means nothing of it is
+    published (a dropped schema comes back with ids from 1 again)."""
     s = sql.Identifier(schema)
     row = conn.execute(
         sql.SQL(
@@ -59,12 +60,12 @@ def claim(conn: psycopg.Connection[Any], schema: str, host: str, name: str, hold
             "ON CONFLICT (host, name) DO UPDATE SET holder = excluded.holder, "
             "    holder_info = excluded.holder_info, lease_expires = excluded.lease_expires "
             "WHERE w.holder IS NULL OR w.holder = excluded.holder OR w.lease_expires < now() "
-            "RETURNING w.id").format(s=s),
+            "RETURNING w.id, (w.xmax = 0)").format(s=s),
         {"host": host, "name": name, "holder": holder, "info": Jsonb(holder_info()),
          "secs": seconds},
     ).fetchone()
     if row is not None:
-        return int(row[0])
+        return int(row[0]), bool(row[1])
     other = conn.execute(
         sql.SQL("SELECT holder_info, lease_expires FROM {s}.workspaces "
                 "WHERE host = %s AND name = %s").format(s=s), (host, name)).fetchone()

@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 
 from memoryd.fleet import lease
-from memoryd.fleet.local import FilePayload, LocalIndexReader, Version
+from memoryd.fleet.local import FilePayload, LocalIndexReader, Version, vector_literal
 
 BATCH_CHUNKS = 2000  # chunks per transaction: big enough for throughput, short for readers
 
@@ -68,9 +68,9 @@ class WorkspacePublisher:
         started = time.perf_counter()
         report = PublishReport()
         with conn.transaction():
-            self.ws_id = lease.claim(conn, self.schema, self.host, self.name, self.holder,
-                                     self.lease_seconds)
-            if self.published is None:
+            self.ws_id, new = lease.claim(conn, self.schema, self.host, self.name,
+                                          self.holder, self.lease_seconds)
+            if self.published is None or new:
                 self.published = {
                     str(p): (str(h), int(v)) for p, h, v in conn.execute(
                         self._q("SELECT path, hash, vectors FROM {s}.files "
@@ -117,8 +117,10 @@ class WorkspacePublisher:
 
     def _renew(self, conn: psycopg.Connection[Any]) -> None:
         """Inside a publishing transaction: still ours, for lease_seconds more."""
-        self.ws_id = lease.claim(conn, self.schema, self.host, self.name, self.holder,
+        ws_id, new = lease.claim(conn, self.schema, self.host, self.name, self.holder,
                                  self.lease_seconds)
+        if new or ws_id != self.ws_id:  # the schema was dropped under us: start over
+            raise psycopg.errors.UndefinedTable("the fleet's workspace row is gone")
         self.renewed_at = time.monotonic()
 
     def _stats(self, conn: psycopg.Connection[Any], chunks: int, tokens: int) -> None:
@@ -157,7 +159,9 @@ class WorkspacePublisher:
                     for c in f.chunks:
                         copy.write_row((self.ws_id, c.id, f.path, c.source, c.day,
                                         c.start_line, c.end_line, c.heading, c.text, c.tokens,
-                                        c.stems, c.freqs, c.embedding, c.windows))
+                                        c.stems, c.freqs,
+                                        None if c.embedding is None
+                                        else vector_literal(c.embedding), c.windows))
             added = [c for f in files for c in f.chunks]
             self._stats(conn, len(added) - len(removed),
                         sum(c.tokens for c in added) - sum(int(r[0]) for r in removed))

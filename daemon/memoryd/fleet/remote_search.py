@@ -18,9 +18,9 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from memoryd.config import SearchConfig
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
+from memoryd.fleet.local import vector_literal
 from memoryd.index.keyword_mirror import K1, MIN_IDF, B
 from memoryd.index.query import query_days, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
@@ -34,6 +34,7 @@ from memoryd.index.search import (
 )
 from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.types import Fusion, GetResult, Mode, SearchHit, SearchRequest
+from memoryd.runtime.config import SearchConfig
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ class RemoteIndex:
                 sql.SQL("SELECT chunk_id FROM {}.chunks WHERE ").format(
                     sql.Identifier(self.schema)) + where + sql.SQL(
                     " AND embedding IS NOT NULL ORDER BY embedding <=> %s::vector, chunk_id "
-                    "LIMIT %s"), [*args, _vector_text(qvec), n]).fetchall()
+                    "LIMIT %s"), [*args, vector_literal(qvec), n]).fetchall()
             found.update((int(r[0]), None) for r in rows)
         if days:
             rows = conn.execute(
@@ -268,6 +269,3 @@ class RemoteIndex:
                   else all_lines[start - 1: start - 1 + lines])
         return GetResult(path, start, len(chosen), "\n".join(chosen), len(all_lines))
 
-
-def _vector_text(v: Vectors) -> str:
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(v, dtype=np.float32)) + "]"

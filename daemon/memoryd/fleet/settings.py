@@ -9,13 +9,8 @@ from dataclasses import dataclass
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memoryd.config import FleetConfig, resolve_secret
 from memoryd.errors import ConfigError
-
-
-def configured(cfg: FleetConfig, env: Mapping[str, str]) -> bool:
-    """Whether fleet mode is on (a DSN given), without importing psycopg."""
-    return bool(resolve_secret(cfg.dsn, cfg.dsn_env, dict(env)))
+from memoryd.runtime.config import FleetConfig, resolve_secret
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from memoryd_client.protocol import ErrorCode
 
 if TYPE_CHECKING:
     from memoryd.app import Daemon
+    from memoryd.fleet.service import FleetService
 
 log = get_logger("memoryd.rpc.methods")
 
@@ -85,6 +86,7 @@ class Methods:
             "jobs.list": self.jobs_list,
             "jobs.run": self.jobs_run,
             "shutdown": self.shutdown,
+            "fleet.status": self.fleet_status,
         }
 
     async def dispatch(self, req: Request) -> Outcome:
@@ -132,6 +134,8 @@ class Methods:
             "socket": str(d.socket_path), "config_source": d.config.source or None,
             "provider": d.provider_status(),
             "workspaces": await asyncio.gather(*(d.workspace_status(w) for w in items)),
+            **({"fleet": d.fleet.local_status()} if d.fleet is not None else
+               {"fleet": {"state": "off", "error": d.fleet_off}} if d.fleet_off else {}),
         }
 
     async def workspace_add(self, p: Params, req: Request) -> dict[str, Any]:
@@ -171,11 +175,17 @@ class Methods:
             since=_iso(p.date("since")),
             until=_iso(p.date("until")),
         )
+        everywhere = p.flag("fleet")
         p.done()
         if sreq.since and sreq.until and sreq.since > sreq.until:
             raise InvalidParams(f"since ({sreq.since}) must not be after until ({sreq.until})",
                                 {"param": "since"})
         d = self.d
+        if everywhere or (d.fleet is not None and d.fleet.split_ref(ref)):
+            # Another host's workspace, or every published one: through Postgres (fleet/).
+            req.log_fields["workspace"] = "fleet" if everywhere else ref
+            return await self._fleet().answer_search(sreq, None if everywhere else ref,
+                                                     d.registry.provider, d.query_embedder)
         ws, index = await d.registry.index_of(ref)
         req.log_fields["workspace"] = ws.name
         # Read-your-writes, within read_your_writes_ms in total: wait for the batch the
@@ -227,6 +237,9 @@ class Methods:
         from_line = p.integer("from", lo=1)
         lines = p.integer("lines", lo=1)
         p.done()
+        if self.d.fleet is not None and (remote := self.d.fleet.split_ref(ref)):
+            req.log_fields["workspace"] = ref
+            return await self.d.fleet.get(*remote, path, from_line, lines)
         ws = self.d.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
         cfg = self.d.config.index
@@ -313,6 +326,16 @@ class Methods:
         finally:
             beat.cancel()
         return record.to_dict(d.clock.tz)
+
+    def _fleet(self) -> FleetService:
+        if self.d.fleet is None:
+            raise InvalidParams(self.d.fleet_off or "fleet mode is off: set [fleet] dsn "
+                                "(docs/fleet.md)", {"param": "fleet"})
+        return self.d.fleet
+
+    async def fleet_status(self, p: Params, req: Request) -> dict[str, Any]:
+        p.done()
+        return await self._fleet().status()
 
     async def shutdown(self, p: Params, req: Request) -> dict[str, Any]:
         p.done()

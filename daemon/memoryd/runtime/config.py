@@ -172,6 +172,12 @@ class ServerConfig:
     shutdown_timeout: float = _opt(10.0, lo=0.0, hi=3600)
 
 
+def _fleet_host(value: str) -> str | None:
+    if ":" in value or "/" in value:
+        return "must not contain ':' or '/' (searches name a workspace as host:name)"
+    return None
+
+
 @dataclass(frozen=True)
 class FleetConfig:
     """Fleet mode (docs/fleet.md): publish to and search a shared Postgres with pgvector."""
@@ -180,7 +186,7 @@ class FleetConfig:
     dsn_env: str = _opt("")  # or the DSN from this environment variable
     password: str = _opt("", secret=True)  # when the DSN has none (libpq's PG* vars work too)
     password_env: str = _opt("")
-    host: str = _opt("")  # this daemon's name in the fleet; empty: the machine's host name
+    host: str = _opt("", check=_fleet_host)  # this daemon's name; empty: the host name
     schema: str = _opt("memoryd_fleet", check=lambda v: None if v.isidentifier() else
                        "must be a plain identifier")
     lease_seconds: float = _opt(30.0, lo=3.0, hi=86400)  # a crashed daemon's lease lasts this

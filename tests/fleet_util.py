@@ -1,0 +1,35 @@
+"""A real Postgres with pgvector for the fleet tests (memoryd.fleet.scratch).
+
+Where none can be had the tests skip with the reason, except when MEMORYD_TEST_POSTGRES is
+``required`` (.ci/run sets it): there a missing Postgres fails them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from memoryd.fleet.scratch import PostgresUnavailable, ScratchPostgres
+
+_names = itertools.count(1)
+
+
+def scratch_postgres() -> Iterator[ScratchPostgres]:
+    try:
+        pg = ScratchPostgres()
+        pg.__enter__()
+    except PostgresUnavailable as exc:
+        if os.environ.get("MEMORYD_TEST_POSTGRES") == "required":
+            pytest.fail(f"MEMORYD_TEST_POSTGRES=required but {exc}")
+        pytest.skip(f"no Postgres with pgvector here: {exc}")
+    try:
+        yield pg
+    finally:
+        pg.__exit__(None, None, None)
+
+
+def new_database(pg: ScratchPostgres) -> str:
+    return pg.create_database(f"fleet{os.getpid()}_{next(_names)}")
