@@ -43,6 +43,7 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "jobs list": [],
     "jobs run": ["hippocampus"],
     "doctor": [],
+    "fleet status": [],
 }
 ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
                           "jobs run"}

@@ -194,6 +194,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--delete-index", action="store_true", help="also delete its index")
     command(ws_sub, "list", cmd_workspace_list, "list the workspaces", workspace=False)
 
+    fleet = sub.add_parser("fleet", help="fleet mode: the hosts sharing memory (docs/fleet.md)")
+    fleet_sub = fleet.add_subparsers(dest="fleet_command", metavar="ACTION")
+    fleet.set_defaults(handler=_missing_action(fleet, "status"))
+    command(fleet_sub, "status", cmd_fleet_status,
+            "hosts, their workspaces, publish lag and lease holders", workspace=False)
+
     jobs = sub.add_parser("jobs", help="see and run the scheduled jobs")
     jobs_sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
     jobs.set_defaults(handler=_missing_action(jobs, "list or run"))
@@ -423,6 +429,27 @@ def cmd_workspace_list(args: argparse.Namespace, ctx: Context) -> int:
         width = max(len(ws.name) for ws in workspaces)
         for ws in workspaces:
             ctx.print(f"{ws.name:<{width}}  {ws.path}  ({ws.source})")
+    return EXIT_OK
+
+
+def cmd_fleet_status(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.call("fleet.status")
+    if args.json:
+        ctx.print_json(result)
+        return EXIT_OK
+    ctx.print(f"this host: {result['host']}  postgres: {result['dsn']}  ({result['state']})")
+    for name, item in sorted(result["workspaces"].items()):
+        lag = f", {item['lag_generations']} generations behind" if item.get(
+            "lag_generations") else ""
+        ctx.print(f"  {name}: {item['state']}{lag}")
+    for reason in result["degraded"]:
+        ctx.print(f"  degraded: {reason}")
+    ctx.print("host  workspace  chunks  published  age_s  publisher")
+    for w in result.get("fleet") or []:
+        holder = w["holder"]
+        who = f"pid {holder.get('pid')} on {holder.get('machine')}" if holder else "(lease expired)"
+        ctx.print(f"{w['host']}  {w['workspace']}  {w['chunks']}  {w['published_at']}  "
+                  f"{w['published_age_s']}  {who}")
     return EXIT_OK
 
 
