@@ -2,6 +2,7 @@
 remote search latency, each beside the local engine on the same index in the same run.
 
     python bench/fleet.py [--sizes 10000] [--big] [--rounds 3] [--json]
+    python bench/fleet.py --locomo ../shared/bench/locomo-dev [--index-dir DIR]
 
 For each size a synthetic workspace (bench/synth.py) is indexed with the deterministic
 BenchProvider (search_latency.py: 384-dim vectors in seconds; latency, not quality), then
@@ -9,6 +10,10 @@ published in full to a scratch Postgres (memoryd/fleet/scratch.py: the pgserver 
 Postgres 16 + pgvector on a Unix socket), then 50 queries are searched ``--rounds`` times
 per mode locally (WorkspaceIndex.search, in-memory copies) and remotely (RemoteIndex.search
 over one connection, query embedding excluded in both). ``--big`` adds 100k chunks.
+
+``--locomo`` instead indexes the LoCoMo dev workspaces with the bundled local model (as
+bench/retrieval.py does), publishes them, and asks every question both ways (hybrid, the
+default fusion, top 10): R@k and MRR through the fleet next to the local engine's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from pgvector.psycopg import register_vector
 
 from memoryd.fleet.local import LocalIndexReader
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
@@ -46,6 +52,7 @@ def run_size(size: int, pg: ScratchPostgres, work: Path, rounds: int) -> list[di
     rows: list[dict[str, Any]] = []
     with psycopg.connect(dsn, autocommit=True) as conn:
         ensure_schema(conn, SCHEMA)
+        register_vector(conn)
         reader = LocalIndexReader(ix.db_path, lambda p: ix.get(p).text + "\n")
         pub = WorkspacePublisher(SCHEMA, "bench", "ws", "bench-holder", 300.0)
         started = time.perf_counter()
@@ -87,14 +94,68 @@ def run_size(size: int, pg: ScratchPostgres, work: Path, rounds: int) -> list[di
     return rows
 
 
+def locomo(root: Path, index_dir: Path, pg: ScratchPostgres) -> list[dict[str, Any]]:
+    from _judge import aggregate, judge
+    from retrieval import build_indexes
+
+    cfg = config_from_mapping({"embedding": {"provider": "local"}})
+    qrels = [json.loads(line) for line in (root / "qrels.jsonl").read_text().splitlines()
+             if line.strip()]
+    convs = sorted({q["conv"] for q in qrels})
+    indexes = build_indexes(root.resolve(), convs, cfg, index_dir)
+    provider = next(iter(indexes.values())).provider
+    assert provider is not None
+    dsn = pg.create_database("locomo")
+    local_m, fleet_m = [], []
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        ensure_schema(conn, SCHEMA)
+        register_vector(conn)
+        remote = RemoteIndex(SCHEMA)
+        fp = Fingerprint(provider.name, provider.model, provider.dims or 0)
+        for conv, ix in indexes.items():
+            reader = LocalIndexReader(ix.db_path, lambda p, ix=ix: ix.get(p).text + "\n")
+            WorkspacePublisher(SCHEMA, "bench", conv, "bench-holder", 300.0).publish(
+                conn, reader, ix.generation, fp)
+            reader.close()
+        spaces = {conv: remote.one(conn, "bench", conv) for conv in indexes}
+        for q in qrels:
+            req = SearchRequest(q["question"], max_results=10)
+            local = indexes[q["conv"]].search(req).results
+            qvec = as_query_vector(provider.embed([q["question"]])[0])
+            hits, _ = remote.search(conn, spaces[q["conv"]], req, cfg.search, qvec,
+                                    cfg.index.vector_window_tokens)
+            local_m.append(judge(q, [h.to_dict() for h in local]))
+            fleet_m.append(judge(q, [h.to_dict() for h in hits]))
+    for ix in indexes.values():
+        ix.close()
+    return [{"path": "local", **aggregate(local_m)}, {"path": "fleet", **aggregate(fleet_m)}]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="10000")
     ap.add_argument("--big", action="store_true", help="also 100k chunks")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--locomo", type=Path, help="LoCoMo dev workspaces: quality, fleet vs local")
+    ap.add_argument("--index-dir", type=Path, help="--locomo: keep the indexes here")
     args = ap.parse_args()
     configure_logging("warning", json=True)
+    if args.locomo:
+        with tempfile.TemporaryDirectory() as tmp, ScratchPostgres() as pg:
+            found = locomo(args.locomo, args.index_dir or Path(tmp), pg)
+        if args.json:
+            print(json.dumps(found, indent=2))
+            return
+        cols = ["recall@1", "recall@3", "recall@5", "recall@10", "mrr", "snip@5"]
+        print("| path | n | " + " | ".join(cols) + " |")
+        print("|---|---:|" + "---:|" * len(cols))
+        for r in found:
+            print(f"| {r['path']} | {r['n']} | "
+                  + " | ".join(f"{r[c]:.3f}" for c in cols) + " |")
+        print("| fleet - local | | " + " | ".join(
+            f"{found[1][c] - found[0][c]:+.3f}" for c in cols) + " |")
+        return
     sizes = [int(s) for s in args.sizes.split(",")] + ([100_000] if args.big else [])
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, ScratchPostgres() as pg:

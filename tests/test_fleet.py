@@ -16,6 +16,8 @@ from daemon_util import DaemonThread, RawConn, error_code, short_home, wait_for
 from fakes.openai_server import FakeOpenAIServer
 from fleet_util import scratch_postgres
 from memoryd.errors import ConfigError
+from memoryd.fleet import lease
+from memoryd.fleet.schema import ensure_schema
 from memoryd.runtime.config import config_from_mapping
 
 NOTE = "# Decisions\n\nThe zeppelin hangar moves to Tromso in March.\n"
@@ -124,6 +126,22 @@ def test_a_second_daemon_claiming_the_same_host_and_workspace_is_refused_until_r
         assert wait_for(lambda: late.result("status")["fleet"]["workspaces"]["notes"]["state"]
                         == "published", 15)
         assert wait_for(lambda: remote_paths(b, "llamas") == ["MEMORY.md"], 15)
+
+
+def test_a_crashed_holders_lease_expires_and_the_same_daemon_takes_its_lease_back_at_once(
+        fleet_dsn: str, tmp_path: Path) -> None:
+    with psycopg.connect(fleet_dsn, autocommit=True) as conn:
+        ensure_schema(conn, "memoryd_fleet")
+        ws_id, new = lease.claim(conn, "memoryd_fleet", "A", "notes", "crashed", 1.0)
+        assert new
+        with pytest.raises(lease.LeaseRefused, match="published by another daemon"):
+            lease.claim(conn, "memoryd_fleet", "A", "notes", "other", 1.0)
+        assert lease.claim(conn, "memoryd_fleet", "A", "notes", "crashed", 1.0) == (ws_id, False)
+        time.sleep(1.2)  # the holder never renewed: it expired
+        assert lease.claim(conn, "memoryd_fleet", "A", "notes", "other", 1.0) == (ws_id, False)
+    state = tmp_path / "state"
+    state.mkdir()
+    assert lease.holder_id(state) == lease.holder_id(state)  # kept across restarts
 
 
 def test_postgres_down_keeps_local_search_and_publishing_catches_up_without_a_republish(

@@ -47,11 +47,6 @@ def pg_text(text: str) -> str:
     return text.replace("\x00", "\ufffd") if "\x00" in text else text
 
 
-def vector_literal(v: np.ndarray) -> str:
-    """pgvector's text form; what COPY and a ``%s::vector`` parameter take."""
-    return "[" + ",".join(repr(float(x)) for x in np.asarray(v, dtype=np.float32)) + "]"
-
-
 class LocalIndexReader:
     """``read_text``: a readable file's text as ``get`` serves it (None: not readable)."""
 

@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 
 from memoryd.fleet import lease
-from memoryd.fleet.local import FilePayload, LocalIndexReader, Version, vector_literal
+from memoryd.fleet.local import FilePayload, LocalIndexReader, Version
 
 BATCH_CHUNKS = 2000  # chunks per transaction: big enough for throughput, short for readers
 
@@ -82,9 +82,7 @@ class WorkspacePublisher:
         if gone:
             with conn.transaction():
                 self._renew(conn)
-                removed = conn.execute(
-                    self._q("DELETE FROM {s}.chunks WHERE workspace_id = %s AND path = ANY(%s) "
-                            "RETURNING tokens"), (self.ws_id, gone)).fetchall()
+                removed = self._delete_chunks(conn, gone, [])
                 conn.execute(self._q("DELETE FROM {s}.files WHERE workspace_id = %s "
                                      "AND path = ANY(%s)"), (self.ws_id, gone))
                 self._stats(conn, -len(removed), -sum(int(r[0]) for r in removed))
@@ -123,6 +121,19 @@ class WorkspacePublisher:
             raise psycopg.errors.UndefinedTable("the fleet's workspace row is gone")
         self.renewed_at = time.monotonic()
 
+    def _delete_chunks(self, conn: psycopg.Connection[Any], paths: list[str],
+                       ids: list[int]) -> list[tuple[Any, ...]]:
+        """Delete the chunks of these files and with these ids (a local id another file
+        reuses), and their postings; their tokens, for the statistics."""
+        conn.execute(self._q(
+            "DELETE FROM {s}.postings p USING {s}.chunks c WHERE p.workspace_id = %s "
+            "AND c.workspace_id = p.workspace_id AND c.chunk_id = p.chunk_id "
+            "AND (c.path = ANY(%s) OR c.chunk_id = ANY(%s))"), (self.ws_id, paths, ids))
+        return conn.execute(self._q(
+            "DELETE FROM {s}.chunks WHERE workspace_id = %s "
+            "AND (path = ANY(%s) OR chunk_id = ANY(%s)) RETURNING tokens"),
+            (self.ws_id, paths, ids)).fetchall()
+
     def _stats(self, conn: psycopg.Connection[Any], chunks: int, tokens: int) -> None:
         conn.execute(self._q("UPDATE {s}.workspaces SET n_chunks = n_chunks + %s, "
                              "n_tokens = n_tokens + %s WHERE id = %s"),
@@ -136,10 +147,7 @@ class WorkspacePublisher:
         with conn.transaction():
             self._renew(conn)
             # By path (the files' old chunks) and by id (a local id reused by another file).
-            removed = conn.execute(
-                self._q("DELETE FROM {s}.chunks WHERE workspace_id = %s "
-                        "AND (path = ANY(%s) OR chunk_id = ANY(%s)) RETURNING tokens"),
-                (self.ws_id, paths, ids)).fetchall()
+            removed = self._delete_chunks(conn, paths, ids)
             with conn.cursor() as cur:
                 cur.executemany(
                     self._q("INSERT INTO {s}.files AS f (workspace_id, path, source, hash, "
@@ -153,15 +161,24 @@ class WorkspacePublisher:
                       *reader.body(f.path, f.source)) for f in files])
             with conn.cursor().copy(self._q(
                     "COPY {s}.chunks (workspace_id, chunk_id, path, source, day, start_line, "
-                    "end_line, heading, text, tokens, stems, freqs, embedding, windows) "
-                    "FROM STDIN")) as copy:
+                    "end_line, heading, text, tokens, embedding, windows) "
+                    "FROM STDIN (FORMAT BINARY)")) as copy:
+                copy.set_types(["int8", "int8", "text", "text", "text", "int4", "int4",
+                                "text", "text", "int4", "vector", "bytea"])
                 for f in files:
                     for c in f.chunks:
                         copy.write_row((self.ws_id, c.id, f.path, c.source, c.day,
                                         c.start_line, c.end_line, c.heading, c.text, c.tokens,
-                                        c.stems, c.freqs,
-                                        None if c.embedding is None
-                                        else vector_literal(c.embedding), c.windows))
+                                        c.embedding, c.windows))
+            with conn.cursor().copy(self._q(
+                    "COPY {s}.postings (workspace_id, stem, chunk_id, freq, tokens, source, day)"
+                    " FROM STDIN (FORMAT BINARY)")) as copy:
+                copy.set_types(["int8", "text", "int8", "int4", "int4", "text", "text"])
+                for f in files:
+                    for c in f.chunks:
+                        for stem, freq in zip(c.stems, c.freqs, strict=True):
+                            copy.write_row((self.ws_id, stem, c.id, freq, c.tokens, c.source,
+                                            c.day))
             added = [c for f in files for c in f.chunks]
             self._stats(conn, len(added) - len(removed),
                         sum(c.tokens for c in added) - sum(int(r[0]) for r in removed))

@@ -20,7 +20,6 @@ from psycopg import sql
 
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
-from memoryd.fleet.local import vector_literal
 from memoryd.index.keyword_mirror import K1, MIN_IDF, B
 from memoryd.index.query import query_days, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
@@ -60,11 +59,6 @@ class RemoteWorkspace:
             "published_age_s": round(age, 3) if age is not None else None,
             "publisher_live": self.lease_live,
         }
-
-
-def tsquery_lexeme(stem: str) -> str:
-    """A stem as a quoted tsquery operand: data, never tsquery syntax."""
-    return "'" + stem.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def porter_tokenizer() -> TokenizeOffsets:
@@ -136,15 +130,15 @@ class RemoteIndex:
         if stems and mode != "vector":
             limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
             ranked = self._bm25(conn, ws, [s for t in terms for s in term_stems[t]], df,
-                                where, args, limit)
+                                filters, limit)
             bm25 = dict(ranked)
             found.update((i, None) for i, _ in ranked[:n])
         if qvec is not None and mode != "keyword":
             rows = conn.execute(
                 sql.SQL("SELECT chunk_id FROM {}.chunks WHERE ").format(
                     sql.Identifier(self.schema)) + where + sql.SQL(
-                    " AND embedding IS NOT NULL ORDER BY embedding <=> %s::vector, chunk_id "
-                    "LIMIT %s"), [*args, vector_literal(qvec), n]).fetchall()
+                    " AND embedding IS NOT NULL ORDER BY embedding <=> %s, chunk_id "
+                    "LIMIT %s"), [*args, qvec, n]).fetchall()
             found.update((int(r[0]), None) for r in rows)
         if days:
             rows = conn.execute(
@@ -189,38 +183,48 @@ class RemoteIndex:
 
     def _doc_freqs(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace,
                    stems: list[str]) -> dict[str, int]:
-        """Chunks holding each stem: a GIN count each (statistics kept by Postgres itself)."""
+        """Chunks holding each stem: the length of its postings (an index-only count)."""
         if not stems:
             return {}
         rows = conn.execute(self._q(
-            "SELECT q.stem, (SELECT count(*) FROM {s}.chunks c WHERE c.workspace_id = %s "
-            "AND c.lexemes @@ q.query::tsquery) FROM unnest(%s::text[], %s::text[]) "
-            "AS q(stem, query)"),
-            (ws.id, stems, [tsquery_lexeme(s) for s in stems])).fetchall()
-        return {str(s): int(n) for s, n in rows}
+            "SELECT stem, count(*) FROM {s}.postings WHERE workspace_id = %s "
+            "AND stem = ANY(%s) GROUP BY stem"), (ws.id, stems)).fetchall()
+        found = {str(s): int(n) for s, n in rows}
+        return {s: found.get(s, 0) for s in stems}
 
     def _bm25(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, stems: list[str],
-              df: dict[str, int], where: sql.Composable, args: list[Any], limit: int
-              ) -> list[tuple[int, float]]:
-        """FTS5's bm25() of the OR query (fts5_aux.c: k1, b, the IDF floor, one term after
-        another in query order, repeats kept), as (chunk id, score) best first."""
+              df: dict[str, int], f: Filters, limit: int) -> list[tuple[int, float]]:
+        """FTS5's bm25() of the OR query (fts5_aux.c: k1, b, the IDF with its floor, the
+        document lengths over both columns, repeated terms counted again), summed over the
+        query stems' postings, as (chunk id, score) best first."""
         rows, tokens = max(ws.n_chunks, 1), ws.n_tokens
         avgdl = (tokens / rows) or 1.0
-        score_sql, score_args, freq_sql = [], [], []
-        for i, s in enumerate(stems):
+        idfs = []
+        for s in stems:
             d = df.get(s, 0)
             idf = math.log((rows - d + 0.5) / (d + 0.5))
-            score_sql.append(f"%s * ((f{i} * %s) / (f{i} + norm))")
-            score_args += [idf if idf > 0.0 else MIN_IDF, K1 + 1.0]
-            freq_sql.append(f"coalesce(freqs[array_position(stems, %s)], 0) * 0.5 AS f{i}")
-        query = sql.SQL(
-            "SELECT chunk_id, score FROM (SELECT chunk_id, " + " + ".join(score_sql)
-            + " AS score FROM (SELECT chunk_id, " + ", ".join(freq_sql)
-            + ", %s * (1 - %s + %s * tokens / %s) AS norm FROM {s}.chunks WHERE {where} "
-            "AND lexemes @@ %s::tsquery) m) r ORDER BY score DESC, chunk_id LIMIT %s"
-        ).format(s=sql.Identifier(self.schema), where=where)
-        params = [*score_args, *stems, K1, B, B, avgdl, *args,
-                  " | ".join(tsquery_lexeme(s) for s in dict.fromkeys(stems)), limit]
+            idfs.append(idf if idf > 0.0 else MIN_IDF)
+        parts = ["p.workspace_id = %s", "p.source = ANY(%s)"]
+        args: list[Any] = [ws.id, list(f.sources)]
+        if f.since or f.until:
+            parts.append("p.day <> ''")
+        if f.since:
+            parts.append("p.day >= %s")
+            args.append(f.since)
+        if f.until:
+            parts.append("p.day <= %s")
+            args.append(f.until)
+        if f.path_prefix:  # the one filter postings do not carry
+            parts.append("EXISTS (SELECT 1 FROM {s}.chunks c WHERE c.workspace_id = "
+                         "p.workspace_id AND c.chunk_id = p.chunk_id AND left(c.path, %s) = %s)")
+            args += [len(f.path_prefix), f.path_prefix]
+        query = self._q(
+            "SELECT p.chunk_id, sum(q.idf * ((p.freq * 0.5 * %s) / (p.freq * 0.5 + "
+            "%s * (1 - %s + %s * p.tokens / %s)))) AS score "
+            "FROM unnest(%s::text[], %s::float8[]) AS q(stem, idf) "
+            "JOIN {s}.postings p ON p.stem = q.stem WHERE " + " AND ".join(parts)
+            + " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s")
+        params = [K1 + 1.0, K1, B, B, avgdl, stems, idfs, *args, limit]
         return [(int(i), float(x)) for i, x in conn.execute(query, params).fetchall()]
 
     def _load(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, ids: list[int],

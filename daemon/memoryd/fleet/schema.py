@@ -6,10 +6,12 @@ in the catalog), so creation runs under a transaction-scoped advisory lock.
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = 2
 LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock that serialises schema creation
 
 DDL = """
@@ -54,26 +56,53 @@ CREATE TABLE IF NOT EXISTS {s}.chunks(
     heading text NOT NULL DEFAULT '',
     text text NOT NULL,
     tokens integer NOT NULL,           -- BM25 document length (text + heading tokens)
-    stems text[] NOT NULL,             -- distinct FTS5 porter stems ...
-    freqs integer[] NOT NULL,          -- ... and their doubled column-weighted frequencies
-    lexemes tsvector GENERATED ALWAYS AS (array_to_tsvector(stems)) STORED,
     embedding vector,                  -- the mean of the windows: what KNN ranks
     windows bytea,                     -- the window vectors, float16, one after another
     PRIMARY KEY(workspace_id, chunk_id),
     FOREIGN KEY(workspace_id, path) REFERENCES {s}.files(workspace_id, path) ON DELETE CASCADE
 );
-CREATE INDEX IF NOT EXISTS chunks_lexemes ON {s}.chunks USING gin(lexemes);
 CREATE INDEX IF NOT EXISTS chunks_by_path ON {s}.chunks(workspace_id, path);
 CREATE INDEX IF NOT EXISTS chunks_by_day ON {s}.chunks(workspace_id, day) WHERE day <> '';
+-- The keyword index: one row per (stem, chunk), with what BM25 needs (FTS5's porter stems,
+-- doubled column-weighted frequency, the chunk's length) and the filters (source, day), so
+-- scoring a query is an index scan over its stems' postings, no chunk row read.
+CREATE TABLE IF NOT EXISTS {s}.postings(
+    workspace_id bigint NOT NULL,
+    stem text NOT NULL,
+    chunk_id bigint NOT NULL,
+    freq integer NOT NULL,
+    tokens integer NOT NULL,
+    source text NOT NULL,
+    day text NOT NULL,
+    PRIMARY KEY(workspace_id, stem, chunk_id) INCLUDE (freq, tokens, source, day)
+);  -- no foreign key: checking one per posting halves COPY's rate; the publisher deletes
+CREATE INDEX IF NOT EXISTS postings_by_chunk ON {s}.postings(workspace_id, chunk_id);
 """
 
 
-def ensure_schema(conn: psycopg.Connection[object], schema: str) -> None:
-    """Create what is missing (a dropped schema comes back empty: every daemon republishes)."""
+class SchemaTooNew(Exception):
+    """The fleet's schema is of a newer memoryd: this one must not touch it."""
+
+
+def ensure_schema(conn: psycopg.Connection[Any], schema: str) -> None:
+    """Create what is missing (a dropped schema comes back empty: every daemon republishes).
+    A schema of an older version is dropped and made anew (derived data: its daemons
+    publish again); a newer one raises SchemaTooNew."""
+    s = sql.Identifier(schema)
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
-        conn.execute(sql.SQL(DDL).format(s=sql.Identifier(schema)))
+        found = conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()
+        if found and found[0] is not None:
+            row = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE key = "
+                                       "'schema_version'").format(s)).fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                raise SchemaTooNew(f"the fleet's schema {schema} is version {version}, this "
+                                   f"memoryd knows {SCHEMA_VERSION}: upgrade it")
+            if version < SCHEMA_VERSION:
+                conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(s))
+        conn.execute(sql.SQL(DDL).format(s=s))
         conn.execute(
             sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('schema_version', %s) "
-                    "ON CONFLICT (key) DO NOTHING").format(sql.Identifier(schema)),
-            (SCHEMA_VERSION,))
+                    "ON CONFLICT (key) DO NOTHING").format(s),
+            (str(SCHEMA_VERSION),))

@@ -18,6 +18,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import psycopg
+from pgvector.psycopg import register_vector
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.errors import Unavailable
@@ -25,7 +26,7 @@ from memoryd.fleet import lease
 from memoryd.fleet.local import LocalIndexReader
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
-from memoryd.fleet.schema import ensure_schema
+from memoryd.fleet.schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.settings import FleetSettings
 from memoryd.index.search import as_query_vector
 from memoryd.index.types import GetResult, SearchRequest
@@ -98,11 +99,13 @@ class FleetService:
         loop = asyncio.get_running_loop()
         delay = 1.0
         while True:
+            # The registry belongs to the loop: the thread gets a snapshot of it.
+            live = {ws.name: ws.index for ws in self._workspaces() if ws.index is not None}
             try:
-                await loop.run_in_executor(self._pub_thread, self._cycle)
+                await loop.run_in_executor(self._pub_thread, self._cycle, live)
                 delay = 1.0
                 await asyncio.sleep(POLL_S)
-            except psycopg.Error as exc:
+            except (psycopg.Error, SchemaTooNew) as exc:
                 self._down(exc)
                 await loop.run_in_executor(self._pub_thread, self._drop_pub_conn)
                 await asyncio.sleep(delay)
@@ -123,6 +126,7 @@ class FleetService:
         conn: psycopg.Connection[Any] = psycopg.connect(self.settings.conninfo, autocommit=True)
         try:
             ensure_schema(conn, self.settings.schema)
+            register_vector(conn)  # numpy arrays in and out of pgvector columns
         except BaseException:
             conn.close()
             raise
@@ -142,17 +146,17 @@ class FleetService:
 
     # ------------------------------------------------------------------ publishing
 
-    def _cycle(self) -> None:
+    def _cycle(self, live: dict[str, WorkspaceIndex]) -> None:
         """One pass over the workspaces (publisher thread): publish what changed."""
-        live = {ws.name: ws.index for ws in self._workspaces() if ws.index is not None}
         for name in [n for n in self._pubs if n not in live]:
             self._forget(name)
         for name, index in live.items():
             pub = self._pubs.get(name)
             if pub is None:
-                pub = self._pubs[name] = WorkspacePublisher(
-                    self.settings.schema, self.settings.host, name, self.holder,
-                    self.settings.lease_seconds)
+                pub = WorkspacePublisher(self.settings.schema, self.settings.host, name,
+                                         self.holder, self.settings.lease_seconds)
+                with self._lock:
+                    self._pubs[name] = pub
             generation = index.generation
             if not pub.due(generation):
                 continue
@@ -168,22 +172,25 @@ class FleetService:
                 pub.renewed_at = time.monotonic()  # asked again in lease_seconds / 3
                 if self._refused.get(name) != exc.message:
                     log.error("fleet_lease_refused", workspace=name, error=exc.message)
-                self._refused[name] = exc.message
+                with self._lock:
+                    self._refused[name] = exc.message
                 continue
             if name in self._refused:
                 log.info("fleet_lease_taken", workspace=name)
-                del self._refused[name]
+                with self._lock:
+                    del self._refused[name]
             if report.files or report.removed:
                 log.info("fleet_published", workspace=name, files=report.files,
                          chunks=report.chunks, removed=report.removed,
                          ms=round(report.seconds * 1000, 1))
 
     def _forget(self, name: str) -> None:
-        pub = self._pubs.pop(name)
+        with self._lock:
+            pub = self._pubs.pop(name)
+            self._refused.pop(name, None)
         reader = self._readers.pop(name, None)
         if reader is not None:
             reader.close()
-        self._refused.pop(name, None)
         if pub.ws_id is not None and self._pub_conn is not None:
             with contextlib.suppress(psycopg.Error):
                 lease.release(self._pub_conn, self.settings.schema, pub.ws_id, self.holder)
@@ -197,7 +204,7 @@ class FleetService:
                 if self._search_conn is None or self._search_conn.closed:
                     self._search_conn = self._connect()
                 return fn(self._search_conn)
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            except (psycopg.OperationalError, psycopg.InterfaceError, SchemaTooNew) as exc:
                 if self._search_conn is not None:
                     with contextlib.suppress(Exception):
                         self._search_conn.close()
@@ -303,12 +310,14 @@ class FleetService:
     def local_status(self) -> dict[str, Any]:
         """What this daemon knows without asking Postgres (status; never blocks)."""
         live = {ws.name: ws.index for ws in self._workspaces() if ws.index is not None}
+        with self._lock:  # the publisher thread changes these
+            pubs, refused = dict(self._pubs), dict(self._refused)
         workspaces = {}
         for name, index in live.items():
-            pub = self._pubs.get(name)
+            pub = pubs.get(name)
             item: dict[str, Any] = {"state": "waiting"}
-            if name in self._refused:
-                item = {"state": "refused", "error": self._refused[name]}
+            if name in refused:
+                item = {"state": "refused", "error": refused[name]}
             elif pub is not None and pub.published_at is not None:
                 item = {"state": "published" if pub.generation == index.generation
                         else "publishing",
@@ -321,7 +330,7 @@ class FleetService:
         if self.state == "unavailable":
             degraded.append(f"fleet: Postgres unavailable ({self.error}): remote workspaces "
                             "cannot be searched; publishing resumes when it is back")
-        degraded += [f"fleet: {msg}" for msg in self._refused.values()]
+        degraded += [f"fleet: {msg}" for msg in refused.values()]
         return {"host": self.settings.host, "dsn": self.settings.shown, "state": self.state,
                 "error": self.error, "workspaces": workspaces, "degraded": degraded}
 
