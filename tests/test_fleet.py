@@ -200,12 +200,13 @@ def test_remote_keyword_ranking_and_scores_are_the_local_engines(
         f"## Entry {d}-{i}\n\nThe {'heron' if (d + i) % 3 == 0 else 'crane'} crossed the "
         f"{'river' if i % 2 else 'lake'} at dawn; {'otters' * (i % 4)} watched {d * i} times."
         for i in range(8)) for d in range(1, 21)}
+    days["memory/2024-03-03.md"] = "项目会议决定使用数据库。\n\n周五的会议取消了。\n"
     ws = make_workspace(tmp_path / "a", {"MEMORY.md": NOTE, **days})
     with host(fleet_dsn, "A", ws) as (_, a):
         assert wait_for(lambda: a.result("status")["fleet"]["workspaces"]["notes"].get("state")
                         == "published", 20)
         for query in ("heron river", "otters at dawn", "crane lake watched",
-                      "zeppelin hangar", "what happened on 2024-02-07 at the lake"):
+                      "zeppelin hangar", "what happened on 2024-02-07 at the lake", "会议"):
             params = {"query": query, "mode": "keyword", "max_results": 10, "min_score": 0}
             local = a.result("search", {**params, "workspace": "notes"})["results"]
             remote = a.result("search", {**params, "workspace": "A:notes"})["results"]

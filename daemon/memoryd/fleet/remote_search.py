@@ -21,6 +21,7 @@ from psycopg import sql
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
 from memoryd.index.keyword_mirror import K1, MIN_IDF, B
+from memoryd.index.keyword_text import with_offsets
 from memoryd.index.query import query_days, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.search import (
@@ -62,7 +63,8 @@ class RemoteWorkspace:
 
 
 def porter_tokenizer() -> TokenizeOffsets:
-    """The local index's FTS5 tokenizer (porter over unicode61), with offsets."""
+    """The local index's tokens (FTS5's porter over keyword_text: CJK runs as bigrams), with
+    offsets into the text, as workspace.py's readers have them."""
     conn = apsw.Connection(":memory:")
     porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
 
@@ -71,7 +73,7 @@ def porter_tokenizer() -> TokenizeOffsets:
                        include_colocated=False)
         return found  # type: ignore[return-value]  # offsets on, colocated off
 
-    return tokenize
+    return with_offsets(tokenize)
 
 
 class RemoteIndex:
