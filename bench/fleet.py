@@ -34,6 +34,7 @@ from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex
 from memoryd.fleet.schema import ensure_schema
 from memoryd.fleet.scratch import ScratchPostgres
+from memoryd.fleet.service import text_reader
 from memoryd.index.search import as_query_vector
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.runtime.config import config_from_mapping
@@ -53,7 +54,7 @@ def run_size(size: int, pg: ScratchPostgres, work: Path, rounds: int) -> list[di
     with psycopg.connect(dsn, autocommit=True) as conn:
         ensure_schema(conn, SCHEMA)
         register_vector(conn)
-        reader = LocalIndexReader(ix.db_path, lambda p: ix.get(p).text + "\n")
+        reader = LocalIndexReader(ix.db_path, text_reader(ix))
         pub = WorkspacePublisher(SCHEMA, "bench", "ws", "bench-holder", 300.0)
         started = time.perf_counter()
         report = pub.publish(conn, reader, ix.generation, Fingerprint("bench", "hash", 384))
@@ -113,7 +114,7 @@ def locomo(root: Path, index_dir: Path, pg: ScratchPostgres) -> list[dict[str, A
         remote = RemoteIndex(SCHEMA)
         fp = Fingerprint(provider.name, provider.model, provider.dims or 0)
         for conv, ix in indexes.items():
-            reader = LocalIndexReader(ix.db_path, lambda p, ix=ix: ix.get(p).text + "\n")
+            reader = LocalIndexReader(ix.db_path, text_reader(ix))
             WorkspacePublisher(SCHEMA, "bench", conv, "bench-holder", 300.0).publish(
                 conn, reader, ix.generation, fp)
             reader.close()

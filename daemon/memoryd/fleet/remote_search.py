@@ -33,8 +33,9 @@ from memoryd.index.search import (
     snippet_scores,
 )
 from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
-from memoryd.index.types import Fusion, GetResult, Mode, SearchHit, SearchRequest
+from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.runtime.config import SearchConfig
+from memoryd.workspace.reader import LinesRead
 
 
 @dataclass(frozen=True)
@@ -257,7 +258,7 @@ class RemoteIndex:
     # ---------------------------------------------------------------- get
 
     def get(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, path: str,
-            from_line: int | None, lines: int | None) -> GetResult:
+            from_line: int | None, lines: int | None) -> LinesRead:
         row = conn.execute(self._q(
             "SELECT body, source FROM {s}.files WHERE workspace_id = %s AND path = %s"),
             (ws.id, path)).fetchone()
@@ -273,5 +274,5 @@ class RemoteIndex:
         start = from_line or 1
         chosen = (all_lines[start - 1:] if lines is None
                   else all_lines[start - 1: start - 1 + lines])
-        return GetResult(path, start, len(chosen), "\n".join(chosen), len(all_lines))
+        return LinesRead(path, start, len(chosen), "\n".join(chosen), len(all_lines))
 

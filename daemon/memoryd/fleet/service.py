@@ -29,10 +29,11 @@ from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
 from memoryd.fleet.schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.settings import FleetSettings
 from memoryd.index.search import as_query_vector
-from memoryd.index.types import GetResult, SearchRequest
+from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.workspace.reader import read_lines
 from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.fleet")
@@ -165,7 +166,7 @@ class FleetService:
             reader = self._readers.get(name)
             if reader is None:
                 reader = self._readers[name] = LocalIndexReader(index.db_path,
-                                                                _text_reader(index))
+                                                                text_reader(index))
             try:
                 report = pub.publish(self._pub_conn, reader, generation, _fingerprint(index))
             except lease.LeaseRefused as exc:
@@ -299,7 +300,7 @@ class FleetService:
                   lines: int | None) -> dict[str, Any]:
         def run(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             ws = self._remote.one(conn, host, name)
-            result: GetResult = self._remote.get(conn, ws, path, from_line, lines)
+            result = self._remote.get(conn, ws, path, from_line, lines)
             now = conn.execute("SELECT now()").fetchone()
             return result.to_dict() | ws.freshness(now[0] if now else dt.datetime.now(dt.UTC))
 
@@ -361,12 +362,15 @@ def _fingerprint(index: WorkspaceIndex) -> Fingerprint:
     return Fingerprint(p.name, p.model, p.dims or 0) if p is not None else Fingerprint()
 
 
-def _text_reader(index: WorkspaceIndex) -> Callable[[str], str | None]:
+def text_reader(index: WorkspaceIndex) -> Callable[[str], str | None]:
+    """A file's text as ``get`` reads it (the same layout rule), None when get would refuse."""
+
     def read(path: str) -> str | None:
         try:
-            return index.get(path).text + "\n"
+            found = read_lines(index.layout, path, None, None, index.config.index.max_file_bytes)
         except Exception:  # not readable with get (any reason): published without a body
             return None
+        return found.text + "\n"
 
     return read
 
