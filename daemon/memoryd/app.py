@@ -158,7 +158,8 @@ class Daemon:
             from memoryd.fleet.service import FleetService
             from memoryd.fleet.settings import fleet_settings
         except ImportError as exc:
-            self.fleet_off = (f"fleet mode needs psycopg ({exc}): pip install 'memoryd[fleet]'")
+            self.fleet_off = (f"fleet mode needs psycopg ({exc}): install the daemon with "
+                              "its fleet extra (pip install '.[fleet]' in its checkout)")
             log.error("fleet_off", error=self.fleet_off)
             return
         settings = fleet_settings(self.config.fleet, self.env)  # a bad DSN: ConfigError
