@@ -46,7 +46,15 @@ from memoryd.index.windows import vector_windows
 from memoryd.runtime.config import Config, MiB
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
+from memoryd.workspace.layout import (
+    MEMORY_DIR,
+    MEMORY_FILES,
+    SESSIONS_DIR,
+    SOURCE_MEMORY,
+    SOURCE_SESSIONS,
+    Layout,
+    daily_rel,
+)
 
 log = get_logger("memoryd.index")
 
@@ -759,12 +767,13 @@ class WorkspaceIndex:
             )
         if known or self.layout.classify(rel) is not None:
             return True
-        return (rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
+        return (rel in (MEMORY_DIR, SESSIONS_DIR) or rel.startswith(MEMORY_DIR + "/")) and Path(
+            path).is_dir()
 
     def _read_dir_mtimes(self) -> dict[str, int]:
         out = {}
         root = str(self.root)
-        for rel in ("", "memory", "sessions"):
+        for rel in ("", MEMORY_DIR, SESSIONS_DIR):
             with contextlib.suppress(OSError):
                 out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
         return out
@@ -773,12 +782,7 @@ class WorkspaceIndex:
         """Recently active files whose (mtime, size) differ from the index: a cheap check
         (a few stats) that lets a search see a write the watcher has not reported yet."""
         today = date.today()
-        hot = {
-            "MEMORY.md",
-            "memory.md",
-            f"memory/{today.isoformat()}.md",
-            f"memory/{(today - timedelta(days=1)).isoformat()}.md",
-        }
+        hot = {*MEMORY_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
         now = time.monotonic()
         with self._lock:  # only the hot entries: this runs before every search
             hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
