@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memoryd.jobs.history import History
 from memoryd.runtime.config import Config
 from memoryd.workspace.append import Appender
+from memoryd.workspace.layout import display_name
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
@@ -103,10 +104,12 @@ class JobContext:
         return LlmClient(self.config.llm, self.env, cancelled=self.cancelled)
 
     def rel(self, path: Path) -> str:
+        """``path`` as reports, history and logs can hold it: workspace-relative, a name
+        that is not UTF-8 shown with ``\\xNN`` (its str cannot be stored or sent)."""
         try:
-            return path.relative_to(self.root).as_posix()
+            return display_name(path.relative_to(self.root).as_posix())
         except ValueError:
-            return str(path)
+            return display_name(str(path))
 
     def reindex(self, paths: list[Path]) -> str | None:
         """Make the index pick up changed files now; returns a note when it could not."""

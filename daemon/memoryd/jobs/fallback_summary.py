@@ -34,6 +34,7 @@ from memoryd.workspace.layout import (
     TRANSCRIPT_SUFFIX,
     daily_path,
     daily_rel,
+    display_name,
     transcripts_dir,
 )
 from memoryd.workspace.transcripts import stream_transcript
@@ -124,9 +125,10 @@ def read_session(path: Path, root: Path, tz: dt.tzinfo, max_chars: int) -> Sessi
                 too_long = True
                 break
     start = min(first if first is not None else end, end)
-    sid = _UNSAFE.sub("-", session_id or "").strip("-")[:80] or path.stem
-    return Session(path, path.relative_to(root).as_posix(), sid, start, end, messages,
-                   mentions, too_long)
+    sid = (_UNSAFE.sub("-", session_id or "").strip("-")[:80]
+           or _UNSAFE.sub("-", path.stem).strip("-")[:80] or "session")
+    return Session(path, display_name(path.relative_to(root).as_posix()), sid, start, end,
+                   messages, mentions, too_long)
 
 
 def summary_budget(ctx: JobContext) -> tuple[int, int]:
