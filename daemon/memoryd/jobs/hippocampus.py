@@ -18,6 +18,7 @@ import datetime as dt
 import difflib
 import hashlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -27,13 +28,14 @@ from memoryd.jobs._git import Git, GitError
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.runtime.config import HippocampusConfig
-from memoryd.workspace.fsutil import atomic_write
+from memoryd.workspace.fsutil import atomic_write_at
 from memoryd.workspace.layout import (
     HISTORY_DIR,
     MEMORY_DIR,
     MEMORY_FILES,
     NOTE_SUFFIX,
     TRANSCRIPT_SUFFIX,
+    Layout,
     archived_daily_dir,
     transcripts_dir,
 )
@@ -357,7 +359,7 @@ def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) 
         except GitError as exc:
             git_note = str(exc)
     try:
-        atomic_write(memory.path, new, before_replace=unchanged)
+        _write_beneath(ctx.root, memory.rel, new, before_replace=unchanged)
     except _Edited:
         raise edited from None
     if git_note is None:
@@ -376,13 +378,33 @@ def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) 
 def _keep_backup(ctx: JobContext, memory: Memory) -> str:
     """Copy the current MEMORY.md to memory/.history/ (durably) before anything changes."""
     assert memory.data is not None
-    folder = ctx.root / HISTORY_DIR
-    folder.mkdir(parents=True, exist_ok=True)
     stem = f"{Path(memory.rel).stem}.{ctx.now.strftime('%Y%m%dT%H%M%S')}"
-    target = folder / f"{stem}.md"
-    n = 2
-    while target.exists():
-        target = folder / f"{stem}-{n}.md"
-        n += 1
-    atomic_write(target, memory.data)
-    return ctx.rel(target)
+    folder = Layout(ctx.root).open_dir(HISTORY_DIR, make=True)  # beneath: never led out
+    try:
+        name, n = f"{stem}.md", 2
+        while _exists_at(folder, name):
+            name, n = f"{stem}-{n}.md", n + 1
+        atomic_write_at(folder, name, memory.data)
+    finally:
+        os.close(folder)
+    return f"{HISTORY_DIR}/{name}"
+
+
+def _exists_at(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _write_beneath(root: Path, rel: str, data: bytes,
+                   before_replace: Callable[[], None]) -> None:
+    """Replace memory file ``rel`` (links resolved) through its folder opened beneath the
+    workspace: a folder swapped for a link meanwhile cannot lead the write out of it."""
+    folder, _, name = rel.rpartition("/")
+    dir_fd = Layout(root).open_dir(folder)
+    try:
+        atomic_write_at(dir_fd, name, data, before_replace=before_replace)
+    finally:
+        os.close(dir_fd)

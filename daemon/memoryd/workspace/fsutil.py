@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,31 +41,51 @@ def fsync_dir(directory: Path) -> None:
 
 def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
                  before_replace: Callable[[], None] | None = None) -> None:
-    """Replace ``path`` with ``data`` atomically.
+    """Replace ``path`` with ``data`` atomically (its folder opened by name: for memory
+    files, open the folder beneath the workspace and use ``atomic_write_at``)."""
+    dir_fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
+    try:
+        atomic_write_at(dir_fd, path.name, data, mode=mode, before_replace=before_replace)
+    finally:
+        os.close(dir_fd)
 
-    The new file keeps the old one's permission bits (or ``mode``, or 0666 less the umask
-    for a new file). The temp file is hidden and ends in ``.tmp`` so watchers skip it.
-    ``before_replace`` runs once the temp file is durable, just before the rename: the last
-    moment to check that nobody changed ``path`` meanwhile; if it raises, nothing is replaced.
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = None,
+                    before_replace: Callable[[], None] | None = None) -> None:
+    """Replace file ``name`` of the open folder ``dir_fd`` with ``data`` atomically.
+
+    Every step is relative to the folder's descriptor, so a folder swapped for a link
+    meanwhile cannot lead the write elsewhere. The new file keeps the old one's permission
+    bits (or ``mode``, or 0666 less the umask for a new file). The temp file is hidden and
+    ends in ``.tmp`` so watchers skip it. ``before_replace`` runs once the temp file is
+    durable, just before the rename: the last moment to check that nobody changed the file
+    meanwhile; if it raises, nothing is replaced.
     """
-    directory = path.parent
     if mode is None:
         try:
-            mode = os.stat(path).st_mode & 0o7777
+            mode = os.stat(name, dir_fd=dir_fd).st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o666 & ~_UMASK
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    while True:
+        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+            break
+        except FileExistsError:
+            continue
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
         if before_replace is not None:
             before_replace()
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=dir_fd)
         raise
-    fsync_dir(directory)
+    with contextlib.suppress(OSError):
+        os.fsync(dir_fd)

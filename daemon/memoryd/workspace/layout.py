@@ -244,6 +244,26 @@ class Layout:
             )
         return rel
 
+    def open_dir(self, rel: str, *, make: bool = False) -> int:
+        """A descriptor of folder ``rel`` (``""``: the root) beneath the root, links inside
+        the workspace followed; ``make`` creates it (and its parents) when missing."""
+        if rel in ("", "."):
+            return os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        flags = os.O_RDONLY | os.O_DIRECTORY
+        try:
+            return open_beneath(self.root, rel, flags, make_dirs=make).fd
+        except FileNotFoundError:
+            if not make:
+                raise
+        parent, _, name = rel.rpartition("/")
+        parent_fd = self.open_dir(parent, make=True)
+        try:
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o777, dir_fd=parent_fd)
+        finally:
+            os.close(parent_fd)
+        return open_beneath(self.root, rel, flags).fd
+
     def open_memory(self, rel: str, flags: int = os.O_RDONLY, mode: int = 0o666, *,
                     make_dirs: bool = False) -> Opened:
         """Open memory file ``rel`` beneath the root, links inside the workspace followed;

@@ -1,4 +1,5 @@
-"""Jobs meet a name that is not UTF-8 (issue 13, item 1's siblings)."""
+"""The jobs and the workspace file model's edges: names that are not UTF-8 (issue 13, item
+1) and links swapped in (item 4), met by hippocampus and fallback_summary."""
 
 from __future__ import annotations
 
@@ -56,3 +57,22 @@ def test_fallback_summary_survives_a_transcript_whose_name_is_not_utf8(
     assert "## Session summary (s)" in (harness.root / "memory" / "2025-03-12.md").read_text()
     again = harness.run("fallback_summary")
     assert again.report["handled_before"] == 1
+
+
+def test_hippocampus_never_writes_its_backup_through_a_memory_link_to_outside(
+        harness: JobHarness, openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    # memory/ is a link out of the workspace (notes come from a transcript): the backup of
+    # MEMORY.md goes to memory/.history, which must be opened beneath the workspace.
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    os.rmdir(harness.root / "memory")
+    (harness.root / "memory").symlink_to(outside)
+    harness.data["jobs"] = {"hippocampus": {"include_sessions": True}}
+    path = harness.write("sessions/s1.jsonl", transcript(
+        "s1", [("user", "Alice switched to coffee")], NOW - dt.timedelta(hours=3)))
+    set_mtime(path, NOW - dt.timedelta(hours=1))
+    openai_server.respond_chat(OLD + "- Alice switched to coffee.\n")
+    record = harness.run("hippocampus")
+    assert record.status == "failed", record.message
+    assert list(outside.iterdir()) == []
+    assert (harness.root / "MEMORY.md").read_text() == OLD
