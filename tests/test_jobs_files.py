@@ -76,3 +76,17 @@ def test_hippocampus_never_writes_its_backup_through_a_memory_link_to_outside(
     assert record.status == "failed", record.message
     assert list(outside.iterdir()) == []
     assert (harness.root / "MEMORY.md").read_text() == OLD
+
+
+def test_hippocampus_neither_sends_nor_rewrites_a_memory_md_linked_to_a_non_memory_file(
+        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    # The indexing rule = the reading rule, for the jobs too: MEMORY.md -> .env is not memory.
+    (harness.root / "MEMORY.md").unlink()
+    harness.write(".env", "OPENAI_API_KEY=sk-secretvalue\n")
+    (harness.root / "MEMORY.md").symlink_to(".env")
+    harness.write("memory/2025-03-11.md", "- Alice switched to coffee.\n")
+    openai_server.respond_chat(OLD)
+    record = harness.run("hippocampus")
+    assert record.status == "failed", record.message
+    assert openai_server.requests_to("chat") == []
+    assert (harness.root / ".env").read_text() == "OPENAI_API_KEY=sk-secretvalue\n"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memoryd.jobs.history import History
 from memoryd.runtime.config import Config
 from memoryd.workspace.append import Appender
-from memoryd.workspace.layout import display_name
+from memoryd.workspace.layout import Layout, display_name
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
@@ -102,6 +102,12 @@ class JobContext:
         if problem:
             raise JobSkipped(f"no LLM configured: {problem}")
         return LlmClient(self.config.llm, self.env, cancelled=self.cancelled)
+
+    @property
+    def layout(self) -> Layout:
+        """The workspace's files as the jobs read them (transcripts included, whether or not
+        they are indexed)."""
+        return Layout(self.root, True, self.config.index.extra_paths)
 
     def rel(self, path: Path) -> str:
         """``path`` as reports, history and logs can hold it: workspace-relative, a name

@@ -32,6 +32,7 @@ from memoryd.runtime.logs import get_logger
 from memoryd.workspace.layout import (
     MEMORY_DIR,
     TRANSCRIPT_SUFFIX,
+    Layout,
     daily_path,
     daily_rel,
     display_name,
@@ -89,7 +90,7 @@ def _stamp(value: Any, tz: dt.tzinfo) -> float | None:
     return stamp if math.isfinite(stamp) and 0 <= stamp < MAX_STAMP else None
 
 
-def read_session(path: Path, root: Path, tz: dt.tzinfo, max_chars: int) -> Session:
+def read_session(path: Path, layout: Layout, tz: dt.tzinfo, max_chars: int) -> Session:
     """The session in ``path``, read a block of lines at a time; its messages are kept up to
     ``max_chars`` (what the run's LLM calls can summarise): past that, reading stops and
     ``too_long`` says so."""
@@ -99,7 +100,7 @@ def read_session(path: Path, root: Path, tz: dt.tzinfo, max_chars: int) -> Sessi
     session_id: str | None = None
     first: float | None = None
     mentions: set[str] = set()
-    with open(path, "rb") as fh:
+    with layout.open_file(path) as fh:  # beneath the workspace, by the reading rule
         end = os.fstat(fh.fileno()).st_mtime
         for raws, parsed in stream_transcript(fh):
             session_id = session_id or parsed.session_id
@@ -127,7 +128,7 @@ def read_session(path: Path, root: Path, tz: dt.tzinfo, max_chars: int) -> Sessi
     start = min(first if first is not None else end, end)
     sid = (_UNSAFE.sub("-", session_id or "").strip("-")[:80]
            or _UNSAFE.sub("-", path.stem).strip("-")[:80] or "session")
-    return Session(path, display_name(path.relative_to(root).as_posix()), sid, start, end,
+    return Session(path, display_name(path.relative_to(layout.root).as_posix()), sid, start, end,
                    messages, mentions, too_long)
 
 
@@ -225,7 +226,7 @@ def run(ctx: JobContext) -> JobResult:
     _, max_chars = summary_budget(ctx)
     for _, path in sorted(candidates):
         try:
-            s = read_session(path, ctx.root, ctx.now.tzinfo or dt.UTC, max_chars)
+            s = read_session(path, ctx.layout, ctx.now.tzinfo or dt.UTC, max_chars)
             reason = wrote_daily(ctx, s)
         except Exception as exc:  # one bad transcript must not stop the others
             _failed(ctx, failed, ctx.rel(path), exc)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.jobs import _text
 from memoryd.jobs._git import Git, GitError
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
@@ -87,24 +88,26 @@ class _Edited(Exception):
 
 
 def read_memory(root: Path, max_bytes: int) -> Memory:
-    path = next((root / n for n in MEMORY_FILES if (root / n).is_file()), root / MEMORY_FILES[0])
-    real = path.resolve()
-    if not real.is_relative_to(root):
-        raise JobFailed(f"{path.name} is a link out of the workspace ({real}): not rewritten")
+    """MEMORY.md as it is now, opened beneath the workspace by the reading rule: a link to a
+    file that is not memory (or out of the workspace) is neither sent nor rewritten."""
+    name = next((n for n in MEMORY_FILES if (root / n).is_file()), MEMORY_FILES[0])
     try:
-        with open(real, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > max_bytes:
-                raise JobFailed(f"{path.name} is {size} bytes, over index.max_file_bytes "
-                                f"({max_bytes}): not rewritten")
-            data: bytes | None = fh.read(max_bytes + 1)
-    except FileNotFoundError:
-        data = None
+        opened = Layout(root).open_memory(name)
+    except NotFound:
+        return Memory(root / name, name, None, "", _sha(None))
+    except ForbiddenPath as exc:
+        raise JobFailed(f"{exc.message}: {name} is not rewritten") from None
+    with os.fdopen(opened.fd, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > max_bytes:
+            raise JobFailed(f"{name} is {size} bytes, over index.max_file_bytes "
+                            f"({max_bytes}): not rewritten")
+        data = fh.read(max_bytes + 1)
     try:
-        text = (data or b"").decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        raise JobFailed(f"{path.name} is not valid UTF-8: not rewritten") from None
-    return Memory(real, real.relative_to(root).as_posix(), data, text, _sha(data))
+        raise JobFailed(f"{name} is not valid UTF-8: not rewritten") from None
+    return Memory(root / opened.rel, opened.rel, data, text, _sha(data))
 
 
 class _Notes:
@@ -146,6 +149,7 @@ def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dic
     today = ctx.now.date()
     first = today - dt.timedelta(days=opts.lookback_days - 1)
     notes = _Notes(ctx)
+    layout = ctx.layout
     max_bytes = ctx.config.index.max_file_bytes
     files: list[str] = []
     too_large: list[str] = []
@@ -154,7 +158,7 @@ def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dic
     for offset in range(opts.lookback_days):
         day = first + dt.timedelta(days=offset)
         for path in _daily_files(ctx.root, day):
-            with open(path, "rb") as fh:
+            with layout.open_file(path) as fh:
                 data = fh.read(max_bytes + 1)
             if len(data) > max_bytes:
                 too_large.append(ctx.rel(path))
@@ -170,7 +174,7 @@ def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dic
         since = dt.datetime.combine(first, dt.time(), ctx.now.tzinfo).timestamp()
         for path in _recent_transcripts(ctx.root, since):
             lines: list[str] = []
-            with open(path, "rb") as fh:
+            with layout.open_file(path) as fh:
                 for _raw, parsed in stream_transcript(fh):
                     lines += [f"- {text[:HIGHLIGHT_CHARS]}"
                               + ("..." if len(text) > HIGHLIGHT_CHARS else "")

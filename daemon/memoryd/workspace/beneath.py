@@ -13,8 +13,9 @@ steps as it is deep (a folder moved out meanwhile fails that).
 
 Linux's ``openat2(RESOLVE_BENEATH)`` does the walk in the kernel, but Python has no
 wrapper for it, it is missing on macOS and older kernels, and it refuses the links inside
-the workspace that memory files legitimately use (MEMORY.md -> notes/MEMORY.md); this walk
-follows those and costs one ``openat`` per component.
+the workspace that memory files legitimately use (memory/today.md -> 2024-05-01.md,
+MEMORY.md -> memory/MEMORY.md); this walk follows those and costs one ``openat`` per
+component.
 """
 
 from __future__ import annotations

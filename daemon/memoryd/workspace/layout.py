@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.workspace.beneath import Opened, open_beneath
@@ -243,6 +244,14 @@ class Layout:
                 f"{requested}: only MEMORY.md, memory/** and configured extra paths can be read"
             )
         return rel
+
+    def open_file(self, path: Path) -> BinaryIO:
+        """Memory file ``path`` (absolute, in the workspace) opened for reading beneath the
+        root, by the reading rule (``open_memory``)."""
+        rel = self.rel(path)
+        if rel is None:
+            raise ForbiddenPath(f"{path} is outside the workspace {self.root}")
+        return os.fdopen(self.open_memory(rel).fd, "rb")
 
     def open_dir(self, rel: str, *, make: bool = False) -> int:
         """A descriptor of folder ``rel`` (``""``: the root) beneath the root, links inside
