@@ -14,7 +14,6 @@ import datetime as _dt
 import io
 import os
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final, NoReturn, TextIO
@@ -507,9 +506,6 @@ def main(
     """Run memctl; returns the exit code (the console script exits with it)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    # platformdirs warns (several lines) when XDG_RUNTIME_DIR is unset; its fallback is
-    # what the daemon uses too, so the warning is noise here.
-    warnings.filterwarnings("ignore", module=r"platformdirs(\.|$)")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -1,13 +1,22 @@
-"""Where memoryd keeps its files (DESIGN §3), shared by the daemon and the client.
+"""Where memoryd keeps its files, shared by the daemon and the client.
 
 Everything resolves from platformdirs unless ``MEMORYD_HOME`` puts all of it under one
-folder (tests, portable installs). Nothing here creates a directory: callers that write
-create what they need, with the modes they need.
+folder (tests, portable installs), the socket included. Nothing here creates a directory:
+callers that write create what they need, with the modes they need (the daemon makes the
+socket's folder 0700 and refuses one that is not private and its own).
+
+The socket's folder on Linux is the login session's runtime directory (``$XDG_RUNTIME_DIR``,
+else ``/run/user/UID`` when logind made one), as systemd's ``%t`` is. Without either (a
+container, ``su``, a cron job on a machine without logind) platformdirs falls back to
+``/tmp/runtime-UID``, shared by every daemon of that uid whatever its ``HOME``, and warns
+on stderr; ours is a private folder in the user's state directory instead, so two daemons
+with different homes never meet.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,14 +69,44 @@ def default_paths(env: dict[str, str] | None = None) -> Paths:
             runtime_dir=root / "run",
             log_dir=root / "log",
         )
-    runtime = platformdirs.user_runtime_dir(APP)
+    state_dir = Path(platformdirs.user_state_dir(APP))
     return Paths(
         config_file=Path(platformdirs.user_config_dir(APP)) / "config.toml",
         data_dir=Path(platformdirs.user_data_dir(APP)),
-        state_dir=Path(platformdirs.user_state_dir(APP)),
-        runtime_dir=Path(runtime),
+        state_dir=state_dir,
+        runtime_dir=runtime_dir(env, fallback=state_dir / "run"),
         log_dir=Path(platformdirs.user_log_dir(APP)),
     )
+
+
+LOGIN_RUNTIME_BASE = Path("/run/user")  # systemd-logind's per-user runtime directories
+
+
+def runtime_dir(
+    env: dict[str, str], *, fallback: Path, login_base: Path = LOGIN_RUNTIME_BASE
+) -> Path:
+    """The socket's folder: in the session's runtime directory, else ``fallback``."""
+    if sys.platform == "darwin":  # ~/Library/Caches/TemporaryItems: per user, never warns
+        return Path(platformdirs.user_runtime_dir(APP))
+    for base in (env.get("XDG_RUNTIME_DIR"), login_base / str(os.geteuid())):
+        if base and private_dir_problem(Path(base)) is None:
+            return Path(base) / APP
+    return fallback
+
+
+def private_dir_problem(path: Path) -> str | None:
+    """Why ``path`` is not a directory of ours that only we can enter, or None when it is."""
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"{path}: {exc.strerror}"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{path} is not a directory"
+    if st.st_uid != os.geteuid():
+        return f"{path} is owned by uid {st.st_uid}, not by uid {os.geteuid()}"
+    if st.st_mode & 0o077:
+        return f"{path} has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
+    return None
 
 
 def config_path(env: dict[str, str] | None = None, override: str | None = None) -> Path:

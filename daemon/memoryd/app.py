@@ -16,12 +16,14 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
+import memoryd
 from memoryd.errors import MemorydError
 from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.jobs.history import History
+from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.rpc.instance import Instance
@@ -52,15 +54,18 @@ WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 class Daemon:
     def __init__(self, config: Config, *, paths: Paths, socket_path: Path,
                  config_file: Path | None = None, env: Mapping[str, str] | None = None,
-                 handle_signals: bool = False, clock: Clock | None = None) -> None:
+                 handle_signals: bool = False, clock: Clock | None = None,
+                 announce: TextIO | None = None) -> None:
         """No side effects: everything is acquired in ``startup``. ``clock``: the jobs
-        scheduler's (tests pass a fake one; default the system clock in the local zone)."""
+        scheduler's (tests pass a fake one; default the system clock in the local zone).
+        ``announce``: where to write one line for a person once the socket accepts."""
         self.config = config
         self.paths = paths
         self.socket_path = socket_path
         self.config_file = config_file
         self.env = dict(os.environ) if env is None else dict(env)
         self.handle_signals = handle_signals
+        self.announce = announce
         self.started_at = time.monotonic()
         self.ready = asyncio.Event()  # the socket accepts
         self.background_ready = asyncio.Event()  # provider chosen, indexes opened
@@ -148,6 +153,9 @@ class Daemon:
                  ms=round((time.perf_counter() - started) * 1000, 1),
                  workspaces=len(self.registry.list()), config=self.config.source or None,
                  socket_from=self.instance.manager)
+        if self.announce is not None:
+            self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
+            self.announce.flush()
 
     def _start_fleet(self) -> None:
         """Fleet mode when [fleet] has a DSN; psycopg is imported only then (memoryd[fleet])."""
@@ -189,7 +197,17 @@ class Daemon:
         except Exception:  # a status line is never worth a crash
             log.exception("status_report_failed")
 
+    def _log_llm_state(self) -> None:
+        """Once at start (and after a reload): which LLM jobs will be skipped, and why. The
+        skipped runs themselves are then logged at debug level only."""
+        missing = llm_jobs_without_llm(self.config, self.env)
+        if missing is not None:
+            jobs, problem = missing
+            log.info("llm_not_configured", jobs=jobs, reason=problem,
+                     effect="these jobs are skipped until an LLM is configured")
+
     async def _background_start(self) -> None:
+        self._log_llm_state()
         try:
             await self.registry.open_all()
             await self.refresh_watch()
@@ -289,6 +307,8 @@ class Daemon:
         if added or removed:
             await self.refresh_watch()
         self.scheduler.wake()  # schedules may have changed
+        if new.llm != old.llm or new.jobs != old.jobs:
+            self._log_llm_state()
         log.info("config_reloaded", source=new.source, workspaces_added=added,
                  workspaces_removed=removed, needs_restart=restart_needed or None)
 
@@ -333,6 +353,21 @@ class Daemon:
             scan["seconds"] = round(ws.scan_report.seconds, 3)
         out["startup_scan"] = scan
         return out
+
+
+def ready_line(socket_path: Path, workspaces: list[Workspace]) -> str:
+    """What a person starting ``memoryd run`` in a terminal needs: it works, where, what next."""
+    head = f"memoryd {memoryd.__version__} ready on {socket_path} (pid {os.getpid()})"
+    if not workspaces:
+        return f"{head}; no workspace yet: memctl workspace add PATH. Stop: Ctrl-C or memoryd stop"
+    listed = ", ".join(f"{w.name} ({_home_relative(w.root)})" for w in workspaces[:5])
+    more = f" and {len(workspaces) - 5} more" if len(workspaces) > 5 else ""
+    return f"{head}; workspaces: {listed}{more}. Stop: Ctrl-C or memoryd stop"
+
+
+def _home_relative(path: Path) -> str:
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
 
 
 def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""``memoryd``: ``run`` (the daemon, in the foreground), ``doctor``, ``service``, ``--version``.
+"""``memoryd``: ``run`` (the daemon, in the foreground), ``stop``, ``doctor``, ``service``,
+``--version``.
 
 Errors are one line on stderr with a named exit code, never a traceback.
 """
@@ -28,16 +29,32 @@ EXIT_SOCKET: Final = 5  # the socket cannot be used (directory mode, path too lo
 EXIT_NO_SERVICE_MANAGER: Final = 6  # `memoryd service`: no systemd user instance / launchd
 EXIT_SERVICE_FAILED: Final = 7  # `memoryd service`: systemctl or launchctl refused
 
+# Longer than the daemon's own drain (server.shutdown_timeout, 10 s by default).
+STOP_TIMEOUT_S: Final = 30.0
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memoryd", description="memory daemon for AI agents")
+    parser = argparse.ArgumentParser(
+        prog="memoryd", description="memory daemon for AI agents",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  memoryd run                  # in the foreground; Ctrl-C stops it\n"
+               "  memoryd stop                 # stop the running daemon, wait until it exits\n"
+               "  memoryd service install      # start at login under systemd or launchd\n\n"
+               "exit codes: 0 ok, 1 error, 2 usage, 3 invalid config, 4 already running,\n"
+               "5 socket unusable, 6 no service manager, 7 service manager refused")
     parser.add_argument("--version", action="version", version=f"memoryd {memoryd.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run the daemon in the foreground")
     run.add_argument("--socket", help="Unix socket path (default: $MEMORYD_SOCKET or platform)")
     run.add_argument("--config", help="config file (default: $MEMORYD_CONFIG or platform)")
-    run.add_argument("--log-level", choices=LEVELS,
-                     default=os.environ.get("MEMORYD_LOG_LEVEL", "info").lower())
+    run.add_argument("--log-level", choices=LEVELS, default=os.environ.get("MEMORYD_LOG_LEVEL"),
+                     help="default: $MEMORYD_LOG_LEVEL, else warning on a terminal (which "
+                     "gets one line saying the daemon is ready) and info elsewhere")
+    stop = sub.add_parser("stop", help="stop the running daemon gracefully and wait until it "
+                          "has exited")
+    stop.add_argument("--socket", help="Unix socket path (default: $MEMORYD_SOCKET or platform)")
+    stop.add_argument("--timeout", type=float, default=STOP_TIMEOUT_S, metavar="SECONDS",
+                      help=f"how long to wait for it to exit (default {STOP_TIMEOUT_S:g})")
     doctor = sub.add_parser("doctor", help="check the local setup; each line says the fix")
     doctor.add_argument("--socket")
     doctor.add_argument("--config")
@@ -60,7 +77,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_run(args)
     if args.command == "service":
         return cmd_service(args)
+    if args.command == "stop":
+        return cmd_stop(args)
     return cmd_doctor(args)
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """Exit 0 when it stopped or was not running (said which), 1 when it outlived the
+    timeout, 5 when the socket cannot be used."""
+    from memoryd.runtime.stop import StopTimeout, stop_daemon
+    from memoryd_client import ClientError, SocketUnusable
+
+    path = socket_path(dict(os.environ), args.socket)
+    try:
+        stopped = stop_daemon(path, args.timeout)
+    except StopTimeout as exc:
+        print(f"memoryd: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except SocketUnusable as exc:
+        print(f"memoryd: {exc}", file=sys.stderr)
+        return EXIT_SOCKET
+    except ClientError as exc:
+        print(f"memoryd: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    if stopped.pid is None:
+        print(f"memoryd is not running (nothing answers on {path})")
+    else:
+        print(f"memoryd stopped (pid {stopped.pid}, {stopped.seconds:.1f}s)")
+    return EXIT_OK
 
 
 def cmd_service(args: argparse.Namespace) -> int:
@@ -75,10 +119,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from memoryd.rpc.instance import AlreadyRunning, InstanceError
     from memoryd.runtime.config import load_config
 
-    if args.log_level not in LEVELS:
+    on_terminal = sys.stderr.isatty()
+    level = (args.log_level or ("warning" if on_terminal else "info")).lower()
+    if level not in LEVELS:
         print(f"memoryd: MEMORYD_LOG_LEVEL must be one of {', '.join(LEVELS)}", file=sys.stderr)
         return EXIT_USAGE
-    configure_logging(args.log_level)
+    configure_logging(level)
     heap.configure()  # a long-lived process: memory freed after a burst goes back
     log = get_logger("memoryd.cli")
     env = dict(os.environ)
@@ -89,7 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         config = load_config(cfg_file, env)
         daemon = Daemon(config, paths=default_paths(env), socket_path=socket_path(env, args.socket),
-                        config_file=cfg_file, env=env, handle_signals=True)
+                        config_file=cfg_file, env=env, handle_signals=True,
+                        announce=sys.stderr if on_terminal else None)
         return asyncio.run(daemon.serve())
     except AlreadyRunning as exc:
         log.error("already_running", error=str(exc))
