@@ -98,8 +98,16 @@ def big_workspace(root: Path, files: int) -> Path:
     return root
 
 
-def test_sigterm_mid_request_completes_it_exits_0_and_removes_the_socket(
-        home: Path, daemon: Proc) -> None:
+def test_sigterm_mid_request_completes_it_exits_0_and_removes_the_socket(home: Path) -> None:
+    daemon = Proc(home, env={"MEMORYD_LOG_LEVEL": "debug"})  # request lines are debug
+    try:
+        _sigterm_mid_request(home, daemon)
+    finally:
+        daemon.kill()
+
+
+def _sigterm_mid_request(home: Path, daemon: Proc) -> None:
+    daemon.ready()
     ws = big_workspace(home / "ws", files=400)
     with RawConn(daemon.socket, timeout=60) as c:
         c.result("workspace.add", {"path": str(ws)})
@@ -244,3 +252,24 @@ def test_version_and_doctor_json(home: Path) -> None:
     assert bad.returncode == 1
     config_check = json.loads(bad.stdout)["checks"][0]
     assert not config_check["ok"] and "search.max_results" in config_check["detail"]
+
+
+def test_request_lines_are_debug_a_refused_request_info(home: Path) -> None:
+    for level, expected in (("info", [("get", "unknown_workspace")]),
+                            ("debug", [("hello", "ok"), ("get", "unknown_workspace")])):
+        daemon = Proc(home, env={"MEMORYD_LOG_LEVEL": level})
+        try:
+            daemon.ready()
+            with RawConn(daemon.socket) as c:
+                c.result("hello")
+                c.send(protocol.request(2, "get", {"path": "MEMORY.md"}))
+                c.recv()
+            daemon.p.send_signal(signal.SIGTERM)
+            assert daemon.wait() == EXIT_OK
+        finally:
+            daemon.kill()
+        lines = [(e["method"], e["result"], e["level"]) for e in daemon.logs()
+                 if e.get("event") == "request"]
+        assert [(m, r) for m, r, _ in lines] == expected, lines
+        assert {lvl for m, r, lvl in lines} <= {"debug", "info"}
+        assert all(lvl == ("debug" if r == "ok" else "info") for _, r, lvl in lines)

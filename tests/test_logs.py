@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
+import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
+from daemon_util import DaemonThread, RawConn, wait_for
+from fakes.clock import FakeClock
+from jobs_util import NOW
 from memoryd.runtime.logs import configure_logging, get_logger
 
 
@@ -46,3 +53,78 @@ def test_console_format_on_a_tty(restore_logging: None) -> None:
     assert "hello" in text and "n=1" in text and "component=memoryd.test" in text
     with pytest.raises(json.JSONDecodeError):
         json.loads(text)
+
+
+# ---------------------------------------------------------------- under systemd
+
+
+def test_under_systemd_each_line_starts_with_its_syslog_priority(
+        restore_logging: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "journal"
+    with open(path, "w") as stream:
+        st = os.fstat(stream.fileno())
+        monkeypatch.setenv("JOURNAL_STREAM", f"{st.st_dev}:{st.st_ino}")
+        configure_logging("debug", stream=stream)
+        log = get_logger("memoryd.test")
+        log.debug("d")
+        log.info("i")
+        log.warning("w")
+        log.error("e")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("x")
+        log.critical("c")
+    lines = path.read_text().splitlines()
+    starts = [line[:3] for line in lines if line.startswith("<")]
+    assert starts == ["<7>", "<6>", "<4>", "<3>", "<3>", "<2>"], lines
+    assert json.loads(lines[1][3:])["event"] == "i"
+
+
+def test_a_journal_stream_inherited_but_not_written_to_gets_no_prefix(
+        restore_logging: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    other = tmp_path / "other"
+    other.write_text("")
+    st = os.stat(other)
+    monkeypatch.setenv("JOURNAL_STREAM", f"{st.st_dev}:{st.st_ino}")
+    with open(tmp_path / "log", "w") as stream:
+        configure_logging("info", stream=stream)
+        get_logger("memoryd.test").info("i")
+    assert (tmp_path / "log").read_text().startswith("{")
+    out = io.StringIO()  # no file descriptor at all
+    configure_logging("info", stream=out)
+    get_logger("memoryd.test").info("i")
+    assert out.getvalue().startswith("{")
+
+
+# ---------------------------------------------------------------- what is logged at info
+
+
+def test_llm_jobs_without_an_llm_are_said_once_at_start_not_at_every_scheduled_skip(
+        md_home: Path) -> None:
+    ws = md_home / "alice"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "sessions").mkdir()
+    clock = FakeClock(NOW)
+    with capture_logs() as logs, DaemonThread(
+            md_home, {"workspaces": [{"path": str(ws), "name": "alice"}]}, clock=clock) as d:
+        def fallback_runs() -> int:  # finished ones: a slot while one runs is another skip
+            with RawConn(d.socket_path) as conn:
+                jobs = conn.result("jobs.list", {"history": 10})["jobs"]
+            return sum(r["status"] != "running" for j in jobs if j["name"] == "fallback_summary"
+                       for r in j["history"])
+
+        for step in range(1, 4):  # three 15-minute slots of fallback_summary
+            d.call_in_loop(clock.set, NOW + dt.timedelta(minutes=15 * step))
+            assert wait_for(lambda s=step: fallback_runs() >= s, 10)  # type: ignore[misc]
+        with RawConn(d.socket_path) as conn:  # recorded all the same, for `memctl jobs list`
+            jobs = conn.result("jobs.list", {"history": 10})["jobs"]
+        runs = [r for j in jobs if j["name"] == "fallback_summary" for r in j["history"]]
+        assert {(r["status"], r["message"][:17]) for r in runs} == {
+            ("skipped", "no LLM configured")}
+    said = [e for e in logs if e["event"] == "llm_not_configured"]
+    assert len(said) == 1, said
+    assert said[0]["jobs"] == ["hippocampus", "fallback_summary"]
+    assert "[llm]" in said[0]["reason"]
+    skips = [e for e in logs if e["event"] == "job_run" and e.get("status") == "skipped"]
+    assert skips == [], [e.get("message") for e in skips]

@@ -46,6 +46,13 @@ class JobSkipped(JobOutcome):
     status = "skipped"
 
 
+class LlmNotConfigured(JobSkipped):
+    """An LLM job without an LLM: said once at start, not logged on every scheduled run."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(f"no LLM configured: {problem}")
+
+
 class JobFailed(JobOutcome):
     status = "failed"
 
@@ -100,7 +107,7 @@ class JobContext:
 
         problem = llm_problem(self.config.llm, self.env)
         if problem:
-            raise JobSkipped(f"no LLM configured: {problem}")
+            raise LlmNotConfigured(problem)
         return LlmClient(self.config.llm, self.env, cancelled=self.cancelled)
 
     @property

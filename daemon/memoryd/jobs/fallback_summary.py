@@ -25,7 +25,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.jobs import _text
-from memoryd.jobs.base import JobContext, JobFailed, JobOutcome, JobResult, JobSkipped
+from memoryd.jobs.base import (
+    JobContext,
+    JobFailed,
+    JobOutcome,
+    JobResult,
+    JobSkipped,
+    LlmNotConfigured,
+)
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.runtime.logs import get_logger
@@ -201,7 +208,7 @@ def run(ctx: JobContext) -> JobResult:
         raise JobSkipped(f"workspace folder {ctx.root} is missing")
     problem = llm_problem(ctx.config.llm, ctx.env)
     if problem and not ctx.dry_run:
-        raise JobSkipped(f"no LLM configured: {problem}")
+        raise LlmNotConfigured(problem)
     now = ctx.now.timestamp()
     counts = {"active": 0, "too_old": 0, "handled_before": 0}
     candidates: list[tuple[float, Path]] = []

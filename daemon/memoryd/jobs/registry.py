@@ -53,3 +53,13 @@ JOBS: Final[Mapping[str, JobSpec]] = {
                 True, _settings_fallback, _fallback_summary),
     )
 }
+
+
+def llm_jobs_without_llm(config: Config, env: Mapping[str, str]) -> tuple[list[str], str] | None:
+    """The enabled jobs that need an LLM and the reason there is none, or None when an
+    LLM is configured (or no such job is enabled)."""
+    from memoryd.jobs.llm_config import llm_problem
+
+    problem = llm_problem(config.llm, env)
+    jobs = [s.name for s in JOBS.values() if s.uses_llm and s.settings(config).enabled]
+    return (jobs, problem) if problem and jobs else None

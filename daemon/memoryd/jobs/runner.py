@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memoryd.errors import InvalidParams, MemorydError, Unavailable
-from memoryd.jobs.base import JobContext, JobOutcome, JobSpec
+from memoryd.jobs.base import JobContext, JobOutcome, JobSpec, LlmNotConfigured
 from memoryd.jobs.clock import Clock
 from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.registry import JOBS
@@ -156,11 +156,15 @@ class Runner:
                        scheduled_for: float | None) -> RunRecord:
         t0 = time.monotonic()
         report: dict[str, Any] = {}
+        quiet = False
         try:
             result = await in_thread(lambda: spec.load()(ctx), spec.name)
             status, message, report = "ok", result.message, result.report
         except JobOutcome as exc:
             status, message, report = exc.status, exc.message, exc.report
+            # Said once at start (llm_not_configured); a scheduled skip every 15 minutes
+            # per workspace would bury everything else at info level.
+            quiet = isinstance(exc, LlmNotConfigured) and ctx.trigger != "manual"
         except MemorydError as exc:  # e.g. the daily file resolves outside the workspace
             status, message = "failed", exc.message
         except asyncio.CancelledError:
@@ -172,10 +176,12 @@ class Runner:
             status, message = "failed", f"internal error: {type(exc).__name__}: {exc}"
         if ctx.dry_run:
             report["dry_run"] = True
-        return self._finish(ctx, run_id, scheduled_for, status, message, report, t0)
+        return self._finish(ctx, run_id, scheduled_for, status, message, report, t0,
+                            quiet=quiet)
 
     def _finish(self, ctx: JobContext, run_id: int | None, scheduled_for: float | None,
-                status: str, message: str, report: dict[str, Any], t0: float) -> RunRecord:
+                status: str, message: str, report: dict[str, Any], t0: float, *,
+                quiet: bool = False) -> RunRecord:
         seconds = time.monotonic() - t0
         ended = ctx.now.timestamp() + seconds
         record: RunRecord | None = None
@@ -189,9 +195,10 @@ class Runner:
             record = RunRecord(run_id or 0, ctx.job, str(ctx.root), ctx.workspace, ctx.trigger,
                                ctx.dry_run, scheduled_for, ctx.now.timestamp(), ended, status,
                                _one_line(message), report)
-        log.info("job_run", job=ctx.job, workspace=ctx.workspace, trigger=ctx.trigger,
-                 dry_run=ctx.dry_run or None, status=status, message=record.message,
-                 seconds=round(seconds, 3))
+        (log.debug if quiet else log.info)(
+            "job_run", job=ctx.job, workspace=ctx.workspace, trigger=ctx.trigger,
+            dry_run=ctx.dry_run or None, status=status, message=record.message,
+            seconds=round(seconds, 3))
         return record
 
     async def stop(self, timeout: float) -> None:

@@ -27,6 +27,8 @@ from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode, FrameError
 
 log = get_logger("memoryd.rpc.server")
+# Answers that are the daemon's fault or trouble, not the caller's mistake.
+_OUR_FAILURES = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.TOO_LARGE})
 
 Emit = Callable[[str, dict[str, Any]], None]
 MAX_IN_FLIGHT_PER_CONNECTION = 64
@@ -280,13 +282,13 @@ class Server:
     @staticmethod
     def _log_request(conn: _Connection, req: Request, code: str, started: float) -> None:
         ms = round((time.perf_counter() - started) * 1000, 3)
-        fields = req.log_fields
-        if code == "ok":
-            log.info("request", method=req.method, id=req.id, ms=ms, result=code,
-                     peer_pid=conn.peer_pid, **fields)
-        else:
-            log.warning("request", method=req.method, id=req.id, ms=ms, result=code,
-                        peer_pid=conn.peer_pid, **fields)
+        # One line per request is debug: thousands a minute under load would drown the
+        # journal. A refused request is info (the caller got the reason already); only
+        # our own failures warn.
+        emit = (log.debug if code == "ok"
+                else log.warning if code in _OUR_FAILURES else log.info)
+        emit("request", method=req.method, id=req.id, ms=ms, result=code,
+             peer_pid=conn.peer_pid, **req.log_fields)
 
     # -- shutdown ----------------------------------------------------------------------
 

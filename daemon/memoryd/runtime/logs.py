@@ -1,15 +1,19 @@
 """Logging: structlog events, JSON lines when stderr is not a TTY, console output on one.
 
 journald and launchd log files get one JSON object per line; a person running
-``memoryd run`` in a terminal gets readable lines. Keys that look like secrets are masked
-whatever logs them, so an API key cannot reach a log by accident.
+``memoryd run`` in a terminal gets readable lines. Under systemd (stderr is the stream that
+``$JOURNAL_STREAM`` names) each line starts with its syslog priority, ``<4>`` for a warning,
+which journald strips and records, so ``journalctl -p warning`` filters. Keys that look like
+secrets are masked whatever logs them, so an API key cannot reach a log by accident.
 """
 
 from __future__ import annotations
 
 import functools
+import io
 import json as _json
 import logging
+import os
 import re
 import sys
 from collections.abc import MutableMapping
@@ -82,6 +86,27 @@ def _dumps(obj: Any, **_kw: Any) -> str:
     return _ENCODER.encode(obj)
 
 
+# sd-daemon(3) priorities by structlog method name ("exception" logs at error level).
+_PRIORITY: Final = {"debug": 7, "info": 6, "warning": 4, "warn": 4, "error": 3,
+                    "exception": 3, "critical": 2, "fatal": 2}
+
+
+def _priority_prefix(_logger: Any, method: str, line: str) -> str:
+    return f"<{_PRIORITY.get(method, 6)}>{line}"
+
+
+def writes_to_journal(stream: TextIO, env: dict[str, str] | None = None) -> bool:
+    """Whether ``stream`` is the journal stream systemd gave us (``JOURNAL_STREAM=dev:ino``;
+    a child that inherited the variable but writes elsewhere must not prefix)."""
+    value = (os.environ if env is None else env).get("JOURNAL_STREAM", "")
+    try:
+        dev, ino = (int(part) for part in value.split(":"))
+        st = os.fstat(stream.fileno())
+    except (ValueError, OSError, io.UnsupportedOperation):
+        return False
+    return (st.st_dev, st.st_ino) == (dev, ino)
+
+
 def configure_logging(level: str = "info", *, json: bool | None = None,
                       stream: TextIO | None = None) -> None:
     """Set up structlog for the daemon process; ``json=None`` decides by ``isatty``."""
@@ -91,6 +116,8 @@ def configure_logging(level: str = "info", *, json: bool | None = None,
     renderer: Any = (structlog.processors.JSONRenderer(_dumps) if json
                      else structlog.dev.ConsoleRenderer(colors=out.isatty()))
     numeric = logging.getLevelNamesMapping()[level.upper()]
+    # After the renderer: structlog passes its string on (its Processor type says a dict).
+    journal: list[Any] = [_priority_prefix] if writes_to_journal(out) else []
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -99,6 +126,7 @@ def configure_logging(level: str = "info", *, json: bool | None = None,
             _redact,
             structlog.processors.format_exc_info,
             renderer,
+            *journal,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=lambda *_args: _StderrLogger(stream),
