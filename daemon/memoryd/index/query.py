@@ -31,6 +31,13 @@ def query_terms(query: str) -> list[str]:
     return (kept or words)[:MAX_TERMS]
 
 
+def stopwords_only(query: str) -> list[str] | None:
+    """The query's words when none of them can tell notes apart (all stop words, or no word
+    at all), else None: such a query would rank arbitrary chunks that share a "the"."""
+    words = list(dict.fromkeys(w.lower() for w in WORD_RE.findall(keyword_text(query))))
+    return words if all(w in STOPWORDS for w in words) else None
+
+
 def fts_match(terms: list[str]) -> str:
     """An OR of quoted terms: user input is data, never FTS5 operators or column filters."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -21,6 +21,7 @@ from memoryd.errors import InvalidParams, MemorydError
 from memoryd.index.types import Fusion, Mode, SearchRequest, SearchResponse, SyncProgress
 from memoryd.jobs.clock import zone_name
 from memoryd.jobs.llm_config import llm_status
+from memoryd.rpc.notices import search_notices
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.runtime.logs import get_logger
@@ -188,6 +189,10 @@ class Methods:
                                                      d.registry.provider, d.query_embedder)
         ws, index = await d.registry.index_of(ref)
         req.log_fields["workspace"] = ws.name
+        notices = search_notices(sreq, d.config.index.sessions)
+        if notices.nothing_to_search:
+            return {"results": [], "mode_used": sreq.mode, "took_ms": 0.0, "pending_files": 0,
+                    "notices": notices.lines}
         # Read-your-writes, within read_your_writes_ms in total: wait for the batch the
         # watcher holds, then sync recently active files it may not have reported yet
         # (stale_hot_paths: a few stats, done in the same thread hop as the search).
@@ -229,6 +234,8 @@ class Methods:
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
         if not fresh:
             out["stale"] = True
+        if notices.lines:
+            out["notices"] = notices.lines
         return out
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:

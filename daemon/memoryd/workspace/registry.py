@@ -237,8 +237,9 @@ class Registry:
             if not items:
                 raise UnknownWorkspace("no workspace is registered; add one with "
                                        "`memctl workspace add PATH`")
-            raise InvalidParams("several workspaces are registered; say which with "
-                                f"workspace: {', '.join(sorted(items))}", {"param": "workspace"})
+            raise InvalidParams(f"several workspaces are registered ({', '.join(sorted(items))})"
+                                ": name one in workspace",
+                                {"param": "workspace", "workspaces": sorted(items)})
         if ref in items:
             return items[ref]
         if "/" in ref or ref.startswith("~") or ref in (".", ".."):
@@ -270,6 +271,16 @@ class Registry:
                     raise InvalidParams(f"{root} is already registered as {ws.name}",
                                         {"param": "name"})
                 return ws, False
+        for ws in self._items.values():
+            # A path inside both would name two workspaces (-w PATH, the current directory),
+            # and the outer one's memory/ would index the inner one's notes a second time.
+            if root.is_relative_to(ws.root) or ws.root.is_relative_to(root):
+                where = "inside" if root.is_relative_to(ws.root) else "around"
+                raise InvalidParams(
+                    f"{root} is {where} workspace {ws.name} ({ws.root}): workspaces may not "
+                    "nest, a path in both would belong to two workspaces and notes could be "
+                    "indexed twice; register one of them, or move the folder out",
+                    {"param": "path", "workspace": ws.name})
         if name is not None:
             if not _NAME.match(name):
                 raise InvalidParams("name must be 1-64 letters, digits, '.', '_' or '-', "
