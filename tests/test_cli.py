@@ -7,6 +7,7 @@ import io
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 
 from fakes.memoryd_server import Fail, FakeMemoryd, FakeRequest, stale_socket_file
-from memoryd_client import _doctor, cli
+from memoryd_client import _commands, _doctor, cli
 from memoryd_client.cli import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
@@ -44,6 +45,7 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "jobs run": ["hippocampus"],
     "doctor": [],
     "fleet status": [],
+    "completion": ["bash"],
 }
 ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
                           "jobs run"}
@@ -173,8 +175,9 @@ def test_workspace_param_makes_paths_absolute_and_keeps_names(
 # ---------------------------------------------------------------- daemon not running
 
 
-# doctor reports its checks instead: see test_doctor_without_daemon_*
-@pytest.mark.parametrize("command", [c for c in command_names() if c != "doctor"])
+# doctor reports its checks instead (see test_doctor_without_daemon_*); completion never asks
+@pytest.mark.parametrize("command", [c for c in command_names()
+                                     if c not in ("doctor", "completion")])
 def test_no_daemon_exits_3_with_one_line(command: str, short_tmp: Path) -> None:
     argv = [*command.split(), *REQUIRED_ARGS[command], "--socket", str(short_tmp / "d.sock")]
     code, out, err = run(argv)
@@ -194,6 +197,13 @@ def test_console_script_exits_3_without_a_traceback(short_tmp: Path) -> None:
     memctl = Path(sys.executable).parent / "memctl"
     proc = subprocess.run(
         [str(memctl), "status", "--json"], capture_output=True, text=True, timeout=30,
+        env={**os.environ, "MEMORYD_HOME": str(short_tmp), "MEMORYD_SOCKET": ""},
+    )
+    assert proc.returncode == EXIT_NOT_RUNNING
+    assert json.loads(proc.stdout)["error"]["code"] == "not_running"  # --json: JSON, always
+    assert proc.stderr == ""
+    proc = subprocess.run(
+        [str(memctl), "status"], capture_output=True, text=True, timeout=30,
         env={**os.environ, "MEMORYD_HOME": str(short_tmp), "MEMORYD_SOCKET": ""},
     )
     assert proc.returncode == EXIT_NOT_RUNNING
@@ -278,14 +288,19 @@ def test_reindex_draws_a_progress_bar_on_a_terminal(fake_memoryd: FakeMemoryd) -
     assert fake_memoryd.calls("reindex")[0].params == {"full": True, "wait": True}
 
 
-def test_reindex_draws_nothing_when_not_a_terminal(fake_memoryd: FakeMemoryd) -> None:
+def test_reindex_progress_is_json_lines_when_not_a_terminal(fake_memoryd: FakeMemoryd) -> None:
     @fake_memoryd.handle("reindex")
     async def reindex(req: FakeRequest) -> Any:
         await req.progress(1, 2, "chunking")
-        return {}
+        await req.progress(2, 2, "chunking")
+        return {"files_changed": 2, "chunks_written": 2}
 
     code, _, err = run_on(fake_memoryd, ["reindex"])
-    assert (code, err) == (EXIT_OK, "")
+    assert code == EXIT_OK
+    lines = [json.loads(line) for line in err.splitlines()]
+    assert [(e["event"], e["phase"], e["done"], e["total"]) for e in lines] == [
+        ("progress", "chunking", 1, 2), ("progress", "chunking", 2, 2)]
+    assert {"rate", "eta_s"} <= set(lines[0])
 
 
 def test_workspace_add_sends_an_absolute_path(
@@ -353,7 +368,7 @@ def test_unexpected_exception_is_one_line_not_a_traceback(
     fake_memoryd: FakeMemoryd, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("MEMCTL_DEBUG", raising=False)
-    monkeypatch.setattr(cli, "format_status", lambda status: 1 / 0)
+    monkeypatch.setattr(_commands, "format_status", lambda status: 1 / 0)
     code, _, err = run_on(fake_memoryd, ["status"])
     assert code == EXIT_ERROR
     assert err.count("\n") == 1 and "ZeroDivisionError" in err
@@ -446,3 +461,59 @@ def test_doctor_accepts_a_socket_directory_not_created_yet(
     code, out, _ = run(["doctor", "--socket", str(short_tmp / "run" / "d.sock")])
     assert code == EXIT_NOT_RUNNING
     assert "ok    socket directory:" in out and "does not exist yet" in out
+
+
+# ---------------------------------------------------------------- help and completion
+
+
+def test_every_option_has_help_and_every_command_an_example() -> None:
+    parsers = _subparsers(build_parser())
+    for name in command_names():
+        p = parsers[name]
+        assert p.epilog and "example" in p.epilog and f"memctl {name}" in p.epilog, name
+        for action in p._actions:
+            if not isinstance(action, argparse._HelpAction):
+                assert action.help, f"memctl {name}: {action.option_strings or action.dest}"
+
+
+def test_memctl_help_lists_the_exit_codes_and_how_to_stop_the_daemon(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--help"]) == EXIT_OK
+    text = capsys.readouterr().out
+    for needle in ("exit codes: 0 ok, 1 error", "2 usage", "3 daemon not running",
+                   "memoryd stop", '{"error": {"code", "message", "data"}}'):
+        assert needle in text, needle
+
+
+def complete(script: str, line: str) -> list[str]:
+    """What bash's completion function offers for ``line`` (the cursor at its end)."""
+    words = line.split(" ")
+    program = (f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\n"
+               f"COMP_CWORD={len(words) - 1}\n_memctl\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+    proc = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_bash_completion_completes_commands_actions_options_and_choices() -> None:
+    code, script, _ = run(["completion", "bash"])
+    assert code == EXIT_OK
+    assert complete(script, "memctl se") == ["search"]
+    assert complete(script, "memctl workspace ") == ["add", "remove", "list"]
+    assert "--max-results" in complete(script, "memctl search lisbon --max")
+    assert complete(script, "memctl search --mode k") == ["keyword"]
+    assert complete(script, "memctl jobs run --dry") == ["--dry-run"]
+    assert complete(script, "memctl completion ") == ["bash", "zsh", "fish"]
+
+
+def test_zsh_and_fish_scripts_name_every_command() -> None:
+    _, zsh, _ = run(["completion", "zsh"])
+    assert zsh.startswith("#compdef memctl") and "bashcompinit" in zsh
+    if shutil.which("zsh"):
+        assert subprocess.run(["zsh", "-n", "-c", zsh], timeout=30).returncode == 0
+    _, fish, _ = run(["completion", "fish"])
+    for name in command_names():
+        assert f"-a {name.split()[-1]} " in fish, name
+    assert "-l max-results" in fish and "-a 'hybrid vector keyword'" in fish
+    if shutil.which("fish"):
+        assert subprocess.run(["fish", "--no-execute", "-c", fish], timeout=30).returncode == 0

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import datetime as _dt
-from typing import TextIO
 
-from memoryd_client.types import JobInfo, JobRun, JobsList, Progress, SearchResult, Status
+from memoryd_client.types import JobInfo, JobRun, JobsList, SearchResult, Status
 
 
 def format_status(status: Status) -> list[str]:
@@ -136,33 +135,7 @@ def format_search(result: SearchResult) -> list[str]:
     for i, hit in enumerate(result.results):
         if i:
             lines.append("")
-        lines.append(f"{hit.path}:{hit.start_line}-{hit.end_line}  {hit.score:.3f}")
+        where = f"{hit.workspace}:{hit.path}" if hit.workspace else hit.path
+        lines.append(f"{where}:{hit.start_line}-{hit.end_line}  {hit.score:.3f}")
         lines.extend(f"    {line}" for line in hit.snippet.splitlines())
     return lines
-
-
-class ProgressBar:
-    """A one-line progress bar on a terminal (``reindex``); nothing when not a TTY."""
-
-    WIDTH = 30
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.shown = False
-
-    def __call__(self, progress: Progress) -> None:
-        label = progress.phase or "working"
-        if progress.total:
-            filled = min(self.WIDTH, self.WIDTH * progress.done // max(progress.total, 1))
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            line = f"{label:<12} [{bar}] {progress.done}/{progress.total}"
-        else:
-            line = f"{label:<12} {progress.done}"
-        self.stream.write(f"\r{line}\x1b[K")
-        self.stream.flush()
-        self.shown = True
-
-    def finish(self) -> None:
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()

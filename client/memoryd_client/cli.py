@@ -2,8 +2,9 @@
 
 Every command takes the same ``--json``, ``--socket`` and ``--timeout`` options, and every
 command acting on one workspace the same ``--workspace NAME|PATH``; they are added by one
-helper so they cannot drift apart. Errors are one line on stderr (``memctl: error: ...``)
-with a stable exit code, never a traceback.
+helper so they cannot drift apart. This module is the parser and the edge: errors are one
+line on stderr (``memctl: error: ...``), or with ``--json`` one JSON object on stdout, with
+a stable exit code and never a traceback. The commands themselves are in ``_commands``.
 """
 
 from __future__ import annotations
@@ -15,34 +16,50 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
-from typing import Any, Final, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
-from memoryd_client._format import (
-    ProgressBar,
-    format_jobs,
-    format_run,
-    format_search,
-    format_status,
+from memoryd_client import _commands as cmd
+from memoryd_client._cli_base import (
+    EXIT_CODES_HELP,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    Parser,
+    UsageError,
 )
 from memoryd_client.client import DEFAULT_TIMEOUT, MemoryClient
-from memoryd_client.errors import ClientError, DaemonNotRunning
-from memoryd_client.paths import socket_path as resolve_socket_path
+from memoryd_client.errors import (
+    ClientError,
+    ClientTimeout,
+    ConnectionLost,
+    DaemonNotRunning,
+    ProtocolMismatch,
+    RemoteError,
+    SocketUnusable,
+)
 from memoryd_client.protocol import PROTOCOL_VERSION
+from memoryd_client.types import WorkspaceInfo
 
-EXIT_OK: Final = 0
-EXIT_ERROR: Final = 1
-EXIT_USAGE: Final = 2
-EXIT_NOT_RUNNING: Final = 3
-EXIT_INTERRUPTED: Final = 130
-
-PROG = "memctl"
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_RUNNING",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PROG",
+    "Context",
+    "Handler",
+    "UsageError",
+    "build_parser",
+    "command_names",
+    "main",
+    "workspace_param",
+]
 
 Handler = Callable[[argparse.Namespace, "Context"], int]
-
-
-class UsageError(Exception):
-    """A problem with the command line found after parsing (exit code 2)."""
 
 
 # ---------------------------------------------------------------- shared options
@@ -51,7 +68,12 @@ class UsageError(Exception):
 def add_common_options(parser: argparse.ArgumentParser, *, workspace: bool) -> None:
     """The options every command has (and ``--workspace`` for one-workspace commands)."""
     group = parser.add_argument_group("common options")
-    group.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    group.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result, or the error, as JSON on stdout (progress: JSON lines on "
+        "stderr)",
+    )
     group.add_argument(
         "--socket",
         metavar="PATH",
@@ -75,7 +97,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, workspace: bool) -> N
         )
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -105,7 +127,7 @@ def _score(text: str) -> float:
     return value
 
 
-def _iso_date(text: str) -> str:
+def iso_date(text: str) -> str:
     try:
         _dt.date.fromisoformat(text)
     except ValueError:
@@ -133,31 +155,68 @@ def version() -> str:
 # ---------------------------------------------------------------- parser
 
 
+def command(
+    subparsers: Any,
+    name: str,
+    handler: Handler,
+    help: str,
+    *,
+    workspace: bool = True,
+    example: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add a command with the common options; ``example``: lines shown under its --help."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n{example}" if example else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_options(p, workspace=workspace)
+    p.set_defaults(handler=handler)
+    return p
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description="Talk to the memoryd daemon: search, read and append agent memory.",
-        epilog="exit codes: 0 ok, 1 error, 2 usage, 3 daemon not running",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  memctl workspace add ~/agents/alice\n"
+            '  memctl search "what did we decide about the schema"\n'
+            "  memctl search --json --all -n 5 schema decision\n\n"
+            "the daemon: start it with `memoryd run` (or `memoryd service install`), stop it "
+            "with `memoryd stop`.\n\n" + EXIT_CODES_HELP
+        ),
     )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    def command(
-        subparsers: Any, name: str, handler: Handler, help: str, *, workspace: bool = True
-    ) -> argparse.ArgumentParser:
-        p: argparse.ArgumentParser = subparsers.add_parser(name, help=help, description=help)
-        add_common_options(p, workspace=workspace)
-        p.set_defaults(handler=handler)
-        return p
+    command(sub, "status", cmd.status, "show the daemon's and the workspaces' state",
+            example="  memctl status            # every workspace\n"
+                    "  memctl status -w alice --json")
 
-    command(sub, "status", cmd_status, "show the daemon's and the workspaces' state")
-
-    p = command(sub, "search", cmd_search, "hybrid search of the memory")
-    p.add_argument("query", nargs="+", metavar="QUERY", help="words to search for")
-    p.add_argument("-n", "--max-results", type=_positive_int, metavar="N", help="(default 6)")
-    p.add_argument("--min-score", type=_score, metavar="SCORE", help="0..1")
-    p.add_argument("--mode", choices=["hybrid", "vector", "keyword"])
-    p.add_argument("--fusion", choices=["weighted", "rrf"])
+    p = command(sub, "search", cmd.search, "hybrid search of the memory",
+                example='  memctl search "what did we decide about the schema"\n'
+                        "  memctl search --all --json -n 3 lisbon flight\n"
+                        "  echo 'a long question' | memctl search -")
+    p.add_argument("query", nargs="*", metavar="QUERY",
+                   help="words to search for, or - to read the query from stdin")
+    p.add_argument("-q", "--query", dest="query_option", metavar="TEXT",
+                   help="the query as one argument (instead of words)")
+    p.add_argument("--all", action="store_true",
+                   help="search every registered workspace; each hit names its workspace "
+                   "(the default when no workspace is chosen and several are registered)")
+    p.add_argument("-n", "--max-results", type=positive_int, metavar="N",
+                   help="at most N results (default 6)")
+    p.add_argument("--min-score", type=_score, metavar="SCORE",
+                   help="drop results scoring below this, 0..1 (default 0.35)")
+    p.add_argument("--mode", choices=["hybrid", "vector", "keyword"],
+                   help="which signals rank the results (default hybrid)")
+    p.add_argument("--fusion", choices=["weighted", "rrf"],
+                   help="how hybrid search combines them (default: the daemon's, weighted)")
     p.add_argument(
         "--source",
         action="append",
@@ -165,48 +224,68 @@ def build_parser() -> argparse.ArgumentParser:
         help="search this source (repeatable; default: the daemon's search.sources, memory)",
     )
     p.add_argument("--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX")
-    p.add_argument("--since", type=_iso_date, metavar="YYYY-MM-DD")
-    p.add_argument("--until", type=_iso_date, metavar="YYYY-MM-DD")
+    p.add_argument("--since", type=iso_date, metavar="YYYY-MM-DD",
+                   help="only notes of this day or later")
+    p.add_argument("--until", type=iso_date, metavar="YYYY-MM-DD",
+                   help="only notes of this day or earlier")
 
-    p = command(sub, "get", cmd_get, "print lines of a memory file")
+    p = command(sub, "get", cmd.get, "print lines of a memory file",
+                example="  memctl get MEMORY.md\n"
+                        "  memctl get memory/2025-01-31.md --from 40 --lines 20")
     p.add_argument("path", metavar="PATH", help="workspace-relative, e.g. memory/2025-01-31.md")
-    p.add_argument("--from", dest="from_line", type=_positive_int, metavar="LINE")
-    p.add_argument("--lines", type=_positive_int, metavar="N")
+    p.add_argument("--from", dest="from_line", type=positive_int, metavar="LINE",
+                   help="first line to print (1-based; default 1)")
+    p.add_argument("--lines", type=positive_int, metavar="N",
+                   help="how many lines (default: to the end)")
 
-    p = command(sub, "append", cmd_append, "append a note to a daily file")
+    p = command(sub, "append", cmd.append, "append a note to a daily file",
+                example="  memctl append 'Decided: keep SQLite' --heading Decisions\n"
+                        "  echo 'from a pipe' | memctl append -")
     p.add_argument("text", nargs="+", metavar="TEXT", help="the text, or - to read stdin")
-    p.add_argument("--date", type=_iso_date, metavar="YYYY-MM-DD", help="(default today)")
+    p.add_argument("--date", type=iso_date, metavar="YYYY-MM-DD",
+                   help="the daily file's day (default today)")
     p.add_argument("--heading", metavar="TEXT", help="put the note under this heading")
 
-    p = command(sub, "reindex", cmd_reindex, "bring the index up to date now")
+    p = command(sub, "reindex", cmd.reindex, "bring the index up to date now",
+                example="  memctl reindex --wait    # and wait for the embeddings")
     p.add_argument("--full", action="store_true", help="re-read every file, not only changes")
     p.add_argument("--wait", action="store_true", help="also wait for the embeddings")
 
-    ws = sub.add_parser("workspace", help="register, unregister and list workspaces")
+    ws = sub.add_parser("workspace", help="register, unregister and list workspaces",
+                        description="register, unregister and list workspaces")
     ws_sub = ws.add_subparsers(dest="workspace_command", metavar="ACTION")
     ws.set_defaults(handler=_missing_action(ws))
-    p = command(ws_sub, "add", cmd_workspace_add, "register a workspace", workspace=False)
-    p.add_argument("path", metavar="PATH")
+    p = command(ws_sub, "add", cmd.workspace_add, "register a workspace", workspace=False,
+                example="  memctl workspace add ~/agents/alice --name alice")
+    p.add_argument("path", metavar="PATH",
+                   help="the agent's folder: the one holding MEMORY.md, memory/, sessions/")
     p.add_argument("--name", help="(default: the directory's name)")
-    p = command(ws_sub, "remove", cmd_workspace_remove, "unregister a workspace", workspace=False)
-    p.add_argument("target", metavar="NAME|PATH")
+    p = command(ws_sub, "remove", cmd.workspace_remove, "unregister a workspace",
+                workspace=False, example="  memctl workspace remove alice --delete-index")
+    p.add_argument("target", metavar="NAME|PATH", help="the workspace's name or folder")
     p.add_argument("--delete-index", action="store_true", help="also delete its index")
-    command(ws_sub, "list", cmd_workspace_list, "list the workspaces", workspace=False)
+    command(ws_sub, "list", cmd.workspace_list, "list the workspaces", workspace=False,
+            example="  memctl workspace list --json")
 
-    fleet = sub.add_parser("fleet", help="fleet mode: the hosts sharing memory (docs/fleet.md)")
+    fleet = sub.add_parser("fleet", help="fleet mode: the hosts sharing memory (docs/fleet.md)",
+                           description="fleet mode: the hosts sharing memory (docs/fleet.md)")
     fleet_sub = fleet.add_subparsers(dest="fleet_command", metavar="ACTION")
     fleet.set_defaults(handler=_missing_action(fleet, "status"))
-    command(fleet_sub, "status", cmd_fleet_status,
-            "hosts, their workspaces, publish lag and lease holders", workspace=False)
+    command(fleet_sub, "status", cmd.fleet_status,
+            "hosts, their workspaces, publish lag and lease holders", workspace=False,
+            example="  memctl fleet status --json")
 
-    jobs = sub.add_parser("jobs", help="see and run the scheduled jobs")
+    jobs = sub.add_parser("jobs", help="see and run the scheduled jobs",
+                          description="see and run the scheduled jobs")
     jobs_sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
     jobs.set_defaults(handler=_missing_action(jobs, "list or run"))
-    p = command(jobs_sub, "list", cmd_jobs_list,
-                "each job per workspace: schedule, next run, last result")
-    p.add_argument("--history", type=_positive_int, metavar="N",
+    p = command(jobs_sub, "list", cmd.jobs_list,
+                "each job per workspace: schedule, next run, last result",
+                example="  memctl jobs list --history 5")
+    p.add_argument("--history", type=positive_int, metavar="N",
                    help="also show each job's last N runs")
-    p = command(jobs_sub, "run", cmd_jobs_run, "run a job now")
+    p = command(jobs_sub, "run", cmd.jobs_run, "run a job now",
+                example="  memctl jobs run hippocampus --dry-run   # the diff, nothing written")
     p.add_argument("name", metavar="NAME", help="hippocampus, retention or fallback_summary")
     p.add_argument("--dry-run", action="store_true",
                    help="show what the job would do and change nothing (hippocampus: the diff)")
@@ -214,13 +293,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hippocampus: accept an answer that drops more than max_drop_ratio of "
                    "MEMORY.md's lines or a heading")
 
-    command(
-        sub,
-        "doctor",
-        cmd_doctor,
-        "check the setup; print the fix for each problem",
-        workspace=False,
-    )
+    command(sub, "doctor", cmd.doctor, "check the setup; print the fix for each problem",
+            workspace=False, example="  memctl doctor")
+
+    p = command(sub, "completion", cmd.completion,
+                "print a shell completion script for memctl", workspace=False,
+                example='  eval "$(memctl completion bash)"        # in ~/.bashrc\n'
+                        "  memctl completion zsh > ~/.zfunc/_memctl  # fpath+=~/.zfunc\n"
+                        "  memctl completion fish > ~/.config/fish/completions/memctl.fish")
+    p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
     return parser
 
 
@@ -245,8 +326,7 @@ def _missing_action(
     parser: argparse.ArgumentParser, actions: str = "add, remove or list"
 ) -> Handler:
     def handler(args: argparse.Namespace, ctx: Context) -> int:
-        parser.print_usage(sys.stderr)
-        raise UsageError(f"missing action: {actions}")
+        raise UsageError(f"missing action: {actions}", parser)
 
     return handler
 
@@ -262,6 +342,7 @@ class Context:
         self.stdout = stdout
         self.stderr = stderr
         self._client: MemoryClient | None = None
+        self._workspaces: list[WorkspaceInfo] | None = None
 
     @property
     def client(self) -> MemoryClient:
@@ -275,13 +356,18 @@ class Context:
         if self._client is not None:
             self._client.close()
 
+    def workspaces(self) -> list[WorkspaceInfo]:
+        if self._workspaces is None:
+            self._workspaces = self.client.workspace_list()
+        return self._workspaces
+
     def workspace(self) -> str | None:
         """``--workspace``, or the current directory when it lies in a registered one."""
         given: str | None = self.args.workspace
         if given:
             return workspace_param(given)
         cwd = os.path.realpath(os.getcwd())
-        for ws in self.client.workspace_list():
+        for ws in self.workspaces():
             root = os.path.realpath(ws.path)
             if cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep):
                 return os.getcwd()
@@ -289,6 +375,10 @@ class Context:
 
     def print(self, text: str = "") -> None:
         print(text, file=self.stdout)
+
+    def note(self, text: str) -> None:
+        """Something the user should know beside the result: stderr, never mixed in."""
+        print(f"{PROG}: note: {text}", file=self.stderr)
 
     def print_json(self, obj: Any) -> None:
         import json  # here: most runs of a human command never need it
@@ -304,199 +394,6 @@ def workspace_param(value: str) -> str:
     return value
 
 
-# ---------------------------------------------------------------- commands
-
-
-def cmd_status(args: argparse.Namespace, ctx: Context) -> int:
-    status = ctx.client.status(ctx.workspace())
-    if args.json:
-        ctx.print_json(status.raw)
-    else:
-        for line in format_status(status):
-            ctx.print(line)
-    return EXIT_OK
-
-
-def cmd_search(args: argparse.Namespace, ctx: Context) -> int:
-    result = ctx.client.search(
-        " ".join(args.query),
-        workspace=ctx.workspace(),
-        max_results=args.max_results,
-        min_score=args.min_score,
-        sources=args.source,
-        mode=args.mode,
-        fusion=args.fusion,
-        path_prefix=args.path_prefix,
-        since=args.since,
-        until=args.until,
-    )
-    if args.json:
-        ctx.print_json(result.raw)
-    else:
-        for line in format_search(result):
-            ctx.print(line)
-        for reason in result.degraded:
-            print(f"{PROG}: note: {reason}", file=ctx.stderr)
-    return EXIT_OK
-
-
-def cmd_get(args: argparse.Namespace, ctx: Context) -> int:
-    result = ctx.client.get(
-        args.path, workspace=ctx.workspace(), from_line=args.from_line, lines=args.lines
-    )
-    if args.json:
-        ctx.print_json(result.raw)
-    else:
-        ctx.stdout.write(
-            result.text if result.text.endswith("\n") or not result.text else result.text + "\n"
-        )
-    return EXIT_OK
-
-
-def cmd_append(args: argparse.Namespace, ctx: Context) -> int:
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    if not text.strip():
-        raise UsageError("nothing to append: the text is empty")
-    result = ctx.client.append(
-        text, workspace=ctx.workspace(), date=args.date, heading=args.heading
-    )
-    if args.json:
-        ctx.print_json(result.raw)
-    else:
-        ctx.print(f"appended to {result.path}:{result.start_line}-{result.end_line}")
-    return EXIT_OK
-
-
-def cmd_reindex(args: argparse.Namespace, ctx: Context) -> int:
-    bar = ProgressBar(ctx.stderr) if ctx.stderr.isatty() else None
-    try:
-        result = ctx.client.reindex(
-            workspace=ctx.workspace(), full=args.full, wait=args.wait, on_progress=bar
-        )
-    finally:
-        if bar is not None:
-            bar.finish()
-    if args.json:
-        ctx.print_json(result.raw)
-    else:
-        summary = (
-            f"reindexed in {result.seconds:.2f}s: {result.files_scanned} files scanned, "
-            f"{result.files_changed} changed, {result.files_removed} removed, "
-            f"{result.files_skipped} skipped; {result.chunks_written} chunks written, "
-            f"{result.chunks_removed} removed"
-        )
-        if result.vectors_pending:
-            summary += f"; {result.vectors_pending} vectors pending"
-        ctx.print(summary)
-    return EXIT_OK
-
-
-def cmd_workspace_add(args: argparse.Namespace, ctx: Context) -> int:
-    path = os.path.abspath(os.path.expanduser(args.path))
-    if not os.path.isdir(path):
-        raise ClientError(f"not a directory: {path}")
-    result = ctx.client.workspace_add(path, args.name)
-    if args.json:
-        ctx.print_json(result.raw)
-    elif result.changed:
-        ctx.print(f"added workspace {result.name} at {result.path} (indexing in the background)")
-    else:
-        ctx.print(f"workspace {result.name} at {result.path} was already registered")
-    return EXIT_OK
-
-
-def cmd_workspace_remove(args: argparse.Namespace, ctx: Context) -> int:
-    result = ctx.client.workspace_remove(
-        workspace_param(args.target), delete_index=args.delete_index
-    )
-    if args.json:
-        ctx.print_json(result.raw)
-    elif result.changed:
-        ctx.print(f"removed workspace {result.name} ({result.path}); its files are untouched")
-    else:
-        ctx.print(f"workspace {result.name} was not registered")
-    return EXIT_OK
-
-
-def cmd_workspace_list(args: argparse.Namespace, ctx: Context) -> int:
-    workspaces = ctx.client.workspace_list()
-    if args.json:
-        ctx.print_json({"workspaces": [asdict(ws) for ws in workspaces]})
-    elif not workspaces:
-        ctx.print("no workspace registered (memctl workspace add PATH)")
-    else:
-        width = max(len(ws.name) for ws in workspaces)
-        for ws in workspaces:
-            ctx.print(f"{ws.name:<{width}}  {ws.path}  ({ws.source})")
-    return EXIT_OK
-
-
-def cmd_fleet_status(args: argparse.Namespace, ctx: Context) -> int:
-    result = ctx.client.call("fleet.status")
-    if args.json:
-        ctx.print_json(result)
-        return EXIT_OK
-    ctx.print(f"this host: {result['host']}  postgres: {result['dsn']}  ({result['state']})")
-    for name, item in sorted(result["workspaces"].items()):
-        lag = f", {item['lag_generations']} generations behind" if item.get(
-            "lag_generations") else ""
-        ctx.print(f"  {name}: {item['state']}{lag}")
-    for reason in result["degraded"]:
-        ctx.print(f"  degraded: {reason}")
-    ctx.print("host  workspace  chunks  published  age_s  publisher")
-    for w in result.get("fleet") or []:
-        holder = w["holder"]
-        who = f"pid {holder.get('pid')} on {holder.get('machine')}" if holder else "(lease expired)"
-        ctx.print(f"{w['host']}  {w['workspace']}  {w['chunks']}  {w['published_at']}  "
-                  f"{w['published_age_s']}  {who}")
-    return EXIT_OK
-
-
-def cmd_jobs_list(args: argparse.Namespace, ctx: Context) -> int:
-    result = ctx.client.jobs_list(workspace=ctx.workspace(), history=args.history)
-    if args.json:
-        ctx.print_json(result.raw)
-    else:
-        for line in format_jobs(result):
-            ctx.print(line)
-    return EXIT_OK
-
-
-def cmd_jobs_run(args: argparse.Namespace, ctx: Context) -> int:
-    """Exit 0 for ok and skipped (said why), 1 when the run failed."""
-    bar = ProgressBar(ctx.stderr) if ctx.stderr.isatty() else None
-    try:
-        run = ctx.client.jobs_run(
-            args.name, workspace=ctx.workspace(), dry_run=args.dry_run, force=args.force,
-            on_progress=bar,
-        )
-    finally:
-        if bar is not None:
-            bar.finish()
-    if args.json:
-        ctx.print_json(run.raw)
-    else:
-        for line in format_run(run):
-            ctx.print(line)
-    return EXIT_ERROR if run.status == "failed" else EXIT_OK
-
-
-def cmd_doctor(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client._doctor import run_doctor
-
-    report = run_doctor(resolve_socket_path(override=args.socket), args.socket, args.timeout)
-    if args.json:
-        ctx.print_json({"ok": report.ok, "checks": [c.as_dict() for c in report.checks]})
-    else:
-        for check in report.checks:
-            ctx.print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
-            if not check.ok and check.fix:
-                ctx.print(f"      fix: {check.fix}")
-    if report.ok:
-        return EXIT_OK
-    return EXIT_ERROR if report.daemon_running else EXIT_NOT_RUNNING
-
-
 # ---------------------------------------------------------------- entry point
 
 
@@ -506,27 +403,39 @@ def main(
     """Run memctl; returns the exit code (the console script exits with it)."""
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv  # known before parsing, so a usage error is JSON too
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse: --help/--version (0) or a usage error (2)
+    except UsageError as exc:
+        if not as_json:
+            (exc.parser or parser).print_usage(err)
+        return _fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
+    except SystemExit as exc:  # argparse: --help or --version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
-        parser.print_usage(err)
-        print(f"{PROG}: error: missing command (try `{PROG} --help`)", file=err)
-        return EXIT_USAGE
+        if not as_json:
+            parser.print_usage(err)
+        return _fail(out, err, as_json, "usage", f"missing command (try `{PROG} --help`)",
+                     EXIT_USAGE)
     ctx = Context(args, out, err)
     try:
         return handler(args, ctx)
     except UsageError as exc:
-        return _fail(err, str(exc), EXIT_USAGE)
+        if exc.parser is not None and not as_json:
+            exc.parser.print_usage(err)
+        return _fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
     except DaemonNotRunning as exc:
-        return _fail(err, str(exc), EXIT_NOT_RUNNING)
+        return _fail(out, err, as_json, "not_running", str(exc), EXIT_NOT_RUNNING,
+                     {"socket": str(exc.socket)})
+    except RemoteError as exc:
+        return _fail(out, err, as_json, exc.code, _remote_message(exc), EXIT_ERROR, exc.data)
     except ClientError as exc:
-        return _fail(err, str(exc), EXIT_ERROR)
+        return _fail(out, err, as_json, _client_code(exc), str(exc), EXIT_ERROR)
     except KeyboardInterrupt:
-        return _fail(err, "interrupted", EXIT_INTERRUPTED)
+        return _fail(out, err, as_json, "interrupted", "interrupted", EXIT_INTERRUPTED)
     except BrokenPipeError:
         # stdout closed early (`memctl search ... | head`): not an error worth a message.
         with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
@@ -536,7 +445,7 @@ def main(
         if os.environ.get("MEMCTL_DEBUG"):
             raise
         return _fail(
-            err,
+            out, err, as_json, "internal",
             f"internal error: {type(exc).__name__}: {exc} (MEMCTL_DEBUG=1 shows a traceback)",
             EXIT_ERROR,
         )
@@ -544,10 +453,37 @@ def main(
         ctx.close()
 
 
-def _fail(stream: TextIO, message: str, code: int) -> int:
+def _remote_message(exc: RemoteError) -> str:
+    """The daemon's words, with its wire parameter named as memctl's option."""
+    names = exc.data.get("workspaces")
+    if exc.data.get("param") == "workspace" and isinstance(names, list):
+        return (f"several workspaces are registered ({', '.join(map(str, names))}): name one "
+                "with -w/--workspace NAME, or search them all with --all")
+    return str(exc)
+
+
+def _client_code(exc: ClientError) -> str:
+    """A stable code for the errors that happen on this side of the socket."""
+    for klass, code in ((ClientTimeout, "timeout"), (ConnectionLost, "connection_lost"),
+                        (ProtocolMismatch, "protocol_mismatch"),
+                        (SocketUnusable, "socket_unusable")):
+        if isinstance(exc, klass):
+            return code
+    return "error"
+
+
+def _fail(out: TextIO, err: TextIO, as_json: bool, code: str, message: str, exit_code: int,
+          data: dict[str, Any] | None = None) -> int:
     one_line = " ".join(message.split())
-    print(f"{PROG}: error: {one_line}", file=stream)
-    return code
+    if as_json:
+        import json
+
+        error = {"code": code, "message": one_line, "data": data or {}}
+        json.dump({"error": error}, out, ensure_ascii=False, default=str)
+        out.write("\n")
+    else:
+        print(f"{PROG}: error: {one_line}", file=err)
+    return exit_code
 
 
 if __name__ == "__main__":

@@ -132,6 +132,7 @@ class SearchHit:
     heading: str | None = None
     vector_score: float | None = None
     text_score: float | None = None
+    workspace: str | None = None  # set when one search spans several workspaces
 
     @classmethod
     def from_wire(cls, data: Any) -> SearchHit:
@@ -148,6 +149,7 @@ class SearchHit:
             heading=f.get_opt_str("heading"),
             vector_score=f.get_opt_float("vector_score"),
             text_score=f.get_opt_float("text_score"),
+            workspace=f.get_opt_str("workspace"),
         )
 
 
@@ -165,6 +167,7 @@ class SearchResult:
     pending_files: int = 0
     waited_ms: float | None = None
     stale: bool = False
+    notices: list[str] = field(default_factory=list)  # why there are no or fewer hits
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -181,6 +184,7 @@ class SearchResult:
             pending_files=f.get_int("pending_files", 0),
             waited_ms=f.get_opt_float("waited_ms"),
             stale=f.get_bool("stale"),
+            notices=f.get_strs("notices"),
             raw=f.data,
         )
 

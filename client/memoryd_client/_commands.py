@@ -1,0 +1,249 @@
+"""memctl's commands: each takes the parsed options and a :class:`~memoryd_client.cli.Context`
+and returns the exit code; errors are raised for the edge (``cli.main``) to report."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memoryd_client._cli_base import EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK, UsageError
+from memoryd_client._format import format_jobs, format_run, format_search, format_status
+from memoryd_client._progress import progress_reporter
+from memoryd_client._search import read_query, search_many
+from memoryd_client.errors import ClientError
+from memoryd_client.paths import socket_path as resolve_socket_path
+
+if TYPE_CHECKING:
+    from memoryd_client.cli import Context
+
+
+def status(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.status(ctx.workspace())
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        for line in format_status(result):
+            ctx.print(line)
+    return EXIT_OK
+
+
+def search(args: argparse.Namespace, ctx: Context) -> int:
+    query = read_query(args, sys.stdin)
+    options = {"max_results": args.max_results, "min_score": args.min_score,
+               "sources": args.source, "mode": args.mode, "fusion": args.fusion,
+               "path_prefix": args.path_prefix, "since": args.since, "until": args.until}
+    if args.all and args.workspace:
+        raise UsageError("--all searches every workspace: leave out -w/--workspace")
+    workspace = None if args.all else ctx.workspace()
+    names = [ws.name for ws in ctx.workspaces()] if workspace is None else []
+    if args.all or len(names) > 1:
+        result = search_many(ctx.client, names, query, **options)
+    else:
+        result = ctx.client.search(query, workspace=workspace, **options)
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        for line in format_search(result):
+            ctx.print(line)
+        for reason in result.degraded:
+            ctx.note(reason)
+    for notice in result.notices:
+        ctx.note(notice)
+    return EXIT_OK
+
+
+def get(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.get(
+        args.path, workspace=ctx.workspace(), from_line=args.from_line, lines=args.lines
+    )
+    if args.from_line and args.from_line > max(result.total_lines, 1):
+        raise ClientError(f"{result.path} has {result.total_lines} lines: --from "
+                          f"{args.from_line} is past the end")
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        ctx.stdout.write(
+            result.text if result.text.endswith("\n") or not result.text else result.text + "\n"
+        )
+    return EXIT_OK
+
+
+def append(args: argparse.Namespace, ctx: Context) -> int:
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    if not text.strip():
+        raise UsageError("nothing to append: the text is empty")
+    result = ctx.client.append(
+        text, workspace=ctx.workspace(), date=args.date, heading=args.heading
+    )
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        ctx.print(f"appended to {result.path}:{result.start_line}-{result.end_line}")
+    return EXIT_OK
+
+
+def reindex(args: argparse.Namespace, ctx: Context) -> int:
+    workspace = ctx.workspace()
+    progress = progress_reporter(ctx.stderr, args.json)
+    try:
+        result = ctx.client.reindex(
+            workspace=workspace, full=args.full, wait=args.wait, on_progress=progress
+        )
+    finally:
+        progress.finish()
+    if args.json:
+        ctx.print_json(result.raw)
+        return EXIT_OK
+    if result.files_changed or result.files_removed or result.chunks_written:
+        summary = (
+            f"reindexed in {result.seconds:.2f}s: {result.files_scanned} files scanned, "
+            f"{result.files_changed} changed, {result.files_removed} removed, "
+            f"{result.files_skipped} skipped; {result.chunks_written} chunks written, "
+            f"{result.chunks_removed} removed"
+        )
+    else:  # the background indexing had done it: say what is there, not "0 written"
+        held = f"{result.files_scanned} files"
+        for ws in ctx.client.status(workspace).workspaces[:1]:
+            held = f"{ws.files} files, {ws.chunks} chunks"
+        summary = (f"already up to date ({held} indexed; the background indexing had done "
+                   f"the work, {result.files_scanned} files checked in {result.seconds:.2f}s)")
+        if args.wait and not result.vectors_pending:
+            summary += "; every chunk has its vectors"
+    if result.vectors_pending:
+        summary += f"; {result.vectors_pending} vectors pending"
+    ctx.print(summary)
+    return EXIT_OK
+
+
+def workspace_add(args: argparse.Namespace, ctx: Context) -> int:
+    path = os.path.abspath(os.path.expanduser(args.path))
+    if not os.path.isdir(path):
+        raise ClientError(f"not a directory: {path}")
+    result = ctx.client.workspace_add(path, args.name)
+    for warning in layout_warnings(Path(path)):
+        ctx.note(warning)
+    if args.json:
+        ctx.print_json(result.raw)
+    elif result.changed:
+        ctx.print(f"added workspace {result.name} at {result.path} (indexing in the background)")
+    else:
+        ctx.print(f"workspace {result.name} at {result.path} was already registered")
+    return EXIT_OK
+
+
+def layout_warnings(path: Path) -> list[str]:
+    """What looks wrong about a folder about to become a workspace (it is added anyway:
+    an agent may not have written anything yet)."""
+    if path.name in ("memory", "sessions") and path.parent != path:
+        return [f"{path} looks like a workspace's {path.name}/ folder: the workspace is the "
+                f"folder that holds it (memctl workspace add {path.parent})"]
+    expected = ("MEMORY.md", "memory.md", "memory", "sessions")
+    if not any((path / name).exists() for name in expected):
+        return [f"{path} has no MEMORY.md, memory/ or sessions/ yet: nothing to index until "
+                "an agent writes one of them (memctl append creates memory/YYYY-MM-DD.md)"]
+    return []
+
+
+def workspace_remove(args: argparse.Namespace, ctx: Context) -> int:
+    from memoryd_client.cli import workspace_param
+
+    result = ctx.client.workspace_remove(
+        workspace_param(args.target), delete_index=args.delete_index
+    )
+    if args.json:
+        ctx.print_json(result.raw)
+    elif result.changed:
+        ctx.print(f"removed workspace {result.name} ({result.path}); its files are untouched")
+    else:
+        ctx.print(f"workspace {result.name} was not registered")
+    return EXIT_OK
+
+
+def workspace_list(args: argparse.Namespace, ctx: Context) -> int:
+    workspaces = ctx.workspaces()
+    if args.json:
+        ctx.print_json({"workspaces": [asdict(ws) for ws in workspaces]})
+    elif not workspaces:
+        ctx.print("no workspace registered (memctl workspace add PATH)")
+    else:
+        width = max(len(ws.name) for ws in workspaces)
+        for ws in workspaces:
+            ctx.print(f"{ws.name:<{width}}  {ws.path}  ({ws.source})")
+    return EXIT_OK
+
+
+def fleet_status(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.call("fleet.status")
+    if args.json:
+        ctx.print_json(result)
+        return EXIT_OK
+    ctx.print(f"this host: {result['host']}  postgres: {result['dsn']}  ({result['state']})")
+    for name, item in sorted(result["workspaces"].items()):
+        lag = f", {item['lag_generations']} generations behind" if item.get(
+            "lag_generations") else ""
+        ctx.print(f"  {name}: {item['state']}{lag}")
+    for reason in result["degraded"]:
+        ctx.print(f"  degraded: {reason}")
+    ctx.print("host  workspace  chunks  published  age_s  publisher")
+    for w in result.get("fleet") or []:
+        holder = w["holder"]
+        who = f"pid {holder.get('pid')} on {holder.get('machine')}" if holder else "(lease expired)"
+        ctx.print(f"{w['host']}  {w['workspace']}  {w['chunks']}  {w['published_at']}  "
+                  f"{w['published_age_s']}  {who}")
+    return EXIT_OK
+
+
+def jobs_list(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.jobs_list(workspace=ctx.workspace(), history=args.history)
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        for line in format_jobs(result):
+            ctx.print(line)
+    return EXIT_OK
+
+
+def jobs_run(args: argparse.Namespace, ctx: Context) -> int:
+    """Exit 0 for ok and skipped (said why), 1 when the run failed."""
+    progress = progress_reporter(ctx.stderr, args.json)
+    try:
+        run = ctx.client.jobs_run(
+            args.name, workspace=ctx.workspace(), dry_run=args.dry_run, force=args.force,
+            on_progress=progress,
+        )
+    finally:
+        progress.finish()
+    if args.json:
+        ctx.print_json(run.raw)
+    else:
+        for line in format_run(run):
+            ctx.print(line)
+    return EXIT_ERROR if run.status == "failed" else EXIT_OK
+
+
+def doctor(args: argparse.Namespace, ctx: Context) -> int:
+    from memoryd_client._doctor import run_doctor
+
+    report = run_doctor(resolve_socket_path(override=args.socket), args.socket, args.timeout)
+    if args.json:
+        ctx.print_json({"ok": report.ok, "checks": [c.as_dict() for c in report.checks]})
+    else:
+        for check in report.checks:
+            ctx.print(f"{'ok  ' if check.ok else 'FAIL'}  {check.name}: {check.detail}")
+            if not check.ok and check.fix:
+                ctx.print(f"      fix: {check.fix}")
+    if report.ok:
+        return EXIT_OK
+    return EXIT_ERROR if report.daemon_running else EXIT_NOT_RUNNING
+
+
+def completion(args: argparse.Namespace, ctx: Context) -> int:
+    from memoryd_client._completion import script
+    from memoryd_client.cli import build_parser
+
+    ctx.stdout.write(script(args.shell, build_parser()))
+    return EXIT_OK

@@ -1,0 +1,139 @@
+"""Progress of long calls (``reindex``, ``jobs run``) on stderr: a bar with the rate and the
+time left on a terminal, one JSON object per line otherwise (or with ``--json``), so an
+agent or a log file gets the same facts in a form it can read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import TextIO
+
+from memoryd_client.types import Progress
+
+RATE_WINDOW_S = 10.0  # the rate is measured over the last seconds, not since the start
+JSON_EVERY_S = 0.5  # at most two lines a second per phase, plus each phase's first and last
+
+
+class Rate:
+    """Items per second over a sliding window, and the seconds left at that rate."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.samples: deque[tuple[float, int]] = deque()
+
+    def add(self, done: int) -> None:
+        now = self.clock()
+        if self.samples and done < self.samples[-1][1]:  # a new count began
+            self.samples.clear()
+        self.samples.append((now, done))
+        while len(self.samples) > 2 and now - self.samples[0][0] > RATE_WINDOW_S:
+            self.samples.popleft()
+
+    def per_second(self) -> float | None:
+        if len(self.samples) < 2:
+            return None
+        (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
+        return (d1 - d0) / (t1 - t0) if t1 > t0 and d1 > d0 else None
+
+    def eta_s(self, done: int, total: int | None) -> float | None:
+        rate = self.per_second()
+        if rate is None or not total or done >= total:
+            return None
+        return (total - done) / rate
+
+
+def clock_text(seconds: float) -> str:
+    s = int(seconds + 0.5)
+    if s >= 3600:
+        return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+    return f"{s // 60}:{s % 60:02d}"
+
+
+class ProgressBar:
+    """A one-line bar on a terminal: phase, bar, done/total, rate and ETA."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.clock = clock
+        self.shown = False
+        self.phase: str | None = None
+        self.rate = Rate(clock)
+
+    def __call__(self, progress: Progress) -> None:
+        label = progress.phase or "working"
+        if label != self.phase:
+            self.phase, self.rate = label, Rate(self.clock)
+        self.rate.add(progress.done)
+        if progress.total:
+            filled = min(self.WIDTH, self.WIDTH * progress.done // max(progress.total, 1))
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            line = f"{label:<12} [{bar}] {progress.done}/{progress.total}"
+        else:
+            line = f"{label:<12} {progress.done}"
+        rate = self.rate.per_second()
+        if rate is not None:
+            line += f"  {rate:.1f}/s"
+        eta = self.rate.eta_s(progress.done, progress.total)
+        if eta is not None:
+            line += f"  ETA {clock_text(eta)}"
+        self.stream.write(f"\r{line}\x1b[K")
+        self.stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+class JsonProgress:
+    """``{"event": "progress", "phase", "done", "total", "rate", "eta_s"}`` lines."""
+
+    def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.clock = clock
+        self.phase: str | None = None
+        self.rate = Rate(clock)
+        self.last_at = 0.0
+        self.pending: Progress | None = None  # the newest event not written yet
+
+    def __call__(self, progress: Progress) -> None:
+        now = self.clock()
+        new_phase = progress.phase != self.phase
+        if new_phase:
+            self.finish()  # the last count of the phase before, if held back
+            self.phase, self.rate = progress.phase, Rate(self.clock)
+        self.rate.add(progress.done)
+        last = progress.total is not None and progress.done >= progress.total
+        if new_phase or last or now - self.last_at >= JSON_EVERY_S:
+            self._write(progress)
+            self.last_at = now
+        else:
+            self.pending = progress
+
+    def _write(self, progress: Progress) -> None:
+        rate = self.rate.per_second()
+        eta = self.rate.eta_s(progress.done, progress.total)
+        line = {"event": "progress", "phase": progress.phase, "done": progress.done,
+                "total": progress.total,
+                "rate": None if rate is None else round(rate, 2),
+                "eta_s": None if eta is None else round(eta, 1)}
+        self.stream.write(json.dumps(line) + "\n")
+        self.stream.flush()
+        self.pending = None
+
+    def finish(self) -> None:
+        if self.pending is not None:
+            self._write(self.pending)
+
+
+def progress_reporter(stderr: TextIO, as_json: bool) -> ProgressBar | JsonProgress:
+    """A bar for a person at a terminal, JSON lines for everyone else."""
+    if stderr.isatty() and not as_json:
+        return ProgressBar(stderr)
+    return JsonProgress(stderr)
