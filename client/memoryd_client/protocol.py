@@ -1,4 +1,4 @@
-"""memoryd wire protocol, version 1 (DESIGN §4). The one definition, shared by both sides.
+"""memoryd wire protocol, version 1 (docs/protocol.md). The one definition, shared by both sides.
 
 A frame is a 4-byte big-endian length followed by one msgpack map. This module is a leaf:
 it imports only the standard library and msgpack, so the client stays light.

@@ -1,4 +1,4 @@
-"""Per-workspace index schema (DESIGN §5) as named, recorded, idempotent migrations.
+"""Per-workspace index schema as named, recorded, idempotent migrations.
 
 The vector table is not a migration: its width is the provider's dims, so it is created
 (and dropped on a fingerprint change) by the store when the dims are known.

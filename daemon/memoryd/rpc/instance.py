@@ -1,4 +1,4 @@
-"""Single instance and the listening socket (DESIGN §3).
+"""Single instance and the listening socket.
 
 Order matters: check the socket directory, take ``flock`` on the lock file, probe the
 socket path (a live daemon answers; a refused or missing one is stale and unlinked), then
