@@ -517,3 +517,11 @@ def test_zsh_and_fish_scripts_name_every_command() -> None:
     assert "-l max-results" in fish and "-a 'hybrid vector keyword'" in fish
     if shutil.which("fish"):
         assert subprocess.run(["fish", "--no-execute", "-c", fish], timeout=30).returncode == 0
+
+
+def test_status_shows_the_embedding_rate_and_time_left(fake_memoryd: FakeMemoryd) -> None:
+    ws = fake_memoryd.results["status"]["workspaces"][0]
+    ws.update(pending_vectors=864, embedding={"rate_per_s": 19.2, "eta_s": 45.0})
+    code, out, _ = run_on(fake_memoryd, ["status"])
+    assert code == EXIT_OK
+    assert "pending vectors 864  embedding 19.2 chunks/s, ETA 0:45" in out

@@ -214,3 +214,28 @@ def test_path_prefix_filters_before_the_nearest_are_taken(
         assert resp.mode_used == mode and paths(resp) == ["memory/projects/notes.md"], mode
     resp = search(ix, "fireplace", mode="vector", path_prefix="memory/2024-01-00", min_score=0.0)
     assert set(paths(resp)) <= {f"memory/2024-01-00{i}.md" for i in range(10)}
+
+
+def test_status_shows_the_embedding_rate_and_eta_while_chunks_wait(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    for i in range(24):
+        make_index.write(f"memory/2024-06-{i + 1:02d}.md", f"# Day {i}\n\n- note number {i}\n")
+    for _ in range(6):  # each request answers after 0.3 s: time to look at the status
+        openai_server.delay(0.3)
+    ix = make_index({**FAST, "embedding": {**FAST["embedding"], "batch_size": 1}},
+                    provider(openai_server))
+    ix.sync()
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + 30
+    while not seen and time.monotonic() < deadline:
+        status = ix.status()
+        if "embedding" in status:
+            seen = status["embedding"]
+            pending = status["pending_vectors"]
+        time.sleep(0.05)
+    assert seen, "no embedding rate while vectors were pending"
+    assert seen["rate_per_s"] > 0
+    assert seen["eta_s"] == round(pending / seen["rate_per_s"], 1)
+    assert ix.wait_embedded(timeout=30)
+    assert "embedding" not in ix.status()  # nothing waits: no rate to show

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from memoryd_client.rate import clock_text
 from memoryd_client.types import JobInfo, JobRun, JobsList, SearchResult, Status
 
 
@@ -30,9 +31,14 @@ def format_status(status: Status) -> list[str]:
         if ws.vector_scan:
             vectors += f" (KNN: {ws.vector_scan})"
         keywords = f"  BM25: {ws.keyword_scan}" if ws.keyword_scan else ""
+        embedding = ""
+        if ws.embedding_rate:
+            embedding = f"  embedding {ws.embedding_rate:.1f} chunks/s"
+            if ws.embedding_eta_s is not None:
+                embedding += f", ETA {clock_text(ws.embedding_eta_s)}"
         lines.append(
             f"  files {ws.files}  chunks {ws.chunks}  pending files {ws.pending_files}  "
-            f"pending vectors {ws.pending_vectors}  vectors {vectors}{keywords}"
+            f"pending vectors {ws.pending_vectors}{embedding}  vectors {vectors}{keywords}"
         )
         detail = f"  last sync {_when(ws.last_sync)}"
         if ws.index_generation is not None:

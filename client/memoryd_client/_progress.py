@@ -7,49 +7,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections import deque
 from collections.abc import Callable
 from typing import TextIO
 
+from memoryd_client.rate import Rate, clock_text
 from memoryd_client.types import Progress
 
-RATE_WINDOW_S = 10.0  # the rate is measured over the last seconds, not since the start
 JSON_EVERY_S = 0.5  # at most two lines a second per phase, plus each phase's first and last
-
-
-class Rate:
-    """Items per second over a sliding window, and the seconds left at that rate."""
-
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self.samples: deque[tuple[float, int]] = deque()
-
-    def add(self, done: int) -> None:
-        now = self.clock()
-        if self.samples and done < self.samples[-1][1]:  # a new count began
-            self.samples.clear()
-        self.samples.append((now, done))
-        while len(self.samples) > 2 and now - self.samples[0][0] > RATE_WINDOW_S:
-            self.samples.popleft()
-
-    def per_second(self) -> float | None:
-        if len(self.samples) < 2:
-            return None
-        (t0, d0), (t1, d1) = self.samples[0], self.samples[-1]
-        return (d1 - d0) / (t1 - t0) if t1 > t0 and d1 > d0 else None
-
-    def eta_s(self, done: int, total: int | None) -> float | None:
-        rate = self.per_second()
-        if rate is None or not total or done >= total:
-            return None
-        return (total - done) / rate
-
-
-def clock_text(seconds: float) -> str:
-    s = int(seconds + 0.5)
-    if s >= 3600:
-        return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
-    return f"{s // 60}:{s % 60:02d}"
 
 
 class ProgressBar:
@@ -78,7 +42,7 @@ class ProgressBar:
         rate = self.rate.per_second()
         if rate is not None:
             line += f"  {rate:.1f}/s"
-        eta = self.rate.eta_s(progress.done, progress.total)
+        eta = self.rate.eta_s((progress.total or 0) - progress.done)
         if eta is not None:
             line += f"  ETA {clock_text(eta)}"
         self.stream.write(f"\r{line}\x1b[K")
@@ -118,7 +82,7 @@ class JsonProgress:
 
     def _write(self, progress: Progress) -> None:
         rate = self.rate.per_second()
-        eta = self.rate.eta_s(progress.done, progress.total)
+        eta = self.rate.eta_s((progress.total or 0) - progress.done)
         line = {"event": "progress", "phase": progress.phase, "done": progress.done,
                 "total": progress.total,
                 "rate": None if rate is None else round(rate, 2),

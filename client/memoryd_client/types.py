@@ -401,6 +401,12 @@ class JobsList:
         )
 
 
+def _embedding(data: dict[str, Any], key: str) -> float | None:
+    block = data.get("embedding")
+    value = block.get(key) if isinstance(block, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
 @dataclass
 class WorkspaceStatus:
     """One workspace in ``status``."""
@@ -422,6 +428,8 @@ class WorkspaceStatus:
     vector_scan: str | None = None
     """Where the KNN runs: "memory" (numpy over a copy of the vectors) or "sqlite-vec"."""
     keyword_scan: str | None = None
+    embedding_rate: float | None = None  # chunks embedded per second, while some wait
+    embedding_eta_s: float | None = None
     """Where BM25 is scored: "memory" (numpy over a copy of the keyword index), "fts5", or
     "loading" (FTS5 while the copy loads)."""
     jobs: list[JobInfo] = field(default_factory=list)
@@ -452,6 +460,8 @@ class WorkspaceStatus:
                 None if f.data.get("keyword_scan") is None else str(f.data["keyword_scan"])
             ),
             jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
+            embedding_rate=_embedding(f.data, "rate_per_s"),
+            embedding_eta_s=_embedding(f.data, "eta_s"),
             raw=f.data,
         )
 

@@ -55,6 +55,7 @@ from memoryd.workspace.layout import (
     Layout,
     daily_rel,
 )
+from memoryd_client.rate import Rate
 
 log = get_logger("memoryd.index")
 
@@ -127,6 +128,8 @@ class WorkspaceIndex:
         self._closed = False
         self._pending_syncs = 0
         self._embedding_running = False
+        self._embedded = 0  # chunks given vectors since open: the rate's running count
+        self.embed_rate = Rate()
         self._embed_retry: threading.Timer | None = None
         self._failure: tuple[float, str, int] | None = None  # (retry at, reason, failures)
         self._file_state: dict[str, tuple[int, int]] = {}
@@ -494,6 +497,8 @@ class WorkspaceIndex:
             found.update(zip(need, vecs, strict=True))
         items = [(c, [(h, found[h]) for h, _ in windows[c.id]]) for c in batch]
         self._writer.submit(self._write_vectors, items).result()
+        self._embedded += len(batch)
+        self.embed_rate.add(self._embedded)
         return True
 
     def _write_vectors(
@@ -864,4 +869,13 @@ class WorkspaceIndex:
             "keyword_scan": self._keywords.scan,
             "degraded": degraded,
             "skipped": {**self.layout.links_outside(), **skipped},
+            **self._embedding_progress(pending if p is not None and self.vec.ok else 0),
         }
+
+    def _embedding_progress(self, pending: int) -> dict[str, Any]:
+        """``embedding: {rate_per_s, eta_s}`` while chunks wait for vectors and some got
+        them within the last seconds (chunks per second; the model's pace on this machine)."""
+        rate = self.embed_rate.per_second() if pending else None
+        if rate is None:
+            return {}
+        return {"embedding": {"rate_per_s": round(rate, 2), "eta_s": round(pending / rate, 1)}}
