@@ -525,3 +525,10 @@ def test_status_shows_the_embedding_rate_and_time_left(fake_memoryd: FakeMemoryd
     code, out, _ = run_on(fake_memoryd, ["status"])
     assert code == EXIT_OK
     assert "pending vectors 864  embedding 19.2 chunks/s, ETA 0:45" in out
+
+
+def test_search_all_without_any_workspace_says_how_to_add_one(fake_memoryd: FakeMemoryd) -> None:
+    fake_memoryd.results["workspace.list"] = {"workspaces": []}
+    code, _, err = run_on(fake_memoryd, ["search", "--all", "q"])
+    assert code == EXIT_ERROR and "memctl workspace add PATH" in err
+    assert not fake_memoryd.calls("search")

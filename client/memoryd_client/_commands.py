@@ -40,6 +40,9 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("--all searches every workspace: leave out -w/--workspace")
     workspace = None if args.all else ctx.workspace()
     names = [ws.name for ws in ctx.workspaces()] if workspace is None else []
+    if args.all and not names:
+        raise ClientError("no workspace is registered; add one with "
+                          "`memctl workspace add PATH`")
     if args.all or len(names) > 1:
         result = search_many(ctx.client, names, query, **options)
     else:
