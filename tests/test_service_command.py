@@ -297,7 +297,8 @@ def test_status_without_a_manager_still_asks_the_daemon(runtime: Path) -> None:
     try:
         assert wait_for(sock.exists, 15)
         # MEMORYD_HOME points elsewhere: status asks the service's socket all the same.
-        code, out, _ = main("status", env={"MEMORYD_HOME": "/nonexistent"},
+        code, out, _ = main("status", env={"MEMORYD_HOME": "/nonexistent",
+                                           "XDG_RUNTIME_DIR": str(runtime)},
                             platform="freebsd14")
     finally:
         daemon.terminate()
@@ -328,7 +329,8 @@ def test_status_of_an_idle_socket_unit_does_not_start_the_daemon(runtime: Path) 
                                          "\nUnitFileState=disabled\nMainPID=0\n", ""),
              "show memoryd.socket": (0, "LoadState=loaded\nActiveState=active\nSubState="
                                         "listening\nUnitFileState=enabled\n", "")}
-    code, out, _ = main("status", env={}, runner=Recorder(shows), avail=SYSTEMD)
+    code, out, _ = main("status", env={"XDG_RUNTIME_DIR": str(runtime)},
+                        runner=Recorder(shows), avail=SYSTEMD)
     t.join()
     listener.close()
     assert code == EXIT_OK and accepted == [None]
