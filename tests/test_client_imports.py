@@ -70,3 +70,11 @@ def test_the_daemon_and_its_jobs_load_on_demand_parts_only_when_used() -> None:
         "LlmClient(LlmConfig(base_url='http://127.0.0.1:9', model='m'), {})"
     )
     assert "openai" in with_llm
+
+
+def test_memctl_does_not_pay_for_json_until_it_prints_some() -> None:
+    # Most human commands never print JSON: `--json`, progress lines and errors import it.
+    code = "import memoryd_client.cli, sys; print('json' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert proc.stdout.strip() == "False"

@@ -5,7 +5,6 @@ agent or a log file gets the same facts in a form it can read.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -81,6 +80,8 @@ class JsonProgress:
             self.pending = progress
 
     def _write(self, progress: Progress) -> None:
+        import json  # here: a human command at a terminal never needs it
+
         rate = self.rate.per_second()
         eta = self.rate.eta_s((progress.total or 0) - progress.done)
         line = {"event": "progress", "phase": progress.phase, "done": progress.done,
