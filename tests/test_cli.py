@@ -470,10 +470,12 @@ def test_every_option_has_help_and_every_command_an_example() -> None:
     parsers = _subparsers(build_parser())
     for name in command_names():
         p = parsers[name]
-        assert p.epilog and "example" in p.epilog and f"memctl {name}" in p.epilog, name
+        assert p.epilog and "example" in p.epilog and f"memctl {name}" in p.epilog, (
+            f"memctl {name}: pass example='  memctl {name} ...' to cli.command()")
         for action in p._actions:
             if not isinstance(action, argparse._HelpAction):
-                assert action.help, f"memctl {name}: {action.option_strings or action.dest}"
+                assert action.help, (f"memctl {name}: {action.option_strings or action.dest} "
+                                     "needs help text")
 
 
 def test_memctl_help_lists_the_exit_codes_and_how_to_stop_the_daemon(
