@@ -149,3 +149,18 @@ def test_secret_values_never_appear_in_config_errors() -> None:
     with pytest.raises(ConfigError) as err:
         config_from_mapping({}, env={"MEMORYD_EMBEDDING_API_TOKEN": "sk-live-456"})
     assert "sk-live-456" not in str(err.value)
+
+
+def test_config_workspaces_may_not_nest(tmp_path: Path) -> None:
+    from memoryd.errors import ConfigError
+    from memoryd.workspace.registry import config_entries
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    for paths in ([tmp_path / "a", tmp_path / "a" / "b"], [tmp_path / "a" / "b", tmp_path / "a"]):
+        cfg = config_from_mapping({"workspaces": [{"path": str(p)} for p in paths]})
+        with pytest.raises(ConfigError, match=r"workspaces\[1\]\.path .* may not nest"):
+            config_entries(cfg)
+    (tmp_path / "c").mkdir()
+    cfg = config_from_mapping({"workspaces": [{"path": str(tmp_path / "a")},
+                                              {"path": str(tmp_path / "c")}]})
+    assert len(config_entries(cfg)) == 2

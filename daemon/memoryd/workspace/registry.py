@@ -56,6 +56,11 @@ def config_entries(config: Config) -> list[tuple[Path, str]]:
         root = Path(wc.path).expanduser().resolve()
         if any(r == root for r, _ in out):
             raise ConfigError(f"workspaces[{i}].path {wc.path} is declared twice")
+        nested = next((r for r, _ in out if root.is_relative_to(r) or r.is_relative_to(root)),
+                      None)
+        if nested is not None:  # the same rule as workspace.add
+            raise ConfigError(f"workspaces[{i}].path {wc.path} is inside or around {nested}, "
+                              "another workspace: workspaces may not nest")
         if wc.name and not _NAME.match(wc.name):
             raise ConfigError(f"workspaces[{i}].name {wc.name!r} must be letters, digits, "
                               "'.', '_' or '-' (at most 64)")
