@@ -17,9 +17,9 @@ EXIT_NOT_RUNNING: Final = 3
 EXIT_INTERRUPTED: Final = 130
 
 EXIT_CODES_HELP: Final = (
-    "exit codes: 0 ok, 1 error (the daemon refused, or a job failed), 2 usage, 3 daemon not "
-    "running, 130 interrupted. With --json every outcome is JSON on stdout, an error as "
-    '{"error": {"code", "message", "data"}}.'
+    "exit codes: 0 ok, 1 error (the daemon refused, or a job failed), 2 usage,\n"
+    "3 daemon not running, 130 interrupted. With --json every outcome is JSON on stdout,\n"
+    'an error as {"error": {"code", "message", "data"}}.'
 )
 
 

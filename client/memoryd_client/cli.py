@@ -187,8 +187,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  memctl workspace add ~/agents/alice\n"
             '  memctl search "what did we decide about the schema"\n'
             "  memctl search --json --all -n 5 schema decision\n\n"
-            "the daemon: start it with `memoryd run` (or `memoryd service install`), stop it "
-            "with `memoryd stop`.\n\n" + EXIT_CODES_HELP
+            "the daemon: start it with `memoryd run` (or `memoryd service install`),\n"
+            "stop it with `memoryd stop`.\n\n" + EXIT_CODES_HELP
         ),
     )
     parser.add_argument("--version", action=_VersionAction)
