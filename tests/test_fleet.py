@@ -19,6 +19,8 @@ from memoryd.errors import ConfigError
 from memoryd.fleet import lease
 from memoryd.fleet.schema import ensure_schema
 from memoryd.runtime.config import config_from_mapping
+from memoryd_client import MemoryClient
+from memoryd_client._format import format_search
 
 NOTE = "# Decisions\n\nThe zeppelin hangar moves to Tromso in March.\n"
 
@@ -91,12 +93,16 @@ def test_fleet_wide_search_finds_every_host_and_unknown_remote_workspaces_are_no
         fleet_dsn: str, tmp_path: Path) -> None:
     wa = make_workspace(tmp_path / "a", {"MEMORY.md": "Quokka census: 12 quokkas.\n"})
     wb = make_workspace(tmp_path / "b", {"MEMORY.md": "Quokka diet: leaves.\n"})
-    with host(fleet_dsn, "A", wa) as (_, a), host(fleet_dsn, "B", wb):
+    with host(fleet_dsn, "A", wa) as (d, a), host(fleet_dsn, "B", wb):
         def hosts() -> list[str]:
             out = a.result("search", {"query": "quokka", "fleet": True, "mode": "keyword"})
             return sorted(r["host"] for r in out["results"])
 
         assert wait_for(lambda: hosts() == ["A", "B"], 15)
+        with MemoryClient(d.socket_path) as client:  # the client library and memctl's lines
+            found = client.search("quokka diet", fleet=True, mode="keyword")
+            assert (found.results[0].host, found.results[0].workspace) == ("B", "notes")
+            assert format_search(found)[0].startswith("B:notes:MEMORY.md:1-1  ")
         frame = a.call("search", {"query": "quokka", "workspace": "C:notes"})
         assert error_code(frame) == "not_found"
         assert "C" in frame["error"]["message"]

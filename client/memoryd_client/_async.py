@@ -188,6 +188,7 @@ class AsyncMemoryClient:
         path_prefix: str | None = None,
         since: DateLike | None = None,
         until: DateLike | None = None,
+        fleet: bool = False,
     ) -> SearchResult:
         return await self._run(
             _calls.search(
@@ -201,6 +202,7 @@ class AsyncMemoryClient:
                 path_prefix=path_prefix,
                 since=since,
                 until=until,
+                fleet=fleet,
             )
         )
 

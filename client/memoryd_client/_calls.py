@@ -119,6 +119,7 @@ def search(
     path_prefix: str | None = None,
     since: DateLike | None = None,
     until: DateLike | None = None,
+    fleet: bool = False,
 ) -> Call[SearchResult]:
     if isinstance(sources, str):
         sources = [sources]
@@ -134,6 +135,8 @@ def search(
         since=_date(since),
         until=_date(until),
     )
+    if fleet:  # every workspace published in the fleet (docs/fleet.md)
+        params["fleet"] = True
     return Call("search", params, SearchResult.from_wire)
 
 

@@ -19,6 +19,7 @@ from memoryd_client.paths import socket_path as resolve_socket_path
 
 if TYPE_CHECKING:
     from memoryd_client.cli import Context
+    from memoryd_client.types import SearchResult
 
 
 def status(args: argparse.Namespace, ctx: Context) -> int:
@@ -38,6 +39,12 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
                "path_prefix": args.path_prefix, "since": args.since, "until": args.until}
     if args.all and args.workspace:
         raise UsageError("--all searches every workspace: leave out -w/--workspace")
+    if args.fleet:  # every host's workspaces: one search the daemon asks Postgres
+        if args.workspace or args.all:
+            raise UsageError("--fleet searches every workspace of every host: leave out "
+                             "-w/--workspace and --all")
+        result = ctx.client.search(query, fleet=True, **options)
+        return _print_search(result, args, ctx)
     workspace = None if args.all else ctx.workspace()
     names = [ws.name for ws in ctx.workspaces()] if workspace is None else []
     if args.all and not names:
@@ -47,6 +54,10 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
         result = search_many(ctx.client, names, query, **options)
     else:
         result = ctx.client.search(query, workspace=workspace, **options)
+    return _print_search(result, args, ctx)
+
+
+def _print_search(result: SearchResult, args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         ctx.print_json(result.raw)
     else:

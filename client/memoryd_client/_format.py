@@ -142,6 +142,8 @@ def format_search(result: SearchResult) -> list[str]:
         if i:
             lines.append("")
         where = f"{hit.workspace}:{hit.path}" if hit.workspace else hit.path
+        if hit.host:  # fleet mode: the host that published it
+            where = f"{hit.host}:{where}"
         lines.append(f"{where}:{hit.start_line}-{hit.end_line}  {hit.score:.3f}")
         lines.extend(f"    {line}" for line in hit.snippet.splitlines())
     return lines

@@ -228,6 +228,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="only notes of this day or later")
     p.add_argument("--until", type=iso_date, metavar="YYYY-MM-DD",
                    help="only notes of this day or earlier")
+    p.add_argument("--fleet", action="store_true",
+                   help="every workspace of every host in the fleet (fleet mode)")
 
     p = command(sub, "get", cmd.get, "print lines of a memory file",
                 example="  memctl get MEMORY.md\n"

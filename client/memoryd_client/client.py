@@ -145,6 +145,7 @@ class MemoryClient:
         path_prefix: str | None = None,
         since: DateLike | None = None,
         until: DateLike | None = None,
+        fleet: bool = False,
     ) -> SearchResult:
         return self._run(
             _calls.search(
@@ -158,6 +159,7 @@ class MemoryClient:
                 path_prefix=path_prefix,
                 since=since,
                 until=until,
+                fleet=fleet,
             )
         )
 

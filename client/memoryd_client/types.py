@@ -133,6 +133,7 @@ class SearchHit:
     vector_score: float | None = None
     text_score: float | None = None
     workspace: str | None = None  # set when one search spans several workspaces
+    host: str | None = None  # fleet mode: the host that published it
 
     @classmethod
     def from_wire(cls, data: Any) -> SearchHit:
@@ -149,6 +150,7 @@ class SearchHit:
             heading=f.get_opt_str("heading"),
             vector_score=f.get_opt_float("vector_score"),
             text_score=f.get_opt_float("text_score"),
+            host=f.get_opt_str("host"),
             workspace=f.get_opt_str("workspace"),
         )
 
