@@ -221,6 +221,13 @@ def test_remote_keyword_ranking_and_scores_are_the_local_engines(
                     for r in remote] == key, query
             assert [r["score"] for r in remote] == pytest.approx(
                 [r["score"] for r in local], abs=1e-6), query
+        for filters in ({"path_prefix": "memory/2024-02-1"},
+                        {"since": "2024-02-05", "until": "2024-02-09"}):
+            params = {"query": "heron otters", "mode": "keyword", "min_score": 0, **filters}
+            local = a.result("search", {**params, "workspace": "notes"})["results"]
+            remote = a.result("search", {**params, "workspace": "A:notes"})["results"]
+            assert local and [(r["path"], r["start_line"]) for r in remote] == [
+                (r["path"], r["start_line"]) for r in local], filters
 
 
 def test_remote_hybrid_search_ranks_with_the_published_vectors_as_locally(

@@ -125,10 +125,11 @@ class WorkspacePublisher:
                        ids: list[int]) -> list[tuple[Any, ...]]:
         """Delete the chunks of these files and with these ids (a local id another file
         reuses), and their postings; their tokens, for the statistics."""
-        conn.execute(self._q(
-            "DELETE FROM {s}.postings p USING {s}.chunks c WHERE p.workspace_id = %s "
-            "AND c.workspace_id = p.workspace_id AND c.chunk_id = p.chunk_id "
-            "AND (c.path = ANY(%s) OR c.chunk_id = ANY(%s))"), (self.ws_id, paths, ids))
+        for table in ("postings", "vectors"):
+            conn.execute(self._q(
+                "DELETE FROM {s}." + table + " p USING {s}.chunks c WHERE p.workspace_id = %s "
+                "AND c.workspace_id = p.workspace_id AND c.chunk_id = p.chunk_id "
+                "AND (c.path = ANY(%s) OR c.chunk_id = ANY(%s))"), (self.ws_id, paths, ids))
         return conn.execute(self._q(
             "DELETE FROM {s}.chunks WHERE workspace_id = %s "
             "AND (path = ANY(%s) OR chunk_id = ANY(%s)) RETURNING tokens"),
@@ -161,15 +162,23 @@ class WorkspacePublisher:
                       *reader.body(f.path, f.source)) for f in files])
             with conn.cursor().copy(self._q(
                     "COPY {s}.chunks (workspace_id, chunk_id, path, source, day, start_line, "
-                    "end_line, heading, text, tokens, embedding, windows) "
+                    "end_line, heading, text, tokens, windows) "
                     "FROM STDIN (FORMAT BINARY)")) as copy:
                 copy.set_types(["int8", "int8", "text", "text", "text", "int4", "int4",
-                                "text", "text", "int4", "vector", "bytea"])
+                                "text", "text", "int4", "bytea"])
                 for f in files:
                     for c in f.chunks:
                         copy.write_row((self.ws_id, c.id, f.path, c.source, c.day,
                                         c.start_line, c.end_line, c.heading, c.text, c.tokens,
-                                        c.embedding, c.windows))
+                                        c.windows))
+            with conn.cursor().copy(self._q(
+                    "COPY {s}.vectors (workspace_id, chunk_id, source, day, embedding) "
+                    "FROM STDIN (FORMAT BINARY)")) as copy:
+                copy.set_types(["int8", "int8", "text", "text", "vector"])
+                for f in files:
+                    for c in f.chunks:
+                        if c.embedding is not None:
+                            copy.write_row((self.ws_id, c.id, c.source, c.day, c.embedding))
             with conn.cursor().copy(self._q(
                     "COPY {s}.postings (workspace_id, stem, chunk_id, freq, tokens, source, day)"
                     " FROM STDIN (FORMAT BINARY)")) as copy:

@@ -137,17 +137,19 @@ class RemoteIndex:
             bm25 = dict(ranked)
             found.update((i, None) for i, _ in ranked[:n])
         if qvec is not None and mode != "keyword":
+            vwhere, vargs = self._filters(ws, filters, "v")
             rows = conn.execute(
-                sql.SQL("SELECT chunk_id FROM {}.chunks WHERE ").format(
-                    sql.Identifier(self.schema)) + where + sql.SQL(
-                    " AND embedding IS NOT NULL ORDER BY embedding <=> %s, chunk_id "
-                    "LIMIT %s"), [*args, qvec, n]).fetchall()
+                sql.SQL("SELECT v.chunk_id FROM {}.vectors v WHERE ").format(
+                    sql.Identifier(self.schema)) + vwhere + sql.SQL(
+                    " ORDER BY v.embedding <=> %s, v.chunk_id LIMIT %s"),
+                [*vargs, qvec, n]).fetchall()
             found.update((int(r[0]), None) for r in rows)
         if days:
             rows = conn.execute(
-                sql.SQL("SELECT chunk_id FROM {}.chunks WHERE ").format(
+                sql.SQL("SELECT c.chunk_id FROM {}.chunks c WHERE ").format(
                     sql.Identifier(self.schema)) + where + sql.SQL(
-                    " AND day = ANY(%s) ORDER BY chunk_id LIMIT %s"), [*args, days, n]).fetchall()
+                    " AND c.day = ANY(%s) ORDER BY c.chunk_id LIMIT %s"),
+                [*args, days, n]).fetchall()
             found.update((int(r[0]), None) for r in rows)
         cands = self._load(conn, ws, list(found), bm25, qvec)
 
@@ -168,21 +170,27 @@ class RemoteIndex:
                                   snip.start_line, snip.end_line, c.source, c.heading, v, t))
         return hits, mode
 
-    def _filters(self, ws: RemoteWorkspace, f: Filters) -> tuple[sql.Composable, list[Any]]:
-        parts = ["workspace_id = %s", "source = ANY(%s)"]
+    def _filters(self, ws: RemoteWorkspace, f: Filters, alias: str = "c"
+                 ) -> tuple[sql.Composable, list[Any]]:
+        """The WHERE of a chunks (alias c) or vectors (alias v) query: both carry source and
+        day; a path prefix looks the chunk up."""
+        a = alias
+        parts = [f"{a}.workspace_id = %s", f"{a}.source = ANY(%s)"]
         args: list[Any] = [ws.id, list(f.sources)]
         if f.path_prefix:
-            parts.append("left(path, %s) = %s")
+            parts.append(f"EXISTS (SELECT 1 FROM {{s}}.chunks p WHERE p.workspace_id = "
+                         f"{a}.workspace_id AND p.chunk_id = {a}.chunk_id "
+                         "AND left(p.path, %s) = %s)")
             args += [len(f.path_prefix), f.path_prefix]
         if f.since or f.until:
-            parts.append("day <> ''")
+            parts.append(f"{a}.day <> ''")
         if f.since:
-            parts.append("day >= %s")
+            parts.append(f"{a}.day >= %s")
             args.append(f.since)
         if f.until:
-            parts.append("day <= %s")
+            parts.append(f"{a}.day <= %s")
             args.append(f.until)
-        return sql.SQL(" AND ".join(parts)), args
+        return self._q(" AND ".join(parts)), args
 
     def _doc_freqs(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace,
                    stems: list[str]) -> dict[str, int]:
