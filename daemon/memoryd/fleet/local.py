@@ -51,9 +51,11 @@ class LocalIndexReader:
     """``read_text``: a readable file's text as ``get`` serves it (None: not readable)."""
 
     def __init__(self, db_path: Path, read_text: Callable[[str], str | None]) -> None:
+        self.db_path = db_path
         self.conn = db.connect(db_path, readonly=True)
         self.stems: Stems = fts5_stems(self.conn)
         self.read_text = read_text
+        self.owner: object = None  # the WorkspaceIndex it reads for (the fleet service's)
 
     def body(self, path: str, source: str) -> tuple[str | None, int]:
         """What remote ``get`` serves: markdown only (``get`` refuses transcripts)."""

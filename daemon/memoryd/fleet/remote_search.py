@@ -141,8 +141,10 @@ class RemoteIndex:
             rows = conn.execute(
                 sql.SQL("SELECT v.chunk_id FROM {}.vectors v WHERE ").format(
                     sql.Identifier(self.schema)) + vwhere + sql.SQL(
-                    " ORDER BY v.embedding <=> %s, v.chunk_id LIMIT %s"),
-                [*vargs, qvec, n]).fetchall()
+                    # Another width (a re-embed half published) would make <=> fail.
+                    " AND vector_dims(v.embedding) = %s "
+                    "ORDER BY v.embedding <=> %s, v.chunk_id LIMIT %s"),
+                [*vargs, int(qvec.shape[0]), qvec, n]).fetchall()
             found.update((int(r[0]), None) for r in rows)
         if days:
             rows = conn.execute(
@@ -255,7 +257,7 @@ class RemoteIndex:
                 continue
             c = Candidate(i, r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7],
                           r[8] is not None, bm25.get(i))
-            if q is not None and r[8] is not None:
+            if q is not None and r[8] is not None and len(r[8]) % (2 * q.shape[0]) == 0:
                 m = np.frombuffer(r[8], dtype=np.float16).reshape(-1, q.shape[0])
                 sims = m.astype(np.float32) @ q
                 c.best_window = int(np.argmax(sims))

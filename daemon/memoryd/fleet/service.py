@@ -164,9 +164,12 @@ class FleetService:
             if self._pub_conn is None:
                 self._pub_conn = self._connect()
             reader = self._readers.get(name)
-            if reader is None:
+            if reader is None or reader.db_path != index.db_path or reader.owner is not index:
+                if reader is not None:  # the workspace was removed and added again
+                    reader.close()
                 reader = self._readers[name] = LocalIndexReader(index.db_path,
                                                                 text_reader(index))
+                reader.owner = index
             try:
                 report = pub.publish(self._pub_conn, reader, generation, _fingerprint(index))
             except lease.LeaseRefused as exc:
