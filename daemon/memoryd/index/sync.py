@@ -34,6 +34,7 @@ from memoryd.workspace.layout import (
     day_of,
     display_name,
 )
+from memoryd.workspace.reader import read_all
 from memoryd.workspace.transcripts import parse_transcript
 
 if TYPE_CHECKING:
@@ -131,7 +132,9 @@ class Syncer:
             return
         try:
             with self._open(f) as fh:
-                data = fh.read(self.max_file_bytes + 1)  # it may have grown since the stat
+                # Never more than the limit (it may have grown since the stat), and never a
+                # buffer of the limit's size either: fh.read(n) allocates n bytes up front.
+                data = read_all(fh.fileno(), self.max_file_bytes + 1)
         except OSError as exc:
             log.warning("file_unreadable", path=f.rel, error=str(exc))
             return

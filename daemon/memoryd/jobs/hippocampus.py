@@ -40,6 +40,7 @@ from memoryd.workspace.layout import (
     archived_daily_dir,
     transcripts_dir,
 )
+from memoryd.workspace.reader import read_all
 from memoryd.workspace.transcripts import stream_transcript
 
 NAME: Final = "hippocampus"
@@ -102,7 +103,7 @@ def read_memory(root: Path, max_bytes: int) -> Memory:
         if size > max_bytes:
             raise JobFailed(f"{name} is {size} bytes, over index.max_file_bytes "
                             f"({max_bytes}): not rewritten")
-        data = fh.read(max_bytes + 1)
+        data = read_all(fh.fileno(), max_bytes + 1)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -159,7 +160,7 @@ def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dic
         day = first + dt.timedelta(days=offset)
         for path in _daily_files(ctx.root, day):
             with layout.open_file(path) as fh:
-                data = fh.read(max_bytes + 1)
+                data = read_all(fh.fileno(), max_bytes + 1)
             if len(data) > max_bytes:
                 too_large.append(ctx.rel(path))
                 continue
