@@ -46,9 +46,13 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "doctor": [],
     "fleet status": [],
     "completion": ["bash"],
+    "mcp": [],
 }
 ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
-                          "jobs run"}
+                          "jobs run", "mcp"}
+# Commands that keep going without a daemon: an MCP server answers tool errors until it
+# is back (tests/test_agents_mcp.py); the others need it.
+SERVES_WITHOUT_DAEMON = {"doctor", "completion", "mcp"}
 
 
 class TTY(io.StringIO):
@@ -175,9 +179,10 @@ def test_workspace_param_makes_paths_absolute_and_keeps_names(
 # ---------------------------------------------------------------- daemon not running
 
 
-# doctor reports its checks instead (see test_doctor_without_daemon_*); completion never asks
-@pytest.mark.parametrize("command", [c for c in command_names()
-                                     if c not in ("doctor", "completion")])
+# doctor reports its checks instead: see test_doctor_without_daemon_*
+@pytest.mark.parametrize(
+    "command", [c for c in command_names() if c not in SERVES_WITHOUT_DAEMON]
+)
 def test_no_daemon_exits_3_with_one_line(command: str, short_tmp: Path) -> None:
     argv = [*command.split(), *REQUIRED_ARGS[command], "--socket", str(short_tmp / "d.sock")]
     code, out, err = run(argv)

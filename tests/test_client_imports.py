@@ -78,3 +78,17 @@ def test_memctl_does_not_pay_for_json_until_it_prints_some() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_only_memctl_mcp_loads_the_mcp_sdk() -> None:
+    # The agent commands are registered in memctl's parser, but their modules load the SDK
+    # (and pydantic, starlette, anyio) only when `memctl mcp` runs.
+    light = loaded_after(
+        "import memoryd_client.cli as c\n"
+        "c.build_parser().parse_args(['search', 'x'])\n"
+        "import memoryd_client.agents.commands, memoryd_client.agents.bridge"
+    )
+    assert light.isdisjoint({"mcp", "pydantic", "starlette", "anyio", "uvicorn"}), sorted(
+        light & {"mcp", "pydantic", "starlette", "anyio", "uvicorn"}
+    )
+    assert "mcp" in loaded_after("import memoryd_client.agents.mcp_server")

@@ -304,6 +304,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "  memctl completion zsh > ~/.zfunc/_memctl  # fpath+=~/.zfunc\n"
                         "  memctl completion fish > ~/.config/fish/completions/memctl.fish")
     p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
+
+    from memoryd_client.agents.commands import add_commands as add_agent_commands
+
+    add_agent_commands(sub, command)  # mcp, recall, hook, setup (agents/commands.py)
     return parser
 
 

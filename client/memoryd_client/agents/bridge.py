@@ -1,0 +1,291 @@
+"""What ``memctl mcp`` does for each tool call, without the MCP SDK: forward to the daemon.
+
+One :class:`~memoryd_client.AsyncMemoryClient` (one persistent connection, reconnected by
+the client when the daemon restarted) and the workspace the server was started for. The
+results are plain dicts with OpenClaw's camelCase keys, plus a short text rendering for
+MCP clients that show only text. Failures are :class:`ToolRefusal` with a sentence for the
+model; the server turns them into tool errors and keeps running.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+from memoryd_client.agents.workspace import choices_message, containing, default_for
+from memoryd_client.agents.workspace import looks_like_path as _looks_like_path
+from memoryd_client.errors import (
+    ClientError,
+    ConnectionLost,
+    DaemonNotRunning,
+    ForbiddenPath,
+    NotFound,
+)
+from memoryd_client.types import WorkspaceInfo
+
+if TYPE_CHECKING:
+    from memoryd_client._async import AsyncMemoryClient
+
+MAX_QUERY_CHARS = 2000
+"""A longer "query" is a pasted document, not a question: refused with this limit."""
+MAX_APPEND_CHARS = 64 * 1024
+SOURCES = ("memory", "sessions", "all")
+
+
+class ToolRefusal(Exception):
+    """A tool call that cannot be answered; the message is for the model (and its user)."""
+
+
+def explain(exc: ClientError) -> str:
+    """One sentence a model can act on, for a client failure."""
+    if isinstance(exc, DaemonNotRunning):
+        return (
+            f"memoryd is not running ({exc}); start it with `memoryd run` or "
+            "`memoryd service install`, then call the tool again"
+        )
+    if isinstance(exc, ConnectionLost):
+        return f"the connection to memoryd was lost (the daemon restarted?): {exc}; call again"
+    return str(exc)
+
+
+class Bridge:
+    """The daemon as the MCP tools see it: workspace defaults, camelCase results."""
+
+    def __init__(
+        self,
+        client: AsyncMemoryClient,
+        *,
+        workspace: str | None = None,
+        cwd: str | None = None,
+        notices: TextIO | None = None,
+    ) -> None:
+        self.client = client
+        self.requested = workspace
+        self.cwd = cwd or os.getcwd()
+        self.notices = notices or sys.stderr
+        self._default: str | None = None
+        self._known: list[WorkspaceInfo] = []
+
+    # ------------------------------------------------------------ workspaces
+
+    async def _refresh(self) -> list[WorkspaceInfo]:
+        self._known = await self.client.workspace_list()
+        return self._known
+
+    async def default_workspace(self) -> str:
+        """The workspace named at start-up (registered on first use when it is a new path),
+        else the one holding the working directory, else the only one."""
+        if self._default is not None:
+            return self._default
+        known = await self._refresh()
+        if self.requested is not None:
+            if not _looks_like_path(self.requested):
+                self._default = self.requested
+                return self._default
+            path = os.path.abspath(os.path.expanduser(self.requested))
+            found = containing(known, path)
+            if found is None:
+                if not os.path.isdir(path):
+                    raise ToolRefusal(f"the workspace folder {path} does not exist")
+                change = await self.client.workspace_add(path)
+                print(
+                    f"memctl mcp: registered workspace {change.name} at {change.path}",
+                    file=self.notices,
+                    flush=True,
+                )
+                self._default = change.name
+            else:
+                self._default = found.name
+            return self._default
+        found = default_for(known, self.cwd)
+        if found is None:
+            raise ToolRefusal(choices_message(known))
+        self._default = found.name
+        return self._default
+
+    async def workspace(self, given: str | None) -> str:
+        """The workspace for one call: the argument (a name, or a path inside one), else the
+        default. A path is sent as an absolute path; the daemon resolves it."""
+        if given is None or not given.strip():
+            return await self.default_workspace()
+        if _looks_like_path(given):
+            return os.path.abspath(os.path.expanduser(given))
+        return given
+
+    def _name_of(self, workspace: str) -> str:
+        if not _looks_like_path(workspace):
+            return workspace
+        found = containing(self._known, workspace)
+        return found.name if found is not None else workspace
+
+    # ------------------------------------------------------------ tools
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int | None = None,
+        min_score: float | None = None,
+        workspace: str | None = None,
+        source: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict[str, Any]:
+        if not query.strip():
+            raise ToolRefusal("query is empty: say what to look for")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ToolRefusal(
+                f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS} "
+                "(search with the key words, not a whole document)"
+            )
+        sources = ["memory", "sessions"] if source == "all" else [source or "memory"]
+        ws = await self.workspace(workspace)
+        result = await self.client.search(
+            query,
+            workspace=ws,
+            max_results=max_results,
+            min_score=min_score,
+            sources=sources,
+            since=since,
+            until=until,
+        )
+        name = self._name_of(ws)
+        out: dict[str, Any] = {
+            "results": [
+                {
+                    "path": hit.path,
+                    "startLine": hit.start_line,
+                    "endLine": hit.end_line,
+                    "score": round(hit.score, 4),
+                    "snippet": hit.snippet,
+                    "source": hit.source,
+                    "workspace": name,
+                }
+                for hit in result.results
+            ],
+            "mode": result.mode_used or "",
+            "provider": result.provider or "",
+            "model": result.model or "",
+        }
+        if result.degraded:
+            out["degraded"] = list(result.degraded)
+        return out
+
+    async def get(
+        self,
+        path: str,
+        *,
+        from_line: int | None = None,
+        lines: int | None = None,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        ws = await self.workspace(workspace)
+        try:
+            result = await self.client.get(path, workspace=ws, from_line=from_line, lines=lines)
+        except NotFound:
+            # OpenClaw's memory_get answers a missing file with empty text, so an agent's
+            # "read today's note" before the first note of the day is not a failure.
+            return {"path": path, "text": "", "from": from_line or 1, "lines": 0}
+        except ForbiddenPath as exc:
+            raise ToolRefusal(
+                f"{exc.message} (memory_get reads MEMORY.md, memory/**/*.md and the "
+                "configured extra paths of the workspace)"
+            ) from None
+        return {
+            "path": result.path,
+            "text": result.text,
+            "from": result.from_line,
+            "lines": result.lines,
+        }
+
+    async def append(
+        self,
+        text: str,
+        *,
+        heading: str | None = None,
+        date: str | None = None,
+        workspace: str | None = None,
+    ) -> dict[str, Any]:
+        if not text.strip():
+            raise ToolRefusal("text is empty: nothing to append")
+        if len(text) > MAX_APPEND_CHARS:
+            raise ToolRefusal(
+                f"text is {len(text)} characters; the limit is {MAX_APPEND_CHARS} "
+                "(append the durable facts, not a transcript)"
+            )
+        ws = await self.workspace(workspace)
+        result = await self.client.append(text, workspace=ws, date=date, heading=heading)
+        return {"path": result.path, "startLine": result.start_line, "endLine": result.end_line}
+
+    async def status(self) -> dict[str, Any]:
+        status = await self.client.status()
+        self._known = [WorkspaceInfo(name=w.name, path=w.path) for w in status.workspaces]
+        try:
+            default: str | None = await self.default_workspace()
+        except ToolRefusal:
+            default = None
+        return {
+            "version": status.version,
+            "provider": {
+                "name": status.provider.name,
+                "model": status.provider.model,
+                "reason": status.provider.reason,
+            },
+            "defaultWorkspace": default,
+            "workspaces": [
+                {
+                    "name": w.name,
+                    "path": w.path,
+                    "files": w.files,
+                    "chunks": w.chunks,
+                    "pendingFiles": w.pending_files,
+                    "pendingVectors": w.pending_vectors,
+                    "lastSync": None if w.last_sync is None else str(w.last_sync),
+                    "vectorReady": w.vector_ready,
+                    "degraded": list(w.degraded),
+                }
+                for w in status.workspaces
+            ],
+        }
+
+
+# ---------------------------------------------------------------- text renderings
+
+
+def search_text(result: dict[str, Any]) -> str:
+    hits = result["results"]
+    if not hits:
+        return "No memory matched this query."
+    parts = []
+    for hit in hits:
+        head = f"{hit['path']}:{hit['startLine']}-{hit['endLine']} {hit['score']:.2f}"
+        parts.append(f"{head}\n{hit['snippet'].strip()}")
+    for reason in result.get("degraded", []):
+        parts.append(f"(note: {reason})")
+    return "\n\n".join(parts)
+
+
+def get_text(result: dict[str, Any]) -> str:
+    if not result["text"]:
+        return f"{result['path']} is empty or does not exist yet."
+    return str(result["text"])
+
+
+def append_text(result: dict[str, Any]) -> str:
+    return f"Appended to {result['path']}:{result['startLine']}-{result['endLine']}."
+
+
+def status_text(result: dict[str, Any]) -> str:
+    p = result["provider"]
+    lines = [f"memoryd {result['version']}; embeddings: {p['name']} {p['model'] or ''}".rstrip()]
+    for w in result["workspaces"]:
+        mark = " (default)" if w["name"] == result["defaultWorkspace"] else ""
+        lines.append(
+            f"{w['name']}{mark}: {w['path']}; {w['files']} files, {w['chunks']} chunks, "
+            f"{w['pendingFiles']} files pending, last sync {w['lastSync'] or 'never'}"
+        )
+        lines.extend(f"  degraded: {reason}" for reason in w["degraded"])
+    if not result["workspaces"]:
+        lines.append("no workspace registered (memctl workspace add PATH)")
+    return "\n".join(lines)

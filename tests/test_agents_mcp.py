@@ -1,0 +1,376 @@
+"""``memctl mcp`` driven by the MCP SDK's own client (stdio and streamable HTTP), against a
+real daemon on a real socket: the tools, their schemas, argument errors, and a daemon that
+stops and comes back mid-session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
+
+from daemon_util import DaemonThread
+from memoryd_client import MemoryClient
+
+pytestmark = pytest.mark.timeout(120)
+
+MEMCTL = str(Path(sys.executable).parent / "memctl")
+TOOLS = {"memory_search", "memory_get", "memory_append", "memory_status"}
+
+
+def make_workspace(root: Path, name: str = "proj") -> Path:
+    ws = root / name
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tabs over spaces.\n")
+    (ws / "memory" / "2025-03-01.md").write_text(
+        "# 2025-03-01\n\nWe decided the billing schema keeps invoices immutable.\n"
+    )
+    return ws
+
+
+@contextlib.contextmanager
+def daemon_with(home: Path, *workspaces: Path) -> Iterator[DaemonThread]:
+    with DaemonThread(home) as d:
+        with MemoryClient(d.socket_path) as c:
+            for ws in workspaces:
+                c.workspace_add(ws)
+            for ws in workspaces:
+                c.reindex(workspace=str(ws))
+        yield d
+
+
+def child_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env["MEMORYD_HOME"] = str(home)
+    return env
+
+
+@contextlib.asynccontextmanager
+async def stdio_session(home: Path, cwd: Path, *extra: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=MEMCTL, args=["mcp", *extra], env=child_env(home), cwd=str(cwd)
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+def text_of(result: CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
+
+
+def test_stdio_lists_the_four_tools_with_camelcase_params_and_output_schemas(
+    md_home: Path,
+) -> None:
+    ws = make_workspace(md_home)
+
+    async def main() -> None:
+        async with stdio_session(md_home, ws) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert set(tools) == TOOLS
+            search = tools["memory_search"]
+            assert set(search.inputSchema["properties"]) == {
+                "query",
+                "maxResults",
+                "minScore",
+                "workspace",
+                "source",
+                "since",
+                "until",
+            }
+            assert search.inputSchema["required"] == ["query"]
+            assert search.outputSchema is not None
+            assert "results" in search.outputSchema["properties"]
+            assert "before answering" in (search.description or "").lower()
+            assert set(tools["memory_get"].inputSchema["properties"]) == {
+                "path",
+                "from",
+                "lines",
+                "workspace",
+            }
+            assert set(tools["memory_append"].inputSchema["properties"]) == {
+                "text",
+                "heading",
+                "date",
+                "workspace",
+            }
+
+    with daemon_with(md_home, ws):
+        asyncio.run(main())
+
+
+def test_stdio_tools_search_get_append_status_against_a_real_daemon(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+
+    async def main() -> None:
+        async with stdio_session(md_home, ws) as s:
+            found = await s.call_tool("memory_search", {"query": "billing schema invoices"})
+            assert not found.isError, text_of(found)
+            data = found.structuredContent
+            assert data is not None
+            hit = data["results"][0]
+            assert hit["path"] == "memory/2025-03-01.md"
+            assert (hit["startLine"], hit["workspace"]) == (1, "proj")
+            assert hit["endLine"] >= 3 and "immutable" in hit["snippet"]
+            assert data["mode"] == "keyword" and data["provider"] == "none"
+            assert "memory/2025-03-01.md:1-" in text_of(found)
+
+            got = await s.call_tool("memory_get", {"path": "MEMORY.md", "from": 3, "lines": 1})
+            assert got.structuredContent == {
+                "path": "MEMORY.md",
+                "text": "- The user prefers tabs over spaces.",
+                "from": 3,
+                "lines": 1,
+            }
+
+            missing = await s.call_tool("memory_get", {"path": "memory/2031-01-01.md"})
+            assert not missing.isError
+            assert missing.structuredContent is not None
+            assert missing.structuredContent["text"] == ""
+
+            added = await s.call_tool(
+                "memory_append",
+                {"text": "Deploys happen on Tuesdays.", "heading": "Ops", "date": "2025-03-02"},
+            )
+            assert not added.isError, text_of(added)
+            assert added.structuredContent is not None
+            assert added.structuredContent["path"] == "memory/2025-03-02.md"
+            assert "Deploys happen on Tuesdays." in (ws / "memory" / "2025-03-02.md").read_text()
+            again = await s.call_tool("memory_search", {"query": "deploys tuesdays"})
+            assert again.structuredContent is not None
+            assert again.structuredContent["results"][0]["path"] == "memory/2025-03-02.md"
+
+            status = await s.call_tool("memory_status", {})
+            assert not status.isError
+            assert status.structuredContent is not None
+            assert status.structuredContent["defaultWorkspace"] == "proj"
+            assert status.structuredContent["workspaces"][0]["files"] >= 2
+
+    with daemon_with(md_home, ws):
+        asyncio.run(main())
+
+
+def test_argument_errors_are_tool_errors_naming_the_argument(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+
+    async def main() -> None:
+        async with stdio_session(md_home, ws) as s:
+            cases: list[tuple[str, dict[str, Any], str]] = [
+                ("memory_search", {}, "argument query: missing"),
+                ("memory_search", {"query": "x", "maxResults": 0}, "argument maxResults"),
+                ("memory_search", {"query": "x", "maxResults": "many"}, "argument maxResults"),
+                ("memory_search", {"query": "x", "source": "web"}, "argument source"),
+                ("memory_search", {"query": "x", "since": "yesterday"}, "argument since"),
+                ("memory_get", {"path": "MEMORY.md", "from": 0}, "argument from"),
+                ("memory_append", {"text": 5}, "argument text"),
+            ]
+            for tool, args, expected in cases:
+                result = await s.call_tool(tool, args)
+                assert result.isError, (tool, args)
+                assert expected in text_of(result), text_of(result)
+            huge = await s.call_tool("memory_search", {"query": "word " * 20_000})
+            assert huge.isError
+            assert "2000" in text_of(huge) and len(text_of(huge)) < 500
+            outside = await s.call_tool("memory_get", {"path": "../../etc/passwd"})
+            assert outside.isError and "memory_get reads" in text_of(outside)
+            # The server is still serving after all that.
+            ok = await s.call_tool("memory_search", {"query": "tabs"})
+            assert not ok.isError
+
+    with daemon_with(md_home, ws):
+        asyncio.run(main())
+
+
+def test_daemon_stopped_then_restarted_mid_session(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+    daemon = DaemonThread(md_home).__enter__()
+    with MemoryClient(daemon.socket_path) as c:
+        c.workspace_add(ws)
+
+    async def main() -> None:
+        nonlocal daemon
+        async with stdio_session(md_home, ws) as s:
+            first = await s.call_tool("memory_search", {"query": "tabs"})
+            assert not first.isError, text_of(first)
+            daemon.__exit__(None, None, None)
+            down = await s.call_tool("memory_search", {"query": "tabs"})
+            assert down.isError
+            assert "memoryd is not running" in text_of(down)
+            daemon = DaemonThread(md_home).__enter__()
+            back = await s.call_tool("memory_search", {"query": "tabs"})
+            assert not back.isError, text_of(back)
+            assert back.structuredContent is not None
+            assert back.structuredContent["results"][0]["path"] == "MEMORY.md"
+
+    try:
+        asyncio.run(main())
+    finally:
+        daemon.__exit__(None, None, None)
+
+
+def test_workspace_default_is_the_one_holding_the_cwd_else_calls_must_name_one(
+    md_home: Path,
+) -> None:
+    a, b = make_workspace(md_home, "alpha"), make_workspace(md_home, "beta")
+    (b / "MEMORY.md").write_text("# Memory\n\n- Beta uses PostgreSQL.\n")
+
+    async def main() -> None:
+        async with stdio_session(md_home, b / "memory") as s:
+            r = await s.call_tool("memory_search", {"query": "postgresql"})
+            assert r.structuredContent is not None
+            assert r.structuredContent["results"][0]["workspace"] == "beta"
+            r = await s.call_tool("memory_search", {"query": "tabs", "workspace": "alpha"})
+            assert r.structuredContent is not None
+            assert r.structuredContent["results"][0]["workspace"] == "alpha"
+        async with stdio_session(md_home, md_home) as s:
+            r = await s.call_tool("memory_search", {"query": "tabs"})
+            assert r.isError
+            assert "alpha" in text_of(r) and "beta" in text_of(r)
+            r = await s.call_tool("memory_search", {"query": "tabs", "workspace": str(a)})
+            assert not r.isError
+            assert r.structuredContent is not None
+            assert r.structuredContent["results"][0]["workspace"] == "alpha"
+
+    with daemon_with(md_home, a, b):
+        asyncio.run(main())
+
+
+def test_workspace_option_registers_a_new_path_and_says_so(md_home: Path) -> None:
+    ws = make_workspace(md_home, "fresh")
+    errlog = md_home / "mcp-stderr.txt"
+
+    async def main() -> None:
+        params = StdioServerParameters(
+            command=MEMCTL,
+            args=["mcp", "--workspace", str(ws)],
+            env=child_env(md_home),
+            cwd=str(md_home),
+        )
+        with errlog.open("w") as err:
+            async with (
+                stdio_client(params, errlog=err) as (read, write),
+                ClientSession(read, write) as s,
+            ):
+                await s.initialize()
+                r = await s.call_tool("memory_get", {"path": "MEMORY.md"})
+                assert not r.isError, text_of(r)
+                assert r.structuredContent is not None
+                assert "tabs" in r.structuredContent["text"]
+
+    with DaemonThread(md_home) as d:
+        asyncio.run(main())
+        with MemoryClient(d.socket_path) as c:
+            assert [w.name for w in c.workspace_list()] == ["fresh"]
+    assert "registered workspace fresh" in errlog.read_text()
+
+
+# ---------------------------------------------------------------- streamable HTTP
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def http_server(home: Path, cwd: Path, *extra: str) -> Iterator[str]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [MEMCTL, "mcp", "--http", f"127.0.0.1:{port}", *extra],
+        env=child_env(home),
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                assert time.monotonic() < deadline, "memctl mcp --http did not listen"
+                time.sleep(0.05)
+        yield url
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=20)  # also closes the stderr pipe
+
+
+def test_http_serves_the_same_tools(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+
+    async def main(url: str) -> None:
+        async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as s:
+            await s.initialize()
+            tools = {t.name for t in (await s.list_tools()).tools}
+            assert tools == TOOLS
+            r = await s.call_tool("memory_search", {"query": "billing schema"})
+            assert r.structuredContent is not None
+            assert r.structuredContent["results"][0]["path"] == "memory/2025-03-01.md"
+
+    with daemon_with(md_home, ws), http_server(md_home, ws) as url:
+        asyncio.run(main(url))
+
+
+def test_http_with_a_token_refuses_requests_without_it(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+
+    async def main(url: str) -> None:
+        headers = {"Authorization": "Bearer s3cret"}
+        async with (
+            httpx.AsyncClient(headers=headers) as http,
+            streamable_http_client(url, http_client=http) as (read, write, _),
+            ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+            r = await s.call_tool("memory_status", {})
+            assert not r.isError
+
+    with daemon_with(md_home, ws), http_server(md_home, ws, "--token", "s3cret") as url:
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        accept = {"Accept": "application/json, text/event-stream"}
+        for auth in ({}, {"Authorization": "Bearer wrong"}):
+            resp = httpx.post(url, json=init, headers={**accept, **auth}, timeout=10)
+            assert resp.status_code == 401
+            assert "bearer token" in json.loads(resp.text)["error"]
+        asyncio.run(main(url))
+
+
+def test_http_beyond_loopback_without_a_token_is_refused_at_start(md_home: Path) -> None:
+    proc = subprocess.run(
+        [MEMCTL, "mcp", "--http", "0.0.0.0:9"],
+        env=child_env(md_home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "needs --token" in proc.stderr
