@@ -47,12 +47,14 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "fleet status": [],
     "completion": ["bash"],
     "mcp": [],
+    "recall": ["a prompt"],
+    "hook": ["claude-code", "session-start"],
 }
 ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
-                          "jobs run", "mcp"}
-# Commands that keep going without a daemon: an MCP server answers tool errors until it
-# is back (tests/test_agents_mcp.py); the others need it.
-SERVES_WITHOUT_DAEMON = {"doctor", "completion", "mcp"}
+                          "jobs run", "mcp", "recall"}
+# Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
+# is back, a hook never breaks the agent (tests/test_agents_*.py); the others need it.
+SERVES_WITHOUT_DAEMON = {"doctor", "completion", "mcp", "hook"}
 
 
 class TTY(io.StringIO):

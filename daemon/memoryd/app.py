@@ -22,6 +22,7 @@ import memoryd
 from memoryd.errors import MemorydError
 from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
+from memoryd.jobs.flush_queue import FlushQueue
 from memoryd.jobs.history import History
 from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
@@ -99,6 +100,12 @@ class Daemon:
         self._scheduler: Scheduler | None = None
         self.fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)
         self.fleet_off: str | None = None  # why fleet mode is configured but not running
+        self._flushes: FlushQueue | None = None
+
+    @property
+    def flushes(self) -> FlushQueue:
+        assert self._flushes is not None, "startup() first"
+        return self._flushes
 
     @property
     def registry(self) -> Registry:
@@ -136,9 +143,10 @@ class Daemon:
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
             history = History(self.state)
+            runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)
             self._scheduler = Scheduler(
-                history, self.clock, lambda: self.config, self._registry.list,
-                Runner(history, self.clock, lambda: self.config, self.appender, self.env))
+                history, self.clock, lambda: self.config, self._registry.list, runner)
+            self._flushes = FlushQueue(runner)
             self._scheduler.recover()
             self._start_fleet()
             await self.server.start(sock)
@@ -243,6 +251,8 @@ class Daemon:
             self._bg.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._bg
+        if self._flushes is not None:
+            await self._flushes.stop()
         if self._scheduler is not None:
             await self._scheduler.stop(0 if self._force.is_set()
                                        else self.config.server.shutdown_timeout)

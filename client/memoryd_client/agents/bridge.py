@@ -139,7 +139,8 @@ class Bridge:
                 f"query is {len(query)} characters; the limit is {MAX_QUERY_CHARS} "
                 "(search with the key words, not a whole document)"
             )
-        sources = ["memory", "sessions"] if source == "all" else [source or "memory"]
+        # No source given: where a search would look (the daemon's search.sources).
+        sources = ["memory", "sessions"] if source == "all" else [source] if source else None
         ws = await self.workspace(workspace)
         result = await self.client.search(
             query,

@@ -47,6 +47,40 @@ def add_commands(sub: Any, command: _Command) -> None:
         f"(default: ${MCP_TOKEN_ENV} if set)",
     )
 
+    p = command(
+        sub,
+        "recall",
+        cmd_recall,
+        "the memory worth putting before a model for this prompt (empty when none)",
+    )
+    p.add_argument("text", nargs="+", metavar="TEXT", help="the prompt, or - to read stdin")
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="at most this many tokens (~4 characters each; default 600)",
+    )
+    p.add_argument(
+        "--min-score", type=float, metavar="SCORE", help="0..1 (default 0.5, stricter than search)"
+    )
+
+    p = command(
+        sub,
+        "hook",
+        cmd_hook,
+        "answer an agent's hook: memctl hook claude-code EVENT (event JSON on stdin); "
+        "always exits 0",
+        workspace=False,
+    )
+    # No argparse choices: a usage error would exit 2, which Claude Code takes as "block".
+    p.add_argument("agent", metavar="AGENT", help="claude-code")
+    p.add_argument(
+        "event",
+        metavar="EVENT",
+        help="user-prompt-submit, session-start, pre-compact or session-end",
+    )
+
 
 def parse_listen(value: str) -> tuple[str, int]:
     """``PORT``, ``HOST:PORT`` or ``[V6]:PORT`` -> (host, port)."""
@@ -108,5 +142,31 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
-def _stdin_text() -> str:
-    return sys.stdin.read()
+def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
+    from memoryd_client.agents.recall import recall
+    from memoryd_client.cli import EXIT_OK, UsageError
+
+    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
+    if not text.strip():
+        raise UsageError("nothing to recall for: the text is empty")
+    result = recall(
+        ctx.client,
+        text,
+        workspace=ctx.workspace(),
+        budget_tokens=args.budget,
+        min_score=args.min_score,
+    )
+    if args.json:
+        ctx.print_json(result)
+    elif result.get("markdown"):
+        ctx.stdout.write(str(result["markdown"]))
+    return EXIT_OK
+
+
+def cmd_hook(args: argparse.Namespace, ctx: Context) -> int:
+    from memoryd_client.agents.hooks import TIMEOUT_S, run_hook
+
+    timeout = min(args.timeout, TIMEOUT_S)  # the agent waits on us
+    return run_hook(
+        args.agent, args.event, sys.stdin, ctx.stdout, socket=args.socket, timeout=timeout
+    )

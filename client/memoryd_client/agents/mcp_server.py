@@ -179,7 +179,10 @@ def build_server(bridge: Bridge, *, host: str = "127.0.0.1", port: int = 8000) -
         workspace: Workspace = None,
         source: Annotated[
             Literal["memory", "sessions", "all"] | None,
-            Field(description="memory (notes, the default), sessions (past transcripts) or all."),
+            Field(
+                description="memory (notes), sessions (past transcripts) or all; default: "
+                "where the daemon searches by default (its search.sources)."
+            ),
         ] = None,
         since: Day = None,
         until: Day = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Final
 
 CHARS_PER_TOKEN: Final = 3
@@ -138,3 +139,14 @@ def demote_headings(text: str) -> str:
         m = _HEADING.match(line)
         out.append(f"**{m.group(2).strip()}**" if m else line)
     return "\n".join(out)
+
+
+def has_heading(path: Path, heading: str) -> bool:
+    """Whether the daily file holds the level-2 heading a job appends under (a run that
+    stopped after appending, before recording it, must not append twice)."""
+    wanted = f"## {heading}".encode()
+    try:
+        with open(path, "rb") as fh:  # line by line: a daily file may be large
+            return any(line.rstrip(b"\r\n") == wanted for line in fh)
+    except FileNotFoundError:
+        return False

@@ -93,8 +93,9 @@ class JobContext:
     history: History
     env: Mapping[str, str]
     cancelled: threading.Event
-    trigger: str = "manual"  # schedule | catch-up | manual
+    trigger: str = "manual"  # schedule | catch-up | manual | hook
     progress: Callable[[str], None] = lambda phase: None
+    params: Mapping[str, Any] = field(default_factory=dict)  # a run's own inputs (flush)
 
     def check_cancelled(self) -> None:
         if self.cancelled.is_set():

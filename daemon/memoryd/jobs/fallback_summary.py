@@ -282,7 +282,7 @@ def _summarise_one(ctx: JobContext, llm: LlmClient, s: Session) -> tuple[dict[st
     target = daily_path(ctx.root, day)
     heading = f"Session summary ({s.id})"
     rel = daily_rel(day)
-    if _has_heading(target, heading):  # appended by a run that stopped before recording
+    if _text.has_heading(target, heading):  # appended by a run that stopped before recording
         ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
         return {"session": s.rel, "into": rel, "note": "already there"}, None
     summary = summarise(ctx, llm, s)
@@ -327,12 +327,3 @@ def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any],
                         f"{failed[0]['session']}: {failed[0]['error']}); {message}; "
                         "retried next run", report)
     return JobResult(message, report)
-
-
-def _has_heading(path: Path, heading: str) -> bool:
-    wanted = f"## {heading}".encode()
-    try:
-        with open(path, "rb") as fh:  # line by line: a daily file may be large
-            return any(line.rstrip(b"\r\n") == wanted for line in fh)
-    except FileNotFoundError:
-        return False

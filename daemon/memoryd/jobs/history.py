@@ -176,3 +176,21 @@ class History:
                 "SELECT 1 FROM job_sessions WHERE workspace_path = ? AND daily_path = ? "
                 "AND daily_mtime_ns = ?", (str(root), daily_path, mtime_ns)).fetchone()
         return row is not None
+
+    # -- transcripts read by flush ------------------------------------------------------
+
+    def flush_offset(self, transcript: Path, session: str) -> tuple[int, int]:
+        """(bytes, lines) of the transcript already flushed for the session; (0, 0) first."""
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT offset, line FROM flush_offsets WHERE transcript = ? AND session = ?",
+                (str(transcript), session)).fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def set_flush_offset(self, transcript: Path, session: str, offset: int, line: int,
+                         root: Path, when: float) -> None:
+        with self.lock, self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO flush_offsets(transcript, session, offset, line, "
+                "workspace_path, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (str(transcript), session, offset, line, str(root), when))

@@ -105,9 +105,12 @@ class Runner:
 
     def start(self, job: str, ws: Workspace, *, trigger: str, scheduled_for: float | None,
               dry_run: bool = False, force: bool = False,
-              on_progress: Callable[[str], None] | None = None) -> asyncio.Task[RunRecord]:
-        """Start a run now; AlreadyRunning when one is in progress for (job, workspace)."""
-        spec = self.spec(job)
+              on_progress: Callable[[str], None] | None = None,
+              params: Mapping[str, Any] | None = None,
+              spec: JobSpec | None = None) -> asyncio.Task[RunRecord]:
+        """Start a run now; AlreadyRunning when one is in progress for (job, workspace).
+        ``spec`` runs a job that is not scheduled (flush), with its ``params``."""
+        spec = spec or self.spec(job)
         key = (job, ws.root)
         if self.cancelled.is_set():
             raise Unavailable("the daemon is shutting down: no new job runs")
@@ -135,7 +138,8 @@ class Runner:
         ctx = JobContext(job=job, workspace=ws.name, root=ws.root, index=ws.index,
                          config=self.config(), now=started, dry_run=dry_run, force=force,
                          appender=self.appender, history=self.history, env=self.env,
-                         cancelled=self.cancelled, trigger=trigger, progress=progress)
+                         cancelled=self.cancelled, trigger=trigger, progress=progress,
+                         params=dict(params or {}))
         task = asyncio.create_task(self._execute(spec, ctx, run_id, scheduled_for),
                                    name=f"job-{job}-{ws.name}")
         self._running[key] = Running(task, trigger, time.time())

@@ -21,6 +21,7 @@ from memoryd.errors import InvalidParams, MemorydError
 from memoryd.index.types import Fusion, Mode, SearchRequest, SearchResponse, SyncProgress
 from memoryd.jobs.clock import zone_name
 from memoryd.jobs.llm_config import llm_status
+from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.notices import search_notices
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
@@ -89,6 +90,7 @@ class Methods:
             "shutdown": self.shutdown,
             "fleet.status": self.fleet_status,
         }
+        self.table.update(AgentMethods(self).table())  # recall, flush (agent_methods.py)
 
     async def dispatch(self, req: Request) -> Outcome:
         handler = self.table.get(req.method)

@@ -63,6 +63,17 @@ MIGRATIONS: Final[list[tuple[str, str]]] = [
             PRIMARY KEY (workspace_path, session)
         );
     """),
+    ("0005_flush_offsets", """
+        CREATE TABLE flush_offsets (  -- flush: how far each session's transcript was read
+            transcript TEXT NOT NULL,  -- absolute path (Claude Code keeps them outside)
+            session TEXT NOT NULL,
+            offset INTEGER NOT NULL,  -- bytes read, up to a line end
+            line INTEGER NOT NULL,  -- lines read
+            workspace_path TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (transcript, session)
+        );
+    """),
 ]
 
 

@@ -5,6 +5,12 @@ The indexer keeps the byte offset already ingested and hands the bytes after it 
 read again once its newline arrives. Only user and assistant text is kept; everything else
 is counted and skipped. The jobs read whole transcripts with ``stream_transcript``: a block
 of lines at a time, never the whole file (a transcript can be gigabytes).
+
+Two line formats are read: OpenClaw's (``type: message`` with ``message.role``) and Claude
+Code's (``type: user`` / ``type: assistant``, ``sessionId`` on every line). In both,
+``message.content`` is a string or a list of blocks, of which only ``text`` blocks count:
+tool calls, tool results and thinking are skipped, as are Claude Code's injected lines
+(``isMeta``) and its compaction summaries (``isCompactSummary``: a retelling, not news).
 """
 
 from __future__ import annotations
@@ -62,13 +68,18 @@ def parse_transcript(data: bytes, first_line: int = 1) -> TranscriptChunkInput:
             session_id = _str(obj.get("id")) or session_id
             started_at = _str(obj.get("timestamp")) or started_at
             continue
-        if kind != "message":
+        claude_code = kind in _ROLES
+        if claude_code:
+            session_id = _str(obj.get("sessionId")) or session_id
+            started_at = started_at or _str(obj.get("timestamp"))
+        if not (kind == "message" or claude_code) or obj.get("isMeta") is True \
+                or obj.get("isCompactSummary") is True:
             skipped += 1
             continue
         msg = obj.get("message")
         msg = msg if isinstance(msg, dict) else {}
         last_timestamp = _str(obj.get("timestamp")) or _str(msg.get("timestamp")) or last_timestamp
-        role = msg.get("role")
+        role = msg.get("role") or (kind if claude_code else None)
         text = _text(msg.get("content"))
         if role in _ROLES and text:
             messages.append((lineno, f"{role}: {text}"))

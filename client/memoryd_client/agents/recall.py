@@ -1,0 +1,96 @@
+"""Memory that reaches the model without a tool call: recall for a prompt, a digest for a
+session's start. Both are text blocks meant to be put before the model as they are; an
+empty string means there is nothing worth adding.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from memoryd_client.client import MemoryClient
+from memoryd_client.errors import NotFound
+
+CHARS_PER_TOKEN = 4  # the daemon's recall counts the same way (index/recall.py)
+DEFAULT_DIGEST_TOKENS = 600
+MEMORY_HEAD_LINES = 60
+DAYS = 2  # today's and yesterday's notes
+
+
+def recall(
+    client: MemoryClient,
+    text: str,
+    *,
+    workspace: str | None = None,
+    budget_tokens: int | None = None,
+    min_score: float | None = None,
+) -> dict[str, Any]:
+    """The daemon's ``recall`` answer: ``markdown`` (may be empty), ``results``, ``tokens``."""
+    params: dict[str, Any] = {"query": text}
+    if workspace is not None:
+        params["workspace"] = workspace
+    if budget_tokens is not None:
+        params["budget_tokens"] = budget_tokens
+    if min_score is not None:
+        params["min_score"] = min_score
+    result: dict[str, Any] = client.call("recall", params)
+    return result
+
+
+def _read(client: MemoryClient, path: str, workspace: str | None, **kw: Any) -> str:
+    try:
+        return client.get(path, workspace=workspace, **kw).text.strip()
+    except NotFound:
+        return ""
+
+
+def _head(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    cut = text.rfind("\n", 0, max_chars)
+    return text[: cut if cut > 0 else max_chars].rstrip() + "\n…"
+
+
+def _tail(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    cut = text.find("\n", len(text) - max_chars)
+    return "…\n" + text[cut + 1 if cut >= 0 else len(text) - max_chars :].lstrip()
+
+
+def digest(
+    client: MemoryClient,
+    *,
+    workspace: str | None = None,
+    budget_tokens: int = DEFAULT_DIGEST_TOKENS,
+    today: _dt.date | None = None,
+) -> str:
+    """MEMORY.md's head and the last days' notes (newest first, their ends: what happened
+    last), within the budget; '' when the workspace holds neither yet."""
+    budget = budget_tokens * CHARS_PER_TOKEN
+    day = today or _dt.date.today()
+    memory = _read(client, "MEMORY.md", workspace, lines=MEMORY_HEAD_LINES)
+    notes = []
+    for back in range(DAYS):
+        name = f"memory/{(day - _dt.timedelta(days=back)).isoformat()}.md"
+        text = _read(client, name, workspace)
+        if text:
+            notes.append((name, text))
+    if not memory and not notes:
+        return ""
+    header = "Memory digest (memoryd: MEMORY.md and the latest daily notes; search for more):"
+    left = budget - len(header)
+    parts = [header]
+    if memory:
+        share = left if not notes else left // 2
+        block = f"## MEMORY.md\n\n{_head(memory, max(0, share - 16))}"
+        parts.append(block)
+        left -= len(block) + 2
+    for i, (name, text) in enumerate(notes):
+        share = left // (len(notes) - i)
+        if share < 80:
+            break
+        block = f"## {name}\n\n{_tail(text, share - len(name) - 8)}"
+        parts.append(block)
+        left -= len(block) + 2
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,84 @@
+"""Recall: from a prompt's search hits, the block of memory worth putting before the model.
+
+A hook calls it on every prompt, so it must say nothing when nothing is relevant: only
+hits above a stricter threshold than search's, no two citing overlapping lines of one
+file, the best first, within a token budget counted on the very text that is returned
+(about 4 characters a token, what common LLM tokenizers spend on English).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+CHARS_PER_TOKEN: Final = 4
+DEFAULT_BUDGET_TOKENS: Final = 600
+DEFAULT_MIN_SCORE: Final = 0.5  # search's default is 0.35: a prompt is not a question to us
+CANDIDATES: Final = 20
+MAX_QUERY_CHARS: Final = 4000  # a pasted document: its head says what it is about
+HEADER: Final = "Relevant memory (memoryd recall; cite as path#Lstart-Lend):"
+
+
+def tokens(text: str) -> int:
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Item:
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+    source: str
+
+    @property
+    def citation(self) -> str:
+        return f"{self.path}#L{self.start_line}-L{self.end_line}"
+
+    def render(self) -> str:
+        return f"[{self.citation}]\n{self.text}"
+
+
+def _overlaps(taken: Iterable[Item], item: Item) -> bool:
+    return any(
+        t.path == item.path and t.start_line <= item.end_line and item.start_line <= t.end_line
+        for t in taken
+    )
+
+
+def select(hits: Iterable[Mapping[str, Any]], budget_tokens: int) -> dict[str, Any]:
+    """The recall answer for search hits (wire maps, best first): the chosen items, the
+    markdown block (empty when nothing was chosen) and its size in tokens."""
+    chosen: list[Item] = []
+    used = tokens(HEADER) + 1
+    for hit in hits:
+        start = int(hit.get("snippet_start_line") or hit["start_line"])
+        end = int(hit.get("snippet_end_line") or hit["end_line"])
+        text = str(hit.get("snippet") or "").strip()
+        if not text:
+            continue
+        item = Item(str(hit["path"]), start, end, float(hit["score"]), text,
+                    str(hit.get("source") or "memory"))
+        if _overlaps(chosen, item):
+            continue
+        cost = tokens(item.render()) + 1  # the blank line between items
+        if used + cost > budget_tokens:
+            continue  # a smaller, lower-ranked snippet may still fit
+        chosen.append(item)
+        used += cost
+    if not chosen:
+        return {"results": [], "markdown": "", "tokens": 0, "budget_tokens": budget_tokens}
+    markdown = "\n\n".join([HEADER, *(item.render() for item in chosen)]) + "\n"
+    return {
+        "results": [
+            {"path": i.path, "start_line": i.start_line, "end_line": i.end_line,
+             "score": round(i.score, 4), "text": i.text, "source": i.source,
+             "citation": i.citation}
+            for i in chosen
+        ],
+        "markdown": markdown,
+        "tokens": tokens(markdown),
+        "budget_tokens": budget_tokens,
+    }

@@ -1,0 +1,137 @@
+"""flush: the durable facts of a conversation's newest part, into today's daily file.
+
+An agent's hook calls it before context is lost (Claude Code's PreCompact and SessionEnd;
+OpenClaw flushes memory before compaction the same way). The run reads the transcript
+from where the last flush of that session stopped (an offset in the state database), up
+to its last complete line, asks the configured LLM for what is worth remembering
+(decisions, preferences, todos, names, dates) and appends the answer to the daily file
+under a heading naming the session and the lines read, through the serialised append.
+
+Never the same range twice: the offset moves only once the notes are written (or the LLM
+found nothing durable); a heading already in the file (a run that stopped between the
+append and the offset) is taken as written. An answer failing the checks of the other
+LLM jobs (empty, cut off, chatty) writes nothing, fails the run and leaves the offset, so
+the next flush tries that range again.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.jobs import _text
+from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.jobs.llm import LlmClient, LlmError
+from memoryd.jobs.llm_config import llm_problem
+from memoryd.workspace.append import daily_path
+from memoryd.workspace.transcripts import parse_transcript
+
+NAME: Final = "flush"
+NOTHING: Final = "NOTHING"
+MAX_READ_BYTES: Final = 32 * 1024 * 1024  # per run; the rest waits for the next flush
+PROMPT_RESERVE_TOKENS: Final = 400
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
+
+SYSTEM: Final = f"""\
+You keep an AI agent's long-term memory. From the conversation you get (or one part of \
+it), extract only what is worth remembering in later sessions: decisions and their \
+reasons, the user's preferences, todos and open questions, names of people and things, \
+dates and deadlines. Write them as short, self-contained markdown bullets. Leave out \
+chit-chat, code, and anything only useful in this conversation. Reply with the bullets \
+only; if nothing is worth remembering, reply with exactly {NOTHING}."""
+
+
+def _session_label(session_id: str) -> str:
+    return _UNSAFE.sub("-", session_id).strip("-")[:80] or "unnamed"
+
+
+def heading_for(session_id: str, first_line: int, last_line: int) -> str:
+    return f"Session notes ({_session_label(session_id)}, lines {first_line}-{last_line})"
+
+
+def extract(ctx: JobContext, llm: LlmClient, messages: list[str]) -> str:
+    """The notes for these messages ('' when the LLM found nothing durable); a range too
+    long for one prompt is asked in parts and the notes joined."""
+    cfg = ctx.config.llm
+    budget = cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS
+    if budget <= 0:
+        raise LlmError("llm.context_tokens leaves no room for the conversation; raise it")
+    parts = _text.pack(messages, _text.chars_for(budget))
+    notes: list[str] = []
+    for i, part in enumerate(parts, 1):
+        ctx.check_cancelled()
+        where = f", part {i} of {len(parts)}" if len(parts) > 1 else ""
+        answer = llm.chat(SYSTEM, f"Conversation{where}:\n\n{part}")
+        text = _text.unwrap(answer.finished_text("notes", cfg.max_output_tokens)).strip()
+        if text.strip(". \n").upper() == NOTHING:
+            continue
+        problem = _text.not_markdown(text)
+        if problem:
+            raise LlmError(f"the notes are not usable: {problem}")
+        notes.append(_text.demote_headings(text).strip())
+    return "\n".join(notes)
+
+
+def run(ctx: JobContext) -> JobResult:
+    transcript = Path(str(ctx.params["transcript"]))
+    session = str(ctx.params["session_id"])
+    if not ctx.root.is_dir():
+        raise JobSkipped(f"workspace folder {ctx.root} is missing")
+    problem = llm_problem(ctx.config.llm, ctx.env)
+    if problem:
+        raise JobSkipped(f"no LLM configured: {problem}")
+    offset, line = ctx.history.flush_offset(transcript, session)
+    report: dict[str, Any] = {"transcript": str(transcript), "session": session,
+                              "from_byte": offset, "from_line": line + 1}
+    try:
+        with open(transcript, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < offset:
+                raise JobSkipped(
+                    f"the transcript is shorter ({size} bytes) than what was already flushed "
+                    f"({offset}): it was replaced; nothing is read twice", report)
+            f.seek(offset)
+            data = f.read(MAX_READ_BYTES)
+    except OSError as exc:
+        raise JobFailed(f"cannot read the transcript {transcript}: {exc.strerror or exc}",
+                        report) from None
+    parsed = parse_transcript(data, first_line=line + 1)
+    if parsed.lines_consumed == 0:
+        return JobResult("nothing new in the transcript since the last flush", report)
+    first, last = line + 1, line + parsed.lines_consumed
+    new_offset = offset + parsed.consumed
+    report.update(to_line=last, messages=len(parsed.messages), malformed=parsed.malformed)
+    now = ctx.now.timestamp()
+    messages = [text for _, text in parsed.messages]
+    if not messages:
+        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
+        return JobResult(f"lines {first}-{last}: no user or assistant text", report)
+    day = ctx.now.date()
+    target = daily_path(ctx.root, day)
+    heading = heading_for(session, first, last)
+    if _text.has_heading(target, heading):  # written by a run that stopped before the offset
+        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
+        report["note"] = "already there"
+        return JobResult(f"lines {first}-{last} were already flushed", report)
+    llm = ctx.llm()
+    ctx.progress("asking the LLM")
+    try:
+        notes = extract(ctx, llm, messages)
+    except LlmError as exc:
+        report["llm_calls"] = llm.calls
+        raise JobFailed(f"lines {first}-{last}: {exc.message}; nothing written, the next "
+                        "flush tries again", report) from None
+    report["llm_calls"] = llm.calls
+    if not notes:
+        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
+        return JobResult(f"lines {first}-{last}: nothing worth remembering", report)
+    ctx.check_cancelled()
+    result = ctx.appender.append(ctx.root, notes, day, heading)
+    ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
+    report.update(into=result.path, start_line=result.start_line, end_line=result.end_line)
+    note = ctx.reindex([result.abs_path])
+    if note:
+        report["index"] = note
+    return JobResult(f"lines {first}-{last}: notes appended to {result.path}", report)

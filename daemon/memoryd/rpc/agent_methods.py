@@ -1,0 +1,78 @@
+"""The methods agents' hooks call: ``recall`` (memory for a prompt) and ``flush`` (a
+transcript's durable facts into the daily file, by the LLM, in the background).
+
+Kept apart from the core method table (methods.py) and added to it: recall is a search
+with its own selection on top, flush hands a run to the flush queue and returns.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memoryd.errors import InvalidParams
+from memoryd.index import recall as _recall
+from memoryd.rpc.params import Params
+from memoryd.rpc.server import Request
+
+if TYPE_CHECKING:
+    from memoryd.rpc.methods import Handler, Methods
+
+SOURCES = ("memory", "sessions")
+MAX_SESSION_ID = 200
+
+
+class AgentMethods:
+    def __init__(self, methods: Methods) -> None:
+        self.m = methods
+        self.d = methods.d
+
+    def table(self) -> dict[str, Handler]:
+        return {"recall": self.recall, "flush": self.flush}
+
+    async def recall(self, p: Params, req: Request) -> dict[str, Any]:
+        query = p.required_text("query")
+        ref = p.path("workspace")
+        budget = p.integer("budget_tokens", lo=50, hi=8000,
+                           default=_recall.DEFAULT_BUDGET_TOKENS)
+        min_score = p.number("min_score", lo=0.0, hi=1.0, default=_recall.DEFAULT_MIN_SCORE)
+        sources = p.choice_list("sources", SOURCES, default=("memory",))
+        p.done()
+        assert budget is not None and min_score is not None
+        started = time.monotonic()
+        search = self.m.table["search"]
+        found = await search(Params("search", {
+            "query": query[:_recall.MAX_QUERY_CHARS], "workspace": ref,
+            "max_results": _recall.CANDIDATES, "min_score": min_score,
+            "sources": list(sources),
+        }), req)
+        out = _recall.select(found["results"], budget)
+        out["took_ms"] = round((time.monotonic() - started) * 1000, 3)
+        if found.get("degraded"):
+            out["degraded"] = found["degraded"]
+        return out
+
+    async def flush(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        transcript = p.required_path("transcript")
+        session_id = p.required_text("session_id")
+        wait = p.flag("wait")
+        p.done()
+        if len(session_id) > MAX_SESSION_ID:
+            raise InvalidParams(f"session_id is longer than {MAX_SESSION_ID} characters",
+                                {"param": "session_id"})
+        if not os.path.isabs(transcript):
+            raise InvalidParams("transcript must be an absolute path", {"param": "transcript"})
+        path = Path(transcript)
+        if not path.is_file():
+            raise InvalidParams(f"transcript {transcript} is not a file",
+                                {"param": "transcript"})
+        ws = self.d.registry.resolve(ref)
+        req.log_fields.update(workspace=ws.name, session=session_id[:80])
+        queued = self.d.flushes.submit(ws, path, session_id)
+        if not wait:
+            return {"queued": True, "workspace": ws.name}
+        record = await queued
+        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.d.clock.tz)}

@@ -1,0 +1,249 @@
+"""recall and flush in the real daemon (flush's LLM is the fake OpenAI server), and the
+transcript reader's Claude Code format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon_util import DaemonThread, RawConn
+from fakes.clock import FakeClock
+from fakes.openai_server import FakeOpenAIServer
+from jobs_util import NOW, llm_config
+from memoryd.workspace.transcripts import parse_transcript
+from memoryd_client import MemoryClient
+
+pytestmark = pytest.mark.timeout(60)
+
+DAILY = "memory/2025-03-12.md"  # NOW's day
+
+
+@pytest.fixture
+def workspace(md_home: Path) -> Path:
+    ws = md_home / "alice"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text(
+        "# Memory\n\n## People\n- Dana owns the billing service.\n\n"
+        "## Preferences\n- The user wants answers in British English.\n"
+    )
+    (ws / "memory" / "2025-03-11.md").write_text(
+        "# 2025-03-11\n\n- Decided: invoices stay immutable; corrections are new invoices.\n"
+    )
+    return ws
+
+
+@pytest.fixture
+def daemon(md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+           ) -> Iterator[DaemonThread]:
+    config = {"workspaces": [{"path": str(workspace), "name": "alice"}],
+              "llm": llm_config(openai_server.base_url)}
+    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
+        with MemoryClient(d.socket_path) as c:
+            c.reindex(workspace="alice")  # the startup scan done, whatever the machine's load
+        yield d
+
+
+# ---------------------------------------------------------------- recall
+
+
+def test_recall_returns_cited_snippets_within_the_budget(daemon: DaemonThread) -> None:
+    with RawConn(daemon.socket_path) as conn:
+        out = conn.result("recall", {"query": "who owns billing and are invoices immutable?"})
+    cites = [r["citation"] for r in out["results"]]
+    assert any(c.startswith("memory/2025-03-11.md#L") for c in cites)
+    assert any(c.startswith("MEMORY.md#L") for c in cites)
+    assert out["markdown"].startswith("Relevant memory")
+    assert all(f"[{c}]" in out["markdown"] for c in cites)
+    assert 0 < out["tokens"] <= out["budget_tokens"] == 600
+
+
+def test_recall_of_nothing_relevant_is_empty(daemon: DaemonThread) -> None:
+    with RawConn(daemon.socket_path) as conn:
+        out = conn.result("recall", {"query": "quantum chromodynamics lattice"})
+    assert out["results"] == [] and out["markdown"] == "" and out["tokens"] == 0
+
+
+def test_recall_budget_is_a_hard_limit_and_no_two_items_share_lines(
+    daemon: DaemonThread, workspace: Path
+) -> None:
+    lines = [f"- billing note {i}: invoices are numbered per tenant, series {i}." for i in
+             range(60)]
+    (workspace / "memory" / "2025-03-10.md").write_text("# 2025-03-10\n\n" + "\n".join(lines))
+    with RawConn(daemon.socket_path) as conn:
+        small = conn.result("recall", {"query": "billing invoices tenant series",
+                                       "budget_tokens": 120, "min_score": 0.0})
+        big = conn.result("recall", {"query": "billing invoices tenant series",
+                                     "budget_tokens": 2000, "min_score": 0.0})
+    assert small["tokens"] <= 120
+    assert len(big["results"]) >= len(small["results"])
+    seen: dict[str, list[tuple[int, int]]] = {}
+    for r in big["results"]:
+        for start, end in seen.get(r["path"], []):
+            assert r["end_line"] < start or r["start_line"] > end, big["results"]
+        seen.setdefault(r["path"], []).append((r["start_line"], r["end_line"]))
+
+
+def test_recall_refuses_bad_params(daemon: DaemonThread) -> None:
+    with RawConn(daemon.socket_path) as conn:
+        for params in ({"query": "x", "budget_tokens": 5}, {"query": "x", "bogus": 1}, {}):
+            frame = conn.call("recall", params)
+            assert frame["ok"] is False and frame["error"]["code"] == "invalid_params"
+
+
+# ---------------------------------------------------------------- flush
+
+
+def claude_code_transcript(path: Path, turns: list[tuple[str, Any]], session: str = "s-1",
+                           mode: str = "w") -> None:
+    with path.open(mode) as f:
+        for role, content in turns:
+            f.write(json.dumps({"type": role, "sessionId": session, "uuid": "u",
+                                "timestamp": "2025-03-12T09:00:00Z",
+                                "message": {"role": role, "content": content}}) + "\n")
+
+
+def flush(daemon: DaemonThread, transcript: Path, session: str = "s-1") -> dict[str, Any]:
+    with MemoryClient(daemon.socket_path) as c:
+        out: dict[str, Any] = c.call("flush", {"workspace": "alice",
+                                               "transcript": str(transcript),
+                                               "session_id": session, "wait": True})
+    return out["run"]
+
+
+def test_flush_appends_the_notes_once_and_never_the_same_range_twice(
+    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
+) -> None:
+    t = md_home / "claude.jsonl"
+    claude_code_transcript(t, [
+        ("user", "Let's use Postgres 16 for the fleet; Dana agreed."),
+        ("assistant", [{"type": "thinking", "thinking": "hmm"},
+                       {"type": "text", "text": "Noted: Postgres 16."},
+                       {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
+        ("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "SECRET OUTPUT"}]),
+    ])
+    openai_server.respond_chat("- The fleet uses Postgres 16 (Dana agreed).")
+    run = flush(daemon, t)
+    assert run["status"] == "ok", run
+    daily = workspace / DAILY
+    text = daily.read_text()
+    assert "## Session notes (s-1, lines 1-3)" in text
+    assert "- The fleet uses Postgres 16 (Dana agreed)." in text
+    prompt = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    assert "Postgres 16 for the fleet" in prompt and "Noted: Postgres 16." in prompt
+    assert "SECRET OUTPUT" not in prompt and "hmm" not in prompt
+
+    calls = len(openai_server.requests_to("chat"))
+    again = flush(daemon, t)
+    assert again["status"] == "ok" and "nothing new" in again["message"]
+    assert len(openai_server.requests_to("chat")) == calls
+    assert daily.read_text() == text
+
+    claude_code_transcript(t, [("user", "Also: the deadline is 2025-04-01.")], mode="a")
+    openai_server.respond_chat("- Deadline: 2025-04-01.")
+    third = flush(daemon, t)
+    assert third["status"] == "ok", third
+    after = daily.read_text()
+    assert after.startswith(text) and "## Session notes (s-1, lines 4-4)" in after
+    last_prompt = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    assert "deadline is 2025-04-01" in last_prompt and "Postgres" not in last_prompt
+    with MemoryClient(daemon.socket_path) as c:
+        hits = c.search("deadline", workspace="alice").results
+    assert hits and hits[0].path == DAILY
+
+
+@pytest.mark.parametrize(("answer", "finish"), [
+    ("", "stop"),
+    ("- half a note that was cut", "length"),
+    ("Sure! Here are the notes:\n- a fact", "stop"),
+    ("- a fact\n\nLet me know if you need anything else.", "stop"),
+])
+def test_a_bad_answer_writes_nothing_and_the_range_is_tried_again(
+    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer,
+    answer: str, finish: str,
+) -> None:
+    (workspace / DAILY).write_text("# 2025-03-12\n\n- morning note\n")
+    before = (workspace / DAILY).read_bytes()
+    t = md_home / "claude.jsonl"
+    claude_code_transcript(t, [("user", "Remember that the staging DB is read-only.")])
+    openai_server.respond_chat(answer, finish)
+    run = flush(daemon, t)
+    assert run["status"] == "failed", run
+    assert (workspace / DAILY).read_bytes() == before
+    openai_server.respond_chat("- The staging DB is read-only.")
+    retry = flush(daemon, t)
+    assert retry["status"] == "ok", retry
+    assert "## Session notes (s-1, lines 1-1)" in (workspace / DAILY).read_text()
+
+
+def test_nothing_worth_remembering_writes_nothing_and_moves_on(
+    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
+) -> None:
+    t = md_home / "claude.jsonl"
+    claude_code_transcript(t, [("user", "hi"), ("assistant", "Hello!")])
+    openai_server.respond_chat("NOTHING")
+    run = flush(daemon, t)
+    assert run["status"] == "ok" and "nothing worth remembering" in run["message"]
+    assert not (workspace / DAILY).exists()
+    assert "nothing new" in flush(daemon, t)["message"]
+
+
+def test_flush_reads_openclaw_session_jsonl_too(
+    daemon: DaemonThread, workspace: Path, openai_server: FakeOpenAIServer
+) -> None:
+    t = workspace / "sessions" / "oc.jsonl"
+    t.parent.mkdir()
+    t.write_text("".join(json.dumps(x) + "\n" for x in [
+        {"type": "session", "version": 1, "id": "oc-7", "timestamp": "2025-03-12T08:00:00Z"},
+        {"type": "message", "message": {"role": "user", "content": "Our Q2 goal is SOC 2."}},
+        {"type": "tool_call", "name": "read", "arguments": {}},
+    ]))
+    openai_server.respond_chat("- Q2 goal: SOC 2.")
+    run = flush(daemon, t, "oc-7")
+    assert run["status"] == "ok", run
+    assert "Our Q2 goal is SOC 2." in openai_server.requests_to("chat")[-1].body[
+        "messages"][-1]["content"]
+    assert "## Session notes (oc-7, lines 1-3)" in (workspace / DAILY).read_text()
+
+
+def test_flush_without_an_llm_is_skipped_with_the_reason(
+    md_home: Path, workspace: Path
+) -> None:
+    t = md_home / "claude.jsonl"
+    claude_code_transcript(t, [("user", "Remember the wifi password is in 1Password.")])
+    config = {"workspaces": [{"path": str(workspace), "name": "alice"}]}
+    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
+        run = flush(d, t)
+    assert run["status"] == "skipped" and "no LLM configured" in run["message"]
+
+
+def test_flush_refuses_a_relative_or_missing_transcript(daemon: DaemonThread) -> None:
+    with RawConn(daemon.socket_path) as conn:
+        for path in ("relative.jsonl", "/nonexistent/t.jsonl"):
+            frame = conn.call("flush", {"transcript": path, "session_id": "s"})
+            assert frame["error"]["code"] == "invalid_params"
+            assert frame["error"]["data"]["param"] == "transcript"
+
+
+# ---------------------------------------------------------------- transcript reader
+
+
+def test_claude_code_lines_keep_user_and_assistant_text_only() -> None:
+    lines = [
+        {"type": "user", "sessionId": "cc-1", "message": {"role": "user", "content": "plain"}},
+        {"type": "assistant", "sessionId": "cc-1", "message": {"role": "assistant", "content": [
+            {"type": "text", "text": "answer"}, {"type": "tool_use", "name": "Bash"}]}},
+        {"type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "content": "tool output"}]}},
+        {"type": "user", "isMeta": True, "message": {"role": "user", "content": "injected"}},
+        {"type": "user", "isCompactSummary": True, "message": {"content": "summary"}},
+        {"type": "file-history-snapshot", "snapshot": {}},
+        {"type": "system", "subtype": "stop_hook_summary"},
+    ]
+    parsed = parse_transcript("".join(json.dumps(x) + "\n" for x in lines).encode())
+    assert parsed.messages == [(1, "user: plain"), (2, "assistant: answer")]
+    assert parsed.session_id == "cc-1"
+    assert parsed.skipped == 5 and parsed.malformed == 0
