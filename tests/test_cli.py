@@ -49,12 +49,13 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "mcp": [],
     "recall": ["a prompt"],
     "hook": ["claude-code", "session-start"],
+    "setup": ["skill"],
 }
 ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
                           "jobs run", "mcp", "recall"}
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
-# is back, a hook never breaks the agent (tests/test_agents_*.py); the others need it.
-SERVES_WITHOUT_DAEMON = {"doctor", "completion", "mcp", "hook"}
+# is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).
+SERVES_WITHOUT_DAEMON = {"doctor", "completion", "mcp", "hook", "setup"}
 
 
 class TTY(io.StringIO):

@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from memoryd_client.cli import Context, Handler
 
 MCP_TOKEN_ENV = "MEMCTL_MCP_TOKEN"
+CLIENTS = ("claude-code", "cursor", "codex", "claude-desktop", "openclaw", "skill")
+"""What ``memctl setup`` knows (agents/setup.py), named here so memctl's parser need not
+import it."""
 
 
 class _Command(Protocol):
@@ -80,6 +83,30 @@ def add_commands(sub: Any, command: _Command) -> None:
         metavar="EVENT",
         help="user-prompt-submit, session-start, pre-compact or session-end",
     )
+
+    p = command(
+        sub,
+        "setup",
+        cmd_setup,
+        "connect an agent to memoryd: write Claude Code's settings, or --print a client's "
+        "snippet (cursor, codex, claude-desktop, openclaw, skill)",
+        workspace=False,
+    )
+    p.add_argument("client", metavar="CLIENT", choices=CLIENTS, help=", ".join(CLIENTS))
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project",
+        metavar="DIR",
+        help="claude-code: this project's .mcp.json and .claude/settings.json "
+        "(the default, with the current directory)",
+    )
+    where.add_argument(
+        "--user",
+        action="store_true",
+        help="claude-code: ~/.claude.json and ~/.claude/settings.json (every project)",
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
+    p.add_argument("--print", action="store_true", help="print the snippet to paste")
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -170,3 +197,34 @@ def cmd_hook(args: argparse.Namespace, ctx: Context) -> int:
     return run_hook(
         args.agent, args.event, sys.stdin, ctx.stdout, socket=args.socket, timeout=timeout
     )
+
+
+def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
+    from pathlib import Path
+
+    from memoryd_client.agents import setup
+    from memoryd_client.cli import EXIT_OK, UsageError
+
+    try:
+        if args.print or args.client != "claude-code":
+            if not args.print:
+                raise UsageError(f"memctl setup {args.client} only prints its snippet: add --print")
+            ctx.stdout.write(setup.snippet(args.client))
+            return EXIT_OK
+        project = None if args.user else Path(args.project or os.getcwd()).resolve()
+        changes = setup.claude_code_changes(
+            project=project, home=Path.home(), command=setup.memctl_command()
+        )
+    except setup.SetupError as exc:
+        raise ClientError(str(exc)) from None
+    for change in changes:
+        if not change.changed:
+            ctx.print(f"{change.path}: already set up")
+        elif args.dry_run:
+            ctx.stdout.write(change.diff())
+        else:
+            setup.write(change)
+            ctx.print(f"{change.path}: updated")
+    if not args.dry_run and any(c.changed for c in changes):
+        ctx.print("restart Claude Code (or run /mcp and /hooks) to load it")
+    return EXIT_OK

@@ -1,0 +1,247 @@
+"""``memctl setup``: each agent's configuration for memoryd, written (Claude Code) or printed.
+
+Claude Code gets the MCP server and the four hooks merged into its own files, keeping
+everything already there; a second run changes nothing. The other clients' snippets follow
+their documented shapes and are printed to paste:
+
+- Claude Code: ``.mcp.json`` (project) or ``~/.claude.json`` (user) ``mcpServers``; hooks in
+  ``.claude/settings.json`` or ``~/.claude/settings.json``;
+- Cursor: ``.cursor/mcp.json`` or ``~/.cursor/mcp.json`` ``mcpServers``;
+- Codex CLI: ``~/.codex/config.toml`` ``[mcp_servers.NAME]``;
+- Claude Desktop: ``claude_desktop_config.json`` ``mcpServers`` (an absolute command: a
+  desktop app does not get the shell's PATH);
+- OpenClaw: ``~/.openclaw/openclaw.json`` ``mcp.servers``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd_client.agents.commands import CLIENTS
+
+SERVER_NAME: Final = "memoryd"
+HOOK_TIMEOUT_S: Final = 10
+HOOK_EVENTS: Final = {
+    "UserPromptSubmit": "user-prompt-submit",
+    "SessionStart": "session-start",
+    "PreCompact": "pre-compact",
+    "SessionEnd": "session-end",
+}
+
+
+class SetupError(Exception):
+    """A settings file that cannot be merged into (not JSON, not an object)."""
+
+
+def memctl_command(absolute: bool = False) -> str:
+    """How agents should start memctl: by name when the shell finds this very memctl."""
+    here = Path(sys.argv[0]).resolve() if Path(sys.argv[0]).name == "memctl" else None
+    found = shutil.which("memctl")
+    if here is None:
+        here = Path(found).resolve() if found else Path(sys.executable).parent / "memctl"
+    if not absolute and found and Path(found).resolve() == here:
+        return "memctl"
+    return str(here)
+
+
+def mcp_entry(command: str) -> dict[str, Any]:
+    return {"command": command, "args": ["mcp"]}
+
+
+def hook_entry(command: str, event: str) -> dict[str, Any]:
+    return {
+        "type": "command",
+        "command": f"{command} hook claude-code {event}",
+        "timeout": HOOK_TIMEOUT_S,
+    }
+
+
+@dataclass
+class Change:
+    path: Path
+    before: str  # '' when the file does not exist
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        return "".join(
+            difflib.unified_diff(
+                self.before.splitlines(keepends=True),
+                self.after.splitlines(keepends=True),
+                fromfile=f"{self.path} (now)",
+                tofile=f"{self.path} (after setup)",
+            )
+        )
+
+
+def _load(path: Path) -> tuple[str, dict[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "", {}
+    if not text.strip():
+        return text, {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SetupError(
+            f"{path} is not valid JSON ({exc}); fix it, then run setup again"
+        ) from None
+    if not isinstance(data, dict):
+        raise SetupError(f"{path} does not hold a JSON object; fix it, then run setup again")
+    return text, data
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def _object(parent: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
+    value = parent.setdefault(key, {})
+    if not isinstance(value, dict):
+        raise SetupError(f"{path}: {key!r} is not an object; fix it, then run setup again")
+    return value
+
+
+def merge_mcp(path: Path, command: str) -> Change:
+    before, data = _load(path)
+    _object(data, "mcpServers", path)[SERVER_NAME] = mcp_entry(command)
+    after = _dump(data)
+    return Change(path, before, before if _same(before, after) else after)
+
+
+def _ours(hook: Any, event: str) -> bool:
+    return isinstance(hook, dict) and str(hook.get("command", "")).endswith(
+        f"hook claude-code {event}"
+    )
+
+
+def merge_hooks(path: Path, command: str) -> Change:
+    """Our hook for each event: replaced where it is, else added as a group of its own."""
+    before, data = _load(path)
+    hooks = _object(data, "hooks", path)
+    for name, event in HOOK_EVENTS.items():
+        groups = hooks.setdefault(name, [])
+        if not isinstance(groups, list):
+            raise SetupError(f"{path}: hooks.{name} is not a list; fix it, then run setup again")
+        entry = hook_entry(command, event)
+        placed = False
+        for group in groups:
+            inner = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(inner, list):
+                continue
+            for i, hook in enumerate(inner):
+                if _ours(hook, event):
+                    inner[i] = entry
+                    placed = True
+        if not placed:
+            groups.append({"hooks": [entry]})
+    after = _dump(data)
+    return Change(path, before, before if _same(before, after) else after)
+
+
+def _same(before: str, after: str) -> bool:
+    """Same data (a file formatted by hand is not rewritten for its whitespace)."""
+    if not before.strip():
+        return False
+    try:
+        return bool(json.loads(before) == json.loads(after))
+    except ValueError:
+        return False
+
+
+def claude_code_changes(*, project: Path | None, home: Path, command: str) -> list[Change]:
+    if project is not None:
+        return [
+            merge_mcp(project / ".mcp.json", command),
+            merge_hooks(project / ".claude" / "settings.json", command),
+        ]
+    return [
+        merge_mcp(home / ".claude.json", command),
+        merge_hooks(home / ".claude" / "settings.json", command),
+    ]
+
+
+def write(change: Change) -> None:
+    """Atomically: a temp file beside it, fsync, rename; the file's mode is kept."""
+    change.path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = change.path.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{change.path.name}.", dir=change.path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(change.after)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, change.path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------- printed snippets
+
+
+def snippet(client: str) -> str:
+    """What to paste, and where, for ``client`` (``skill``: the SKILL.md)."""
+    if client == "skill":
+        return skill_text()
+    short = memctl_command()
+    if client == "claude-code":
+        return (
+            "# .mcp.json (project) or ~/.claude.json (user): mcpServers\n"
+            + _dump({"mcpServers": {SERVER_NAME: mcp_entry(short)}})
+            + "\n# .claude/settings.json (project) or ~/.claude/settings.json (user): hooks\n"
+            + _dump(
+                {
+                    "hooks": {
+                        name: [{"hooks": [hook_entry(short, event)]}]
+                        for name, event in HOOK_EVENTS.items()
+                    }
+                }
+            )
+        )
+    if client == "cursor":
+        return "# .cursor/mcp.json (project) or ~/.cursor/mcp.json (every project)\n" + _dump(
+            {"mcpServers": {SERVER_NAME: mcp_entry(short)}}
+        )
+    if client == "codex":
+        return (
+            f"# ~/.codex/config.toml\n[mcp_servers.{SERVER_NAME}]\n"
+            f'command = {json.dumps(short)}\nargs = ["mcp"]\n'
+        )
+    if client == "claude-desktop":
+        where = (
+            "~/Library/Application Support/Claude/claude_desktop_config.json"
+            if sys.platform == "darwin"
+            else "~/.config/Claude/claude_desktop_config.json"
+        )
+        return f"# {where}\n# (add --workspace NAME to args when several are registered)\n" + _dump(
+            {"mcpServers": {SERVER_NAME: mcp_entry(memctl_command(True))}}
+        )
+    if client == "openclaw":
+        return "# ~/.openclaw/openclaw.json (or: openclaw mcp set memoryd ...)\n" + _dump(
+            {"mcp": {"servers": {SERVER_NAME: mcp_entry(short)}}}
+        )
+    raise SetupError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
+
+
+def skill_text() -> str:
+    from importlib.resources import files
+
+    return files("memoryd_client.agents").joinpath("SKILL.md").read_text(encoding="utf-8")

@@ -1,0 +1,113 @@
+"""``memctl setup``: Claude Code's settings merged (foreign keys kept, idempotent, a dry run
+changes nothing), the other clients' snippets in their documented shapes, the skill."""
+
+from __future__ import annotations
+
+import io
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from memoryd_client import cli
+from memoryd_client.agents.setup import skill_text
+
+FOREIGN_SETTINGS = {
+    "permissions": {"allow": ["Bash(npm test)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint"}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "date"}]}],
+    },
+}
+FOREIGN_MCP = {"mcpServers": {"github": {"command": "gh-mcp", "args": []}}}
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(list(argv), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
+    tmp_path: Path,
+) -> None:
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(FOREIGN_SETTINGS))
+    (tmp_path / ".mcp.json").write_text(json.dumps(FOREIGN_MCP))
+
+    code, out, err = run("setup", "claude-code", "--project", str(tmp_path))
+    assert code == 0, err
+    assert out.count(": updated") == 2
+    mcp = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
+    assert mcp["github"] == FOREIGN_MCP["mcpServers"]["github"]
+    assert mcp["memoryd"]["args"] == ["mcp"]
+    data = json.loads(settings.read_text())
+    assert data["permissions"] == FOREIGN_SETTINGS["permissions"]
+    assert data["hooks"]["PreToolUse"] == FOREIGN_SETTINGS["hooks"]["PreToolUse"]
+    prompt = data["hooks"]["UserPromptSubmit"]
+    assert prompt[0] == FOREIGN_SETTINGS["hooks"]["UserPromptSubmit"][0]
+    assert prompt[1]["hooks"][0]["command"].endswith("hook claude-code user-prompt-submit")
+    for event, arg in (("SessionStart", "session-start"), ("PreCompact", "pre-compact"),
+                       ("SessionEnd", "session-end")):
+        [group] = data["hooks"][event]
+        assert group["hooks"][0]["command"].endswith(f"hook claude-code {arg}")
+
+    files = {p: p.read_bytes() for p in (settings, tmp_path / ".mcp.json")}
+    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path))
+    assert code == 0 and out.count("already set up") == 2
+    assert {p: p.read_bytes() for p in files} == files
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
+    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path), "--dry-run")
+    assert code == 0
+    assert "+++ " in out and '"memoryd"' in out and "hook claude-code session-end" in out
+    assert not (tmp_path / ".mcp.json").exists()
+    assert not (tmp_path / ".claude").exists()
+
+
+def test_user_setup_writes_under_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 7, **FOREIGN_MCP}))
+    code, _, err = run("setup", "claude-code", "--user")
+    assert code == 0, err
+    state = json.loads((tmp_path / ".claude.json").read_text())
+    assert state["numStartups"] == 7 and set(state["mcpServers"]) == {"github", "memoryd"}
+    assert "SessionEnd" in json.loads((tmp_path / ".claude" / "settings.json").read_text())[
+        "hooks"]
+
+
+def test_a_settings_file_that_is_not_json_is_left_alone_with_a_clear_error(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".mcp.json").write_text("{ not json")
+    code, _, err = run("setup", "claude-code", "--project", str(tmp_path))
+    assert code == 1 and "is not valid JSON" in err and err.count("\n") == 1
+    assert (tmp_path / ".mcp.json").read_text() == "{ not json"
+
+
+def test_printed_snippets_have_each_clients_documented_shape() -> None:
+    def printed(client: str) -> str:
+        code, out, err = run("setup", client, "--print")
+        assert code == 0, err
+        return "\n".join(line for line in out.splitlines() if not line.startswith("#"))
+
+    assert json.loads(printed("cursor"))["mcpServers"]["memoryd"]["args"] == ["mcp"]
+    codex = tomllib.loads(printed("codex"))
+    assert codex["mcp_servers"]["memoryd"]["args"] == ["mcp"]
+    desktop = json.loads(printed("claude-desktop"))["mcpServers"]["memoryd"]
+    assert Path(desktop["command"]).is_absolute()
+    assert json.loads(printed("openclaw"))["mcp"]["servers"]["memoryd"]["args"] == ["mcp"]
+    assert run("setup", "cursor")[0] == 2  # writing is for claude-code only: --print
+
+
+def test_the_skill_is_shipped_in_agent_skills_format() -> None:
+    code, out, _ = run("setup", "skill", "--print")
+    assert code == 0 and out == skill_text()
+    front, body = out.split("---\n")[1:3]
+    fields = dict(line.split(": ", 1) for line in front.strip().splitlines())
+    assert fields["name"] == "memoryd-memory" and len(fields["description"]) < 1024
+    for command in ("memctl search --json", "memctl get --json", "memctl append --json"):
+        assert command in body
