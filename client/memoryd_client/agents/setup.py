@@ -60,7 +60,7 @@ def mcp_entry(command: str) -> dict[str, Any]:
 def hook_entry(command: str, event: str) -> dict[str, Any]:
     return {
         "type": "command",
-        "command": f"{command} hook claude-code {event}",
+        "command": f"{shlex.quote(command)} hook claude-code {event}",  # a path with spaces
         "timeout": HOOK_TIMEOUT_S,
     }
 
