@@ -38,7 +38,7 @@ class AgentMethods:
         budget = p.integer("budget_tokens", lo=50, hi=8000,
                            default=_recall.DEFAULT_BUDGET_TOKENS)
         min_score = p.number("min_score", lo=0.0, hi=1.0, default=_recall.DEFAULT_MIN_SCORE)
-        sources = p.choice_list("sources", SOURCES, default=("memory",))
+        sources = p.choice_list("sources", SOURCES, default=self.d.config.search.sources)
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
