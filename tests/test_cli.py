@@ -508,7 +508,7 @@ def complete(script: str, line: str) -> list[str]:
 def test_bash_completion_completes_commands_actions_options_and_choices() -> None:
     code, script, _ = run(["completion", "bash"])
     assert code == EXIT_OK
-    assert complete(script, "memctl se") == ["search"]
+    assert complete(script, "memctl se") == ["search", "setup"]
     assert complete(script, "memctl workspace ") == ["add", "remove", "list"]
     assert "--max-results" in complete(script, "memctl search lisbon --max")
     assert complete(script, "memctl search --mode k") == ["keyword"]

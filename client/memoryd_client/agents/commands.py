@@ -26,7 +26,14 @@ import it."""
 
 class _Command(Protocol):
     def __call__(
-        self, subparsers: Any, name: str, handler: Handler, help: str, *, workspace: bool = True
+        self,
+        subparsers: Any,
+        name: str,
+        handler: Handler,
+        help: str,
+        *,
+        workspace: bool = True,
+        example: str | None = None,
     ) -> argparse.ArgumentParser: ...
 
 
@@ -36,6 +43,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         "mcp",
         cmd_mcp,
         "serve the memory to agents over the Model Context Protocol (stdio, or --http)",
+        example="  memctl mcp                      # stdio, what agents spawn\n"
+        "  memctl mcp --http 8765          # http://127.0.0.1:8765/mcp",
     )
     p.add_argument(
         "--http",
@@ -55,6 +64,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         "recall",
         cmd_recall,
         "the memory worth putting before a model for this prompt (empty when none)",
+        example='  memctl recall "who owns the billing service?"\n'
+        '  echo "$PROMPT" | memctl recall - --budget 300 --json',
     )
     p.add_argument("text", nargs="+", metavar="TEXT", help="the prompt, or - to read stdin")
     p.add_argument(
@@ -75,6 +86,7 @@ def add_commands(sub: Any, command: _Command) -> None:
         "answer an agent's hook: memctl hook claude-code EVENT (event JSON on stdin); "
         "always exits 0",
         workspace=False,
+        example="  memctl hook claude-code user-prompt-submit < event.json",
     )
     # No argparse choices: a usage error would exit 2, which Claude Code takes as "block".
     p.add_argument("agent", metavar="AGENT", help="claude-code")
@@ -91,6 +103,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         "connect an agent to memoryd: write Claude Code's settings, or --print a client's "
         "snippet (cursor, codex, claude-desktop, openclaw, skill)",
         workspace=False,
+        example="  memctl setup claude-code --dry-run   # this project; --user for all\n"
+        "  memctl setup cursor --print",
     )
     p.add_argument("client", metavar="CLIENT", choices=CLIENTS, help=", ".join(CLIENTS))
     where = p.add_mutually_exclusive_group()
@@ -131,8 +145,7 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
         from memoryd_client.agents import mcp_server
     except ImportError as exc:
         raise ClientError(
-            f"memctl mcp needs the MCP SDK ({exc.name or exc}): "
-            "pip install 'memoryd-client[mcp]'"
+            f"memctl mcp needs the MCP SDK ({exc.name or exc}): pip install 'memoryd-client[mcp]'"
         ) from None
     import asyncio
 
