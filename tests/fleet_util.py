@@ -1,6 +1,6 @@
 """A real Postgres with pgvector for the fleet tests (memoryd.fleet.scratch).
 
-Where none can be had the tests skip with the reason, except when MEMORYD_TEST_POSTGRES is
+Where none can be had the tests skip with the reason, except when FLEET_TESTS_POSTGRES is
 ``required`` (.ci/run sets it): there a missing Postgres fails them.
 """
 
@@ -22,8 +22,8 @@ def scratch_postgres() -> Iterator[ScratchPostgres]:
         pg = ScratchPostgres()
         pg.__enter__()
     except PostgresUnavailable as exc:
-        if os.environ.get("MEMORYD_TEST_POSTGRES") == "required":
-            pytest.fail(f"MEMORYD_TEST_POSTGRES=required but {exc}")
+        if os.environ.get("FLEET_TESTS_POSTGRES") == "required":
+            pytest.fail(f"FLEET_TESTS_POSTGRES=required but {exc}")
         pytest.skip(f"no Postgres with pgvector here: {exc}")
     try:
         yield pg
