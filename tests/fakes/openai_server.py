@@ -90,6 +90,7 @@ class FakeOpenAIServer:
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._chat_fn: Callable[[dict[str, Any]], str] | None = None
+        self._embed_fn: Callable[[str], list[float]] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -165,6 +166,11 @@ class FakeOpenAIServer:
         """Chat requests not scripted otherwise get ``fn(request body)`` instead of an echo."""
         self._chat_fn = fn
 
+    def answer_embeddings_with(self, fn: Callable[[str], list[float]] | None) -> None:
+        """Embeddings come from ``fn(text)`` instead of the hashed bag of words: a server
+        running a real model (the tests give it the one a local provider runs)."""
+        self._embed_fn = fn
+
     def requests_to(self, endpoint: Endpoint) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if _PATHS.get(r.path) == endpoint]
@@ -205,7 +211,8 @@ class FakeOpenAIServer:
         texts = body.get("input", [])
         texts = [texts] if isinstance(texts, str) else list(texts)
         dims = int(body.get("dimensions") or self.dims)
-        vectors: list[Any] = [fake_embedding(str(t), dims) for t in texts]
+        embed = self._embed_fn or (lambda t: fake_embedding(t, dims))
+        vectors: list[Any] = [embed(str(t)) for t in texts]
         if garbage == "wrong_count":
             vectors = vectors[:-1]
         elif garbage == "empty_data":

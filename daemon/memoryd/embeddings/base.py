@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from memoryd.embeddings.fallback import QueryFallback
 
 Vectors = npt.NDArray[np.float32]
 
@@ -55,3 +58,4 @@ class ProviderChoice:
     provider: EmbeddingProvider | None  # None: keyword-only
     requested: str
     reason: str
+    fallback: QueryFallback | None = None  # embeds queries while an openai provider fails

@@ -32,21 +32,41 @@ def choose_provider(cfg: EmbeddingConfig,
                 "embedding.provider = openai needs an API key: set embedding.api_key or "
                 f"${cfg.api_key_env or 'OPENAI_API_KEY'} (or embedding.base_url for a local "
                 "server)")
-        return ProviderChoice(_openai(cfg, key), requested,
-                              f"embedding.provider = openai ({key_source or 'no key'})")
+        return _with_fallback(cfg, ProviderChoice(
+            _openai(cfg, key), requested,
+            f"embedding.provider = openai ({key_source or 'no key'})"))
     if requested == "local":
         return ProviderChoice(_local(cfg), requested, "embedding.provider = local")
     if key:
-        return ProviderChoice(_openai(cfg, key), requested, f"API key found in {key_source}")
+        return _with_fallback(cfg, ProviderChoice(_openai(cfg, key), requested,
+                                                  f"API key found in {key_source}"))
     if cfg.base_url:
-        return ProviderChoice(_openai(cfg, key), requested,
-                              f"embedding.base_url = {cfg.base_url} (no API key needed)")
+        return _with_fallback(cfg, ProviderChoice(
+            _openai(cfg, key), requested,
+            f"embedding.base_url = {cfg.base_url} (no API key needed)"))
     try:
         local = _local(cfg)
     except EmbeddingError as exc:
         return ProviderChoice(None, requested,
                               f"no API key configured; local model unavailable: {exc.message}")
     return ProviderChoice(local, requested, "no API key configured; bundled local model")
+
+
+def _with_fallback(cfg: EmbeddingConfig, choice: ProviderChoice) -> ProviderChoice:
+    """The openai choice with its query fallback, when one is configured and loads (a
+    fallback that cannot load leaves the endpoint alone, and the reason says so)."""
+    if cfg.fallback != "local":
+        return choice
+    from memoryd.embeddings.fallback import QueryFallback
+
+    try:
+        local = _local(cfg)
+    except EmbeddingError as exc:
+        return ProviderChoice(choice.provider, choice.requested,
+                              f"{choice.reason}; fallback local unavailable: {exc.message}")
+    return ProviderChoice(choice.provider, choice.requested,
+                          f"{choice.reason}; fallback local ({local.model})",
+                          QueryFallback(local))
 
 
 def _api_key(cfg: EmbeddingConfig, env: Mapping[str, str]) -> tuple[str, str]:

@@ -66,6 +66,9 @@ class EmbeddingConfig:
     cache_max_entries: int = _opt(50_000, lo=0, hi=100_000_000)
     query_cache_entries: int = _opt(512, lo=0, hi=1_000_000)
     retry_after_seconds: float = _opt(30.0, lo=0.1, hi=86400)  # first back-off when it is down
+    # openai: who embeds queries while the endpoint fails. "local" stands in only when it is
+    # the endpoint's model (compared once; embeddings/fallback.py); else keyword only.
+    fallback: str = _opt("none", choices=("none", "local"))
 
 
 @dataclass(frozen=True)
@@ -404,10 +407,16 @@ def _check_consistency(cfg: Config) -> None:
             f"index.chunk_tokens ({cfg.index.chunk_tokens})"
         )
     e = cfg.embedding
-    if e.model_path and e.provider not in ("local", "auto"):
+    if e.model_path and e.provider not in ("local", "auto") and e.fallback != "local":
         raise ConfigError(
             f"embedding.model_path is set but embedding.provider = {e.provider}: the folder's "
-            "model is run by the local provider (provider = \"local\")"
+            "model is run by the local provider (provider = \"local\", or fallback = "
+            "\"local\" for openai)"
+        )
+    if e.fallback != "none" and e.provider in ("local", "none"):
+        raise ConfigError(
+            f"embedding.fallback = {e.fallback} is for provider = \"openai\" (or auto), "
+            f"not {e.provider}"
         )
     if "sessions" in s.sources and not cfg.index.sessions:
         raise ConfigError(
