@@ -338,8 +338,11 @@ class Daemon:
             return {"name": "loading", "model": "", "dims": None,
                     "reason": f"choosing {self.config.embedding.provider} provider"}
         p = reg.choice.provider
-        return {"name": p.name if p else "none", "model": p.model if p else "",
-                "dims": p.dims if p else None, "reason": reg.choice.reason}
+        out: dict[str, Any] = {"name": p.name if p else "none", "model": p.model if p else "",
+                               "dims": p.dims if p else None, "reason": reg.choice.reason}
+        if reg.choice.fallback is not None:
+            out["fallback"] = reg.choice.fallback.status()
+        return out
 
     async def workspace_status(self, ws: Workspace) -> dict[str, Any]:
         out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "source": ws.source,

@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 import apsw
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
+from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable
 from memoryd.index import db, schema, store
@@ -110,12 +111,19 @@ class WorkspaceIndex:
         config: Config,
         provider: EmbeddingProvider | None,
         provider_reason: str = "",
+        fallback: QueryFallback | None = None,
     ) -> None:
+        """``fallback``: embeds queries while ``provider`` (openai) fails, when it is the
+        same model (embeddings/fallback.py)."""
         self.root = root.resolve()
         self.db_path = db_path
         self.config = config
         self.provider = provider
         self.provider_reason = provider_reason
+        self.fallback = fallback
+        self._comparing = False  # a fallback comparison is queued on the embedder thread
+        # Who embedded the last query: the provider, its fallback while it fails, or nobody
+        self._last_query_by = provider.name if provider is not None else "none"
         self.layout = Layout(self.root, config.index.sessions, config.index.extra_paths)
         self.generation = 0
         self.vec = db.probe_vec()
@@ -492,6 +500,8 @@ class WorkspaceIndex:
             self._record_failure(str(exc))
             return False
         self._clear_failure()
+        if vecs is not None:
+            self._compare_fallback()  # the endpoint answers: a moment to tell its model
         found = dict(cached)
         if vecs is not None:
             found.update(zip(need, vecs, strict=True))
@@ -631,6 +641,7 @@ class WorkspaceIndex:
         if failure is not None and time.monotonic() < failure[0]:
             raise EmbeddingError(f"{failure[1]} (retrying in {failure[0] - time.monotonic():.0f}s)")
         vec = as_query_vector(embed_query(self.provider, query))
+        self._compare_fallback_soon()
         with self._lock:
             self._qcache[query] = vec
             while len(self._qcache) > self.config.embedding.query_cache_entries:
@@ -672,9 +683,45 @@ class WorkspaceIndex:
         if (why := self._not_embeddable(req.query)) is not None:
             return PreparedQuery(None, why)
         try:
-            return PreparedQuery(self._query_vector(req.query), None)
+            vec = self._query_vector(req.query)
         except EmbeddingError as exc:
-            return PreparedQuery(None, f"query embedding failed, keyword results only: {exc}")
+            return self._fallback_query(req.query, exc)
+        self._last_query_by = self.provider.name
+        return PreparedQuery(vec, None)
+
+    def _fallback_query(self, query: str, failed: EmbeddingError) -> PreparedQuery:
+        """While the provider fails: the fallback's vector when it is the same model."""
+        fb = self.fallback
+        try:
+            vec = fb.embed_query(query) if fb is not None else None
+        except EmbeddingError as exc:
+            failed = EmbeddingError(f"{failed}; the fallback failed too: {exc}")
+            vec = None
+        name = self.provider.name if self.provider is not None else "none"
+        if fb is None or vec is None:
+            self._last_query_by = f"none (keyword only while {name} fails)"
+            return PreparedQuery(None, f"query embedding failed, keyword results only: {failed}")
+        self._last_query_by = f"{fb.provider.name} (fallback while {name} fails)"
+        return PreparedQuery(
+            as_query_vector(vec),
+            f"query embedded by the fallback {fb.provider.name} {fb.provider.model} (the same "
+            f"model) while the provider fails: {failed}",
+        )
+
+    def _compare_fallback(self) -> None:
+        """Tell (once) whether the fallback is the provider's model; on the embedder thread."""
+        fb, p = self.fallback, self.provider
+        self._comparing = False
+        if fb is not None and p is not None and fb.same_model is None:
+            fb.compare(p)
+
+    def _compare_fallback_soon(self) -> None:
+        fb = self.fallback
+        if fb is None or fb.same_model is not None or self._comparing:
+            return
+        self._comparing = True
+        with contextlib.suppress(RuntimeError):  # closing
+            self._embedder.submit(self._compare_fallback)
 
     def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
         """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
@@ -847,6 +894,10 @@ class WorkspaceIndex:
             "index_generation": self.generation,
             "last_sync": self._last_sync,
             "malformed_lines": malformed,
+            # Who embeds queries now: the provider, its fallback while it fails, or nobody.
+            "query_provider": self._last_query_by
+            if p is not None and self.vec.ok
+            else "none",
             "provider": {
                 "name": p.name if p else "none",
                 "model": p.model if p else "",

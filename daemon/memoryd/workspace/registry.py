@@ -206,7 +206,8 @@ class Registry:
             raise InvalidParams(f"{ws.root} is not a directory (missing or unmounted?)")
         index = WorkspaceIndex(ws.root, index_file(self.index_dir, ws.name, ws.root),
                                self.config, self.provider,
-                               self.choice.reason if self.choice else "")
+                               self.choice.reason if self.choice else "",
+                               fallback=self.choice.fallback if self.choice else None)
         index.open()
         return index
 
@@ -339,3 +340,7 @@ class Registry:
         if p is not None:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(p.close)
+        fallback = self.choice.fallback if self.choice is not None else None
+        if fallback is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(fallback.provider.close)
