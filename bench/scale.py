@@ -1,0 +1,400 @@
+"""A year of memory: how indexing and search scale from 1k to 100k chunks (300k with --huge).
+
+    python bench/scale.py [--sizes 1000,10000,100000] [--huge] [--baseline REV]
+                          [--storm-size 10000] [--storm-seconds 10] [--json] [--keep]
+
+Each size gets a synthetic workspace (bench/synth.py, the same files for every run) and a
+fresh MEMORYD_HOME, and a real ``memoryd run`` through the socket:
+
+1. keyword daemon (provider none), empty index: ``workspace.add`` + ``reindex --wait`` is
+   the cold keyword index. Then keyword search p50/p99 (warm, one connection) and VmRSS.
+2. the same home restarted with the OpenAI provider pointed at tests/fakes' fake OpenAI
+   server (a real HTTP server in its own process; its vectors are hashed bags of words,
+   384 dims like the bundled model): start → ready (``hello``), → first keyword answer,
+   → fully loaded (the in-memory copies built, or given up as over budget); then the time
+   to embed everything. Vectors are fake, so only speed is measured here, never quality.
+3. restarted once more on the complete index: start → ready → first answer → fully loaded,
+   keyword and hybrid p50/p99 (the query vectors cached by a warm-up pass: the fake
+   server's round trip is not the engine's), VmRSS.
+4. at ``--storm-size``: the write storm, 5 writers (``append`` calls into the five newest
+   daily files, back to back) and 50 searchers (keyword, 5 processes of 10 threads) for
+   ``--storm-seconds``: search p50/p99 and rate, writes/s, searches answered while files
+   were still pending (read-your-writes gave up waiting).
+
+``--baseline REV`` runs every size with the code of git revision REV first (a detached
+worktree put first on the daemon's PYTHONPATH; same interpreter and packages), then with
+this tree, and prints both with ratios: machines differ, so compare within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing as mp
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from latency import Daemon, log, note_load, percentile, summarize
+from memoryd_client import MemoryClient
+from synth import make_queries, make_workspace
+
+REPO = Path(__file__).resolve().parents[1]
+DIMS = 384  # the bundled local model's width
+EMBED_BATCH = 128  # texts per embeddings request (the default 16 only adds HTTP round trips)
+WRITERS = 5
+SEARCH_PROCS, SEARCH_THREADS = 5, 10
+QPS_QUERIES = 50
+
+
+# ---------------------------------------------------------------------- fake OpenAI endpoint
+
+
+def _serve_fake(dims: int, ready: Any) -> None:
+    sys.path.insert(0, str(REPO / "tests"))
+    from fakes.openai_server import FakeOpenAIServer
+
+    server = FakeOpenAIServer(dims=dims).start()
+    ready.put(server.base_url)
+    threading.Event().wait()
+
+
+@contextlib.contextmanager
+def fake_openai(dims: int = DIMS) -> Iterator[str]:
+    ctx = mp.get_context("spawn")
+    ready = ctx.Queue()
+    proc = ctx.Process(target=_serve_fake, args=(dims, ready), daemon=True)
+    proc.start()
+    try:
+        yield str(ready.get(timeout=30))
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+# ---------------------------------------------------------------------- the code under test
+
+
+@contextlib.contextmanager
+def code_at(rev: str | None, tmp: Path) -> Iterator[dict[str, str]]:
+    """Environment for a daemon running the code of ``rev`` (None: this tree)."""
+    if rev is None:
+        yield {}
+        return
+    where = tmp / f"code-{rev.replace('/', '_')}"
+    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), rev],
+                   check=True)
+    try:
+        yield {"PYTHONPATH": f"{where / 'daemon'}{os.pathsep}{where / 'client'}"}
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)],
+                       check=False)
+
+
+def daemon(home: Path, provider: str, code_env: dict[str, str], url: str = "") -> Daemon:
+    d = Daemon(home, provider)
+    d.env.update(code_env)
+    if provider == "openai":
+        d.env.update(MEMORYD_EMBEDDING_BASE_URL=url, MEMORYD_EMBEDDING_API_KEY="sk-bench",
+                     MEMORYD_EMBEDDING_BATCH_SIZE=str(EMBED_BATCH))
+    return d
+
+
+# ---------------------------------------------------------------------- measurements
+
+
+def search_ms(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) -> dict[str, Any]:
+    ms: list[float] = []
+    used = set()
+    with d.client() as c:
+        for q in queries:  # warm-up: page cache and the query-vector cache
+            c.search(q, workspace=ws, mode=mode)
+        for _ in range(rounds):
+            for q in queries:
+                t = time.perf_counter()
+                r = c.search(q, workspace=ws, mode=mode)
+                ms.append((time.perf_counter() - t) * 1000)
+                used.add(str(r.mode_used))
+    return {**summarize(ms), "mode_used": ",".join(sorted(used))}
+
+
+def start_phases(d: Daemon, ws: str, query: str, timeout: float = 600) -> dict[str, Any]:
+    """Spawn → hello answered → first keyword search answered → copies loaded."""
+    t0 = time.perf_counter()
+    ready = d.start()
+    with d.client() as c:
+        c.search(query, workspace=ws, mode="keyword")
+        first = time.perf_counter() - t0
+        deadline = time.monotonic() + timeout
+        while True:
+            w = next(x for x in c.status().workspaces if x.name == ws)
+            vec_done = w.vector_scan in (None, "memory") or w.pending_vectors == 0 and (
+                time.perf_counter() - t0 > 60)  # over its budget: sqlite-vec for good
+            if (w.keyword_scan not in (None, "loading") and vec_done
+                    or time.monotonic() > deadline):
+                break
+            time.sleep(0.05)
+    return {"ready_s": ready, "first_answer_s": first, "loaded_s": time.perf_counter() - t0,
+            "keyword_scan": w.keyword_scan, "vector_scan": w.vector_scan}
+
+
+def wait_vectors(d: Daemon, ws: str, timeout: float = 7200) -> float:
+    t0 = time.perf_counter()
+    deadline = time.monotonic() + timeout
+    with d.client() as c:
+        while time.monotonic() < deadline:
+            w = next(x for x in c.status().workspaces if x.name == ws)
+            if w.vector_ready and w.pending_vectors == 0:
+                break
+            time.sleep(0.5)
+    return time.perf_counter() - t0
+
+
+def _searcher(sock: str, ws: str, queries: list[str], seconds: float, results: Any) -> None:
+    out: list[tuple[float, int]] = []
+    lock = threading.Lock()
+    end = time.perf_counter() + seconds
+
+    def run(k: int) -> None:
+        mine: list[tuple[float, int]] = []
+        with MemoryClient(sock, timeout=60) as c:
+            i = k
+            while time.perf_counter() < end:
+                t = time.perf_counter()
+                r = c.search(queries[i % len(queries)], workspace=ws, mode="keyword")
+                mine.append(((time.perf_counter() - t) * 1000, r.pending_files))
+                i += 1
+        with lock:
+            out.extend(mine)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(SEARCH_THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    results.put(out)
+
+
+def _writer(sock: str, ws: str, day: str, seconds: float, results: Any) -> None:
+    n = 0
+    ms: list[float] = []
+    end = time.perf_counter() + seconds
+    with MemoryClient(sock, timeout=60) as c:
+        while time.perf_counter() < end:
+            t = time.perf_counter()
+            c.append(f"Storm note {n}: the build finished, nothing else to report.",
+                     workspace=ws, date=day)
+            ms.append((time.perf_counter() - t) * 1000)
+            n += 1
+            time.sleep(0.01)
+    results.put(ms)
+
+
+def write_storm(d: Daemon, ws: str, root: Path, queries: list[str], seconds: float
+                ) -> dict[str, Any]:
+    days = sorted(p.stem for p in (root / "memory").glob("20*.md"))[-WRITERS:]
+    lines = [len((root / "memory" / f"{day}.md").read_text().splitlines()) for day in days]
+    ctx = mp.get_context("spawn")
+    sq, wq = ctx.Queue(), ctx.Queue()
+    procs = [ctx.Process(target=_searcher, args=(str(d.socket), ws, queries, seconds, sq))
+             for _ in range(SEARCH_PROCS)]
+    procs += [ctx.Process(target=_writer, args=(str(d.socket), ws, day, seconds, wq))
+              for day in days]
+    note_load()
+    for p in procs:
+        p.start()
+    searches = sorted(x for _ in range(SEARCH_PROCS) for x in sq.get(timeout=seconds + 300))
+    writes = sorted(x for _ in days for x in wq.get(timeout=seconds + 300))
+    for p in procs:
+        p.join(30)
+    note_load()
+    ms = sorted(s[0] for s in searches)
+    return {"searches": len(ms), "qps": len(ms) / seconds, "p50": percentile(ms, 50),
+            "p99": percentile(ms, 99), "pending": sum(1 for s in searches if s[1] > 0),
+            "writes": len(writes), "writes_per_s": len(writes) / seconds,
+            "write_p50": percentile(writes, 50), "daily_lines": min(lines)}
+
+
+def rss_mb(d: Daemon) -> float:
+    return d.proc_status()["VmRSS"]
+
+
+# ---------------------------------------------------------------------- one size, one code
+
+
+def run_size(code: str, code_env: dict[str, str], size: int, root: Path, home: Path, url: str,
+             args: argparse.Namespace) -> dict[str, Any]:
+    queries = make_queries(QPS_QUERIES)
+    r: dict[str, Any] = {"code": code, "size": size}
+    root = Path(shutil.copytree(root, home.parent / f"{home.name}-ws"))  # the storm writes
+    d = daemon(home, "none", code_env)
+    try:
+        d.start()
+        with d.client(timeout=7200) as c:
+            ws = c.workspace_add(root).name
+            t = time.perf_counter()
+            c.reindex(workspace=ws, wait=True)
+            r["cold_keyword_s"] = time.perf_counter() - t
+            w = next(x for x in c.status().workspaces if x.name == ws)
+            r["files"], r["chunks"] = w.files, w.chunks
+        log(f"  [{code}] {size}: cold keyword index {r['cold_keyword_s']:.1f} s "
+            f"({r['chunks']} chunks)")
+    finally:
+        d.stop()
+    d = daemon(home, "openai", code_env, url)
+    try:
+        r["start_embedding"] = start_phases(d, ws, queries[0])
+        r["embed_s"] = wait_vectors(d, ws)
+        log(f"  [{code}] {size}: vectors in {r['embed_s']:.0f} s")
+    finally:
+        d.stop()
+    d = daemon(home, "openai", code_env, url)
+    try:
+        r["start"] = start_phases(d, ws, queries[0])
+        r["rss_loaded_mb"] = rss_mb(d)
+        r["keyword"] = search_ms(d, ws, queries, "keyword", args.rounds)
+        r["hybrid"] = search_ms(d, ws, queries, "hybrid", args.rounds)
+        r["rss_mb"] = rss_mb(d)
+        if size == args.storm_size:
+            log(f"  [{code}] {size}: write storm")
+            r["storm"] = write_storm(d, ws, root, queries, args.storm_seconds)
+    finally:
+        d.stop()
+    return r
+
+
+# ---------------------------------------------------------------------- report
+
+
+def _ratio(new: float, old: float | None) -> str:
+    return "" if old is None or old == 0 else f" ({new / old:.2f}×)"
+
+
+def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    codes = list(dict.fromkeys(r["code"] for r in rows))
+    base = {r["size"]: r for r in rows if len(codes) > 1 and r["code"] == codes[0]}
+
+    def cell(r: dict[str, Any], get: Any, fmt: str) -> str:
+        v = get(r)
+        b = base.get(r["size"])
+        old = get(b) if b is not None and b is not r else None
+        return f"{v:{fmt}}{_ratio(v, old)}"
+
+    print("### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims; ratios: this "
+          f"code ÷ {codes[0]})\n" if len(codes) > 1 else
+          "### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims)\n")
+    print("| code | chunks | files | cold keyword index s | start → ready ms | → first answer ms "
+          "| → fully loaded s (keyword/vector scan) | keyword p50 / p99 ms "
+          "| hybrid p50 / p99 ms | RSS MB | embed all s |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|")
+    for r in rows:
+        s = r["start"]
+        print(f"| {r['code']} | {r['chunks']} | {r['files']} "
+              f"| {cell(r, lambda x: x['cold_keyword_s'], '.1f')} "
+              f"| {cell(r, lambda x: x['start']['ready_s'] * 1000, '.0f')} "
+              f"| {cell(r, lambda x: x['start']['first_answer_s'] * 1000, '.0f')} "
+              f"| {cell(r, lambda x: x['start']['loaded_s'], '.2f')} "
+              f"({s['keyword_scan']}/{s['vector_scan']}) "
+              f"| {cell(r, lambda x: x['keyword']['p50'], '.2f')} / "
+              f"{cell(r, lambda x: x['keyword']['p99'], '.1f')} "
+              f"| {cell(r, lambda x: x['hybrid']['p50'], '.2f')} / "
+              f"{cell(r, lambda x: x['hybrid']['p99'], '.1f')} "
+              f"| {cell(r, lambda x: x['rss_mb'], '.0f')} "
+              f"| {r['embed_s']:.0f} |")
+    print("\nstart rows are the restart on the complete index; the first restart after the "
+          "keyword-only index (provider switched on, vectors still to come):\n")
+    print("| code | chunks | start → ready ms | → first answer ms | → fully loaded s |")
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        s = r["start_embedding"]
+        print(f"| {r['code']} | {r['chunks']} | {s['ready_s'] * 1000:.0f} "
+              f"| {s['first_answer_s'] * 1000:.0f} | {s['loaded_s']:.2f} |")
+    by_code = {c: {r["size"]: r for r in rows if r["code"] == c} for c in codes}
+    print("\nGrowth from the smallest to the largest size (the issue's goal: keyword ≤ 4×, "
+          "hybrid ≤ 5×):\n")
+    for c, sizes in by_code.items():
+        lo, hi = sizes[min(sizes)], sizes[max(sizes)]
+        print(f"- {c}: keyword p50 ×{hi['keyword']['p50'] / lo['keyword']['p50']:.1f}, "
+              f"hybrid p50 ×{hi['hybrid']['p50'] / lo['hybrid']['p50']:.1f} "
+              f"({lo['chunks']} → {hi['chunks']} chunks)")
+    storms = [r for r in rows if "storm" in r]
+    if storms:
+        print(f"\n### Write storm ({WRITERS} writers: `append` back to back into the newest "
+              f"daily files; {SEARCH_PROCS * SEARCH_THREADS} keyword searchers; "
+              f"{args.storm_seconds:.0f} s)\n")
+        print("| code | chunks | searches/s | search p50 / p99 ms | searches answered with "
+              "files pending | writes/s | append p50 ms |")
+        print("|---|---:|---:|---|---:|---:|---:|")
+        for r in storms:
+            st = r["storm"]
+            print(f"| {r['code']} | {r['chunks']} | {cell(r, lambda x: x['storm']['qps'], '.0f')} "
+                  f"| {cell(r, lambda x: x['storm']['p50'], '.1f')} / "
+                  f"{cell(r, lambda x: x['storm']['p99'], '.0f')} "
+                  f"| {st['pending']} of {st['searches']} | {st['writes_per_s']:.0f} "
+                  f"| {st['write_p50']:.1f} |")
+    from latency import LOADS
+
+    print(f"\nload average (1 min) during the run: {min(LOADS):.2f} to {max(LOADS):.2f} on "
+          f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1000,10000,100000", help="workspaces, in chunks")
+    ap.add_argument("--huge", action="store_true", help="add a 300k-chunk workspace")
+    ap.add_argument("--baseline", metavar="REV", help="also run the code of git revision REV")
+    ap.add_argument("--rounds", type=int, default=5, help="passes over the 50 queries")
+    ap.add_argument("--storm-size", type=int, default=10_000)
+    ap.add_argument("--storm-seconds", type=float, default=10.0)
+    ap.add_argument("--corpus-dir", type=Path, help="keep the synthetic workspaces here")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir (daemon logs)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s] + ([300_000] if args.huge else [])
+    note_load()
+    tmp = Path(tempfile.mkdtemp(dir="/tmp", prefix="mds"))
+    corpus = args.corpus_dir or tmp / "corpus"
+    rows: list[dict[str, Any]] = []
+    codes = ([(args.baseline, args.baseline)] if args.baseline else []) + [("this", None)]
+    try:
+        with contextlib.ExitStack() as stack:
+            envs = {name: stack.enter_context(code_at(rev, tmp)) for name, rev in codes}
+            url = stack.enter_context(fake_openai())
+            for size in sizes:
+                root = corpus / f"ws{size}"
+                stamp = root / ".bench-synth"
+                if not stamp.exists() or stamp.read_text() != str(size):
+                    log(f"synthetic workspace of {size} chunks")
+                    make_workspace(root, size, 1)
+                    stamp.write_text(str(size))
+                for name, _ in codes:
+                    log(f"[{name}] {size} chunks")
+                    home = tmp / f"h{len(rows)}"
+                    rows.append(run_size(name, envs[name], size, root, home, url, args))
+                    if not args.keep:
+                        shutil.rmtree(home, ignore_errors=True)
+                        shutil.rmtree(f"{home}-ws", ignore_errors=True)
+    finally:
+        if args.keep:
+            log(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    note_load()
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    print_report(rows, args)
+    print(f"\n{date.today().isoformat()}; corpus by bench/synth.py (seed 1)")
+
+
+if __name__ == "__main__":
+    main()
