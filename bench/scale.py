@@ -137,9 +137,9 @@ def start_phases(d: Daemon, ws: str, query: str, timeout: float = 600) -> dict[s
         deadline = time.monotonic() + timeout
         while True:
             w = next(x for x in c.status().workspaces if x.name == ws)
-            vec_done = w.vector_scan in (None, "memory") or w.pending_vectors == 0 and (
-                time.perf_counter() - t0 > 60)  # over its budget: sqlite-vec for good
-            if (w.keyword_scan not in (None, "loading") and vec_done
+            vec_done = w.vector_scan in (None, "memory") or (w.pending_vectors == 0 and (
+                time.perf_counter() - t0 > 60))  # over its budget: sqlite-vec for good
+            if ((w.keyword_scan not in (None, "loading") and vec_done)
                     or time.monotonic() > deadline):
                 break
             time.sleep(0.05)
@@ -276,7 +276,7 @@ def run_size(code: str, code_env: dict[str, str], size: int, root: Path, home: P
 
 
 def _ratio(new: float, old: float | None) -> str:
-    return "" if old is None or old == 0 else f" ({new / old:.2f}×)"
+    return "" if old is None or old == 0 else f" ({new / old:.2f}x)"
 
 
 def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
@@ -319,12 +319,12 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         print(f"| {r['code']} | {r['chunks']} | {s['ready_s'] * 1000:.0f} "
               f"| {s['first_answer_s'] * 1000:.0f} | {s['loaded_s']:.2f} |")
     by_code = {c: {r["size"]: r for r in rows if r["code"] == c} for c in codes}
-    print("\nGrowth from the smallest to the largest size (the issue's goal: keyword ≤ 4×, "
-          "hybrid ≤ 5×):\n")
+    print("\nGrowth from the smallest to the largest size (the issue's goal: keyword ≤ 4x, "
+          "hybrid ≤ 5x):\n")
     for c, sizes in by_code.items():
         lo, hi = sizes[min(sizes)], sizes[max(sizes)]
-        print(f"- {c}: keyword p50 ×{hi['keyword']['p50'] / lo['keyword']['p50']:.1f}, "
-              f"hybrid p50 ×{hi['hybrid']['p50'] / lo['hybrid']['p50']:.1f} "
+        print(f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f}, "
+              f"hybrid p50 x{hi['hybrid']['p50'] / lo['hybrid']['p50']:.1f} "
               f"({lo['chunks']} → {hi['chunks']} chunks)")
     storms = [r for r in rows if "storm" in r]
     if storms:

@@ -59,6 +59,11 @@ class StagedMirror(Generic[Op]):
             self._unconfirmed = False
             self._staged += ops
 
+    def missed(self) -> None:
+        """A change of the open transaction may be staged wrongly (a savepoint rolled back
+        after staging): reload after the commit."""
+        self._stage_missed()
+
     def _stage_missed(self) -> None:
         """Staging a change failed: the copy cannot follow this transaction. The write itself
         goes on (the index matters more than this copy of it); its commit makes the copy

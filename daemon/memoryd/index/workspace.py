@@ -282,6 +282,7 @@ class WorkspaceIndex:
             self.config.index.max_file_bytes,
             on_commit=self._on_commit,
             mirror=self._mirror,
+            keywords=self._keywords,
         )
 
     def _move_aside(self, problem: str) -> None:
@@ -395,6 +396,8 @@ class WorkspaceIndex:
         finally:
             with self._lock:
                 self._pending_syncs -= 1
+            if self._keywords.suspended:  # a bulk run: one load now (FTS5 answers meanwhile)
+                self._load_keywords()
         report.seconds = time.monotonic() - started
         if paths is None:
             self._dir_mtimes = self._read_dir_mtimes()
