@@ -112,6 +112,44 @@ class _Docs:
         return new
 
 
+@dataclass
+class Postings:
+    """A copy's live chunks (by slot) and every stem's postings, flat: stem k's are
+    ``slots[sum(counts[:k]) : sum(counts[:k + 1])]`` (ascending), the same of freq2."""
+
+    length: npt.NDArray[np.float64]
+    source: npt.NDArray[np.int8]
+    day: npt.NDArray[np.int32]
+    chunk_id: npt.NDArray[np.int64]
+    rows: int
+    tokens: int
+    stems: list[str]
+    counts: npt.NDArray[np.int64]
+    slots: npt.NDArray[np.uint32]
+    freq2: npt.NDArray[np.uint16]
+
+
+def _sliced(
+    stems: list[str],
+    counts: npt.NDArray[np.int64],
+    flat_slots: npt.NDArray[np.uint32],
+    flat_f2: npt.NDArray[np.uint16],
+) -> dict[str, _Postings]:
+    """Each stem's postings as slices of the flat arrays: no per-stem copies (and no heap
+    they would fragment). A stem's first append after this copies its slice out."""
+    n = counts.tolist()
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
+    return {
+        stem: _Postings(
+            flat_slots[starts[k] : starts[k] + n[k]],
+            flat_f2[starts[k] : starts[k] + n[k]],
+            n[k],
+            n[k],
+        )
+        for k, stem in enumerate(stems)
+    }
+
+
 class KeywordMirror(StagedMirror[_Op]):
     def __init__(
         self,
@@ -146,8 +184,7 @@ class KeywordMirror(StagedMirror[_Op]):
         ``expected``, the number of chunks, sizes the arrays.
 
         The postings are gathered as flat arrays, sorted by stem once, and each stem's list
-        is a slice of one array: no per-stem growth (and no heap it would fragment). A
-        stem's first append after the load copies its slice out."""
+        is a slice of one array (``_sliced``)."""
         self._begin_load()
         self._suspended = False
         if self.max_bytes > 0:
@@ -219,19 +256,70 @@ class KeywordMirror(StagedMirror[_Op]):
         flat_slots = np.concatenate([p[1] for p in parts])[order]
         flat_f2 = np.concatenate([p[2] for p in parts])[order]
         del parts, order
-        counts = np.bincount(flat_stems, minlength=len(number)).tolist()
-        starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
-        post = {
-            stem: _Postings(
-                flat_slots[starts[k] : starts[k] + counts[k]],
-                flat_f2[starts[k] : starts[k] + counts[k]],
-                counts[k],
-                counts[k],
-            )
-            for stem, k in number.items()
-        }
+        counts = np.bincount(flat_stems, minlength=len(number))
+        post = _sliced(list(number), counts, flat_slots, flat_f2)
         size = len(flat_slots) * POSTING_BYTES + len(post) * STEM_BYTES
         return None if size + len(docs.length) * SLOT_BYTES > self.max_bytes else (docs, post)
+
+    def export(self) -> Postings | None:
+        """The live chunks and their postings as flat arrays (deleted ones dropped, slots
+        renumbered), or None when the copy cannot answer. For keyword_sidecar.save."""
+        with self._lock:
+            if not self.usable:
+                return None
+            docs = self._docs
+            used, rows, tokens = docs.used, docs.rows, docs.tokens
+            lists = [(s, p.slots[: p.n], p.freq2[: p.n]) for s, p in self._post.items()]
+            alive = docs.alive[:used].copy()
+        live = np.flatnonzero(alive)
+        renumber = np.zeros(max(used, 1), np.uint32)
+        renumber[live] = np.arange(len(live), dtype=np.uint32)
+        stems: list[str] = []
+        counts: list[int] = []
+        slot_parts: list[npt.NDArray[np.uint32]] = []
+        f2_parts: list[npt.NDArray[np.uint16]] = []
+        for stem, slots, f2 in lists:
+            keep = alive[slots]
+            n = int(np.count_nonzero(keep))
+            if n:
+                stems.append(stem)
+                counts.append(n)
+                slot_parts.append(renumber[slots[keep]])
+                f2_parts.append(f2[keep])
+        return Postings(
+            docs.length[live],
+            docs.source[live],
+            docs.day[live],
+            docs.chunk_id[live],
+            rows,
+            tokens,
+            stems,
+            np.array(counts, np.int64),
+            np.concatenate(slot_parts) if slot_parts else np.zeros(0, np.uint32),
+            np.concatenate(f2_parts) if f2_parts else np.zeros(0, np.uint16),
+        )
+
+    def adopt(self, saved: Postings) -> None:
+        """Load what ``export`` gave (read back by keyword_sidecar.load). Writer thread."""
+        self._begin_load()
+        self._suspended = False
+        n = len(saved.chunk_id)
+        docs = _Docs.empty(n + n // 8 + 64)
+        for name in ("length", "source", "day", "chunk_id"):
+            getattr(docs, name)[:n] = getattr(saved, name)
+        docs.alive[:n] = True
+        docs.used, docs.rows, docs.tokens = n, saved.rows, saved.tokens
+        docs.slot_of = dict(zip(saved.chunk_id.tolist(), range(n), strict=True))
+        post = _sliced(saved.stems, saved.counts, saved.slots, saved.freq2)
+        with self._lock:
+            self._docs, self._post = docs, post
+            self._norm_cache = None
+            self._postings = len(saved.slots)
+            self._dead_postings = 0
+            self._too_big = self.bytes() > self.max_bytes
+            if self._too_big:
+                self._drop()
+            self._loaded = True
 
     def follow(self, conn: apsw.Connection, name: str) -> None:
         """Stage the chunks ``conn`` inserts and deletes, applied when it commits: what the

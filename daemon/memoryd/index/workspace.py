@@ -28,7 +28,7 @@ from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable
-from memoryd.index import db, schema, store
+from memoryd.index import db, keyword_sidecar, schema, store
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.keyword_text import has_cjk, with_offsets
 from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
@@ -197,16 +197,21 @@ class WorkspaceIndex:
             **self._mirror.stats(),
         )
 
-    def _load_keywords(self) -> None:
+    def _load_keywords(self, sidecar: bool = True) -> None:
+        """``sidecar``: try the copy saved at the last close first (not after a bulk sync)."""
         conn = self._wconn
         if conn is None:
             return
         started = time.perf_counter()
         try:
-            self._keywords.load(
-                conn.execute("SELECT id, text, heading, source, day FROM chunks"),
-                int(db.scalar(conn, "SELECT count(*) FROM chunks")),
-            )
+            saved = keyword_sidecar.path_for(self.db_path)
+            origin = "sidecar"
+            if not (sidecar and keyword_sidecar.load(self._keywords, saved, conn)):
+                origin = "chunks"
+                self._keywords.load(
+                    conn.execute("SELECT id, text, heading, source, day FROM chunks"),
+                    int(db.scalar(conn, "SELECT count(*) FROM chunks")),
+                )
         except Exception as exc:  # FTS5 keeps answering; a copy is never worth a crash
             log.warning("keyword_mirror_failed", workspace=str(self.root), error=repr(exc))
             return
@@ -217,6 +222,7 @@ class WorkspaceIndex:
         log.debug(
             "keyword_mirror_loaded",
             workspace=str(self.root),
+            origin=origin,
             ms=round((time.perf_counter() - started) * 1000, 1),
             **self._keywords.stats(),
         )
@@ -349,6 +355,11 @@ class WorkspaceIndex:
             except queue.Empty:
                 break
         if self._wconn is not None:
+            try:  # the writer has stopped: the copy is the index's last commit
+                keyword_sidecar.save(self._keywords, keyword_sidecar.path_for(self.db_path),
+                                     self._wconn)
+            except Exception as exc:  # the next start rebuilds it: slower, nothing lost
+                log.warning("keyword_sidecar_failed", workspace=str(self.root), error=repr(exc))
             self._wconn.close()
             self._wconn = None
 
@@ -397,7 +408,7 @@ class WorkspaceIndex:
             with self._lock:
                 self._pending_syncs -= 1
             if self._keywords.suspended:  # a bulk run: one load now (FTS5 answers meanwhile)
-                self._load_keywords()
+                self._load_keywords(sidecar=False)
         report.seconds = time.monotonic() - started
         if paths is None:
             self._dir_mtimes = self._read_dir_mtimes()
