@@ -138,6 +138,33 @@ def test_scores_and_top_are_fts5s_for_cjk_and_mixed_text(tmp_path: Path) -> None
                 assert top and top == fts_top(conn, terms, limit), query
 
 
+def test_a_loaded_copy_with_dense_common_stems_follows_writes_as_fts5_scores(
+    tmp_path: Path,
+) -> None:
+    rng = random.Random(11)
+    mirror, conn = index(tmp_path)
+    with conn:
+        insert(conn, rng, 400)
+    mirror.load(conn.execute(SELECT), 400)  # the common words' postings are dense now
+    assert any(p.dense is not None for p in mirror._post.values())
+    assert_same(mirror, conn, rng)
+    for _ in range(6):
+        with conn:  # new slots past the dense arrays' end, deletes, reused ids
+            insert(conn, rng, rng.randint(100, 400))
+            ids = [i for (i,) in conn.execute("SELECT id FROM chunks ORDER BY id DESC LIMIT 10")]
+            conn.executemany("DELETE FROM chunks WHERE id = ?", [(i,) for i in ids])
+            conn.execute("DELETE FROM chunks WHERE abs(random()) % 3 = 0")
+        assert_same(mirror, conn, rng)
+    assert mirror.stats()["compactions"] > 0
+    with conn:  # a common word 300 times in one chunk: more than a byte holds
+        conn.execute(
+            "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, "
+            "text, updated_at) VALUES ('memory/x.md', 'memory', '', 1, 1, '', '', ?, 0)",
+            (" ".join(["paint"] * 300),),
+        )
+    assert_same(mirror, conn, rng)
+
+
 def test_a_fresh_load_equals_the_copy_that_followed_the_writes(tmp_path: Path) -> None:
     rng = random.Random(9)
     mirror, conn = index(tmp_path)

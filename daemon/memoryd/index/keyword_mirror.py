@@ -41,6 +41,7 @@ K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
 MIN_IDF = 1e-6
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
+DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
 STEM_BYTES = 250  # a dict entry and two small arrays
 SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
 
@@ -73,6 +74,18 @@ class _Postings:
     freq2: npt.NDArray[np.uint16]  # 2 x (TEXT_WEIGHT x tf(text) + HEADING_WEIGHT x tf(heading))
     n: int = 0  # entries in use (live or dead)
     df: int = 0  # live chunks containing the stem: FTS5's nHit
+    # A common stem's freq2 by slot instead (0: not in that chunk; slots and freq2 empty):
+    # stems in most chunks hold most postings, and one add over all slots scores them faster
+    # than a scatter. Beyond its end, nothing.
+    dense: npt.NDArray[np.uint8] | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.slots) * POSTING_BYTES + (0 if self.dense is None else len(self.dense))
+
+
+_NO_SLOTS = np.zeros(0, np.uint32)
+_NO_FREQ = np.zeros(0, np.uint16)
 
 
 @dataclass
@@ -134,20 +147,28 @@ def _sliced(
     counts: npt.NDArray[np.int64],
     flat_slots: npt.NDArray[np.uint32],
     flat_f2: npt.NDArray[np.uint16],
+    used: int,
+    capacity: int,
 ) -> dict[str, _Postings]:
     """Each stem's postings as slices of the flat arrays: no per-stem copies (and no heap
-    they would fragment). A stem's first append after this copies its slice out."""
+    they would fragment); a stem's first append after this copies its slice out. Stems in
+    over 1/DENSE_SHARE of the ``used`` slots get a dense array of ``capacity`` slots."""
+    if not stems:
+        return {}
     n = counts.tolist()
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1])).tolist()
-    return {
-        stem: _Postings(
-            flat_slots[starts[k] : starts[k] + n[k]],
-            flat_f2[starts[k] : starts[k] + n[k]],
-            n[k],
-            n[k],
-        )
-        for k, stem in enumerate(stems)
-    }
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    starts = bounds[:-1].tolist()
+    top = np.maximum.reduceat(flat_f2, bounds[:-1]).tolist()  # every stem has a posting
+    out: dict[str, _Postings] = {}
+    for k, stem in enumerate(stems):
+        a, b = starts[k], starts[k] + n[k]
+        if n[k] * DENSE_SHARE > used and top[k] <= 0xFF:
+            dense = np.zeros(capacity, np.uint8)
+            dense[flat_slots[a:b]] = flat_f2[a:b]
+            out[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n[k], n[k], dense)
+        else:
+            out[stem] = _Postings(flat_slots[a:b], flat_f2[a:b], n[k], n[k])
+    return out
 
 
 class KeywordMirror(StagedMirror[_Op]):
@@ -162,7 +183,8 @@ class KeywordMirror(StagedMirror[_Op]):
         self._stems = stems or fts5_stems(apsw.Connection(":memory:"))
         self._post: dict[str, _Postings] = {}
         self._docs = _Docs.empty(0)
-        self._postings = 0  # array capacity, for the budget
+        self._postings = 0  # entries in the arrays (live or dead)
+        self._posting_bytes = 0  # the arrays' size, for the budget
         self._dead_postings = 0  # entries of deleted chunks still in the arrays
         self._compactions = 0
         self._suspended = False  # a bulk sync: nothing followed until the next load
@@ -200,8 +222,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 else:
                     self._docs, self._post = built
                     self._norm_cache = None
-                    self._postings = sum(p.n for p in self._post.values())
-                    self._dead_postings = 0
+                    self._count_postings()
         with self._lock:
             self._loaded = True
 
@@ -215,7 +236,7 @@ class KeywordMirror(StagedMirror[_Op]):
         stem_no: list[int] = []
         slots: list[int] = []
         f2s: list[int] = []
-        postings = 0
+        counts = np.zeros(0, np.int64)  # postings by stem number so far
         for chunk_id, text, heading, source, day in rows:
             length, freq = self.analyze(text, heading)
             docs = self._add_doc(docs, int(chunk_id), length, source, day, index=False)
@@ -232,11 +253,14 @@ class KeywordMirror(StagedMirror[_Op]):
                         np.array(f2s, np.uint16),
                     )
                 )
-                postings += len(slots)
+                counts = np.bincount(parts[-1][0], minlength=len(number)) + np.pad(
+                    counts, (0, len(number) - len(counts))
+                )
                 stem_no, slots, f2s = [], [], []
                 # A large index that will not fit says so early: no building it up to the
                 # budget only to throw it away.
-                size = postings * POSTING_BYTES + len(number) * STEM_BYTES
+                per_stem = np.minimum(counts * POSTING_BYTES, docs.used)  # sparse or dense
+                size = int(per_stem.sum()) + len(number) * STEM_BYTES
                 if (
                     docs.used >= 2048
                     and size * max(expected, docs.used) > self.max_bytes * docs.used
@@ -257,9 +281,14 @@ class KeywordMirror(StagedMirror[_Op]):
         flat_f2 = np.concatenate([p[2] for p in parts])[order]
         del parts, order
         counts = np.bincount(flat_stems, minlength=len(number))
-        post = _sliced(list(number), counts, flat_slots, flat_f2)
-        size = len(flat_slots) * POSTING_BYTES + len(post) * STEM_BYTES
+        post = _sliced(list(number), counts, flat_slots, flat_f2, docs.used, len(docs.length))
+        size = sum(p.nbytes for p in post.values()) + len(post) * STEM_BYTES
         return None if size + len(docs.length) * SLOT_BYTES > self.max_bytes else (docs, post)
+
+    def _count_postings(self) -> None:
+        self._postings = sum(p.n for p in self._post.values())
+        self._posting_bytes = sum(p.nbytes for p in self._post.values())
+        self._dead_postings = 0
 
     def export(self) -> Postings | None:
         """The live chunks and their postings as flat arrays (deleted ones dropped, slots
@@ -269,7 +298,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 return None
             docs = self._docs
             used, rows, tokens = docs.used, docs.rows, docs.tokens
-            lists = [(s, p.slots[: p.n], p.freq2[: p.n]) for s, p in self._post.items()]
+            lists = [(s, p.slots[: p.n], p.freq2[: p.n], p.dense) for s, p in self._post.items()]
             alive = docs.alive[:used].copy()
         live = np.flatnonzero(alive)
         renumber = np.zeros(max(used, 1), np.uint32)
@@ -278,7 +307,10 @@ class KeywordMirror(StagedMirror[_Op]):
         counts: list[int] = []
         slot_parts: list[npt.NDArray[np.uint32]] = []
         f2_parts: list[npt.NDArray[np.uint16]] = []
-        for stem, slots, f2 in lists:
+        for stem, slots, f2, dense in lists:
+            if dense is not None:
+                slots = np.flatnonzero(dense[:used]).astype(np.uint32)
+                f2 = dense[slots].astype(np.uint16)
             keep = alive[slots]
             n = int(np.count_nonzero(keep))
             if n:
@@ -310,12 +342,11 @@ class KeywordMirror(StagedMirror[_Op]):
         docs.alive[:n] = True
         docs.used, docs.rows, docs.tokens = n, saved.rows, saved.tokens
         docs.slot_of = dict(zip(saved.chunk_id.tolist(), range(n), strict=True))
-        post = _sliced(saved.stems, saved.counts, saved.slots, saved.freq2)
+        post = _sliced(saved.stems, saved.counts, saved.slots, saved.freq2, n, len(docs.length))
         with self._lock:
             self._docs, self._post = docs, post
             self._norm_cache = None
-            self._postings = len(saved.slots)
-            self._dead_postings = 0
+            self._count_postings()
             self._too_big = self.bytes() > self.max_bytes
             if self._too_big:
                 self._drop()
@@ -381,7 +412,7 @@ class KeywordMirror(StagedMirror[_Op]):
     def _drop(self) -> None:
         self._post, self._docs = {}, _Docs.empty(0)
         self._norm_cache = None
-        self._postings = self._dead_postings = 0
+        self._postings = self._posting_bytes = self._dead_postings = 0
 
     def _apply(self, ops: list[_Op]) -> None:
         if self._too_big or self._suspended:
@@ -463,15 +494,33 @@ class KeywordMirror(StagedMirror[_Op]):
     def _append(self, stem: str, slots: list[int], f2: list[int]) -> None:
         p = self._post.get(stem)
         k = len(slots)
+        self._postings += k
+        if p is not None and (dense := p.dense) is not None:
+            if max(f2) > 0xFF:  # a frequency a byte cannot hold: back to a list
+                nz = np.flatnonzero(dense).astype(np.uint32)
+                self._posting_bytes -= p.nbytes
+                p = self._post[stem] = _Postings(nz, dense[nz].astype(np.uint16), len(nz), p.df)
+                self._posting_bytes += p.nbytes
+            else:
+                if slots[-1] >= len(dense):  # slots ascend; new array: readers hold the old
+                    grown = np.zeros(max(slots[-1] + 1, len(self._docs.length)), np.uint8)
+                    grown[: len(dense)] = dense
+                    self._posting_bytes += len(grown) - len(dense)
+                    dense = grown
+                    p = self._post[stem] = _Postings(_NO_SLOTS, _NO_FREQ, p.n, p.df, dense)
+                dense[slots] = f2  # new slots only: past what any reader scores
+                p.n += k
+                p.df += k
+                return
         if p is None:
             p = self._post[stem] = _Postings(np.empty(k, np.uint32), np.empty(k, np.uint16))
-            self._postings += k
+            self._posting_bytes += p.nbytes
         elif p.n + k > len(p.slots):  # new arrays: readers may hold the old ones
             cap = max(p.n + k, p.n + p.n // 2, 4)
             slots_new = np.empty(cap, np.uint32)
             f2_new = np.empty(cap, np.uint16)
             slots_new[: p.n], f2_new[: p.n] = p.slots[: p.n], p.freq2[: p.n]
-            self._postings += cap - len(p.slots)
+            self._posting_bytes += (cap - len(p.slots)) * POSTING_BYTES
             p = self._post[stem] = _Postings(slots_new, f2_new, p.n, p.df)
         p.slots[p.n : p.n + k] = slots
         p.freq2[p.n : p.n + k] = f2
@@ -484,8 +533,20 @@ class KeywordMirror(StagedMirror[_Op]):
         live = np.flatnonzero(docs.alive[: docs.used])
         renumber = np.zeros(max(docs.used, 1), np.uint32)
         renumber[live] = np.arange(len(live), dtype=np.uint32)
+        capacity = max(1024, len(live) + len(live) // 2)
         post: dict[str, _Postings] = {}
         for stem, p in self._post.items():
+            if p.dense is not None:
+                by_slot = np.zeros(docs.used, np.uint8)
+                m = min(len(p.dense), docs.used)
+                by_slot[:m] = p.dense[:m]
+                kept = by_slot[live]
+                n = int(np.count_nonzero(kept))
+                if n:
+                    dense = np.zeros(capacity, np.uint8)
+                    dense[: len(live)] = kept
+                    post[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n, p.df, dense)
+                continue
             keep = docs.alive[p.slots[: p.n]]
             n = int(np.count_nonzero(keep))
             if n:
@@ -493,18 +554,15 @@ class KeywordMirror(StagedMirror[_Op]):
                     renumber[p.slots[: p.n][keep]], p.freq2[: p.n][keep], n, p.df
                 )
         self._post = post
-        self._postings = sum(p.n for p in post.values())
-        self._dead_postings = 0
+        self._count_postings()
         self._compactions += 1
-        self._docs = docs.take(live, max(1024, len(live) + len(live) // 2))
+        self._docs = docs.take(live, capacity)
 
     # -------------------------------------------------------------- reader side
 
     def bytes(self) -> int:
         return (
-            self._postings * POSTING_BYTES
-            + len(self._post) * STEM_BYTES
-            + len(self._docs.length) * SLOT_BYTES
+            self._posting_bytes + len(self._post) * STEM_BYTES + len(self._docs.length) * SLOT_BYTES
         )
 
     def stats(self) -> dict[str, int | bool]:
@@ -563,7 +621,7 @@ class KeywordMirror(StagedMirror[_Op]):
             docs = self._docs
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             lists = [
-                (p.slots[: p.n], p.freq2[: p.n], p.df)
+                (p.slots[: p.n], p.freq2[: p.n], p.df, p.dense)
                 for s in term_stems
                 if (p := self._post.get(s)) is not None and p.n
             ]
@@ -572,10 +630,15 @@ class KeywordMirror(StagedMirror[_Op]):
         avgdl = float(tokens) / float(rows)
         norm = self._norm(docs, used, avgdl)
         score = np.zeros(used, np.float64)
-        for slots, freq2, df in lists:
+        for slots, freq2, df, dense in lists:
             idf = math.log((rows - df + 0.5) / (df + 0.5))
             if idf <= 0.0:
                 idf = MIN_IDF
+            if dense is not None:  # slots without the stem add (0 * ...) / (0 + norm) = 0.0
+                m = min(len(dense), used)
+                f = dense[:m].astype(np.float64) * 0.5
+                score[:m] += idf * ((f * (K1 + 1.0)) / (f + norm[:m]))
+                continue
             f = freq2.astype(np.float64) * 0.5
             # fts5_aux.c: score += aIDF[i] * ((aFreq[i] * (k1 + 1.0)) /
             #                                 (aFreq[i] + k1 * (1 - b + b * D / avgdl)))

@@ -84,7 +84,7 @@ class IndexConfig:
     vector_memory_mb: int = _opt(256, lo=0, hi=1 << 20)
     # The keyword index is also kept in memory, so BM25 is scored with numpy (the same scores
     # as FTS5's bm25(), ~10x faster); a workspace whose postings need more uses FTS5. 0: never.
-    keyword_memory_mb: int = _opt(64, lo=0, hi=1 << 20)
+    keyword_memory_mb: int = _opt(256, lo=0, hi=1 << 20)  # ~7 MB per 10k chunks
 
 
 @dataclass(frozen=True)
