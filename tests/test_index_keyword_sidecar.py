@@ -3,9 +3,13 @@ describes exactly the chunks in the index."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import apsw
+import pytest
+import structlog
 from structlog.testing import capture_logs
 
 from engine_util import IndexFactory, search
@@ -13,6 +17,15 @@ from memoryd.index import keyword_sidecar
 from memoryd.index.workspace import WorkspaceIndex
 
 QUERIES = ("bicycle dentist", "garden", "coffee budget lisbon", "note3 hiking")
+
+
+@pytest.fixture(autouse=True)
+def debug_logs() -> Iterator[None]:
+    """Where the copy came from is a debug line; a daemon test may have left info as the floor."""
+    old = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG))
+    yield
+    structlog.configure(**old)
 
 
 def write_days(make_index: IndexFactory, n: int = 12) -> None:
