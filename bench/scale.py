@@ -273,24 +273,27 @@ def run_size(code: str, code_env: dict[str, str], size: int, root: Path, home: P
         shutil.copytree(embedded.root, embedded.root_at)
         shutil.copytree(embedded.home, home)
         root, ws = embedded.root_at, embedded.ws
-    d = daemon(home, "openai", code_env, url)
+    vectors = size <= args.vectors_upto
+    provider = "openai" if vectors else "none"
+    d = daemon(home, provider, code_env, url)
     try:
         r["start_embedding"] = start_phases(d, ws, queries[0])
-        r["embed_s"] = wait_vectors(d, ws)
-        log(f"  [{code}] {size}: vectors in {r['embed_s']:.0f} s")
+        r["embed_s"] = wait_vectors(d, ws) if vectors else None
+        log(f"  [{code}] {size}: vectors in {r['embed_s'] or 0:.0f} s")
     finally:
         d.stop()
     r["embedded_here"] = embedded is None
-    if embedded is None and args.baseline:
+    if embedded is None and args.baseline and vectors:
         keep = home.parent / f"vec{size}"
         embedded = Embedded(Path(shutil.copytree(home, keep)),
                             Path(shutil.copytree(root, f"{keep}-ws")), root, ws)
-    d = daemon(home, "openai", code_env, url)
+    d = daemon(home, provider, code_env, url)
     try:
         r["start"] = start_phases(d, ws, queries[0])
         r["rss_loaded_mb"] = rss_mb(d)
         r["keyword"] = search_ms(d, ws, queries, "keyword", args.rounds)
-        r["hybrid"] = search_ms(d, ws, queries, "hybrid", args.rounds)
+        if vectors:
+            r["hybrid"] = search_ms(d, ws, queries, "hybrid", args.rounds)
         r["rss_mb"] = rss_mb(d)
         if size == args.storm_size:
             log(f"  [{code}] {size}: write storm")
@@ -307,6 +310,12 @@ def _ratio(new: float, old: float | None) -> str:
     return "" if old is None or old == 0 else f" ({new / old:.2f}x)"
 
 
+def embed_cell(r: dict[str, Any]) -> str:
+    if r["embed_s"] is None:
+        return "- (keyword only)"
+    return f"{r['embed_s']:.0f}{'' if r['embedded_here'] else ' (copied)'}"
+
+
 def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     codes = list(dict.fromkeys(r["code"] for r in rows))
     base = {r["size"]: r for r in rows if len(codes) > 1 and r["code"] == codes[0]}
@@ -316,6 +325,12 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
         b = base.get(r["size"])
         old = get(b) if b is not None and b is not r else None
         return f"{v:{fmt}}{_ratio(v, old)}"
+
+    def hybrid_cells(r: dict[str, Any]) -> str:
+        if "hybrid" not in r:
+            return "-"
+        return (f"{cell(r, lambda x: x['hybrid']['p50'], '.2f')} / "
+                f"{cell(r, lambda x: x['hybrid']['p99'], '.1f')}")
 
     print("### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims; ratios: this "
           f"code ÷ {codes[0]})\n" if len(codes) > 1 else
@@ -334,10 +349,9 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
               f"({s['keyword_scan']}/{s['vector_scan']}) "
               f"| {cell(r, lambda x: x['keyword']['p50'], '.2f')} / "
               f"{cell(r, lambda x: x['keyword']['p99'], '.1f')} "
-              f"| {cell(r, lambda x: x['hybrid']['p50'], '.2f')} / "
-              f"{cell(r, lambda x: x['hybrid']['p99'], '.1f')} "
+              f"| {hybrid_cells(r)} "
               f"| {cell(r, lambda x: x['rss_mb'], '.0f')} "
-              f"| {r['embed_s']:.0f}{'' if r['embedded_here'] else ' (copied)'} |")
+              f"| {embed_cell(r)} |")
     print("\nstart rows are the restart on the complete index; the first restart after the "
           "keyword-only index (provider switched on, vectors still to come):\n")
     print("| code | chunks | start → ready ms | → first answer ms | → fully loaded s |")
@@ -351,9 +365,11 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
           "hybrid ≤ 5x):\n")
     for c, sizes in by_code.items():
         lo, hi = sizes[min(sizes)], sizes[max(sizes)]
-        print(f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f}, "
-              f"hybrid p50 x{hi['hybrid']['p50'] / lo['hybrid']['p50']:.1f} "
-              f"({lo['chunks']} → {hi['chunks']} chunks)")
+        hybrid = [s for s in sizes.values() if "hybrid" in s]
+        growth = (f", hybrid p50 x{hybrid[-1]['hybrid']['p50'] / hybrid[0]['hybrid']['p50']:.1f} "
+                  f"({hybrid[0]['chunks']} → {hybrid[-1]['chunks']} chunks)" if hybrid else "")
+        print(f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f} "
+              f"({lo['chunks']} → {hi['chunks']} chunks){growth}")
     storms = [r for r in rows if "storm" in r]
     if storms:
         print(f"\n### Write storm ({WRITERS} writers: `append` back to back into the newest "
@@ -382,6 +398,8 @@ def main() -> None:
     ap.add_argument("--huge", action="store_true", help="add a 300k-chunk workspace")
     ap.add_argument("--baseline", metavar="REV", help="also run the code of git revision REV")
     ap.add_argument("--rounds", type=int, default=5, help="passes over the 50 queries")
+    ap.add_argument("--vectors-upto", type=int, default=1 << 30, metavar="CHUNKS",
+                    help="larger sizes run keyword-only (no embedding, no hybrid row)")
     ap.add_argument("--storm-size", type=int, default=10_000)
     ap.add_argument("--storm-seconds", type=float, default=10.0)
     ap.add_argument("--corpus-dir", type=Path, help="keep the synthetic workspaces here")
