@@ -159,15 +159,22 @@ def _sliced(
     bounds = np.concatenate(([0], np.cumsum(counts)))
     starts = bounds[:-1].tolist()
     top = np.maximum.reduceat(flat_f2, bounds[:-1]).tolist()  # every stem has a posting
+    is_dense = [n[k] * DENSE_SHARE > used and top[k] <= 0xFF for k in range(len(stems))]
     out: dict[str, _Postings] = {}
     for k, stem in enumerate(stems):
-        a, b = starts[k], starts[k] + n[k]
-        if n[k] * DENSE_SHARE > used and top[k] <= 0xFF:
+        if is_dense[k]:
             dense = np.zeros(capacity, np.uint8)
+            a, b = starts[k], starts[k] + n[k]
             dense[flat_slots[a:b]] = flat_f2[a:b]
             out[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n[k], n[k], dense)
-        else:
-            out[stem] = _Postings(flat_slots[a:b], flat_f2[a:b], n[k], n[k])
+    # The lists' slices must not keep the dense stems' postings alive: new flat arrays.
+    sparse = np.repeat(~np.array(is_dense), counts)
+    flat_slots, flat_f2 = flat_slots[sparse], flat_f2[sparse]
+    at = 0
+    for k, stem in enumerate(stems):
+        if not is_dense[k]:
+            out[stem] = _Postings(flat_slots[at : at + n[k]], flat_f2[at : at + n[k]], n[k], n[k])
+            at += n[k]
     return out
 
 
