@@ -174,15 +174,15 @@ class RemoteIndex:
 
     def _filters(self, ws: RemoteWorkspace, f: Filters, alias: str = "c"
                  ) -> tuple[sql.Composable, list[Any]]:
-        """The WHERE of a chunks (alias c) or vectors (alias v) query: both carry source and
-        day; a path prefix looks the chunk up."""
+        """The WHERE of a query on chunks (alias c), vectors (v) or postings (p): all carry
+        source and day; a path prefix looks the chunk up."""
         a = alias
         parts = [f"{a}.workspace_id = %s", f"{a}.source = ANY(%s)"]
         args: list[Any] = [ws.id, list(f.sources)]
         if f.path_prefix:
-            parts.append(f"EXISTS (SELECT 1 FROM {{s}}.chunks p WHERE p.workspace_id = "
-                         f"{a}.workspace_id AND p.chunk_id = {a}.chunk_id "
-                         "AND left(p.path, %s) = %s)")
+            parts.append(f"EXISTS (SELECT 1 FROM {{s}}.chunks pc WHERE pc.workspace_id = "
+                         f"{a}.workspace_id AND pc.chunk_id = {a}.chunk_id "
+                         "AND left(pc.path, %s) = %s)")
             args += [len(f.path_prefix), f.path_prefix]
         if f.since or f.until:
             parts.append(f"{a}.day <> ''")
@@ -217,26 +217,14 @@ class RemoteIndex:
             d = df.get(s, 0)
             idf = math.log((rows - d + 0.5) / (d + 0.5))
             idfs.append(idf if idf > 0.0 else MIN_IDF)
-        parts = ["p.workspace_id = %s", "p.source = ANY(%s)"]
-        args: list[Any] = [ws.id, list(f.sources)]
-        if f.since or f.until:
-            parts.append("p.day <> ''")
-        if f.since:
-            parts.append("p.day >= %s")
-            args.append(f.since)
-        if f.until:
-            parts.append("p.day <= %s")
-            args.append(f.until)
-        if f.path_prefix:  # the one filter postings do not carry
-            parts.append("EXISTS (SELECT 1 FROM {s}.chunks c WHERE c.workspace_id = "
-                         "p.workspace_id AND c.chunk_id = p.chunk_id AND left(c.path, %s) = %s)")
-            args += [len(f.path_prefix), f.path_prefix]
-        query = self._q(
+        where, args = self._filters(ws, f, "p")
+        query = sql.SQL(
             "SELECT p.chunk_id, sum(q.idf * ((p.freq * 0.5 * %s) / (p.freq * 0.5 + "
             "%s * (1 - %s + %s * p.tokens / %s)))) AS score "
             "FROM unnest(%s::text[], %s::float8[]) AS q(stem, idf) "
-            "JOIN {s}.postings p ON p.stem = q.stem WHERE " + " AND ".join(parts)
-            + " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s")
+            "JOIN {s}.postings p ON p.stem = q.stem WHERE {where} "
+            "GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT %s"
+        ).format(s=sql.Identifier(self.schema), where=where)
         params = [K1 + 1.0, K1, B, B, avgdl, stems, idfs, *args, limit]
         return [(int(i), float(x)) for i, x in conn.execute(query, params).fetchall()]
 
