@@ -261,9 +261,9 @@ def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFac
     ix.sync()
     conn = db.connect(make_index.db, readonly=True)
     try:
-        from memoryd.index.workspace import _Reader
+        from memoryd.index.readers import Reader
 
-        tokenize = _Reader(make_index.db).tokenize
+        tokenize = Reader(make_index.db).tokenize
         filters = Filters(("memory",), None, None, None)
         for query in ["Caroline budget", "caroline weather budget trip", "Caroline walks"]:
             terms = query_terms(query)

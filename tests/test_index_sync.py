@@ -227,11 +227,11 @@ def test_stale_hot_paths_sees_a_write_before_any_sync(make_index: IndexFactory) 
     make_index.write("MEMORY.md", "# Memory\n")
     ix = make_index()
     ix.sync()
-    assert ix.stale_hot_paths() == []
+    assert ix.freshness.stale_hot_paths() == []
     make_index.write("MEMORY.md", "# Memory\n\nLikes jazz.\n")
-    assert ix.stale_hot_paths() == [make_index.ws / "MEMORY.md"]
+    assert ix.freshness.stale_hot_paths() == [make_index.ws / "MEMORY.md"]
     new = make_index.write("memory/2020-01-01.md", "old day, new file\n")
-    assert new in ix.stale_hot_paths()
+    assert new in ix.freshness.stale_hot_paths()
 
 
 def test_a_busy_index_is_not_mistaken_for_a_corrupt_one(make_index: IndexFactory) -> None:
@@ -286,7 +286,7 @@ def test_watcher_filter_is_safe_while_the_writer_changes_the_file_list(
     def ask() -> None:
         try:
             while not done.is_set():
-                ix.is_indexed_path(make_index.ws / "memory" / "x" / "y.md")
+                ix.freshness.is_indexed_path(make_index.ws / "memory" / "x" / "y.md")
         except BaseException as exc:  # a "dict changed size" would land here
             errors.append(exc)
 

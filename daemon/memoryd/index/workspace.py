@@ -4,35 +4,38 @@ Threading contract:
 - All mutations run on this index's single writer thread (``submit_sync`` / ``sync``).
 - ``search`` and ``get`` are thread-safe and use read-only connections from a pool, so
   they never wait behind indexing. They block; the daemon calls them in a thread.
-- Embedding runs on a background thread after keyword rows are committed: a file is
-  searchable by keyword as soon as its sync returns, by vector a little later.
+- Embedding runs on a background thread after keyword rows are committed (embedder.py):
+  a file is searchable by keyword as soon as its sync returns, by vector a little later.
+
+Its parts live beside it: the reader pool (readers.py), what the index holds of each file
+and which were written lately (freshness.py), the embedder and its query cache (embedder.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import date, timedelta
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import apsw
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
+from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable
 from memoryd.index import db, keyword_sidecar, schema, store
+from memoryd.index.embedder import Embedded, Embedder
+from memoryd.index.freshness import Freshness
 from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.keyword_text import has_cjk, with_offsets
+from memoryd.index.keyword_text import has_cjk
+from memoryd.index.readers import ReaderPool
 from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
-from memoryd.index.snippets import LineStems, TokenizeOffsets
+from memoryd.index.snippets import LineStems
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.types import (
@@ -43,26 +46,13 @@ from memoryd.index.types import (
 )
 from memoryd.index.validate import check_search_request
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
-from memoryd.index.windows import vector_windows
 from memoryd.runtime.config import Config, MiB
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import (
-    MEMORY_DIR,
-    MEMORY_FILES,
-    SESSIONS_DIR,
-    SOURCE_MEMORY,
-    SOURCE_SESSIONS,
-    Layout,
-    daily_rel,
-)
-from memoryd_client.rate import Rate
+from memoryd.workspace.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
 
 log = get_logger("memoryd.index")
 
-HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
-HOT_MAX = 32  # ...at most this many, the most recent
-MAX_BACKOFF_SECONDS = 600.0
 # Errors that say the index cannot be used now, not that it is damaged: never moved aside.
 NOT_CORRUPTION = (
     apsw.BusyError,
@@ -75,27 +65,6 @@ NOT_CORRUPTION = (
 )
 VECTORS_OFF = "vectors off"  # meta fingerprint of an index opened without sqlite-vec
 CHUNKER_VERSION = 2  # bump when chunker output changes: indexes re-chunk on open
-
-
-class _Reader:
-    """A read-only connection with the index's own tokens (porter over keyword_text), with
-    offsets into the chunk's text, for snippets."""
-
-    def __init__(self, path: Path) -> None:
-        self.conn = db.connect(path, readonly=True)
-        porter = self.conn.fts5_tokenizer(*schema.FTS_TOKENIZER)
-
-        def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
-            found = porter(
-                raw,
-                apsw.FTS5_TOKENIZE_DOCUMENT,
-                None,
-                include_offsets=True,
-                include_colocated=False,
-            )
-            return found  # type: ignore[return-value]  # offsets on, colocated off: (s, e, tok)
-
-        self.tokenize: TokenizeOffsets = with_offsets(tokenize)
 
 
 class PreparedQuery(NamedTuple):
@@ -128,27 +97,32 @@ class WorkspaceIndex:
         self.generation = 0
         self.vec = db.probe_vec()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="memoryd-writer")
-        self._embedder = ThreadPoolExecutor(1, thread_name_prefix="memoryd-embed")
         self._wconn: apsw.Connection | None = None
-        self._readers: queue.SimpleQueue[_Reader] = queue.SimpleQueue()
+        self.readers = ReaderPool(db_path)
+        self.freshness = Freshness(self.layout)
+        # None without a provider or without sqlite-vec: keyword search only.
+        self.embedder = (
+            Embedder(
+                self.root,
+                provider,
+                config.embedding,
+                config.index.vector_window_tokens,
+                self.readers,
+                self._write_vectors_now,
+                lambda: self._pending_syncs > 0,
+                self._compare_fallback_soon,
+            )
+            if provider is not None and self.vec.ok
+            else None
+        )
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)
         self._closed = False
         self._pending_syncs = 0
-        self._embedding_running = False
-        self._embedded = 0  # chunks given vectors since open: the rate's running count
-        self.embed_rate = Rate()
-        self._embed_retry: threading.Timer | None = None
-        self._failure: tuple[float, str, int] | None = None  # (retry at, reason, failures)
-        self._file_state: dict[str, tuple[int, int]] = {}
-        self._recent: dict[str, float] = {}
         self._targeted = False
-        self._dir_mtimes: dict[str, int] = {}
         self._last_sync: float | None = None
         self._last_report: SyncReport | None = None
         self._has_vec_table = False
         self._rebuilt_reason: str | None = None
-        self._qcache: OrderedDict[str, Vectors] = OrderedDict()
         self._line_stems = LineStems()
         self._indexed_sources = (
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
@@ -278,7 +252,7 @@ class WorkspaceIndex:
             raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
         self._wconn = conn
         self._has_vec_table = store.has_vec_table(conn)
-        self._file_state = {r.path: (r.mtime_ns, r.size) for r in store.read_files(conn).values()}
+        self.freshness.load(store.read_files(conn).values())
         self._syncer = Syncer(
             conn,
             self.layout,
@@ -344,16 +318,10 @@ class WorkspaceIndex:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            self._changed.notify_all()
-            if self._embed_retry is not None:
-                self._embed_retry.cancel()
-        self._embedder.shutdown(wait=True, cancel_futures=True)
+        if self.embedder is not None:
+            self.embedder.close()
         self._writer.shutdown(wait=True, cancel_futures=True)
-        while True:
-            try:
-                self._readers.get_nowait().conn.close()
-            except queue.Empty:
-                break
+        self.readers.close()
         if self._wconn is not None:
             try:  # the writer has stopped: the copy is the index's last commit
                 keyword_sidecar.save(self._keywords, keyword_sidecar.path_for(self.db_path),
@@ -401,7 +369,7 @@ class WorkspaceIndex:
         try:
             assert self._syncer is not None, "open() first"
             if paths is not None:
-                paths = self._expand_dirs(paths)
+                paths = self.freshness.expand_dirs(paths)
             self._targeted = paths is not None
             report = self._syncer.run(paths, full, progress)
         finally:
@@ -411,7 +379,7 @@ class WorkspaceIndex:
                 self._load_keywords(sidecar=False)
         report.seconds = time.monotonic() - started
         if paths is None:
-            self._dir_mtimes = self._read_dir_mtimes()
+            self.freshness.scanned()
             self._last_report = report
             if self._wconn is not None:
                 # A whole scan fills the writer's page cache with rows later writes rarely
@@ -428,106 +396,22 @@ class WorkspaceIndex:
         self._kick_embedder()
         return report
 
-    def _expand_dirs(self, paths: list[Path]) -> list[Path]:
-        """A directory event (moved or deleted folder) stands for every file under it."""
-        out: list[Path] = []
-        for p in paths:
-            rel = self.layout.rel(Path(os.path.abspath(p)))
-            if rel is not None and Path(p).is_dir():
-                out += [f.path for f in self.layout.iter_files() if f.rel.startswith(rel + "/")]
-            elif rel is not None and not Path(p).exists():
-                out += [self.root / k for k in self._file_state if k.startswith(rel + "/")]
-            out.append(p)
-        return out
-
     def _on_commit(self, rel: str, row: FileRow | None) -> None:
+        self.freshness.committed(rel, row, self._targeted)
         with self._lock:
-            if row is None:
-                self._file_state.pop(rel, None)
-            else:
-                self._file_state[rel] = (row.mtime_ns, row.size)
-            if self._targeted:  # a file someone is writing now, not a startup scan
-                self._recent[rel] = time.monotonic()
-                if len(self._recent) > HOT_MAX:
-                    del self._recent[min(self._recent, key=self._recent.__getitem__)]
             self.generation += 1
-            self._changed.notify_all()
 
-    # ------------------------------------------------------------------ embedding
-
-    def _cache_key(self) -> CacheKey:
-        assert self.provider is not None
-        return CacheKey(self.provider.name, self.provider.model, self.provider.provider_key)
+    # ------------------------------------------------------------------ vectors
 
     def _kick_embedder(self) -> None:
-        if self.provider is None or not self.vec.ok:
-            return
-        with self._lock:
-            if self._closed or self._embedding_running:
-                return
-            if self._failure is not None and time.monotonic() < self._failure[0]:
-                return  # a retry timer is already set
-            self._embedding_running = True
-        try:
-            self._embedder.submit(self._embed_loop)
-        except RuntimeError:  # shutting down
-            with self._lock:
-                self._embedding_running = False
+        if self.embedder is not None:
+            self.embedder.kick()
 
-    def _embed_loop(self) -> None:
-        try:
-            while not self._closed:
-                if not self._embed_batch():
-                    break
-        except Exception as exc:  # never silent: the future of this loop is not awaited
-            log.exception("embedding_loop_failed", workspace=str(self.root))
-            self._record_failure(f"{type(exc).__name__}: {exc}")
-        finally:
-            with self._lock:
-                self._embedding_running = False
-                self._changed.notify_all()
+    def _write_vectors_now(self, key: CacheKey, items: Embedded) -> None:
+        """The embedder's way to the writer thread: returns once the vectors are committed."""
+        self._writer.submit(self._write_vectors, key, items).result()
 
-    def _embed_batch(self) -> bool:
-        """Embed one batch of chunks waiting for vectors; False when done or failing."""
-        assert self.provider is not None
-        with self._reader() as r:
-            batch = store.read_pending(r.conn, self.config.embedding.batch_size * 4)
-        if not batch:
-            return False
-        tokenizer = load_tokenizer()
-        budget = self.config.index.vector_window_tokens
-        windows = {
-            c.id: [
-                (store.text_hash(w), w)
-                for w in vector_windows(c.heading, c.text, tokenizer, budget)
-            ]
-            for c in batch
-        }
-        hashes = {h for ws in windows.values() for h, _ in ws}
-        dims = self.provider.dims
-        with self._reader() as r:
-            cached = store.read_cached(r.conn, self._cache_key(), hashes, dims) if dims else {}
-        need = {h: w for ws in windows.values() for h, w in ws if h not in cached}
-        try:
-            vecs = self.provider.embed(list(need.values())) if need else None
-        except EmbeddingError as exc:
-            self._record_failure(str(exc))
-            return False
-        self._clear_failure()
-        if vecs is not None:
-            self._compare_fallback()  # the endpoint answers: a moment to tell its model
-        found = dict(cached)
-        if vecs is not None:
-            found.update(zip(need, vecs, strict=True))
-        items = [(c, [(h, found[h]) for h, _ in windows[c.id]]) for c in batch]
-        self._writer.submit(self._write_vectors, items).result()
-        self._embedded += len(batch)
-        self.embed_rate.add(self._embedded)
-        return True
-
-    def _write_vectors(
-        self, items: list[tuple[store.PendingChunk, list[tuple[str, Vectors]]]]
-    ) -> None:
+    def _write_vectors(self, key: CacheKey, items: Embedded) -> None:
         conn = self._wconn
         assert conn is not None
         if not items or not items[0][1]:
@@ -547,14 +431,13 @@ class WorkspaceIndex:
                 self._has_vec_table = True
             store.write_vectors(
                 conn,
-                self._cache_key(),
+                key,
                 items,
                 self.config.embedding.cache_max_entries,
                 self._mirror,
             )
         with self._lock:
             self.generation += 1
-            self._changed.notify_all()
 
     def _rebuild_vectors_if_mismatched(self, dims: int) -> None:
         """The provider's width no longer fits the vector table: start the vectors over."""
@@ -573,104 +456,24 @@ class WorkspaceIndex:
         with contextlib.suppress(RuntimeError):  # closing
             self._writer.submit(rebuild)
 
-    def _record_failure(self, reason: str) -> None:
-        with self._lock:
-            failures = (self._failure[2] if self._failure else 0) + 1
-            delay = min(
-                self.config.embedding.retry_after_seconds * 2 ** (failures - 1), MAX_BACKOFF_SECONDS
-            )
-            self._failure = (time.monotonic() + delay, reason, failures)
-            if self._embed_retry is not None:
-                self._embed_retry.cancel()
-            if not self._closed:
-                self._embed_retry = threading.Timer(delay, self._kick_embedder)
-                self._embed_retry.daemon = True
-                self._embed_retry.start()
-            self._changed.notify_all()
-        log.warning(
-            "embedding_failed",
-            workspace=str(self.root),
-            reason=reason,
-            retry_in_s=round(delay, 1),
-            failures=failures,
-        )
-
-    def _clear_failure(self) -> None:
-        if self._failure is not None:
-            with self._lock:
-                self._failure = None
-            log.info("embedding_recovered", workspace=str(self.root))
-
     def wait_embedded(
         self, timeout: float | None = None, progress: Callable[[SyncProgress], None] | None = None
     ) -> bool:
         """Block until no chunk waits for a vector; False on timeout or a failing provider."""
-        if self.provider is None or not self.vec.ok:
+        if self.embedder is None:
             return True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        total: int | None = None
-        while True:
-            with self._reader() as r:
-                pending = store.count_pending(r.conn)
-            total = max(total or 0, pending)
-            if progress is not None and total:
-                progress(SyncProgress("embedding", total - pending, total))
-            if pending == 0:
-                return True
-            with self._lock:
-                if self._closed or self._failure is not None:
-                    return False
-                if not self._embedding_running and self._pending_syncs == 0:
-                    self._lock.release()
-                    try:
-                        self._kick_embedder()
-                    finally:
-                        self._lock.acquire()
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._changed.wait(0.5 if left is None else min(left, 0.5))
+        return self.embedder.wait_done(timeout, progress)
 
     # ------------------------------------------------------------------ reading
-
-    @contextlib.contextmanager
-    def _reader(self) -> Iterator[_Reader]:
-        try:
-            r = self._readers.get_nowait()
-        except queue.Empty:
-            r = _Reader(self.db_path)
-        try:
-            yield r
-        finally:
-            self._readers.put(r)
-
-    def _query_vector(self, query: str) -> Vectors:
-        assert self.provider is not None
-        with self._lock:
-            hit = self._qcache.get(query)
-            if hit is not None:
-                self._qcache.move_to_end(query)
-                return hit
-            failure = self._failure
-        if failure is not None and time.monotonic() < failure[0]:
-            raise EmbeddingError(f"{failure[1]} (retrying in {failure[0] - time.monotonic():.0f}s)")
-        vec = as_query_vector(embed_query(self.provider, query))
-        self._compare_fallback_soon()
-        with self._lock:
-            self._qcache[query] = vec
-            while len(self._qcache) > self.config.embedding.query_cache_entries:
-                self._qcache.popitem(last=False)
-        return vec
 
     def embeds_query(self, req: SearchRequest) -> bool:
         """Whether searching ``req`` would run the embedding model (its vector is not cached):
         the daemon then prepares it on another thread than the searches'."""
-        if req.mode == "keyword" or not self.vec.ok or self.provider is None:
+        if req.mode == "keyword" or self.embedder is None:
             return False
         if self._not_embeddable(req.query) is not None:
             return False
-        with self._lock:
-            return req.query not in self._qcache
+        return not self.embedder.has_query(req.query)
 
     def _not_embeddable(self, query: str) -> str | None:
         """Why the query gets no vector though vectors are on: an English-only model (the
@@ -696,8 +499,9 @@ class WorkspaceIndex:
             )
         if (why := self._not_embeddable(req.query)) is not None:
             return PreparedQuery(None, why)
+        assert self.embedder is not None  # a provider and sqlite-vec
         try:
-            vec = self._query_vector(req.query)
+            vec = self.embedder.query_vector(req.query)
         except EmbeddingError as exc:
             return self._fallback_query(req.query, exc)
         self._last_query_by = self.provider.name
@@ -731,11 +535,10 @@ class WorkspaceIndex:
 
     def _compare_fallback_soon(self) -> None:
         fb = self.fallback
-        if fb is None or fb.same_model is not None or self._comparing:
+        if fb is None or fb.same_model is not None or self._comparing or self.embedder is None:
             return
         self._comparing = True
-        with contextlib.suppress(RuntimeError):  # closing
-            self._embedder.submit(self._compare_fallback)
+        self.embedder.run_later(self._compare_fallback)
 
     def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
         """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
@@ -759,17 +562,12 @@ class WorkspaceIndex:
         """prepare_query(req) where that runs no model: None when the vector is not cached."""
         if (
             req.mode == "keyword"
-            or not self.vec.ok
-            or self.provider is None
+            or self.embedder is None
             or self._not_embeddable(req.query) is not None
         ):
             return self.prepare_query(req)
-        with self._lock:
-            vec = self._qcache.get(req.query)
-            if vec is None:
-                return None
-            self._qcache.move_to_end(req.query)
-        return PreparedQuery(vec, None)
+        vec = self.embedder.cached_query(req.query)
+        return None if vec is None else PreparedQuery(vec, None)
 
     def _search(
         self, req: SearchRequest, prepared: PreparedQuery | None, memory_only: bool
@@ -786,7 +584,7 @@ class WorkspaceIndex:
             self._indexed_sources,
             self._keywords,
         )
-        with self._reader() as r:
+        with self.readers.borrow() as r:
             if qvec is not None:
                 pending = store.count_pending(r.conn)
                 if pending:
@@ -820,61 +618,10 @@ class WorkspaceIndex:
             degraded=degraded,
         )
 
-    # ------------------------------------------------------------------ freshness
-
-    def is_indexed_path(self, path: Path) -> bool:
-        """Whether a change at ``path`` (absolute) concerns this index (the watcher's filter)."""
-        rel = self.layout.rel(Path(os.path.abspath(path)))
-        if rel is None:
-            return False
-        with self._lock:  # the writer thread changes _file_state meanwhile
-            known = rel in self._file_state or any(
-                k.startswith(rel + "/") for k in self._file_state
-            )
-        if known or self.layout.classify(rel) is not None:
-            return True
-        return (rel in (MEMORY_DIR, SESSIONS_DIR) or rel.startswith(MEMORY_DIR + "/")) and Path(
-            path).is_dir()
-
-    def _read_dir_mtimes(self) -> dict[str, int]:
-        out = {}
-        root = str(self.root)
-        for rel in ("", MEMORY_DIR, SESSIONS_DIR):
-            with contextlib.suppress(OSError):
-                out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
-        return out
-
-    def stale_hot_paths(self) -> list[Path]:
-        """Recently active files whose (mtime, size) differ from the index: a cheap check
-        (a few stats) that lets a search see a write the watcher has not reported yet."""
-        today = date.today()
-        hot = {*MEMORY_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
-        now = time.monotonic()
-        with self._lock:  # only the hot entries: this runs before every search
-            hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
-            state = {rel: self._file_state.get(rel) for rel in hot}
-        stale = []
-        root = str(self.root)
-        for rel in hot:
-            try:
-                st = os.stat(os.path.join(root, rel))
-                current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-            except OSError:
-                current = None
-            if current != state[rel] and (current is None or self.layout.classify(rel)):
-                stale.append(self.root / rel)
-        if self._dir_mtimes and self._read_dir_mtimes() != self._dir_mtimes:
-            with self._lock:
-                known = set(self._file_state)
-            present = {f.rel for f in self.layout.iter_files()}
-            stale += [self.root / rel for rel in sorted(present ^ known)]
-            self._dir_mtimes = self._read_dir_mtimes()
-        return stale
-
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
-        with self._reader() as r:
+        with self.readers.borrow() as r:
             files = int(db.scalar(r.conn, "SELECT count(*) FROM files"))
             chunks = int(db.scalar(r.conn, "SELECT count(*) FROM chunks"))
             pending = store.count_pending(r.conn)
@@ -889,11 +636,11 @@ class WorkspaceIndex:
             degraded.append(f"vectors off: {self.vec.reason}")
         if self.provider is None:
             degraded.append(f"keyword only: {self.provider_reason or 'no embedding provider'}")
-        failure = self._failure
+        failure = self.embedder.failure if self.embedder is not None else None
         if failure is not None:
             degraded.append(
-                f"embedding provider failing: {failure[1]} "
-                f"(retry in {max(0.0, failure[0] - time.monotonic()):.0f}s)"
+                f"embedding provider failing: {failure.reason} "
+                f"(retry in {max(0.0, failure.retry_at - time.monotonic()):.0f}s)"
             )
         if self._rebuilt_reason:
             degraded.append(self._rebuilt_reason)
@@ -940,7 +687,7 @@ class WorkspaceIndex:
     def _embedding_progress(self, pending: int) -> dict[str, Any]:
         """``embedding: {rate_per_s, eta_s}`` while chunks wait for vectors and some got
         them within the last seconds (chunks per second; the model's pace on this machine)."""
-        rate = self.embed_rate.per_second() if pending else None
+        rate = self.embedder.rate.per_second() if pending and self.embedder else None
         if rate is None:
             return {}
         return {"embedding": {"rate_per_s": round(rate, 2), "eta_s": round(pending / rate, 1)}}

@@ -208,7 +208,7 @@ class Methods:
             prepared = await loop.run_in_executor(d.query_embedder, index.prepare_query, sreq)
 
         def check_then_search(in_memory: bool) -> tuple[list[Path], SearchResponse | None]:
-            stale = index.stale_hot_paths()
+            stale = index.freshness.stale_hot_paths()
             if stale:
                 return stale, None
             if in_memory:

@@ -203,7 +203,7 @@ class Watcher:
             if is_editor_temp(path):
                 continue
             target = self._owner(path)
-            if target is not None and target.index.is_indexed_path(path):
+            if target is not None and target.index.freshness.is_indexed_path(path):
                 by_ws.setdefault(target.name, set()).add(path)
         for name, paths in by_ws.items():
             self.submit(name, paths)

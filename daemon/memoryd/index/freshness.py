@@ -1,0 +1,118 @@
+"""What the index holds of each file ((mtime, size) as committed) and which files were written
+lately: the watcher's filter (``is_indexed_path``) and the cheap check a search makes for a
+write the watcher has not reported yet (``stale_hot_paths``)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterable
+from datetime import date, timedelta
+from pathlib import Path
+
+from memoryd.index.store import FileRow
+from memoryd.workspace.layout import Layout
+
+HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
+HOT_MAX = 32  # ...at most this many, the most recent
+WATCHED_FOLDERS = ("", "memory", "sessions")  # their mtimes tell a file came or went
+
+
+class Freshness:
+    """Thread-safe: the writer thread commits while searches and the watcher ask."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.root = layout.root
+        self._lock = threading.Lock()
+        self._files: dict[str, tuple[int, int]] = {}  # rel -> (mtime_ns, size) as indexed
+        self._recent: dict[str, float] = {}  # rel -> when a targeted sync committed it
+        self._dir_mtimes: dict[str, int] = {}  # after the last whole scan; {}: none yet
+
+    def load(self, rows: Iterable[FileRow]) -> None:
+        """The index's files as opened."""
+        with self._lock:
+            self._files = {r.path: (r.mtime_ns, r.size) for r in rows}
+
+    def committed(self, rel: str, row: FileRow | None, targeted: bool) -> None:
+        """A file's new row (None: removed). ``targeted``: a file someone is writing now,
+        not one a startup scan found: it stays hot for a while."""
+        with self._lock:
+            if row is None:
+                self._files.pop(rel, None)
+            else:
+                self._files[rel] = (row.mtime_ns, row.size)
+            if targeted:
+                self._recent[rel] = time.monotonic()
+                if len(self._recent) > HOT_MAX:
+                    del self._recent[min(self._recent, key=self._recent.__getitem__)]
+
+    def scanned(self) -> None:
+        """A whole scan just ended: the folder mtimes to compare later searches against."""
+        self._dir_mtimes = self._read_dir_mtimes()
+
+    def expand_dirs(self, paths: list[Path]) -> list[Path]:
+        """A directory event (moved or deleted folder) stands for every file under it."""
+        out: list[Path] = []
+        for p in paths:
+            rel = self.layout.rel(Path(os.path.abspath(p)))
+            if rel is not None and Path(p).is_dir():
+                out += [f.path for f in self.layout.iter_files() if f.rel.startswith(rel + "/")]
+            elif rel is not None and not Path(p).exists():
+                with self._lock:
+                    out += [self.root / k for k in self._files if k.startswith(rel + "/")]
+            out.append(p)
+        return out
+
+    def is_indexed_path(self, path: Path) -> bool:
+        """Whether a change at ``path`` (absolute) concerns this index (the watcher's filter)."""
+        rel = self.layout.rel(Path(os.path.abspath(path)))
+        if rel is None:
+            return False
+        with self._lock:
+            known = rel in self._files or any(k.startswith(rel + "/") for k in self._files)
+        if known or self.layout.classify(rel) is not None:
+            return True
+        return (rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
+
+    def stale_hot_paths(self) -> list[Path]:
+        """Recently active files whose (mtime, size) differ from the index: a cheap check
+        (a few stats) that lets a search see a write the watcher has not reported yet."""
+        today = date.today()
+        hot = {
+            "MEMORY.md",
+            "memory.md",
+            f"memory/{today.isoformat()}.md",
+            f"memory/{(today - timedelta(days=1)).isoformat()}.md",
+        }
+        now = time.monotonic()
+        with self._lock:  # only the hot entries: this runs before every search
+            hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
+            state = {rel: self._files.get(rel) for rel in hot}
+        stale = []
+        root = str(self.root)
+        for rel in hot:
+            try:
+                st = os.stat(os.path.join(root, rel))
+                current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                current = None
+            if current != state[rel] and (current is None or self.layout.classify(rel)):
+                stale.append(self.root / rel)
+        if self._dir_mtimes and self._read_dir_mtimes() != self._dir_mtimes:
+            with self._lock:
+                known = set(self._files)
+            present = {f.rel for f in self.layout.iter_files()}
+            stale += [self.root / rel for rel in sorted(present ^ known)]
+            self._dir_mtimes = self._read_dir_mtimes()
+        return stale
+
+    def _read_dir_mtimes(self) -> dict[str, int]:
+        out = {}
+        root = str(self.root)
+        for rel in WATCHED_FOLDERS:
+            with contextlib.suppress(OSError):
+                out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
+        return out
