@@ -232,3 +232,20 @@ def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
             last = today_file(ws).read_text().strip().splitlines()[-1].split()[-1]
             found = client.search(f"daily line {last}", mode="keyword", max_results=100)
             assert any(h.path.endswith(today_file(ws).name) for h in found.results)
+
+
+def test_a_reload_changes_the_search_settings_of_an_index_already_open(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    for i in range(4):
+        (ws / "memory" / "topics" / f"t{i}.md").write_text(f"# T{i}\n\nthe walrus {i}\n")
+    config = md_home / "config.toml"  # what a reload reads
+    with DaemonThread(md_home, {"workspaces": [{"path": str(ws)}]}) as d, \
+            RawConn(d.socket_path) as c:
+        def found() -> int:
+            return len(c.result("search", {"query": "walrus", "mode": "keyword"})["results"])
+
+        assert wait_for(lambda: found() == 4)  # the startup scan done
+        config.write_text(f'[[workspaces]]\npath = "{ws}"\n\n[search]\nmax_results = 2\n')
+        assert d.daemon is not None
+        d.call_in_loop(d.daemon.request_reload)  # what SIGHUP does
+        assert wait_for(lambda: found() == 2)

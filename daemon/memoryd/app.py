@@ -42,6 +42,7 @@ from memoryd.service.notify import (
 )
 from memoryd.workspace.append import Appender
 from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.paths import Paths
 
@@ -100,6 +101,7 @@ class Daemon:
         self._scheduler: Scheduler | None = None
         self.fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)
         self.fleet_off: str | None = None  # why fleet mode is configured but not running
+        self._searches: SearchService | None = None
         self._flushes: FlushQueue | None = None
 
     @property
@@ -111,6 +113,11 @@ class Daemon:
     def registry(self) -> Registry:
         assert self._registry is not None, "startup() first"
         return self._registry
+
+    @property
+    def searches(self) -> SearchService:
+        assert self._searches is not None, "startup() first"
+        return self._searches
 
     @property
     def scheduler(self) -> Scheduler:
@@ -142,6 +149,8 @@ class Daemon:
             self.state = StateDB(self.paths.state_db)
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
+            self._searches = SearchService(self._registry, self.watcher, self.readers,
+                                           self.query_embedder, lambda: self.config)
             history = History(self.state)
             runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)
             self._scheduler = Scheduler(
@@ -309,7 +318,7 @@ class Daemon:
             return
         old, self.config = self.config, new
         self.server.max_frame_bytes = new.server.max_frame_bytes
-        restart_needed = [s for s in ("embedding", "index", "search")
+        restart_needed = [s for s in ("embedding", "index")
                           if getattr(old, s) != getattr(new, s)]
         restart_needed += [f"server.{k}" for k in ("debounce_ms", "reader_threads")
                            if getattr(old.server, k) != getattr(new.server, k)]

@@ -40,3 +40,7 @@ def check_search_request(req: SearchRequest) -> None:
         value = getattr(req, name)
         if value is not None and not (isinstance(value, str) and ISO_DAY.fullmatch(value)):
             raise InvalidParams(f"{name} must be YYYY-MM-DD, got {value!r}", {"param": name})
+    if req.since and req.until and req.since > req.until:
+        raise InvalidParams(
+            f"since ({req.since}) must not be after until ({req.until})", {"param": "since"}
+        )

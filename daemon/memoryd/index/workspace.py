@@ -46,7 +46,7 @@ from memoryd.index.types import (
 )
 from memoryd.index.validate import check_search_request
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
-from memoryd.runtime.config import Config, MiB
+from memoryd.runtime.config import Config, MiB, SearchConfig
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
 from memoryd.workspace.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
@@ -81,12 +81,16 @@ class WorkspaceIndex:
         provider: EmbeddingProvider | None,
         provider_reason: str = "",
         fallback: QueryFallback | None = None,
+        search_settings: Callable[[], SearchConfig] | None = None,
     ) -> None:
         """``fallback``: embeds queries while ``provider`` (openai) fails, when it is the
-        same model (embeddings/fallback.py)."""
+        same model (embeddings/fallback.py). ``search_settings``: read at each search (the
+        daemon's after a reload); default ``config.search``. Embedding and index settings
+        hold for the index's lifetime."""
         self.root = root.resolve()
         self.db_path = db_path
         self.config = config
+        self.search_settings = search_settings or (lambda: config.search)
         self.provider = provider
         self.provider_reason = provider_reason
         self.fallback = fallback
@@ -542,6 +546,13 @@ class WorkspaceIndex:
 
     def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
         """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
+        check_search_request(req)
+        return self.search_checked(req, prepared)
+
+    def search_checked(
+        self, req: SearchRequest, prepared: PreparedQuery | None = None
+    ) -> SearchResponse:
+        """search() of a request that passed check_search_request already."""
         resp = self._search(req, prepared, memory_only=False)
         assert resp is not None
         return resp
@@ -552,6 +563,13 @@ class WorkspaceIndex:
         """search(), when the in-memory copies can rank it (search.answers_from_memory); else
         None, having done nothing costly. It never runs the embedding model: without a
         ``prepared`` query vector, only a cached one will do."""
+        check_search_request(req)
+        return self.search_in_memory_checked(req, prepared)
+
+    def search_in_memory_checked(
+        self, req: SearchRequest, prepared: PreparedQuery | None = None
+    ) -> SearchResponse | None:
+        """search_in_memory() of a request that passed check_search_request already."""
         if prepared is None:
             prepared = self._prepare_cached(req)
             if prepared is None:
@@ -573,11 +591,10 @@ class WorkspaceIndex:
         self, req: SearchRequest, prepared: PreparedQuery | None, memory_only: bool
     ) -> SearchResponse | None:
         started = time.perf_counter()
-        check_search_request(req)
         qvec, degraded = prepared or self.prepare_query(req)
         usable = self.vec.ok and self._has_vec_table
         env = SearchEnv(
-            self.config.search,
+            self.search_settings(),
             self._line_stems,
             self._mirror,
             self.config.index.vector_window_tokens,

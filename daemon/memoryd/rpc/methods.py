@@ -13,16 +13,15 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import memoryd
 from memoryd.errors import InvalidParams, MemorydError
-from memoryd.index.types import Fusion, Mode, SearchRequest, SearchResponse, SyncProgress
+from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
+from memoryd.index.validate import check_search_request
 from memoryd.jobs.clock import zone_name
 from memoryd.jobs.llm_config import llm_status
 from memoryd.rpc.agent_methods import AgentMethods
-from memoryd.rpc.notices import search_notices
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.runtime.logs import get_logger
@@ -180,65 +179,16 @@ class Methods:
         )
         everywhere = p.flag("fleet")
         p.done()
-        if sreq.since and sreq.until and sreq.since > sreq.until:
-            raise InvalidParams(f"since ({sreq.since}) must not be after until ({sreq.until})",
-                                {"param": "since"})
         d = self.d
         if everywhere or (d.fleet is not None and d.fleet.split_ref(ref)):
             # Another host's workspace, or every published one: through Postgres (fleet/).
+            check_search_request(sreq)
             req.log_fields["workspace"] = "fleet" if everywhere else ref
             return await self._fleet().answer_search(sreq, None if everywhere else ref,
                                                      d.registry.provider, d.query_embedder)
-        ws, index = await d.registry.index_of(ref)
-        req.log_fields["workspace"] = ws.name
-        notices = search_notices(sreq, d.config.index.sessions)
-        if notices.nothing_to_search:
-            return {"results": [], "mode_used": sreq.mode, "took_ms": 0.0, "pending_files": 0,
-                    "notices": notices.lines}
-        # Read-your-writes, within read_your_writes_ms in total: wait for the batch the
-        # watcher holds, then sync recently active files it may not have reported yet
-        # (stale_hot_paths: a few stats, done in the same thread hop as the search).
-        started = time.monotonic()
-        budget = d.config.server.read_your_writes_ms / 1000
-        fresh = await d.watcher.wait_idle(ws.name, budget)
-
-        loop = asyncio.get_running_loop()
-        prepared = None
-        if index.embeds_query(sreq):  # the model runs on its own thread, not a reader's
-            prepared = await loop.run_in_executor(d.query_embedder, index.prepare_query, sreq)
-
-        def check_then_search(in_memory: bool) -> tuple[list[Path], SearchResponse | None]:
-            stale = index.freshness.stale_hot_paths()
-            if stale:
-                return stale, None
-            if in_memory:
-                return [], index.search_in_memory(sreq, prepared)
-            return [], index.search(sreq, prepared)
-
-        # What the in-memory copies rank takes well under a millisecond: answered right here,
-        # the hop to a reader thread and back would cost a third of it again. Anything
-        # slower (FTS5, sqlite-vec) goes to the readers, so the loop never stalls on it.
-        stale: list[Path] = []
-        resp = None
-        if d.config.server.inline_searches:
-            stale, resp = check_then_search(True)
-        if resp is None and not stale:
-            stale, resp = await loop.run_in_executor(d.readers, check_then_search, False)
-        if resp is None:
-            left = budget - (time.monotonic() - started)
-            fresh = await d.watcher.sync_now(ws.name, index, stale, left) and fresh
-            if d.config.server.inline_searches:  # the sync done, the copies may answer now
-                resp = index.search_in_memory(sreq, prepared)
-            if resp is None:
-                resp = await loop.run_in_executor(d.readers, index.search, sreq, prepared)
-        out = resp.to_dict()
-        out["pending_files"] = max(out.get("pending_files", 0), d.watcher.pending(ws.name))
-        out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
-        if not fresh:
-            out["stale"] = True
-        if notices.lines:
-            out["notices"] = notices.lines
-        return out
+        answer = await d.searches.search(ref, sreq)
+        req.log_fields["workspace"] = answer.workspace
+        return answer.result
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")

@@ -125,8 +125,9 @@ class Registry:
     async def reconcile_config(self, config: Config) -> tuple[list[str], list[str]]:
         """After a reload: open workspaces the config added, close those it dropped.
 
-        Indexes already open keep the config they were opened with (a restart applies
-        embedding and index changes to them). Returns the names added and removed.
+        Indexes already open read the new [search] settings at their next search, and keep
+        the embedding and index settings they were opened with (a restart applies those).
+        Returns the names added and removed.
         """
         entries = config_entries(config)
         self.config = config
@@ -207,7 +208,8 @@ class Registry:
         index = WorkspaceIndex(ws.root, index_file(self.index_dir, ws.name, ws.root),
                                self.config, self.provider,
                                self.choice.reason if self.choice else "",
-                               fallback=self.choice.fallback if self.choice else None)
+                               fallback=self.choice.fallback if self.choice else None,
+                               search_settings=lambda: self.config.search)
         index.open()
         return index
 
