@@ -14,9 +14,6 @@ from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
 from memoryd.errors import EmbeddingError
 from memoryd.runtime.config import EmbeddingConfig
 
-# Local endpoints (Ollama, LM Studio) ignore the key, but the client refuses to run without one.
-NO_KEY_PLACEHOLDER = "unused"
-
 
 def choose_provider(cfg: EmbeddingConfig,
                     env: Mapping[str, str] | None = None) -> ProviderChoice:
@@ -82,7 +79,7 @@ def _openai(cfg: EmbeddingConfig, key: str) -> EmbeddingProvider:
     from memoryd.embeddings.openai_compat import OpenAIProvider
 
     return OpenAIProvider(model=cfg.model, base_url=cfg.base_url,
-                          api_key=key or NO_KEY_PLACEHOLDER, dimensions=cfg.dimensions,
+                          api_key=key, dimensions=cfg.dimensions,
                           batch_size=cfg.batch_size, timeout=cfg.timeout,
                           max_retries=cfg.max_retries)
 

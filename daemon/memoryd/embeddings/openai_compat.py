@@ -1,17 +1,15 @@
 """The ``openai`` provider: any OpenAI-compatible /embeddings endpoint (OpenAI, Ollama, vLLM...).
 
-Retries (429, 5xx, timeouts, connection errors; exponential backoff honouring Retry-After) are
-the official client's. This module checks every answer, because compatible servers differ and
-a bad vector stored in the index is worse than none.
+The client, its retries and the way failures read are openai_endpoint.py's (shared with the
+LLM jobs). This module checks every answer, because compatible servers differ and a bad
+vector stored in the index is worse than none.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import numpy.typing as npt
@@ -19,17 +17,9 @@ import openai
 
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import EmbeddingError
+from memoryd.openai_endpoint import Endpoint, safe_url
 
 DEFAULT_MODEL = "text-embedding-3-small"
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-def _safe_url(url: str) -> str:
-    """The URL without user:password, for messages."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 class OpenAIProvider:
@@ -39,23 +29,16 @@ class OpenAIProvider:
                  dimensions: int = 0, batch_size: int = 16, timeout: float = 30.0,
                  max_retries: int = 4) -> None:
         self.model = model or DEFAULT_MODEL
-        # Explicit, so that the client does not fall back to $OPENAI_BASE_URL behind our back.
-        self.base_url = (base_url or DEFAULT_BASE_URL).rstrip("/")
         self.dimensions = max(0, dimensions)
         self.batch_size = max(1, batch_size)
-        self._timeout = timeout
-        self._secret = api_key  # kept only to scrub it from messages
         self._dims: int | None = None
         self._dims_lock = threading.Lock()
-        try:
-            self._client = openai.OpenAI(base_url=self.base_url, api_key=api_key,
-                                         timeout=timeout, max_retries=max_retries)
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(
-                f"cannot configure the embedding client: {self._scrub(exc)}") from None
+        self._endpoint = Endpoint("embedding endpoint", base_url, api_key, timeout, max_retries,
+                                  EmbeddingError)
+        self.base_url = self._endpoint.base_url
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(base_url={_safe_url(self.base_url)!r}, model={self.model!r})"
+        return f"OpenAIProvider(base_url={safe_url(self.base_url)!r}, model={self.model!r})"
 
     @property
     def dims(self) -> int | None:
@@ -75,21 +58,15 @@ class OpenAIProvider:
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:
         # OpenAI answers 400 to an empty string; a blank embeds the same "no content".
         inputs = [t if t else " " for t in texts]
-        try:
-            raw = self._client.embeddings.with_raw_response.create(
+        payload = self._endpoint.call_json(
+            lambda client: client.embeddings.with_raw_response.create(
                 input=inputs,
                 model=self.model,
                 dimensions=self.dimensions if self.dimensions > 0 else openai.omit,
                 # Not the client's default base64: not every compatible server speaks it.
                 encoding_format="float",
             )
-            body = raw.http_response.content
-        except openai.OpenAIError as exc:
-            raise EmbeddingError(self._describe(exc)) from None
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            raise self._garbage("the answer is not JSON") from None
+        )
         return self._vectors(payload, len(texts))
 
     def _vectors(self, payload: Any, count: int) -> Vectors:
@@ -129,38 +106,7 @@ class OpenAIProvider:
         return out
 
     def _garbage(self, reason: str) -> EmbeddingError:
-        return EmbeddingError(
-            f"embedding endpoint {_safe_url(self.base_url)} returned garbage: {reason}")
-
-    def _describe(self, exc: openai.OpenAIError) -> str:
-        where = f"embedding endpoint {_safe_url(self.base_url)}"
-        if isinstance(exc, openai.APITimeoutError):
-            return f"{where} timed out (timeout {self._timeout:g}s, retries exhausted)"
-        if isinstance(exc, openai.APIConnectionError):
-            return f"{where} unreachable (connection failed, retries exhausted)"
-        if isinstance(exc, openai.APIStatusError):
-            return f"{where} answered HTTP {exc.status_code}: {self._scrub(_error_text(exc))}"
-        return f"{where} failed: {type(exc).__name__}: {self._scrub(exc)}"
-
-    def _scrub(self, text: object) -> str:
-        """Short, and never the key (servers echo it in 401 messages)."""
-        out = str(text)
-        if len(self._secret) >= 4:
-            out = out.replace(self._secret, "***")
-        return out if len(out) <= 300 else out[:297] + "..."
+        return EmbeddingError(self._endpoint.garbage(reason).message)
 
     def close(self) -> None:
-        self._client.close()
-
-
-def _error_text(exc: openai.APIStatusError) -> str:
-    """The server's own message when it sent the usual {"error": {"message": ...}}."""
-    body = exc.body
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return str(err["message"])
-        if isinstance(err, str):
-            return err
-    return str(body) if body is not None else exc.response.reason_phrase
-
+        self._endpoint.close()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from memoryd.openai_endpoint import safe_url
 from memoryd.runtime.config import LlmConfig, resolve_secret
 
 
@@ -18,14 +18,6 @@ def llm_problem(cfg: LlmConfig, env: Mapping[str, str]) -> str | None:
         hint = f" (${cfg.api_key_env} is empty)" if cfg.api_key_env else ""
         return f"set [llm] base_url, or api_key / api_key_env for OpenAI{hint}"
     return None
-
-
-def safe_url(url: str) -> str:
-    """The URL without user:password, for messages."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def llm_status(cfg: LlmConfig, env: Mapping[str, str]) -> dict[str, Any]:
