@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from daemon_util import RawConn, short_home, wait_for
-from memoryd.cli import EXIT_ALREADY_RUNNING, EXIT_CONFIG, EXIT_OK, EXIT_SOCKET
+from memoryd.exit_codes import EXIT_ALREADY_RUNNING, EXIT_CONFIG, EXIT_OK, EXIT_SOCKET
 from memoryd_client import protocol
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from daemon_util import short_home, wait_for
-from memoryd.cli import EXIT_OK
+from memoryd.exit_codes import EXIT_OK
 from memoryd_client import MemoryClient
 from memoryd_client.paths import LOGIN_RUNTIME_BASE, default_paths, runtime_dir
 

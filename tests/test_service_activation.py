@@ -17,7 +17,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from daemon_util import short_home, wait_for
-from memoryd.cli import EXIT_ALREADY_RUNNING, EXIT_OK, EXIT_SOCKET
+from memoryd.exit_codes import EXIT_ALREADY_RUNNING, EXIT_OK, EXIT_SOCKET
 from memoryd.rpc.instance import AlreadyRunning, Instance
 from memoryd.service.activation import (
     ActivationError,

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from daemon_util import short_home, wait_for
-from memoryd.cli import (
+from memoryd.exit_codes import (
     EXIT_ERROR,
     EXIT_NO_SERVICE_MANAGER,
     EXIT_OK,

@@ -21,7 +21,7 @@ import pytest
 from structlog.testing import capture_logs
 
 from daemon_util import short_home
-from memoryd.cli import EXIT_OK
+from memoryd.exit_codes import EXIT_OK
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.service.notify import STARTING_STATUS, STATUS_INTERVAL_S, Notifier, startup_status
 from memoryd.workspace.registry import Workspace

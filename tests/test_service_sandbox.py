@@ -114,7 +114,7 @@ if __name__ == "__main__":
 
 from daemon_util import short_home  # noqa: E402 - the script above needs none of this
 from fakes.openai_server import FakeOpenAIServer  # noqa: E402
-from memoryd.cli import EXIT_OK  # noqa: E402
+from memoryd.exit_codes import EXIT_OK  # noqa: E402
 from memoryd_client import MemoryClient  # noqa: E402
 
 pytestmark = [

@@ -14,7 +14,7 @@ from typing import Any
 import platformdirs
 import pytest
 
-from memoryd.cli import EXIT_ALREADY_RUNNING, EXIT_CONFIG
+from memoryd.exit_codes import EXIT_ALREADY_RUNNING, EXIT_CONFIG
 from memoryd.service.manager import WriteFile, launchd_install
 from memoryd.service.render import (
     LAUNCHD_LABEL,

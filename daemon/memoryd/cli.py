@@ -16,18 +16,17 @@ from typing import Final
 
 import memoryd
 from memoryd.errors import ConfigError, MemorydError
+from memoryd.exit_codes import (
+    EXIT_ALREADY_RUNNING,
+    EXIT_CONFIG,
+    EXIT_ERROR,
+    EXIT_OK,
+    EXIT_SOCKET,
+    EXIT_USAGE,
+)
 from memoryd.runtime import heap
 from memoryd.runtime.logs import LEVELS, configure_logging, get_logger
 from memoryd_client.paths import config_path, default_paths, socket_path
-
-EXIT_OK: Final = 0
-EXIT_ERROR: Final = 1  # anything else, and doctor when a check failed
-EXIT_USAGE: Final = 2  # argparse's own
-EXIT_CONFIG: Final = 3  # the config file is invalid
-EXIT_ALREADY_RUNNING: Final = 4  # another daemon owns the socket
-EXIT_SOCKET: Final = 5  # the socket cannot be used (directory mode, path too long...)
-EXIT_NO_SERVICE_MANAGER: Final = 6  # `memoryd service`: no systemd user instance / launchd
-EXIT_SERVICE_FAILED: Final = 7  # `memoryd service`: systemctl or launchctl refused
 
 # Longer than the daemon's own drain (server.shutdown_timeout, 10 s by default).
 STOP_TIMEOUT_S: Final = 30.0

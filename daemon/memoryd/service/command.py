@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from memoryd.cli import EXIT_ERROR, EXIT_NO_SERVICE_MANAGER, EXIT_OK, EXIT_SERVICE_FAILED
+from memoryd.exit_codes import EXIT_ERROR, EXIT_NO_SERVICE_MANAGER, EXIT_OK, EXIT_SERVICE_FAILED
 from memoryd.service.manager import (
     IGNORED_ENV,
     Availability,
