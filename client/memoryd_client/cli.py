@@ -41,6 +41,7 @@ from memoryd_client.errors import (
     SocketUnusable,
 )
 from memoryd_client.protocol import PROTOCOL_VERSION
+from memoryd_client.search_terms import FUSIONS, MODES, SOURCES
 from memoryd_client.types import WorkspaceInfo
 
 __all__ = [
@@ -213,14 +214,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most N results (default 6)")
     p.add_argument("--min-score", type=_score, metavar="SCORE",
                    help="drop results scoring below this, 0..1 (default 0.35)")
-    p.add_argument("--mode", choices=["hybrid", "vector", "keyword"],
+    p.add_argument("--mode", choices=MODES,
                    help="which signals rank the results (default hybrid)")
-    p.add_argument("--fusion", choices=["weighted", "rrf"],
+    p.add_argument("--fusion", choices=FUSIONS,
                    help="how hybrid search combines them (default: the daemon's, weighted)")
     p.add_argument(
         "--source",
         action="append",
-        choices=["memory", "sessions"],
+        choices=SOURCES,
         help="search this source (repeatable; default: the daemon's search.sources, memory)",
     )
     p.add_argument("--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX")

@@ -28,6 +28,7 @@ from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.index.windows import WINDOW_SLOTS, window_spans
 from memoryd.runtime.config import SearchConfig
+from memoryd_client.search_terms import SOURCES
 
 BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
@@ -62,7 +63,7 @@ class SearchEnv:
     line_stems: LineStems
     mirror: VectorMirror | None = None  # in-memory KNN; None: sqlite-vec's
     window_budget: int = 128  # tokens per vector window (index.vector_window_tokens)
-    indexed_sources: tuple[str, ...] = ("memory", "sessions")  # what the index can hold
+    indexed_sources: tuple[str, ...] = SOURCES  # what the index can hold
     keywords: KeywordMirror | None = None  # in-memory BM25; None: FTS5's
 
 
@@ -97,7 +98,7 @@ class Filters:
     path_prefix: str | None
     since: str | None
     until: str | None
-    indexed_sources: tuple[str, ...] = ("memory", "sessions")  # what the index can hold
+    indexed_sources: tuple[str, ...] = SOURCES  # what the index can hold
 
     @property
     def restrictive(self) -> bool:

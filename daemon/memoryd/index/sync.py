@@ -29,7 +29,6 @@ from memoryd.index.vector_mirror import VectorMirror
 from memoryd.runtime.logs import get_logger
 from memoryd.workspace.layout import (
     ISO_DAY,
-    SOURCE_SESSIONS,
     IndexedFile,
     Layout,
     day_of,
@@ -37,6 +36,7 @@ from memoryd.workspace.layout import (
 )
 from memoryd.workspace.reader import read_all
 from memoryd.workspace.transcripts import parse_transcript
+from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer

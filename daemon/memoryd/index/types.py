@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Mode = Literal["hybrid", "vector", "keyword"]
-Fusion = Literal["weighted", "rrf"]
+from memoryd_client.search_terms import DEFAULT_MODE, DEFAULT_SOURCES
+from memoryd_client.search_terms import Fusion as Fusion  # the vocabulary, for the engine's
+from memoryd_client.search_terms import Mode as Mode  # callers
 
 
 @dataclass(frozen=True)
@@ -14,8 +15,8 @@ class SearchRequest:
     query: str
     max_results: int | None = None  # None: config default
     min_score: float | None = None
-    sources: tuple[str, ...] = ("memory",)  # "memory" (markdown) and/or "sessions" (JSONL)
-    mode: Mode = "hybrid"
+    sources: tuple[str, ...] = DEFAULT_SOURCES  # search_terms.SOURCES
+    mode: Mode = DEFAULT_MODE
     fusion: Fusion | None = None
     path_prefix: str | None = None  # workspace-relative, e.g. "memory/2024-"
     since: str | None = None  # YYYY-MM-DD, inclusive; only dated (daily/session) chunks pass

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from memoryd.errors import InvalidParams
 from memoryd.index.types import SearchRequest
-from memoryd.workspace.layout import ISO_DAY, SOURCE_MEMORY, SOURCE_SESSIONS
-
-MAX_QUERY_CHARS = 8192
+from memoryd.workspace.layout import ISO_DAY
+from memoryd_client.search_terms import (
+    FUSIONS,
+    MAX_QUERY_CHARS,
+    MAX_RESULTS,
+    MIN_SCORE_RANGE,
+    MODES,
+    SOURCES,
+)
 
 
 def check_search_request(req: SearchRequest) -> None:
@@ -17,23 +25,26 @@ def check_search_request(req: SearchRequest) -> None:
             f"query must be at most {MAX_QUERY_CHARS} characters, got {len(req.query)}",
             {"param": "query"},
         )
-    if req.max_results is not None and not 1 <= req.max_results <= 100:
+    if req.max_results is not None and not 1 <= req.max_results <= MAX_RESULTS:
         raise InvalidParams(
-            f"max_results must be 1..100, got {req.max_results}", {"param": "max_results"}
+            f"max_results must be 1..{MAX_RESULTS}, got {req.max_results}",
+            {"param": "max_results"},
         )
-    if req.min_score is not None and not 0.0 <= req.min_score <= 1.0:
-        raise InvalidParams(f"min_score must be 0..1, got {req.min_score}", {"param": "min_score"})
-    if req.mode not in ("hybrid", "vector", "keyword"):
+    lo, hi = MIN_SCORE_RANGE
+    if req.min_score is not None and not lo <= req.min_score <= hi:
         raise InvalidParams(
-            f"mode must be hybrid, vector or keyword, got {req.mode!r}", {"param": "mode"}
+            f"min_score must be {lo:g}..{hi:g}, got {req.min_score}", {"param": "min_score"}
         )
-    if req.fusion is not None and req.fusion not in ("weighted", "rrf"):
+    if req.mode not in MODES:
+        raise InvalidParams(f"mode must be {_either(MODES)}, got {req.mode!r}", {"param": "mode"})
+    if req.fusion is not None and req.fusion not in FUSIONS:
         raise InvalidParams(
-            f"fusion must be weighted or rrf, got {req.fusion!r}", {"param": "fusion"}
+            f"fusion must be {_either(FUSIONS)}, got {req.fusion!r}", {"param": "fusion"}
         )
-    if not req.sources or any(s not in (SOURCE_MEMORY, SOURCE_SESSIONS) for s in req.sources):
+    if not req.sources or any(s not in SOURCES for s in req.sources):
         raise InvalidParams(
-            f"sources must be a non-empty subset of memory, sessions, got {list(req.sources)}",
+            f"sources must be a non-empty subset of {', '.join(SOURCES)}, "
+            f"got {list(req.sources)}",
             {"param": "sources"},
         )
     for name in ("since", "until"):
@@ -44,3 +55,7 @@ def check_search_request(req: SearchRequest) -> None:
         raise InvalidParams(
             f"since ({req.since}) must not be after until ({req.until})", {"param": "since"}
         )
+
+
+def _either(words: Sequence[str]) -> str:
+    return ", ".join(words[:-1]) + " or " + words[-1]

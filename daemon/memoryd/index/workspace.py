@@ -49,7 +49,8 @@ from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
 from memoryd.runtime.config import Config, MiB, SearchConfig
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import SOURCE_MEMORY, SOURCE_SESSIONS, Layout
+from memoryd.workspace.layout import Layout
+from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
 

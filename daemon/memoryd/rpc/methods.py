@@ -30,6 +30,14 @@ from memoryd.workspace.layout import Layout
 from memoryd.workspace.reader import read_lines
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
+from memoryd_client.search_terms import (
+    DEFAULT_MODE,
+    FUSIONS,
+    MAX_RESULTS,
+    MIN_SCORE_RANGE,
+    MODES,
+    SOURCES,
+)
 
 if TYPE_CHECKING:
     from memoryd.app import Daemon
@@ -38,9 +46,6 @@ if TYPE_CHECKING:
 log = get_logger("memoryd.rpc.methods")
 
 Handler = Callable[[Params, Request], Awaitable[dict[str, Any]]]
-MODES = ("hybrid", "vector", "keyword")
-FUSIONS = ("weighted", "rrf")
-SOURCES = ("memory", "sessions")
 PROGRESS_INTERVAL_S = 0.1
 HEARTBEAT_S = 1.0
 JOB_HEARTBEAT_S = 5.0  # jobs.run: a progress event at least this often, for the client
@@ -168,10 +173,10 @@ class Methods:
         ref = p.path("workspace")
         sreq = SearchRequest(
             query=query,
-            max_results=p.integer("max_results", lo=1, hi=100),
-            min_score=p.number("min_score", lo=0.0, hi=1.0),
+            max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
+            min_score=p.number("min_score", lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1]),
             sources=p.choice_list("sources", SOURCES, default=self.d.config.search.sources),
-            mode=cast(Mode, p.choice("mode", MODES, default="hybrid")),
+            mode=cast(Mode, p.choice("mode", MODES, default=DEFAULT_MODE)),
             fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
             path_prefix=p.path("path_prefix"),
             since=_iso(p.date("since")),

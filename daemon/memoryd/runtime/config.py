@@ -19,6 +19,14 @@ from typing import Any, TypeVar
 
 from memoryd.errors import ConfigError
 from memoryd_client.paths import config_path
+from memoryd_client.search_terms import (
+    DEFAULT_FUSION,
+    DEFAULT_SOURCES,
+    FUSIONS,
+    MAX_RESULTS,
+    MIN_SCORE_RANGE,
+    SOURCES,
+)
 
 MiB = 1024 * 1024
 T = TypeVar("T")
@@ -89,9 +97,9 @@ class IndexConfig:
 
 @dataclass(frozen=True)
 class SearchConfig:
-    max_results: int = _opt(6, lo=1, hi=100)
-    min_score: float = _opt(0.35, lo=0.0, hi=1.0)
-    fusion: str = _opt("weighted", choices=("weighted", "rrf"))
+    max_results: int = _opt(6, lo=1, hi=MAX_RESULTS)
+    min_score: float = _opt(0.35, lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1])
+    fusion: str = _opt(DEFAULT_FUSION, choices=FUSIONS)
     # Chosen on LoCoMo (bench/retrieval.py, README): OpenClaw's 0.7/0.3 plus a third
     # signal, the best single line's share of the query's IDF.
     vector_weight: float = _opt(0.5, lo=0.0, hi=1.0)
@@ -101,7 +109,7 @@ class SearchConfig:
     candidate_multiplier: int = _opt(4, lo=1, hi=100)
     snippet_chars: int = _opt(700, lo=50, hi=100_000)
     # What a search without its own ``sources`` looks in; "sessions" needs index.sessions.
-    sources: tuple[str, ...] = _opt(("memory",), choices=("memory", "sessions"))
+    sources: tuple[str, ...] = _opt(DEFAULT_SOURCES, choices=SOURCES)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.workspace.beneath import Opened, open_beneath
+from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 MEMORY_FILES = ("MEMORY.md", "memory.md")
 MEMORY_DIR = "memory"  # daily files and any other notes
@@ -37,8 +38,6 @@ TRANSCRIPT_SUFFIX = ".jsonl"
 # differently as strings (SQL compares days as strings, the vector mirror as numbers).
 DAY_RE = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2})")
 ISO_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")  # .match: a prefix; .fullmatch: a whole day
-SOURCE_MEMORY = "memory"
-SOURCE_SESSIONS = "sessions"
 
 
 def daily_rel(day: dt.date) -> str:
