@@ -29,7 +29,8 @@ from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.methods import Methods
-from memoryd.rpc.server import Server
+from memoryd.rpc.server import Outcome, Request, Server
+from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config, load_config
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.pool import HandoffPool
@@ -92,22 +93,15 @@ class Daemon:
         # threads: waits abandoned by their clients must not starve the default executor,
         # which append and workspace changes use.
         self.waiters = ThreadPoolExecutor(WAIT_THREADS, thread_name_prefix="memoryd-wait")
-        self.methods = Methods(self)
-        self.server = Server(self.methods.dispatch,
-                             max_frame_bytes=config.server.max_frame_bytes)
+        self.server = Server(self._dispatch, max_frame_bytes=config.server.max_frame_bytes)
+        self._methods: Methods | None = None
         self.state: StateDB | None = None
         self._registry: Registry | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
         self._scheduler: Scheduler | None = None
         self.fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)
         self.fleet_off: str | None = None  # why fleet mode is configured but not running
-        self._searches: SearchService | None = None
         self._flushes: FlushQueue | None = None
-
-    @property
-    def flushes(self) -> FlushQueue:
-        assert self._flushes is not None, "startup() first"
-        return self._flushes
 
     @property
     def registry(self) -> Registry:
@@ -115,9 +109,13 @@ class Daemon:
         return self._registry
 
     @property
-    def searches(self) -> SearchService:
-        assert self._searches is not None, "startup() first"
-        return self._searches
+    def methods(self) -> Methods:
+        assert self._methods is not None, "startup() first"
+        return self._methods
+
+    async def _dispatch(self, req: Request) -> Outcome:
+        # The socket accepts only once startup has made the methods' collaborators.
+        return await self.methods.dispatch(req)
 
     @property
     def scheduler(self) -> Scheduler:
@@ -149,8 +147,6 @@ class Daemon:
             self.state = StateDB(self.paths.state_db)
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
-            self._searches = SearchService(self._registry, self.watcher, self.readers,
-                                           self.query_embedder, lambda: self.config)
             history = History(self.state)
             runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)
             self._scheduler = Scheduler(
@@ -158,6 +154,7 @@ class Daemon:
             self._flushes = FlushQueue(runner)
             self._scheduler.recover()
             self._start_fleet()
+            self._methods = self._make_methods(self._registry, self._scheduler)
             await self.server.start(sock)
         except BaseException:
             self._close_sync()
@@ -331,7 +328,22 @@ class Daemon:
         log.info("config_reloaded", source=new.source, workspaces_added=added,
                  workspaces_removed=removed, needs_restart=restart_needed or None)
 
-    # -- shared helpers for the handlers ------------------------------------------------
+    def _make_methods(self, registry: Registry, scheduler: Scheduler) -> Methods:
+        return Methods(
+            registry=registry,
+            searches=SearchService(registry, self.watcher, self.readers, self.query_embedder,
+                                   lambda: self.config),
+            status=StatusReport(registry, scheduler, self.watcher, self.readers,
+                                lambda: self.config, self.socket_path, self.started_at,
+                                self.fleet, self.fleet_off),
+            appender=self.appender, watcher=self.watcher, scheduler=scheduler,
+            clock=self.clock, readers=self.readers, waiters=self.waiters,
+            config=lambda: self.config, env=self.env,
+            workspaces_changed=self.refresh_watch, request_exit=self.request_exit,
+            flushes=self._flushes,
+            fleet=self.fleet, fleet_off=self.fleet_off)
+
+    # -- the watch -------------------------------------------------------------------------
 
     async def refresh_watch(self) -> None:
         """After the set of workspaces changed: the watcher and the scheduler follow."""
@@ -340,41 +352,6 @@ class Daemon:
             if w.index is not None)
         if self._scheduler is not None:
             self._scheduler.wake()
-
-    def provider_status(self) -> dict[str, Any]:
-        reg = self.registry
-        if reg.choice is None:
-            return {"name": "loading", "model": "", "dims": None,
-                    "reason": f"choosing {self.config.embedding.provider} provider"}
-        p = reg.choice.provider
-        out: dict[str, Any] = {"name": p.name if p else "none", "model": p.model if p else "",
-                               "dims": p.dims if p else None, "reason": reg.choice.reason}
-        if reg.choice.fallback is not None:
-            out["fallback"] = reg.choice.fallback.status()
-        return out
-
-    async def workspace_status(self, ws: Workspace) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "source": ws.source,
-                               "jobs": self.scheduler.status_of(ws)}
-        if ws.index is None:
-            out.update(files=0, chunks=0, pending_vectors=0, pending_files=0, last_sync=None,
-                       index_generation=0, vector_ready=False, skipped={},
-                       degraded=[ws.error or "opening the index"], watcher="not watched")
-            return out
-        loop = asyncio.get_running_loop()
-        status = await loop.run_in_executor(self.readers, ws.index.status)
-        out.update({k: v for k, v in status.items() if k not in out})
-        out["pending_files"] = max(int(status.get("pending_files", 0)),
-                                   self.watcher.pending(ws.name))
-        out["watcher"] = self.watcher.describe(ws.name)
-        scanning = ws.scan is not None and not ws.scan.done()
-        scan: dict[str, Any] = {"running": scanning}
-        if ws.scan_progress is not None and scanning:
-            scan.update(ws.scan_progress.to_dict())
-        if ws.scan_report is not None:
-            scan["seconds"] = round(ws.scan_report.seconds, 3)
-        out["startup_scan"] = scan
-        return out
 
 
 def ready_line(socket_path: Path, workspaces: list[Workspace]) -> str:

@@ -16,18 +16,17 @@ from memoryd.errors import InvalidParams
 from memoryd.index import recall as _recall
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
+from memoryd_client.search_terms import SOURCES
 
 if TYPE_CHECKING:
     from memoryd.rpc.methods import Handler, Methods
 
-SOURCES = ("memory", "sessions")
 MAX_SESSION_ID = 200
 
 
 class AgentMethods:
     def __init__(self, methods: Methods) -> None:
         self.m = methods
-        self.d = methods.d
 
     def table(self) -> dict[str, Handler]:
         return {"recall": self.recall, "flush": self.flush}
@@ -38,7 +37,7 @@ class AgentMethods:
         budget = p.integer("budget_tokens", lo=50, hi=8000,
                            default=_recall.DEFAULT_BUDGET_TOKENS)
         min_score = p.number("min_score", lo=0.0, hi=1.0, default=_recall.DEFAULT_MIN_SCORE)
-        sources = p.choice_list("sources", SOURCES, default=self.d.config.search.sources)
+        sources = p.choice_list("sources", SOURCES, default=self.m.config().search.sources)
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
@@ -69,10 +68,11 @@ class AgentMethods:
         if not path.is_file():
             raise InvalidParams(f"transcript {transcript} is not a file",
                                 {"param": "transcript"})
-        ws = self.d.registry.resolve(ref)
+        ws = self.m.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
-        queued = self.d.flushes.submit(ws, path, session_id)
+        assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
+        queued = self.m.flushes.submit(ws, path, session_id)
         if not wait:
             return {"queued": True, "workspace": ws.name}
         record = await queued
-        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.d.clock.tz)}
+        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.m.clock.tz)}

@@ -12,22 +12,29 @@ import datetime as dt
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any, cast
 
 import memoryd
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
 from memoryd.index.validate import check_search_request
-from memoryd.jobs.clock import zone_name
+from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.llm_config import llm_status
+from memoryd.jobs.scheduler import Scheduler
 from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
+from memoryd.rpc.status import StatusReport
+from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.append import normalise_heading
+from memoryd.workspace.append import Appender, normalise_heading
 from memoryd.workspace.layout import Layout
 from memoryd.workspace.reader import read_lines
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.search_service import SearchService
+from memoryd.workspace.watcher import Watcher
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 from memoryd_client.search_terms import (
@@ -39,9 +46,9 @@ from memoryd_client.search_terms import (
     SOURCES,
 )
 
-if TYPE_CHECKING:
-    from memoryd.app import Daemon
+if TYPE_CHECKING:  # psycopg is imported only in fleet mode
     from memoryd.fleet.service import FleetService
+    from memoryd.jobs.flush_queue import FlushQueue
 
 log = get_logger("memoryd.rpc.methods")
 
@@ -77,8 +84,48 @@ def progress_callback(emit: Emit) -> Callable[[SyncProgress], None]:
 
 
 class Methods:
-    def __init__(self, daemon: Daemon) -> None:
-        self.d = daemon
+    """The handlers, each with the parts it works with (made in ``Daemon.startup``)."""
+
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        searches: SearchService,
+        status: StatusReport,
+        appender: Appender,
+        watcher: Watcher,
+        scheduler: Scheduler,
+        clock: Clock,
+        readers: Executor,
+        waiters: Executor,
+        config: Callable[[], Config],
+        env: Mapping[str, str],
+        workspaces_changed: Callable[[], Awaitable[None]],
+        request_exit: Callable[[], None],
+        fleet: FleetService | None = None,
+        fleet_off: str | None = None,
+        flushes: FlushQueue | None = None,
+    ) -> None:
+        """``readers``: searches and reads; ``waiters``: long waits (reindex wait=true),
+        apart so that abandoned ones starve nothing; ``config``: the current one;
+        ``workspaces_changed``: after a workspace was added or removed (the watch follows);
+        ``fleet``: fleet mode when [fleet] is set, else why not (``fleet_off``)."""
+        self.registry = registry
+        self.searches = searches
+        self.status_report = status
+        self.appender = appender
+        self.watcher = watcher
+        self.scheduler = scheduler
+        self.clock = clock
+        self.readers = readers
+        self.waiters = waiters
+        self.config = config
+        self.env = env
+        self.workspaces_changed = workspaces_changed
+        self.request_exit = request_exit
+        self.fleet = fleet
+        self.fleet_off = fleet_off
+        self.flushes = flushes  # flush's queue (agent_methods.py)
         self.table: dict[str, Handler] = {
             "hello": self.hello,
             "status": self.status,
@@ -91,8 +138,8 @@ class Methods:
             "reindex": self.reindex,
             "jobs.list": self.jobs_list,
             "jobs.run": self.jobs_run,
-            "shutdown": self.shutdown,
             "fleet.status": self.fleet_status,
+            "shutdown": self.shutdown,
         }
         self.table.update(AgentMethods(self).table())  # recall, flush (agent_methods.py)
 
@@ -131,42 +178,33 @@ class Methods:
     async def status(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
         p.done()
-        d = self.d
-        items = [d.registry.resolve(ref)] if ref is not None else d.registry.list()
+        items = [self.registry.resolve(ref)] if ref is not None else self.registry.list()
         if ref is not None:
             req.log_fields["workspace"] = items[0].name
-        return {
-            "version": memoryd.__version__, "pid": os.getpid(),
-            "uptime_s": round(time.monotonic() - d.started_at, 3),
-            "socket": str(d.socket_path), "config_source": d.config.source or None,
-            "provider": d.provider_status(),
-            "workspaces": await asyncio.gather(*(d.workspace_status(w) for w in items)),
-            **({"fleet": d.fleet.local_status()} if d.fleet is not None else
-               {"fleet": {"state": "off", "error": d.fleet_off}} if d.fleet_off else {}),
-        }
+        return await self.status_report.build(items)
 
     async def workspace_add(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")
         name = p.text("name")
         p.done()
-        ws, added = await self.d.registry.add(path, name)
+        ws, added = await self.registry.add(path, name)
         req.log_fields["workspace"] = ws.name
         if added:
-            await self.d.refresh_watch()
+            await self.workspaces_changed()
         return {"name": ws.name, "path": str(ws.root), "added": added}
 
     async def workspace_remove(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.required_path("workspace")
         delete_index = p.flag("delete_index")
         p.done()
-        ws = await self.d.registry.remove(ref, delete_index)
+        ws = await self.registry.remove(ref, delete_index)
         req.log_fields["workspace"] = ws.name
-        await self.d.refresh_watch()
+        await self.workspaces_changed()
         return {"name": ws.name, "path": str(ws.root), "removed": True}
 
     async def workspace_list(self, p: Params, req: Request) -> dict[str, Any]:
         p.done()
-        return {"workspaces": [w.info() for w in self.d.registry.list()]}
+        return {"workspaces": [w.info() for w in self.registry.list()]}
 
     async def search(self, p: Params, req: Request) -> dict[str, Any]:
         query = p.required_text("query")
@@ -175,7 +213,7 @@ class Methods:
             query=query,
             max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
             min_score=p.number("min_score", lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1]),
-            sources=p.choice_list("sources", SOURCES, default=self.d.config.search.sources),
+            sources=p.choice_list("sources", SOURCES, default=self.config().search.sources),
             mode=cast(Mode, p.choice("mode", MODES, default=DEFAULT_MODE)),
             fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
             path_prefix=p.path("path_prefix"),
@@ -184,14 +222,14 @@ class Methods:
         )
         everywhere = p.flag("fleet")
         p.done()
-        d = self.d
-        if everywhere or (d.fleet is not None and d.fleet.split_ref(ref)):
+        if everywhere or (self.fleet is not None and self.fleet.split_ref(ref)):
             # Another host's workspace, or every published one: through Postgres (fleet/).
             check_search_request(sreq)
             req.log_fields["workspace"] = "fleet" if everywhere else ref
             return await self._fleet().answer_search(sreq, None if everywhere else ref,
-                                                     d.registry.provider, d.query_embedder)
-        answer = await d.searches.search(ref, sreq)
+                                                     self.registry.provider,
+                                                     self.searches.query_embedder)
+        answer = await self.searches.search(ref, sreq)
         req.log_fields["workspace"] = answer.workspace
         return answer.result
 
@@ -201,12 +239,12 @@ class Methods:
         from_line = p.integer("from", lo=1)
         lines = p.integer("lines", lo=1)
         p.done()
-        if self.d.fleet is not None and (remote := self.d.fleet.split_ref(ref)):
+        if self.fleet is not None and (remote := self.fleet.split_ref(ref)):
             req.log_fields["workspace"] = ref
-            return await self.d.fleet.get(*remote, path, from_line, lines)
-        ws = self.d.registry.resolve(ref)
+            return await self.fleet.get(*remote, path, from_line, lines)
+        ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        cfg = self.d.config.index
+        cfg = self.config().index
         layout = Layout(ws.root, cfg.sessions, cfg.extra_paths)
         result = await asyncio.to_thread(read_lines, layout, path, from_line, lines,
                                          cfg.max_file_bytes)
@@ -218,12 +256,11 @@ class Methods:
         date = p.date("date") or dt.date.today()
         heading = normalise_heading(p.text("heading", allow_empty=True))
         p.done()
-        d = self.d
-        ws = d.registry.resolve(ref)
+        ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        result = await asyncio.to_thread(d.appender.append, ws.root, text, date, heading,
-                                         d.config.index.max_file_bytes)
-        d.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
+        result = await asyncio.to_thread(self.appender.append, ws.root, text, date, heading,
+                                         self.config().index.max_file_bytes)
+        self.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
         return result.to_dict()
 
     async def reindex(self, p: Params, req: Request) -> dict[str, Any]:
@@ -231,28 +268,29 @@ class Methods:
         full = p.flag("full")
         wait = p.flag("wait")
         p.done()
-        ws, index = await self.d.registry.index_of(ref)
+        ws, index = await self.registry.index_of(ref)
         req.log_fields["workspace"] = ws.name
         progress = progress_callback(req.emit)
         report = await asyncio.wrap_future(index.submit_sync(None, full=full, progress=progress))
         loop = asyncio.get_running_loop()
         if wait:  # its own executor: an abandoned long wait must not starve append
-            await loop.run_in_executor(self.d.waiters, index.wait_embedded, None, progress)
-        status = await loop.run_in_executor(self.d.readers, index.status)
+            await loop.run_in_executor(self.waiters, index.wait_embedded, None, progress)
+        status = await loop.run_in_executor(self.readers, index.status)
         out = report.to_dict()
         out["vectors_pending"] = int(status.get("pending_vectors", 0))
         return out
 
     async def jobs_list(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
-        d = self.d
-        name = p.choice("name", tuple(d.scheduler.jobs))
+        jobs = self.scheduler.jobs
+        name = p.choice("name", tuple(jobs))
         history = p.integer("history", lo=0, hi=100, default=0) or 0
         p.done()
-        items = [d.registry.resolve(ref)] if ref is not None else d.registry.list()
-        names = [name] if name else list(d.scheduler.jobs)
-        return {"timezone": zone_name(d.clock.tz), "llm": llm_status(d.config.llm, d.env),
-                "jobs": [d.scheduler.describe(n, ws, history) for ws in items for n in names]}
+        items = [self.registry.resolve(ref)] if ref is not None else self.registry.list()
+        names = [name] if name else list(jobs)
+        return {"timezone": zone_name(self.clock.tz),
+                "llm": llm_status(self.config().llm, self.env),
+                "jobs": [self.scheduler.describe(n, ws, history) for ws in items for n in names]}
 
     async def jobs_run(self, p: Params, req: Request) -> dict[str, Any]:
         """Run a job now and answer its run record (a failed run is a result, not an error).
@@ -260,14 +298,13 @@ class Methods:
         Progress events carry the job's phase, and a heartbeat every few seconds keeps the
         client waiting through long LLM calls.
         """
-        d = self.d
         name = p.required_text("name")
         ref = p.path("workspace")
         dry_run = p.flag("dry_run")
         force = p.flag("force")
         p.done()
-        d.scheduler.runner.spec(name)  # unknown job: invalid_params before anything else
-        ws = d.registry.resolve(ref)
+        self.scheduler.runner.spec(name)  # unknown job: invalid_params before anything else
+        ws = self.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, job=name)
         await ws.opened.wait()  # so that the run's changes reach the index at once
         phase = ["starting"]
@@ -285,17 +322,17 @@ class Methods:
 
         beat = asyncio.create_task(heartbeat())
         try:
-            record = await d.scheduler.run_now(name, ws, dry_run=dry_run, force=force,
-                                               on_progress=tell)
+            record = await self.scheduler.run_now(name, ws, dry_run=dry_run, force=force,
+                                                  on_progress=tell)
         finally:
             beat.cancel()
-        return record.to_dict(d.clock.tz)
+        return record.to_dict(self.clock.tz)
 
     def _fleet(self) -> FleetService:
-        if self.d.fleet is None:
-            raise InvalidParams(self.d.fleet_off or "fleet mode is off: set [fleet] dsn "
+        if self.fleet is None:
+            raise InvalidParams(self.fleet_off or "fleet mode is off: set [fleet] dsn "
                                 "(docs/fleet.md)", {"param": "fleet"})
-        return self.d.fleet
+        return self.fleet
 
     async def fleet_status(self, p: Params, req: Request) -> dict[str, Any]:
         p.done()
@@ -303,7 +340,7 @@ class Methods:
 
     async def shutdown(self, p: Params, req: Request) -> dict[str, Any]:
         p.done()
-        self.d.request_exit()  # the drain waits for this very request to be answered
+        self.request_exit()  # the drain waits for this very request to be answered
         return {"ok": True}
 
 

@@ -1,0 +1,121 @@
+"""The answer of ``status``: the daemon, its embedding provider and each workspace (its
+index, watcher, jobs and startup scan), gathered from the parts that hold them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import memoryd
+from memoryd.jobs.scheduler import Scheduler
+from memoryd.runtime.config import Config
+from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.watcher import Watcher
+
+if TYPE_CHECKING:  # psycopg is imported only in fleet mode
+    from memoryd.fleet.service import FleetService
+
+class StatusReport:
+    def __init__(
+        self,
+        registry: Registry,
+        scheduler: Scheduler,
+        watcher: Watcher,
+        readers: Executor,
+        config: Callable[[], Config],
+        socket_path: Path,
+        started_at: float,
+        fleet: FleetService | None = None,
+        fleet_off: str | None = None,
+    ) -> None:
+        """``config``: the current one (a reload replaces it); ``started_at``: monotonic;
+        ``fleet``: fleet mode when [fleet] is set, else why not (``fleet_off``)."""
+        self.registry = registry
+        self.scheduler = scheduler
+        self.watcher = watcher
+        self.readers = readers
+        self.config = config
+        self.socket_path = socket_path
+        self.started_at = started_at
+        self.fleet = fleet
+        self.fleet_off = fleet_off
+
+    async def build(self, items: list[Workspace]) -> dict[str, Any]:
+        return {
+            "version": memoryd.__version__,
+            "pid": os.getpid(),
+            "uptime_s": round(time.monotonic() - self.started_at, 3),
+            "socket": str(self.socket_path),
+            "config_source": self.config().source or None,
+            "provider": self.provider(),
+            "workspaces": await asyncio.gather(*(self.workspace(w) for w in items)),
+            **(
+                {"fleet": self.fleet.local_status()}
+                if self.fleet is not None
+                else {"fleet": {"state": "off", "error": self.fleet_off}}
+                if self.fleet_off
+                else {}
+            ),
+        }
+
+    def provider(self) -> dict[str, Any]:
+        choice = self.registry.choice
+        if choice is None:
+            return {
+                "name": "loading",
+                "model": "",
+                "dims": None,
+                "reason": f"choosing {self.config().embedding.provider} provider",
+            }
+        p = choice.provider
+        out: dict[str, Any] = {
+            "name": p.name if p else "none",
+            "model": p.model if p else "",
+            "dims": p.dims if p else None,
+            "reason": choice.reason,
+        }
+        if choice.fallback is not None:
+            out["fallback"] = choice.fallback.status()
+        return out
+
+    async def workspace(self, ws: Workspace) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "name": ws.name,
+            "path": str(ws.root),
+            "source": ws.source,
+            "jobs": self.scheduler.status_of(ws),
+        }
+        if ws.index is None:
+            out.update(
+                files=0,
+                chunks=0,
+                pending_vectors=0,
+                pending_files=0,
+                last_sync=None,
+                index_generation=0,
+                vector_ready=False,
+                skipped={},
+                degraded=[ws.error or "opening the index"],
+                watcher="not watched",
+            )
+            return out
+        loop = asyncio.get_running_loop()
+        status = await loop.run_in_executor(self.readers, ws.index.status)
+        out.update({k: v for k, v in status.items() if k not in out})
+        out["pending_files"] = max(
+            int(status.get("pending_files", 0)), self.watcher.pending(ws.name)
+        )
+        out["watcher"] = self.watcher.describe(ws.name)
+        scanning = ws.scan is not None and not ws.scan.done()
+        scan: dict[str, Any] = {"running": scanning}
+        if ws.scan_progress is not None and scanning:
+            scan.update(ws.scan_progress.to_dict())
+        if ws.scan_report is not None:
+            scan["seconds"] = round(ws.scan_report.seconds, 3)
+        out["startup_scan"] = scan
+        return out
