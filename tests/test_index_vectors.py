@@ -6,6 +6,7 @@ import time
 
 import apsw
 
+from daemon_util import wait_for
 from engine_util import IndexFactory, paths, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
@@ -88,8 +89,8 @@ def test_endpoint_down_degrades_to_keyword_and_recovers(
     while time.monotonic() < deadline and not ix.wait_embedded(timeout=1):
         time.sleep(0.2)  # the back-off timer retries by itself
     assert ix.status()["pending_vectors"] == 0
-    time.sleep(0.3)  # let the query back-off lapse too
-    assert search(ix, "bicycle").mode_used == "hybrid"
+    # The query back-off lapses too.
+    assert wait_for(lambda: search(ix, "bicycle").mode_used == "hybrid", 10)
 
 
 def test_garbage_answers_never_fail_a_search(

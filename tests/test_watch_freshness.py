@@ -190,10 +190,12 @@ def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
         stop = threading.Event()
         errors: list[BaseException] = []
         counts: list[int] = []
+        progress = [0] * 21  # searches done by each searcher, then the editor's edits
 
         def editor() -> None:
             n = 0
             while not stop.is_set():
+                progress[20] = n
                 target = ws / "memory" / "topics" / f"f{n % 20}.md"
                 target.write_text(f"# F{n}\n\nalpha beta gamma edit{n}\n")
                 with today_file(ws).open("a") as f:
@@ -214,6 +216,7 @@ def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
                             assert isinstance(hit.snippet, str) and hit.snippet
                             assert 0.0 <= hit.score <= 1.0
                         done += 1
+                        progress[k] = done
             except BaseException as exc:
                 errors.append(exc)
             counts.append(done)
@@ -222,7 +225,8 @@ def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
             threading.Thread(target=searcher, args=(k,)) for k in range(20)]
         for t in threads:
             t.start()
-        time.sleep(3.0)
+        # Until every client searched a few times while the editor kept editing (or failed).
+        wait_for(lambda: errors or (min(progress[:20]) >= 5 and progress[20] >= 100), 60)
         stop.set()
         for t in threads:
             t.join(30)
