@@ -7,14 +7,14 @@ Threading contract:
 - Embedding runs on a background thread after keyword rows are committed (embedder.py):
   a file is searchable by keyword as soon as its sync returns, by vector a little later.
 
-Its parts live beside it: the reader pool (readers.py), what the index holds of each file
-and which were written lately (freshness.py), the embedder and its query cache (embedder.py).
+Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
+fingerprints), the reader pool (readers.py), what the index holds of each file and which were
+written lately (freshness.py), the embedder and its query cache (embedder.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -28,7 +28,7 @@ from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable
-from memoryd.index import db, keyword_sidecar, schema, store
+from memoryd.index import db, keyword_sidecar, opening, schema, store
 from memoryd.index.embedder import Embedded, Embedder
 from memoryd.index.freshness import Freshness
 from memoryd.index.keyword_mirror import KeywordMirror
@@ -54,18 +54,6 @@ from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
 
-# Errors that say the index cannot be used now, not that it is damaged: never moved aside.
-NOT_CORRUPTION = (
-    apsw.BusyError,
-    apsw.LockedError,
-    apsw.CantOpenError,
-    apsw.PermissionsError,
-    apsw.ReadOnlyError,
-    apsw.IOError,
-    apsw.FullError,
-)
-VECTORS_OFF = "vectors off"  # meta fingerprint of an index opened without sqlite-vec
-CHUNKER_VERSION = 2  # bump when chunker output changes: indexes re-chunk on open
 
 
 class PreparedQuery(NamedTuple):
@@ -226,33 +214,15 @@ class WorkspaceIndex:
             )
 
     def _open_writer(self) -> None:
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        opened: apsw.Connection | None = None
-        try:
-            opened = db.connect(self.db_path)
-            problem = db.quick_check(opened)
-            if problem is None:
-                schema.migrate(opened)
-        except NOT_CORRUPTION as exc:
-            # Not corruption: moving the file aside would throw a good index away.
-            if opened is not None:
-                opened.close()
-            raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
-        except apsw.Error as exc:
-            problem = f"{type(exc).__name__}: {exc}"
-        if problem is not None or opened is None:
-            if opened is not None:
-                opened.close()
-            self._move_aside(problem or "could not open")
-            opened = db.connect(self.db_path)
-            schema.migrate(opened)
-        conn = opened
+        conn, self._rebuilt_reason = opening.open_or_rebuild(self.db_path)
         # The copies follow committed transactions only: a rolled-back write never shows.
         self._mirror.follow(conn, "vector_mirror")
         self._keywords.follow(conn, "keyword_mirror")
         try:
-            self._apply_fingerprint(conn)
-        except NOT_CORRUPTION as exc:
+            opening.apply_fingerprint(
+                conn, self.config.index, self.provider, self.vec.ok, self._mirror
+            )
+        except opening.NOT_CORRUPTION as exc:
             conn.close()
             raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
         self._wconn = conn
@@ -269,56 +239,6 @@ class WorkspaceIndex:
             mirror=self._mirror,
             keywords=self._keywords,
         )
-
-    def _move_aside(self, problem: str) -> None:
-        aside = self.db_path.with_name(self.db_path.name + ".corrupt")
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                Path(str(self.db_path) + suffix).unlink()
-        if self.db_path.exists():
-            os.replace(self.db_path, aside)
-        self._rebuilt_reason = f"index was corrupt ({problem}); rebuilt from the files"
-        log.error(
-            "index_corrupt",
-            path=str(self.db_path),
-            problem=problem,
-            moved_to=str(aside),
-            action="rebuilding from the markdown files",
-        )
-
-    def _apply_fingerprint(self, conn: apsw.Connection) -> None:
-        """A chunking change re-chunks every file; an embedding change re-embeds every chunk.
-
-        Both happen in the background: keyword search keeps answering meanwhile.
-        """
-        cfg = self.config.index
-        meta = schema.get_meta(conn)
-        chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
-        p = self.provider
-        if not self.vec.ok:
-            # Vectors written now could not follow later deletes (the vec0 table cannot be
-            # touched without sqlite-vec), so none are kept: this fingerprint makes the first
-            # open with sqlite-vec again drop what is left and re-embed (mostly from the cache).
-            embedding = VECTORS_OFF
-        elif p is not None:
-            embedding = f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
-        else:
-            embedding = "none"
-        with conn:
-            if meta.get("chunking") != chunking:
-                conn.execute("UPDATE files SET hash = ''")
-            if meta.get("embedding") != embedding:
-                store.drop_vectors(conn, self._mirror)
-            schema.set_meta(
-                conn,
-                {
-                    "schema_version": str(schema.SCHEMA_VERSION),
-                    "chunking": chunking,
-                    "embedding": embedding,
-                },
-            )
-            if p is not None and p.dims and self.vec.ok:
-                store.create_vec_table(conn, p.dims)
 
     def close(self) -> None:
         with self._lock:

@@ -1,0 +1,117 @@
+"""Opening an index file: create or migrate it, tell damage (moved aside, rebuilt from the
+markdown) from a file that cannot be used right now (an error, the file untouched), and
+compare its fingerprints with the settings (a change re-chunks or re-embeds in the
+background, keyword search answering meanwhile)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import apsw
+
+from memoryd.embeddings.base import EmbeddingProvider
+from memoryd.errors import IndexUnavailable
+from memoryd.index import db, schema, store
+from memoryd.index.vector_mirror import VectorMirror
+from memoryd.runtime.config import IndexConfig
+from memoryd.runtime.logs import get_logger
+
+log = get_logger("memoryd.index")
+
+# Errors that say the index cannot be used now, not that it is damaged: never moved aside.
+NOT_CORRUPTION = (
+    apsw.BusyError,
+    apsw.LockedError,
+    apsw.CantOpenError,
+    apsw.PermissionsError,
+    apsw.ReadOnlyError,
+    apsw.IOError,
+    apsw.FullError,
+)
+VECTORS_OFF = "vectors off"  # meta fingerprint of an index opened without sqlite-vec
+CHUNKER_VERSION = 2  # bump when chunker output changes: indexes re-chunk on open
+
+
+def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
+    """The writer's connection, migrated; and why it was rebuilt (None: it was not)."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    opened: apsw.Connection | None = None
+    try:
+        opened = db.connect(db_path)
+        problem = db.quick_check(opened)
+        if problem is None:
+            schema.migrate(opened)
+    except NOT_CORRUPTION as exc:
+        # Not corruption: moving the file aside would throw a good index away.
+        if opened is not None:
+            opened.close()
+        raise IndexUnavailable(f"cannot open index {db_path}: {exc}") from None
+    except apsw.Error as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+    if problem is None and opened is not None:
+        return opened, None
+    if opened is not None:
+        opened.close()
+    problem = problem or "could not open"
+    _move_aside(db_path, problem)
+    opened = db.connect(db_path)
+    schema.migrate(opened)
+    return opened, f"index was corrupt ({problem}); rebuilt from the files"
+
+
+def _move_aside(db_path: Path, problem: str) -> None:
+    aside = db_path.with_name(db_path.name + ".corrupt")
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(db_path) + suffix).unlink()
+    if db_path.exists():
+        os.replace(db_path, aside)
+    log.error(
+        "index_corrupt",
+        path=str(db_path),
+        problem=problem,
+        moved_to=str(aside),
+        action="rebuilding from the markdown files",
+    )
+
+
+def apply_fingerprint(
+    conn: apsw.Connection,
+    cfg: IndexConfig,
+    provider: EmbeddingProvider | None,
+    vec_ok: bool,
+    mirror: VectorMirror,
+) -> None:
+    """A chunking change re-chunks every file; an embedding change re-embeds every chunk.
+
+    Both happen in the background: keyword search keeps answering meanwhile.
+    """
+    meta = schema.get_meta(conn)
+    chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
+    p = provider
+    if not vec_ok:
+        # Vectors written now could not follow later deletes (the vec0 table cannot be
+        # touched without sqlite-vec), so none are kept: this fingerprint makes the first
+        # open with sqlite-vec again drop what is left and re-embed (mostly from the cache).
+        embedding = VECTORS_OFF
+    elif p is not None:
+        embedding = f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
+    else:
+        embedding = "none"
+    with conn:
+        if meta.get("chunking") != chunking:
+            conn.execute("UPDATE files SET hash = ''")
+        if meta.get("embedding") != embedding:
+            store.drop_vectors(conn, mirror)
+        schema.set_meta(
+            conn,
+            {
+                "schema_version": str(schema.SCHEMA_VERSION),
+                "chunking": chunking,
+                "embedding": embedding,
+            },
+        )
+        if p is not None and p.dims and vec_ok:
+            store.create_vec_table(conn, p.dims)
