@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,30 +21,18 @@ from memoryd.workspace.watcher import Watcher
 if TYPE_CHECKING:  # psycopg is imported only in fleet mode
     from memoryd.fleet.service import FleetService
 
+
+@dataclass(frozen=True)
 class StatusReport:
-    def __init__(
-        self,
-        registry: Registry,
-        scheduler: Scheduler,
-        watcher: Watcher,
-        readers: Executor,
-        config: Callable[[], Config],
-        socket_path: Path,
-        started_at: float,
-        fleet: FleetService | None = None,
-        fleet_off: str | None = None,
-    ) -> None:
-        """``config``: the current one (a reload replaces it); ``started_at``: monotonic;
-        ``fleet``: fleet mode when [fleet] is set, else why not (``fleet_off``)."""
-        self.registry = registry
-        self.scheduler = scheduler
-        self.watcher = watcher
-        self.readers = readers
-        self.config = config
-        self.socket_path = socket_path
-        self.started_at = started_at
-        self.fleet = fleet
-        self.fleet_off = fleet_off
+    registry: Registry
+    scheduler: Scheduler
+    watcher: Watcher
+    readers: Executor
+    config: Callable[[], Config]  # the current one (a reload replaces it)
+    socket_path: Path
+    started_at: float  # monotonic
+    fleet: FleetService | None = None  # fleet mode when [fleet] is set...
+    fleet_off: str | None = None  # ...else why not
 
     async def build(self, items: list[Workspace]) -> dict[str, Any]:
         return {

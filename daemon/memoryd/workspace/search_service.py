@@ -39,21 +39,13 @@ class FreshAnswer:
     result: dict[str, Any]  # the answer of the ``search`` method (docs/protocol.md)
 
 
+@dataclass(frozen=True)
 class SearchService:
-    def __init__(
-        self,
-        registry: Registry,
-        watcher: Watcher,
-        readers: Executor,
-        query_embedder: Executor,
-        config: Callable[[], Config],
-    ) -> None:
-        """``config``: the current one, read at each search."""
-        self.registry = registry
-        self.watcher = watcher
-        self.readers = readers
-        self.query_embedder = query_embedder
-        self.config = config
+    registry: Registry
+    watcher: Watcher
+    readers: Executor  # the searches the copies cannot rank
+    query_embedder: Executor  # new query vectors
+    config: Callable[[], Config]  # the current one, read at each search
 
     async def search(self, ref: str | None, req: SearchRequest) -> FreshAnswer:
         """Search workspace ``ref`` (name or path; None: the only one)."""
