@@ -248,7 +248,6 @@ def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFac
     """keyword_ranked leaves words found in >= half the chunks out of its first query; the
     BM25 top must be the one of the whole OR query, including when the other words find
     fewer chunks than asked for."""
-    from memoryd.index import db
     from memoryd.index.query import fts_match, query_terms
     from memoryd.index.search import Filters, doc_freqs, keyword_candidates, keyword_ranked
 
@@ -259,11 +258,12 @@ def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFac
         make_index.write(f"memory/2024-02-{day:02d}.md", "\n".join(lines) + "\n")
     ix = make_index({"index": {"chunk_tokens": 64, "chunk_overlap": 8}})
     ix.sync()
-    conn = db.connect(make_index.db, readonly=True)
-    try:
-        from memoryd.index.readers import Reader
+    from memoryd.index.readers import Reader
 
-        tokenize = Reader(make_index.db).tokenize
+    reader = Reader(make_index.db)
+    conn = reader.conn
+    try:
+        tokenize = reader.tokenize
         filters = Filters(("memory",), None, None, None)
         for query in ["Caroline budget", "caroline weather budget trip", "Caroline walks"]:
             terms = query_terms(query)
