@@ -13,11 +13,11 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from memoryd.index.store import FileRow
-from memoryd.workspace.layout import Layout
+from memoryd.workspace.layout import MEMORY_DIR, MEMORY_FILES, SESSIONS_DIR, Layout, daily_rel
 
 HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
 HOT_MAX = 32  # ...at most this many, the most recent
-WATCHED_FOLDERS = ("", "memory", "sessions")  # their mtimes tell a file came or went
+WATCHED_FOLDERS = ("", MEMORY_DIR, SESSIONS_DIR)  # their mtimes tell a file came or went
 
 
 class Freshness:
@@ -75,18 +75,14 @@ class Freshness:
             known = rel in self._files or any(k.startswith(rel + "/") for k in self._files)
         if known or self.layout.classify(rel) is not None:
             return True
-        return (rel in ("memory", "sessions") or rel.startswith("memory/")) and Path(path).is_dir()
+        folder = rel in (MEMORY_DIR, SESSIONS_DIR) or rel.startswith(MEMORY_DIR + "/")
+        return folder and Path(path).is_dir()
 
     def stale_hot_paths(self) -> list[Path]:
         """Recently active files whose (mtime, size) differ from the index: a cheap check
         (a few stats) that lets a search see a write the watcher has not reported yet."""
         today = date.today()
-        hot = {
-            "MEMORY.md",
-            "memory.md",
-            f"memory/{today.isoformat()}.md",
-            f"memory/{(today - timedelta(days=1)).isoformat()}.md",
-        }
+        hot = {*MEMORY_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
         now = time.monotonic()
         with self._lock:  # only the hot entries: this runs before every search
             hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
