@@ -201,6 +201,17 @@ class RawConn:
         self.close()
 
 
+def accepts(path: Path) -> bool:
+    """Whether a Unix socket at ``path`` accepts a connection: its file appears at bind(),
+    before listen(), so a file that exists may still refuse."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        try:
+            s.connect(str(path))
+        except OSError:
+            return False
+        return True
+
+
 def wait_for(predicate: Any, timeout: float = 5.0, interval: float = 0.01) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

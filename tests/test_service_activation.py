@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from daemon_util import short_home, wait_for
+from daemon_util import accepts, short_home, wait_for
 from memoryd.exit_codes import EXIT_ALREADY_RUNNING, EXIT_OK, EXIT_SOCKET
 from memoryd.rpc.instance import AlreadyRunning, Instance
 from memoryd.service.activation import (
@@ -190,7 +190,7 @@ def test_listen_fds_meant_for_another_pid_are_ignored_and_the_daemon_binds(home:
         daemon = Activated(home, unrelated, env={"TEST_LISTEN_PID": "1"})
         try:
             own = home / "run" / "memoryd.sock"
-            assert wait_for(own.exists, 15), daemon.logs()
+            assert wait_for(lambda: accepts(own), 15), daemon.logs()
             with MemoryClient(own, timeout=20) as client:
                 assert client.connect().pid == daemon.p.pid
             daemon.p.send_signal(signal.SIGTERM)

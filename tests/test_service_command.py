@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_util import short_home, wait_for
+from daemon_util import accepts, short_home, wait_for
 from memoryd.exit_codes import (
     EXIT_ERROR,
     EXIT_NO_SERVICE_MANAGER,
@@ -295,7 +295,7 @@ def test_status_without_a_manager_still_asks_the_daemon(runtime: Path) -> None:
     daemon = subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run", "--socket",
                                str(sock)], env=env, stderr=subprocess.DEVNULL)
     try:
-        assert wait_for(sock.exists, 15)
+        assert wait_for(lambda: accepts(sock), 15)
         # MEMORYD_HOME points elsewhere: status asks the service's socket all the same.
         code, out, _ = main("status", env={"MEMORYD_HOME": "/nonexistent",
                                            "XDG_RUNTIME_DIR": str(runtime)},

@@ -195,9 +195,9 @@ def run_sandboxed_daemon(home: Path, config: str) -> None:
 
 
 def _wait_for_socket(path: Path, daemon: subprocess.Popen[bytes], log: Path) -> None:
-    from daemon_util import wait_for
+    from daemon_util import accepts, wait_for
 
-    assert wait_for(lambda: path.exists() or daemon.poll() is not None, 60)
+    assert wait_for(lambda: accepts(path) or daemon.poll() is not None, 60)
     assert daemon.poll() is None, log.read_text()
 
 
