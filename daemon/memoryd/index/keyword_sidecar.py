@@ -74,7 +74,8 @@ def load(mirror: KeywordMirror, path: Path, conn: apsw.Connection) -> bool:
     if mirror.max_bytes <= 0:
         return False
     try:
-        with np.load(path, allow_pickle=False) as z:
+        # Our own handle: np.load leaves the file it opened open when the content is bad.
+        with path.open("rb") as fh, np.load(fh, allow_pickle=False) as z:
             arrays = {name: z[name] for name in (*_ARRAYS, "meta", "stems")}
     except FileNotFoundError:
         return False
