@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -126,6 +130,69 @@ class DaemonThread:
         assert not self._thread.is_alive(), "daemon thread did not stop"
         if self._error is not None:
             raise self._error
+
+
+class Proc:
+    """A ``memoryd run`` subprocess with its stderr (JSON log lines) in a file."""
+
+    def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None,
+                 preexec_fn: Any = None) -> None:
+        self.home = home
+        self.socket = home / "run" / "memoryd.sock"
+        self.log_path = home / f"daemon-{time.monotonic_ns()}.log"
+        full_env = {**os.environ, "MEMORYD_HOME": str(home),
+                    "MEMORYD_EMBEDDING_PROVIDER": "none", **(env or {})}
+        full_env.pop("MEMORYD_SOCKET", None)
+        full_env.pop("MEMORYD_CONFIG", None)
+        self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
+        self.started = time.monotonic()
+        self.p = subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run", *args],
+                                  env=full_env, stdout=subprocess.DEVNULL, stderr=self._log,
+                                  preexec_fn=preexec_fn)
+
+    def ready(self, timeout: float = 15.0) -> float:
+        """Seconds from spawn until the socket accepts (measured, never asserted)."""
+        def accepts() -> bool:
+            assert self.p.poll() is None, self.logs()
+            try:
+                with socket.socket(socket.AF_UNIX) as s:
+                    s.connect(str(self.socket))
+                return True
+            except OSError:
+                return False
+
+        assert wait_for(accepts, timeout, interval=0.002), self.logs()
+        return time.monotonic() - self.started
+
+    def logs(self) -> list[dict[str, Any]]:
+        out = []
+        for line in self.log_path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                out.append({"event": "raw", "line": line})
+        return out
+
+    def events(self) -> list[str]:
+        return [e.get("event", "") for e in self.logs()]
+
+    def wait(self, timeout: float = 20.0) -> int:
+        try:
+            return self.p.wait(timeout)
+        finally:
+            self._log.close()
+
+    def rss_bytes(self) -> int:
+        """The daemon's resident memory now (Linux /proc)."""
+        for line in Path(f"/proc/{self.p.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+        raise AssertionError("no VmRSS")
+
+    def kill(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+        self.wait()
 
 
 class RawConn:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import json
@@ -128,3 +129,37 @@ def test_llm_jobs_without_an_llm_are_said_once_at_start_not_at_every_scheduled_s
     assert "[llm]" in said[0]["reason"]
     skips = [e for e in logs if e["event"] == "job_run" and e.get("status") == "skipped"]
     assert skips == [], [e.get("message") for e in skips]
+
+
+def test_a_warning_repeated_thousands_of_times_is_written_a_few_times_then_counted(
+        restore_logging: None) -> None:
+    """The accept loop out of file descriptors wrote 74,033 identical lines in 20 s."""
+    out = io.StringIO()
+    configure_logging("info", stream=out)
+    log = get_logger("memoryd.test")
+    for pid in range(10_000):
+        log.error("asyncio_error", message="socket.accept() out of system resource", pid=pid)
+        log.info("request", method="hello", id=pid, result="ok")
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    errors = [e for e in lines if e["event"] == "asyncio_error"]
+    assert 1 <= len(errors) <= 5
+    assert sum(e["event"] == "request" for e in lines) == 10_000  # one line per request, always
+    log.error("something_else")
+    assert json.loads(out.getvalue().splitlines()[-1])["event"] == "something_else"
+
+
+def test_the_line_after_the_window_says_how_many_repeats_were_dropped() -> None:
+    import structlog
+
+    from memoryd.runtime.logs import RepeatLimiter
+
+    now = [0.0]
+    limiter = RepeatLimiter(burst=2, window=10.0, clock=lambda: now[0])
+    written = []
+    for _ in range(50):
+        with contextlib.suppress(structlog.DropEvent):
+            written.append(limiter(None, "warning", {"event": "x", "level": "warning"}))
+    assert len(written) == 2
+    now[0] = 11.0
+    event = limiter(None, "warning", {"event": "x", "level": "warning"})
+    assert event["repeats_dropped"] == 48

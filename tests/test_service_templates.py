@@ -103,6 +103,7 @@ def test_service_unit_key_by_key(exe: Path) -> None:
     assert one(service, "RestartPreventExitStatus").split() == [str(EXIT_CONFIG),
                                                                 str(EXIT_ALREADY_RUNNING)]
     assert one(service, "WatchdogSec") == "2min"
+    assert one(service, "LimitNOFILE") == "65536"  # a thousand idle clients fit
     assert one(service, "RuntimeDirectory") == "memoryd"
     assert one(service, "RuntimeDirectoryMode") == "0700"
     # Hardening that leaves the daemon its job: home writable, the rest read-only.

@@ -29,9 +29,10 @@ from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.methods import Methods
-from memoryd.rpc.server import Outcome, Request, Server
+from memoryd.rpc.server import Limits, Outcome, Request, Server
 from memoryd.rpc.status import StatusReport
-from memoryd.runtime.config import Config, load_config
+from memoryd.runtime.config import Config, ServerConfig, load_config
+from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.pool import HandoffPool
 from memoryd.runtime.state import StateDB
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from memoryd.fleet.service import FleetService
 
 log = get_logger("memoryd.daemon")
+MiB = 1024 * 1024
 WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 
 
@@ -93,7 +95,8 @@ class Daemon:
         # threads: waits abandoned by their clients must not starve the default executor,
         # which append and workspace changes use.
         self.waiters = ThreadPoolExecutor(WAIT_THREADS, thread_name_prefix="memoryd-wait")
-        self.server = Server(self._dispatch, max_frame_bytes=config.server.max_frame_bytes)
+        self.fd_limit = 0  # the soft RLIMIT_NOFILE, raised in startup
+        self.server = Server(self._dispatch, self._limits(config.server))
         self._methods: Methods | None = None
         self.state: StateDB | None = None
         self._registry: Registry | None = None
@@ -141,6 +144,8 @@ class Daemon:
         if self.handle_signals:
             # Before the socket exists: whoever sees it accept may signal us right away.
             self._install_signals()
+        self.fd_limit = raise_nofile()[0]
+        self.server.set_limits(self._limits(self.config.server))
         sock = self.instance.acquire()
         self.socket_path = self.instance.socket_path  # a socket-activated one may differ
         try:
@@ -166,7 +171,7 @@ class Daemon:
         log.info("startup", socket=str(self.socket_path), pid=os.getpid(),
                  ms=round((time.perf_counter() - started) * 1000, 1),
                  workspaces=len(self.registry.list()), config=self.config.source or None,
-                 socket_from=self.instance.manager)
+                 socket_from=self.instance.manager, open_file_limit=self.fd_limit)
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
             self.announce.flush()
@@ -281,6 +286,20 @@ class Daemon:
             self.state = None
         self.instance.release()
 
+    def _server_status(self) -> dict[str, Any]:
+        return {**self.server.stats(), "open_file_limit": self.fd_limit}
+
+    def _limits(self, cfg: ServerConfig) -> Limits:
+        cap = cfg.max_connections
+        if self.fd_limit and connection_cap(cap, self.fd_limit) < cap:
+            cap = connection_cap(cap, self.fd_limit)
+            log.warning("max_connections_lowered", configured=cfg.max_connections,
+                        max_connections=cap, open_file_limit=self.fd_limit,
+                        fix="raise LimitNOFILE (systemd) or ulimit -n")
+        return Limits(max_frame_bytes=cfg.max_frame_bytes, max_connections=cap,
+                      connection_bytes=cfg.connection_buffer_mb * MiB,
+                      total_bytes=cfg.total_buffer_mb * MiB, idle_timeout=cfg.idle_timeout)
+
     # -- requests from signals and methods ---------------------------------------------
 
     def request_exit(self, force: bool = False) -> None:
@@ -314,7 +333,7 @@ class Daemon:
             log.error("config_reload_failed", error=exc.message, action="keeping the old config")
             return
         old, self.config = self.config, new
-        self.server.max_frame_bytes = new.server.max_frame_bytes
+        self.server.set_limits(self._limits(new.server))
         restart_needed = [s for s in ("embedding", "index")
                           if getattr(old, s) != getattr(new, s)]
         restart_needed += [f"server.{k}" for k in ("debounce_ms", "reader_threads")
@@ -335,7 +354,7 @@ class Daemon:
                                    lambda: self.config),
             status=StatusReport(registry, scheduler, self.watcher, self.readers,
                                 lambda: self.config, self.socket_path, self.started_at,
-                                self.fleet, self.fleet_off),
+                                self._server_status, self.fleet, self.fleet_off),
             appender=self.appender, watcher=self.watcher, scheduler=scheduler,
             clock=self.clock, readers=self.readers, waiters=self.waiters,
             config=lambda: self.config, env=self.env,

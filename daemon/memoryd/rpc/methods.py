@@ -244,7 +244,11 @@ class Methods:
             return await self.fleet.get(*remote, path, from_line, lines)
         ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        cfg = self.config().index
+        config = self.config()
+        cfg = config.index
+        # The most a get can answer, reserved before the file is read: pipelined gets from
+        # a peer that does not read wait here instead of each holding a file's text.
+        await req.reserve(min(config.server.max_frame_bytes, cfg.max_file_bytes))
         layout = Layout(ws.root, cfg.sessions, cfg.extra_paths)
         result = await asyncio.to_thread(read_lines, layout, path, from_line, lines,
                                          cfg.max_file_bytes)

@@ -3,10 +3,16 @@
 Per connection: check the peer's uid, then read frames. A bad frame is answered
 (``protocol_error`` / ``too_large``) and that connection closed; everything else carries
 on. Each request runs as its own task, so pipelined requests are served concurrently and
-answered in completion order, each response carrying its request id. At most
-``MAX_IN_FLIGHT_PER_CONNECTION`` requests of one connection run at once: while that many
-are in flight, no further frame is read from it (back-pressure through the socket, so a
-client that pipelines without reading its answers cannot grow the daemon's memory).
+answered in completion order, each response carrying its request id.
+
+Memory is bounded by back-pressure (budget.py), never by buffering: at most
+``Limits.max_in_flight`` requests of one connection run at once, and no further frame is
+read from a connection whose unsent answers fill its byte budget; a request about to build
+a large answer (a whole file) reserves its size first, and a large frame body reserves its
+length before it is read, from the connection's budget and the daemon's. So a client that
+pipelines without reading its answers, or sends huge frames it never finishes, holds at
+most its budget. Beyond ``max_connections`` a new connection is told so and closed; one
+that shows no progress either way for ``idle_timeout`` seconds is closed.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memoryd.rpc.budget import ByteBudget
 from memoryd.rpc.peer import peer_credentials
 from memoryd.runtime.logs import get_logger
 from memoryd_client import protocol
@@ -32,6 +39,20 @@ _OUR_FAILURES = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.
 
 Emit = Callable[[str, dict[str, Any]], None]
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+MiB = 1024 * 1024
+# A frame body above this reserves its length before it is read; smaller ones are covered
+# by the in-flight cap (64 of them are a few MiB at most).
+LARGE_BODY_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_frame_bytes: int
+    max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION  # requests per connection
+    max_connections: int = 1000
+    connection_bytes: int = 32 * MiB  # unsent answers + large bodies, per connection
+    total_bytes: int = 256 * MiB  # the same, all connections together
+    idle_timeout: float = 300.0  # seconds without progress before a connection is closed; 0: never
 
 
 @dataclass
@@ -41,6 +62,16 @@ class Request:
     params: Any  # a map when well-formed; the dispatcher refuses anything else
     emit: Emit  # sends an event frame (e.g. progress) for this request, before its response
     log_fields: dict[str, Any] = field(default_factory=dict)  # handlers add e.g. workspace
+    conn: _Connection | None = None
+    reserved: int = 0  # budget bytes reserved for the answer (released once it is sent)
+
+    async def reserve(self, nbytes: int) -> None:
+        """Before building an answer of about ``nbytes`` (a file's text): wait until this
+        connection and the daemon have room, so a peer that does not read its answers
+        makes its own requests wait instead of growing the daemon's memory."""
+        if self.conn is not None and nbytes > 0:
+            await self.conn.reserve(nbytes)
+            self.reserved += nbytes
 
 
 @dataclass(frozen=True)
@@ -53,32 +84,85 @@ Dispatch = Callable[[Request], Awaitable[Outcome]]
 
 
 class _Connection:
-    def __init__(self, writer: asyncio.StreamWriter, peer_pid: int | None,
-                 max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, peer_pid: int | None, limits: Limits,
+                 total: ByteBudget) -> None:
         self.writer = writer
         self.peer_pid = peer_pid
         self.lock = asyncio.Lock()
-        self.slots = asyncio.Semaphore(max_in_flight)  # a request in flight holds one
+        self.slots = asyncio.Semaphore(limits.max_in_flight)  # a request in flight holds one
+        self.budget = ByteBudget(limits.connection_bytes)
+        self.total = total  # the daemon's, shared by every connection
         self.tasks: set[asyncio.Task[None]] = set()
+        self.serving: asyncio.Task[Any] | None = None  # the task reading this connection
         self.closed = False
+        self.aborted = False  # closed by us for want of progress: pending answers are dropped
+        self.computing = 0  # requests being worked on (not waiting for budget or the peer)
+        self.last_progress = time.monotonic()
+        self._last_buffered = 0
 
     def write_nowait(self, frame: bytes) -> None:
         """Queue a whole frame; frames never interleave because each is one write() call."""
         if not self.closed and not self.writer.is_closing():
             self.writer.write(frame)
 
-    async def send(self, frame: bytes) -> None:
-        if not self.lock.locked() and not self.closed and not self.writer.is_closing():
-            self.writer.write(frame)
-            if not self.writer.transport.get_write_buffer_size():
-                return  # the kernel took all of it (the usual case): nothing to drain
-            frame = b""  # queued; what is left is waiting for the peer to read it
-        async with self.lock:
-            if self.closed or self.writer.is_closing():
-                return
-            self.writer.write(frame)  # nothing for b""
-            with contextlib.suppress(ConnectionError, OSError):
-                await self.writer.drain()
+    async def reserve(self, nbytes: int) -> None:
+        """Room for ``nbytes`` in this connection's budget, then in the daemon's."""
+        self.computing -= 1  # waiting for room is not work: the idle check may close us
+        try:
+            await self.budget.acquire(nbytes)
+            try:
+                await self.total.acquire(nbytes)
+            except BaseException:
+                self.budget.release(nbytes)
+                raise
+        finally:
+            self.computing += 1
+
+    def charge(self, nbytes: int) -> None:
+        self.budget.charge(nbytes)
+        self.total.charge(nbytes)
+
+    def release(self, nbytes: int) -> None:
+        if nbytes:
+            self.budget.release(nbytes)
+            self.total.release(nbytes)
+
+    async def send(self, frame: bytes, held: int = 0) -> None:
+        """Queue a whole frame; the ``held`` budget bytes are released once the peer has
+        taken it (all but the transport's low-water mark of it)."""
+        try:
+            if not self.lock.locked() and not self.closed and not self.writer.is_closing():
+                self.writer.write(frame)
+                if not self.writer.transport.get_write_buffer_size():
+                    self.last_progress = time.monotonic()
+                    return  # the kernel took all of it (the usual case): nothing to drain
+                frame = b""  # queued; what is left is waiting for the peer to read it
+            async with self.lock:
+                if self.closed or self.writer.is_closing():
+                    return
+                self.writer.write(frame)  # nothing for b""
+                with contextlib.suppress(ConnectionError, OSError):
+                    await self.writer.drain()
+                self.last_progress = time.monotonic()
+        finally:
+            self.release(held)
+
+    def idle_for(self, now: float) -> float:
+        """Seconds without progress: no frame read, no byte taken by the peer, no request
+        being worked on."""
+        buffered = self.writer.transport.get_write_buffer_size()
+        if buffered != self._last_buffered or self.computing > 0:
+            self._last_buffered = buffered
+            self.last_progress = now
+        return now - self.last_progress
+
+    def abort(self) -> None:
+        """Close without flushing (the peer is not reading) and stop its reader."""
+        self.aborted = True
+        self.closed = True
+        self.writer.transport.abort()
+        if self.serving is not None:
+            self.serving.cancel()
 
     def close(self) -> None:
         if not self.closed:
@@ -87,17 +171,28 @@ class _Connection:
 
 
 class Server:
-    def __init__(self, dispatch: Dispatch, *, max_frame_bytes: int,
-                 max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION) -> None:
+    def __init__(self, dispatch: Dispatch, limits: Limits) -> None:
         self.dispatch = dispatch
-        self.max_frame_bytes = max_frame_bytes
-        self.max_in_flight = max_in_flight  # per connection
+        self.limits = limits
         self.shutting_down = False
+        self.total = ByteBudget(limits.total_bytes)
         self._server: asyncio.AbstractServer | None = None
         self._conns: set[_Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn_tasks: set[asyncio.Task[None]] = set()
+        self._reaper: asyncio.Task[None] | None = None
         self._uid = os.geteuid()
+        self.refused_connections = 0  # beyond max_connections, since start
+        self.idle_closed = 0
+
+    @property
+    def max_frame_bytes(self) -> int:
+        return self.limits.max_frame_bytes
+
+    def set_limits(self, limits: Limits) -> None:
+        """After a reload: new connections get the new limits; the total budget follows."""
+        self.limits = limits
+        self.total.limit = limits.total_bytes
 
     async def start(self, sock: socket.socket) -> None:
         """Serve on an already bound and listening socket (instance.py made it, or the
@@ -109,6 +204,7 @@ class Server:
                                                            cleanup_socket=False)
         else:
             self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
+        self._reaper = asyncio.create_task(self._close_idle(), name="memoryd-idle-connections")
 
     @property
     def in_flight(self) -> int:
@@ -117,6 +213,17 @@ class Server:
     @property
     def connections(self) -> int:
         return len(self._conns)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of unsent answers and large bodies being read, all connections."""
+        return self.total.used
+
+    def stats(self) -> dict[str, Any]:
+        return {"connections": len(self._conns), "max_connections": self.limits.max_connections,
+                "in_flight": len(self._tasks), "held_bytes": self.total.used,
+                "refused_connections": self.refused_connections,
+                "idle_closed": self.idle_closed}
 
     # -- connections -------------------------------------------------------------------
 
@@ -140,7 +247,8 @@ class Server:
                                 writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
         creds = peer_credentials(sock) if sock is not None else None
-        conn = _Connection(writer, creds.pid if creds else None, self.max_in_flight)
+        conn = _Connection(writer, creds.pid if creds else None, self.limits, self.total)
+        conn.serving = asyncio.current_task()
         if creds is None:  # fail closed: a peer we cannot identify is not let in
             log.warning("peer_refused", reason="peer credentials unavailable")
             await conn.send(protocol.pack(protocol.error(
@@ -157,6 +265,16 @@ class Server:
                 f"{self._uid} only")))
             conn.close()
             return
+        if len(self._conns) >= self.limits.max_connections:
+            self.refused_connections += 1
+            log.warning("connection_refused", reason="too many connections",
+                        max_connections=self.limits.max_connections)
+            await conn.send(protocol.pack(protocol.error(
+                None, ErrorCode.UNAVAILABLE,
+                f"memoryd serves at most {self.limits.max_connections} connections at once "
+                "(server.max_connections); close idle ones or try again later")))
+            conn.close()
+            return
         self._conns.add(conn)
         try:
             await self._read_loop(reader, conn)
@@ -165,7 +283,11 @@ class Server:
         finally:
             try:
                 # Requests read before the end of stream (or before a bad frame) are still
-                # answered: a peer may half-close after pipelining.
+                # answered: a peer may half-close after pipelining. A connection closed for
+                # want of progress drops them (they only wait for budget or the peer).
+                if conn.aborted:
+                    for t in conn.tasks:
+                        t.cancel()
                 if conn.tasks:
                     await asyncio.gather(*conn.tasks, return_exceptions=True)
             finally:
@@ -176,6 +298,7 @@ class Server:
         """Read and dispatch frames until the end of stream or the first bad frame."""
         while True:
             await conn.slots.acquire()  # a free slot before reading: back-pressure
+            await conn.budget.wait_room()  # and room for answers: the peer reads them
             dispatched = False
             try:
                 dispatched = await self._read_one(reader, conn)
@@ -191,16 +314,30 @@ class Server:
         try:
             header = await reader.readexactly(protocol.HEADER.size)
         except asyncio.IncompleteReadError as exc:
-            if exc.partial:
+            if exc.partial and not conn.closed:
                 await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, "truncated frame header")
             return False
+        conn.last_progress = time.monotonic()
+        held = 0
         try:
             length = protocol.frame_length(header, self.max_frame_bytes)
+            if length > LARGE_BODY_BYTES:
+                conn.computing += 1  # reserve() counts its wait as idle time
+                try:
+                    await conn.reserve(length)
+                finally:
+                    conn.computing -= 1
+                held = length
             try:
                 body = await reader.readexactly(length)
             except asyncio.IncompleteReadError:
+                if conn.closed:
+                    return False
                 raise FrameError(ErrorCode.PROTOCOL_ERROR,
                                  f"truncated frame: expected {length} bytes") from None
+            finally:
+                conn.release(held)
+            conn.last_progress = time.monotonic()
             req = self._parse(protocol.unpack(body), conn)
         except FrameError as exc:
             await self._refuse(conn, exc.code, exc.message)
@@ -248,7 +385,7 @@ class Server:
         def emit(name: str, data: dict[str, Any]) -> None:
             conn.write_nowait(protocol.pack(protocol.event(req_id, name, data)))
 
-        return Request(id=req_id, method=method, params=params, emit=emit)
+        return Request(id=req_id, method=method, params=params, emit=emit, conn=conn)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -259,14 +396,23 @@ class Server:
                                              "the daemon is shutting down"),
                               ErrorCode.SHUTTING_DOWN)
         else:
+            conn.computing += 1
             try:
                 outcome = await self.dispatch(req)
-            except asyncio.CancelledError:
+            except BaseException as exc:
+                conn.release(req.reserved)
+                if not isinstance(exc, asyncio.CancelledError):
+                    raise
+                if conn.aborted:
+                    self._log_request(conn, req, "connection_closed", started)
+                    raise
                 # Forced shutdown: still tell the client why, without waiting on it.
                 conn.write_nowait(protocol.pack(protocol.error(
                     req.id, ErrorCode.SHUTTING_DOWN, "the daemon shut down during the request")))
                 self._log_request(conn, req, ErrorCode.SHUTTING_DOWN, started)
                 raise
+            finally:
+                conn.computing -= 1
         frame = protocol.pack(outcome.message)
         code = outcome.code
         if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
@@ -274,10 +420,13 @@ class Server:
             frame = protocol.pack(protocol.error(
                 req.id, code, f"the response ({len(frame)} bytes) exceeds the frame limit "
                 f"of {self.max_frame_bytes}; ask for less (e.g. get with lines)"))
+        # What the answer holds beyond its reservation is charged as it is: it exists.
+        conn.charge(len(frame))
+        conn.release(req.reserved)
         # Logged before the answer leaves, so a client never sees an answer whose log line
         # is not written yet; the write itself only queues bytes.
         self._log_request(conn, req, code, started)
-        await conn.send(frame)
+        await conn.send(frame, len(frame))
 
     @staticmethod
     def _log_request(conn: _Connection, req: Request, code: str, started: float) -> None:
@@ -319,8 +468,28 @@ class Server:
             await asyncio.wait(leftover, timeout=1.0)
         return len(leftover)
 
+    async def _close_idle(self) -> None:
+        """Close connections that showed no progress for ``idle_timeout`` seconds: an idle
+        client holds a file descriptor, a peer that stopped reading holds its budget."""
+        while True:
+            timeout = self.limits.idle_timeout
+            await asyncio.sleep(min(max(timeout / 4, 0.05), 5.0) if timeout else 5.0)
+            if not timeout:
+                continue
+            now = time.monotonic()
+            for conn in list(self._conns):
+                if not conn.closed and conn.idle_for(now) > timeout:
+                    self.idle_closed += 1
+                    log.info("connection_closed_idle", idle_timeout=timeout,
+                             peer_pid=conn.peer_pid, unsent_bytes=conn.budget.used)
+                    conn.abort()
+
     async def close(self) -> None:
         """Close every connection (after ``drain``)."""
+        if self._reaper is not None:
+            self._reaper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reaper
         for conn in list(self._conns):
             conn.close()
         for t in list(self._conn_tasks):

@@ -31,6 +31,7 @@ class StatusReport:
     config: Callable[[], Config]  # the current one (a reload replaces it)
     socket_path: Path
     started_at: float  # monotonic
+    server: Callable[[], dict[str, Any]]  # connections, refusals, held bytes, fd limit
     fleet: FleetService | None = None  # fleet mode when [fleet] is set...
     fleet_off: str | None = None  # ...else why not
 
@@ -42,6 +43,7 @@ class StatusReport:
             "socket": str(self.socket_path),
             "config_source": self.config().source or None,
             "provider": self.provider(),
+            "server": self.server(),
             "workspaces": await asyncio.gather(*(self.workspace(w) for w in items)),
             **(
                 {"fleet": self.fleet.local_status()}

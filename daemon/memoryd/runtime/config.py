@@ -181,6 +181,16 @@ class ServerConfig:
     # chunks, 16 clients: ~1,280 searches/s against ~850); the rest go to the readers.
     inline_searches: bool = _opt(True)
     shutdown_timeout: float = _opt(10.0, lo=0.0, hi=3600)
+    # Connections served at once; more are told so and closed. Also kept below the open
+    # file limit (raised to its hard limit at start), so accepting never runs out of fds.
+    max_connections: int = _opt(1000, lo=1, hi=1_000_000)
+    # A connection with nothing in flight that neither sends nor reads for this long is
+    # closed (clients reconnect on their next call). 0: never.
+    idle_timeout: float = _opt(300.0, lo=0.0, hi=86400 * 7)
+    # Unsent answers and large frame bodies held for one connection, and for all of them:
+    # beyond it a connection is not read (and large answers wait) until its peer reads.
+    connection_buffer_mb: int = _opt(32, lo=1, hi=1 << 16)
+    total_buffer_mb: int = _opt(256, lo=1, hi=1 << 20)
 
 
 def _fleet_host(value: str) -> str | None:

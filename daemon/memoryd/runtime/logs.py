@@ -5,6 +5,9 @@ journald and launchd log files get one JSON object per line; a person running
 ``$JOURNAL_STREAM`` names) each line starts with its syslog priority, ``<4>`` for a warning,
 which journald strips and records, so ``journalctl -p warning`` filters. Keys that look like
 secrets are masked whatever logs them, so an API key cannot reach a log by accident.
+A warning or error repeated many times a second (a failing accept loop, a flood of
+refused connections) is written a few times per window, then counted, never written 70,000
+times.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import logging
 import os
 import re
 import sys
-from collections.abc import MutableMapping
+import threading
+import time
+from collections.abc import Callable, MutableMapping
 from typing import Any, Final, TextIO
 
 import structlog
@@ -72,6 +77,46 @@ def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> Mutabl
     return event
 
 
+class RepeatLimiter:
+    """Drops a warning or error line repeated more than ``burst`` times in ``window``
+    seconds; the first line after the window says how many were dropped.
+
+    Lines are the same when they differ only in volatile fields (time, pid, ms). Request
+    lines carry their request id, so they are never taken for repeats.
+    """
+
+    VOLATILE: Final = frozenset({"timestamp", "peer_pid", "pid", "ms"})
+    LEVELS: Final = frozenset({"warning", "error", "critical"})
+    MAX_KEYS: Final = 4096
+
+    def __init__(self, burst: int = 5, window: float = 10.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.burst, self.window, self.clock = burst, window, clock
+        self._seen: dict[str, list[float]] = {}  # key -> [window start, count, dropped]
+        self._lock = threading.Lock()  # threads log too
+
+    def __call__(self, _logger: Any, _name: str,
+                 event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        if event.get("level") not in self.LEVELS:
+            return event
+        key = repr(sorted((k, repr(v)) for k, v in event.items() if k not in self.VOLATILE))
+        now = self.clock()
+        with self._lock:
+            seen = self._seen.get(key)
+            if seen is None or now - seen[0] > self.window:
+                if seen is not None and seen[2]:
+                    event["repeats_dropped"] = int(seen[2])
+                if len(self._seen) >= self.MAX_KEYS:
+                    self._seen.clear()
+                self._seen[key] = [now, 1, 0]
+                return event
+            seen[1] += 1
+            if seen[1] <= self.burst:
+                return event
+            seen[2] += 1
+        raise structlog.DropEvent
+
+
 def _json_default(obj: Any) -> Any:
     """What JSON cannot encode: its ``__structlog__()`` if it has one, else its repr."""
     as_log = getattr(obj, "__structlog__", None)
@@ -122,6 +167,7 @@ def configure_logging(level: str = "info", *, json: bool | None = None,
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
+            RepeatLimiter(),
             structlog.processors.TimeStamper(fmt="iso", utc=False),
             _redact,
             structlog.processors.format_exc_info,

@@ -1,0 +1,223 @@
+"""The server's bounds: back-pressure on memory, the connection cap, idle connections, fds.
+
+Memory is measured as the daemon's RSS (a real ``memoryd run`` subprocess): what the tests
+pin is how much a client that does not read, or never finishes its frames, can make the
+daemon hold. RSS is not a timing; the margins are several times the noise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+import socket
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon_util import (
+    DaemonThread,
+    Proc,
+    RawConn,
+    error_code,
+    short_home,
+    wait_for,
+)
+from memoryd_client import MemoryClient, protocol
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    with short_home() as h:
+        yield h
+
+
+def write_config(home: Path, server: str) -> None:
+    (home / "config.toml").write_text(f"[server]\n{server}\n")
+
+
+def workspace_with_big_memory(root: Path, mib: int) -> Path:
+    (root / "memory").mkdir(parents=True)
+    line = "a line of a long memory file that an agent asks for whole\n"
+    (root / "MEMORY.md").write_text(line * (mib * MiB // len(line)))
+    return root
+
+
+def test_pipelined_gets_of_a_big_file_not_read_hold_one_answer_not_sixty_four(
+        home: Path) -> None:
+    """64 pipelined gets of a 15 MiB file, none read, took the daemon to 2.1 GB."""
+    write_config(home, "connection_buffer_mb = 8")
+    ws = workspace_with_big_memory(home / "ws", 4)
+    proc = Proc(home)
+    try:
+        proc.ready()
+        with RawConn(proc.socket, timeout=60) as c:
+            c.result("workspace.add", {"path": str(ws)})
+            c.result("get", {"path": "MEMORY.md", "lines": 1})
+            before = proc.rss_bytes()
+            c.send_raw(b"".join(protocol.pack(protocol.request(100 + i, "get",
+                                                               {"path": "MEMORY.md"}))
+                                for i in range(64)))
+            peak = before
+            for _ in range(30):  # 3 s: long enough to read 64 x 4 MiB several times over
+                peak = max(peak, proc.rss_bytes())
+                time.sleep(0.1)
+            assert peak - before < 80 * MiB, f"grew {(peak - before) // MiB} MiB"
+            answered = 0
+            while answered < 64:  # reading now: every get is answered in full
+                frame = c.frame()
+                assert frame["ok"], frame
+                assert frame["result"]["total_lines"] > 60_000
+                answered += 1
+    finally:
+        proc.kill()
+
+
+def test_unfinished_huge_frames_hold_the_total_budget_at_most_and_nothing_after_close(
+        home: Path) -> None:
+    """40 incomplete 16 MiB frames took the daemon from 65 to 721 MB, kept after close."""
+    write_config(home, "max_frame_bytes = 4194304\ntotal_buffer_mb = 8")
+    proc = Proc(home)
+    socks: list[socket.socket] = []
+    try:
+        proc.ready()
+        before = proc.rss_bytes()
+        body = b"\x00" * (3 * MiB)
+        sent = []
+        for _ in range(30):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(proc.socket))
+            s.sendall(struct.pack(">I", 4 * MiB))
+            s.setblocking(False)
+            socks.append(s)
+            sent.append(0)
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline:  # push what each socket takes, 3 MiB at most
+            for i, s in enumerate(socks):
+                if sent[i] < len(body):
+                    with contextlib.suppress(BlockingIOError):
+                        sent[i] += s.send(body[sent[i]:sent[i] + 256 * 1024])
+            time.sleep(0.01)
+        held = proc.rss_bytes() - before
+        assert held < 40 * MiB, f"held {held // MiB} MiB for {sum(sent) // MiB} MiB sent"
+        for s in socks:
+            s.close()
+        socks.clear()
+        with RawConn(proc.socket) as c:  # serving as before
+            assert c.result("hello")["server"] == "memoryd"
+        assert wait_for(lambda: proc.rss_bytes() - before < 30 * MiB, 10), \
+            f"{(proc.rss_bytes() - before) // MiB} MiB kept after close"
+    finally:
+        for s in socks:
+            s.close()
+        proc.kill()
+
+
+def test_beyond_max_connections_a_client_is_told_so_and_others_carry_on(home: Path) -> None:
+    with DaemonThread(home, config={"server": {"max_connections": 3}}) as d:
+        conns = [RawConn(d.socket_path) for _ in range(3)]
+        try:
+            for c in conns:
+                assert c.result("hello")["server"] == "memoryd"
+            with RawConn(d.socket_path) as extra:
+                frame = extra.frame()
+                assert error_code(frame) == "unavailable"
+                assert "max_connections" in frame["error"]["message"]
+                assert extra.closed_by_peer()
+            conns.pop().close()
+            assert wait_for(lambda: d.daemon is not None and d.daemon.server.connections < 3)
+            with RawConn(d.socket_path) as again:
+                assert again.result("hello")["server"] == "memoryd"
+            assert conns[0].result("status")["server"]["refused_connections"] == 1
+        finally:
+            for c in conns:
+                c.close()
+
+
+def test_an_idle_connection_is_closed_and_the_client_reconnects_by_itself(home: Path) -> None:
+    with DaemonThread(home, config={"server": {"idle_timeout": 0.3}}) as d:
+        with RawConn(d.socket_path) as raw:
+            assert raw.result("hello")["server"] == "memoryd"
+            assert raw.closed_by_peer()  # within the socket's 10 s timeout
+        with MemoryClient(d.socket_path) as client:
+            client.call("hello")
+            assert d.daemon is not None
+            assert wait_for(lambda: d.daemon.server.idle_closed >= 2)  # type: ignore[union-attr]
+            assert client.call("hello")["server"] == "memoryd"
+
+
+def test_a_peer_that_stops_reading_is_closed_after_the_idle_timeout_and_frees_its_budget(
+        home: Path) -> None:
+    ws = workspace_with_big_memory(home / "ws", 2)
+    with DaemonThread(home, config={"server": {"idle_timeout": 0.5,
+                                               "connection_buffer_mb": 4}}) as d:
+        assert d.daemon is not None
+        server = d.daemon.server
+        with RawConn(d.socket_path) as c:
+            c.result("workspace.add", {"path": str(ws)})
+            c.send_raw(b"".join(protocol.pack(protocol.request(10 + i, "get",
+                                                               {"path": "MEMORY.md"}))
+                                for i in range(20)))
+            assert wait_for(lambda: server.held_bytes > MiB)
+            assert wait_for(lambda: server.connections == 0, 10)
+            assert wait_for(lambda: server.held_bytes == 0 and server.in_flight == 0, 5)
+        with RawConn(d.socket_path) as other:
+            assert other.result("get", {"path": "MEMORY.md", "lines": 2})["lines"] == 2
+
+
+def _limit_fds(soft: int, hard: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_the_soft_open_file_limit_is_raised_to_the_hard_limit_at_start(home: Path) -> None:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 2048:
+        pytest.skip(f"the hard limit here is {hard}")
+    proc = Proc(home, preexec_fn=lambda: _limit_fds(1024, hard))
+    try:
+        proc.ready()
+        limits = Path(f"/proc/{proc.p.pid}/limits").read_text().splitlines()
+        line = next(x for x in limits if x.startswith("Max open files"))
+        assert line.split()[3:5] == [str(hard), str(hard)], line
+        with RawConn(proc.socket) as c:
+            assert c.result("status")["server"]["open_file_limit"] == hard
+    finally:
+        proc.kill()
+
+
+def test_idle_connections_past_the_fd_limit_are_refused_politely_and_sqlite_still_opens(
+        home: Path) -> None:
+    """1,108 idle connections against a 1,024 limit broke new clients, made SQLite fail
+    with CantOpenError and wrote 74,033 log lines in 20 s."""
+    proc = Proc(home, preexec_fn=lambda: _limit_fds(320, 320))
+    conns: list[RawConn] = []
+    try:
+        proc.ready()
+        refused, served = 0, []
+        for _ in range(120):
+            c = RawConn(proc.socket)
+            conns.append(c)
+            with contextlib.suppress(BrokenPipeError):  # refused ones may be closed already
+                c.send(protocol.request(1, "hello"))
+            frame = c.frame()
+            if error_code(frame) == "unavailable":
+                refused += 1
+            else:
+                served.append(c)
+        assert refused > 0 and len(served) == 64  # 320 fds leave 64 connections
+        ws = home / "ws"
+        (ws / "memory").mkdir(parents=True)
+        (ws / "MEMORY.md").write_text("# Memory\n\nthe quokka is the mascot\n")
+        assert served[0].result("workspace.add", {"path": str(ws)})["added"]
+        assert wait_for(lambda: served[0].result("search", {"query": "quokka"})["results"], 10)
+        events = proc.events()
+        assert events.count("connection_refused") <= 6  # then counted, not written
+        assert "asyncio_error" not in events
+    finally:
+        for c in conns:
+            c.close()
+        proc.kill()
