@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import threading
 from pathlib import Path
 
@@ -91,3 +93,123 @@ def test_history_and_state_are_safe_from_many_threads(tmp_path: Path) -> None:
         t.join()
     state.close()
     assert errors == []
+
+
+# -- one runner, and recovery -------------------------------------------------------------
+
+
+def test_two_connections_opening_a_new_state_database_at_once_both_succeed(
+        tmp_path: Path) -> None:
+    """The state database had its own runner without the index's concurrent-open fix."""
+    for round_ in range(10):
+        path = tmp_path / f"s{round_}.sqlite"
+        barrier = threading.Barrier(4)
+        errors: list[BaseException] = []
+        opened: list[StateDB] = []
+
+        def open_it(path: Path, barrier: threading.Barrier, errors: list[BaseException],
+                    opened: list[StateDB]) -> None:
+            barrier.wait()
+            try:
+                opened.append(StateDB(path))
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=open_it, args=(path, barrier, errors, opened))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors
+        for db in opened:
+            db.close()
+
+
+def _registered(tmp_path: Path) -> Path:
+    db = StateDB(tmp_path / "state.sqlite")
+    db.add_workspace("notes", Path("/w/notes"))
+    db.add_workspace("agent", Path("/w/agent"))
+    db.close()
+    return tmp_path / "state.sqlite"
+
+
+def test_a_scribbled_state_database_is_moved_aside_and_the_registry_comes_back(
+        tmp_path: Path) -> None:
+    path = _registered(tmp_path)
+    size = path.stat().st_size
+    path.write_bytes(os.urandom(size))
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}-{suffix[1:]}").unlink(missing_ok=True)
+    db = StateDB(path)
+    assert [(w.name, w.path) for w in db.workspaces()] == [
+        ("notes", Path("/w/notes")), ("agent", Path("/w/agent"))]
+    assert db.recovered is not None and "damaged" in db.recovered
+    assert "2 registered workspace(s) restored" in db.recovered
+    assert (tmp_path / "state.sqlite.corrupt").stat().st_size == size
+    db.close()
+    again = StateDB(path)  # sound again: nothing to say
+    assert again.recovered is None and len(again.workspaces()) == 2
+    again.close()
+
+
+def test_a_state_database_truncated_to_nothing_does_not_forget_the_workspaces(
+        tmp_path: Path) -> None:
+    path = _registered(tmp_path)
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if p.exists():
+            p.write_bytes(b"")
+    db = StateDB(path)
+    assert [w.name for w in db.workspaces()] == ["notes", "agent"]
+    assert db.recovered is not None and "empty" in db.recovered
+    db.close()
+
+
+def test_a_failing_migration_is_an_error_not_damage(tmp_path: Path) -> None:
+    StateDB(tmp_path / "s.sqlite").close()
+    with pytest.raises(StateError):
+        StateDB(tmp_path / "s.sqlite", migrations=[*MIGRATIONS, ("9_bad", "CREATE TABLE")])
+    assert not (tmp_path / "s.sqlite.corrupt").exists()
+
+
+def test_state_and_index_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
+    from memoryd.index import db
+
+    old = os.umask(0o022)
+    try:
+        state = StateDB(tmp_path / "state" / "state.sqlite")
+        state.add_workspace("w", Path("/w"))
+        conn = db.connect(tmp_path / "data" / "index" / "w.sqlite")
+        conn.execute("CREATE TABLE t(x)")
+    finally:
+        os.umask(old)
+    for d in ("state", "data", "data/index"):
+        assert stat.S_IMODE((tmp_path / d).stat().st_mode) == 0o700, d
+    for f in ("state/state.sqlite", "state/state.sqlite-wal", "state/workspaces.json",
+              "data/index/w.sqlite", "data/index/w.sqlite-wal"):
+        assert stat.S_IMODE((tmp_path / f).stat().st_mode) == 0o600, f
+    conn.close()
+    state.close()
+
+
+def test_the_daemon_starts_on_a_scribbled_state_database_and_says_so(tmp_path: Path) -> None:
+    """It refused to start (exit 1, which systemd retried five times)."""
+    from daemon_util import DaemonThread, RawConn, short_home
+    from memoryd.runtime.doctor import check_state
+
+    with short_home() as home:
+        ws = home / "ws"
+        (ws / "memory").mkdir(parents=True)
+        with DaemonThread(home) as d, RawConn(d.socket_path) as c:
+            c.result("workspace.add", {"path": str(ws)})
+        state_db = home / "state" / "state.sqlite"
+        state_db.write_bytes(b"scribbled by a tester " * 4096)
+        Path(f"{state_db}-wal").unlink(missing_ok=True)
+        Path(f"{state_db}-shm").unlink(missing_ok=True)
+        check = check_state(state_db)
+        assert not check.ok and "damaged" in check.detail and "workspaces.json" in check.fix
+        with DaemonThread(home) as d, RawConn(d.socket_path) as c:
+            status = c.result("status")
+            assert [w["name"] for w in status["workspaces"]] == ["ws"]
+            assert any("moved to state.sqlite.corrupt" in r for r in status["degraded"])
+        assert check_state(state_db).ok

@@ -23,6 +23,7 @@ def format_status(status: Status) -> list[str]:
     if p.reason:
         provider += f"  ({p.reason})"
     lines.append(provider)
+    lines.extend(f"degraded: {reason}" for reason in status.degraded)
     if not status.workspaces:
         lines.append("no workspace registered (memctl workspace add PATH)")
     for ws in status.workspaces:

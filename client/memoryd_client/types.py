@@ -479,6 +479,7 @@ class Status:
     config_source: str | None
     provider: ProviderStatus
     workspaces: list[WorkspaceStatus]
+    degraded: list[str] = field(default_factory=list)  # the daemon's own (e.g. state rebuilt)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -494,6 +495,7 @@ class Status:
             else str(f.data["config_source"]),
             provider=ProviderStatus.from_wire(f.data.get("provider")),
             workspaces=[WorkspaceStatus.from_wire(w) for w in f.get_list("workspaces")],
+            degraded=f.get_strs("degraded"),
             raw=f.data,
         )
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import memoryd
 from memoryd.errors import MemorydError
 from memoryd.fleet.configured import fleet_configured
+from memoryd.index.db import make_private_dir
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.jobs.flush_queue import FlushQueue
 from memoryd.jobs.history import History
@@ -149,6 +150,8 @@ class Daemon:
         sock = self.instance.acquire()
         self.socket_path = self.instance.socket_path  # a socket-activated one may differ
         try:
+            for folder in (self.paths.data_dir, self.paths.index_dir, self.paths.state_dir):
+                make_private_dir(folder)  # notes live in there: 0700 whatever the umask
             self.state = StateDB(self.paths.state_db)
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
@@ -354,7 +357,8 @@ class Daemon:
                                    lambda: self.config),
             status=StatusReport(registry, scheduler, self.watcher, self.readers,
                                 lambda: self.config, self.socket_path, self.started_at,
-                                self._server_status, self.fleet, self.fleet_off),
+                                self._server_status, self.degraded, self.fleet,
+                                self.fleet_off),
             appender=self.appender, watcher=self.watcher, scheduler=scheduler,
             clock=self.clock, readers=self.readers, waiters=self.waiters,
             config=lambda: self.config, env=self.env,
@@ -371,6 +375,10 @@ class Daemon:
             if w.index is not None)
         if self._scheduler is not None:
             self._scheduler.wake()
+
+    def degraded(self) -> list[str]:
+        """What is wrong with the daemon itself (a workspace's own problems are its own)."""
+        return [self.state.recovered] if self.state is not None and self.state.recovered else []
 
 
 def ready_line(socket_path: Path, workspaces: list[Workspace]) -> str:

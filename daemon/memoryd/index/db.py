@@ -1,13 +1,21 @@
-"""The one SQLite connection factory: apsw, WAL, pragmas, sqlite-vec loaded and probed.
+"""The one SQLite connection factory and migration runner, for the indexes and the state.
 
-Python's own sqlite3 often cannot load extensions; apsw ships a current SQLite that can.
-sqlite-vec is *probed* with a real vec0 KNN query, once per process, so a build that loads
-but does not work is detected: keyword search then still works and status says why.
+apsw, WAL, pragmas, sqlite-vec loaded and probed. Python's own sqlite3 often cannot load
+extensions; apsw ships a current SQLite that can. sqlite-vec is *probed* with a real vec0
+KNN query, once per process, so a build that loads but does not work is detected: keyword
+search then still works and status says why.
+
+Database files are created 0600 in 0700 folders whatever the umask (SQLite gives the WAL
+and shared-memory files the database's mode): they hold the user's notes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import stat
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +26,10 @@ import apsw
 from memoryd.index.keyword_text import SQL_FUNCTION, keyword_text
 
 BUSY_TIMEOUT_MS = 5000
+# A named migration: (name, SQL). Applied once each, in order, recorded in `migrations`.
+Migration = tuple[str, str]
+# What says a file is damaged (moved aside and rebuilt); anything else is not ours to judge.
+CORRUPTION = (apsw.CorruptError, apsw.NotADBError)
 
 
 @dataclass(frozen=True)
@@ -66,26 +78,102 @@ def _keyword_text_sql(*args: apsw.SQLiteValue) -> apsw.SQLiteValue:
     return keyword_text(text) if isinstance(text, str) else text
 
 
-def connect(path: Path | str, *, readonly: bool = False) -> apsw.Connection:
-    """A configured connection; sqlite-vec is loaded when the probe says it works."""
+def make_private_dir(directory: Path) -> None:
+    """Create ``directory`` (and missing parents) 0700; tighten it if it is ours and open."""
+    missing = []
+    for parent in (directory, *directory.parents):
+        if parent.exists():
+            break
+        missing.append(parent)
+    for new in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            new.mkdir(mode=0o700)
+    _tighten(directory, 0o700)
+
+
+def make_private_file(path: Path) -> None:
+    """Create ``path`` empty if missing, 0600; tighten an existing one (and its WAL)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    os.close(fd)
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        _tighten(p, 0o600)
+
+
+def _tighten(path: Path, mode: int) -> None:
+    with contextlib.suppress(OSError):  # not ours, or gone: leave it
+        st = os.stat(path)
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+            os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077 | mode & 0o700)
+
+
+def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -> apsw.Connection:
+    """A configured connection; sqlite-vec is loaded when the probe says it works (and
+    ``vectors``: the state database has no use for it)."""
     flags = (
         apsw.SQLITE_OPEN_READONLY
         if readonly
         else apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
     )
+    if not readonly and str(path) != ":memory:":
+        make_private_dir(Path(path).parent)
+        make_private_file(Path(path))
     conn = apsw.Connection(str(path), flags=flags)
-    conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-    if not readonly:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    # chunks_fts's triggers call it (schema.upgrade_keyword_text).
-    conn.create_scalar_function(
-        SQL_FUNCTION, _keyword_text_sql, 1, deterministic=True, flags=apsw.SQLITE_INNOCUOUS
-    )
-    if probe_vec().ok:
-        _load_vec(conn)
+    try:
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        if not readonly:
+            conn.execute("PRAGMA journal_mode=WAL")  # the first read: NotADBError here
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        # chunks_fts's triggers call it (schema.upgrade_keyword_text).
+        conn.create_scalar_function(
+            SQL_FUNCTION, _keyword_text_sql, 1, deterministic=True, flags=apsw.SQLITE_INNOCUOUS
+        )
+        if vectors and probe_vec().ok:
+            _load_vec(conn)
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def migrate(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]:
+    """Apply the migrations not yet recorded, each in its own transaction; returns the
+    names applied now."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+    )
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    applied = []
+    for name, sql in migrations:
+        if name in done:
+            continue
+        # Checked again under the write lock: another connection opening the same new
+        # database may have applied it since ("table meta already exists" is not corruption).
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchall():
+                conn.execute(sql)
+                conn.execute(
+                    "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
+                )
+                applied.append(name)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return applied
+
+
+def move_aside(path: Path) -> Path:
+    """Move a damaged database to ``<name>.corrupt`` (replacing an older one) and drop its
+    WAL and shared memory, so the next open starts afresh. Returns where it went."""
+    aside = path.with_name(path.name + ".corrupt")
+    for suffix in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            Path(str(path) + suffix).unlink()
+    if path.exists():
+        os.replace(path, aside)
+    return aside
 
 
 def quick_check(conn: apsw.Connection) -> str | None:

@@ -5,8 +5,6 @@ background, keyword search answering meanwhile)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 
 import apsw
@@ -62,12 +60,7 @@ def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
 
 
 def _move_aside(db_path: Path, problem: str) -> None:
-    aside = db_path.with_name(db_path.name + ".corrupt")
-    for suffix in ("-wal", "-shm"):
-        with contextlib.suppress(FileNotFoundError):
-            Path(str(db_path) + suffix).unlink()
-    if db_path.exists():
-        os.replace(db_path, aside)
+    aside = db.move_aside(db_path)
     log.error(
         "index_corrupt",
         path=str(db_path),

@@ -6,18 +6,16 @@ The vector table is not a migration: its width is the provider's dims, so it is 
 
 from __future__ import annotations
 
-import time
-
 import apsw
 
-from memoryd.index import keyword_text
+from memoryd.index import db, keyword_text
 
 SCHEMA_VERSION = 1
 # chunks_fts's tokenizer (as 0001_core creates it): the line scores and the in-memory BM25
 # must stem exactly as FTS5 indexes, so they build theirs from this.
 FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 
-MIGRATIONS: list[tuple[str, str]] = [
+MIGRATIONS: list[db.Migration] = [
     (
         "0001_core",
         """
@@ -90,30 +88,8 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 
 def migrate(conn: apsw.Connection) -> list[str]:
-    """Apply the migrations not yet recorded; returns the names applied."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-    )
-    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-    applied = []
-    for name, sql in MIGRATIONS:
-        if name in done:
-            continue
-        # Checked again under the write lock: another connection opening the same new index
-        # may have applied it since ("table meta already exists" is not corruption).
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            if not conn.execute("SELECT 1 FROM migrations WHERE name = ?", (name,)).fetchall():
-                conn.execute(sql)
-                conn.execute(
-                    "INSERT INTO migrations(name, applied_at) VALUES (?, ?)", (name, time.time())
-                )
-                applied.append(name)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-    return applied
+    """Apply the index migrations not yet recorded; returns the names applied."""
+    return db.migrate(conn, MIGRATIONS)
 
 
 def get_meta(conn: apsw.Connection) -> dict[str, str]:

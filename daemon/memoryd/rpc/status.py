@@ -32,6 +32,7 @@ class StatusReport:
     socket_path: Path
     started_at: float  # monotonic
     server: Callable[[], dict[str, Any]]  # connections, refusals, held bytes, fd limit
+    degraded: Callable[[], list[str]]  # the daemon's own problems (a workspace has its own)
     fleet: FleetService | None = None  # fleet mode when [fleet] is set...
     fleet_off: str | None = None  # ...else why not
 
@@ -44,6 +45,7 @@ class StatusReport:
             "config_source": self.config().source or None,
             "provider": self.provider(),
             "server": self.server(),
+            "degraded": self.degraded(),
             "workspaces": await asyncio.gather(*(self.workspace(w) for w in items)),
             **(
                 {"fleet": self.fleet.local_status()}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from memoryd.errors import MemorydError
 from memoryd.runtime.config import Config, load_config
-from memoryd_client.paths import check_socket_path_length
+from memoryd_client.paths import check_socket_path_length, default_paths
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,47 @@ def check_socket(socket_path: Path) -> Check:
     finally:
         probe.close()
     return Check("socket", True, f"{socket_path}: directory private; {running}")
+
+
+def check_state(state_db: Path) -> Check:
+    """The state database opens and passes SQLite's quick check (read-only: the daemon may
+    be running)."""
+    import apsw
+
+    from memoryd.index import db
+    from memoryd.runtime.state import REGISTRY_COPY
+
+    copy = state_db.with_name(REGISTRY_COPY)
+    aside = state_db.with_name(state_db.name + ".corrupt")
+    note = f"; an earlier damaged copy is kept at {aside}" if aside.exists() else ""
+    fix = (f"start memoryd: it moves the file aside and rebuilds it, registered workspaces "
+           f"come back from {copy.name}" + ("" if copy.exists() else " (absent here: re-add "
+                                                             "them with memctl workspace add)"))
+    try:
+        size = state_db.stat().st_size
+    except FileNotFoundError:
+        return Check("state", True, f"{state_db} will be created at start{note}")
+    except OSError as exc:
+        return Check("state", False, f"{state_db}: {exc}", "check its owner and mode")
+    if size == 0:
+        if copy.exists():
+            return Check("state", False, f"{state_db} is empty (truncated)", fix)
+        return Check("state", True, f"{state_db} is empty: no workspace registered yet{note}")
+    try:
+        conn = db.connect(state_db, readonly=True, vectors=False)
+        try:
+            problem = db.quick_check(conn)
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+    except apsw.Error as exc:
+        problem = f"{type(exc).__name__}: {exc}"
+        tables = set()
+    if problem is not None:
+        return Check("state", False, f"{state_db} is damaged: {problem}", fix)
+    if "workspaces" not in tables:
+        return Check("state", False, f"{state_db} has no registry table", fix)
+    return Check("state", True, f"{state_db} passes SQLite's quick check{note}")
 
 
 def check_sqlite_vec() -> Check:
@@ -118,7 +159,8 @@ def check_provider(cfg: Config, env: Mapping[str, str]) -> Check:
 
 def run_checks(config_file: Path, socket_path: Path, env: Mapping[str, str]) -> list[Check]:
     config_check, cfg = check_config(config_file, env)
-    checks = [config_check, check_socket(socket_path), check_sqlite_vec()]
+    checks = [config_check, check_socket(socket_path),
+              check_state(default_paths(dict(env)).state_db), check_sqlite_vec()]
     later: list[Callable[[], Check]] = []
     if cfg is not None:
         later = [lambda: check_local_model(cfg), lambda: check_provider(cfg, env)]

@@ -1,23 +1,37 @@
-"""The daemon's own state database (``Paths.state_db``): registered workspaces, later jobs.
+"""The daemon's own state database (``Paths.state_db``): registered workspaces, job history.
 
-Migrations are named and recorded in a ``migrations`` table; each runs once, in its own
-transaction. To add one, append ``(name, sql)`` to ``MIGRATIONS`` (never edit or reorder
-applied ones): the next start applies it.
+Opened by the one connection factory and migrated by the one runner (index/db.py). To add
+a migration, append ``(name, sql)`` to ``MIGRATIONS`` (never edit or reorder applied ones):
+the next start applies it.
+
+It is not a single point of failure. A damaged file (scribbled, not a database) is moved
+aside to ``state.sqlite.corrupt`` and a new one made; a file that lost its tables
+(truncated to nothing) is noticed. Either way the registered workspaces come back from
+``workspaces.json``, a plain-text copy of the registry rewritten (atomically) on every
+change; job history starts again. ``recovered`` says what happened, for status and logs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import apsw
 
 from memoryd.errors import MemorydError
+from memoryd.index import db
+from memoryd.runtime.logs import get_logger
 
-MIGRATIONS: Final[list[tuple[str, str]]] = [
+log = get_logger("memoryd.runtime.state")
+REGISTRY_COPY = "workspaces.json"
+
+MIGRATIONS: Final[list[db.Migration]] = [
     ("0001_workspaces", """
         CREATE TABLE workspaces (
             path TEXT PRIMARY KEY,  -- resolved; the name may be changed to stay unique
@@ -78,7 +92,12 @@ MIGRATIONS: Final[list[tuple[str, str]]] = [
 
 
 class StateError(MemorydError):
-    """The state database cannot be opened or migrated."""
+    """The state database cannot be opened or migrated (and is not damaged: permissions,
+    a full disk, a failing migration)."""
+
+
+class _Damaged(Exception):
+    """quick_check found the file damaged."""
 
 
 @dataclass(frozen=True)
@@ -97,39 +116,92 @@ class StateDB:
     jobs/history.py) holds ``lock``, an RLock so that methods may call each other.
     """
 
-    def __init__(self, path: Path, migrations: list[tuple[str, str]] | None = None) -> None:
+    def __init__(self, path: Path, migrations: list[db.Migration] | None = None) -> None:
         self.path = path
+        self.copy_path = path.with_name(REGISTRY_COPY)
         self.lock = threading.RLock()
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.recovered: str | None = None  # what was rebuilt at open, and why
+        existed = path.exists() and path.stat().st_size > 0
         try:
-            self.conn = apsw.Connection(str(path))
+            self.conn, self.applied = self._open(migrations)
+        except db.CORRUPTION as exc:
+            aside = db.move_aside(path)
+            self.recovered = (f"the state database was damaged ({type(exc).__name__}: {exc}); "
+                              f"moved to {aside.name} and rebuilt")
+            self.conn, self.applied = self._open(migrations)
+        except _Damaged as exc:
+            aside = db.move_aside(path)
+            self.recovered = (f"the state database was damaged ({exc}); moved to "
+                              f"{aside.name} and rebuilt")
+            self.conn, self.applied = self._open(migrations)
+        if self.recovered is None and not existed and self._copy_entries():
+            self.recovered = "the state database was empty (truncated or deleted) and rebuilt"
+        if self.recovered is not None:
+            restored = self._restore_registry()
+            self.recovered += (f"; {restored} registered workspace(s) restored from "
+                               f"{REGISTRY_COPY}, job history starts again")
+            log.error("state_recovered", path=str(path), detail=self.recovered)
+        else:
+            self._write_copy()  # a copy from before this version, or none yet
+
+    def _open(self, migrations: list[db.Migration] | None) -> tuple[apsw.Connection, list[str]]:
+        try:
+            conn = db.connect(self.path, vectors=False)
+        except db.CORRUPTION:
+            raise
         except apsw.Error as exc:
-            raise StateError(f"cannot open the state database {path}: {exc}") from None
+            raise StateError(f"cannot open the state database {self.path}: {exc}") from None
         try:
             with self.lock:
-                self.conn.set_busy_timeout(5000)
-                self.conn.pragma("journal_mode", "wal")
-                self.conn.pragma("synchronous", "normal")
-                self.applied = self._migrate(MIGRATIONS if migrations is None else migrations)
+                problem = db.quick_check(conn)
+                if problem is not None:
+                    raise _Damaged(problem)
+                return conn, db.migrate(conn, MIGRATIONS if migrations is None else migrations)
+        except (*db.CORRUPTION, _Damaged):
+            conn.close()
+            raise
         except apsw.Error as exc:
-            self.conn.close()
-            raise StateError(f"cannot open the state database {path}: {exc}") from None
+            conn.close()
+            raise StateError(f"cannot open the state database {self.path}: {exc}") from None
 
-    def _migrate(self, migrations: list[tuple[str, str]]) -> list[str]:
-        """Apply the migrations not yet recorded; returns the names applied now."""
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL)")
-        done = {row[0] for row in self.conn.execute("SELECT name FROM migrations")}
-        applied = []
-        for name, sql in migrations:
-            if name in done:
-                continue
-            with self.conn:  # one transaction per migration: all of it or nothing
-                self.conn.execute(sql)
-                self.conn.execute("INSERT INTO migrations(name, applied_at) VALUES (?, ?)",
-                                  (name, time.time()))
-            applied.append(name)
-        return applied
+    # -- the plain-text copy of the registry -----------------------------------------------
+
+    def _copy_entries(self) -> list[dict[str, Any]]:
+        try:
+            data = json.loads(self.copy_path.read_text(encoding="utf-8"))
+            entries = data["workspaces"]
+            return [e for e in entries if isinstance(e, dict)
+                    and isinstance(e.get("name"), str) and isinstance(e.get("path"), str)]
+        except (OSError, ValueError, KeyError, TypeError):
+            return []
+
+    def _restore_registry(self) -> int:
+        restored = 0
+        with self.lock, self.conn:
+            for e in self._copy_entries():
+                self.conn.execute(
+                    "INSERT OR IGNORE INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
+                    (e["name"], e["path"], float(e.get("added_at", time.time()))))
+                restored += self.conn.changes()
+        return restored
+
+    def _write_copy(self) -> None:
+        """The registry as JSON beside the database: temp file, fsync, rename (0600)."""
+        entries = [{"name": w.name, "path": str(w.path), "added_at": w.added_at}
+                   for w in self.workspaces()]
+        text = json.dumps({"workspaces": entries}, indent=1) + "\n"
+        tmp = self.copy_path.with_name(f".{REGISTRY_COPY}.{os.getpid()}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.copy_path)
+        except OSError as exc:  # the database has it; the copy is a spare
+            log.warning("registry_copy_failed", path=str(self.copy_path), error=str(exc))
+            with contextlib.suppress(OSError):
+                tmp.unlink()
 
     def migrations(self) -> list[str]:
         with self.lock:
@@ -143,14 +215,19 @@ class StateDB:
             return [RegisteredWorkspace(str(n), Path(str(p)), float(a)) for n, p, a in rows]
 
     def add_workspace(self, name: str, path: Path) -> None:
-        with self.lock, self.conn:
-            self.conn.execute("INSERT INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
-                              (name, str(path), time.time()))
+        with self.lock:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
+                    (name, str(path), time.time()))
+            self._write_copy()
 
     def remove_workspace(self, path: Path) -> bool:
-        with self.lock, self.conn:
-            self.conn.execute("DELETE FROM workspaces WHERE path = ?", (str(path),))
-            removed = self.conn.changes() > 0
+        with self.lock:
+            with self.conn:
+                self.conn.execute("DELETE FROM workspaces WHERE path = ?", (str(path),))
+                removed = self.conn.changes() > 0
+            self._write_copy()
         return removed
 
     def close(self) -> None:
