@@ -494,3 +494,34 @@ def test_workspace_removed_while_the_model_loads_is_removed_at_once(md_home: Pat
                 assert await asyncio.to_thread(c.result, "workspace.list") == {"workspaces": []}
 
     asyncio.run(main())
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value] if depth % 2 else {"k": value}
+    return value
+
+
+@pytest.mark.parametrize(("method", "param"), [
+    ("search", "query"), ("search", "sources"), ("get", "path"), ("append", "text"),
+    ("hello", "client"), ("jobs.run", "name"), ("status", "workspace"), ("search", "bogus")])
+@pytest.mark.parametrize("depth", [999, 1000])
+def test_a_parameter_nested_a_thousand_deep_is_invalid_params_not_internal(
+        md_daemon: DaemonThread, method: str, param: str, depth: int) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        frame = c.call(method, {param: _nested(depth)})
+        assert error_code(frame) == "invalid_params", frame
+        assert frame["error"]["data"]["param"] == param
+        shallow = c.call(method, {param: _nested(3)})  # quoted, briefly, as usual
+        assert error_code(shallow) == "invalid_params", shallow
+        assert len(shallow["error"]["message"]) < 200
+
+
+def test_a_protocol_version_nested_a_thousand_deep_is_a_protocol_error(
+        md_daemon: DaemonThread) -> None:
+    with RawConn(md_daemon.socket_path) as c:
+        c.send({"v": _nested(1000), "id": 1, "method": "hello"})
+        assert error_code(c.frame()) == "protocol_error"
+    with RawConn(md_daemon.socket_path) as c:
+        assert c.result("hello")["server"] == "memoryd"

@@ -2,19 +2,46 @@
 
 A handler reads each parameter it accepts through one typed getter, then calls ``done()``,
 which refuses any parameter it did not read (a misspelt ``max_result`` must not silently
-fall back to the default). ``None`` (msgpack nil) counts as "not given".
+fall back to the default). ``None`` (msgpack nil) counts as "not given". A value nested
+deeper than ``MAX_DEPTH`` is refused before anything looks at it (a thousand levels made
+repr() raise RecursionError), and values are quoted in messages with a bounded repr.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
+import reprlib
 from collections.abc import Sequence
 from typing import Any
 
 from memoryd.errors import InvalidParams
 
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+MAX_DEPTH = 32  # no method takes more than a list of strings; 32 leaves room for later ones
+_REPR = reprlib.Repr()  # keyword arguments only from 3.12
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother, _REPR.maxlist, _REPR.maxdict = 3, 60, 60, 4, 4
+
+
+def shown(value: Any) -> str:
+    """``value`` quoted for a message: bounded in length and depth."""
+    return _REPR.repr(value)
+
+
+def nesting_depth(value: Any, limit: int) -> int:
+    """How deep lists and maps nest in ``value`` (a scalar is 0), counted up to ``limit + 1``
+    without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, list | tuple | dict):
+            depth += 1
+            deepest = max(deepest, depth)
+            if depth > limit:
+                break
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth) for child in children)
+    return deepest
 
 
 def _kind(value: Any) -> str:
@@ -26,6 +53,10 @@ class Params:
         self.method = method
         self._raw = raw
         self._read: list[str] = []
+        for name, value in raw.items():
+            if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
+                raise InvalidParams(f"{shown(name)} is nested more than {MAX_DEPTH} "
+                                    "levels deep", {"param": str(name)[:80]})
 
     def _take(self, name: str, required: bool) -> Any:
         self._read.append(name)
@@ -36,8 +67,7 @@ class Params:
 
     @staticmethod
     def _bad(name: str, must: str, value: Any) -> InvalidParams:
-        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-        return InvalidParams(f"{name} must be {must}, got {_kind(value)} {shown}",
+        return InvalidParams(f"{name} must be {must}, got {_kind(value)} {shown(value)}",
                              {"param": name})
 
     def text(self, name: str, *, required: bool = False, default: str | None = None,

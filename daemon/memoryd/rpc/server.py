@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryd.rpc.budget import ByteBudget
+from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
 from memoryd.runtime.logs import get_logger
 from memoryd_client import protocol
@@ -376,7 +377,7 @@ class Server:
             raise _BadRequest("a request needs a string method", req_id)
         version = msg.get("v", protocol.PROTOCOL_VERSION)
         if version != protocol.PROTOCOL_VERSION:
-            raise _BadRequest(f"protocol version {version!r} is not supported", req_id,
+            raise _BadRequest(f"protocol version {shown(version)} is not supported", req_id,
                               {"supported": [protocol.PROTOCOL_VERSION]})
         params = msg.get("params")
         if params is None:
