@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import hashlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from memoryd.jobs.scheduler import Scheduler
 from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.state import StateDB
 from memoryd.workspace.append import Appender
+from memoryd.workspace.fsutil import atomic_write
 from memoryd.workspace.registry import Workspace
 
 pytestmark = pytest.mark.timeout(30)
@@ -322,3 +324,38 @@ def test_a_scheduled_run_still_happens_when_recording_it_fails(rig: Rig) -> None
 
     asyncio.run(go())
     assert [ctx.now for ctx in rig.probe.runs] == [at(2025, 3, 9, 3, 0)]
+
+
+@pytest.mark.parametrize("renamed", [True, False])
+def test_a_run_killed_after_writing_its_file_is_ok_at_the_next_start_not_interrupted(
+        rig: Rig, renamed: bool) -> None:
+    """A hippocampus run that wrote MEMORY.md before a kill was recorded failed: interrupted.
+    Its checkpoint says what it was writing; the next start checks the file."""
+    new = b"# Memory\n\nconsolidated\n"
+    (rig.root / "MEMORY.md").write_bytes(b"# Memory\n\nold\n")
+
+    async def go() -> None:
+        rig.probe.release.clear()
+        run = asyncio.create_task(
+            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False))
+        for _ in range(1000):
+            if rig.probe.runs:
+                break
+            await asyncio.sleep(0.005)
+        ctx = rig.probe.runs[0]
+        ctx.checkpoint({"writing": {"path": "MEMORY.md",
+                                    "sha256": hashlib.sha256(new).hexdigest()}})
+        if renamed:
+            atomic_write(rig.root / "MEMORY.md", new)
+        # The process dies here: the next start finds the row still running.
+        later = History(StateDB(rig.tmp / "state.sqlite"))
+        assert later.mark_interrupted(rig.clock.now().timestamp()) == 1
+        (record,) = later.recent("probe", rig.root, 5)
+        if renamed:
+            assert record.status == "ok" and "MEMORY.md was written" in record.message
+        else:
+            assert record.status == "failed" and "interrupted" in record.message
+        rig.probe.release.set()
+        await run
+
+    asyncio.run(go())

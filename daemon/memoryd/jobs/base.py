@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memoryd.jobs.history import History
 from memoryd.runtime.config import Config
+from memoryd.runtime.logs import get_logger
 from memoryd.workspace.append import Appender
 from memoryd.workspace.layout import Layout, display_name
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
     from memoryd.jobs.llm import LlmClient
 
 SYNC_TIMEOUT_S = 60.0
+
+log = get_logger("memoryd.jobs")
 
 
 @dataclass
@@ -96,6 +99,17 @@ class JobContext:
     trigger: str = "manual"  # schedule | catch-up | manual | hook
     progress: Callable[[str], None] = lambda phase: None
     params: Mapping[str, Any] = field(default_factory=dict)  # a run's own inputs (flush)
+    run_id: int | None = None  # its row in the history (None when it could not be recorded)
+
+    def checkpoint(self, report: dict[str, Any]) -> None:
+        """Record the report so far on the running row, so that a kill right after says
+        what was done (history.mark_interrupted reads it at the next start)."""
+        if self.run_id is None:
+            return
+        try:
+            self.history.checkpoint(self.run_id, report)
+        except Exception as exc:  # the state database failing must not cost the run
+            log.warning("job_checkpoint_failed", job=self.job, error=str(exc))
 
     def check_cancelled(self) -> None:
         if self.cancelled.is_set():

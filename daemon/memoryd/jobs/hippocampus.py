@@ -363,6 +363,10 @@ def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) 
             git.commit_file(memory.rel, f"memoryd: {memory.rel} before hippocampus")
         except GitError as exc:
             git_note = str(exc)
+    # Recorded before the rename: a kill right after it is then an ``ok`` run at the next
+    # start (MEMORY.md holds this), not ``failed: interrupted``.
+    ctx.checkpoint({**report, "memory_sha256_after": _sha(new),
+                    "writing": {"path": memory.rel, "sha256": hashlib.sha256(new).hexdigest()}})
     try:
         _write_beneath(ctx.root, memory.rel, new, before_replace=unchanged)
     except _Edited:

@@ -8,6 +8,7 @@ Old rows are pruned per (job, workspace), keeping the latest ``KEEP_RUNS``.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,15 +105,33 @@ class History:
                 "ORDER BY id DESC LIMIT 1 OFFSET ?)", (job, path, job, path, KEEP_RUNS))
         return _record(row)
 
-    def mark_interrupted(self, ended_at: float) -> int:
-        """Runs left ``running`` by a daemon that stopped mid-run become ``failed``."""
+    def checkpoint(self, run_id: int, report: dict[str, Any]) -> None:
+        """Record a running run's report so far: what a kill leaves behind says what the
+        run had done (e.g. ``writing``: the file and the sha256 it was about to hold)."""
+        text = json.dumps(report, default=str, ensure_ascii=False)
         with self.lock, self.conn:
-            self.conn.execute(
-                "UPDATE job_runs SET status = 'failed', ended_at = ?, "
-                "message = 'interrupted: the daemon stopped during the run' "
-                "WHERE status = 'running'", (ended_at,))
-            changed = int(self.conn.changes())
-        return changed
+            self.conn.execute("UPDATE job_runs SET report = ? WHERE id = ? AND status = "
+                              "'running'", (text, run_id))
+
+    def mark_interrupted(self, ended_at: float) -> int:
+        """Runs left ``running`` by a daemon that stopped mid-run become ``failed``, unless
+        their checkpoint says they were writing a file that now holds what they wrote: the
+        run did its work (only what follows the write, a git commit or a reindex, may be
+        missing), so it is ``ok`` and says so."""
+        with self.lock, self.conn:
+            rows = self.conn.execute(f"SELECT {_COLUMNS} FROM job_runs "
+                                     "WHERE status = 'running'").fetchall()
+            for row in rows:
+                run = _record(row)
+                status, message = "failed", "interrupted: the daemon stopped during the run"
+                if _wrote(Path(run.workspace_path), run.report.get("writing")):
+                    status = "ok"
+                    message = (f"{run.report['writing']['path']} was written; the daemon "
+                               "stopped before the run finished (a git commit or reindex may "
+                               "be missing)")
+                self.conn.execute("UPDATE job_runs SET status = ?, ended_at = ?, message = ? "
+                                  "WHERE id = ?", (status, ended_at, message, run.id))
+        return len(rows)
 
     def recent(self, job: str, root: Path, limit: int = 1, *,
                include_dry_runs: bool = True) -> list[RunRecord]:
@@ -194,3 +213,17 @@ class History:
                 "INSERT OR REPLACE INTO flush_offsets(transcript, session, offset, line, "
                 "workspace_path, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (str(transcript), session, offset, line, str(root), when))
+
+
+def _wrote(root: Path, writing: Any) -> bool:
+    """Whether ``root / writing["path"]`` holds the bytes whose sha256 the run recorded."""
+    if not isinstance(writing, dict):
+        return False
+    path, digest = writing.get("path"), writing.get("sha256")
+    if not isinstance(path, str) or not isinstance(digest, str):
+        return False
+    try:
+        data = (root / path).read_bytes()
+    except OSError:
+        return False
+    return hashlib.sha256(data).hexdigest() == digest

@@ -139,7 +139,7 @@ class Runner:
                          config=self.config(), now=started, dry_run=dry_run, force=force,
                          appender=self.appender, history=self.history, env=self.env,
                          cancelled=self.cancelled, trigger=trigger, progress=progress,
-                         params=dict(params or {}))
+                         params=dict(params or {}), run_id=run_id)
         task = asyncio.create_task(self._execute(spec, ctx, run_id, scheduled_for),
                                    name=f"job-{job}-{ws.name}")
         self._running[key] = Running(task, trigger, time.time())

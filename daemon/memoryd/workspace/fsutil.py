@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -89,3 +90,28 @@ def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = N
         raise
     with contextlib.suppress(OSError):
         os.fsync(dir_fd)
+
+
+# atomic_write's temp names: ".<target name>.<8 hex digits>.tmp" (mkstemp's 8 characters
+# in earlier versions).
+_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def remove_stale_temps(root: Path) -> list[str]:
+    """Remove the temp files a killed rewrite of MEMORY.md (or of its backup) left behind.
+
+    Only at a workspace's open, before any job can run on it: a temp file then belongs to
+    no live write. Returns the workspace-relative paths removed.
+    """
+    removed = []
+    for folder, prefix in ((root, ".MEMORY.md."), (root / "memory" / ".history", ".")):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(prefix) and _TEMP.match(name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(folder / name)
+                    removed.append((folder / name).relative_to(root).as_posix())
+    return removed

@@ -23,6 +23,7 @@ from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
+from memoryd.workspace.fsutil import remove_stale_temps
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
     from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
@@ -205,6 +206,10 @@ class Registry:
 
         if not ws.root.is_dir():
             raise InvalidParams(f"{ws.root} is not a directory (missing or unmounted?)")
+        stale = remove_stale_temps(ws.root)
+        if stale:
+            log.warning("stale_temp_files_removed", workspace=ws.name, files=stale,
+                        reason="a rewrite was killed before its rename")
         index = WorkspaceIndex(ws.root, index_file(self.index_dir, ws.name, ws.root),
                                self.config, self.provider,
                                self.choice.reason if self.choice else "",
