@@ -11,7 +11,13 @@ import pytest
 from structlog.testing import capture_logs
 
 from daemon_util import short_home
-from memoryd.rpc.instance import AlreadyRunning, Instance, InstanceError, lock_path_for
+from memoryd.rpc.instance import (
+    AlreadyRunning,
+    ForeignListener,
+    Instance,
+    InstanceError,
+    lock_path_for,
+)
 from memoryd_client.paths import MAX_SOCKET_PATH_BYTES
 
 
@@ -47,12 +53,13 @@ def test_second_instance_is_refused_naming_the_running_pid(sock_path: Path) -> N
 
 
 def test_live_socket_without_lock_holder_is_not_stolen(sock_path: Path) -> None:
+    """A listener that does not answer hello is another program, named as such."""
     sock_path.parent.mkdir(mode=0o700)
     other = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     other.bind(str(sock_path))
     other.listen()
     try:
-        with pytest.raises(AlreadyRunning) as info:
+        with pytest.raises(ForeignListener) as info:
             Instance(sock_path).acquire()
         if os.uname().sysname == "Linux":
             assert info.value.pid == os.getpid()  # told by SO_PEERCRED

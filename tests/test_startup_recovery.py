@@ -3,9 +3,14 @@ foreign listener on its path."""
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 from pathlib import Path
 
-from daemon_util import DaemonThread, RawConn
+from daemon_util import DaemonThread, Proc, RawConn, wait_for
+from memoryd.app import SOCKET_CHECK_S
+from memoryd.cli import EXIT_OK, EXIT_SOCKET
 
 
 def test_temp_files_of_a_killed_memory_rewrite_are_removed_when_the_workspace_opens(
@@ -24,3 +29,50 @@ def test_temp_files_of_a_killed_memory_rewrite_are_removed_when_the_workspace_op
         assert c.result("status")["workspaces"][0]["name"] == "ws"
     assert [p.name for p in stale if p.exists()] == []
     assert [p.name for p in kept if not p.exists()] == []
+
+
+def test_a_socket_file_deleted_while_running_is_made_again_on_sighup(md_home: Path) -> None:
+    proc = Proc(md_home)
+    try:
+        proc.ready()
+        with RawConn(proc.socket) as before:
+            before.result("hello")
+            proc.socket.unlink()
+            proc.p.send_signal(signal.SIGHUP)
+            assert wait_for(proc.socket.exists, 10), proc.logs()
+            with RawConn(proc.socket) as after:
+                assert after.result("hello")["pid"] == proc.p.pid
+            assert before.result("hello")["pid"] == proc.p.pid  # open ones carry on
+        assert "socket_recreated" in proc.events()
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+        assert not proc.socket.exists()  # the new one is ours to remove
+    finally:
+        proc.kill()
+
+
+def test_a_socket_file_deleted_while_running_comes_back_by_itself(md_home: Path) -> None:
+    with DaemonThread(md_home) as d:
+        d.socket_path.unlink()
+        assert wait_for(d.socket_path.exists, 3 * SOCKET_CHECK_S)
+        with RawConn(d.socket_path) as c:
+            assert c.result("hello")["server"] == "memoryd"
+
+
+def test_a_foreign_program_listening_on_the_socket_path_is_named_not_taken_for_memoryd(
+        md_home: Path) -> None:
+    """It was reported as 'memoryd is already running (pid of the other process)'."""
+    path = md_home / "run" / "memoryd.sock"
+    path.parent.mkdir(mode=0o700)
+    foreign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    foreign.bind(str(path))
+    foreign.listen(8)  # listens, never answers
+    try:
+        proc = Proc(md_home)
+        assert proc.wait(30) == EXIT_SOCKET
+        errors = [e.get("error", "") for e in proc.logs() if e.get("event") == "socket_error"]
+        assert errors and "another program" in errors[0], proc.logs()
+        assert f"pid {os.getpid()}" in errors[0] and "not answer as memoryd" in errors[0]
+        assert path.exists()  # not ours: left alone
+    finally:
+        foreign.close()

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 
 log = get_logger("memoryd.daemon")
 MiB = 1024 * 1024
+SOCKET_CHECK_S = 5.0  # how often the socket file is checked (a deleted one is made again)
 WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 
 
@@ -81,6 +82,7 @@ class Daemon:
         self._reload = False
         self._signals = 0
         self._bg: asyncio.Task[None] | None = None
+        self._socket_check: asyncio.Task[None] | None = None
         self.notifier = Notifier(self.env)  # systemd Type=notify; a no-op elsewhere
         self._service_tasks: set[asyncio.Task[None]] = set()
         self.instance = Instance(socket_path)
@@ -170,6 +172,8 @@ class Daemon:
         self.ready.set()
         self.notifier.ready(STARTING_STATUS)
         self._bg = asyncio.create_task(self._background_start(), name="memoryd-startup")
+        self._socket_check = asyncio.create_task(self._check_socket_loop(),
+                                                 name="memoryd-socket-check")
         self._start_service_tasks()
         log.info("startup", socket=str(self.socket_path), pid=os.getpid(),
                  ms=round((time.perf_counter() - started) * 1000, 1),
@@ -242,6 +246,21 @@ class Daemon:
                 self.scheduler.start()
             self.background_ready.set()
 
+    async def _check_socket_loop(self) -> None:
+        while True:
+            await asyncio.sleep(SOCKET_CHECK_S)
+            await self.check_socket()
+
+    async def check_socket(self) -> None:
+        """Make the socket file again if it was deleted (periodically and on SIGHUP)."""
+        if self.server.shutting_down or not self.instance.socket_missing():
+            return
+        try:
+            sock = self.instance.rebind()
+            await self.server.serve_instead(sock)
+        except Exception as exc:  # tried again at the next check
+            log.error("socket_recreate_failed", socket=str(self.socket_path), error=str(exc))
+
     async def main_loop(self) -> None:
         while not self._exit.is_set():
             await self._wake.wait()
@@ -258,6 +277,8 @@ class Daemon:
             task.cancel()
         await asyncio.gather(*self._service_tasks, return_exceptions=True)
         self.server.stop_accepting()
+        if self._socket_check is not None:
+            self._socket_check.cancel()
         if self._scheduler is not None:
             self._scheduler.begin_stop()  # running jobs stop before their next write
         cancelled = await self.server.drain(self.config.server.shutdown_timeout, self._force)
@@ -329,7 +350,9 @@ class Daemon:
         self.request_exit(force=force)
 
     async def reload_config(self) -> None:
-        """SIGHUP: load the config again; a bad one is logged and the old one kept."""
+        """SIGHUP: load the config again; a bad one is logged and the old one kept. A
+        deleted socket file is made again."""
+        await self.check_socket()
         try:
             new = load_config(self.config_file, self.env)
         except MemorydError as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from memoryd.rpc.peer import peer_credentials
 from memoryd.runtime.logs import get_logger
 from memoryd.service.activation import ActivationError, bound_path, inherited_socket
+from memoryd_client import protocol
 from memoryd_client.paths import check_socket_path_length
 
 log = get_logger("memoryd.rpc.instance")
@@ -35,6 +36,18 @@ class AlreadyRunning(InstanceError):
     def __init__(self, pid: int | None, socket_path: Path) -> None:
         who = f"pid {pid}" if pid else "pid unknown"
         super().__init__(f"memoryd is already running ({who}) on {socket_path}")
+        self.pid = pid
+
+
+class ForeignListener(InstanceError):
+    """Something that is not memoryd listens on our socket path."""
+
+    def __init__(self, pid: int | None, socket_path: Path) -> None:
+        who = f"pid {pid}" if pid else "a process we cannot identify"
+        name = _process_name(pid)
+        super().__init__(
+            f"another program ({who}{', ' + name if name else ''}) listens on {socket_path} "
+            "and does not answer as memoryd; stop it, or give memoryd another --socket")
         self.pid = pid
 
 
@@ -148,10 +161,13 @@ class Instance:
             if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
                 raise InstanceError(f"cannot probe {path}: {exc}") from None
         else:
-            # We hold the lock, yet something answers: a daemon whose lock file was removed.
+            # We hold the lock, yet something answers: a daemon whose lock file was removed,
+            # or another program entirely; hello tells them apart.
             creds = peer_credentials(probe)
             pid = creds.pid if creds else None
-            raise AlreadyRunning(pid, path)
+            if _answers_as_memoryd(probe):
+                raise AlreadyRunning(pid, path)
+            raise ForeignListener(pid, path)
         finally:
             probe.close()
         with contextlib.suppress(FileNotFoundError):
@@ -172,6 +188,29 @@ class Instance:
             sock.close()
             raise InstanceError(f"cannot listen on {self.socket_path}: {exc}") from None
         return sock
+
+    def socket_missing(self) -> bool:
+        """True when the socket file this process bound was deleted (a stray ``rm``, a
+        tmp cleaner): clients can no longer find us. A file someone else put at the path
+        is theirs; never touched."""
+        if self._bound is None:  # not bound by us (socket activation): the manager's file
+            return False
+        try:
+            os.lstat(self.socket_path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return False
+
+    def rebind(self, backlog: int = 128) -> socket.socket:
+        """Bind and listen at the path again (we still hold the lock, so it is ours to
+        take); the caller stops serving the old socket, which nobody can reach."""
+        ensure_private_dir(self.socket_path.parent)
+        self.sock = self._bind(backlog)
+        log.warning("socket_recreated", socket=str(self.socket_path),
+                    reason="the socket file was deleted while running")
+        return self.sock
 
     def release(self) -> None:
         """Unlink our socket (only if it is still ours), close it, drop the lock. Idempotent."""
@@ -208,3 +247,37 @@ def _read_pid(fd: int) -> int | None:
         return int(text) if text else None
     except (OSError, ValueError):
         return None
+
+
+def _answers_as_memoryd(sock: socket.socket, timeout: float = 1.0) -> bool:
+    """Send ``hello`` on a connected socket: does a memoryd answer within ``timeout``?"""
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(protocol.pack(protocol.request(1, "hello", {"client": "memoryd-probe"})))
+        data = b""
+        while len(data) < protocol.HEADER.size:
+            chunk = sock.recv(protocol.HEADER.size - len(data))
+            if not chunk:
+                return False
+            data += chunk
+        length = protocol.frame_length(data, 1 << 20)
+        body = b""
+        while len(body) < length:
+            chunk = sock.recv(length - len(body))
+            if not chunk:
+                return False
+            body += chunk
+        frame = protocol.unpack(body)
+    except (OSError, protocol.FrameError):
+        return False
+    result = frame.get("result")
+    return isinstance(result, dict) and result.get("server") == "memoryd"
+
+
+def _process_name(pid: int | None) -> str:
+    if not pid:
+        return ""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""

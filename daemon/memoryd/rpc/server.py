@@ -205,7 +205,17 @@ class Server:
                                                            cleanup_socket=False)
         else:
             self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
-        self._reaper = asyncio.create_task(self._close_idle(), name="memoryd-idle-connections")
+        if self._reaper is None:
+            self._reaper = asyncio.create_task(self._close_idle(),
+                                               name="memoryd-idle-connections")
+
+    async def serve_instead(self, sock: socket.socket) -> None:
+        """Listen on ``sock`` from now on (the old socket's file was deleted); connections
+        already open carry on."""
+        old = self._server
+        await self.start(sock)
+        if old is not None:
+            old.close()
 
     @property
     def in_flight(self) -> int:
