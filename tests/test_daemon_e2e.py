@@ -217,3 +217,30 @@ def test_request_lines_are_debug_a_refused_request_info(home: Path) -> None:
         assert [(m, r) for m, r, _ in lines] == expected, lines
         assert {lvl for m, r, lvl in lines} <= {"debug", "info"}
         assert all(lvl == ("debug" if r == "ok" else "info") for _, r, lvl in lines)
+
+
+def test_sigterm_during_a_long_startup_scan_stops_it_at_a_file_boundary(home: Path) -> None:
+    """SIGTERM waited for a whole scan (10.9 s for 10k files). The scan stops at the next
+    file, what it committed stays, and the next start indexes the rest."""
+    ws = big_workspace(home / "ws", files=3000)
+    (home / "config.toml").write_text(f'[[workspaces]]\npath = "{ws}"\n')
+    proc = Proc(home)
+    proc.ready()
+
+    def scanning() -> bool:
+        with RawConn(proc.socket) as c:
+            scan = c.result("status")["workspaces"][0].get("startup_scan", {})
+            return bool(scan.get("running") and scan.get("done", 0) > 0)
+
+    assert wait_for(scanning, 60, interval=0.05), proc.logs()
+    proc.p.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == EXIT_OK
+    stopped = [e for e in proc.logs() if e.get("event") == "sync_stopped"]
+    assert stopped and stopped[0]["done"] < stopped[0]["total"], proc.logs()[-5:]
+    again = Proc(home)
+    try:
+        again.ready()
+        with RawConn(again.socket) as c:
+            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 3001, 120)
+    finally:
+        again.kill()

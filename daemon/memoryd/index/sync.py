@@ -64,6 +64,9 @@ class Syncer:
     on_commit: Callable[[str, FileRow | None], None] = lambda rel, row: None
     mirror: VectorMirror | None = None  # told of removed vectors (store.delete_chunks)
     keywords: KeywordMirror | None = None  # suspended during a bulk run (the caller reloads it)
+    # True once the index is closing: a scan stops at the next file (or the next step of a
+    # long transcript), each committed as it went, so SIGTERM never waits for a whole scan.
+    stopping: Callable[[], bool] = lambda: False
     _warned: set[tuple[str, str]] = field(default_factory=set)
     _batch: list[tuple[str, FileRow | None]] | None = None  # done, not yet committed
 
@@ -136,6 +139,9 @@ class Syncer:
     ) -> None:
         total = len(targets)
         for done, (rel, f) in enumerate(targets, 1):
+            if self.stopping():
+                log.info("sync_stopped", done=done - 1, total=total, reason="closing")
+                break
             if (
                 self.keywords is not None
                 and report.chunks_written > bulk
@@ -190,7 +196,7 @@ class Syncer:
             self._skip(f, st, f.name_error, report)
             return
         if f.source == SOURCE_SESSIONS:  # read from the stored offset, never whole
-            while self._sync_transcript(f, row, st, full, report):
+            while self._sync_transcript(f, row, st, full, report) and not self.stopping():
                 row, full = self._row(f.rel), False
             return
         if st.st_size > self.max_file_bytes:

@@ -238,6 +238,7 @@ class WorkspaceIndex:
             on_commit=self._on_commit,
             mirror=self._mirror,
             keywords=self._keywords,
+            stopping=lambda: self._closed,
         )
 
     def close(self) -> None:
