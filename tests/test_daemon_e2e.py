@@ -186,8 +186,8 @@ def test_version_and_doctor_json(home: Path) -> None:
     doc = subprocess.run([sys.executable, "-m", "memoryd.cli", "doctor", "--json"], env=env,
                          capture_output=True, text=True)
     checks = json.loads(doc.stdout)["checks"]
-    assert [c["name"] for c in checks] == ["config", "socket", "sqlite_vec", "local_model",
-                                           "provider"]
+    assert [c["name"] for c in checks] == ["config", "socket", "state", "sqlite_vec",
+                                           "local_model", "provider"]
     assert all(set(c) == {"name", "ok", "detail", "fix"} for c in checks)
     assert doc.returncode == (0 if all(c["ok"] for c in checks) else 1)
     (home / "config.toml").write_text("[search]\nmax_results = 0\n")
