@@ -25,6 +25,18 @@ Cases (issue 13):
              failures: peak RSS over 512 MB
   big_daily  hippocampus with one daily file of --daily-mb MB; failures: LLM calls over
              llm.max_calls_per_run (50)
+  kill_index, kill_append, kill_hippocampus  kill -9 at random moments of a startup scan,
+             of 4 writers' appends, around hippocampus's write; failures: after a restart
+             the index is not the disk, an acknowledged note is missing, torn or doubled,
+             MEMORY.md is partial, a temp file is left, a run that wrote is recorded failed
+  soak       searchers and writers together; failures: errors, appends not found after
+  idle_connections  thousands of idle connections: each served or refused politely
+             (unavailable), a new client still served, RSS and log lines noted
+  sigterm_transcript, sigterm_scan  SIGTERM during the sync of a big transcript and during
+             a long startup scan; failures: more than a few seconds to exit (the scan's
+             whole duration is measured beside it); the restart resumes
+  The process cases are sized for a few minutes; --long gives the campaign's sizes
+  (bench/_chaos_process.py says which).
 """
 
 from __future__ import annotations
@@ -272,12 +284,24 @@ def case_big_daily(args: argparse.Namespace) -> Row:
                 f"run {record.status}: {record.message[:70]}")
 
 
+def _process_case(name: str) -> Callable[[argparse.Namespace], Row]:
+    def case(args: argparse.Namespace) -> Row:
+        from _chaos_process import run
+
+        return run(name, args)
+
+    return case
+
+
 CASES: dict[str, Callable[[argparse.Namespace], Row]] = {
     "race": case_race,
     "full_disk": case_full_disk,
     "names": case_names,
     "big_transcript": case_big_transcript,
     "big_daily": case_big_daily,
+    **{name: _process_case(name) for name in (
+        "kill_index", "kill_append", "kill_hippocampus", "soak", "idle_connections",
+        "sigterm_transcript", "sigterm_scan")},
 }
 
 
@@ -289,7 +313,8 @@ def run_case(name: str, args: argparse.Namespace, code: Path | None) -> Row:
         paths = [str(code / "daemon"), str(code / "client"), *paths]
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
     cmd = [sys.executable, __file__, "--run-case", name, "--trials", str(args.trials),
-           "--big-mb", str(args.big_mb), "--daily-mb", str(args.daily_mb)]
+           "--big-mb", str(args.big_mb), "--daily-mb", str(args.daily_mb),
+           *(["--long"] if args.long else [])]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
@@ -306,6 +331,8 @@ def main() -> None:
     ap.add_argument("--big-mb", type=int, default=2048)
     ap.add_argument("--daily-mb", type=int, default=200)
     ap.add_argument("--baseline", type=Path, help="a checkout of the code to compare with")
+    ap.add_argument("--long", action="store_true",
+                    help="the process cases at the campaign's sizes (hours, not minutes)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--run-case", help=argparse.SUPPRESS)
     args = ap.parse_args()
