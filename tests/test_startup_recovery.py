@@ -4,6 +4,7 @@ foreign listener on its path."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import socket
 from pathlib import Path
@@ -76,3 +77,37 @@ def test_a_foreign_program_listening_on_the_socket_path_is_named_not_taken_for_m
         assert path.exists()  # not ours: left alone
     finally:
         foreign.close()
+
+
+def test_a_sync_that_failed_on_a_full_disk_is_retried_and_the_change_found_after(
+        md_home: Path) -> None:
+    """After ENOSPC at run time the changes missed waited for a restart or a reindex.
+    The index's disk is made 'full' with RLIMIT_FSIZE on the daemon (writes past it fail
+    with EFBIG; Python ignores SIGXFSZ), then given room again."""
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\nsmall\n")
+    proc = Proc(md_home)
+    try:
+        proc.ready()
+        with RawConn(proc.socket, timeout=30) as c:
+            c.result("workspace.add", {"path": str(ws)})
+            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 1, 30)
+            _soft, hard = resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE)
+            resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE, (64 * 1024, hard))
+            body = "".join(f"line {i} about the wombat census and its counters\n"
+                           for i in range(20_000))
+            (ws / "memory" / "big.md").write_text("# Big\n\n" + body)
+
+            def failing() -> bool:
+                status = c.result("status")["workspaces"][0]
+                return any("retried in" in r for r in status["degraded"])
+
+            assert wait_for(failing, 30), c.result("status")
+            assert not c.result("search", {"query": "wombat", "mode": "keyword"})["results"]
+            resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE, (hard, hard))
+            assert wait_for(lambda: c.result("search", {"query": "wombat",
+                                                        "mode": "keyword"})["results"], 30)
+            assert not failing()
+    finally:
+        proc.kill()

@@ -291,7 +291,7 @@ class Daemon:
         if self._scheduler is not None:
             await self._scheduler.stop(0 if self._force.is_set()
                                        else self.config.server.shutdown_timeout)
-        await self.watcher.stop()
+        await self.watcher.close()
         if self.fleet is not None:
             await self.fleet.stop()  # releases its leases: another daemon may take them now
         await self.server.close()

@@ -104,6 +104,9 @@ class StatusReport:
             int(status.get("pending_files", 0)), self.watcher.pending(ws.name)
         )
         out["watcher"] = self.watcher.describe(ws.name)
+        failing = self.watcher.failing(ws.name)
+        if failing:
+            out["degraded"] = [*out.get("degraded", []), failing]
         scanning = ws.scan is not None and not ws.scan.done()
         scan: dict[str, Any] = {"running": scanning}
         if ws.scan_progress is not None and scanning:

@@ -34,6 +34,10 @@ log = get_logger("memoryd.workspace.watcher")
 # still indexed well within 100 ms; searches do not wait for it anyway (catch_up).
 STEP_MS = 50
 RESTART_DELAY_S = 5.0  # after the watch itself failed (a root vanished, inotify limits)
+# A failed sync (disk full, an I/O error) keeps its files and is tried again after this,
+# doubling up to the maximum: what changed meanwhile is not left for a restart.
+RETRY_FIRST_S = 1.0
+RETRY_MAX_S = 300.0
 _TEMP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".part", ".crdownload", "~")
 
 
@@ -59,9 +63,18 @@ class _Batch:
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     last_sync: float | None = None
     last_error: str | None = None
+    failures: int = 0  # in a row
+    retry: set[Path] = field(default_factory=set)  # files of failed syncs, for the retry
+    retry_handle: asyncio.TimerHandle | None = None
+    retry_at: float = 0.0  # time.time() of the next retry
 
     def __post_init__(self) -> None:
         self.idle.set()
+
+    def cancel_retry(self) -> None:
+        if self.retry_handle is not None:
+            self.retry_handle.cancel()
+            self.retry_handle = None
 
 
 class Watcher:
@@ -89,6 +102,7 @@ class Watcher:
         for name in list(self._batches):
             if name not in new:
                 batch = self._batches.pop(name)
+                batch.cancel_retry()
                 if batch.task is not None:
                     batch.task.cancel()
         if new:
@@ -101,6 +115,12 @@ class Watcher:
             # restart itself are left to the next sync.)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._watching.wait(), 5.0)
+
+    async def close(self) -> None:
+        """At shutdown: no more retries, and the watch stops."""
+        for batch in self._batches.values():
+            batch.cancel_retry()
+        await self.stop()
 
     async def stop(self) -> None:
         task, self._task = self._task, None
@@ -228,21 +248,53 @@ class Watcher:
                 batch.in_flight = len(paths)
                 try:
                     await asyncio.wrap_future(target.index.submit_sync(paths))
-                    batch.last_sync, batch.last_error = time.time(), None
+                    batch.last_sync, batch.last_error, batch.failures = time.time(), None, 0
                 except Exception as exc:  # the index keeps serving; status shows why
-                    batch.last_error = str(exc)
-                    log.warning("watch_sync_failed", workspace=target.name, error=str(exc),
-                                files=len(paths))
+                    self._retry_later(target, batch, paths, exc)
+                    return
                 finally:
                     batch.in_flight = 0
         finally:
             batch.task = None
             batch.idle.set()
 
+    def _retry_later(self, target: WatchTarget, batch: _Batch, paths: list[Path],
+                     exc: Exception) -> None:
+        """Keep the files of a failed sync (and those queued behind it) and try them again
+        after a back-off; searches do not wait for them meanwhile."""
+        batch.failures += 1
+        delay = min(RETRY_MAX_S, RETRY_FIRST_S * 2 ** (batch.failures - 1))
+        batch.last_error = str(exc) or type(exc).__name__
+        batch.retry.update(paths, batch.pending)
+        batch.pending.clear()
+        batch.retry_at = time.time() + delay
+        log.warning("watch_sync_failed", workspace=target.name, error=batch.last_error,
+                    files=len(batch.retry), failures=batch.failures, retry_in_s=delay)
+
+        def retry() -> None:
+            batch.retry_handle = None
+            if self._targets.get(target.name) is target:
+                paths, batch.retry = set(batch.retry), set()
+                self.submit(target.name, paths)
+
+        batch.cancel_retry()
+        batch.retry_handle = asyncio.get_running_loop().call_later(delay, retry)
+
     def pending(self, name: str) -> int:
         """Files changed in ``name`` and not yet committed to its index."""
         batch = self._batches.get(name)
-        return 0 if batch is None else len(batch.pending) + batch.in_flight
+        if batch is None:
+            return 0
+        return len(batch.pending) + batch.in_flight + len(batch.retry)
+
+    def failing(self, name: str) -> str | None:
+        """Why syncs of ``name`` fail, and when they are tried again (None when they work)."""
+        batch = self._batches.get(name)
+        if batch is None or not batch.failures:
+            return None
+        wait = max(0.0, batch.retry_at - time.time())
+        return (f"syncing changes failed {batch.failures} time(s) in a row "
+                f"({batch.last_error}); {len(batch.retry)} file(s) retried in {wait:.0f} s")
 
     async def wait_idle(self, name: str, timeout: float) -> bool:
         """Wait until ``name`` has no pending or in-flight batch; False on timeout."""
@@ -272,6 +324,9 @@ class Watcher:
         batch = self._batches.get(name)
         if name not in self._targets:
             return "not watched"
+        failing = self.failing(name)
+        if failing:
+            return f"{self.state}; {failing}"
         if batch is not None and batch.last_error:
             return f"{self.state}; last sync failed: {batch.last_error}"
         return self.state
