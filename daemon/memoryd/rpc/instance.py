@@ -175,17 +175,26 @@ class Instance:
         log.info("stale_socket_removed", socket=str(path))
 
     def _bind(self, backlog: int) -> socket.socket:
+        # Bound and listening under a temporary name, then renamed into place: a client
+        # that sees the socket file can connect (between bind and listen it was refused,
+        # and took the daemon for not running).
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        staging = self.socket_path.with_name(f".{os.getpid()}.sock")
         try:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staging)  # a leftover of a killed daemon with our pid
             # The directory is private already; chmod closes the window for other umasks.
-            sock.bind(str(self.socket_path))
-            os.chmod(self.socket_path, 0o600)
-            st = os.lstat(self.socket_path)
-            self._bound = (st.st_dev, st.st_ino)
+            sock.bind(str(staging))
+            os.chmod(staging, 0o600)
+            st = os.lstat(staging)
             sock.listen(backlog)
             sock.setblocking(False)
+            os.rename(staging, self.socket_path)
+            self._bound = (st.st_dev, st.st_ino)
         except OSError as exc:
             sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(staging)
             raise InstanceError(f"cannot listen on {self.socket_path}: {exc}") from None
         return sock
 

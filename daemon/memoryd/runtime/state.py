@@ -190,6 +190,9 @@ class StateDB:
         entries = [{"name": w.name, "path": str(w.path), "added_at": w.added_at}
                    for w in self.workspaces()]
         text = json.dumps({"workspaces": entries}, indent=1) + "\n"
+        with contextlib.suppress(OSError):
+            if self.copy_path.read_text(encoding="utf-8") == text:
+                return  # every start checks it: no write (and no fsync) when it is current
         tmp = self.copy_path.with_name(f".{REGISTRY_COPY}.{os.getpid()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
