@@ -21,6 +21,7 @@ import resource
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -567,7 +568,74 @@ def sigterm_scan(long: bool) -> Tally:
     return row
 
 
+def backpressure(long: bool) -> Tally:
+    """64 pipelined gets of a 15 MiB file never read, then 40 unfinished 16 MiB frames:
+    the daemon's RSS growth for each (the attack measured 2.1 GB and 65 -> 721 MB)."""
+    row = Tally("backpressure")
+    row.trials = 2
+    with home() as h:
+        ws = h / "ws"
+        (ws / "memory").mkdir(parents=True)
+        line = "a line of a long memory file that an agent asks for whole\n"
+        (ws / "MEMORY.md").write_text(line * (15 * MiB // len(line)))
+        d = Daemon(h, ws_config(ws))
+        socks: list[socket.socket] = []
+        try:
+            if not d.ready() or not d.scan_done():
+                row.fail("start failed")
+                return row
+            d.call("get", {"path": "MEMORY.md", "lines": 1})
+            base = d.rss_mb()
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(str(d.socket))
+            s.sendall(b"".join(protocol.pack(protocol.request(i, "get", {"path": "MEMORY.md"}))
+                               for i in range(64)))
+            socks.append(s)
+            peak = base
+            for _ in range(50):
+                peak = max(peak, d.rss_mb())
+                time.sleep(0.1)
+            row.notes.append(f"64 gets unread: RSS {base:.0f} -> {peak:.0f} MB")
+            if peak - base > 200:
+                row.fail("pipelined gets grew the daemon by over 200 MB")
+            s.close()
+            socks.clear()
+            time.sleep(2)
+            base = d.rss_mb()
+            body = b"\x00" * (8 * MiB)
+            for _ in range(40):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.connect(str(d.socket))
+                s.sendall(struct.pack(">I", 16 * MiB))
+                s.setblocking(False)
+                socks.append(s)
+            sent = [0] * len(socks)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                for i, s in enumerate(socks):
+                    if sent[i] < len(body):
+                        with suppress(BlockingIOError):
+                            sent[i] += s.send(body[sent[i]:sent[i] + 256 * 1024])
+                time.sleep(0.005)
+            held = d.rss_mb()
+            for s in socks:
+                s.close()
+            socks.clear()
+            time.sleep(2)
+            after = d.rss_mb()
+            row.notes.append(f"40 unfinished 16 MiB frames ({sum(sent) // MiB} MB sent): RSS "
+                             f"{base:.0f} -> {held:.0f} MB, {after:.0f} MB after close")
+            if held - base > 300 or after - base > 100:
+                row.fail("unfinished frames held memory")
+        finally:
+            for s in socks:
+                s.close()
+            d.kill9()
+    return row
+
+
 PROCESS_CASES: dict[str, Callable[[bool], Tally]] = {
+    "backpressure": backpressure,
     "kill_index": kill_index,
     "kill_append": kill_append,
     "kill_hippocampus": kill_hippocampus,

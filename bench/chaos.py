@@ -29,6 +29,8 @@ Cases (issue 13):
              of 4 writers' appends, around hippocampus's write; failures: after a restart
              the index is not the disk, an acknowledged note is missing, torn or doubled,
              MEMORY.md is partial, a temp file is left, a run that wrote is recorded failed
+  backpressure  64 pipelined gets of a 15 MiB file never read, 40 unfinished 16 MiB frames;
+             failures: the daemon's RSS grows by hundreds of MB
   soak       searchers and writers together; failures: errors, appends not found after
   idle_connections  thousands of idle connections: each served or refused politely
              (unavailable), a new client still served, RSS and log lines noted
@@ -300,7 +302,7 @@ CASES: dict[str, Callable[[argparse.Namespace], Row]] = {
     "big_transcript": case_big_transcript,
     "big_daily": case_big_daily,
     **{name: _process_case(name) for name in (
-        "kill_index", "kill_append", "kill_hippocampus", "soak", "idle_connections",
+        "backpressure", "kill_index", "kill_append", "kill_hippocampus", "soak", "idle_connections",
         "sigterm_transcript", "sigterm_scan")},
 }
 
