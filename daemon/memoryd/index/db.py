@@ -121,7 +121,7 @@ def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -
     try:
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         if not readonly:
-            conn.execute("PRAGMA journal_mode=WAL")  # the first read: NotADBError here
+            _set_wal(conn)  # the first read: NotADBError here
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         # chunks_fts's triggers call it (schema.upgrade_keyword_text).
@@ -136,12 +136,33 @@ def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -
     return conn
 
 
+def _set_wal(conn: apsw.Connection) -> None:
+    """WAL mode. Switching a new file takes an exclusive lock, and SQLite refuses a second
+    connection doing the same at that moment without waiting (busy timeout or not)."""
+    for _ in range(200):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except apsw.BusyError:
+            time.sleep(0.01)
+    conn.execute("PRAGMA journal_mode=WAL")
+
+
 def migrate(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]:
     """Apply the migrations not yet recorded, each in its own transaction; returns the
     names applied now."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
-    )
+    # Under the write lock too: a bare write here, racing another new connection, could
+    # be refused 'database is locked' without the busy timeout ever applying.
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS migrations("
+            "name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
     done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
     applied = []
     for name, sql in migrations:
