@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from daemon_util import DaemonThread, RawConn, error_code
+from daemon_util import DaemonThread, RawConn, error_code, wait_for
 from memoryd.errors import MemorydError
 from memoryd.workspace import append as append_module
 from memoryd.workspace.append import Appender, daily_path
@@ -43,8 +43,14 @@ def test_nul_bytes_in_text_or_heading_are_refused_and_nothing_is_written(md_home
             assert error_code(reply) == "invalid_params", reply
             assert reply is not None and "NUL" in reply["error"]["message"]
         assert daily_path(ws, DAY).read_bytes() == before
-        found = c.result("search", {"query": "walrus", "mode": "keyword"})["results"]
-        assert [r["path"] for r in found] == ["memory/2024-03-09.md"]
+        # The first scan runs in the background after workspace.add: wait for it, then the
+        # daily file must still be searchable (a NUL would have made it "binary").
+        def found() -> list[str]:
+            hits = c.result("search", {"query": "walrus", "mode": "keyword"})["results"]
+            return [r["path"] for r in hits]
+
+        wait_for(found, timeout=10)
+        assert found() == ["memory/2024-03-09.md"]
 
 
 def test_one_append_is_bounded(md_home: Path) -> None:
