@@ -53,8 +53,13 @@ class Tally:
             self.notes.append(why)
 
     def row(self) -> dict[str, Any]:
-        return {"case": self.case, "trials": self.trials, "failures": self.failures,
-                "lost": self.lost, "notes": "; ".join(self.notes)}
+        return {
+            "case": self.case,
+            "trials": self.trials,
+            "failures": self.failures,
+            "lost": self.lost,
+            "notes": "; ".join(self.notes),
+        }
 
 
 class Daemon:
@@ -68,8 +73,12 @@ class Daemon:
         env.pop("MEMORYD_SOCKET", None)
         env.pop("MEMORYD_CONFIG", None)
         self.log = open(home / "daemon.log", "ab")  # noqa: SIM115 - closed in wait()
-        self.p = subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run"], env=env,
-                                  stdout=subprocess.DEVNULL, stderr=self.log)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "memoryd.cli", "run"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=self.log,
+        )
 
     def ready(self, timeout: float = 60) -> bool:
         deadline = time.monotonic() + timeout
@@ -148,8 +157,10 @@ def notes_folder(root: Path, files: int, tag: str) -> list[str]:
     for i in range(files):
         word = f"{tag}x{i}zq"
         (root / "memory" / f"{tag}-{i:05d}.md").write_text(
-            f"# {tag} {i}\n\n" + "".join(f"line {j} about subject{j % 11}\n" for j in range(20))
-            + f"the unique word is {word}\n")
+            f"# {tag} {i}\n\n"
+            + "".join(f"line {j} about subject{j % 11}\n" for j in range(20))
+            + f"the unique word is {word}\n"
+        )
         words.append(word)
     return words
 
@@ -184,8 +195,9 @@ def kill_index(long: bool) -> Tally:
             on_disk = 1 + len(list((ws / "memory").glob("*.md")))
             if files != on_disk:
                 row.fail(f"index has {files} files, disk {on_disk}")
-            missing = [w for w in words
-                       if not d.call("search", {"query": w, "mode": "keyword"})["results"]]
+            missing = [
+                w for w in words if not d.call("search", {"query": w, "mode": "keyword"})["results"]
+            ]
             row.lost += len(missing)
             if missing:
                 row.fail(f"{len(missing)} unique words not found")
@@ -221,8 +233,13 @@ def kill_append(long: bool) -> Tally:
                     with MemoryClient(d.socket, timeout=10) as c:
                         while not stop.is_set():
                             key = f"{t}-{w}-{i}"
-                            c.call("append", {"text": f"- note {key} " + "abc" * (i % 5 + 1),
-                                              "date": "2025-06-01"})
+                            c.call(
+                                "append",
+                                {
+                                    "text": f"- note {key} " + "abc" * (i % 5 + 1),
+                                    "date": "2025-06-01",
+                                },
+                            )
                             acked.add(key)
                             i += 1
                 except Exception:
@@ -277,14 +294,18 @@ def kill_hippocampus(long: bool) -> Tally:
     with home() as h, FakeOpenAIServer() as llm:
         ws = h / "ws"
         (ws / "memory").mkdir(parents=True)
-        config = ws_config(ws, f'[llm]\nbase_url = "{llm.base_url}"\nmodel = "fake"\n'
-                               'api_key = "sk-fake-000000"\nmax_retries = 0\n')
+        config = ws_config(
+            ws,
+            f'[llm]\nbase_url = "{llm.base_url}"\nmodel = "fake"\n'
+            'api_key = "sk-fake-000000"\nmax_retries = 0\n',
+        )
         wrote = 0
         for t in range(trials):
             row.trials += 1
             (ws / "MEMORY.md").write_text(old)
-            (ws / "memory" / f"{today}.md").write_text(f"# {today}\n\n- trial {t}: Alice "
-                                                       "switched to coffee.\n")
+            (ws / "memory" / f"{today}.md").write_text(
+                f"# {today}\n\n- trial {t}: Alice switched to coffee.\n"
+            )
             new = old.replace("tea", f"coffee (trial {t})")
             delay = random.uniform(0.2, 0.6)
             llm.respond_chat(new, delay=delay)
@@ -377,21 +398,25 @@ def soak(long: bool) -> Tally:
                         i += 1
                         time.sleep(0.05)
 
-            threads = ([threading.Thread(target=search) for _ in range(searchers)]
-                       + [threading.Thread(target=write, args=(w,)) for w in range(writers)])
+            threads = [threading.Thread(target=search) for _ in range(searchers)] + [
+                threading.Thread(target=write, args=(w,)) for w in range(writers)
+            ]
             for th in threads:
                 th.start()
             for th in threads:
                 th.join()
-            missing = [w for w in acked
-                       if not d.call("search", {"query": w, "mode": "keyword"})["results"]]
+            missing = [
+                w for w in acked if not d.call("search", {"query": w, "mode": "keyword"})["results"]
+            ]
             row.lost += len(missing)
             if missing:
                 row.fail(f"{len(missing)} acknowledged appends not found")
             if errors:
                 row.fail(f"{len(errors)} errors: {sorted(set(errors))}")
-            row.notes.append(f"{counts[0] / seconds:.0f} searches/s, {len(acked)} appends, "
-                             f"RSS {d.rss_mb():.0f} MB")
+            row.notes.append(
+                f"{counts[0] / seconds:.0f} searches/s, {len(acked)} appends, "
+                f"RSS {d.rss_mb():.0f} MB"
+            )
         finally:
             d.kill9()
     return row
@@ -453,8 +478,10 @@ def idle_connections(long: bool) -> Tally:
                         break
                     time.sleep(0.05)
             log_lines = sum(1 for _ in (h / "daemon.log").open(errors="replace"))
-            row.notes.append(f"{n} opened: {served} served, {refused} refused; {new_client}; "
-                             f"RSS {base:.0f} -> {d.rss_mb():.0f} MB; {log_lines} log lines")
+            row.notes.append(
+                f"{n} opened: {served} served, {refused} refused; {new_client}; "
+                f"RSS {base:.0f} -> {d.rss_mb():.0f} MB; {log_lines} log lines"
+            )
         finally:
             for s in socks:
                 s.close()
@@ -482,10 +509,26 @@ def sigterm_transcript(long: bool) -> Tally:
         (ws / "memory").mkdir()
         path = ws / "sessions" / "big.jsonl"
         with path.open("w") as f:
-            f.write(json.dumps({"type": "session", "version": 1, "id": "big",
-                                "timestamp": "2025-06-01T10:00:00Z"}) + "\n")
-            line = json.dumps({"type": "message", "message": {
-                "role": "user", "content": "a long transcript line about the quokka " * 20}})
+            f.write(
+                json.dumps(
+                    {
+                        "type": "session",
+                        "version": 1,
+                        "id": "big",
+                        "timestamp": "2025-06-01T10:00:00Z",
+                    }
+                )
+                + "\n"
+            )
+            line = json.dumps(
+                {
+                    "type": "message",
+                    "message": {
+                        "role": "user",
+                        "content": "a long transcript line about the quokka " * 20,
+                    },
+                }
+            )
             written = 0
             while written < size:
                 f.write(line + "\n")
@@ -516,12 +559,15 @@ def sigterm_transcript(long: bool) -> Tally:
             if not d.ready() or not d.scan_done(timeout=3600):
                 row.fail("restart or resumed sync failed")
                 return row
-            if not d.call("search", {"query": "quokka", "mode": "keyword",
-                                     "sources": ["sessions"]})["results"]:
+            if not d.call(
+                "search", {"query": "quokka", "mode": "keyword", "sources": ["sessions"]}
+            )["results"]:
                 row.fail("the transcript is not searchable")
-            row.notes.append(f"{size // MiB} MB: SIGTERM exit {stop_s:.2f} s (RSS {rss:.0f} MB "
-                             f"then); resumed sync {time.monotonic() - started:.0f} s, "
-                             f"RSS {d.rss_mb():.0f} MB")
+            row.notes.append(
+                f"{size // MiB} MB: SIGTERM exit {stop_s:.2f} s (RSS {rss:.0f} MB "
+                f"then); resumed sync {time.monotonic() - started:.0f} s, "
+                f"RSS {d.rss_mb():.0f} MB"
+            )
         finally:
             d.kill9()
     return row
@@ -563,8 +609,10 @@ def sigterm_scan(long: bool) -> Tally:
             row.fail(f"exit code {code}")
         if stop_s > 3:
             row.fail(f"SIGTERM took {stop_s:.1f} s")
-        row.notes.append(f"{files} files: exit {stop_s:.2f} s after SIGTERM; the whole scan "
-                         f"takes {scan_s:.1f} s here ({stop_s / scan_s:.2f}x)")
+        row.notes.append(
+            f"{files} files: exit {stop_s:.2f} s after SIGTERM; the whole scan "
+            f"takes {scan_s:.1f} s here ({stop_s / scan_s:.2f}x)"
+        )
     return row
 
 
@@ -588,8 +636,12 @@ def backpressure(long: bool) -> Tally:
             base = d.rss_mb()
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.connect(str(d.socket))
-            s.sendall(b"".join(protocol.pack(protocol.request(i, "get", {"path": "MEMORY.md"}))
-                               for i in range(64)))
+            s.sendall(
+                b"".join(
+                    protocol.pack(protocol.request(i, "get", {"path": "MEMORY.md"}))
+                    for i in range(64)
+                )
+            )
             socks.append(s)
             peak = base
             for _ in range(50):
@@ -615,7 +667,7 @@ def backpressure(long: bool) -> Tally:
                 for i, s in enumerate(socks):
                     if sent[i] < len(body):
                         with suppress(BlockingIOError):
-                            sent[i] += s.send(body[sent[i]:sent[i] + 256 * 1024])
+                            sent[i] += s.send(body[sent[i] : sent[i] + 256 * 1024])
                 time.sleep(0.005)
             held = d.rss_mb()
             for s in socks:
@@ -623,8 +675,10 @@ def backpressure(long: bool) -> Tally:
             socks.clear()
             time.sleep(2)
             after = d.rss_mb()
-            row.notes.append(f"40 unfinished 16 MiB frames ({sum(sent) // MiB} MB sent): RSS "
-                             f"{base:.0f} -> {held:.0f} MB, {after:.0f} MB after close")
+            row.notes.append(
+                f"40 unfinished 16 MiB frames ({sum(sent) // MiB} MB sent): RSS "
+                f"{base:.0f} -> {held:.0f} MB, {after:.0f} MB after close"
+            )
             if held - base > 300 or after - base > 100:
                 row.fail("unfinished frames held memory")
         finally:

@@ -49,8 +49,7 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-async def mcp_vs_client(d: Daemon, ws: str, queries: list[str], rounds: int
-                        ) -> dict[str, Any]:
+async def mcp_vs_client(d: Daemon, ws: str, queries: list[str], rounds: int) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.types import (
@@ -61,8 +60,11 @@ async def mcp_vs_client(d: Daemon, ws: str, queries: list[str], rounds: int
     )
 
     def request(q: str) -> ClientRequest:
-        return ClientRequest(CallToolRequest(params=CallToolRequestParams(
-            name="memory_search", arguments={"query": q})))
+        return ClientRequest(
+            CallToolRequest(
+                params=CallToolRequestParams(name="memory_search", arguments={"query": q})
+            )
+        )
 
     params = StdioServerParameters(command=MEMCTL, args=["mcp", "--workspace", ws], env=d.env)
     mcp_ms: list[float] = []
@@ -90,29 +92,49 @@ async def mcp_vs_client(d: Daemon, ws: str, queries: list[str], rounds: int
                 t = time.perf_counter()
                 await c.search(q, workspace=ws)
                 client_ms.append((time.perf_counter() - t) * 1000)
-    return {"mcp": summarize(mcp_ms), "client": summarize(client_ms),
-            "sdk_call_tool": summarize(sdk_ms)}
+    return {
+        "mcp": summarize(mcp_ms),
+        "client": summarize(client_ms),
+        "sdk_call_tool": summarize(sdk_ms),
+    }
 
 
-def hook_vs_peers(d: Daemon, ws_root: Path, ws: str, queries: list[str], runs: int
-                  ) -> dict[str, Any]:
+def hook_vs_peers(
+    d: Daemon, ws_root: Path, ws: str, queries: list[str], runs: int
+) -> dict[str, Any]:
     hook_ms: list[float] = []
     search_ms: list[float] = []
     printed = 0
     for i in range(runs):
         q = queries[i % len(queries)]
-        event = json.dumps({"session_id": "bench", "transcript_path": "/dev/null",
-                            "cwd": str(ws_root), "hook_event_name": "UserPromptSubmit",
-                            "prompt": q})
+        event = json.dumps(
+            {
+                "session_id": "bench",
+                "transcript_path": "/dev/null",
+                "cwd": str(ws_root),
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": q,
+            }
+        )
         t = time.perf_counter()
-        out = subprocess.run([MEMCTL, "hook", "claude-code", "user-prompt-submit"],
-                             input=event, env=d.env, capture_output=True, text=True,
-                             check=True, cwd=ws_root)
+        out = subprocess.run(
+            [MEMCTL, "hook", "claude-code", "user-prompt-submit"],
+            input=event,
+            env=d.env,
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ws_root,
+        )
         hook_ms.append((time.perf_counter() - t) * 1000)
         printed += bool(out.stdout)
         t = time.perf_counter()
-        subprocess.run([MEMCTL, "search", "--workspace", ws, "--json", *q.split()],
-                       env=d.env, capture_output=True, check=True)
+        subprocess.run(
+            [MEMCTL, "search", "--workspace", ws, "--json", *q.split()],
+            env=d.env,
+            capture_output=True,
+            check=True,
+        )
         search_ms.append((time.perf_counter() - t) * 1000)
     recall_ms: list[float] = []
     with MemoryClient(d.socket) as c:
@@ -120,13 +142,18 @@ def hook_vs_peers(d: Daemon, ws_root: Path, ws: str, queries: list[str], runs: i
             t = time.perf_counter()
             c.call("recall", {"query": q, "workspace": ws})
             recall_ms.append((time.perf_counter() - t) * 1000)
-    return {"hook": summarize(hook_ms), "memctl_search": summarize(search_ms),
-            "recall_in_process": summarize(recall_ms), "hook_printed": printed, "runs": runs}
+    return {
+        "hook": summarize(hook_ms),
+        "memctl_search": summarize(search_ms),
+        "recall_in_process": summarize(recall_ms),
+        "hook_printed": printed,
+        "runs": runs,
+    }
 
 
 def row(name: str, s: dict[str, float], base: dict[str, float] | None) -> str:
     ratio = f"{s['p50'] / base['p50']:.2f}x" if base else "1.00x (baseline)"
-    return (f"| {name} | {s['p50']:.2f} | {s['p95']:.2f} | {s['p99']:.2f} | {ratio} |")
+    return f"| {name} | {s['p50']:.2f} | {s['p95']:.2f} | {s['p99']:.2f} | {ratio} |"
 
 
 def report(r: dict[str, Any]) -> None:
@@ -136,8 +163,14 @@ def report(r: dict[str, Any]) -> None:
     print("|---|---|---|---|---|")
     print(row("AsyncMemoryClient.search (baseline)", m["client"], None))
     print(row("MCP memory_search over stdio (tools/call round trip)", m["mcp"], m["client"]))
-    print(row("the same with the Python SDK's call_tool (it re-checks the result against the "
-              "outputSchema with jsonschema on every call)", m["sdk_call_tool"], m["client"]))
+    print(
+        row(
+            "the same with the Python SDK's call_tool (it re-checks the result against the "
+            "outputSchema with jsonschema on every call)",
+            m["sdk_call_tool"],
+            m["client"],
+        )
+    )
     ok = m["mcp"]["p50"] <= MCP_TARGET_MS
     print(f"\ntarget p50 <= {MCP_TARGET_MS:g} ms: {'met' if ok else 'NOT met'}")
     print(f"\n### Claude Code user-prompt-submit hook, fresh process, {h['runs']} runs\n")
@@ -145,11 +178,18 @@ def report(r: dict[str, Any]) -> None:
     print("|---|---|---|---|---|")
     print(row("memctl search --json (baseline)", h["memctl_search"], None))
     print(row("memctl hook claude-code user-prompt-submit", h["hook"], h["memctl_search"]))
-    print(row("recall method, in-process (the work itself)", h["recall_in_process"],
-              h["memctl_search"]))
+    print(
+        row(
+            "recall method, in-process (the work itself)",
+            h["recall_in_process"],
+            h["memctl_search"],
+        )
+    )
     ok = h["hook"]["p50"] <= HOOK_TARGET_MS
-    print(f"\ntarget p50 <= {HOOK_TARGET_MS:g} ms: {'met' if ok else 'NOT met'}; "
-          f"{h['hook_printed']} of {h['runs']} prompts got a recall block")
+    print(
+        f"\ntarget p50 <= {HOOK_TARGET_MS:g} ms: {'met' if ok else 'NOT met'}; "
+        f"{h['hook_printed']} of {h['runs']} prompts got a recall block"
+    )
     print(f"\nload average before/after: {r['load_before']} / {r['load_after']}")
 
 

@@ -67,8 +67,7 @@ Row = dict[str, Any]  # case, trials, failures, lost, notes
 
 
 def _row(case: str, trials: int, failures: int, lost: int, notes: str) -> Row:
-    return {"case": case, "trials": trials, "failures": failures, "lost": lost,
-            "notes": notes}
+    return {"case": case, "trials": trials, "failures": failures, "lost": lost, "notes": notes}
 
 
 @contextlib.contextmanager
@@ -84,6 +83,7 @@ def _home() -> Iterator[Path]:
 
 # -- race -------------------------------------------------------------------------------
 
+
 def case_race(args: argparse.Namespace) -> Row:
     from daemon_util import DaemonThread, RawConn, error_code
 
@@ -91,8 +91,7 @@ def case_race(args: argparse.Namespace) -> Row:
     if not hasattr(libc, "renameat2"):
         return _row("race", 0, 0, 0, "skipped: no renameat2")
     swap2 = libc.renameat2
-    swap2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                      ctypes.c_uint]
+    swap2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     with _home() as home:
         ws, out = home / "ws", home / "out"
         (ws / "memory").mkdir(parents=True)
@@ -135,12 +134,17 @@ def case_race(args: argparse.Namespace) -> Row:
                 inside = (folder / "2024-01-01.md").read_text()
         writes_out = sum(1 for n in acked if n in outside)
         lost = sum(1 for n in acked if n not in inside and n not in outside)
-        return _row("race", 2 * args.trials, reads_out + writes_out, lost,
-                    f"{reads_out} reads and {writes_out} appends outside, {errors} internal "
-                    "errors")
+        return _row(
+            "race",
+            2 * args.trials,
+            reads_out + writes_out,
+            lost,
+            f"{reads_out} reads and {writes_out} appends outside, {errors} internal errors",
+        )
 
 
 # -- full disk --------------------------------------------------------------------------
+
 
 def case_full_disk(args: argparse.Namespace) -> Row:
     from memoryd.workspace.append import Appender
@@ -153,8 +157,11 @@ def case_full_disk(args: argparse.Namespace) -> Row:
     with _home() as home:
         fs = home / "fs"
         fs.mkdir()
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(fs)],
-                          capture_output=True, check=False).returncode:
+        if subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(fs)],
+            capture_output=True,
+            check=False,
+        ).returncode:
             return _row("full_disk", 0, 0, 0, "skipped: cannot mount a tmpfs")
         try:
             ws = fs / "ws"
@@ -181,18 +188,24 @@ def case_full_disk(args: argparse.Namespace) -> Row:
                     ok = False
                     refused += 1
                 after = daily.read_bytes() if daily.exists() else b""
-                whole = after.startswith(before) and text.encode() in after[len(before):]
+                whole = after.startswith(before) and text.encode() in after[len(before) :]
                 if not (after == before or whole):
                     torn += 1
                 if ok and not whole:
                     lost += 1
         finally:
             subprocess.run(["umount", "-l", str(fs)], check=False)
-    return _row("full_disk", args.trials, torn, lost,
-                f"{refused} appends refused (disk full), {torn} daily files torn")
+    return _row(
+        "full_disk",
+        args.trials,
+        torn,
+        lost,
+        f"{refused} appends refused (disk full), {torn} daily files torn",
+    )
 
 
 # -- names ------------------------------------------------------------------------------
+
 
 def case_names(args: argparse.Namespace) -> Row:
     from daemon_util import DaemonThread, RawConn
@@ -222,12 +235,17 @@ def case_names(args: argparse.Namespace) -> Row:
             skipped = 0
             if status and "result" in status:
                 skipped = len(status["result"]["workspaces"][0].get("skipped", {}))
-        return _row("names", len(good), missing, 0,
-                    f"{missing} of {len(good)} good notes not searchable; {skipped} listed "
-                    "under skipped")
+        return _row(
+            "names",
+            len(good),
+            missing,
+            0,
+            f"{missing} of {len(good)} good notes not searchable; {skipped} listed under skipped",
+        )
 
 
 # -- big transcript ---------------------------------------------------------------------
+
 
 def case_big_transcript(args: argparse.Namespace) -> Row:
     from jobs_util import NOW, JobHarness, set_mtime
@@ -237,12 +255,21 @@ def case_big_transcript(args: argparse.Namespace) -> Row:
         (ws / "sessions").mkdir(parents=True)
         path = ws / "sessions" / "big.jsonl"
         start = (NOW - dt.timedelta(hours=3)).isoformat()
-        line = json.dumps({"type": "message", "timestamp": start,
-                           "message": {"role": "user", "content": "z" * 4000}}) + "\n"
+        line = (
+            json.dumps(
+                {
+                    "type": "message",
+                    "timestamp": start,
+                    "message": {"role": "user", "content": "z" * 4000},
+                }
+            )
+            + "\n"
+        )
         block = (line * 256).encode()
         with open(path, "wb") as f:
-            f.write((json.dumps({"type": "session", "id": "big", "timestamp": start})
-                     + "\n").encode())
+            f.write(
+                (json.dumps({"type": "session", "id": "big", "timestamp": start}) + "\n").encode()
+            )
             for _ in range(args.big_mb * (1 << 20) // len(block)):
                 f.write(block)
         set_mtime(path, NOW - dt.timedelta(hours=1))
@@ -252,12 +279,18 @@ def case_big_transcript(args: argparse.Namespace) -> Row:
         finally:
             h.close()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return _row("big_transcript", 1, int(rss_mb > 512), 0,
-                f"{args.big_mb} MB transcript: peak RSS {rss_mb:.0f} MB, run "
-                f"{record.status}: {record.message[:80]}")
+    return _row(
+        "big_transcript",
+        1,
+        int(rss_mb > 512),
+        0,
+        f"{args.big_mb} MB transcript: peak RSS {rss_mb:.0f} MB, run "
+        f"{record.status}: {record.message[:80]}",
+    )
 
 
 # -- big daily file ---------------------------------------------------------------------
+
 
 def case_big_daily(args: argparse.Namespace) -> Row:
     from fakes.openai_server import FakeOpenAIServer
@@ -273,17 +306,27 @@ def case_big_daily(args: argparse.Namespace) -> Row:
             for _ in range(args.daily_mb * (1 << 20) // (len(line) * 1000)):
                 f.write(line * 1000)
         server.answer_chat_with(lambda body: "- extracted fact\n")
-        h = JobHarness(ws, home / "state.sqlite",
-                       {"llm": llm_config(server.base_url),
-                        "index": {"max_file_bytes": (args.daily_mb + 1) << 20}})
+        h = JobHarness(
+            ws,
+            home / "state.sqlite",
+            {
+                "llm": llm_config(server.base_url),
+                "index": {"max_file_bytes": (args.daily_mb + 1) << 20},
+            },
+        )
         try:
             record = h.run("hippocampus")
         finally:
             h.close()
         calls = len(server.requests_to("chat"))
-    return _row("big_daily", 1, int(calls > 50), 0,
-                f"{args.daily_mb} MB daily file (under max_file_bytes): {calls} LLM calls, "
-                f"run {record.status}: {record.message[:70]}")
+    return _row(
+        "big_daily",
+        1,
+        int(calls > 50),
+        0,
+        f"{args.daily_mb} MB daily file (under max_file_bytes): {calls} LLM calls, "
+        f"run {record.status}: {record.message[:70]}",
+    )
 
 
 def _process_case(name: str) -> Callable[[argparse.Namespace], Row]:
@@ -301,9 +344,19 @@ CASES: dict[str, Callable[[argparse.Namespace], Row]] = {
     "names": case_names,
     "big_transcript": case_big_transcript,
     "big_daily": case_big_daily,
-    **{name: _process_case(name) for name in (
-        "backpressure", "kill_index", "kill_append", "kill_hippocampus", "soak", "idle_connections",
-        "sigterm_transcript", "sigterm_scan")},
+    **{
+        name: _process_case(name)
+        for name in (
+            "backpressure",
+            "kill_index",
+            "kill_append",
+            "kill_hippocampus",
+            "soak",
+            "idle_connections",
+            "sigterm_transcript",
+            "sigterm_scan",
+        )
+    },
 }
 
 
@@ -314,9 +367,19 @@ def run_case(name: str, args: argparse.Namespace, code: Path | None) -> Row:
     if code is not None:
         paths = [str(code / "daemon"), str(code / "client"), *paths]
     env["PYTHONPATH"] = os.pathsep.join([*paths, env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, __file__, "--run-case", name, "--trials", str(args.trials),
-           "--big-mb", str(args.big_mb), "--daily-mb", str(args.daily_mb),
-           *(["--long"] if args.long else [])]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--run-case",
+        name,
+        "--trials",
+        str(args.trials),
+        "--big-mb",
+        str(args.big_mb),
+        "--daily-mb",
+        str(args.daily_mb),
+        *(["--long"] if args.long else []),
+    ]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("{"):
@@ -333,8 +396,11 @@ def main() -> None:
     ap.add_argument("--big-mb", type=int, default=2048)
     ap.add_argument("--daily-mb", type=int, default=200)
     ap.add_argument("--baseline", type=Path, help="a checkout of the code to compare with")
-    ap.add_argument("--long", action="store_true",
-                    help="the process cases at the campaign's sizes (hours, not minutes)")
+    ap.add_argument(
+        "--long",
+        action="store_true",
+        help="the process cases at the campaign's sizes (hours, not minutes)",
+    )
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--run-case", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -353,8 +419,11 @@ def main() -> None:
             row["code"] = label
             rows.append(row)
             if not args.json:
-                print(f"{row['case']:<15} {label:<9} {row['trials']:>7} {row['failures']:>8} "
-                      f"{row['lost']:>5}  {row['notes']}", flush=True)
+                print(
+                    f"{row['case']:<15} {label:<9} {row['trials']:>7} {row['failures']:>8} "
+                    f"{row['lost']:>5}  {row['notes']}",
+                    flush=True,
+                )
     if args.json:
         print(json.dumps(rows, indent=2))
 

@@ -60,9 +60,15 @@ def run_size(size: int, pg: ScratchPostgres, work: Path, rounds: int) -> list[di
         report = pub.publish(conn, reader, ix.generation, Fingerprint("bench", "hash", 384))
         publish_s = time.perf_counter() - started
         conn.execute("ANALYZE")
-        rows.append({"size": info["chunks"], "what": "publish (full)", "chunks": report.chunks,
-                     "seconds": round(publish_s, 2),
-                     "chunks_per_s": round(report.chunks / publish_s, 1)})
+        rows.append(
+            {
+                "size": info["chunks"],
+                "what": "publish (full)",
+                "chunks": report.chunks,
+                "seconds": round(publish_s, 2),
+                "chunks_per_s": round(report.chunks / publish_s, 1),
+            }
+        )
         remote = RemoteIndex(SCHEMA)
         ws = remote.one(conn, "bench", "ws")
         provider = BenchProvider()
@@ -78,18 +84,30 @@ def run_size(size: int, pg: ScratchPostgres, work: Path, rounds: int) -> list[di
                     ix.search(req)
                     lt = (time.perf_counter() - t) * 1000
                     t = time.perf_counter()
-                    remote.search(conn, ws, req, cfg.search,
-                                  qvecs[q] if mode == "hybrid" else None,
-                                  cfg.index.vector_window_tokens)
+                    remote.search(
+                        conn,
+                        ws,
+                        req,
+                        cfg.search,
+                        qvecs[q] if mode == "hybrid" else None,
+                        cfg.index.vector_window_tokens,
+                    )
                     rt = (time.perf_counter() - t) * 1000
                     if r:
                         local_ms.append(lt)
                         remote_ms.append(rt)
             loc, rem = summarize(local_ms), summarize(remote_ms)
-            rows.append({"size": info["chunks"], "what": f"search {mode}",
-                         "local_p50": round(loc["p50"], 2), "local_p99": round(loc["p99"], 2),
-                         "remote_p50": round(rem["p50"], 2), "remote_p99": round(rem["p99"], 2),
-                         "ratio_p50": round(rem["p50"] / loc["p50"], 1)})
+            rows.append(
+                {
+                    "size": info["chunks"],
+                    "what": f"search {mode}",
+                    "local_p50": round(loc["p50"], 2),
+                    "local_p99": round(loc["p99"], 2),
+                    "remote_p50": round(rem["p50"], 2),
+                    "remote_p99": round(rem["p99"], 2),
+                    "ratio_p50": round(rem["p50"] / loc["p50"], 1),
+                }
+            )
         reader.close()
     ix.close()
     return rows
@@ -100,8 +118,9 @@ def locomo(root: Path, index_dir: Path, pg: ScratchPostgres) -> list[dict[str, A
     from retrieval import build_indexes
 
     cfg = config_from_mapping({"embedding": {"provider": "local"}})
-    qrels = [json.loads(line) for line in (root / "qrels.jsonl").read_text().splitlines()
-             if line.strip()]
+    qrels = [
+        json.loads(line) for line in (root / "qrels.jsonl").read_text().splitlines() if line.strip()
+    ]
     convs = sorted({q["conv"] for q in qrels})
     indexes = build_indexes(root.resolve(), convs, cfg, index_dir)
     provider = next(iter(indexes.values())).provider
@@ -116,15 +135,17 @@ def locomo(root: Path, index_dir: Path, pg: ScratchPostgres) -> list[dict[str, A
         for conv, ix in indexes.items():
             reader = LocalIndexReader(ix.db_path, text_reader(ix))
             WorkspacePublisher(SCHEMA, "bench", conv, "bench-holder", 300.0).publish(
-                conn, reader, ix.generation, fp)
+                conn, reader, ix.generation, fp
+            )
             reader.close()
         spaces = {conv: remote.one(conn, "bench", conv) for conv in indexes}
         for q in qrels:
             req = SearchRequest(q["question"], max_results=10)
             local = indexes[q["conv"]].search(req).results
             qvec = as_query_vector(provider.embed([q["question"]])[0])
-            hits, _ = remote.search(conn, spaces[q["conv"]], req, cfg.search, qvec,
-                                    cfg.index.vector_window_tokens)
+            hits, _ = remote.search(
+                conn, spaces[q["conv"]], req, cfg.search, qvec, cfg.index.vector_window_tokens
+            )
             local_m.append(judge(q, [h.to_dict() for h in local]))
             fleet_m.append(judge(q, [h.to_dict() for h in hits]))
     for ix in indexes.values():
@@ -152,10 +173,12 @@ def main() -> None:
         print("| path | n | " + " | ".join(cols) + " |")
         print("|---|---:|" + "---:|" * len(cols))
         for r in found:
-            print(f"| {r['path']} | {r['n']} | "
-                  + " | ".join(f"{r[c]:.3f}" for c in cols) + " |")
-        print("| fleet - local | | " + " | ".join(
-            f"{found[1][c] - found[0][c]:+.3f}" for c in cols) + " |")
+            print(f"| {r['path']} | {r['n']} | " + " | ".join(f"{r[c]:.3f}" for c in cols) + " |")
+        print(
+            "| fleet - local | | "
+            + " | ".join(f"{found[1][c] - found[0][c]:+.3f}" for c in cols)
+            + " |"
+        )
         return
     sizes = [int(s) for s in args.sizes.split(",")] + ([100_000] if args.big else [])
     rows: list[dict[str, Any]] = []
@@ -166,16 +189,22 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print("| chunks | what | local p50 ms | local p99 ms | fleet p50 ms | fleet p99 ms "
-          "| fleet/local p50 | publish |")
+    print(
+        "| chunks | what | local p50 ms | local p99 ms | fleet p50 ms | fleet p99 ms "
+        "| fleet/local p50 | publish |"
+    )
     print("|---:|---|---:|---:|---:|---:|---:|---|")
     for r in rows:
         if r["what"].startswith("publish"):
-            print(f"| {r['size']} | {r['what']} | | | | | | {r['chunks']} chunks in "
-                  f"{r['seconds']} s = **{r['chunks_per_s']} chunks/s** |")
+            print(
+                f"| {r['size']} | {r['what']} | | | | | | {r['chunks']} chunks in "
+                f"{r['seconds']} s = **{r['chunks_per_s']} chunks/s** |"
+            )
         else:
-            print(f"| {r['size']} | {r['what']} | {r['local_p50']} | {r['local_p99']} | "
-                  f"{r['remote_p50']} | {r['remote_p99']} | {r['ratio_p50']}x | |")
+            print(
+                f"| {r['size']} | {r['what']} | {r['local_p50']} | {r['local_p99']} | "
+                f"{r['remote_p50']} | {r['remote_p99']} | {r['ratio_p50']}x | |"
+            )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,10 @@ def _count(conn: Any, sql: str, *args: Any) -> int:
 
 def _hashes(conn: Any, rel: str) -> dict[str, int]:
     """text hash -> stored vector windows, for the chunks of one file."""
-    return {str(h): int(w) for h, w in conn.execute(
-        "SELECT text_hash, windows FROM chunks WHERE path = ?", (rel,))}
+    return {
+        str(h): int(w)
+        for h, w in conn.execute("SELECT text_hash, windows FROM chunks WHERE path = ?", (rel,))
+    }
 
 
 def child(workspace: Path, provider_name: str) -> dict[str, Any]:
@@ -95,8 +97,7 @@ def child(workspace: Path, provider_name: str) -> dict[str, Any]:
         target = daily[-1] if daily else ws / "MEMORY.md"
         rel = target.relative_to(ws).as_posix()
         out["touched"] = rel
-        out["touched_file_chunks"] = _count(
-            conn, "SELECT count(*) FROM chunks WHERE path = ?", rel)
+        out["touched_file_chunks"] = _count(conn, "SELECT count(*) FROM chunks WHERE path = ?", rel)
         cache_before = _count(conn, "SELECT count(*) FROM embedding_cache")
         hashes_before = _hashes(conn, rel)
         with target.open("a") as f:
@@ -114,19 +115,21 @@ def child(workspace: Path, provider_name: str) -> dict[str, Any]:
             ix.wait_embedded()
             out["touch_embed_s"] = time.perf_counter() - started
             out["touch_windows_embedded"] = (
-                _count(conn, "SELECT count(*) FROM embedding_cache") - cache_before)
+                _count(conn, "SELECT count(*) FROM embedding_cache") - cache_before
+            )
         out["touch_file_chunks_after"] = _count(
-            conn, "SELECT count(*) FROM chunks WHERE path = ?", rel)
+            conn, "SELECT count(*) FROM chunks WHERE path = ?", rel
+        )
         new = set(_hashes(conn, rel)) - set(hashes_before)
         out["touch_changed_chunks"] = len(new)
-        out["touch_changed_windows"] = sum(
-            w for h, w in _hashes(conn, rel).items() if h in new)
+        out["touch_changed_windows"] = sum(w for h, w in _hashes(conn, rel).items() if h in new)
         conn.close()
         ix.close()
         if choice.provider is not None:
             choice.provider.close()
-    out["peak_rss_mb"] = max(out["peak_rss_mb"],
-                             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    out["peak_rss_mb"] = max(
+        out["peak_rss_mb"], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    )
     out["loadavg"] = [load0, os.getloadavg()[0]]
     return out
 
@@ -134,7 +137,10 @@ def child(workspace: Path, provider_name: str) -> dict[str, Any]:
 def run_child(workspace: Path, provider: str) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, __file__, "--child", str(workspace), "--provider", provider],
-        capture_output=True, text=True, check=False)
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"child for {workspace} ({provider}) failed:\n{proc.stderr}")
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -151,44 +157,93 @@ def _cells(values: list[Any]) -> str:
 
 def print_tables(rows: list[dict[str, Any]]) -> None:
     print("### Cold index (empty index, fresh process per row)\n")
-    print(_cells(["workspace", "provider", "files", "chunks", "open s", "sync s", "files/s",
-                  "chunks/s",
-                  "model load s", "embed s", "embed CPU s", "embedded chunks/s", "windows",
-                  "peak RSS MB"]))
+    print(
+        _cells(
+            [
+                "workspace",
+                "provider",
+                "files",
+                "chunks",
+                "open s",
+                "sync s",
+                "files/s",
+                "chunks/s",
+                "model load s",
+                "embed s",
+                "embed CPU s",
+                "embedded chunks/s",
+                "windows",
+                "peak RSS MB",
+            ]
+        )
+    )
     print("|---|---|" + "---:|" * 12)
     for r in rows:
         emb = r["provider"] != "none"
-        print(_cells([
-            r["workspace"], r["provider"], r["files"], r["chunks"], f"{r['open_s']:.3f}",
-            f"{r['sync_s']:.3f}",
-            f"{_rate(r['files'], r['sync_s']):.0f}", f"{_rate(r['chunks'], r['sync_s']):.0f}",
-            f"{r['model_load_s']:.2f}" if emb else "-",
-            f"{r['embed_s']:.1f}" if emb else "-",
-            f"{r['embed_cpu_s']:.1f}" if emb else "-",
-            f"{_rate(r['chunks_embedded'], r['embed_s']):.1f}" if emb else "-",
-            r["windows"] if emb else "-", f"{r['peak_rss_mb']:.0f}"]))
+        print(
+            _cells(
+                [
+                    r["workspace"],
+                    r["provider"],
+                    r["files"],
+                    r["chunks"],
+                    f"{r['open_s']:.3f}",
+                    f"{r['sync_s']:.3f}",
+                    f"{_rate(r['files'], r['sync_s']):.0f}",
+                    f"{_rate(r['chunks'], r['sync_s']):.0f}",
+                    f"{r['model_load_s']:.2f}" if emb else "-",
+                    f"{r['embed_s']:.1f}" if emb else "-",
+                    f"{r['embed_cpu_s']:.1f}" if emb else "-",
+                    f"{_rate(r['chunks_embedded'], r['embed_s']):.1f}" if emb else "-",
+                    r["windows"] if emb else "-",
+                    f"{r['peak_rss_mb']:.0f}",
+                ]
+            )
+        )
     print("\n### Touch one file (append one line to the newest daily file, then sync)\n")
-    print(_cells(["workspace", "provider", "file (chunks before→after)", "sync s",
-                  "chunks rewritten", "chunks with new text", "chunks re-embedded",
-                  "windows embedded (of new chunks')", "embed s"]))
+    print(
+        _cells(
+            [
+                "workspace",
+                "provider",
+                "file (chunks before→after)",
+                "sync s",
+                "chunks rewritten",
+                "chunks with new text",
+                "chunks re-embedded",
+                "windows embedded (of new chunks')",
+                "embed s",
+            ]
+        )
+    )
     print("|---|---|---|" + "---:|" * 6)
     for r in rows:
         emb = r["provider"] != "none"
-        print(_cells([
-            r["workspace"], r["provider"],
-            f"{r['touched']} ({r['touched_file_chunks']}→{r['touch_file_chunks_after']})",
-            f"{r['touch_sync_s']:.3f}", r["touch_chunks_written"], r["touch_changed_chunks"],
-            r["touch_pending"] if emb else "-",
-            f"{r['touch_windows_embedded']} ({r['touch_changed_windows']})" if emb else "-",
-            f"{r['touch_embed_s']:.2f}" if emb else "-"]))
+        print(
+            _cells(
+                [
+                    r["workspace"],
+                    r["provider"],
+                    f"{r['touched']} ({r['touched_file_chunks']}→{r['touch_file_chunks_after']})",
+                    f"{r['touch_sync_s']:.3f}",
+                    r["touch_chunks_written"],
+                    r["touch_changed_chunks"],
+                    r["touch_pending"] if emb else "-",
+                    f"{r['touch_windows_embedded']} ({r['touch_changed_windows']})" if emb else "-",
+                    f"{r['touch_embed_s']:.2f}" if emb else "-",
+                ]
+            )
+        )
     print()
     kw = [r for r in rows if r["provider"] == "none"]
     loc = [r for r in rows if r["provider"] == "local"]
     if kw:
         total = sum(r["open_s"] + r["sync_s"] for r in kw)
         verdict = "ok" if total < TARGET_KEYWORD_COLD_S else "MISS"
-        print(f"- target keyword-only cold index < {TARGET_KEYWORD_COLD_S:.0f} s "
-              f"(open + sync, summed over {len(kw)} workspace(s)): {total:.3f} s — {verdict}")
+        print(
+            f"- target keyword-only cold index < {TARGET_KEYWORD_COLD_S:.0f} s "
+            f"(open + sync, summed over {len(kw)} workspace(s)): {total:.3f} s — {verdict}"
+        )
     if loc:
         chunks = sum(r["chunks_embedded"] for r in loc)
         secs = sum(r["embed_s"] for r in loc)
@@ -196,26 +251,35 @@ def print_tables(rows: list[dict[str, Any]]) -> None:
         windows = sum(r["windows"] for r in loc)
         rate = _rate(chunks, secs)
         verdict = "ok" if rate >= TARGET_CHUNKS_PER_S else "MISS"
-        print(f"- target ≥ {TARGET_CHUNKS_PER_S:.0f} chunks/s with the local model: "
-              f"{rate:.1f} chunks/s ({chunks} chunks, {windows} windows in {secs:.1f} s; "
-              f"{_rate(chunks, cpu):.1f} chunks per CPU-second, "
-              f"{_rate(cpu, windows) * 1000:.0f} ms CPU per window) — {verdict}")
+        print(
+            f"- target ≥ {TARGET_CHUNKS_PER_S:.0f} chunks/s with the local model: "
+            f"{rate:.1f} chunks/s ({chunks} chunks, {windows} windows in {secs:.1f} s; "
+            f"{_rate(chunks, cpu):.1f} chunks per CPU-second, "
+            f"{_rate(cpu, windows) * 1000:.0f} ms CPU per window) — {verdict}"
+        )
         only = all(r["touch_windows_embedded"] <= r["touch_changed_windows"] for r in loc)
-        print("- target: touching one file re-embeds only its changed chunks (windows sent to "
-              "the model ≤ windows of chunks with new text): "
-              f"{sum(r['touch_windows_embedded'] for r in loc)} ≤ "
-              f"{sum(r['touch_changed_windows'] for r in loc)} — {'ok' if only else 'MISS'}")
+        print(
+            "- target: touching one file re-embeds only its changed chunks (windows sent to "
+            "the model ≤ windows of chunks with new text): "
+            f"{sum(r['touch_windows_embedded'] for r in loc)} ≤ "
+            f"{sum(r['touch_changed_windows'] for r in loc)} — {'ok' if only else 'MISS'}"
+        )
     peak = max(r["peak_rss_mb"] for r in rows)
-    print(f"- target peak RSS < {TARGET_PEAK_RSS_MB:.0f} MB: max {peak:.0f} MB — "
-          f"{'ok' if peak < TARGET_PEAK_RSS_MB else 'MISS'}")
+    print(
+        f"- target peak RSS < {TARGET_PEAK_RSS_MB:.0f} MB: max {peak:.0f} MB — "
+        f"{'ok' if peak < TARGET_PEAK_RSS_MB else 'MISS'}"
+    )
     loads = [x for r in rows for x in r["loadavg"]]
-    print(f"\nload average (1 min) during the runs: {min(loads):.2f} to {max(loads):.2f} "
-          f"on {os.cpu_count()} cores; python {sys.version.split()[0]}")
+    print(
+        f"\nload average (1 min) during the runs: {min(loads):.2f} to {max(loads):.2f} "
+        f"on {os.cpu_count()} cores; python {sys.version.split()[0]}"
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("workspace", type=Path, nargs="?")
     ap.add_argument("--all-in", type=Path, metavar="DIR", help="every workspace folder in DIR")
     ap.add_argument("--provider", choices=["none", "local", "both"], default="both")

@@ -59,8 +59,14 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 JOBS = ("fallback_summary", "retention", "hippocampus")  # run once before idling
 TARGETS = {
-    "p50_10k_ms": 2.0, "p99_10k_ms": 10.0, "qps_16": 1500.0, "w2s_p50_ms": 300.0,
-    "ready_s": 0.5, "idle_rss_none_mb": 80.0, "idle_rss_local_mb": 350.0, "idle_cpu_pct": 0.5,
+    "p50_10k_ms": 2.0,
+    "p99_10k_ms": 10.0,
+    "qps_16": 1500.0,
+    "w2s_p50_ms": 300.0,
+    "ready_s": 0.5,
+    "idle_rss_none_mb": 80.0,
+    "idle_rss_local_mb": 350.0,
+    "idle_cpu_pct": 0.5,
 }
 LOADS: list[float] = []
 
@@ -81,8 +87,14 @@ def percentile(sorted_vals: Sequence[float], q: float) -> float:
 
 def summarize(ms: Sequence[float]) -> dict[str, float]:
     s = sorted(ms)
-    return {"n": len(s), "p50": percentile(s, 50), "p95": percentile(s, 95),
-            "p99": percentile(s, 99), "mean": statistics.fmean(s), "max": s[-1]}
+    return {
+        "n": len(s),
+        "p50": percentile(s, 50),
+        "p95": percentile(s, 95),
+        "p99": percentile(s, 99),
+        "mean": statistics.fmean(s),
+        "max": s[-1],
+    }
 
 
 # ---------------------------------------------------------------------- the daemon process
@@ -107,8 +119,13 @@ class Daemon:
         """Spawn ``memoryd run``; seconds until a client's ``hello`` is answered."""
         with open(self.log, "ab") as out:
             started = time.perf_counter()
-            self.proc = subprocess.Popen([MEMORYD, "run"], env=self.env, stdout=out,
-                                         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                [MEMORYD, "run"],
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
         deadline = started + 30
         while True:
             try:
@@ -155,7 +172,7 @@ class Daemon:
 
     def cpu_seconds(self) -> float:
         stat = Path(f"/proc/{self.pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) "
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
         return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
 
     def settle(self, timeout: float = 600) -> None:
@@ -165,8 +182,12 @@ class Daemon:
         with self.client() as c:
             while time.monotonic() < deadline:
                 st = c.status()
-                if all(w.pending_files == 0 and w.pending_vectors == 0
-                       and w.keyword_scan not in (None, "loading") for w in st.workspaces):
+                if all(
+                    w.pending_files == 0
+                    and w.pending_vectors == 0
+                    and w.keyword_scan not in (None, "loading")
+                    for w in st.workspaces
+                ):
                     return
                 time.sleep(0.2)
 
@@ -189,8 +210,14 @@ class Daemon:
         cpu = self.cpu_seconds() - cpu0
         took = time.monotonic() - t0
         note_load()
-        return {"seconds": took, "cpu_s": cpu, "cpu_pct": 100 * cpu / took, "rss_mb": rss[-1],
-                "rss_max_mb": max(rss), "hwm_mb": self.proc_status()["VmHWM"]}
+        return {
+            "seconds": took,
+            "cpu_s": cpu,
+            "cpu_pct": 100 * cpu / took,
+            "rss_mb": rss[-1],
+            "rss_max_mb": max(rss),
+            "hwm_mb": self.proc_status()["VmHWM"],
+        }
 
 
 @contextlib.contextmanager
@@ -209,8 +236,12 @@ def running(home: Path, provider: str) -> Iterator[tuple[Daemon, float]]:
 def client_import() -> dict[str, float]:
     cumulative = []
     for _ in range(5):
-        proc = subprocess.run([sys.executable, "-X", "importtime", "-c", "import memoryd_client"],
-                              capture_output=True, text=True, check=True)
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-c", "import memoryd_client"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         for line in proc.stderr.splitlines():
             parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
             if len(parts) == 3 and parts[2] == "memoryd_client":
@@ -224,12 +255,16 @@ def client_import() -> dict[str, float]:
             times.append(time.perf_counter() - t)
         return statistics.median(times) * 1000
 
-    return {"importtime_ms": statistics.median(cumulative),
-            "python_wall_ms": wall("pass"), "import_wall_ms": wall("import memoryd_client")}
+    return {
+        "importtime_ms": statistics.median(cumulative),
+        "python_wall_ms": wall("pass"),
+        "import_wall_ms": wall("import memoryd_client"),
+    }
 
 
-def search_latency(d: Daemon, workspace: str, queries: list[str], mode: str, rounds: int
-                   ) -> dict[str, Any]:
+def search_latency(
+    d: Daemon, workspace: str, queries: list[str], mode: str, rounds: int
+) -> dict[str, Any]:
     note_load()
     first: list[float] = []
     ms: list[float] = []
@@ -273,8 +308,15 @@ def hello_latency(d: Daemon, calls: int = 2000) -> dict[str, Any]:
     return summarize(ms)
 
 
-def _worker(sock: str, workspace: str, queries: list[str], mode: str, duration: float,
-            barrier: Barrier, results: Any) -> None:
+def _worker(
+    sock: str,
+    workspace: str,
+    queries: list[str],
+    mode: str,
+    duration: float,
+    barrier: Barrier,
+    results: Any,
+) -> None:
     with MemoryClient(sock, timeout=60) as c:
         c.search(queries[0], workspace=workspace, mode=mode)
         barrier.wait()
@@ -292,14 +334,32 @@ def _worker(sock: str, workspace: str, queries: list[str], mode: str, duration: 
         results.put((i, now - t0, ms))
 
 
-def throughput(d: Daemon, workspace: str, queries: list[str], clients: int, duration: float,
-               mode: str = "keyword") -> dict[str, float]:
+def throughput(
+    d: Daemon,
+    workspace: str,
+    queries: list[str],
+    clients: int,
+    duration: float,
+    mode: str = "keyword",
+) -> dict[str, float]:
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(clients)
     results = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(str(d.socket), workspace, queries[k:] + queries[:k],
-                                               mode, duration, barrier, results))
-             for k in range(clients)]
+    procs = [
+        ctx.Process(
+            target=_worker,
+            args=(
+                str(d.socket),
+                workspace,
+                queries[k:] + queries[:k],
+                mode,
+                duration,
+                barrier,
+                results,
+            ),
+        )
+        for k in range(clients)
+    ]
     note_load()
     cpu0 = d.cpu_seconds()
     for p in procs:
@@ -312,17 +372,24 @@ def throughput(d: Daemon, workspace: str, queries: list[str], clients: int, dura
     count = sum(g[0] for g in got)
     elapsed = max(g[1] for g in got)
     ms = sorted(x for g in got for x in g[2])
-    return {"clients": clients, "searches": count, "seconds": elapsed, "qps": count / elapsed,
-            "p50": percentile(ms, 50), "p99": percentile(ms, 99),
-            "daemon_cpu_pct": 100 * cpu / elapsed,
-            "daemon_cpu_ms_per_search": 1000 * cpu / (count + clients)}
+    return {
+        "clients": clients,
+        "searches": count,
+        "seconds": elapsed,
+        "qps": count / elapsed,
+        "p50": percentile(ms, 50),
+        "p99": percentile(ms, 99),
+        "daemon_cpu_pct": 100 * cpu / elapsed,
+        "daemon_cpu_ms_per_search": 1000 * cpu / (count + clients),
+    }
 
 
-def write_to_searchable(d: Daemon, workspace: str, root: Path, how: str, trials: int
-                        ) -> dict[str, Any]:
+def write_to_searchable(
+    d: Daemon, workspace: str, root: Path, how: str, trials: int
+) -> dict[str, Any]:
     note_load()
     today = root / "memory" / f"{dt.date.today().isoformat()}.md"
-    old = sorted((root / "memory").glob("20*.md"))[: trials]
+    old = sorted((root / "memory").glob("20*.md"))[:trials]
     ms: list[float] = []
     first_hit = 0
     timeouts = 0
@@ -362,8 +429,21 @@ def memctl_search(d: Daemon, workspace: str, query: str, runs: int = 10) -> dict
     times = []
     for _ in range(runs):
         t = time.perf_counter()
-        subprocess.run([MEMCTL, "search", "--workspace", workspace, "--mode", "keyword", "--json",
-                        *query.split()], env=d.env, check=True, capture_output=True)
+        subprocess.run(
+            [
+                MEMCTL,
+                "search",
+                "--workspace",
+                workspace,
+                "--mode",
+                "keyword",
+                "--json",
+                *query.split(),
+            ],
+            env=d.env,
+            check=True,
+            capture_output=True,
+        )
         times.append((time.perf_counter() - t) * 1000)
     return {**summarize(times), "min": min(times)}
 
@@ -389,81 +469,117 @@ def verdict(ok: bool) -> str:
 def print_report(r: dict[str, Any]) -> None:
     t = TARGETS
     print("### Search over the socket (sync MemoryClient, one connection, warm)\n")
-    print("| chunks | provider | mode | searches | p50 ms | p95 ms | p99 ms | mean ms | max ms "
-          "| engine took_ms p50 | first call p50 ms | avg hits | target |")
+    print(
+        "| chunks | provider | mode | searches | p50 ms | p95 ms | p99 ms | mean ms | max ms "
+        "| engine took_ms p50 | first call p50 ms | avg hits | target |"
+    )
     print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for s in r["search"]:
         target = ""
         if s["size"] == 10_000 and s["mode"] == "keyword":
-            target = (f"p50 ≤ {t['p50_10k_ms']:.0f} ms: {verdict(s['p50'] <= t['p50_10k_ms'])}; "
-                      f"p99 ≤ {t['p99_10k_ms']:.0f} ms: {verdict(s['p99'] <= t['p99_10k_ms'])}")
-        print(f"| {s['chunks']} | {s['provider']} | {s['mode']} ({s['mode_used']}) | {s['n']} "
-              f"| {s['p50']:.2f} | {s['p95']:.2f} | {s['p99']:.2f} | {s['mean']:.2f} "
-              f"| {s['max']:.1f} | {s['engine_p50']:.2f} | {s['first_p50']:.1f} "
-              f"| {s['avg_hits']:.1f} | {target} |")
-    print("\nengine took_ms: the index's own search time as the daemon reports it (the rest is "
-          "the wire, the event loop and the read-your-writes check); first call: the warm-up "
-          "pass (for hybrid it includes embedding each query once).")
+            target = (
+                f"p50 ≤ {t['p50_10k_ms']:.0f} ms: {verdict(s['p50'] <= t['p50_10k_ms'])}; "
+                f"p99 ≤ {t['p99_10k_ms']:.0f} ms: {verdict(s['p99'] <= t['p99_10k_ms'])}"
+            )
+        print(
+            f"| {s['chunks']} | {s['provider']} | {s['mode']} ({s['mode_used']}) | {s['n']} "
+            f"| {s['p50']:.2f} | {s['p95']:.2f} | {s['p99']:.2f} | {s['mean']:.2f} "
+            f"| {s['max']:.1f} | {s['engine_p50']:.2f} | {s['first_p50']:.1f} "
+            f"| {s['avg_hits']:.1f} | {target} |"
+        )
+    print(
+        "\nengine took_ms: the index's own search time as the daemon reports it (the rest is "
+        "the wire, the event loop and the read-your-writes check); first call: the warm-up "
+        "pass (for hybrid it includes embedding each query once)."
+    )
     if r.get("hello"):
         h = r["hello"]
-        print(f"\n`hello` round trip (the wire and the event loop alone, {h['n']} calls): "
-              f"p50 {h['p50'] * 1000:.0f} µs, p99 {h['p99'] * 1000:.0f} µs.")
+        print(
+            f"\n`hello` round trip (the wire and the event loop alone, {h['n']} calls): "
+            f"p50 {h['p50'] * 1000:.0f} µs, p99 {h['p99'] * 1000:.0f} µs."
+        )
     if r["throughput"]:
-        print(f"\n### Throughput ({r['throughput'][0]['chunks']} chunks, keyword, client "
-              f"processes, {len(r['throughput'][0]['runs'])} runs of "
-              f"{r['throughput'][0]['seconds']:.0f} s per level; the median run shown)\n")
-        print("| clients | searches | searches/s | every run, per s | p50 ms | p99 ms "
-              "| daemon CPU % | daemon CPU ms/search | target |")
+        print(
+            f"\n### Throughput ({r['throughput'][0]['chunks']} chunks, keyword, client "
+            f"processes, {len(r['throughput'][0]['runs'])} runs of "
+            f"{r['throughput'][0]['seconds']:.0f} s per level; the median run shown)\n"
+        )
+        print(
+            "| clients | searches | searches/s | every run, per s | p50 ms | p99 ms "
+            "| daemon CPU % | daemon CPU ms/search | target |"
+        )
         print("|---:|---:|---:|---|---:|---:|---:|---:|---|")
         for x in r["throughput"]:
-            target = (f"≥ {t['qps_16']:.0f}/s: {verdict(x['qps'] >= t['qps_16'])}"
-                      if x["clients"] == 16 else "")
+            target = (
+                f"≥ {t['qps_16']:.0f}/s: {verdict(x['qps'] >= t['qps_16'])}"
+                if x["clients"] == 16
+                else ""
+            )
             every = " / ".join(f"{q:.0f}" for q in x["runs"])
-            print(f"| {x['clients']} | {x['searches']} | {x['qps']:.0f} | {every} "
-                  f"| {x['p50']:.2f} | {x['p99']:.2f} | {x['daemon_cpu_pct']:.0f} "
-                  f"| {x['daemon_cpu_ms_per_search']:.2f} | {target} |")
-    print("\n### Write → searchable (keyword search polled every 5 ms until the new word is "
-          "found)\n")
-    print("| write | chunks | trials | p50 ms | p95 ms | max ms | found by first search "
-          "| timeouts | target |")
+            print(
+                f"| {x['clients']} | {x['searches']} | {x['qps']:.0f} | {every} "
+                f"| {x['p50']:.2f} | {x['p99']:.2f} | {x['daemon_cpu_pct']:.0f} "
+                f"| {x['daemon_cpu_ms_per_search']:.2f} | {target} |"
+            )
+    print(
+        "\n### Write → searchable (keyword search polled every 5 ms until the new word is found)\n"
+    )
+    print(
+        "| write | chunks | trials | p50 ms | p95 ms | max ms | found by first search "
+        "| timeouts | target |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for w in r["write"]:
-        print(f"| {w['how']} | {w['chunks']} | {w['n']} | {w['p50']:.1f} | {w['p95']:.1f} "
-              f"| {w['max']:.1f} | {w['first_search_hit']}/{w['n']} | {w['timeouts']} "
-              f"| p50 ≤ {t['w2s_p50_ms']:.0f} ms: {verdict(w['p50'] <= t['w2s_p50_ms'])} |")
+        print(
+            f"| {w['how']} | {w['chunks']} | {w['n']} | {w['p50']:.1f} | {w['p95']:.1f} "
+            f"| {w['max']:.1f} | {w['first_search_hit']}/{w['n']} | {w['timeouts']} "
+            f"| p50 ≤ {t['w2s_p50_ms']:.0f} ms: {verdict(w['p50'] <= t['w2s_p50_ms'])} |"
+        )
     print("\n### Processes\n")
     print("| what | measured | target |")
     print("|---|---:|---|")
     imp = r["import"]
-    print(f"| client import (`-X importtime`, cumulative memoryd_client) "
-          f"| {imp['importtime_ms']:.1f} ms | |")
-    print(f"| `python -c 'import memoryd_client'` wall (bare `python -c pass`: "
-          f"{imp['python_wall_ms']:.0f} ms) | {imp['import_wall_ms']:.0f} ms | |")
+    print(
+        f"| client import (`-X importtime`, cumulative memoryd_client) "
+        f"| {imp['importtime_ms']:.1f} ms | |"
+    )
+    print(
+        f"| `python -c 'import memoryd_client'` wall (bare `python -c pass`: "
+        f"{imp['python_wall_ms']:.0f} ms) | {imp['import_wall_ms']:.0f} ms | |"
+    )
     m = r["memctl"]
-    print(f"| `memctl search --json` whole process, p50 (min/max) of {m['n']} "
-          f"| {m['p50']:.0f} ms ({m['min']:.0f}/{m['max']:.0f}) | |")
+    print(
+        f"| `memctl search --json` whole process, p50 (min/max) of {m['n']} "
+        f"| {m['p50']:.0f} ms ({m['min']:.0f}/{m['max']:.0f}) | |"
+    )
     for label, samples in r["ready"]:
         secs = sorted(x[0] for x in samples)
         own = [x[1] for x in samples if x[1] is not None]
         med = statistics.median(secs)
         spread = f", min {secs[0] * 1000:.0f} / max {secs[-1] * 1000:.0f}" if len(secs) > 1 else ""
         own_txt = f"; daemon's own startup {statistics.median(own):.0f} ms" if own else ""
-        print(f"| start-to-ready (spawn → hello answered), {label}: median of {len(secs)}"
-              f"{spread}{own_txt} | {med * 1000:.0f} ms "
-              f"| ≤ {t['ready_s'] * 1000:.0f} ms: {verdict(med <= t['ready_s'])} |")
+        print(
+            f"| start-to-ready (spawn → hello answered), {label}: median of {len(secs)}"
+            f"{spread}{own_txt} | {med * 1000:.0f} ms "
+            f"| ≤ {t['ready_s'] * 1000:.0f} ms: {verdict(med <= t['ready_s'])} |"
+        )
     print("\n### Idle daemon\n")
     print("| provider | state | idle s | CPU s | CPU % | VmRSS MB (max) | VmHWM MB | target |")
     print("|---|---|---:|---:|---:|---:|---:|---|")
     for label, i in r["idle"]:
         limit = t["idle_rss_none_mb"] if label.startswith("none") else t["idle_rss_local_mb"]
-        print(f"| {label} | {i['seconds']:.0f} | {i['cpu_s']:.2f} | {i['cpu_pct']:.2f} "
-              f"| {i['rss_mb']:.0f} ({i['rss_max_mb']:.0f}) | {i['hwm_mb']:.0f} "
-              f"| RSS ≤ {limit:.0f} MB: {verdict(i['rss_mb'] <= limit)}; CPU ≈ 0: "
-              f"{verdict(i['cpu_pct'] <= t['idle_cpu_pct'])} |")
+        print(
+            f"| {label} | {i['seconds']:.0f} | {i['cpu_s']:.2f} | {i['cpu_pct']:.2f} "
+            f"| {i['rss_mb']:.0f} ({i['rss_max_mb']:.0f}) | {i['hwm_mb']:.0f} "
+            f"| RSS ≤ {limit:.0f} MB: {verdict(i['rss_mb'] <= limit)}; CPU ≈ 0: "
+            f"{verdict(i['cpu_pct'] <= t['idle_cpu_pct'])} |"
+        )
     for line in r["notes"]:
         print(f"\n{line}")
-    print(f"\nload average (1 min) during the run: {min(LOADS):.2f} to {max(LOADS):.2f} on "
-          f"{os.cpu_count()} cores; python {sys.version.split()[0]}; {r['elapsed_s']:.0f} s in all")
+    print(
+        f"\nload average (1 min) during the run: {min(LOADS):.2f} to {max(LOADS):.2f} on "
+        f"{os.cpu_count()} cores; python {sys.version.split()[0]}; {r['elapsed_s']:.0f} s in all"
+    )
 
 
 # ---------------------------------------------------------------------- main
@@ -472,8 +588,14 @@ def print_report(r: dict[str, Any]) -> None:
 def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     queries = make_queries(args.queries)
     sizes = [int(s) for s in args.sizes.split(",") if s] + ([100_000] if args.big else [])
-    r: dict[str, Any] = {"search": [], "throughput": [], "write": [], "ready": [], "idle": [],
-                         "notes": []}
+    r: dict[str, Any] = {
+        "search": [],
+        "throughput": [],
+        "write": [],
+        "ready": [],
+        "idle": [],
+        "notes": [],
+    }
     log("client import time")
     r["import"] = client_import()
 
@@ -494,16 +616,18 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         for _ in range(args.restarts):
             d.stop()
             restarts.append((d.start(), d.logged_startup_ms()))
-        r["ready"].append((f"provider none, {len(sizes)} workspaces / {total} chunks "
-                           "registered", restarts))
+        r["ready"].append(
+            (f"provider none, {len(sizes)} workspaces / {total} chunks registered", restarts)
+        )
         d.settle()
         log("hello round trip")
         r["hello"] = hello_latency(d)
         for size, (name, _, chunks) in workspaces.items():
             log(f"search latency at {chunks} chunks")
             s = search_latency(d, name, queries, "keyword", args.rounds)
-            r["search"].append({"size": size, "chunks": chunks, "provider": "none",
-                                "mode": "keyword", **s})
+            r["search"].append(
+                {"size": size, "chunks": chunks, "provider": "none", "mode": "keyword", **s}
+            )
         tsize = 10_000 if 10_000 in workspaces else sizes[-1]
         tname, _, tchunks = workspaces[tsize]
         for n in (1, 4, 16):
@@ -525,8 +649,10 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         log("memctl search")
         r["memctl"] = memctl_search(d, wname, queries[0])
         st = d.proc_status()
-        r["notes"].append(f"keyword daemon after all the runs above: VmRSS {st['VmRSS']:.0f} MB, "
-                          f"VmHWM {st['VmHWM']:.0f} MB.")
+        r["notes"].append(
+            f"keyword daemon after all the runs above: VmRSS {st['VmRSS']:.0f} MB, "
+            f"VmHWM {st['VmHWM']:.0f} MB."
+        )
 
         def idle_after_restart(label: str) -> None:
             d.stop()
@@ -555,54 +681,78 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         home = tmp / "h1"
         d = Daemon(home, "local")
         try:
-            r["ready"].append(("provider local, empty home",
-                               [(d.start(), d.logged_startup_ms())]))
+            r["ready"].append(("provider local, empty home", [(d.start(), d.logged_startup_ms())]))
             log(f"local model: workspace of {args.local_chunks} chunks (embedding takes a while)")
             root = make_workspace(tmp / f"wsl{args.local_chunks}", args.local_chunks, args.seed)
             name, chunks, took = add_workspace(d, root)
             log(f"  indexed and embedded {chunks} chunks in {took:.1f}s")
-            r["notes"].append(f"local model: indexing + embedding {chunks} chunks through the "
-                              f"daemon took {took:.0f} s ({chunks / took:.1f} chunks/s).")
+            r["notes"].append(
+                f"local model: indexing + embedding {chunks} chunks through the "
+                f"daemon took {took:.0f} s ({chunks / took:.1f} chunks/s)."
+            )
             for mode in ("keyword", "hybrid"):
                 log(f"search latency ({mode}, local)")
                 s = search_latency(d, name, queries, mode, args.rounds)
-                r["search"].append({"size": args.local_chunks, "chunks": chunks,
-                                    "provider": "local", "mode": mode, **s})
+                r["search"].append(
+                    {
+                        "size": args.local_chunks,
+                        "chunks": chunks,
+                        "provider": "local",
+                        "mode": mode,
+                        **s,
+                    }
+                )
             st = d.proc_status()
-            r["notes"].append(f"local daemon right after embedding: VmRSS {st['VmRSS']:.0f} MB, "
-                              f"VmHWM {st['VmHWM']:.0f} MB.")
+            r["notes"].append(
+                f"local daemon right after embedding: VmRSS {st['VmRSS']:.0f} MB, "
+                f"VmHWM {st['VmHWM']:.0f} MB."
+            )
             d.stop()
-            r["ready"].append((f"provider local, {chunks} chunks registered",
-                               [(d.start(), d.logged_startup_ms())]))
+            r["ready"].append(
+                (
+                    f"provider local, {chunks} chunks registered",
+                    [(d.start(), d.logged_startup_ms())],
+                )
+            )
             d.settle()
             with d.client() as c:
                 c.search(queries[0], workspace=name, mode="hybrid")  # the model is loaded now
                 for job in JOBS:
                     c.jobs_run(job, workspace=name, dry_run=True)
             log(f"idle {args.idle_seconds:.0f}s (provider local)")
-            r["idle"].append((f"local | {chunks} chunks, restarted, one hybrid search and each "
-                              "scheduled job run once",
-                              d.idle(args.idle_seconds)))
+            r["idle"].append(
+                (
+                    f"local | {chunks} chunks, restarted, one hybrid search and each "
+                    "scheduled job run once",
+                    d.idle(args.idle_seconds),
+                )
+            )
         finally:
             d.stop()
     return r
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", default="1000,10000", help="keyword workspaces, in chunks")
     ap.add_argument("--big", action="store_true", help="add a 100k-chunk workspace")
-    ap.add_argument("--local-chunks", type=int, default=1000,
-                    help="workspace size for the local-model phase (0: skip it)")
+    ap.add_argument(
+        "--local-chunks",
+        type=int,
+        default=1000,
+        help="workspace size for the local-model phase (0: skip it)",
+    )
     ap.add_argument("--idle-seconds", type=float, default=60.0)
     ap.add_argument("--duration", type=float, default=5.0, help="seconds per throughput run")
     ap.add_argument("--repeats", type=int, default=3, help="throughput runs per level (median)")
     ap.add_argument("--rounds", type=int, default=10, help="passes over the queries")
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--trials", type=int, default=20, help="write→searchable trials per kind")
-    ap.add_argument("--restarts", type=int, default=5,
-                    help="restarts timed with the workspaces registered")
+    ap.add_argument(
+        "--restarts", type=int, default=5, help="restarts timed with the workspaces registered"
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (daemon logs)")
     ap.add_argument("--json", action="store_true")

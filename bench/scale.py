@@ -94,21 +94,26 @@ def code_at(rev: str | None, tmp: Path) -> Iterator[dict[str, str]]:
         yield {}
         return
     where = tmp / f"code-{rev.replace('/', '_')}"
-    subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), rev],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), rev], check=True
+    )
     try:
         yield {"PYTHONPATH": f"{where / 'daemon'}{os.pathsep}{where / 'client'}"}
     finally:
-        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)],
-                       check=False)
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(where)], check=False
+        )
 
 
 def daemon(home: Path, provider: str, code_env: dict[str, str], url: str = "") -> Daemon:
     d = Daemon(home, provider)
     d.env.update(code_env)
     if provider == "openai":
-        d.env.update(MEMORYD_EMBEDDING_BASE_URL=url, MEMORYD_EMBEDDING_API_KEY="sk-bench",
-                     MEMORYD_EMBEDDING_BATCH_SIZE=str(EMBED_BATCH))
+        d.env.update(
+            MEMORYD_EMBEDDING_BASE_URL=url,
+            MEMORYD_EMBEDDING_API_KEY="sk-bench",
+            MEMORYD_EMBEDDING_BATCH_SIZE=str(EMBED_BATCH),
+        )
     return d
 
 
@@ -140,14 +145,21 @@ def start_phases(d: Daemon, ws: str, query: str, timeout: float = 600) -> dict[s
         deadline = time.monotonic() + timeout
         while True:
             w = next(x for x in c.status().workspaces if x.name == ws)
-            vec_done = w.vector_scan in (None, "memory") or (w.pending_vectors == 0 and (
-                time.perf_counter() - t0 > 60))  # over its budget: sqlite-vec for good
-            if ((w.keyword_scan not in (None, "loading") and vec_done)
-                    or time.monotonic() > deadline):
+            vec_done = w.vector_scan in (None, "memory") or (
+                w.pending_vectors == 0 and (time.perf_counter() - t0 > 60)
+            )  # over its budget: sqlite-vec for good
+            if (
+                w.keyword_scan not in (None, "loading") and vec_done
+            ) or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
-    return {"ready_s": ready, "first_answer_s": first, "loaded_s": time.perf_counter() - t0,
-            "keyword_scan": w.keyword_scan, "vector_scan": w.vector_scan}
+    return {
+        "ready_s": ready,
+        "first_answer_s": first,
+        "loaded_s": time.perf_counter() - t0,
+        "keyword_scan": w.keyword_scan,
+        "vector_scan": w.vector_scan,
+    }
 
 
 def wait_vectors(d: Daemon, ws: str, timeout: float = 7200) -> float:
@@ -194,24 +206,31 @@ def _writer(sock: str, ws: str, day: str, seconds: float, results: Any) -> None:
     with MemoryClient(sock, timeout=60) as c:
         while time.perf_counter() < end:
             t = time.perf_counter()
-            c.append(f"Storm note {n}: the build finished, nothing else to report.",
-                     workspace=ws, date=day)
+            c.append(
+                f"Storm note {n}: the build finished, nothing else to report.",
+                workspace=ws,
+                date=day,
+            )
             ms.append((time.perf_counter() - t) * 1000)
             n += 1
             time.sleep(0.01)
     results.put(ms)
 
 
-def write_storm(d: Daemon, ws: str, root: Path, queries: list[str], seconds: float
-                ) -> dict[str, Any]:
+def write_storm(
+    d: Daemon, ws: str, root: Path, queries: list[str], seconds: float
+) -> dict[str, Any]:
     days = sorted(p.stem for p in (root / "memory").glob("20*.md"))[-WRITERS:]
     lines = [len((root / "memory" / f"{day}.md").read_text().splitlines()) for day in days]
     ctx = mp.get_context("spawn")
     sq, wq = ctx.Queue(), ctx.Queue()
-    procs = [ctx.Process(target=_searcher, args=(str(d.socket), ws, queries, seconds, sq))
-             for _ in range(SEARCH_PROCS)]
-    procs += [ctx.Process(target=_writer, args=(str(d.socket), ws, day, seconds, wq))
-              for day in days]
+    procs = [
+        ctx.Process(target=_searcher, args=(str(d.socket), ws, queries, seconds, sq))
+        for _ in range(SEARCH_PROCS)
+    ]
+    procs += [
+        ctx.Process(target=_writer, args=(str(d.socket), ws, day, seconds, wq)) for day in days
+    ]
     note_load()
     for p in procs:
         p.start()
@@ -221,10 +240,17 @@ def write_storm(d: Daemon, ws: str, root: Path, queries: list[str], seconds: flo
         p.join(30)
     note_load()
     ms = sorted(s[0] for s in searches)
-    return {"searches": len(ms), "qps": len(ms) / seconds, "p50": percentile(ms, 50),
-            "p99": percentile(ms, 99), "pending": sum(1 for s in searches if s[1] > 0),
-            "writes": len(writes), "writes_per_s": len(writes) / seconds,
-            "write_p50": percentile(writes, 50), "daily_lines": min(lines)}
+    return {
+        "searches": len(ms),
+        "qps": len(ms) / seconds,
+        "p50": percentile(ms, 50),
+        "p99": percentile(ms, 99),
+        "pending": sum(1 for s in searches if s[1] > 0),
+        "writes": len(writes),
+        "writes_per_s": len(writes) / seconds,
+        "write_p50": percentile(writes, 50),
+        "daily_lines": min(lines),
+    }
 
 
 def rss_mb(d: Daemon) -> float:
@@ -246,9 +272,16 @@ class Embedded:
     ws: str
 
 
-def run_size(code: str, code_env: dict[str, str], size: int, root: Path, home: Path, url: str,
-             args: argparse.Namespace, embedded: Embedded | None) -> tuple[dict[str, Any],
-                                                                       Embedded | None]:
+def run_size(
+    code: str,
+    code_env: dict[str, str],
+    size: int,
+    root: Path,
+    home: Path,
+    url: str,
+    args: argparse.Namespace,
+    embedded: Embedded | None,
+) -> tuple[dict[str, Any], Embedded | None]:
     queries = make_queries(QPS_QUERIES)
     r: dict[str, Any] = {"code": code, "size": size}
     root = Path(shutil.copytree(root, home.parent / f"{home.name}-ws"))  # the storm writes
@@ -262,8 +295,10 @@ def run_size(code: str, code_env: dict[str, str], size: int, root: Path, home: P
             r["cold_keyword_s"] = time.perf_counter() - t
             w = next(x for x in c.status().workspaces if x.name == ws)
             r["files"], r["chunks"] = w.files, w.chunks
-        log(f"  [{code}] {size}: cold keyword index {r['cold_keyword_s']:.1f} s "
-            f"({r['chunks']} chunks)")
+        log(
+            f"  [{code}] {size}: cold keyword index {r['cold_keyword_s']:.1f} s "
+            f"({r['chunks']} chunks)"
+        )
     finally:
         d.stop()
     if embedded is not None:
@@ -285,8 +320,9 @@ def run_size(code: str, code_env: dict[str, str], size: int, root: Path, home: P
     r["embedded_here"] = embedded is None
     if embedded is None and args.baseline and vectors:
         keep = home.parent / f"vec{size}"
-        embedded = Embedded(Path(shutil.copytree(home, keep)),
-                            Path(shutil.copytree(root, f"{keep}-ws")), root, ws)
+        embedded = Embedded(
+            Path(shutil.copytree(home, keep)), Path(shutil.copytree(root, f"{keep}-ws")), root, ws
+        )
     d = daemon(home, provider, code_env, url)
     try:
         r["start"] = start_phases(d, ws, queries[0])
@@ -329,77 +365,112 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     def hybrid_cells(r: dict[str, Any]) -> str:
         if "hybrid" not in r:
             return "-"
-        return (f"{cell(r, lambda x: x['hybrid']['p50'], '.2f')} / "
-                f"{cell(r, lambda x: x['hybrid']['p99'], '.1f')}")
+        return (
+            f"{cell(r, lambda x: x['hybrid']['p50'], '.2f')} / "
+            f"{cell(r, lambda x: x['hybrid']['p99'], '.1f')}"
+        )
 
-    print("### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims; ratios: this "
-          f"code ÷ {codes[0]})\n" if len(codes) > 1 else
-          "### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims)\n")
-    print("| code | chunks | files | cold keyword index s | start → ready ms | → first answer ms "
-          "| → fully loaded s (keyword/vector scan) | keyword p50 / p99 ms "
-          "| hybrid p50 / p99 ms | RSS MB | embed all s |")
+    print(
+        "### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims; ratios: this "
+        f"code ÷ {codes[0]})\n"
+        if len(codes) > 1
+        else "### Scale (vectors: tests/fakes' fake OpenAI endpoint, 384 dims)\n"
+    )
+    print(
+        "| code | chunks | files | cold keyword index s | start → ready ms | → first answer ms "
+        "| → fully loaded s (keyword/vector scan) | keyword p50 / p99 ms "
+        "| hybrid p50 / p99 ms | RSS MB | embed all s |"
+    )
     print("|---|---:|---:|---:|---:|---:|---|---|---|---:|---:|")
     for r in rows:
         s = r["start"]
-        print(f"| {r['code']} | {r['chunks']} | {r['files']} "
-              f"| {cell(r, lambda x: x['cold_keyword_s'], '.1f')} "
-              f"| {cell(r, lambda x: x['start']['ready_s'] * 1000, '.0f')} "
-              f"| {cell(r, lambda x: x['start']['first_answer_s'] * 1000, '.0f')} "
-              f"| {cell(r, lambda x: x['start']['loaded_s'], '.2f')} "
-              f"({s['keyword_scan']}/{s['vector_scan']}) "
-              f"| {cell(r, lambda x: x['keyword']['p50'], '.2f')} / "
-              f"{cell(r, lambda x: x['keyword']['p99'], '.1f')} "
-              f"| {hybrid_cells(r)} "
-              f"| {cell(r, lambda x: x['rss_mb'], '.0f')} "
-              f"| {embed_cell(r)} |")
-    print("\nstart rows are the restart on the complete index; the first restart after the "
-          "keyword-only index (provider switched on, vectors still to come):\n")
+        print(
+            f"| {r['code']} | {r['chunks']} | {r['files']} "
+            f"| {cell(r, lambda x: x['cold_keyword_s'], '.1f')} "
+            f"| {cell(r, lambda x: x['start']['ready_s'] * 1000, '.0f')} "
+            f"| {cell(r, lambda x: x['start']['first_answer_s'] * 1000, '.0f')} "
+            f"| {cell(r, lambda x: x['start']['loaded_s'], '.2f')} "
+            f"({s['keyword_scan']}/{s['vector_scan']}) "
+            f"| {cell(r, lambda x: x['keyword']['p50'], '.2f')} / "
+            f"{cell(r, lambda x: x['keyword']['p99'], '.1f')} "
+            f"| {hybrid_cells(r)} "
+            f"| {cell(r, lambda x: x['rss_mb'], '.0f')} "
+            f"| {embed_cell(r)} |"
+        )
+    print(
+        "\nstart rows are the restart on the complete index; the first restart after the "
+        "keyword-only index (provider switched on, vectors still to come):\n"
+    )
     print("| code | chunks | start → ready ms | → first answer ms | → fully loaded s |")
     print("|---|---:|---:|---:|---:|")
     for r in rows:
         s = r["start_embedding"]
-        print(f"| {r['code']} | {r['chunks']} | {s['ready_s'] * 1000:.0f} "
-              f"| {s['first_answer_s'] * 1000:.0f} | {s['loaded_s']:.2f} |")
+        print(
+            f"| {r['code']} | {r['chunks']} | {s['ready_s'] * 1000:.0f} "
+            f"| {s['first_answer_s'] * 1000:.0f} | {s['loaded_s']:.2f} |"
+        )
     by_code = {c: {r["size"]: r for r in rows if r["code"] == c} for c in codes}
-    print("\nGrowth from the smallest to the largest size (the issue's goal: keyword ≤ 4x, "
-          "hybrid ≤ 5x):\n")
+    print(
+        "\nGrowth from the smallest to the largest size (the issue's goal: keyword ≤ 4x, "
+        "hybrid ≤ 5x):\n"
+    )
     for c, sizes in by_code.items():
         lo, hi = sizes[min(sizes)], sizes[max(sizes)]
         hybrid = [s for s in sizes.values() if "hybrid" in s]
-        growth = (f", hybrid p50 x{hybrid[-1]['hybrid']['p50'] / hybrid[0]['hybrid']['p50']:.1f} "
-                  f"({hybrid[0]['chunks']} → {hybrid[-1]['chunks']} chunks)" if hybrid else "")
-        print(f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f} "
-              f"({lo['chunks']} → {hi['chunks']} chunks){growth}")
+        growth = (
+            f", hybrid p50 x{hybrid[-1]['hybrid']['p50'] / hybrid[0]['hybrid']['p50']:.1f} "
+            f"({hybrid[0]['chunks']} → {hybrid[-1]['chunks']} chunks)"
+            if hybrid
+            else ""
+        )
+        print(
+            f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f} "
+            f"({lo['chunks']} → {hi['chunks']} chunks){growth}"
+        )
     storms = [r for r in rows if "storm" in r]
     if storms:
-        print(f"\n### Write storm ({WRITERS} writers: `append` back to back into the newest "
-              f"daily files; {SEARCH_PROCS * SEARCH_THREADS} keyword searchers; "
-              f"{args.storm_seconds:.0f} s)\n")
-        print("| code | chunks | searches/s | search p50 / p99 ms | searches answered with "
-              "files pending | writes/s | append p50 ms |")
+        print(
+            f"\n### Write storm ({WRITERS} writers: `append` back to back into the newest "
+            f"daily files; {SEARCH_PROCS * SEARCH_THREADS} keyword searchers; "
+            f"{args.storm_seconds:.0f} s)\n"
+        )
+        print(
+            "| code | chunks | searches/s | search p50 / p99 ms | searches answered with "
+            "files pending | writes/s | append p50 ms |"
+        )
         print("|---|---:|---:|---|---:|---:|---:|")
         for r in storms:
             st = r["storm"]
-            print(f"| {r['code']} | {r['chunks']} | {cell(r, lambda x: x['storm']['qps'], '.0f')} "
-                  f"| {cell(r, lambda x: x['storm']['p50'], '.1f')} / "
-                  f"{cell(r, lambda x: x['storm']['p99'], '.0f')} "
-                  f"| {st['pending']} of {st['searches']} | {st['writes_per_s']:.0f} "
-                  f"| {st['write_p50']:.1f} |")
+            print(
+                f"| {r['code']} | {r['chunks']} | {cell(r, lambda x: x['storm']['qps'], '.0f')} "
+                f"| {cell(r, lambda x: x['storm']['p50'], '.1f')} / "
+                f"{cell(r, lambda x: x['storm']['p99'], '.0f')} "
+                f"| {st['pending']} of {st['searches']} | {st['writes_per_s']:.0f} "
+                f"| {st['write_p50']:.1f} |"
+            )
     from latency import LOADS
 
-    print(f"\nload average (1 min) during the run: {min(LOADS):.2f} to {max(LOADS):.2f} on "
-          f"{os.cpu_count()} cores; python {sys.version.split()[0]}")
+    print(
+        f"\nload average (1 min) during the run: {min(LOADS):.2f} to {max(LOADS):.2f} on "
+        f"{os.cpu_count()} cores; python {sys.version.split()[0]}"
+    )
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", default="1000,10000,100000", help="workspaces, in chunks")
     ap.add_argument("--huge", action="store_true", help="add a 300k-chunk workspace")
     ap.add_argument("--baseline", metavar="REV", help="also run the code of git revision REV")
     ap.add_argument("--rounds", type=int, default=5, help="passes over the 50 queries")
-    ap.add_argument("--vectors-upto", type=int, default=1 << 30, metavar="CHUNKS",
-                    help="larger sizes run keyword-only (no embedding, no hybrid row)")
+    ap.add_argument(
+        "--vectors-upto",
+        type=int,
+        default=1 << 30,
+        metavar="CHUNKS",
+        help="larger sizes run keyword-only (no embedding, no hybrid row)",
+    )
     ap.add_argument("--storm-size", type=int, default=10_000)
     ap.add_argument("--storm-seconds", type=float, default=10.0)
     ap.add_argument("--corpus-dir", type=Path, help="keep the synthetic workspaces here")
@@ -427,8 +498,9 @@ def main() -> None:
                 for name, _ in codes:
                     log(f"[{name}] {size} chunks")
                     home = tmp / f"h{len(rows)}"
-                    row, embedded = run_size(name, envs[name], size, root, home, url, args,
-                                             embedded)
+                    row, embedded = run_size(
+                        name, envs[name], size, root, home, url, args, embedded
+                    )
                     rows.append(row)
                     if not args.keep:
                         shutil.rmtree(home, ignore_errors=True)

@@ -82,12 +82,19 @@ def percentile(sorted_ms: list[float], q: float) -> float:
 
 def summarize(ms: list[float]) -> dict[str, float]:
     s = sorted(ms)
-    return {"n": len(s), "p50": percentile(s, 50), "p95": percentile(s, 95),
-            "p99": percentile(s, 99), "mean": statistics.fmean(s), "max": s[-1]}
+    return {
+        "n": len(s),
+        "p50": percentile(s, 50),
+        "p95": percentile(s, 95),
+        "p99": percentile(s, 99),
+        "mean": statistics.fmean(s),
+        "max": s[-1],
+    }
 
 
-def build(size: int, workdir: Path, cfg: Config, seed: int, queries: list[str],
-          corpus: str = "synthetic") -> tuple[WorkspaceIndex, dict[str, Any]]:
+def build(
+    size: int, workdir: Path, cfg: Config, seed: int, queries: list[str], corpus: str = "synthetic"
+) -> tuple[WorkspaceIndex, dict[str, Any]]:
     if corpus == "locomo":
         ws = make_locomo_workspace(workdir / f"ws-{size}", size)
     else:
@@ -100,10 +107,15 @@ def build(size: int, workdir: Path, cfg: Config, seed: int, queries: list[str],
     started = time.perf_counter()
     ok = ix.wait_embedded()
     st = ix.status()
-    info = {"chunks": st["chunks"], "files": st["files"], "sync_s": sync_s,
-            "matches_p50": statistics.median(keyword_matches(ix, queries)),
-            "vectors_s": time.perf_counter() - started, "vector_ready": ok and st["vector_ready"],
-            "chunks_written": report.chunks_written}
+    info = {
+        "chunks": st["chunks"],
+        "files": st["files"],
+        "sync_s": sync_s,
+        "matches_p50": statistics.median(keyword_matches(ix, queries)),
+        "vectors_s": time.perf_counter() - started,
+        "vector_ready": ok and st["vector_ready"],
+        "chunks_written": report.chunks_written,
+    }
     return ix, info
 
 
@@ -112,14 +124,15 @@ def keyword_matches(ix: WorkspaceIndex, queries: list[str]) -> list[int]:
     conn = db.connect(ix.db_path, readonly=True)
     try:
         sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
-        return [int(str(conn.execute(sql, (fts_match(query_terms(q)),)).fetchall()[0][0]))
-                for q in queries]
+        return [
+            int(str(conn.execute(sql, (fts_match(query_terms(q)),)).fetchall()[0][0]))
+            for q in queries
+        ]
     finally:
         conn.close()
 
 
-def measure(ix: WorkspaceIndex, queries: list[str], mode: Mode, rounds: int
-            ) -> dict[str, Any]:
+def measure(ix: WorkspaceIndex, queries: list[str], mode: Mode, rounds: int) -> dict[str, Any]:
     hits = 0
     for q in queries:  # warm: query-embedding cache, page cache, reader connections
         resp = ix.search(SearchRequest(q, mode=mode))
@@ -144,15 +157,20 @@ def measure(ix: WorkspaceIndex, queries: list[str], mode: Mode, rounds: int
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--sizes", default="1000,10000", help="chunk counts, comma-separated")
     ap.add_argument("--big", action="store_true", help="add 100k chunks (several minutes)")
     ap.add_argument("--rounds", type=int, default=10, help="passes over the 50 queries")
     ap.add_argument("--queries", type=int, default=50)
-    ap.add_argument("--query-ranks", default="30,1500", metavar="LO,HI",
-                    help="vocabulary frequency ranks the query words come from "
-                         "(e.g. 300,4000 for selective queries)")
+    ap.add_argument(
+        "--query-ranks",
+        default="30,1500",
+        metavar="LO,HI",
+        help="vocabulary frequency ranks the query words come from "
+        "(e.g. 300,4000 for selective queries)",
+    )
     ap.add_argument("--modes", default="keyword,hybrid")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--corpus", choices=("synthetic", "locomo"), default="synthetic")
@@ -175,40 +193,55 @@ def main() -> None:
         for size in sizes:
             print(f"building {size} chunks...", file=sys.stderr)
             ix, info = build(size, Path(tmp), cfg, args.seed, queries, args.corpus)
-            print(f"  {info['chunks']} chunks in {info['files']} files: keyword index "
-                  f"{info['sync_s']:.1f}s, fake vectors {info['vectors_s']:.1f}s", file=sys.stderr)
+            print(
+                f"  {info['chunks']} chunks in {info['files']} files: keyword index "
+                f"{info['sync_s']:.1f}s, fake vectors {info['vectors_s']:.1f}s",
+                file=sys.stderr,
+            )
             for mode in modes:
                 loads.append(os.getloadavg()[0])
                 r = measure(ix, queries, mode, args.rounds)
-                rows.append({"size": size, "mode": mode, **info, **r,
-                             "matches_p50": info["matches_p50"]})
+                rows.append(
+                    {"size": size, "mode": mode, **info, **r, "matches_p50": info["matches_p50"]}
+                )
             ix.close()
     loads.append(os.getloadavg()[0])
     if args.json:
         print(json.dumps({"rows": rows, "loadavg": loads}, indent=2))
         return
     print("### In-process search latency (WorkspaceIndex.search, query embedding cached)\n")
-    print("| target chunks | chunks | mode | searches | p50 ms | p95 ms | p99 ms | mean ms "
-          "| max ms | CPU p50 ms | keyword matches p50 | avg hits |")
+    print(
+        "| target chunks | chunks | mode | searches | p50 ms | p95 ms | p99 ms | mean ms "
+        "| max ms | CPU p50 ms | keyword matches p50 | avg hits |"
+    )
     print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['size']} | {r['chunks']} | {r['mode']} | {r['n']} | {r['p50']:.2f} "
-              f"| {r['p95']:.2f} | {r['p99']:.2f} | {r['mean']:.2f} | {r['max']:.2f} "
-              f"| {r['cpu_p50']:.2f} | {r['matches_p50']:.0f} | {r['avg_hits']:.1f} |")
+        print(
+            f"| {r['size']} | {r['chunks']} | {r['mode']} | {r['n']} | {r['p50']:.2f} "
+            f"| {r['p95']:.2f} | {r['p99']:.2f} | {r['mean']:.2f} | {r['max']:.2f} "
+            f"| {r['cpu_p50']:.2f} | {r['matches_p50']:.0f} | {r['avg_hits']:.1f} |"
+        )
     print()
     for r in rows:
         if r["size"] == 10_000:
             verdict = "ok" if r["p50"] < TARGET_P50_MS_10K else "MISS"
-            print(f"- target p50 < {TARGET_P50_MS_10K:.0f} ms at 10k chunks ({r['mode']}): "
-                  f"{r['p50']:.2f} ms — {verdict}")
-    what = "LoCoMo questions over copies of its logs" if args.corpus == "locomo" else (
-        f"word ranks {lo}-{hi}")
-    print(f"\n{len(queries)} queries ({what}) x {args.rounds} rounds per row, "
-          "after one warm-up pass "
-          "(CPU: the searching thread's own CPU time; keyword matches: chunks the query's "
-          "FTS OR-query matches); "
-          f"fake 384-d vectors (BenchProvider); load average (1 min) {min(loads):.2f} to "
-          f"{max(loads):.2f} on {os.cpu_count()} cores; python {sys.version.split()[0]}")
+            print(
+                f"- target p50 < {TARGET_P50_MS_10K:.0f} ms at 10k chunks ({r['mode']}): "
+                f"{r['p50']:.2f} ms — {verdict}"
+            )
+    what = (
+        "LoCoMo questions over copies of its logs"
+        if args.corpus == "locomo"
+        else (f"word ranks {lo}-{hi}")
+    )
+    print(
+        f"\n{len(queries)} queries ({what}) x {args.rounds} rounds per row, "
+        "after one warm-up pass "
+        "(CPU: the searching thread's own CPU time; keyword matches: chunks the query's "
+        "FTS OR-query matches); "
+        f"fake 384-d vectors (BenchProvider); load average (1 min) {min(loads):.2f} to "
+        f"{max(loads):.2f} on {os.cpu_count()} cores; python {sys.version.split()[0]}"
+    )
 
 
 if __name__ == "__main__":

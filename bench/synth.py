@@ -40,14 +40,71 @@ MEMORY_SHARE = 0.02  # of the lines, in MEMORY.md
 MAX_DAYS = 3000
 FIRST_DAY = date(2016, 1, 4)
 
-FIRST_NAMES = ["Alice", "Bob", "Carol", "Dave", "Erin", "Frank", "Grace", "Heidi", "Ivan",
-               "Judy", "Mallory", "Niaj", "Olivia", "Peggy", "Rupert", "Sybil", "Trent",
-               "Uma", "Victor", "Wendy", "Xavier", "Yara", "Zoltan", "Caroline", "Melanie"]
-LAST_NAMES = ["Moreau", "Tanaka", "Okafor", "Lindqvist", "Novak", "Haddad", "Silva",
-              "Kowalski", "Nguyen", "Fischer", "Rossi", "Petrov", "Garcia", "Ibrahim"]
-TOPICS = ["Standup", "Planning", "Design review", "Incident", "Travel", "Reading notes",
-          "Customer call", "Retro", "Ideas", "Errands", "Health", "Family", "Deploy",
-          "Research", "Budget", "Hiring", "Weekend", "Learning", "Meeting notes", "Follow-ups"]
+FIRST_NAMES = [
+    "Alice",
+    "Bob",
+    "Carol",
+    "Dave",
+    "Erin",
+    "Frank",
+    "Grace",
+    "Heidi",
+    "Ivan",
+    "Judy",
+    "Mallory",
+    "Niaj",
+    "Olivia",
+    "Peggy",
+    "Rupert",
+    "Sybil",
+    "Trent",
+    "Uma",
+    "Victor",
+    "Wendy",
+    "Xavier",
+    "Yara",
+    "Zoltan",
+    "Caroline",
+    "Melanie",
+]
+LAST_NAMES = [
+    "Moreau",
+    "Tanaka",
+    "Okafor",
+    "Lindqvist",
+    "Novak",
+    "Haddad",
+    "Silva",
+    "Kowalski",
+    "Nguyen",
+    "Fischer",
+    "Rossi",
+    "Petrov",
+    "Garcia",
+    "Ibrahim",
+]
+TOPICS = [
+    "Standup",
+    "Planning",
+    "Design review",
+    "Incident",
+    "Travel",
+    "Reading notes",
+    "Customer call",
+    "Retro",
+    "Ideas",
+    "Errands",
+    "Health",
+    "Family",
+    "Deploy",
+    "Research",
+    "Budget",
+    "Hiring",
+    "Weekend",
+    "Learning",
+    "Meeting notes",
+    "Follow-ups",
+]
 MEMORY_SECTIONS = ["People", "Projects", "Preferences", "Decisions", "Places", "Open questions"]
 
 
@@ -65,7 +122,7 @@ class _Writer:
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
         self.words = vocabulary()
-        weights = [1.0 / (r ** ZIPF_S) for r in range(1, len(self.words) + 1)]
+        weights = [1.0 / (r**ZIPF_S) for r in range(1, len(self.words) + 1)]
         self.cum = list(itertools.accumulate(weights))
         self.names = [f"{f} {ln}" for f in FIRST_NAMES for ln in LAST_NAMES]
 
@@ -87,8 +144,7 @@ class _Writer:
     def bullet(self, day: date) -> str:
         rng = self.rng
         who = rng.choice(self.names).split()[0]
-        return (f"- {rng.randint(7, 22):02d}:{rng.randint(0, 59):02d} {who}: "
-                f"{self.sentence(day)}.")
+        return f"- {rng.randint(7, 22):02d}:{rng.randint(0, 59):02d} {who}: {self.sentence(day)}."
 
     def sections(self, day: date, lines: int, titles: list[str]) -> list[str]:
         out: list[str] = []
@@ -179,9 +235,12 @@ def make_queries(n: int = 50, seed: int = 7, ranks: tuple[int, int] = (30, 1500)
     out: list[str] = []
     while len(out) < n:
         k = rng.randint(2, 5)
-        terms = list(dict.fromkeys(
-            words[int(math.exp(rng.uniform(math.log(ranks[0]), math.log(ranks[1]))))]
-            for _ in range(k)))
+        terms = list(
+            dict.fromkeys(
+                words[int(math.exp(rng.uniform(math.log(ranks[0]), math.log(ranks[1]))))]
+                for _ in range(k)
+            )
+        )
         if rng.random() < 0.33:
             terms.insert(0, rng.choice(names))
         if rng.random() < 0.3:
@@ -210,13 +269,15 @@ def count_chunks(root: Path) -> tuple[int, int, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("out", type=Path)
     ap.add_argument("--chunks", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--verify", action="store_true",
-                    help="index keyword-only and print the real chunk count")
+    ap.add_argument(
+        "--verify", action="store_true", help="index keyword-only and print the real chunk count"
+    )
     args = ap.parse_args()
     from memoryd.runtime.logs import configure_logging
 
@@ -225,12 +286,17 @@ def main() -> None:
     root = make_workspace(args.out, args.chunks, args.seed)
     files = sum(1 for _ in root.rglob("*.md"))
     size = sum(p.stat().st_size for p in root.rglob("*.md"))
-    print(f"wrote {root}: {files} files, {size / 1e6:.1f} MB in "
-          f"{time.perf_counter() - started:.1f}s (target {args.chunks} chunks)", file=sys.stderr)
+    print(
+        f"wrote {root}: {files} files, {size / 1e6:.1f} MB in "
+        f"{time.perf_counter() - started:.1f}s (target {args.chunks} chunks)",
+        file=sys.stderr,
+    )
     if args.verify:
         nfiles, nchunks, took = count_chunks(root)
-        print(f"indexed: {nfiles} files, {nchunks} chunks ({nchunks / args.chunks:.2f}x target) "
-              f"in {took:.1f}s")
+        print(
+            f"indexed: {nfiles} files, {nchunks} chunks ({nchunks / args.chunks:.2f}x target) "
+            f"in {took:.1f}s"
+        )
 
 
 if __name__ == "__main__":

@@ -12,9 +12,7 @@ from fakes.openai_server import FakeOpenAIServer
 
 # Tests never assert on timings, and Hypothesis's deadline and too_slow check are timings: a
 # busy machine (CI, parallel workers) failed them on input generation alone.
-settings.register_profile(
-    "memoryd", deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+settings.register_profile("memoryd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("memoryd")
 
 

@@ -45,21 +45,34 @@ def short_home() -> Iterator[Path]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-def make_daemon(home: Path, config: dict[str, Any] | None = None,
-                env: dict[str, str] | None = None, socket_path: Path | None = None,
-                clock: Any = None) -> Daemon:
-    full_env = {"MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none",
-                **(env or {})}
+def make_daemon(
+    home: Path,
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    socket_path: Path | None = None,
+    clock: Any = None,
+) -> Daemon:
+    full_env = {"MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none", **(env or {})}
     cfg = config_from_mapping(config or {}, full_env, source=str(home / "config.toml"))
     paths = default_paths(full_env)
-    return Daemon(cfg, paths=paths, socket_path=socket_path or paths.socket,
-                  config_file=home / "config.toml", env=full_env, clock=clock)
+    return Daemon(
+        cfg,
+        paths=paths,
+        socket_path=socket_path or paths.socket,
+        config_file=home / "config.toml",
+        env=full_env,
+        clock=clock,
+    )
 
 
 @contextlib.asynccontextmanager
-async def run_daemon(home: Path, config: dict[str, Any] | None = None,
-                     env: dict[str, str] | None = None,
-                     wait_background: bool = True, clock: Any = None) -> AsyncIterator[Daemon]:
+async def run_daemon(
+    home: Path,
+    config: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    wait_background: bool = True,
+    clock: Any = None,
+) -> AsyncIterator[Daemon]:
     """A started daemon (socket accepting; indexes open unless wait_background=False).
     ``clock``: the jobs scheduler's (tests/fakes/clock.py), default the real one."""
     daemon = make_daemon(home, config, env, clock=clock)
@@ -81,8 +94,13 @@ async def run_daemon(home: Path, config: dict[str, Any] | None = None,
 class DaemonThread:
     """A daemon in a background thread: ``with DaemonThread(home) as d: d.socket_path``."""
 
-    def __init__(self, home: Path, config: dict[str, Any] | None = None,
-                 env: dict[str, str] | None = None, clock: Any = None) -> None:
+    def __init__(
+        self,
+        home: Path,
+        config: dict[str, Any] | None = None,
+        env: dict[str, str] | None = None,
+        clock: Any = None,
+    ) -> None:
         self.home, self.config, self.env, self.clock = home, config, env, clock
         self.daemon: Daemon | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -135,23 +153,33 @@ class DaemonThread:
 class Proc:
     """A ``memoryd run`` subprocess with its stderr (JSON log lines) in a file."""
 
-    def __init__(self, home: Path, *args: str, env: dict[str, str] | None = None,
-                 preexec_fn: Any = None) -> None:
+    def __init__(
+        self, home: Path, *args: str, env: dict[str, str] | None = None, preexec_fn: Any = None
+    ) -> None:
         self.home = home
         self.socket = home / "run" / "memoryd.sock"
         self.log_path = home / f"daemon-{time.monotonic_ns()}.log"
-        full_env = {**os.environ, "MEMORYD_HOME": str(home),
-                    "MEMORYD_EMBEDDING_PROVIDER": "none", **(env or {})}
+        full_env = {
+            **os.environ,
+            "MEMORYD_HOME": str(home),
+            "MEMORYD_EMBEDDING_PROVIDER": "none",
+            **(env or {}),
+        }
         full_env.pop("MEMORYD_SOCKET", None)
         full_env.pop("MEMORYD_CONFIG", None)
         self._log = open(self.log_path, "wb")  # noqa: SIM115 - closed in wait()
         self.started = time.monotonic()
-        self.p = subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run", *args],
-                                  env=full_env, stdout=subprocess.DEVNULL, stderr=self._log,
-                                  preexec_fn=preexec_fn)
+        self.p = subprocess.Popen(
+            [sys.executable, "-m", "memoryd.cli", "run", *args],
+            env=full_env,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            preexec_fn=preexec_fn,
+        )
 
     def ready(self, timeout: float = 15.0) -> float:
         """Seconds from spawn until the socket accepts (measured, never asserted)."""
+
         def accepts() -> bool:
             assert self.p.poll() is None, self.logs()
             try:
@@ -217,7 +245,7 @@ class RawConn:
             if len(self._buf) >= 4:
                 n = protocol.frame_length(self._buf[:4], 1 << 31)
                 if len(self._buf) >= 4 + n:
-                    body, self._buf = self._buf[4:4 + n], self._buf[4 + n:]
+                    body, self._buf = self._buf[4 : 4 + n], self._buf[4 + n :]
                     return protocol.unpack(body)
             try:
                 chunk = self.sock.recv(1 << 16)
@@ -233,8 +261,12 @@ class RawConn:
         assert frame is not None, "the daemon closed the connection"
         return frame
 
-    def call(self, method: str, params: dict[str, Any] | None = None,
-             events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        events: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
         """Send one request and return its final frame (events collected if asked)."""
         req_id = next(self._ids)
         self.send(protocol.request(req_id, method, params))

@@ -29,8 +29,14 @@ NOW = dt.datetime(2025, 3, 12, 9, 30, tzinfo=TZ)
 
 
 def llm_config(base_url: str, **extra: Any) -> dict[str, Any]:
-    return {"base_url": base_url, "model": "fake-chat", "api_key": "sk-test-secret-123",
-            "max_retries": 0, "timeout": 5.0, **extra}
+    return {
+        "base_url": base_url,
+        "model": "fake-chat",
+        "api_key": "sk-test-secret-123",
+        "max_retries": 0,
+        "timeout": 5.0,
+        **extra,
+    }
 
 
 def set_mtime(path: Path, when: dt.datetime | float) -> None:
@@ -38,22 +44,44 @@ def set_mtime(path: Path, when: dt.datetime | float) -> None:
     os.utime(path, (stamp, stamp))
 
 
-def transcript(session_id: str, messages: list[tuple[str, str]], start: dt.datetime,
-               extra: list[dict[str, Any]] | None = None) -> str:
+def transcript(
+    session_id: str,
+    messages: list[tuple[str, str]],
+    start: dt.datetime,
+    extra: list[dict[str, Any]] | None = None,
+) -> str:
     """A session JSONL: a session line, then one message line a minute."""
-    lines = [{"type": "session", "version": 1, "id": session_id,
-              "timestamp": start.isoformat(), "agent_id": "a1"}]
+    lines = [
+        {
+            "type": "session",
+            "version": 1,
+            "id": session_id,
+            "timestamp": start.isoformat(),
+            "agent_id": "a1",
+        }
+    ]
     for i, (role, text) in enumerate(messages):
         at = start + dt.timedelta(minutes=i + 1)
-        lines.append({"type": "message", "timestamp": at.isoformat(),
-                      "message": {"role": role, "content": text}})
+        lines.append(
+            {
+                "type": "message",
+                "timestamp": at.isoformat(),
+                "message": {"role": role, "content": text},
+            }
+        )
     lines += extra or []
     return "".join(json.dumps(line) + "\n" for line in lines)
 
 
 class JobHarness:
-    def __init__(self, root: Path, state_path: Path, config: dict[str, Any] | None = None,
-                 index: WorkspaceIndex | None = None, now: dt.datetime = NOW) -> None:
+    def __init__(
+        self,
+        root: Path,
+        state_path: Path,
+        config: dict[str, Any] | None = None,
+        index: WorkspaceIndex | None = None,
+        now: dt.datetime = NOW,
+    ) -> None:
         self.root = root.resolve()
         (self.root / "memory").mkdir(parents=True, exist_ok=True)
         self.clock = FakeClock(now)
@@ -74,11 +102,18 @@ class JobHarness:
     def runner(self) -> Runner:
         return Runner(self.history, self.clock, lambda: self.config, self.appender, self.env)
 
-    def run(self, job: str, *, dry_run: bool = False, force: bool = False,
-            trigger: str = "manual") -> RunRecord:
+    def run(
+        self, job: str, *, dry_run: bool = False, force: bool = False, trigger: str = "manual"
+    ) -> RunRecord:
         async def go() -> RunRecord:
-            task = self.runner().start(job, self.workspace(), trigger=trigger,
-                                       scheduled_for=None, dry_run=dry_run, force=force)
+            task = self.runner().start(
+                job,
+                self.workspace(),
+                trigger=trigger,
+                scheduled_for=None,
+                dry_run=dry_run,
+                force=force,
+            )
             return await task
 
         return asyncio.run(go())

@@ -11,8 +11,23 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer, models, pre_tokenizers, processors
 
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "query", "passage", ":", "kayak", "trip",
-         "sunday", "tax", "return", "april", "数据库", "备份"]
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "query",
+    "passage",
+    ":",
+    "kayak",
+    "trip",
+    "sunday",
+    "tax",
+    "return",
+    "april",
+    "数据库",
+    "备份",
+]
 DIMS = 8
 
 
@@ -20,9 +35,13 @@ def table(seed: int) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=(len(VOCAB), DIMS)).astype(np.float32)
 
 
-def write_model(folder: Path, seed: int = 1, output: str = "last_hidden_state",
-                rank: int = 3, inputs: tuple[str, ...] = ("input_ids", "attention_mask",
-                                                           "token_type_ids")) -> np.ndarray:
+def write_model(
+    folder: Path,
+    seed: int = 1,
+    output: str = "last_hidden_state",
+    rank: int = 3,
+    inputs: tuple[str, ...] = ("input_ids", "attention_mask", "token_type_ids"),
+) -> np.ndarray:
     """A folder with model.onnx (token vectors: a lookup in a seeded table, plus the text's
     mean so the first token depends on the text) and a word-level tokenizer.json."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -47,13 +66,15 @@ def write_model(folder: Path, seed: int = 1, output: str = "last_hidden_state",
         nodes.append(helper.make_node("ReduceMean", ["hidden", "axes"], [output], keepdims=0))
         shape = ["batch", DIMS]
     graph = helper.make_graph(
-        nodes, "tiny",
-        [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"])
-         for n in inputs],
+        nodes,
+        "tiny",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"]) for n in inputs],
         [helper.make_tensor_value_info(output, TensorProto.FLOAT, shape)],
-        [numpy_helper.from_array(emb, "table"),
-         numpy_helper.from_array(np.array([1], np.int64), "axes"),
-         numpy_helper.from_array(np.array([-1], np.int64), "last")],
+        [
+            numpy_helper.from_array(emb, "table"),
+            numpy_helper.from_array(np.array([1], np.int64), "axes"),
+            numpy_helper.from_array(np.array([-1], np.int64), "last"),
+        ],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
     model.ir_version = 8
@@ -61,9 +82,11 @@ def write_model(folder: Path, seed: int = 1, output: str = "last_hidden_state",
     onnx.save(model, str(folder / "model.onnx"))
     tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(VOCAB)}, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Whitespace(), pre_tokenizers.Punctuation()])
+        [pre_tokenizers.Whitespace(), pre_tokenizers.Punctuation()]
+    )
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)]
+    )
     tok.save(str(folder / "tokenizer.json"))
     return emb
 

@@ -32,16 +32,30 @@ def env_for(home: Path) -> dict[str, str]:
     return env
 
 
-def hook(home: Path, event: str, stdin: str, cwd: Path | None = None
-         ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MEMCTL, "hook", "claude-code", event], input=stdin,
-                          env=env_for(home), cwd=cwd or home, capture_output=True, text=True,
-                          timeout=60)
+def hook(
+    home: Path, event: str, stdin: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MEMCTL, "hook", "claude-code", event],
+        input=stdin,
+        env=env_for(home),
+        cwd=cwd or home,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def payload(ws: Path, name: str, **extra: Any) -> str:
-    return json.dumps({"session_id": "cc-42", "transcript_path": str(ws / "t.jsonl"),
-                       "cwd": str(ws), "hook_event_name": name, **extra})
+    return json.dumps(
+        {
+            "session_id": "cc-42",
+            "transcript_path": str(ws / "t.jsonl"),
+            "cwd": str(ws),
+            "hook_event_name": name,
+            **extra,
+        }
+    )
 
 
 @pytest.fixture
@@ -55,10 +69,13 @@ def workspace(md_home: Path) -> Path:
 
 
 @pytest.fixture
-def daemon(md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
-           ) -> Iterator[DaemonThread]:
-    config = {"workspaces": [{"path": str(workspace), "name": "proj"}],
-              "llm": llm_config(openai_server.base_url)}
+def daemon(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> Iterator[DaemonThread]:
+    config = {
+        "workspaces": [{"path": str(workspace), "name": "proj"}],
+        "llm": llm_config(openai_server.base_url),
+    }
     with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
         with MemoryClient(d.socket_path) as c:
             c.reindex(workspace="proj")
@@ -81,25 +98,37 @@ def test_garbage_on_stdin_and_no_daemon_exit_0_with_nothing_printed(
 
 
 def test_no_daemon_with_a_good_event_exits_0_and_logs_why(md_home: Path) -> None:
-    proc = hook(md_home, "user-prompt-submit",
-                payload(md_home, "UserPromptSubmit", prompt="when are releases cut?"))
+    proc = hook(
+        md_home,
+        "user-prompt-submit",
+        payload(md_home, "UserPromptSubmit", prompt="when are releases cut?"),
+    )
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
     assert "not running" in log_lines(md_home)[0]
 
 
 def test_an_unknown_agent_or_event_exits_0(md_home: Path) -> None:
     for argv in (["hook", "claude-code", "post-tool-use"], ["hook", "cursor", "session-start"]):
-        proc = subprocess.run([MEMCTL, *argv], input="{}", env=env_for(md_home),
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [MEMCTL, *argv],
+            input="{}",
+            env=env_for(md_home),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert (proc.returncode, proc.stdout) == (0, "")
 
 
 def test_user_prompt_submit_adds_the_recall_block_as_additional_context(
     daemon: DaemonThread, md_home: Path, workspace: Path
 ) -> None:
-    proc = hook(md_home, "user-prompt-submit",
-                payload(workspace, "UserPromptSubmit", prompt="Who cuts releases, and when?"),
-                cwd=workspace / "memory")
+    proc = hook(
+        md_home,
+        "user-prompt-submit",
+        payload(workspace, "UserPromptSubmit", prompt="Who cuts releases, and when?"),
+        cwd=workspace / "memory",
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "UserPromptSubmit"
@@ -110,8 +139,11 @@ def test_user_prompt_submit_adds_the_recall_block_as_additional_context(
 def test_user_prompt_submit_with_nothing_relevant_prints_nothing(
     daemon: DaemonThread, md_home: Path, workspace: Path
 ) -> None:
-    proc = hook(md_home, "user-prompt-submit",
-                payload(workspace, "UserPromptSubmit", prompt="explain monads to me"))
+    proc = hook(
+        md_home,
+        "user-prompt-submit",
+        payload(workspace, "UserPromptSubmit", prompt="explain monads to me"),
+    )
     assert (proc.returncode, proc.stdout) == (0, "")
     assert log_lines(md_home) == []
 
@@ -119,8 +151,11 @@ def test_user_prompt_submit_with_nothing_relevant_prints_nothing(
 def test_a_cwd_outside_every_workspace_uses_the_only_one(
     daemon: DaemonThread, md_home: Path, tmp_path: Path
 ) -> None:
-    proc = hook(md_home, "user-prompt-submit",
-                payload(tmp_path, "UserPromptSubmit", prompt="who cuts releases?"))
+    proc = hook(
+        md_home,
+        "user-prompt-submit",
+        payload(tmp_path, "UserPromptSubmit", prompt="who cuts releases?"),
+    )
     assert "Priya" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
 
 
@@ -135,15 +170,27 @@ def test_session_start_prints_a_digest_of_memory_and_the_latest_notes(
     assert len(text) <= 600 * 4
 
 
-@pytest.mark.parametrize(("event", "name"), [("pre-compact", "PreCompact"),
-                                             ("session-end", "SessionEnd")])
+@pytest.mark.parametrize(
+    ("event", "name"), [("pre-compact", "PreCompact"), ("session-end", "SessionEnd")]
+)
 def test_pre_compact_and_session_end_hand_the_transcript_to_a_flush(
-    daemon: DaemonThread, md_home: Path, workspace: Path, openai_server: FakeOpenAIServer,
-    event: str, name: str,
+    daemon: DaemonThread,
+    md_home: Path,
+    workspace: Path,
+    openai_server: FakeOpenAIServer,
+    event: str,
+    name: str,
 ) -> None:
-    (workspace / "t.jsonl").write_text(json.dumps({
-        "type": "user", "sessionId": "cc-42",
-        "message": {"role": "user", "content": "Remember: staging is read-only."}}) + "\n")
+    (workspace / "t.jsonl").write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": "cc-42",
+                "message": {"role": "user", "content": "Remember: staging is read-only."},
+            }
+        )
+        + "\n"
+    )
     openai_server.respond_chat("- Staging is read-only.", delay=1.0)
     started = time.monotonic()
     proc = hook(md_home, event, payload(workspace, name, trigger="auto", reason="exit"))
@@ -164,8 +211,15 @@ def test_memctl_recall_prints_the_block_or_nothing(
     daemon: DaemonThread, md_home: Path, workspace: Path
 ) -> None:
     def recall(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([MEMCTL, "recall", *args], input=stdin, env=env_for(md_home),
-                              cwd=workspace, capture_output=True, text=True, timeout=60)
+        return subprocess.run(
+            [MEMCTL, "recall", *args],
+            input=stdin,
+            env=env_for(md_home),
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     found = recall("who", "cuts", "releases")
     assert found.returncode == 0 and "[MEMORY.md#L1-L3]" in found.stdout

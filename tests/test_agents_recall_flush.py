@@ -37,10 +37,13 @@ def workspace(md_home: Path) -> Path:
 
 
 @pytest.fixture
-def daemon(md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
-           ) -> Iterator[DaemonThread]:
-    config = {"workspaces": [{"path": str(workspace), "name": "alice"}],
-              "llm": llm_config(openai_server.base_url)}
+def daemon(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> Iterator[DaemonThread]:
+    config = {
+        "workspaces": [{"path": str(workspace), "name": "alice"}],
+        "llm": llm_config(openai_server.base_url),
+    }
     with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
         with MemoryClient(d.socket_path) as c:
             c.reindex(workspace="alice")  # the startup scan done, whatever the machine's load
@@ -70,14 +73,19 @@ def test_recall_of_nothing_relevant_is_empty(daemon: DaemonThread) -> None:
 def test_recall_budget_is_a_hard_limit_and_no_two_items_share_lines(
     daemon: DaemonThread, workspace: Path
 ) -> None:
-    lines = [f"- billing note {i}: invoices are numbered per tenant, series {i}." for i in
-             range(60)]
+    lines = [
+        f"- billing note {i}: invoices are numbered per tenant, series {i}." for i in range(60)
+    ]
     (workspace / "memory" / "2025-03-10.md").write_text("# 2025-03-10\n\n" + "\n".join(lines))
     with RawConn(daemon.socket_path) as conn:
-        small = conn.result("recall", {"query": "billing invoices tenant series",
-                                       "budget_tokens": 120, "min_score": 0.0})
-        big = conn.result("recall", {"query": "billing invoices tenant series",
-                                     "budget_tokens": 2000, "min_score": 0.0})
+        small = conn.result(
+            "recall",
+            {"query": "billing invoices tenant series", "budget_tokens": 120, "min_score": 0.0},
+        )
+        big = conn.result(
+            "recall",
+            {"query": "billing invoices tenant series", "budget_tokens": 2000, "min_score": 0.0},
+        )
     assert small["tokens"] <= 120
     assert len(big["results"]) >= len(small["results"])
     seen: dict[str, list[tuple[int, int]]] = {}
@@ -97,20 +105,36 @@ def test_recall_refuses_bad_params(daemon: DaemonThread) -> None:
 # ---------------------------------------------------------------- flush
 
 
-def claude_code_transcript(path: Path, turns: list[tuple[str, Any]], session: str = "s-1",
-                           mode: str = "w") -> None:
+def claude_code_transcript(
+    path: Path, turns: list[tuple[str, Any]], session: str = "s-1", mode: str = "w"
+) -> None:
     with path.open(mode) as f:
         for role, content in turns:
-            f.write(json.dumps({"type": role, "sessionId": session, "uuid": "u",
-                                "timestamp": "2025-03-12T09:00:00Z",
-                                "message": {"role": role, "content": content}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "type": role,
+                        "sessionId": session,
+                        "uuid": "u",
+                        "timestamp": "2025-03-12T09:00:00Z",
+                        "message": {"role": role, "content": content},
+                    }
+                )
+                + "\n"
+            )
 
 
 def flush(daemon: DaemonThread, transcript: Path, session: str = "s-1") -> dict[str, Any]:
     with MemoryClient(daemon.socket_path) as c:
-        out: dict[str, Any] = c.call("flush", {"workspace": "alice",
-                                               "transcript": str(transcript),
-                                               "session_id": session, "wait": True})
+        out: dict[str, Any] = c.call(
+            "flush",
+            {
+                "workspace": "alice",
+                "transcript": str(transcript),
+                "session_id": session,
+                "wait": True,
+            },
+        )
     return out["run"]
 
 
@@ -118,13 +142,21 @@ def test_flush_appends_the_notes_once_and_never_the_same_range_twice(
     daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
 ) -> None:
     t = md_home / "claude.jsonl"
-    claude_code_transcript(t, [
-        ("user", "Let's use Postgres 16 for the fleet; Dana agreed."),
-        ("assistant", [{"type": "thinking", "thinking": "hmm"},
-                       {"type": "text", "text": "Noted: Postgres 16."},
-                       {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]),
-        ("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "SECRET OUTPUT"}]),
-    ])
+    claude_code_transcript(
+        t,
+        [
+            ("user", "Let's use Postgres 16 for the fleet; Dana agreed."),
+            (
+                "assistant",
+                [
+                    {"type": "thinking", "thinking": "hmm"},
+                    {"type": "text", "text": "Noted: Postgres 16."},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}},
+                ],
+            ),
+            ("user", [{"type": "tool_result", "tool_use_id": "t1", "content": "SECRET OUTPUT"}]),
+        ],
+    )
     openai_server.respond_chat("- The fleet uses Postgres 16 (Dana agreed).")
     run = flush(daemon, t)
     assert run["status"] == "ok", run
@@ -155,15 +187,22 @@ def test_flush_appends_the_notes_once_and_never_the_same_range_twice(
     assert hits and hits[0].path == DAILY
 
 
-@pytest.mark.parametrize(("answer", "finish"), [
-    ("", "stop"),
-    ("- half a note that was cut", "length"),
-    ("Sure! Here are the notes:\n- a fact", "stop"),
-    ("- a fact\n\nLet me know if you need anything else.", "stop"),
-])
+@pytest.mark.parametrize(
+    ("answer", "finish"),
+    [
+        ("", "stop"),
+        ("- half a note that was cut", "length"),
+        ("Sure! Here are the notes:\n- a fact", "stop"),
+        ("- a fact\n\nLet me know if you need anything else.", "stop"),
+    ],
+)
 def test_a_bad_answer_writes_nothing_and_the_range_is_tried_again(
-    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer,
-    answer: str, finish: str,
+    daemon: DaemonThread,
+    workspace: Path,
+    md_home: Path,
+    openai_server: FakeOpenAIServer,
+    answer: str,
+    finish: str,
 ) -> None:
     (workspace / DAILY).write_text("# 2025-03-12\n\n- morning note\n")
     before = (workspace / DAILY).read_bytes()
@@ -196,22 +235,35 @@ def test_flush_reads_openclaw_session_jsonl_too(
 ) -> None:
     t = workspace / "sessions" / "oc.jsonl"
     t.parent.mkdir()
-    t.write_text("".join(json.dumps(x) + "\n" for x in [
-        {"type": "session", "version": 1, "id": "oc-7", "timestamp": "2025-03-12T08:00:00Z"},
-        {"type": "message", "message": {"role": "user", "content": "Our Q2 goal is SOC 2."}},
-        {"type": "tool_call", "name": "read", "arguments": {}},
-    ]))
+    t.write_text(
+        "".join(
+            json.dumps(x) + "\n"
+            for x in [
+                {
+                    "type": "session",
+                    "version": 1,
+                    "id": "oc-7",
+                    "timestamp": "2025-03-12T08:00:00Z",
+                },
+                {
+                    "type": "message",
+                    "message": {"role": "user", "content": "Our Q2 goal is SOC 2."},
+                },
+                {"type": "tool_call", "name": "read", "arguments": {}},
+            ]
+        )
+    )
     openai_server.respond_chat("- Q2 goal: SOC 2.")
     run = flush(daemon, t, "oc-7")
     assert run["status"] == "ok", run
-    assert "Our Q2 goal is SOC 2." in openai_server.requests_to("chat")[-1].body[
-        "messages"][-1]["content"]
+    assert (
+        "Our Q2 goal is SOC 2."
+        in openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    )
     assert "## Session notes (oc-7, lines 1-3)" in (workspace / DAILY).read_text()
 
 
-def test_flush_without_an_llm_is_skipped_with_the_reason(
-    md_home: Path, workspace: Path
-) -> None:
+def test_flush_without_an_llm_is_skipped_with_the_reason(md_home: Path, workspace: Path) -> None:
     t = md_home / "claude.jsonl"
     claude_code_transcript(t, [("user", "Remember the wifi password is in 1Password.")])
     config = {"workspaces": [{"path": str(workspace), "name": "alice"}]}
@@ -234,10 +286,24 @@ def test_flush_refuses_a_relative_or_missing_transcript(daemon: DaemonThread) ->
 def test_claude_code_lines_keep_user_and_assistant_text_only() -> None:
     lines = [
         {"type": "user", "sessionId": "cc-1", "message": {"role": "user", "content": "plain"}},
-        {"type": "assistant", "sessionId": "cc-1", "message": {"role": "assistant", "content": [
-            {"type": "text", "text": "answer"}, {"type": "tool_use", "name": "Bash"}]}},
-        {"type": "user", "message": {"role": "user", "content": [
-            {"type": "tool_result", "content": "tool output"}]}},
+        {
+            "type": "assistant",
+            "sessionId": "cc-1",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "answer"},
+                    {"type": "tool_use", "name": "Bash"},
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "content": "tool output"}],
+            },
+        },
         {"type": "user", "isMeta": True, "message": {"role": "user", "content": "injected"}},
         {"type": "user", "isCompactSummary": True, "message": {"content": "summary"}},
         {"type": "file-history-snapshot", "snapshot": {}},

@@ -49,8 +49,11 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
     prompt = data["hooks"]["UserPromptSubmit"]
     assert prompt[0] == FOREIGN_SETTINGS["hooks"]["UserPromptSubmit"][0]
     assert prompt[1]["hooks"][0]["command"].endswith("hook claude-code user-prompt-submit")
-    for event, arg in (("SessionStart", "session-start"), ("PreCompact", "pre-compact"),
-                       ("SessionEnd", "session-end")):
+    for event, arg in (
+        ("SessionStart", "session-start"),
+        ("PreCompact", "pre-compact"),
+        ("SessionEnd", "session-end"),
+    ):
         [group] = data["hooks"][event]
         assert group["hooks"][0]["command"].endswith(f"hook claude-code {arg}")
 
@@ -75,8 +78,7 @@ def test_user_setup_writes_under_home(tmp_path: Path, monkeypatch: pytest.Monkey
     assert code == 0, err
     state = json.loads((tmp_path / ".claude.json").read_text())
     assert state["numStartups"] == 7 and set(state["mcpServers"]) == {"github", "memoryd"}
-    assert "SessionEnd" in json.loads((tmp_path / ".claude" / "settings.json").read_text())[
-        "hooks"]
+    assert "SessionEnd" in json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
 
 
 def test_a_settings_file_that_is_not_json_is_left_alone_with_a_clear_error(

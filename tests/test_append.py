@@ -18,7 +18,7 @@ DAY = dt.date(2024, 3, 9)
 
 
 def lines_of(path: Path, start: int, end: int) -> list[str]:
-    return path.read_text().split("\n")[start - 1:end]
+    return path.read_text().split("\n")[start - 1 : end]
 
 
 def test_first_append_creates_the_daily_file(tmp_path: Path) -> None:
@@ -26,17 +26,25 @@ def test_first_append_creates_the_daily_file(tmp_path: Path) -> None:
     path = tmp_path / "memory" / "2024-03-09.md"
     assert path.read_text() == "We chose postgres.\nBecause of JSONB.\n"
     assert (res.path, res.start_line, res.end_line, res.bytes) == (
-        "memory/2024-03-09.md", 1, 2, len(path.read_bytes()))
+        "memory/2024-03-09.md",
+        1,
+        2,
+        len(path.read_bytes()),
+    )
 
 
-@pytest.mark.parametrize("existing", [
-    b"# 2024-03-09\n\nmorning notes\n",
-    b"no trailing newline",
-    b"ends with blank line\n\n",
-    b"caf\xc3\xa9 \xe2\x80\x94 unicode \r\nand CRLF\r\n",
-])
+@pytest.mark.parametrize(
+    "existing",
+    [
+        b"# 2024-03-09\n\nmorning notes\n",
+        b"no trailing newline",
+        b"ends with blank line\n\n",
+        b"caf\xc3\xa9 \xe2\x80\x94 unicode \r\nand CRLF\r\n",
+    ],
+)
 def test_existing_bytes_stay_identical_and_the_range_points_at_the_new_text(
-        tmp_path: Path, existing: bytes) -> None:
+    tmp_path: Path, existing: bytes
+) -> None:
     path = daily_path(tmp_path, DAY)
     path.parent.mkdir()
     path.write_bytes(existing)
@@ -54,8 +62,7 @@ def test_heading_is_written_once_for_consecutive_appends_under_it(tmp_path: Path
     second = app.append(tmp_path, "beta", DAY, heading="## Decisions")
     third = app.append(tmp_path, "gamma", DAY, heading="Open questions")
     path = daily_path(tmp_path, DAY)
-    assert path.read_text() == ("## Decisions\n\nalpha\n\nbeta\n\n"
-                                "## Open questions\n\ngamma\n")
+    assert path.read_text() == ("## Decisions\n\nalpha\n\nbeta\n\n## Open questions\n\ngamma\n")
     assert lines_of(path, first.start_line, first.end_line) == ["## Decisions", "", "alpha"]
     assert lines_of(path, second.start_line, second.end_line) == ["beta"]
     assert lines_of(path, third.start_line, third.end_line) == ["## Open questions", "", "gamma"]
@@ -130,10 +137,15 @@ def test_append_method_writes_and_reports_through_the_daemon(md_home: Path) -> N
     ws.mkdir()
     with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
         c.result("workspace.add", {"path": str(ws)})
-        res = c.result("append", {"text": "remember the milk", "date": "2024-03-09",
-                                  "heading": "Todo"})
-        assert res == {"path": "memory/2024-03-09.md", "start_line": 1, "end_line": 3,
-                       "bytes": len("## Todo\n\nremember the milk\n")}
+        res = c.result(
+            "append", {"text": "remember the milk", "date": "2024-03-09", "heading": "Todo"}
+        )
+        assert res == {
+            "path": "memory/2024-03-09.md",
+            "start_line": 1,
+            "end_line": 3,
+            "bytes": len("## Todo\n\nremember the milk\n"),
+        }
         today = c.result("append", {"text": "today's note"})
         assert today["path"] == f"memory/{dt.date.today().isoformat()}.md"
         bad = c.call("append", {"text": "x", "workspace": "nope"})
@@ -179,15 +191,16 @@ def test_an_external_appender_loses_nothing_while_we_append(tmp_path: Path) -> N
         t.join()
     lines = path.read_text().split("\n")
     assert sorted(line for line in lines if line.startswith("ext ")) == sorted(
-        f"ext {n}" for n in written)
-    assert [line for line in lines if line.startswith("ours ")] == [
-        f"ours {i}" for i in range(200)]
+        f"ext {n}" for n in written
+    )
+    assert [line for line in lines if line.startswith("ours ")] == [f"ours {i}" for i in range(200)]
     for i, res in enumerate(results):  # each reported range points at its own block
         assert lines_of(path, res.start_line, res.end_line) == [f"ours {i}"]
 
 
 def test_a_memory_folder_symlinked_outside_is_refused_and_nothing_is_created(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     ws, outside = tmp_path / "ws", tmp_path / "elsewhere" / "memory"
     ws.mkdir()
     (ws / "memory").symlink_to(outside)  # dangling: the target does not exist yet

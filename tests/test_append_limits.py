@@ -43,6 +43,7 @@ def test_nul_bytes_in_text_or_heading_are_refused_and_nothing_is_written(md_home
             assert error_code(reply) == "invalid_params", reply
             assert reply is not None and "NUL" in reply["error"]["message"]
         assert daily_path(ws, DAY).read_bytes() == before
+
         # The first scan runs in the background after workspace.add: wait for it, then the
         # daily file must still be searchable (a NUL would have made it "binary").
         def found() -> list[str]:
@@ -65,10 +66,13 @@ def test_one_append_is_bounded(md_home: Path) -> None:
 
 
 def test_an_append_that_would_cross_max_file_bytes_is_refused_and_the_day_stays_searchable(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     ws = workspace(md_home / "ws")
-    with DaemonThread(md_home, {"index": {"max_file_bytes": 4096}}) as d, \
-            RawConn(d.socket_path) as c:
+    with (
+        DaemonThread(md_home, {"index": {"max_file_bytes": 4096}}) as d,
+        RawConn(d.socket_path) as c,
+    ):
         c.result("workspace.add", {"path": str(ws)})
         refused = None
         for i in range(40):
@@ -105,7 +109,7 @@ class FullDisk:
             return self.real_write(fd, data)
         if self.room <= 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        n = self.real_write(fd, bytes(data[:self.room]))
+        n = self.real_write(fd, bytes(data[: self.room]))
         self.room -= n
         return n
 
@@ -145,8 +149,11 @@ def small_tmpfs(where: Path, size: str) -> Iterator[Path]:
     where.mkdir()
     if os.geteuid() != 0:
         pytest.skip("mounting a small tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:

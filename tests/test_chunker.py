@@ -28,6 +28,7 @@ def squash(text: str) -> str:
 
 # --- generated markdown -------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Line:
     text: str
@@ -35,13 +36,40 @@ class Line:
     title: str = ""
 
 
-WORDS = ["memory", "Caroline", "painting", "the", "of", "support", "group", "2023-05-08",
-         "[D1:3]", "sunrise", "counseling", "naïve", "café", "日本語", "emoji😀", "x", "",
-         "supercalifragilisticexpialidocious", "don't", "e.g.", "#tag", "-", "*", "`code`"]
-word = st.one_of(st.sampled_from(WORDS),
-                 st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs",
-                                                                          "Zl", "Zp")),
-                         min_size=1, max_size=12).filter(lambda w: "#" not in w and w.strip()))
+WORDS = [
+    "memory",
+    "Caroline",
+    "painting",
+    "the",
+    "of",
+    "support",
+    "group",
+    "2023-05-08",
+    "[D1:3]",
+    "sunrise",
+    "counseling",
+    "naïve",
+    "café",
+    "日本語",
+    "emoji😀",
+    "x",
+    "",
+    "supercalifragilisticexpialidocious",
+    "don't",
+    "e.g.",
+    "#tag",
+    "-",
+    "*",
+    "`code`",
+]
+word = st.one_of(
+    st.sampled_from(WORDS),
+    st.text(
+        st.characters(codec="utf-8", exclude_categories=("Cs", "Cc", "Zs", "Zl", "Zp")),
+        min_size=1,
+        max_size=12,
+    ).filter(lambda w: "#" not in w and w.strip()),
+)
 sentence = st.lists(word, min_size=1, max_size=25).map(lambda ws: " ".join(ws).strip() or "x")
 
 
@@ -55,11 +83,13 @@ def heading(draw: st.DrawFn) -> list[Line]:
 paragraph = st.lists(sentence, min_size=1, max_size=8).map(lambda ss: [Line(s) for s in ss])
 blank = st.sampled_from(["", "   ", "\r", "\t"]).map(lambda s: [Line(s)])
 fence = st.lists(st.one_of(sentence, st.just("# not a heading"), st.just("")), max_size=12).map(
-    lambda body: [Line("```python"), *(Line(b) for b in body), Line("```")])
+    lambda body: [Line("```python"), *(Line(b) for b in body), Line("```")]
+)
 long_line = st.lists(word, min_size=150, max_size=600).map(lambda ws: [Line(" ".join(ws))])
 long_word = st.builds(lambda c, n: [Line(c * n)], st.sampled_from("xé日"), st.integers(101, 4000))
-block = st.one_of(heading(), heading(), paragraph, paragraph, blank, blank, fence,
-                  long_line, long_word)
+block = st.one_of(
+    heading(), heading(), paragraph, paragraph, blank, blank, fence, long_line, long_word
+)
 budgets = st.sampled_from([(32, 0), (32, 8), (64, 16), (128, 30), (400, 80)])
 
 
@@ -74,10 +104,12 @@ def expected_paths(doc: list[Line]) -> list[tuple[str, ...]]:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(block, max_size=30).map(lambda bs: [x for b in bs for x in b]), budgets,
-       st.booleans())
+@given(
+    st.lists(block, max_size=30).map(lambda bs: [x for b in bs for x in b]), budgets, st.booleans()
+)
 def test_generated_markdown_chunks_keep_every_line_within_budget(
-        doc: list[Line], budget: tuple[int, int], trailing_newline: bool) -> None:
+    doc: list[Line], budget: tuple[int, int], trailing_newline: bool
+) -> None:
     chunk_tokens, overlap = budget
     text = "\n".join(d.text for d in doc) + ("\n" if trailing_newline else "")
     lines = text.split("\n")
@@ -95,7 +127,7 @@ def test_generated_markdown_chunks_keep_every_line_within_budget(
         if is_fragment(c, lines):
             assert c.text in lines[c.start_line - 1]
         else:
-            assert c.text == "\n".join(lines[c.start_line - 1:c.end_line])
+            assert c.text == "\n".join(lines[c.start_line - 1 : c.end_line])
             assert lines[c.start_line - 1].strip() and lines[c.end_line - 1].strip()
         covered.update(range(c.start_line, c.end_line + 1))
     assert all(i + 1 in covered for i, line in enumerate(lines) if line.strip())
@@ -105,7 +137,7 @@ def test_generated_markdown_chunks_keep_every_line_within_budget(
         if is_fragment(a, lines) or is_fragment(b, lines) or b.start_line > a.end_line:
             continue
         assert b.start_line > a.start_line  # an overlap never repeats a whole chunk
-        shared = lines[b.start_line - 1:a.end_line]
+        shared = lines[b.start_line - 1 : a.end_line]
         assert ntokens("\n".join(shared)) <= overlap
         # The overlap stays in b's section: a heading can only be its first line.
         assert not heading_lines & set(range(b.start_line + 1, a.end_line + 1))
@@ -121,6 +153,7 @@ def test_generated_markdown_chunks_keep_every_line_within_budget(
 
 # --- examples -----------------------------------------------------------------------------
 
+
 def test_empty_and_blank_text_give_no_chunks() -> None:
     assert chunk_markdown("", TOK) == []
     assert chunk_markdown("\n\n   \n\t\r\n", TOK) == []
@@ -133,10 +166,14 @@ def test_small_sections_merge_into_one_chunk() -> None:
 
 
 def test_heading_path_is_the_stack_in_force_at_the_first_line() -> None:
-    filler = "\n".join(f"- [D1:{i}] Caroline: I went to a support group yesterday, it was "
-                       f"so powerful number {i}." for i in range(30))
-    text = (f"# 2023-05-08\n\n## Session 1 (1:56 pm on 8 May, 2023)\n\n{filler}\n\n"
-            f"### Notes\n{filler}\n\n## Session 2\n{filler}\n")
+    filler = "\n".join(
+        f"- [D1:{i}] Caroline: I went to a support group yesterday, it was so powerful number {i}."
+        for i in range(30)
+    )
+    text = (
+        f"# 2023-05-08\n\n## Session 1 (1:56 pm on 8 May, 2023)\n\n{filler}\n\n"
+        f"### Notes\n{filler}\n\n## Session 2\n{filler}\n"
+    )
     chunks = chunk_markdown(text, TOK, 200, 40)
     assert chunks[0].heading_path == ("2023-05-08",)
     assert chunks[1].heading_path == ("2023-05-08", "Session 1 (1:56 pm on 8 May, 2023)")
@@ -169,19 +206,21 @@ def test_tilde_fence_is_closed_only_by_tildes() -> None:
     assert chunks[0].heading_path == ()
     chunks = chunk_markdown(text, TOK, 4, 0)
     assert len(chunks) > 2
-    assert [c.heading_path for c in chunks] == [() if c.start_line < 5 else ("Outside",)
-                                                for c in chunks]
+    assert [c.heading_path for c in chunks] == [
+        () if c.start_line < 5 else ("Outside",) for c in chunks
+    ]
     assert any(c.start_line == 5 for c in chunks)
 
 
 def test_overlap_repeats_trailing_lines_within_budget() -> None:
-    lines = [f"line {i}: Melanie painted a lake sunrise last year and it is special" for i in
-             range(40)]
+    lines = [
+        f"line {i}: Melanie painted a lake sunrise last year and it is special" for i in range(40)
+    ]
     chunks = chunk_markdown("## Log\n" + "\n".join(lines), TOK, 100, 30)
     assert len(chunks) > 3
     for a, b in pairwise(chunks):
         assert a.start_line < b.start_line <= a.end_line
-        assert 0 < ntokens("\n".join(a.text.split("\n")[b.start_line - a.start_line:])) <= 30
+        assert 0 < ntokens("\n".join(a.text.split("\n")[b.start_line - a.start_line :])) <= 30
         assert ntokens(b.text) <= 100
         assert b.heading_path == ("Log",)
 
@@ -243,9 +282,34 @@ def test_cjk_lines_without_spaces_keep_the_budget_and_are_cut_after_a_sentence()
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.one_of(st.text(max_size=16), st.sampled_from(
-    [" ", "  ", "\t", "\u3000", "\u00a0", "\x1c", "\u2028", "\u0301", "e\u0301", "日本",
-     "[UNK]", "##ing", "Ǆ", "İ", "\ufeff", "\x00"])), max_size=6).map("".join))
+@given(
+    st.lists(
+        st.one_of(
+            st.text(max_size=16),
+            st.sampled_from(
+                [
+                    " ",
+                    "  ",
+                    "\t",
+                    "\u3000",
+                    "\u00a0",
+                    "\x1c",
+                    "\u2028",
+                    "\u0301",
+                    "e\u0301",
+                    "日本",
+                    "[UNK]",
+                    "##ing",
+                    "Ǆ",
+                    "İ",
+                    "\ufeff",
+                    "\x00",
+                ]
+            ),
+        ),
+        max_size=6,
+    ).map("".join)
+)
 def test_count_tokens_is_exactly_the_tokenizer_count(text: str) -> None:
     # Counting sums cached per-word counts; this pins that the sum equals the real count.
     assert count_tokens([text], TOK) == [ntokens(text)]
@@ -260,7 +324,8 @@ def test_count_tokens_matches_tokenizer_for_ordinary_text() -> None:
 def test_chunk_lines_keeps_physical_line_numbers_and_joins_messages() -> None:
     msgs = [(2, "user: hello"), (5, "assistant: hi there"), (9, "   "), (12, "user: bye")]
     assert chunk_lines(msgs, TOK) == [
-        Chunk(2, 12, "user: hello\nassistant: hi there\n   \nuser: bye", ())]
+        Chunk(2, 12, "user: hello\nassistant: hi there\n   \nuser: bye", ())
+    ]
 
 
 def test_chunk_lines_packs_with_overlap_and_fragments_long_messages() -> None:

@@ -51,8 +51,17 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "hook": ["claude-code", "session-start"],
     "setup": ["skill"],
 }
-ONE_WORKSPACE_COMMANDS = {"status", "search", "get", "append", "reindex", "jobs list",
-                          "jobs run", "mcp", "recall"}
+ONE_WORKSPACE_COMMANDS = {
+    "status",
+    "search",
+    "get",
+    "append",
+    "reindex",
+    "jobs list",
+    "jobs run",
+    "mcp",
+    "recall",
+}
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).
 SERVES_WITHOUT_DAEMON = {"doctor", "completion", "mcp", "hook", "setup"}
@@ -92,8 +101,17 @@ def test_command_list_is_the_documented_set() -> None:
 
 @pytest.mark.parametrize("command", command_names())
 def test_every_command_takes_the_shared_options(command: str) -> None:
-    args = parse([*command.split(), *REQUIRED_ARGS[command], "--json", "--socket", "/s.sock",
-                  "--timeout", "2.5"])
+    args = parse(
+        [
+            *command.split(),
+            *REQUIRED_ARGS[command],
+            "--json",
+            "--socket",
+            "/s.sock",
+            "--timeout",
+            "2.5",
+        ]
+    )
     assert (args.json, args.socket, args.timeout) == (True, "/s.sock", 2.5)
     assert callable(args.handler)
     has_workspace = hasattr(args, "workspace")
@@ -125,15 +143,44 @@ def test_shared_options_are_identical_across_commands() -> None:
 
 
 def test_search_options_parse() -> None:
-    args = parse(["search", "what", "did", "we", "decide", "-n", "5", "--min-score", "0.25",
-                  "--mode", "keyword", "--fusion", "rrf", "--source", "memory", "--source",
-                  "sessions", "--path-prefix", "memory/", "--since", "2025-01-01",
-                  "--until", "2025-02-01", "-w", "ws"])
+    args = parse(
+        [
+            "search",
+            "what",
+            "did",
+            "we",
+            "decide",
+            "-n",
+            "5",
+            "--min-score",
+            "0.25",
+            "--mode",
+            "keyword",
+            "--fusion",
+            "rrf",
+            "--source",
+            "memory",
+            "--source",
+            "sessions",
+            "--path-prefix",
+            "memory/",
+            "--since",
+            "2025-01-01",
+            "--until",
+            "2025-02-01",
+            "-w",
+            "ws",
+        ]
+    )
     assert args.query == ["what", "did", "we", "decide"]
     assert (args.max_results, args.min_score, args.mode, args.fusion) == (5, 0.25, "keyword", "rrf")
     assert args.source == ["memory", "sessions"]
     assert (args.path_prefix, args.since, args.until, args.workspace) == (
-        "memory/", "2025-01-01", "2025-02-01", "ws")
+        "memory/",
+        "2025-01-01",
+        "2025-02-01",
+        "ws",
+    )
 
 
 @pytest.mark.parametrize(
@@ -183,9 +230,7 @@ def test_workspace_param_makes_paths_absolute_and_keeps_names(
 
 
 # doctor reports its checks instead: see test_doctor_without_daemon_*
-@pytest.mark.parametrize(
-    "command", [c for c in command_names() if c not in SERVES_WITHOUT_DAEMON]
-)
+@pytest.mark.parametrize("command", [c for c in command_names() if c not in SERVES_WITHOUT_DAEMON])
 def test_no_daemon_exits_3_with_one_line(command: str, short_tmp: Path) -> None:
     argv = [*command.split(), *REQUIRED_ARGS[command], "--socket", str(short_tmp / "d.sock")]
     code, out, err = run(argv)
@@ -204,14 +249,20 @@ def test_stale_socket_exits_3_and_says_stale(short_tmp: Path) -> None:
 def test_console_script_exits_3_without_a_traceback(short_tmp: Path) -> None:
     memctl = Path(sys.executable).parent / "memctl"
     proc = subprocess.run(
-        [str(memctl), "status", "--json"], capture_output=True, text=True, timeout=30,
+        [str(memctl), "status", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**os.environ, "MEMORYD_HOME": str(short_tmp), "MEMORYD_SOCKET": ""},
     )
     assert proc.returncode == EXIT_NOT_RUNNING
     assert json.loads(proc.stdout)["error"]["code"] == "not_running"  # --json: JSON, always
     assert proc.stderr == ""
     proc = subprocess.run(
-        [str(memctl), "status"], capture_output=True, text=True, timeout=30,
+        [str(memctl), "status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
         env={**os.environ, "MEMORYD_HOME": str(short_tmp), "MEMORYD_SOCKET": ""},
     )
     assert proc.returncode == EXIT_NOT_RUNNING
@@ -236,9 +287,13 @@ def test_search_json_passes_the_daemons_result_through(fake_memoryd: FakeMemoryd
     data = json.loads(out)
     assert data == fake_memoryd.results["search"]
     assert {"path", "start_line", "end_line", "score", "snippet", "source"} <= set(
-        data["results"][0])
+        data["results"][0]
+    )
     assert fake_memoryd.calls("search")[0].params == {
-        "query": "q", "max_results": 3, "workspace": "ws"}
+        "query": "q",
+        "max_results": 3,
+        "workspace": "ws",
+    }
 
 
 def test_default_workspace_is_the_current_directory_inside_a_registered_one(
@@ -247,7 +302,8 @@ def test_default_workspace_is_the_current_directory_inside_a_registered_one(
     ws = short_tmp / "agent"
     (ws / "memory").mkdir(parents=True)
     fake_memoryd.results["workspace.list"] = {
-        "workspaces": [{"name": "agent", "path": str(ws), "source": "registry"}]}
+        "workspaces": [{"name": "agent", "path": str(ws), "source": "registry"}]
+    }
     monkeypatch.chdir(ws / "memory")
     run_on(fake_memoryd, ["search", "q"])
     monkeypatch.chdir(short_tmp)
@@ -265,12 +321,12 @@ def test_get_prints_the_text(fake_memoryd: FakeMemoryd) -> None:
 
 
 def test_append_reads_stdin_for_dash(fake_memoryd: FakeMemoryd) -> None:
-    code, out, _ = run_on(fake_memoryd, ["append", "-", "--heading", "Notes"],
-                          stdin="from a pipe\n")
+    code, out, _ = run_on(
+        fake_memoryd, ["append", "-", "--heading", "Notes"], stdin="from a pipe\n"
+    )
     assert code == EXIT_OK
     assert out == "appended to memory/2025-01-02.md:10-11\n"
-    assert fake_memoryd.calls("append")[0].params == {"text": "from a pipe\n",
-                                                      "heading": "Notes"}
+    assert fake_memoryd.calls("append")[0].params == {"text": "from a pipe\n", "heading": "Notes"}
 
 
 def test_append_of_nothing_is_a_usage_error(fake_memoryd: FakeMemoryd) -> None:
@@ -287,8 +343,9 @@ def test_reindex_draws_a_progress_bar_on_a_terminal(fake_memoryd: FakeMemoryd) -
         return {"files_scanned": 2, "files_changed": 2, "seconds": 0.5}
 
     out, err = io.StringIO(), TTY()
-    code = cli.main(["reindex", "--wait", "--full", "--socket", str(fake_memoryd.path)],
-                    stdout=out, stderr=err)
+    code = cli.main(
+        ["reindex", "--wait", "--full", "--socket", str(fake_memoryd.path)], stdout=out, stderr=err
+    )
     assert code == EXIT_OK
     assert "[###############---------------] 1/2" in err.getvalue()
     assert err.getvalue().endswith("\r\x1b[K")  # the bar is cleared before the summary
@@ -307,7 +364,9 @@ def test_reindex_progress_is_json_lines_when_not_a_terminal(fake_memoryd: FakeMe
     assert code == EXIT_OK
     lines = [json.loads(line) for line in err.splitlines()]
     assert [(e["event"], e["phase"], e["done"], e["total"]) for e in lines] == [
-        ("progress", "chunking", 1, 2), ("progress", "chunking", 2, 2)]
+        ("progress", "chunking", 1, 2),
+        ("progress", "chunking", 2, 2),
+    ]
     assert {"rate", "eta_s"} <= set(lines[0])
 
 
@@ -319,7 +378,9 @@ def test_workspace_add_sends_an_absolute_path(
     code, out, _ = run_on(fake_memoryd, ["workspace", "add", "agent", "--name", "a1"])
     assert code == EXIT_OK and out.startswith("added workspace ws")
     assert fake_memoryd.calls("workspace.add")[0].params == {
-        "path": str(short_tmp / "agent"), "name": "a1"}
+        "path": str(short_tmp / "agent"),
+        "name": "a1",
+    }
 
 
 def test_workspace_add_of_a_missing_directory_fails_locally(fake_memoryd: FakeMemoryd) -> None:
@@ -332,12 +393,15 @@ def test_workspace_remove_and_list(fake_memoryd: FakeMemoryd) -> None:
     code, out, _ = run_on(fake_memoryd, ["workspace", "remove", "ws", "--delete-index"])
     assert code == EXIT_OK and "files are untouched" in out
     assert fake_memoryd.calls("workspace.remove")[0].params == {
-        "workspace": "ws", "delete_index": True}
+        "workspace": "ws",
+        "delete_index": True,
+    }
     code, out, _ = run_on(fake_memoryd, ["workspace", "list"])
     assert (code, out) == (EXIT_OK, "ws  /w/ws  (registry)\n")
     code, out, _ = run_on(fake_memoryd, ["workspace", "list", "--json"])
-    assert json.loads(out) == {"workspaces": [{"name": "ws", "path": "/w/ws",
-                                               "source": "registry"}]}
+    assert json.loads(out) == {
+        "workspaces": [{"name": "ws", "path": "/w/ws", "source": "registry"}]
+    }
 
 
 def test_status_human_and_json(fake_memoryd: FakeMemoryd) -> None:
@@ -368,8 +432,7 @@ def test_remote_error_exits_1_with_one_line(fake_memoryd: FakeMemoryd) -> None:
 
     code, out, err = run_on(fake_memoryd, ["get", "../etc/passwd"])
     assert (code, out) == (EXIT_ERROR, "")
-    assert err == ("memctl: error: only MEMORY.md and memory/** are readable "
-                   "(forbidden_path)\n")
+    assert err == ("memctl: error: only MEMORY.md and memory/** are readable (forbidden_path)\n")
 
 
 def test_unexpected_exception_is_one_line_not_a_traceback(
@@ -421,8 +484,8 @@ def test_doctor_without_daemon_merges_memoryd_doctor(
     exe.write_text(
         "#!/bin/sh\n"
         "[ \"$1 $2\" = 'doctor --json' ] || exit 9\n"
-        "echo '{\"checks\": [{\"name\": \"sqlite-vec\", \"ok\": false, "
-        "\"detail\": \"cannot load\", \"fix\": \"pip install sqlite-vec\"}]}'\n"
+        'echo \'{"checks": [{"name": "sqlite-vec", "ok": false, '
+        '"detail": "cannot load", "fix": "pip install sqlite-vec"}]}\'\n'
     )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(_doctor, "find_memoryd", lambda: str(exe))
@@ -430,8 +493,13 @@ def test_doctor_without_daemon_merges_memoryd_doctor(
     assert code == EXIT_NOT_RUNNING
     checks = {c["name"]: c for c in json.loads(out)["checks"]}
     assert checks["daemon reachable"]["ok"] is False
-    assert checks["sqlite-vec"] == {"name": "sqlite-vec", "ok": False, "detail": "cannot load",
-                                    "fix": "pip install sqlite-vec", "source": "memoryd doctor"}
+    assert checks["sqlite-vec"] == {
+        "name": "sqlite-vec",
+        "ok": False,
+        "detail": "cannot load",
+        "fix": "pip install sqlite-vec",
+        "source": "memoryd doctor",
+    }
 
 
 def test_doctor_without_daemon_or_memoryd_still_reports(
@@ -479,27 +547,37 @@ def test_every_option_has_help_and_every_command_an_example() -> None:
     for name in command_names():
         p = parsers[name]
         assert p.epilog and "example" in p.epilog and f"memctl {name}" in p.epilog, (
-            f"memctl {name}: pass example='  memctl {name} ...' to cli.command()")
+            f"memctl {name}: pass example='  memctl {name} ...' to cli.command()"
+        )
         for action in p._actions:
             if not isinstance(action, argparse._HelpAction):
-                assert action.help, (f"memctl {name}: {action.option_strings or action.dest} "
-                                     "needs help text")
+                assert action.help, (
+                    f"memctl {name}: {action.option_strings or action.dest} needs help text"
+                )
 
 
 def test_memctl_help_lists_the_exit_codes_and_how_to_stop_the_daemon(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert cli.main(["--help"]) == EXIT_OK
     text = capsys.readouterr().out
-    for needle in ("exit codes: 0 ok, 1 error", "2 usage", "3 daemon not running",
-                   "memoryd stop", '{"error": {"code", "message", "data"}}'):
+    for needle in (
+        "exit codes: 0 ok, 1 error",
+        "2 usage",
+        "3 daemon not running",
+        "memoryd stop",
+        '{"error": {"code", "message", "data"}}',
+    ):
         assert needle in text, needle
 
 
 def complete(script: str, line: str) -> list[str]:
     """What bash's completion function offers for ``line`` (the cursor at its end)."""
     words = line.split(" ")
-    program = (f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\n"
-               f"COMP_CWORD={len(words) - 1}\n_memctl\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n")
+    program = (
+        f"{script}\nCOMP_WORDS=({' '.join(repr(w) for w in words)})\n"
+        f"COMP_CWORD={len(words) - 1}\n_memctl\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n"
+    )
     proc = subprocess.run(["bash", "-c", program], capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.split()

@@ -143,23 +143,43 @@ def test_search_sends_only_given_params_and_returns_typed_hits(
     with client_for(fake_memoryd) as client:
         client.search("schema decision")
         result = client.search(
-            "schema", workspace="ws", max_results=3, min_score=0.2, sources="sessions",
-            mode="keyword", fusion="rrf", path_prefix="memory/",
-            since=dt.date(2025, 1, 1), until="2025-02-01",
+            "schema",
+            workspace="ws",
+            max_results=3,
+            min_score=0.2,
+            sources="sessions",
+            mode="keyword",
+            fusion="rrf",
+            path_prefix="memory/",
+            since=dt.date(2025, 1, 1),
+            until="2025-02-01",
         )
     plain, full = fake_memoryd.calls("search")
     assert plain.params == {"query": "schema decision"}
     assert full.params == {
-        "query": "schema", "workspace": "ws", "max_results": 3, "min_score": 0.2,
-        "sources": ["sessions"], "mode": "keyword", "fusion": "rrf",
-        "path_prefix": "memory/", "since": "2025-01-01", "until": "2025-02-01",
+        "query": "schema",
+        "workspace": "ws",
+        "max_results": 3,
+        "min_score": 0.2,
+        "sources": ["sessions"],
+        "mode": "keyword",
+        "fusion": "rrf",
+        "path_prefix": "memory/",
+        "since": "2025-01-01",
+        "until": "2025-02-01",
     }
     assert isinstance(result, SearchResult)
     hit = result.results[0]
     assert hit == SearchHit(
-        path="memory/2025-01-02.md", start_line=3, end_line=9, score=0.8125,
-        snippet="- [D1:3] line one\nline two", source="memory", snippet_start_line=3,
-        snippet_end_line=4, text_score=0.8125,
+        path="memory/2025-01-02.md",
+        start_line=3,
+        end_line=9,
+        score=0.8125,
+        snippet="- [D1:3] line one\nline two",
+        source="memory",
+        snippet_start_line=3,
+        snippet_end_line=4,
+        text_score=0.8125,
     )
     assert result.degraded == ["vectors off: no embedding provider"]
     assert result.raw["mode_used"] == "keyword"
@@ -193,11 +213,16 @@ def test_get_append_reindex_workspace_params_match_the_protocol(
 
 
 def test_results_ignore_unknown_keys() -> None:
-    status = Status.from_wire({
-        "version": "9", "pid": 1, "uptime_s": 1, "future": {"x": 1},
-        "provider": {"name": "local", "model": "m", "dims": 384, "new": True},
-        "workspaces": [{"name": "a", "path": "/a", "brand_new": [1, 2]}],
-    })
+    status = Status.from_wire(
+        {
+            "version": "9",
+            "pid": 1,
+            "uptime_s": 1,
+            "future": {"x": 1},
+            "provider": {"name": "local", "model": "m", "dims": 384, "new": True},
+            "workspaces": [{"name": "a", "path": "/a", "brand_new": [1, 2]}],
+        }
+    )
     assert status.provider.dims == 384
     assert status.workspaces == [WorkspaceStatus(name="a", path="/a")]
     assert status.raw["future"] == {"x": 1}
@@ -236,8 +261,9 @@ def test_unknown_error_code_is_a_plain_remote_error() -> None:
 def test_connection_level_error_without_id_is_raised(fake_memoryd: FakeMemoryd) -> None:
     @fake_memoryd.handle("append")
     async def append(req: FakeRequest) -> Any:
-        await req.send({"id": None, "ok": False,
-                        "error": {"code": "too_large", "message": "frame too big"}})
+        await req.send(
+            {"id": None, "ok": False, "error": {"code": "too_large", "message": "frame too big"}}
+        )
         raise Drop()
 
     with client_for(fake_memoryd) as client, pytest.raises(FrameTooLarge):
@@ -367,8 +393,14 @@ def test_async_pipelined_calls_share_one_connection_and_match_out_of_order_answe
     async def search(req: FakeRequest) -> Any:
         delay = {"slow": 0.3, "medium": 0.15, "fast": 0.0}[req.params["query"]]
         await asyncio.sleep(delay)
-        hit = {"path": f"{req.params['query']}.md", "start_line": 1, "end_line": 1,
-               "score": 1.0, "snippet": req.params["query"], "source": "memory"}
+        hit = {
+            "path": f"{req.params['query']}.md",
+            "start_line": 1,
+            "end_line": 1,
+            "score": 1.0,
+            "snippet": req.params["query"],
+            "source": "memory",
+        }
         return {"results": [hit]}
 
     async def main() -> list[SearchResult]:
@@ -526,11 +558,14 @@ def test_autostart_starts_memoryd_run_and_waits_for_its_socket(
 def test_autostart_reports_a_daemon_that_exits(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    exe = write_executable(short_tmp / "memoryd", textwrap.dedent("""\
+    exe = write_executable(
+        short_tmp / "memoryd",
+        textwrap.dedent("""\
         #!/bin/sh
         echo "bad config: embedding.provider" >&2
         exit 4
-        """))
+        """),
+    )
     monkeypatch.setattr(_autostart, "find_memoryd", lambda: str(exe))
     monkeypatch.setenv("MEMORYD_HOME", str(short_tmp / "home"))
     with pytest.raises(AutostartFailed, match=r"exited with code 4.*memoryd-autostart\.log"):

@@ -75,8 +75,9 @@ def test_the_daemon_and_its_jobs_load_on_demand_parts_only_when_used() -> None:
 def test_memctl_does_not_pay_for_json_until_it_prints_some() -> None:
     # Most human commands never print JSON: `--json`, progress lines and errors import it.
     code = "import memoryd_client.cli, sys; print('json' in sys.modules)"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert proc.stdout.strip() == "False"
 
 

@@ -161,6 +161,7 @@ def test_config_workspaces_may_not_nest(tmp_path: Path) -> None:
         with pytest.raises(ConfigError, match=r"workspaces\[1\]\.path .* may not nest"):
             config_entries(cfg)
     (tmp_path / "c").mkdir()
-    cfg = config_from_mapping({"workspaces": [{"path": str(tmp_path / "a")},
-                                              {"path": str(tmp_path / "c")}]})
+    cfg = config_from_mapping(
+        {"workspaces": [{"path": str(tmp_path / "a")}, {"path": str(tmp_path / "c")}]}
+    )
     assert len(config_entries(cfg)) == 2

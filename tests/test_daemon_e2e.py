@@ -37,8 +37,9 @@ def big_workspace(root: Path, files: int) -> Path:
     (root / "MEMORY.md").write_text("# Memory\n\nlong term facts\n")
     for i in range(files):
         (root / "memory" / f"note-{i:05d}.md").write_text(
-            f"# Note {i}\n\n" + "".join(f"line {j} of note {i} about subject{j % 13}\n"
-                                        for j in range(30)))
+            f"# Note {i}\n\n"
+            + "".join(f"line {j} of note {i} about subject{j % 13}\n" for j in range(30))
+        )
     return root
 
 
@@ -68,8 +69,11 @@ def _sigterm_mid_request(home: Path, daemon: Proc) -> None:
     assert not daemon.socket.exists()
     events = daemon.events()
     # The signal arrived while the reindex was running: its request line comes after it.
-    reindex_line = next(i for i, e in enumerate(daemon.logs())
-                        if e.get("event") == "request" and e.get("method") == "reindex")
+    reindex_line = next(
+        i
+        for i, e in enumerate(daemon.logs())
+        if e.get("event") == "request" and e.get("method") == "reindex"
+    )
     assert events.index("signal") < reindex_line
     assert events[-1] == "shutdown"
 
@@ -107,8 +111,7 @@ def test_second_daemon_is_refused_with_already_running_pid(home: Path, daemon: P
         assert c.result("hello")["pid"] == daemon.p.pid
 
 
-def test_stale_socket_of_a_killed_daemon_is_cleaned_at_next_start(home: Path,
-                                                                   daemon: Proc) -> None:
+def test_stale_socket_of_a_killed_daemon_is_cleaned_at_next_start(home: Path, daemon: Proc) -> None:
     daemon.p.send_signal(signal.SIGKILL)
     daemon.wait()
     assert daemon.socket.exists()  # a crash leaves the file behind
@@ -139,8 +142,13 @@ def test_sighup_with_a_bad_config_keeps_running_and_a_good_one_applies(home: Pat
             (ws / "memory").mkdir(parents=True)
             config.write_text(f'[[workspaces]]\npath = "{ws}"\nname = "main"\n')
             proc.p.send_signal(signal.SIGHUP)
-            assert wait_for(lambda: c.result("workspace.list")["workspaces"] == [
-                {"name": "main", "path": str(ws), "source": "config"}], 10)
+            assert wait_for(
+                lambda: (
+                    c.result("workspace.list")["workspaces"]
+                    == [{"name": "main", "path": str(ws), "source": "config"}]
+                ),
+                10,
+            )
         proc.p.send_signal(signal.SIGTERM)
         assert proc.wait() == EXIT_OK
     finally:
@@ -180,27 +188,48 @@ def test_socket_option_overrides_the_default_path(home: Path) -> None:
 
 def test_version_and_doctor_json(home: Path) -> None:
     env = {**os.environ, "MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none"}
-    out = subprocess.run([sys.executable, "-m", "memoryd.cli", "--version"], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "memoryd.cli", "--version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert out.stdout.startswith("memoryd ")
-    doc = subprocess.run([sys.executable, "-m", "memoryd.cli", "doctor", "--json"], env=env,
-                         capture_output=True, text=True)
+    doc = subprocess.run(
+        [sys.executable, "-m", "memoryd.cli", "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     checks = json.loads(doc.stdout)["checks"]
-    assert [c["name"] for c in checks] == ["config", "socket", "state", "sqlite_vec",
-                                           "local_model", "provider"]
+    assert [c["name"] for c in checks] == [
+        "config",
+        "socket",
+        "state",
+        "sqlite_vec",
+        "local_model",
+        "provider",
+    ]
     assert all(set(c) == {"name", "ok", "detail", "fix"} for c in checks)
     assert doc.returncode == (0 if all(c["ok"] for c in checks) else 1)
     (home / "config.toml").write_text("[search]\nmax_results = 0\n")
-    bad = subprocess.run([sys.executable, "-m", "memoryd.cli", "doctor", "--json"], env=env,
-                         capture_output=True, text=True)
+    bad = subprocess.run(
+        [sys.executable, "-m", "memoryd.cli", "doctor", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert bad.returncode == 1
     config_check = json.loads(bad.stdout)["checks"][0]
     assert not config_check["ok"] and "search.max_results" in config_check["detail"]
 
 
 def test_request_lines_are_debug_a_refused_request_info(home: Path) -> None:
-    for level, expected in (("info", [("get", "unknown_workspace")]),
-                            ("debug", [("hello", "ok"), ("get", "unknown_workspace")])):
+    for level, expected in (
+        ("info", [("get", "unknown_workspace")]),
+        ("debug", [("hello", "ok"), ("get", "unknown_workspace")]),
+    ):
         daemon = Proc(home, env={"MEMORYD_LOG_LEVEL": level})
         try:
             daemon.ready()
@@ -212,8 +241,11 @@ def test_request_lines_are_debug_a_refused_request_info(home: Path) -> None:
             assert daemon.wait() == EXIT_OK
         finally:
             daemon.kill()
-        lines = [(e["method"], e["result"], e["level"]) for e in daemon.logs()
-                 if e.get("event") == "request"]
+        lines = [
+            (e["method"], e["result"], e["level"])
+            for e in daemon.logs()
+            if e.get("event") == "request"
+        ]
         assert [(m, r) for m, r, _ in lines] == expected, lines
         assert {lvl for m, r, lvl in lines} <= {"debug", "info"}
         assert all(lvl == ("debug" if r == "ok" else "info") for _, r, lvl in lines)

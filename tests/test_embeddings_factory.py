@@ -46,7 +46,8 @@ def test_auto_without_a_key_uses_the_bundled_local_model() -> None:
 
 
 def test_auto_falls_back_to_keyword_only_when_the_local_model_fails(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     broken = tmp_path / "model.onnx"
     broken.write_bytes(b"broken")
     monkeypatch.setattr(local, "bundled_model_path", lambda: broken)
@@ -57,7 +58,8 @@ def test_auto_falls_back_to_keyword_only_when_the_local_model_fails(
 
 
 def test_explicit_local_that_cannot_load_raises(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setattr(local, "bundled_model_path", lambda: tmp_path / "missing.onnx")
     with pytest.raises(EmbeddingError, match="cannot read"):
         choose_provider(EmbeddingConfig(provider="local"), env={"OPENAI_API_KEY": "sk-x"})
@@ -69,8 +71,15 @@ def test_explicit_openai_without_key_or_base_url_raises() -> None:
 
 
 def test_openai_passes_the_config_through(openai_server: FakeOpenAIServer) -> None:
-    cfg = EmbeddingConfig(provider="openai", base_url=openai_server.base_url, model="m-1",
-                          dimensions=8, batch_size=2, max_retries=0, timeout=5.0)
+    cfg = EmbeddingConfig(
+        provider="openai",
+        base_url=openai_server.base_url,
+        model="m-1",
+        dimensions=8,
+        batch_size=2,
+        max_retries=0,
+        timeout=5.0,
+    )
     choice = choose_provider(cfg, env={"OPENAI_API_KEY": "sk-cfg"})
     assert choice.provider is not None
     assert choice.provider.embed(["a", "b", "c"]).shape == (3, 8)

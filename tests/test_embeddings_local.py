@@ -34,19 +34,29 @@ def cos(provider: EmbeddingProvider, a: str, b: str) -> float:
 
 
 @pytest.mark.model
-@pytest.mark.parametrize(("query", "near", "far"), [
-    ("How do I bake bread?",
-     "Knead the dough, let it rise overnight, then bake the loaf at 230 degrees.",
-     "Capital gains are taxed differently from ordinary income under the tax code."),
-    ("my cat keeps scratching the sofa",
-     "Give kittens a scratching post so they leave the furniture alone.",
-     "The database migration failed because of a missing index on the users table."),
-    ("fix the failing deploy pipeline",
-     "The CI job broke after the release branch changed the Docker image tag.",
-     "We hiked up the mountain and watched the sunset over the lake."),
-])
+@pytest.mark.parametrize(
+    ("query", "near", "far"),
+    [
+        (
+            "How do I bake bread?",
+            "Knead the dough, let it rise overnight, then bake the loaf at 230 degrees.",
+            "Capital gains are taxed differently from ordinary income under the tax code.",
+        ),
+        (
+            "my cat keeps scratching the sofa",
+            "Give kittens a scratching post so they leave the furniture alone.",
+            "The database migration failed because of a missing index on the users table.",
+        ),
+        (
+            "fix the failing deploy pipeline",
+            "The CI job broke after the release branch changed the Docker image tag.",
+            "We hiked up the mountain and watched the sunset over the lake.",
+        ),
+    ],
+)
 def test_semantic_neighbours_rank_above_unrelated_text(
-        local: LocalProvider, query: str, near: str, far: str) -> None:
+    local: LocalProvider, query: str, near: str, far: str
+) -> None:
     assert cos(local, query, near) > cos(local, query, far) + 0.1
 
 
@@ -128,7 +138,7 @@ def test_concurrent_calls_give_the_same_vectors_as_serial_ones(local: LocalProvi
     texts = [f"thread {i} writes about topic {i % 3} " * (i + 1) for i in range(8)]
     serial = local.embed(texts)
     with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(lambda i: local.embed(texts[i:i + 2]), range(0, 8, 2)))
+        results = list(pool.map(lambda i: local.embed(texts[i : i + 2]), range(0, 8, 2)))
     np.testing.assert_allclose(np.concatenate(results), serial, atol=1e-5)
 
 

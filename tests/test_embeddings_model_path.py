@@ -24,31 +24,37 @@ def test_mean_and_cls_pooling_normalised(tmp_path: Path) -> None:
     mean = LocalProvider(folder=tmp_path / "m")
     cls = LocalProvider(folder=tmp_path / "m", pooling="cls")
     assert mean.dims == cls.dims == DIMS and mean.model == "m"
-    np.testing.assert_allclose(mean.embed(["kayak trip"])[0],
-                               expected(emb, ["kayak", "trip"]), atol=1e-5)
-    np.testing.assert_allclose(cls.embed(["kayak trip"])[0],
-                               expected(emb, ["kayak", "trip"], "cls"), atol=1e-5)
+    np.testing.assert_allclose(
+        mean.embed(["kayak trip"])[0], expected(emb, ["kayak", "trip"]), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        cls.embed(["kayak trip"])[0], expected(emb, ["kayak", "trip"], "cls"), atol=1e-5
+    )
     assert mean.provider_key != cls.provider_key  # a pooling change re-embeds
     # batched with padding: the same vectors as one at a time
     texts = ["kayak", "tax return april sunday kayak trip", "数据库 备份"]
-    np.testing.assert_allclose(mean.embed(texts), np.stack([mean.embed([t])[0] for t in texts]),
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        mean.embed(texts), np.stack([mean.embed([t])[0] for t in texts]), atol=1e-5
+    )
 
 
 def test_query_and_passage_prefixes(tmp_path: Path) -> None:
     emb = write_model(tmp_path / "m")
     e5 = LocalProvider(folder=tmp_path / "m", query_prefix="query: ", passage_prefix="passage: ")
-    np.testing.assert_allclose(e5.embed(["kayak"])[0],
-                               expected(emb, ["passage", ":", "kayak"]), atol=1e-5)
-    np.testing.assert_allclose(embed_query(e5, "kayak"),
-                               expected(emb, ["query", ":", "kayak"]), atol=1e-5)
+    np.testing.assert_allclose(
+        e5.embed(["kayak"])[0], expected(emb, ["passage", ":", "kayak"]), atol=1e-5
+    )
+    np.testing.assert_allclose(
+        embed_query(e5, "kayak"), expected(emb, ["query", ":", "kayak"]), atol=1e-5
+    )
 
 
 def test_max_tokens_truncates(tmp_path: Path) -> None:
     emb = write_model(tmp_path / "m")
     short = LocalProvider(folder=tmp_path / "m", max_tokens=4)  # [CLS] two words [SEP]
-    np.testing.assert_allclose(short.embed(["kayak trip sunday tax"])[0],
-                               expected(emb, ["kayak", "trip"]), atol=1e-5)
+    np.testing.assert_allclose(
+        short.embed(["kayak trip sunday tax"])[0], expected(emb, ["kayak", "trip"]), atol=1e-5
+    )
 
 
 def test_an_already_pooled_output_is_used_as_is(tmp_path: Path) -> None:
@@ -59,15 +65,13 @@ def test_an_already_pooled_output_is_used_as_is(tmp_path: Path) -> None:
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
 
 
-def test_normalize_false_refuses_a_model_whose_vectors_are_not_unit_length(
-        tmp_path: Path) -> None:
+def test_normalize_false_refuses_a_model_whose_vectors_are_not_unit_length(tmp_path: Path) -> None:
     write_model(tmp_path / "m")
     with pytest.raises(EmbeddingError, match="normalize = true"):
         LocalProvider(folder=tmp_path / "m", normalize=False)
 
 
-def test_a_folder_that_cannot_be_used_is_a_start_up_error_naming_the_path(
-        tmp_path: Path) -> None:
+def test_a_folder_that_cannot_be_used_is_a_start_up_error_naming_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     with pytest.raises(EmbeddingError, match=str(missing)):
         LocalProvider(folder=missing)
@@ -102,13 +106,23 @@ def test_an_output_of_the_wrong_shape_is_a_start_up_error(tmp_path: Path) -> Non
 
 def test_config_passes_the_settings_and_refuses_model_path_for_openai(tmp_path: Path) -> None:
     emb = write_model(tmp_path / "m")
-    cfg = config_from_mapping({"embedding": {
-        "provider": "local", "model_path": str(tmp_path / "m"), "pooling": "cls",
-        "query_prefix": "query: "}})
+    cfg = config_from_mapping(
+        {
+            "embedding": {
+                "provider": "local",
+                "model_path": str(tmp_path / "m"),
+                "pooling": "cls",
+                "query_prefix": "query: ",
+            }
+        }
+    )
     choice = choose_provider(cfg.embedding, env={})
     assert choice.provider is not None and choice.provider.model == "m"
-    np.testing.assert_allclose(embed_query(choice.provider, "kayak"),
-                               expected(emb, ["query", ":", "kayak"], "cls"), atol=1e-5)
+    np.testing.assert_allclose(
+        embed_query(choice.provider, "kayak"),
+        expected(emb, ["query", ":", "kayak"], "cls"),
+        atol=1e-5,
+    )
     with pytest.raises(ConfigError, match="model_path"):
         config_from_mapping({"embedding": {"provider": "openai", "model_path": "/x"}})
     with pytest.raises(ConfigError, match="pooling"):

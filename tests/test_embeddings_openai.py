@@ -15,11 +15,24 @@ from memoryd.errors import EmbeddingError
 KEY = "sk-test-do-not-leak-0123456789"
 
 
-def make(server: FakeOpenAIServer, *, model: str = "", dimensions: int = 0,
-         batch_size: int = 16, timeout: float = 5.0, max_retries: int = 2) -> OpenAIProvider:
-    return OpenAIProvider(model=model, base_url=server.base_url, api_key=KEY,
-                          dimensions=dimensions, batch_size=batch_size, timeout=timeout,
-                          max_retries=max_retries)
+def make(
+    server: FakeOpenAIServer,
+    *,
+    model: str = "",
+    dimensions: int = 0,
+    batch_size: int = 16,
+    timeout: float = 5.0,
+    max_retries: int = 2,
+) -> OpenAIProvider:
+    return OpenAIProvider(
+        model=model,
+        base_url=server.base_url,
+        api_key=KEY,
+        dimensions=dimensions,
+        batch_size=batch_size,
+        timeout=timeout,
+        max_retries=max_retries,
+    )
 
 
 def test_embeds_normalised_rows_in_input_order(openai_server: FakeOpenAIServer) -> None:
@@ -35,7 +48,8 @@ def test_embeds_normalised_rows_in_input_order(openai_server: FakeOpenAIServer) 
 
 
 def test_sends_model_key_float_format_and_no_dimensions_by_default(
-        openai_server: FakeOpenAIServer) -> None:
+    openai_server: FakeOpenAIServer,
+) -> None:
     make(openai_server).embed(["hello"])
     (request,) = openai_server.requests_to("embeddings")
     assert request.body["model"] == DEFAULT_MODEL
@@ -55,7 +69,8 @@ def test_requests_are_split_by_batch_size(openai_server: FakeOpenAIServer) -> No
 
 
 def test_dims_are_learned_from_the_first_answer_and_dimensions_is_sent(
-        openai_server: FakeOpenAIServer) -> None:
+    openai_server: FakeOpenAIServer,
+) -> None:
     provider = make(openai_server, dimensions=16, model="text-embedding-3-large")
     assert provider.dims is None
     assert provider.embed(["a b c"]).shape == (1, 16)
@@ -124,7 +139,8 @@ def test_changed_dims_are_garbage(openai_server: FakeOpenAIServer) -> None:
 
 def test_api_key_never_appears_in_errors(openai_server: FakeOpenAIServer) -> None:
     openai_server.respond_status(
-        401, {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "auth"}})
+        401, {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "auth"}}
+    )
     with pytest.raises(EmbeddingError) as info:
         make(openai_server).embed(["x"])
     assert "HTTP 401" in str(info.value)

@@ -25,8 +25,9 @@ from memoryd_client._format import format_search
 NOTE = "# Decisions\n\nThe zeppelin hangar moves to Tromso in March.\n"
 
 
-def fleet_config(dsn: str, host: str, workspace: Path | None = None,
-                 **fleet: Any) -> dict[str, Any]:
+def fleet_config(
+    dsn: str, host: str, workspace: Path | None = None, **fleet: Any
+) -> dict[str, Any]:
     cfg: dict[str, Any] = {"fleet": {"dsn": dsn, "host": host, "lease_seconds": 3, **fleet}}
     if workspace is not None:
         cfg["workspaces"] = [{"path": str(workspace), "name": "notes"}]
@@ -41,10 +42,14 @@ def make_workspace(root: Path, files: dict[str, str] | None = None) -> Path:
 
 
 @contextlib.contextmanager
-def host(dsn: str, name: str, workspace: Path | None = None,
-         **fleet: Any) -> Iterator[tuple[DaemonThread, RawConn]]:
-    with short_home() as home, DaemonThread(home, fleet_config(dsn, name, workspace, **fleet)) \
-            as d, RawConn(d.socket_path) as conn:
+def host(
+    dsn: str, name: str, workspace: Path | None = None, **fleet: Any
+) -> Iterator[tuple[DaemonThread, RawConn]]:
+    with (
+        short_home() as home,
+        DaemonThread(home, fleet_config(dsn, name, workspace, **fleet)) as d,
+        RawConn(d.socket_path) as conn,
+    ):
         yield d, conn
 
 
@@ -54,7 +59,8 @@ def remote_paths(conn: RawConn, query: str, ws: str = "A:notes") -> list[str]:
 
 
 def test_a_note_written_on_a_is_found_and_read_from_b_with_its_host_and_freshness(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     ws = make_workspace(tmp_path / "a")
     with host(fleet_dsn, "A", ws) as (_, a), host(fleet_dsn, "B") as (_, b):
         assert wait_for(lambda: remote_paths(b, "zeppelin hangar") == ["MEMORY.md"], 15)
@@ -77,7 +83,8 @@ def test_a_note_written_on_a_is_found_and_read_from_b_with_its_host_and_freshnes
 
 
 def test_a_host_that_stopped_stays_searchable_and_says_its_publisher_is_gone(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     ws = make_workspace(tmp_path / "a")
     with host(fleet_dsn, "B") as (_, b):
         with host(fleet_dsn, "A", ws):
@@ -90,10 +97,12 @@ def test_a_host_that_stopped_stays_searchable_and_says_its_publisher_is_gone(
 
 
 def test_fleet_wide_search_finds_every_host_and_unknown_remote_workspaces_are_not_found(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     wa = make_workspace(tmp_path / "a", {"MEMORY.md": "Quokka census: 12 quokkas.\n"})
     wb = make_workspace(tmp_path / "b", {"MEMORY.md": "Quokka diet: leaves.\n"})
     with host(fleet_dsn, "A", wa) as (d, a), host(fleet_dsn, "B", wb):
+
         def hosts() -> list[str]:
             out = a.result("search", {"query": "quokka", "fleet": True, "mode": "keyword"})
             return sorted(r["host"] for r in out["results"])
@@ -109,16 +118,20 @@ def test_fleet_wide_search_finds_every_host_and_unknown_remote_workspaces_are_no
 
 
 def test_a_second_daemon_claiming_the_same_host_and_workspace_is_refused_until_released(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     first = make_workspace(tmp_path / "one")
     second = make_workspace(tmp_path / "two", {"MEMORY.md": "Impostor notes about llamas.\n"})
     with host(fleet_dsn, "A", second) as (_, late), host(fleet_dsn, "B") as (_, b):
         with host(fleet_dsn, "A", first) as (_, early):
             pass  # the first claim may go either way: keep one holder alive below
         with host(fleet_dsn, "A", first) as (_, early):
+
             def states() -> tuple[str, str]:
-                return tuple(c.result("status")["fleet"]["workspaces"]["notes"]["state"]
-                             for c in (late, early))  # type: ignore[return-value]
+                return tuple(
+                    c.result("status")["fleet"]["workspaces"]["notes"]["state"]
+                    for c in (late, early)
+                )  # type: ignore[return-value]
 
             assert wait_for(lambda: "refused" in states() and "published" in states(), 15)
             refused = early if states()[1] == "refused" else late
@@ -126,16 +139,20 @@ def test_a_second_daemon_claiming_the_same_host_and_workspace_is_refused_until_r
             assert "published by another daemon" in info["workspaces"]["notes"]["error"]
             assert any("another daemon" in d for d in info["degraded"])
             # The refused daemon still serves its own workspace.
-            assert refused.result("search", {"query": "notes OR zeppelin OR llamas",
-                                             "workspace": "notes"})["results"]
+            assert refused.result(
+                "search", {"query": "notes OR zeppelin OR llamas", "workspace": "notes"}
+            )["results"]
         # The holder stopped cleanly (if it was `early`) or is `late`: one daemon publishes.
-        assert wait_for(lambda: late.result("status")["fleet"]["workspaces"]["notes"]["state"]
-                        == "published", 15)
+        assert wait_for(
+            lambda: late.result("status")["fleet"]["workspaces"]["notes"]["state"] == "published",
+            15,
+        )
         assert wait_for(lambda: remote_paths(b, "llamas") == ["MEMORY.md"], 15)
 
 
 def test_a_crashed_holders_lease_expires_and_the_same_daemon_takes_its_lease_back_at_once(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     with psycopg.connect(fleet_dsn, autocommit=True) as conn:
         ensure_schema(conn, "memoryd_fleet")
         ws_id, new = lease.claim(conn, "memoryd_fleet", "A", "notes", "crashed", 1.0)
@@ -151,19 +168,23 @@ def test_a_crashed_holders_lease_expires_and_the_same_daemon_takes_its_lease_bac
 
 
 def test_postgres_down_keeps_local_search_and_publishing_catches_up_without_a_republish(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     gen = scratch_postgres()
     pg = next(gen)
     try:
         dsn = pg.create_database("outage")
-        ws = make_workspace(tmp_path / "a", {
-            "MEMORY.md": NOTE, "memory/2024-01-01.md": "Old note about otters.\n"})
+        ws = make_workspace(
+            tmp_path / "a", {"MEMORY.md": NOTE, "memory/2024-01-01.md": "Old note about otters.\n"}
+        )
         with host(dsn, "A", ws, retry_max_seconds=1) as (_, a):
+
             def published(path: str) -> Any:
                 with psycopg.connect(dsn) as conn:
                     try:
-                        row = conn.execute("SELECT published_at FROM memoryd_fleet.files "
-                                           "WHERE path = %s", (path,)).fetchone()
+                        row = conn.execute(
+                            "SELECT published_at FROM memoryd_fleet.files WHERE path = %s", (path,)
+                        ).fetchone()
                     except psycopg.errors.UndefinedTable:  # not created yet
                         return None
                 return row[0] if row else None
@@ -189,7 +210,8 @@ def test_postgres_down_keeps_local_search_and_publishing_catches_up_without_a_re
 
 
 def test_a_dropped_schema_is_recreated_and_everything_republished(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     ws = make_workspace(tmp_path / "a")
     with host(fleet_dsn, "A", ws) as (_, a):
         assert wait_for(lambda: remote_paths(a, "zeppelin") == ["MEMORY.md"], 15)
@@ -201,48 +223,79 @@ def test_a_dropped_schema_is_recreated_and_everything_republished(
 
 
 def test_remote_keyword_ranking_and_scores_are_the_local_engines(
-        fleet_dsn: str, tmp_path: Path) -> None:
-    days = {f"memory/2024-02-{d:02d}.md": "\n\n".join(
-        f"## Entry {d}-{i}\n\nThe {'heron' if (d + i) % 3 == 0 else 'crane'} crossed the "
-        f"{'river' if i % 2 else 'lake'} at dawn; {'otters' * (i % 4)} watched {d * i} times."
-        for i in range(8)) for d in range(1, 21)}
+    fleet_dsn: str, tmp_path: Path
+) -> None:
+    days = {
+        f"memory/2024-02-{d:02d}.md": "\n\n".join(
+            f"## Entry {d}-{i}\n\nThe {'heron' if (d + i) % 3 == 0 else 'crane'} crossed the "
+            f"{'river' if i % 2 else 'lake'} at dawn; {'otters' * (i % 4)} watched {d * i} times."
+            for i in range(8)
+        )
+        for d in range(1, 21)
+    }
     days["memory/2024-03-03.md"] = "项目会议决定使用数据库。\n\n周五的会议取消了。\n"
     ws = make_workspace(tmp_path / "a", {"MEMORY.md": NOTE, **days})
     with host(fleet_dsn, "A", ws) as (_, a):
-        assert wait_for(lambda: a.result("status")["fleet"]["workspaces"]["notes"].get("state")
-                        == "published", 20)
-        for query in ("heron river", "otters at dawn", "crane lake watched",
-                      "zeppelin hangar", "what happened on 2024-02-07 at the lake", "会议"):
+        assert wait_for(
+            lambda: a.result("status")["fleet"]["workspaces"]["notes"].get("state") == "published",
+            20,
+        )
+        for query in (
+            "heron river",
+            "otters at dawn",
+            "crane lake watched",
+            "zeppelin hangar",
+            "what happened on 2024-02-07 at the lake",
+            "会议",
+        ):
             params = {"query": query, "mode": "keyword", "max_results": 10, "min_score": 0}
             local = a.result("search", {**params, "workspace": "notes"})["results"]
             remote = a.result("search", {**params, "workspace": "A:notes"})["results"]
             key = [(r["path"], r["start_line"], r["end_line"], r["snippet"]) for r in local]
-            assert [(r["path"], r["start_line"], r["end_line"], r["snippet"])
-                    for r in remote] == key, query
+            assert [
+                (r["path"], r["start_line"], r["end_line"], r["snippet"]) for r in remote
+            ] == key, query
             assert [r["score"] for r in remote] == pytest.approx(
-                [r["score"] for r in local], abs=1e-6), query
-        for filters in ({"path_prefix": "memory/2024-02-1"},
-                        {"since": "2024-02-05", "until": "2024-02-09"}):
+                [r["score"] for r in local], abs=1e-6
+            ), query
+        for filters in (
+            {"path_prefix": "memory/2024-02-1"},
+            {"since": "2024-02-05", "until": "2024-02-09"},
+        ):
             params = {"query": "heron otters", "mode": "keyword", "min_score": 0, **filters}
             local = a.result("search", {**params, "workspace": "notes"})["results"]
             remote = a.result("search", {**params, "workspace": "A:notes"})["results"]
             assert local and [(r["path"], r["start_line"]) for r in remote] == [
-                (r["path"], r["start_line"]) for r in local], filters
+                (r["path"], r["start_line"]) for r in local
+            ], filters
 
 
 def test_remote_hybrid_search_ranks_with_the_published_vectors_as_locally(
-        fleet_dsn: str, tmp_path: Path, openai_server: FakeOpenAIServer) -> None:
-    env = {"MEMORYD_EMBEDDING_PROVIDER": "openai", "OPENAI_API_KEY": "sk-test",
-           "MEMORYD_EMBEDDING_BASE_URL": openai_server.base_url}
-    files = {f"memory/2024-04-{d:02d}.md": f"Day {d}: the {'kestrel' if d % 2 else 'falcon'} "
-             f"nested near the {'barn' if d % 3 else 'tower'}.\n" for d in range(1, 13)}
+    fleet_dsn: str, tmp_path: Path, openai_server: FakeOpenAIServer
+) -> None:
+    env = {
+        "MEMORYD_EMBEDDING_PROVIDER": "openai",
+        "OPENAI_API_KEY": "sk-test",
+        "MEMORYD_EMBEDDING_BASE_URL": openai_server.base_url,
+    }
+    files = {
+        f"memory/2024-04-{d:02d}.md": f"Day {d}: the {'kestrel' if d % 2 else 'falcon'} "
+        f"nested near the {'barn' if d % 3 else 'tower'}.\n"
+        for d in range(1, 13)
+    }
     ws = make_workspace(tmp_path / "a", files)
-    with short_home() as home, DaemonThread(home, fleet_config(fleet_dsn, "A", ws), env) as d, \
-            RawConn(d.socket_path) as a:
+    with (
+        short_home() as home,
+        DaemonThread(home, fleet_config(fleet_dsn, "A", ws), env) as d,
+        RawConn(d.socket_path) as a,
+    ):
+
         def published() -> bool:
             st = a.result("status")
-            return (st["workspaces"][0]["pending_vectors"] == 0
-                    and st["fleet"]["workspaces"]["notes"].get("state") == "published")
+            return (
+                st["workspaces"][0]["pending_vectors"] == 0
+                and st["fleet"]["workspaces"]["notes"].get("state") == "published"
+            )
 
         assert wait_for(published, 20)
         for query in ("kestrel barn", "where did the falcon nest", "tower birds"):
@@ -250,23 +303,29 @@ def test_remote_hybrid_search_ranks_with_the_published_vectors_as_locally(
             local = a.result("search", {**params, "workspace": "notes"})
             remote = a.result("search", {**params, "workspace": "A:notes"})
             assert remote["mode_used"] == local["mode_used"] == "hybrid"
-            assert [(r["path"], round(r["score"], 5), round(r["vector_score"], 3))
-                    for r in remote["results"]] == [
+            assert [
                 (r["path"], round(r["score"], 5), round(r["vector_score"], 3))
-                for r in local["results"]], query
+                for r in remote["results"]
+            ] == [
+                (r["path"], round(r["score"], 5), round(r["vector_score"], 3))
+                for r in local["results"]
+            ], query
 
 
 def test_fleet_config_masks_the_password_and_refuses_a_host_with_a_colon(
-        fleet_dsn: str, tmp_path: Path) -> None:
+    fleet_dsn: str, tmp_path: Path
+) -> None:
     with pytest.raises(ConfigError, match=r"fleet\.host"):
         config_from_mapping({"fleet": {"dsn": fleet_dsn, "host": "a:b"}})
     with host(fleet_dsn, "A", password_env="FLEET_TEST_PW") as (d, a):
         assert d.daemon is not None and d.daemon.fleet is not None
         status = a.result("status")["fleet"]
         assert status["host"] == "A" and status["state"] in ("connected", "connecting")
-    with short_home() as home, DaemonThread(home, {"fleet": {
-            "dsn": fleet_dsn + " password=hunter2", "host": "A"}}) as d, \
-            RawConn(d.socket_path) as conn:
+    with (
+        short_home() as home,
+        DaemonThread(home, {"fleet": {"dsn": fleet_dsn + " password=hunter2", "host": "A"}}) as d,
+        RawConn(d.socket_path) as conn,
+    ):
         shown = conn.result("status")["fleet"]["dsn"]
         assert "hunter2" not in shown and "***" in shown
 

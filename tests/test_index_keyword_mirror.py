@@ -258,8 +258,15 @@ NOTES = {
     "memory/2024-05-02.md": "# Day\n\n- Dentist at 3pm, teeth fine.\n- Garden: basil and mint.\n",
     "memory/2024-05-03.md": "# Day\n\n- Booked travel to Lisbon for the conference.\n",
 }
-SEARCHES = ["sunset painting", "teeth dentist", "Lisbon travel", "garden", "kids", "zebra",
-            "deploy_notes deploy"]  # a two-token word: FTS5 answers that one
+SEARCHES = [
+    "sunset painting",
+    "teeth dentist",
+    "Lisbon travel",
+    "garden",
+    "kids",
+    "zebra",
+    "deploy_notes deploy",
+]  # a two-token word: FTS5 answers that one
 
 
 def answers(make_index: IndexFactory, memory_mb: int) -> list[object]:

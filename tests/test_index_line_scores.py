@@ -18,8 +18,13 @@ def tokenize() -> TokenizeOffsets:
     porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
 
     def run(raw: bytes) -> list[tuple[int, int, str]]:
-        return porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None,  # type: ignore[no-any-return]
-                      include_offsets=True, include_colocated=False)
+        return porter(
+            raw,
+            apsw.FTS5_TOKENIZE_DOCUMENT,
+            None,  # type: ignore[no-any-return]
+            include_offsets=True,
+            include_colocated=False,
+        )
 
     return run
 
@@ -80,9 +85,14 @@ TEXT = st.lists(st.lists(WORDS, max_size=6).map(" ".join), min_size=1, max_size=
 
 
 @settings(max_examples=60, deadline=None)
-@given(texts=st.lists(TEXT, min_size=1, max_size=5),
-       weights=st.dictionaries(st.sampled_from(["tea", "garden", "kite", "run", "x1", "zzz"]),
-                               st.floats(0.01, 10), max_size=4))
+@given(
+    texts=st.lists(TEXT, min_size=1, max_size=5),
+    weights=st.dictionaries(
+        st.sampled_from(["tea", "garden", "kite", "run", "x1", "zzz"]),
+        st.floats(0.01, 10),
+        max_size=4,
+    ),
+)
 def test_property_batches_match_the_per_line_reference(
     tokenize: TokenizeOffsets, texts: list[str], weights: dict[str, float]
 ) -> None:

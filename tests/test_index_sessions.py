@@ -74,7 +74,9 @@ def test_half_a_surrogate_pair_is_replaced_not_fatal(make_index: IndexFactory) -
     # json.dumps escapes the lone half as "\\ud83d": valid JSON that no UTF-8 encoder takes
     make_index.write(
         "sessions/s1.jsonl",
-        json.dumps(HEADER) + "\n" + line("user", "cut emoji \ud83d here, zebra")
+        json.dumps(HEADER)
+        + "\n"
+        + line("user", "cut emoji \ud83d here, zebra")
         + line("assistant", "giraffe"),
     )
     ix = make_index({"index": {"sessions": True}})

@@ -35,8 +35,13 @@ def loaded(max_bytes: int = 1 << 30) -> tuple[VectorMirror, apsw.Connection]:
     return mirror, conn
 
 
-def put_all(conn: apsw.Connection, mirror: VectorMirror, vecs: dict[int, np.ndarray],
-            day: str = "2024-05-01", source: str = "memory") -> None:
+def put_all(
+    conn: apsw.Connection,
+    mirror: VectorMirror,
+    vecs: dict[int, np.ndarray],
+    day: str = "2024-05-01",
+    source: str = "memory",
+) -> None:
     with conn:
         for i, v in vecs.items():
             mirror.stage_put(i, v, source, day)

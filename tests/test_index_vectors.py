@@ -224,8 +224,9 @@ def test_status_shows_the_embedding_rate_and_eta_while_chunks_wait(
         make_index.write(f"memory/2024-06-{i + 1:02d}.md", f"# Day {i}\n\n- note number {i}\n")
     for _ in range(6):  # each request answers after 0.3 s: time to look at the status
         openai_server.delay(0.3)
-    ix = make_index({**FAST, "embedding": {**FAST["embedding"], "batch_size": 1}},
-                    provider(openai_server))
+    ix = make_index(
+        {**FAST, "embedding": {**FAST["embedding"], "batch_size": 1}}, provider(openai_server)
+    )
     ix.sync()
     seen: dict[str, float] = {}
     deadline = time.monotonic() + 30

@@ -77,8 +77,12 @@ def test_stale_socket_file_is_removed_with_a_log_line(sock_path: Path) -> None:
     with capture_logs() as logs:
         inst.acquire()
     try:
-        assert {"event": "stale_socket_removed", "socket": str(sock_path),
-                "log_level": "info", "component": "memoryd.rpc.instance"} in logs
+        assert {
+            "event": "stale_socket_removed",
+            "socket": str(sock_path),
+            "log_level": "info",
+            "component": "memoryd.rpc.instance",
+        } in logs
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         probe.connect(str(sock_path))  # it is ours now, and it listens
         probe.close()

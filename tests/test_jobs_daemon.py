@@ -34,10 +34,13 @@ def workspace(md_home: Path) -> Path:
 
 
 @pytest.fixture
-def daemon(md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
-           ) -> Iterator[DaemonThread]:
-    config = {"workspaces": [{"path": str(workspace), "name": "alice"}],
-              "llm": llm_config(openai_server.base_url)}
+def daemon(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> Iterator[DaemonThread]:
+    config = {
+        "workspaces": [{"path": str(workspace), "name": "alice"}],
+        "llm": llm_config(openai_server.base_url),
+    }
     with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
         yield d
 
@@ -54,8 +57,7 @@ def test_jobs_list_shows_schedule_next_run_and_llm_per_workspace(daemon: DaemonT
     jobs = by_name(result["jobs"])
     assert set(jobs) == {"hippocampus", "retention", "fallback_summary"}
     hippo = jobs["hippocampus"]
-    assert (hippo["workspace"], hippo["schedule"], hippo["enabled"]) == ("alice", "0 3 * * *",
-                                                                          True)
+    assert (hippo["workspace"], hippo["schedule"], hippo["enabled"]) == ("alice", "0 3 * * *", True)
     assert hippo["next_run"] == "2025-03-13T03:00:00+01:00"
     assert jobs["retention"]["next_run"] == "2025-03-13T03:30:00+01:00"
     assert jobs["fallback_summary"]["next_run"] == "2025-03-12T09:45:00+01:00"
@@ -63,7 +65,8 @@ def test_jobs_list_shows_schedule_next_run_and_llm_per_workspace(daemon: DaemonT
 
 
 def test_jobs_run_dry_run_then_real_run_and_the_change_is_searchable(
-        daemon: DaemonThread, openai_server: FakeOpenAIServer, workspace: Path) -> None:
+    daemon: DaemonThread, openai_server: FakeOpenAIServer, workspace: Path
+) -> None:
     openai_server.respond_chat(NEW)
     openai_server.respond_chat(NEW)
     with RawConn(daemon.socket_path) as conn:
@@ -91,16 +94,21 @@ def test_jobs_run_refuses_unknown_jobs_and_params(daemon: DaemonThread) -> None:
     with RawConn(daemon.socket_path) as conn:
         frame = conn.call("jobs.run", {"name": "hippocampos"})
         assert error_code(frame) == "invalid_params" and "hippocampus" in frame["error"]["message"]
-        assert error_code(conn.call("jobs.run", {"name": "retention", "dryrun": True})) \
+        assert (
+            error_code(conn.call("jobs.run", {"name": "retention", "dryrun": True}))
             == "invalid_params"
+        )
         assert error_code(conn.call("jobs.run", {})) == "invalid_params"
         assert error_code(conn.call("jobs.list", {"history": 1000})) == "invalid_params"
-        assert error_code(conn.call("jobs.run", {"name": "retention", "workspace": "bob"})) \
+        assert (
+            error_code(conn.call("jobs.run", {"name": "retention", "workspace": "bob"}))
             == "unknown_workspace"
+        )
 
 
 def test_jobs_run_on_schedule_inside_the_daemon_without_a_manual_step(
-        daemon: DaemonThread, openai_server: FakeOpenAIServer, workspace: Path) -> None:
+    daemon: DaemonThread, openai_server: FakeOpenAIServer, workspace: Path
+) -> None:
     openai_server.respond_chat(NEW)
     assert daemon.daemon is not None
     clock = daemon.daemon.clock
@@ -142,12 +150,17 @@ def test_memctl_jobs_list_json_and_human(daemon: DaemonThread) -> None:
     lines = out.splitlines()
     assert lines[0] == "time zone Europe/Berlin; LLM: fake-chat at " + data["llm"]["base_url"]
     assert "workspace alice" in lines
-    assert any(line.strip().startswith("hippocampus") and "0 3 * * *  next 2025-03-13 03:00"
-               in line and "last: never run" in line for line in lines)
+    assert any(
+        line.strip().startswith("hippocampus")
+        and "0 3 * * *  next 2025-03-13 03:00" in line
+        and "last: never run" in line
+        for line in lines
+    )
 
 
 def test_memctl_jobs_run_dry_run_prints_the_diff_and_a_failure_exits_1(
-        daemon: DaemonThread, openai_server: FakeOpenAIServer, workspace: Path) -> None:
+    daemon: DaemonThread, openai_server: FakeOpenAIServer, workspace: Path
+) -> None:
     openai_server.respond_chat(NEW)
     code, out, _ = memctl(daemon, "jobs", "run", "hippocampus", "--dry-run", "-w", "alice")
     assert code == 0
@@ -173,11 +186,15 @@ def test_the_client_library_runs_and_lists_jobs(daemon: DaemonThread) -> None:
         assert job.last_run.status == "ok" and len(job.history) == 1
         status = client.status()
         assert {j.name for j in status.workspaces[0].jobs} == {
-            "hippocampus", "retention", "fallback_summary"}
+            "hippocampus",
+            "retention",
+            "fallback_summary",
+        }
 
 
 def test_searches_are_answered_while_a_job_waits_on_the_llm(
-        daemon: DaemonThread, openai_server: FakeOpenAIServer) -> None:
+    daemon: DaemonThread, openai_server: FakeOpenAIServer
+) -> None:
     openai_server.respond_chat(NEW, delay=1.5)
     results: list[dict[str, Any]] = []
 
@@ -196,21 +213,24 @@ def test_searches_are_answered_while_a_job_waits_on_the_llm(
     assert results[0]["status"] == "ok"
 
 
-def test_a_config_reload_reschedules_at_once(daemon: DaemonThread, md_home: Path,
-                                             workspace: Path,
-                                             openai_server: FakeOpenAIServer) -> None:
+def test_a_config_reload_reschedules_at_once(
+    daemon: DaemonThread, md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> None:
     (md_home / "config.toml").write_text(
         f'[llm]\nbase_url = "{openai_server.base_url}"\nmodel = "fake-chat"\n'
         '[jobs.hippocampus]\nschedule = "0 5 * * *"\n'
-        '[jobs.fallback_summary]\nenabled = false\n'
-        f'[[workspaces]]\npath = "{workspace}"\nname = "alice"\n')
+        "[jobs.fallback_summary]\nenabled = false\n"
+        f'[[workspaces]]\npath = "{workspace}"\nname = "alice"\n'
+    )
     assert daemon.daemon is not None
     daemon.call_in_loop(daemon.daemon.request_reload)
 
     def rescheduled() -> bool:
         with RawConn(daemon.socket_path) as conn:
             jobs = by_name(conn.result("jobs.list")["jobs"])
-        return (jobs["hippocampus"]["next_run"] == "2025-03-13T05:00:00+01:00"
-                and jobs["fallback_summary"]["next_run"] is None)
+        return (
+            jobs["hippocampus"]["next_run"] == "2025-03-13T05:00:00+01:00"
+            and jobs["fallback_summary"]["next_run"] is None
+        )
 
     assert wait_for(rescheduled, timeout=5)

@@ -27,27 +27,47 @@ def index(make_index: IndexFactory) -> WorkspaceIndex:
 
 
 @pytest.fixture
-def harness(make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path,
-            openai_server: FakeOpenAIServer) -> Iterator[JobHarness]:
-    h = JobHarness(make_index.ws, tmp_path / "state.sqlite",
-                   {"llm": llm_config(openai_server.base_url)}, index=index)
+def harness(
+    make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path, openai_server: FakeOpenAIServer
+) -> Iterator[JobHarness]:
+    h = JobHarness(
+        make_index.ws,
+        tmp_path / "state.sqlite",
+        {"llm": llm_config(openai_server.base_url)},
+        index=index,
+    )
     daily = h.write(DAILY, EARLIER)
     set_mtime(daily, NOW - dt.timedelta(hours=5))  # before any session below
     yield h
     h.close()
 
 
-def add_session(h: JobHarness, sid: str, start: dt.datetime, last_write: dt.datetime,
-                extra: list[dict[str, object]] | None = None) -> Path:
-    path = h.write(f"sessions/{sid}.jsonl", transcript(
-        sid, [("user", "should we adopt the kiwi protocol?"),
-              ("assistant", "yes, it fits; we still need a benchmark")], start, extra))
+def add_session(
+    h: JobHarness,
+    sid: str,
+    start: dt.datetime,
+    last_write: dt.datetime,
+    extra: list[dict[str, object]] | None = None,
+) -> Path:
+    path = h.write(
+        f"sessions/{sid}.jsonl",
+        transcript(
+            sid,
+            [
+                ("user", "should we adopt the kiwi protocol?"),
+                ("assistant", "yes, it fits; we still need a benchmark"),
+            ],
+            start,
+            extra,
+        ),
+    )
     set_mtime(path, last_write)
     return path
 
 
 def test_an_idle_session_without_a_daily_note_is_summarised_exactly_once(
-        harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex
+) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
     openai_server.respond_chat(SUMMARY)
     record = harness.run("fallback_summary")
@@ -68,20 +88,23 @@ def test_an_idle_session_without_a_daily_note_is_summarised_exactly_once(
 
 
 def test_a_session_that_wrote_the_daily_file_is_left_alone(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
     set_mtime(harness.root / DAILY, NOW - dt.timedelta(hours=1, minutes=30))  # during it
     before = (harness.root / DAILY).read_bytes()
     record = harness.run("fallback_summary")
     assert record.status == "ok" and not openai_server.requests
     assert record.report["left_alone"] == [
-        {"session": "sessions/s1.jsonl", "reason": f"{DAILY} was written during the session"}]
+        {"session": "sessions/s1.jsonl", "reason": f"{DAILY} was written during the session"}
+    ]
     assert (harness.root / DAILY).read_bytes() == before
     assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") == "wrote_daily"
 
 
 def test_a_tool_call_naming_the_daily_file_counts_as_writing_it(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     call = {"type": "tool_call", "name": "write", "arguments": {"path": DAILY, "text": "x"}}
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1), [call])
     record = harness.run("fallback_summary")
@@ -89,8 +112,7 @@ def test_a_tool_call_naming_the_daily_file_counts_as_writing_it(
     assert record.report["left_alone"][0]["reason"] == f"a tool call of the session wrote {DAILY}"
 
 
-def test_a_session_still_active_waits(harness: JobHarness,
-                                      openai_server: FakeOpenAIServer) -> None:
+def test_a_session_still_active_waits(harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(minutes=40), NOW - dt.timedelta(minutes=10))
     record = harness.run("fallback_summary")
     assert record.status == "ok" and record.report["active"] == 1 and not openai_server.requests
@@ -106,7 +128,8 @@ def test_without_an_llm_it_is_skipped_with_the_reason(harness: JobHarness) -> No
 
 
 def test_a_failed_summary_is_retried_next_run_and_then_written_once(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
     openai_server.respond_status(500, endpoint="chat")
     failed = harness.run("fallback_summary")
@@ -118,7 +141,8 @@ def test_a_failed_summary_is_retried_next_run_and_then_written_once(
 
 
 def test_a_summary_with_a_chat_sign_off_is_not_appended(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
     openai_server.respond_chat(SUMMARY + "\n\nI hope this helps! Let me know if you need more.")
     failed = harness.run("fallback_summary")
@@ -127,7 +151,8 @@ def test_a_summary_with_a_chat_sign_off_is_not_appended(
 
 
 def test_a_summary_already_appended_is_recorded_not_written_twice(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
     text = EARLIER + f"\n## Session summary (s1)\n\n{SUMMARY}\n"
     daily = harness.write(DAILY, text)  # a run that stopped after appending
@@ -139,7 +164,8 @@ def test_a_summary_already_appended_is_recorded_not_written_twice(
 
 
 def test_our_own_summary_append_is_not_mistaken_for_a_session_note(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     # Real time here: the append stamps the daily file with the real clock.
     now = dt.datetime.now(harness.clock.tz).replace(microsecond=0)
     harness.clock.set(now)
@@ -159,22 +185,28 @@ def test_our_own_summary_append_is_not_mistaken_for_a_session_note(
 
 
 def test_dry_run_lists_candidates_without_calling_the_llm(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
     record = harness.run("fallback_summary", dry_run=True)
     assert record.status == "ok" and not openai_server.requests
     assert record.report["would_summarise"] == [
-        {"session": "sessions/s1.jsonl", "id": "s1", "into": DAILY}]
+        {"session": "sessions/s1.jsonl", "id": "s1", "into": DAILY}
+    ]
     assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") is None
 
 
 def test_a_long_conversation_is_summarised_in_parts(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     harness.data["llm"].update(context_tokens=1400, max_output_tokens=500)
-    messages = [("user" if i % 2 else "assistant", f"message {i}: " + "lorem ipsum " * 30)
-                for i in range(12)]
-    path = harness.write("sessions/long.jsonl", transcript(
-        "long", messages, NOW - dt.timedelta(hours=2)))
+    messages = [
+        ("user" if i % 2 else "assistant", f"message {i}: " + "lorem ipsum " * 30)
+        for i in range(12)
+    ]
+    path = harness.write(
+        "sessions/long.jsonl", transcript("long", messages, NOW - dt.timedelta(hours=2))
+    )
     set_mtime(path, NOW - dt.timedelta(hours=1))
 
     def answer(body: dict[str, object]) -> str:
@@ -187,22 +219,33 @@ def test_a_long_conversation_is_summarised_in_parts(
     prompts = [r.body["messages"][1]["content"] for r in openai_server.requests_to("chat")]
     assert len(prompts) >= 3 and prompts[-1].startswith("Partial summaries")
     assert all(f"message {i}:" in "\n".join(prompts[:-1]) for i in range(12))
-    assert (harness.root / DAILY).read_text().endswith(
-        "## Session summary (long)\n\n- merged summary\n")
+    assert (
+        (harness.root / DAILY)
+        .read_text()
+        .endswith("## Session summary (long)\n\n- merged summary\n")
+    )
     assert json.dumps(record.report)  # small JSON
 
 
 def test_impossible_timestamps_in_a_transcript_are_ignored(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     """A year-1 date, -Infinity or NaN on a line would break the date arithmetic; such
     lines' timestamps are ignored and the session is handled as usual."""
-    bad = [{"type": "message", "timestamp": "0001-01-01T00:00:00",
-            "message": {"role": "user", "content": "from the year one"}},
-           {"type": "message", "timestamp": float("-inf"),
-            "message": {"role": "user", "content": "from minus infinity"}},
-           {"type": "message", "timestamp": float("nan"), "message": {"timestamp": 1e300}}]
-    path = add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1),
-                       bad)
+    bad = [
+        {
+            "type": "message",
+            "timestamp": "0001-01-01T00:00:00",
+            "message": {"role": "user", "content": "from the year one"},
+        },
+        {
+            "type": "message",
+            "timestamp": float("-inf"),
+            "message": {"role": "user", "content": "from minus infinity"},
+        },
+        {"type": "message", "timestamp": float("nan"), "message": {"timestamp": 1e300}},
+    ]
+    path = add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1), bad)
     assert "-Infinity" in path.read_text() and "NaN" in path.read_text()
     openai_server.respond_chat(SUMMARY)
     record = harness.run("fallback_summary")
@@ -211,7 +254,8 @@ def test_impossible_timestamps_in_a_transcript_are_ignored(
 
 
 def test_a_session_that_cannot_be_handled_does_not_stop_the_others(
-        harness: JobHarness, openai_server: FakeOpenAIServer, tmp_path: Path) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer, tmp_path: Path
+) -> None:
     """s1's daily file (yesterday's) leads outside the workspace: s1 fails, s2 (handled
     after it) is summarised all the same, and s1 is retried next run."""
     outside = tmp_path / "outside.md"

@@ -65,10 +65,15 @@ def index(make_index: IndexFactory) -> WorkspaceIndex:
 
 
 @pytest.fixture
-def harness(make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path,
-            openai_server: FakeOpenAIServer) -> Iterator[JobHarness]:
-    h = JobHarness(make_index.ws, tmp_path / "state.sqlite",
-                   {"llm": llm_config(openai_server.base_url)}, index=index)
+def harness(
+    make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path, openai_server: FakeOpenAIServer
+) -> Iterator[JobHarness]:
+    h = JobHarness(
+        make_index.ws,
+        tmp_path / "state.sqlite",
+        {"llm": llm_config(openai_server.base_url)},
+        index=index,
+    )
     h.write("MEMORY.md", OLD)
     for rel, text in DAILY.items():
         h.write(rel, text)
@@ -79,8 +84,11 @@ def harness(make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path,
 
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file of the workspace and its bytes."""
-    return {p.relative_to(root).as_posix(): p.read_bytes()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def without(text: str, line: str) -> str:
@@ -91,34 +99,56 @@ FAILURES: dict[str, tuple[Callable[[FakeOpenAIServer], None], str]] = {
     "http-500": (lambda s: s.respond_status(500, endpoint="chat"), "HTTP 500"),
     "timeout": (lambda s: s.respond_chat(GOOD, delay=2.0), "timed out"),
     "empty-content": (lambda s: s.respond_chat(""), "empty"),
-    "cut-off": (lambda s: s.respond_chat(GOOD[:120], finish_reason="length"),
-                "cut off by the token limit"),
-    "content-filter": (lambda s: s.respond_chat(GOOD, finish_reason="content_filter"),
-                       "did not finish"),
-    "drops-most": (lambda s: s.respond_chat("# Memory\n\n## People\n\n## Projects\n\n"
-                                            "## Decisions\n- Alice prefers coffee.\n"),
-                   "drops 56% of MEMORY.md's lines"),
-    "drops-a-heading": (lambda s: s.respond_chat(without(GOOD, "## Decisions")),
-                        "removes the heading 'decisions'"),
-    "garbage-not-json": (lambda s: s.respond_garbage("not_json", endpoint="chat"),
-                         "returned garbage: the answer is not JSON"),
-    "garbage-no-choices": (lambda s: s.respond_garbage("empty_data", endpoint="chat"),
-                           "returned garbage: no 'choices'"),
-    "json-instead-of-markdown": (lambda s: s.respond_chat('{"MEMORY.md": "# Memory"}'),
-                                 "not a markdown file: it is JSON"),
-    "chat-reply": (lambda s: s.respond_chat("Sure! Here is the updated MEMORY.md:\n\n" + GOOD),
-                   "starts with a chat reply"),
-    "chat-sign-off": (lambda s: s.respond_chat(
-        GOOD + "\nLet me know if you would like any other changes!\n"), "ends with a chat reply"),
-    "half-a-surrogate-pair": (lambda s: s.respond_chat(GOOD + "- cut emoji \ud83d\n"),
-                              "half of a surrogate pair"),
+    "cut-off": (
+        lambda s: s.respond_chat(GOOD[:120], finish_reason="length"),
+        "cut off by the token limit",
+    ),
+    "content-filter": (
+        lambda s: s.respond_chat(GOOD, finish_reason="content_filter"),
+        "did not finish",
+    ),
+    "drops-most": (
+        lambda s: s.respond_chat(
+            "# Memory\n\n## People\n\n## Projects\n\n## Decisions\n- Alice prefers coffee.\n"
+        ),
+        "drops 56% of MEMORY.md's lines",
+    ),
+    "drops-a-heading": (
+        lambda s: s.respond_chat(without(GOOD, "## Decisions")),
+        "removes the heading 'decisions'",
+    ),
+    "garbage-not-json": (
+        lambda s: s.respond_garbage("not_json", endpoint="chat"),
+        "returned garbage: the answer is not JSON",
+    ),
+    "garbage-no-choices": (
+        lambda s: s.respond_garbage("empty_data", endpoint="chat"),
+        "returned garbage: no 'choices'",
+    ),
+    "json-instead-of-markdown": (
+        lambda s: s.respond_chat('{"MEMORY.md": "# Memory"}'),
+        "not a markdown file: it is JSON",
+    ),
+    "chat-reply": (
+        lambda s: s.respond_chat("Sure! Here is the updated MEMORY.md:\n\n" + GOOD),
+        "starts with a chat reply",
+    ),
+    "chat-sign-off": (
+        lambda s: s.respond_chat(GOOD + "\nLet me know if you would like any other changes!\n"),
+        "ends with a chat reply",
+    ),
+    "half-a-surrogate-pair": (
+        lambda s: s.respond_chat(GOOD + "- cut emoji \ud83d\n"),
+        "half of a surrogate pair",
+    ),
     "echo-of-the-prompt": (lambda s: None, "it repeats the prompt"),  # the fake's default
 }
 
 
 @pytest.mark.parametrize("mode", list(FAILURES))
 def test_every_llm_failure_leaves_memory_md_byte_identical_and_records_why(
-        harness: JobHarness, openai_server: FakeOpenAIServer, mode: str) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer, mode: str
+) -> None:
     script, reason = FAILURES[mode]
     harness.data["llm"]["timeout"] = 0.3
     script(openai_server)
@@ -134,7 +164,8 @@ def test_every_llm_failure_leaves_memory_md_byte_identical_and_records_why(
 
 
 def test_success_keeps_a_backup_writes_the_answer_and_it_is_searchable(
-        harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex
+) -> None:
     daily_before = {rel: (harness.root / rel).read_bytes() for rel in DAILY}
     assert not search(index, "numbat").results
     openai_server.respond_chat(GOOD)
@@ -156,8 +187,9 @@ def test_success_keeps_a_backup_writes_the_answer_and_it_is_searchable(
     assert record.report["lines_dropped"] == 1 and record.report["headings_removed"] == []
 
 
-def test_retries_a_server_error_then_succeeds(harness: JobHarness,
-                                              openai_server: FakeOpenAIServer) -> None:
+def test_retries_a_server_error_then_succeeds(
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     harness.data["llm"]["max_retries"] = 2
     openai_server.respond_status(500, endpoint="chat")
     openai_server.respond_status(429, endpoint="chat")
@@ -169,7 +201,8 @@ def test_retries_a_server_error_then_succeeds(harness: JobHarness,
 
 
 def test_an_edit_during_the_llm_call_wins_and_the_next_run_retries(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     openai_server.respond_chat(GOOD, delay=0.5)
     result: list[object] = []
     worker = threading.Thread(target=lambda: result.append(harness.run("hippocampus")))
@@ -199,7 +232,8 @@ def test_an_edit_during_the_llm_call_wins_and_the_next_run_retries(
 
 
 def test_dry_run_shows_the_diff_and_writes_nothing(
-        harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer, index: WorkspaceIndex
+) -> None:
     openai_server.respond_chat(GOOD)
     before = snapshot(harness.root)
     record = harness.run("hippocampus", dry_run=True)
@@ -214,12 +248,14 @@ def test_dry_run_shows_the_diff_and_writes_nothing(
 
 
 def test_large_input_is_worked_through_in_parts_never_truncated(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     harness.data["llm"].update(context_tokens=1400, max_output_tokens=500)
     long_line = "- " + " filler ".join(f"marker{i:03d}" for i in range(150))
     harness.write("memory/2025-03-08.md", long_line + "\n")
-    harness.write("memory/2025-03-09.md", "".join(f"- fact {i} about walruses\n"
-                                                  for i in range(40)))
+    harness.write(
+        "memory/2025-03-09.md", "".join(f"- fact {i} about walruses\n" for i in range(40))
+    )
 
     def answer(body: dict[str, Any]) -> str:
         _system, user = (m["content"] for m in body["messages"])
@@ -239,14 +275,17 @@ def test_large_input_is_worked_through_in_parts_never_truncated(
     assert re.sub(r"\s+", "", long_line) in squashed  # split across parts, not cut
     assert all(f"- fact {i} about walruses" in seen for i in range(40))
     assert "Alice switched to coffee" in seen and "quokka" in seen
-    assert OLD in final and all(f"- extracted from notes, part {i} of {len(extracts)}" in final
-                                for i in range(1, len(extracts) + 1))
+    assert OLD in final and all(
+        f"- extracted from notes, part {i} of {len(extracts)}" in final
+        for i in range(1, len(extracts) + 1)
+    )
     assert record.report["llm_calls"] == len(extracts) + 1
     assert (harness.root / "MEMORY.md").read_text() == GOOD
 
 
 def test_without_an_llm_the_job_is_skipped_with_the_reason(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     del harness.data["llm"]
     before = snapshot(harness.root)
     record = harness.run("hippocampus")
@@ -255,7 +294,8 @@ def test_without_an_llm_the_job_is_skipped_with_the_reason(
 
 
 def test_force_accepts_an_answer_that_removes_a_heading(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     answer = without(GOOD, "## Decisions")
     openai_server.respond_chat(answer)
     record = harness.run("hippocampus", force=True)
@@ -264,15 +304,15 @@ def test_force_accepts_an_answer_that_removes_a_heading(
     assert record.report["forced"] == ["removes the heading 'decisions'"]
 
 
-def test_a_fenced_answer_is_unwrapped(harness: JobHarness,
-                                      openai_server: FakeOpenAIServer) -> None:
+def test_a_fenced_answer_is_unwrapped(harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
     openai_server.respond_chat(f"```markdown\n{GOOD}```\n")
     assert harness.run("hippocampus").status == "ok"
     assert (harness.root / "MEMORY.md").read_text() == GOOD
 
 
 def test_a_scheduled_run_with_nothing_new_does_not_call_the_llm(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     openai_server.respond_chat(GOOD)
     assert harness.run("hippocampus", trigger="schedule").status == "ok"
     again = harness.run("hippocampus", trigger="schedule")
@@ -281,7 +321,8 @@ def test_a_scheduled_run_with_nothing_new_does_not_call_the_llm(
 
 
 def test_memory_md_that_is_not_utf8_is_never_rewritten(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     raw = b"# Memory\n\n- caf\xe9 latin-1\n"
     harness.write("MEMORY.md", raw)
     openai_server.respond_chat(GOOD)
@@ -291,10 +332,13 @@ def test_memory_md_that_is_not_utf8_is_never_rewritten(
 
 
 def test_the_api_key_never_reaches_the_record_or_the_logs(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     openai_server.respond_status(
-        401, body={"error": {"message": "Incorrect API key provided: sk-test-secret-123"}},
-        endpoint="chat")
+        401,
+        body={"error": {"message": "Incorrect API key provided: sk-test-secret-123"}},
+        endpoint="chat",
+    )
     with capture_logs() as logs:
         record = harness.run("hippocampus")
     assert record.status == "failed" and "HTTP 401" in record.message and "***" in record.message
@@ -302,11 +346,20 @@ def test_the_api_key_never_reaches_the_record_or_the_logs(
 
 
 def test_session_highlights_are_included_when_asked(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     harness.data["jobs"] = {"hippocampus": {"include_sessions": True}}
-    path = harness.write("sessions/s1.jsonl", transcript(
-        "s1", [("user", "remember that the wombat server moved to rack 7"),
-               ("assistant", "noted: wombat is on rack 7")], harness.clock.now()))
+    path = harness.write(
+        "sessions/s1.jsonl",
+        transcript(
+            "s1",
+            [
+                ("user", "remember that the wombat server moved to rack 7"),
+                ("assistant", "noted: wombat is on rack 7"),
+            ],
+            harness.clock.now(),
+        ),
+    )
     set_mtime(path, harness.clock.now())
     openai_server.respond_chat(GOOD)
     record = harness.run("hippocampus")
@@ -316,13 +369,19 @@ def test_session_highlights_are_included_when_asked(
 
 
 def git_in(folder: Path) -> Callable[..., str]:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t", "PATH": "/usr/bin:/bin:/usr/local/bin",
-           "HOME": str(folder)}
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+        "HOME": str(folder),
+    }
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(folder), *args], env=env, check=True,
-                              capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "-C", str(folder), *args], env=env, check=True, capture_output=True, text=True
+        ).stdout
 
     return git
 
@@ -332,7 +391,8 @@ needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="git is not i
 
 @needs_git
 def test_in_a_git_repository_the_change_is_committed_and_staged_work_left_alone(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     git = git_in(harness.root)
     git("init", "-q")
     git("add", "MEMORY.md")
@@ -351,7 +411,8 @@ def test_in_a_git_repository_the_change_is_committed_and_staged_work_left_alone(
 
 @needs_git
 def test_a_workspace_inside_a_larger_repository_is_not_committed_to(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     git = git_in(harness.root.parent)  # e.g. a dotfiles repository holding the home folder
     git("init", "-q")
     openai_server.respond_chat(GOOD)

@@ -23,23 +23,33 @@ OLD = "# Memory\n\n## People\n- Alice likes tea.\n"
 
 
 @pytest.fixture
-def harness(make_index: IndexFactory, tmp_path: Path,
-            openai_server: FakeOpenAIServer) -> Iterator[JobHarness]:
-    h = JobHarness(make_index.ws, tmp_path / "state.sqlite",
-                   {"llm": llm_config(openai_server.base_url, context_tokens=1400,
-                                      max_output_tokens=500, max_calls_per_run=8)})
+def harness(
+    make_index: IndexFactory, tmp_path: Path, openai_server: FakeOpenAIServer
+) -> Iterator[JobHarness]:
+    h = JobHarness(
+        make_index.ws,
+        tmp_path / "state.sqlite",
+        {
+            "llm": llm_config(
+                openai_server.base_url,
+                context_tokens=1400,
+                max_output_tokens=500,
+                max_calls_per_run=8,
+            )
+        },
+    )
     h.write("MEMORY.md", OLD)
     yield h
     h.close()
 
 
 def big_notes(n: int) -> str:
-    return "".join(f"- fact {i}: the walrus count on pier {i % 97} was {i * 7}\n"
-                   for i in range(n))
+    return "".join(f"- fact {i}: the walrus count on pier {i % 97} was {i * 7}\n" for i in range(n))
 
 
 def test_hippocampus_refuses_notes_beyond_its_call_budget_before_calling(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     harness.write("memory/2025-03-11.md", big_notes(20_000))  # ~1 MB: hundreds of parts
     record = harness.run("hippocampus")
     assert record.status == "failed", record.message
@@ -49,7 +59,8 @@ def test_hippocampus_refuses_notes_beyond_its_call_budget_before_calling(
 
 
 def test_hippocampus_leaves_out_a_daily_file_over_max_file_bytes_and_says_so(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     harness.data["index"] = {"max_file_bytes": 4096}
     harness.write("memory/2025-03-10.md", big_notes(200))  # ~9 KB
     harness.write("memory/2025-03-11.md", "# 2025-03-11\n\n- Alice switched to coffee.\n")
@@ -63,10 +74,12 @@ def test_hippocampus_leaves_out_a_daily_file_over_max_file_bytes_and_says_so(
 
 
 def test_fallback_summary_leaves_a_session_too_long_for_its_budget_alone_once(
-        harness: JobHarness, openai_server: FakeOpenAIServer) -> None:
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
     start = NOW - dt.timedelta(hours=3)
-    messages = [("user" if i % 2 else "assistant", f"message {i} " + "blah " * 40)
-                for i in range(3000)]
+    messages = [
+        ("user" if i % 2 else "assistant", f"message {i} " + "blah " * 40) for i in range(3000)
+    ]
     path = harness.write("sessions/long.jsonl", transcript("long", messages, start))
     set_mtime(path, NOW - dt.timedelta(hours=1))
     record = harness.run("fallback_summary")

@@ -30,10 +30,12 @@ def index(make_index: IndexFactory) -> WorkspaceIndex:
 
 
 @pytest.fixture
-def harness(make_index: IndexFactory, index: WorkspaceIndex,
-            tmp_path: Path) -> Iterator[JobHarness]:
-    h = JobHarness(make_index.ws, tmp_path / "state.sqlite",
-                   {"index": {"sessions": True}}, index=index)
+def harness(
+    make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path
+) -> Iterator[JobHarness]:
+    h = JobHarness(
+        make_index.ws, tmp_path / "state.sqlite", {"index": {"sessions": True}}, index=index
+    )
     yield h
     h.close()
 
@@ -41,15 +43,18 @@ def harness(make_index: IndexFactory, index: WorkspaceIndex,
 def session(h: JobHarness, name: str, when: dt.datetime, words: str) -> tuple[Path, bytes]:
     body = transcript(name, [("user", words), ("assistant", f"ok: {words}")], when)
     # Big and varied enough that compression matters and a bad archive would show.
-    body += "".join(f'{{"type": "tool_result", "n": {i}, "data": "{os.urandom(8).hex()}"}}\n'
-                    for i in range(500))
+    body += "".join(
+        f'{{"type": "tool_result", "n": {i}, "data": "{os.urandom(8).hex()}"}}\n'
+        for i in range(500)
+    )
     path = h.write(f"sessions/{name}.jsonl", body)
     set_mtime(path, when)
     return path, path.read_bytes()
 
 
 def test_old_transcripts_are_archived_verifiably_and_recent_ones_untouched(
-        harness: JobHarness, index: WorkspaceIndex) -> None:
+    harness: JobHarness, index: WorkspaceIndex
+) -> None:
     old_path, old_bytes = session(harness, "old", OLD, "the platypus migration plan")
     new_path, new_bytes = session(harness, "new", RECENT, "the echidna rollout")
     index.sync()
@@ -83,9 +88,14 @@ def test_dry_run_lists_the_actions_and_changes_nothing(harness: JobHarness) -> N
     session(harness, "new", RECENT, "y")
     record = harness.run("retention", dry_run=True)
     assert record.status == "ok" and record.dry_run
-    assert record.report["actions"] == [{
-        "action": "archive", "path": "sessions/old.jsonl", "bytes": len(old_bytes),
-        "to": "sessions/archive/2025-01/old.jsonl.gz"}]
+    assert record.report["actions"] == [
+        {
+            "action": "archive",
+            "path": "sessions/old.jsonl",
+            "bytes": len(old_bytes),
+            "to": "sessions/archive/2025-01/old.jsonl.gz",
+        }
+    ]
     assert record.message.startswith("dry run: would archive 1 transcript(s)")
     assert old_path.read_bytes() == old_bytes
     assert not (harness.root / "sessions" / "archive").exists()
@@ -111,7 +121,8 @@ def test_a_transcript_written_again_is_not_old_any_more(harness: JobHarness) -> 
 
 
 def test_old_daily_files_move_to_the_archive_and_stay_searchable(
-        harness: JobHarness, index: WorkspaceIndex) -> None:
+    harness: JobHarness, index: WorkspaceIndex
+) -> None:
     harness.data["jobs"] = {"retention": {"daily_archive_days": 30}}
     old = harness.write("memory/2025-01-05.md", "- the axolotl decision\n")
     set_mtime(old, dt.datetime(2025, 1, 5, 22, 0, tzinfo=NOW.tzinfo))
@@ -144,6 +155,7 @@ def test_moving_a_daily_file_waits_for_an_append_in_progress(harness: JobHarness
     job.join(timeout=30)
     assert records and records[0].status == "ok"
     assert records[0].report["left_alone"] == [
-        {"path": "memory/2025-01-05.md", "reason": "written during the run"}]
+        {"path": "memory/2025-01-05.md", "reason": "written during the run"}
+    ]
     assert old.read_text() == "- the axolotl decision\n\n- a late note\n"
     assert not moved.exists()

@@ -64,8 +64,7 @@ def test_fall_back_runs_an_ambiguous_time_once_and_the_day_after_is_25_hours_lon
     after = next_after("30 1 * * *", once, NY)
     assert after.date() == dt.date(2025, 11, 3)  # not again at the second 01:30
     inside = at(2025, 11, 2, 1, 20, fold=1)  # during the repeated hour
-    assert utc(next_after("30 1 * * *", inside, NY)) == dt.datetime(2025, 11, 3, 6, 30,
-                                                                      tzinfo=UTC)
+    assert utc(next_after("30 1 * * *", inside, NY)) == dt.datetime(2025, 11, 3, 6, 30, tzinfo=UTC)
 
 
 def test_a_frequent_schedule_keeps_running_through_both_changes() -> None:
@@ -85,8 +84,13 @@ def test_a_bad_schedule_is_a_config_error_naming_key_and_value() -> None:
         config_from_mapping({"jobs": {"hipocampus": {}}})
     with pytest.raises(ConfigError, match=r"jobs\.retention\.action must be one of"):
         config_from_mapping({"jobs": {"retention": {"action": "shred"}}})
-    cfg = config_from_mapping({}, env={"MEMORYD_JOBS_FALLBACK_SUMMARY_ENABLED": "false",
-                                       "MEMORYD_JOBS_RETENTION_SCHEDULE": "@daily"})
+    cfg = config_from_mapping(
+        {},
+        env={
+            "MEMORYD_JOBS_FALLBACK_SUMMARY_ENABLED": "false",
+            "MEMORYD_JOBS_RETENTION_SCHEDULE": "@daily",
+        },
+    )
     assert cfg.jobs.fallback_summary.enabled is False and cfg.jobs.retention.schedule == "@daily"
     with pytest.raises(ConfigError, match=r"jobs\.retention_nope"):
         config_from_mapping({}, env={"MEMORYD_JOBS_RETENTION_NOPE": "1"})
@@ -138,8 +142,9 @@ class Rig:
         self.ws = Workspace("ws", self.root, "config")
         jobs = {"probe": self.probe.spec()}
         self.runner = Runner(self.history, self.clock, lambda: self.config, Appender(), {}, jobs)
-        self.scheduler = Scheduler(self.history, self.clock, lambda: self.config,
-                                   lambda: [self.ws], self.runner, jobs)
+        self.scheduler = Scheduler(
+            self.history, self.clock, lambda: self.config, lambda: [self.ws], self.runner, jobs
+        )
 
     async def settle(self) -> None:
         """Until the scheduler sleeps again and no run is in progress."""
@@ -151,9 +156,16 @@ class Rig:
 
     def records(self) -> list[tuple[str, str, str | None]]:
         runs = reversed(self.history.recent("probe", self.root, 100))
-        return [(r.trigger, r.status, None if r.scheduled_for is None else
-                 dt.datetime.fromtimestamp(r.scheduled_for, UTC).strftime("%m-%d %H:%M"))
-                for r in runs]
+        return [
+            (
+                r.trigger,
+                r.status,
+                None
+                if r.scheduled_for is None
+                else dt.datetime.fromtimestamp(r.scheduled_for, UTC).strftime("%m-%d %H:%M"),
+            )
+            for r in runs
+        ]
 
 
 @pytest.fixture
@@ -164,7 +176,8 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
 
 
 def test_the_scheduler_runs_on_the_dst_day_at_the_end_of_the_gap_and_sleeps_between(
-        rig: Rig) -> None:
+    rig: Rig,
+) -> None:
     async def go() -> None:
         rig.scheduler.start()
         await rig.settle()
@@ -217,8 +230,10 @@ def test_catch_up_after_downtime_runs_once_not_once_per_missed_slot(tmp_path: Pa
         await again.scheduler.stop(5)
 
     asyncio.run(restart())
-    assert again.records() == [("schedule", "ok", "03-11 06:30"),
-                               ("catch-up", "ok", "03-15 06:30")]  # the latest missed slot
+    assert again.records() == [
+        ("schedule", "ok", "03-11 06:30"),
+        ("catch-up", "ok", "03-15 06:30"),
+    ]  # the latest missed slot
     again.state.close()
 
 
@@ -242,7 +257,8 @@ def test_single_flight_a_slot_due_while_the_job_runs_is_recorded_skipped(rig: Ri
         rig.scheduler.start()
         await rig.settle()
         manual = asyncio.ensure_future(
-            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False))
+            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False)
+        )
         await asyncio.sleep(0.01)
         with pytest.raises(AlreadyRunning, match="already running for workspace ws"):
             await rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False)
@@ -289,7 +305,8 @@ def test_shutdown_during_a_run_records_it_interrupted(rig: Rig) -> None:
         rig.scheduler.start()
         await rig.settle()
         run = asyncio.ensure_future(
-            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False))
+            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False)
+        )
         await asyncio.sleep(0.01)
         await rig.scheduler.stop(0.05)
         rig.probe.release.set()
@@ -302,10 +319,16 @@ def test_shutdown_during_a_run_records_it_interrupted(rig: Rig) -> None:
     assert rig.runner.cancelled.is_set()
 
 
-def test_a_run_left_running_by_a_dead_daemon_is_marked_failed_at_the_next_start(
-        rig: Rig) -> None:
-    rig.history.start("probe", rig.root, "ws", trigger="schedule", dry_run=False,
-                      scheduled_for=None, started_at=rig.clock.now().timestamp())
+def test_a_run_left_running_by_a_dead_daemon_is_marked_failed_at_the_next_start(rig: Rig) -> None:
+    rig.history.start(
+        "probe",
+        rig.root,
+        "ws",
+        trigger="schedule",
+        dry_run=False,
+        scheduled_for=None,
+        started_at=rig.clock.now().timestamp(),
+    )
     rig.scheduler.recover()
     (record,) = rig.history.recent("probe", rig.root, 5)
     assert record.status == "failed" and "the daemon stopped during the run" in record.message
@@ -314,6 +337,7 @@ def test_a_run_left_running_by_a_dead_daemon_is_marked_failed_at_the_next_start(
 def test_a_scheduled_run_still_happens_when_recording_it_fails(rig: Rig) -> None:
     """The state database failing (here: closed under the scheduler) is logged; the run
     it would have recorded is not lost."""
+
     async def go() -> None:
         rig.scheduler.start()
         await rig.settle()
@@ -328,7 +352,8 @@ def test_a_scheduled_run_still_happens_when_recording_it_fails(rig: Rig) -> None
 
 @pytest.mark.parametrize("renamed", [True, False])
 def test_a_run_killed_after_writing_its_file_is_ok_at_the_next_start_not_interrupted(
-        rig: Rig, renamed: bool) -> None:
+    rig: Rig, renamed: bool
+) -> None:
     """A hippocampus run that wrote MEMORY.md before a kill was recorded failed: interrupted.
     Its checkpoint says what it was writing; the next start checks the file."""
     new = b"# Memory\n\nconsolidated\n"
@@ -337,14 +362,16 @@ def test_a_run_killed_after_writing_its_file_is_ok_at_the_next_start_not_interru
     async def go() -> None:
         rig.probe.release.clear()
         run = asyncio.create_task(
-            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False))
+            rig.scheduler.run_now("probe", rig.ws, dry_run=False, force=False)
+        )
         for _ in range(1000):
             if rig.probe.runs:
                 break
             await asyncio.sleep(0.005)
         ctx = rig.probe.runs[0]
-        ctx.checkpoint({"writing": {"path": "MEMORY.md",
-                                    "sha256": hashlib.sha256(new).hexdigest()}})
+        ctx.checkpoint(
+            {"writing": {"path": "MEMORY.md", "sha256": hashlib.sha256(new).hexdigest()}}
+        )
         if renamed:
             atomic_write(rig.root / "MEMORY.md", new)
         # The process dies here: the next start finds the row still running.

@@ -29,15 +29,27 @@ MEMORYD = str(Path(sys.executable).parent / "memoryd")
 
 def bare_env(home: Path, **extra: str) -> dict[str, str]:
     """What a login-less shell has: PATH and HOME, no XDG or MEMORYD variables."""
-    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "MEMORYD_EMBEDDING_PROVIDER": "none", **extra}
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "MEMORYD_EMBEDDING_PROVIDER": "none",
+        **extra,
+    }
 
 
 def socket_of(env: dict[str, str]) -> Path:
     out = subprocess.run(
-        [sys.executable, "-c", "from memoryd_client.paths import socket_path; "
-         "print(socket_path())"],
-        env=env, capture_output=True, text=True, timeout=60, check=True)
+        [
+            sys.executable,
+            "-c",
+            "from memoryd_client.paths import socket_path; print(socket_path())",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert out.stderr == ""  # no RuntimeDirWarning or anything else
     return Path(out.stdout.strip())
 
@@ -71,7 +83,8 @@ def test_an_xdg_runtime_dir_that_is_not_private_is_not_used(root: Path) -> None:
     login = root / "login"
     (login / str(os.geteuid())).mkdir(parents=True, mode=0o700)
     assert runtime_dir({}, fallback=fallback, login_base=login) == (
-        login / str(os.geteuid()) / "memoryd")
+        login / str(os.geteuid()) / "memoryd"
+    )
 
 
 def test_memoryd_home_holds_the_socket_whatever_xdg_says(root: Path) -> None:
@@ -87,9 +100,13 @@ class Run:
         self.log = Path(env["HOME"]) / f"stderr-{time.monotonic_ns()}.log"
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log, "wb") as out:
-            self.p = subprocess.Popen([MEMORYD, "run"], env=env, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL,
-                                      stderr=out if stderr is None else stderr)
+            self.p = subprocess.Popen(
+                [MEMORYD, "run"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=out if stderr is None else stderr,
+            )
 
     def socket(self) -> Path:
         return socket_of(self.env)
@@ -107,8 +124,9 @@ class Run:
         assert wait_for(answers, 20, interval=0.05), self.log.read_text()
 
     def stop(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([MEMORYD, "stop"], env=self.env, capture_output=True, text=True,
-                              timeout=60)
+        return subprocess.run(
+            [MEMORYD, "stop"], env=self.env, capture_output=True, text=True, timeout=60
+        )
 
     def kill(self) -> None:
         if self.p.poll() is None:
@@ -116,8 +134,7 @@ class Run:
         self.p.wait(10)
 
 
-def test_two_daemons_with_different_homes_run_side_by_side_without_warnings(
-        root: Path) -> None:
+def test_two_daemons_with_different_homes_run_side_by_side_without_warnings(root: Path) -> None:
     if (LOGIN_RUNTIME_BASE / str(os.geteuid())).is_dir():
         pytest.skip("this machine has a login runtime directory, shared by design")
     runs = [Run(bare_env(root / name)) for name in ("a", "b")]
@@ -142,8 +159,7 @@ def test_two_daemons_with_different_homes_run_side_by_side_without_warnings(
 # ---------------------------------------------------------------- stop
 
 
-def test_memoryd_stop_waits_until_the_daemon_has_exited_then_says_not_running(
-        root: Path) -> None:
+def test_memoryd_stop_waits_until_the_daemon_has_exited_then_says_not_running(root: Path) -> None:
     run = Run(bare_env(root, MEMORYD_HOME=str(root / "mh")))
     try:
         run.ready()

@@ -36,8 +36,10 @@ def test_json_lines_when_not_a_tty_with_secrets_masked(restore_logging: None) ->
     configure_logging("info", stream=out)
     log = get_logger("memoryd.test")
     log.info("request", method="search", ms=1.5, api_key="sk-live-1234567890abcdef")
-    log.error("config_error", error="unknown config key embedding.api_kye "
-                                    "(value 'sk-proj-abcdefghijklmnop')")
+    log.error(
+        "config_error",
+        error="unknown config key embedding.api_kye (value 'sk-proj-abcdefghijklmnop')",
+    )
     log.debug("hidden")
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [e["event"] for e in lines] == ["request", "config_error"]
@@ -60,7 +62,8 @@ def test_console_format_on_a_tty(restore_logging: None) -> None:
 
 
 def test_under_systemd_each_line_starts_with_its_syslog_priority(
-        restore_logging: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    restore_logging: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "journal"
     with open(path, "w") as stream:
         st = os.fstat(stream.fileno())
@@ -83,7 +86,8 @@ def test_under_systemd_each_line_starts_with_its_syslog_priority(
 
 
 def test_a_journal_stream_inherited_but_not_written_to_gets_no_prefix(
-        restore_logging: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    restore_logging: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = tmp_path / "other"
     other.write_text("")
     st = os.stat(other)
@@ -102,18 +106,28 @@ def test_a_journal_stream_inherited_but_not_written_to_gets_no_prefix(
 
 
 def test_llm_jobs_without_an_llm_are_said_once_at_start_not_at_every_scheduled_skip(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     ws = md_home / "alice"
     (ws / "memory").mkdir(parents=True)
     (ws / "sessions").mkdir()
     clock = FakeClock(NOW)
-    with capture_logs() as logs, DaemonThread(
-            md_home, {"workspaces": [{"path": str(ws), "name": "alice"}]}, clock=clock) as d:
+    with (
+        capture_logs() as logs,
+        DaemonThread(
+            md_home, {"workspaces": [{"path": str(ws), "name": "alice"}]}, clock=clock
+        ) as d,
+    ):
+
         def fallback_runs() -> int:  # finished ones: a slot while one runs is another skip
             with RawConn(d.socket_path) as conn:
                 jobs = conn.result("jobs.list", {"history": 10})["jobs"]
-            return sum(r["status"] != "running" for j in jobs if j["name"] == "fallback_summary"
-                       for r in j["history"])
+            return sum(
+                r["status"] != "running"
+                for j in jobs
+                if j["name"] == "fallback_summary"
+                for r in j["history"]
+            )
 
         for step in range(1, 4):  # three 15-minute slots of fallback_summary
             d.call_in_loop(clock.set, NOW + dt.timedelta(minutes=15 * step))
@@ -122,7 +136,8 @@ def test_llm_jobs_without_an_llm_are_said_once_at_start_not_at_every_scheduled_s
             jobs = conn.result("jobs.list", {"history": 10})["jobs"]
         runs = [r for j in jobs if j["name"] == "fallback_summary" for r in j["history"]]
         assert {(r["status"], r["message"][:17]) for r in runs} == {
-            ("skipped", "no LLM configured")}
+            ("skipped", "no LLM configured")
+        }
     said = [e for e in logs if e["event"] == "llm_not_configured"]
     assert len(said) == 1, said
     assert said[0]["jobs"] == ["hippocampus", "fallback_summary"]
@@ -132,7 +147,8 @@ def test_llm_jobs_without_an_llm_are_said_once_at_start_not_at_every_scheduled_s
 
 
 def test_a_warning_repeated_thousands_of_times_is_written_a_few_times_then_counted(
-        restore_logging: None) -> None:
+    restore_logging: None,
+) -> None:
     """The accept loop out of file descriptors wrote 74,033 identical lines in 20 s."""
     out = io.StringIO()
     configure_logging("info", stream=out)

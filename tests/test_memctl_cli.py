@@ -34,11 +34,18 @@ class Setup:
     alice: Path
     bob: Path
 
-    def run(self, *args: str, stdin: str | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([MEMCTL, *args], env=self.env, cwd=cwd or self.root,
-                              input=stdin if stdin is not None else "", capture_output=True,
-                              text=True, timeout=60)
+    def run(
+        self, *args: str, stdin: str | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [MEMCTL, *args],
+            env=self.env,
+            cwd=cwd or self.root,
+            input=stdin if stdin is not None else "",
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     def json(self, *args: str, stdin: str | None = None) -> Any:
         proc = self.run(*args, "--json", stdin=stdin)
@@ -60,8 +67,9 @@ def setup() -> Iterator[Setup]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
     env.update(MEMORYD_HOME=str(root / "home"), MEMORYD_EMBEDDING_PROVIDER="none")
     log = open(root / "daemon.log", "wb")  # noqa: SIM115 - closed below
-    proc = subprocess.Popen([MEMORYD, "run"], env=env, stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [MEMORYD, "run"], env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+    )
     try:
         sock = root / "home" / "run" / "memoryd.sock"
         deadline = time.monotonic() + 20
@@ -72,11 +80,15 @@ def setup() -> Iterator[Setup]:
                 break
             except DaemonNotRunning:
                 assert proc.poll() is None and time.monotonic() < deadline, (
-                    (root / "daemon.log").read_text())
+                    root / "daemon.log"
+                ).read_text()
                 time.sleep(0.05)
-        s = Setup(root, env,
-                  workspace(root, "alice", "- Alice booked a flight to Lisbon in March.\n"),
-                  workspace(root, "bob", "- Bob keeps SQLite for the schema; Lisbon later.\n"))
+        s = Setup(
+            root,
+            env,
+            workspace(root, "alice", "- Alice booked a flight to Lisbon in March.\n"),
+            workspace(root, "bob", "- Bob keeps SQLite for the schema; Lisbon later.\n"),
+        )
         for ws in (s.alice, s.bob):
             assert s.run("workspace", "add", str(ws)).returncode == EXIT_OK
             assert s.run("reindex", "-w", str(ws), "--wait").returncode == EXIT_OK
@@ -119,12 +131,19 @@ def test_the_query_as_words_as_one_option_or_from_stdin_finds_the_same(setup: Se
     assert by_stdin["results"] == by_words["results"]
 
 
-@pytest.mark.parametrize("argv,stdin", [
-    (["search", ""], None), (["search", "--query", "  "], None), (["search", "-"], " \n"),
-    (["search"], None), (["search", "a", "--query", "b"], None),
-])
-def test_an_empty_or_doubled_query_is_a_usage_error(setup: Setup, argv: list[str],
-                                                    stdin: str | None) -> None:
+@pytest.mark.parametrize(
+    "argv,stdin",
+    [
+        (["search", ""], None),
+        (["search", "--query", "  "], None),
+        (["search", "-"], " \n"),
+        (["search"], None),
+        (["search", "a", "--query", "b"], None),
+    ],
+)
+def test_an_empty_or_doubled_query_is_a_usage_error(
+    setup: Setup, argv: list[str], stdin: str | None
+) -> None:
     proc = setup.run(*argv, "-w", "alice", stdin=stdin)
     assert proc.returncode == EXIT_USAGE, proc
     assert "query" in proc.stderr
@@ -143,8 +162,9 @@ def test_sessions_while_transcripts_are_not_indexed_says_so(setup: Setup) -> Non
     proc = setup.run("search", "-w", "alice", "--source", "sessions", "lisbon")
     assert proc.returncode == EXIT_OK
     assert "index.sessions" in proc.stderr
-    both = setup.json("search", "-w", "alice", "--source", "memory", "--source", "sessions",
-                      "lisbon")
+    both = setup.json(
+        "search", "-w", "alice", "--source", "memory", "--source", "sessions", "lisbon"
+    )
     assert both["results"] and "index.sessions" in both["notices"][0]
 
 
@@ -176,8 +196,7 @@ def test_the_error_listing_the_workspaces_names_the_option(setup: Setup) -> None
 # ---------------------------------------------------------------- workspace add
 
 
-def test_workspace_add_warns_about_a_folder_without_notes_and_a_memory_folder(
-        setup: Setup) -> None:
+def test_workspace_add_warns_about_a_folder_without_notes_and_a_memory_folder(setup: Setup) -> None:
     empty = setup.root / "fresh"
     empty.mkdir()
     proc = setup.run("workspace", "add", str(empty))

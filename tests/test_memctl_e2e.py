@@ -38,13 +38,23 @@ class Daemon:
     proc: subprocess.Popen[bytes]
     log: Path
 
-    def memctl(self, *args: str, cwd: Path | None = None, stdin: str | None = None,
-               check: bool = True) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([MEMCTL, *args], env=self.env, cwd=cwd or self.root, input=stdin,
-                              capture_output=True, text=True, timeout=60)
+    def memctl(
+        self, *args: str, cwd: Path | None = None, stdin: str | None = None, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [MEMCTL, *args],
+            env=self.env,
+            cwd=cwd or self.root,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if check and proc.returncode != EXIT_OK:
-            raise AssertionError(f"memctl {' '.join(args)} exited {proc.returncode}: "
-                                 f"{proc.stderr}\n--- daemon log ---\n{self.log.read_text()}")
+            raise AssertionError(
+                f"memctl {' '.join(args)} exited {proc.returncode}: "
+                f"{proc.stderr}\n--- daemon log ---\n{self.log.read_text()}"
+            )
         return proc
 
     def json(self, *args: str, cwd: Path | None = None) -> Any:
@@ -67,8 +77,13 @@ def daemon() -> Iterator[Daemon]:
     env.update(MEMORYD_HOME=str(root / "home"), MEMORYD_EMBEDDING_PROVIDER="none")
     log = root / "daemon.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([MEMORYD, "run"], env=env, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [MEMORYD, "run"],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     d = Daemon(root, env, proc, log)
     try:
         wait_until_ready(d)
@@ -136,14 +151,23 @@ def test_human_search_output(daemon: Daemon, workspace: Path) -> None:
 
 
 def test_get_reads_a_line_range(daemon: Daemon, workspace: Path) -> None:
-    out = daemon.memctl("get", "memory/2025-01-02.md", "-w", "alice", "--from", "3",
-                        "--lines", "1").stdout
+    out = daemon.memctl(
+        "get", "memory/2025-01-02.md", "-w", "alice", "--from", "3", "--lines", "1"
+    ).stdout
     assert out == "- Bob decided to keep SQLite for the schema.\n"
 
 
 def test_append_then_search_finds_it(daemon: Daemon, workspace: Path) -> None:
-    appended = daemon.json("append", "Carol prefers Rust for the indexer.", "-w", "alice",
-                           "--date", "2025-01-07", "--heading", "Preferences")
+    appended = daemon.json(
+        "append",
+        "Carol prefers Rust for the indexer.",
+        "-w",
+        "alice",
+        "--date",
+        "2025-01-07",
+        "--heading",
+        "Preferences",
+    )
     assert appended["path"] == "memory/2025-01-07.md"
     assert "Carol prefers Rust" in (workspace / "memory" / "2025-01-07.md").read_text()
     hits = daemon.json("search", "-w", "alice", "Carol", "Rust", "indexer")["results"]
@@ -151,8 +175,9 @@ def test_append_then_search_finds_it(daemon: Daemon, workspace: Path) -> None:
 
 
 def test_append_from_stdin(daemon: Daemon, workspace: Path) -> None:
-    daemon.memctl("append", "-", "-w", "alice", "--date", "2025-01-08",
-                  stdin="Dave's birthday is on 4 May.\n")
+    daemon.memctl(
+        "append", "-", "-w", "alice", "--date", "2025-01-08", stdin="Dave's birthday is on 4 May.\n"
+    )
     hits = daemon.json("search", "-w", "alice", "Dave", "birthday")["results"]
     assert hits[0]["path"] == "memory/2025-01-08.md"
 
@@ -188,19 +213,38 @@ def test_current_directory_picks_the_workspace(daemon: Daemon, workspace: Path) 
 def test_the_locomo_evaluation_commands_work(daemon: Daemon) -> None:
     """The shell templates of shared/bench/README.md, with a relative workspace path."""
     bench = daemon.root / "bench"
-    make_workspace(bench, "conv-1", {"2023-05-08": "## Session 1 (8 May 2023)\n\n"
-                                     "- [D1:1] Caroline: I went to a LGBTQ support group.\n"
-                                     "- [D1:2] Melanie: That sounds empowering!\n"})
+    make_workspace(
+        bench,
+        "conv-1",
+        {
+            "2023-05-08": "## Session 1 (8 May 2023)\n\n"
+            "- [D1:1] Caroline: I went to a LGBTQ support group.\n"
+            "- [D1:2] Melanie: That sounds empowering!\n"
+        },
+    )
     index = "memctl workspace add {workspace} && memctl reindex --workspace {workspace} --wait"
     search = "memctl search --workspace {workspace} --json -n {k} {query}"
     env = {**daemon.env, "PATH": f"{BIN}{os.pathsep}{daemon.env.get('PATH', '')}"}
     ws = os.path.join("bench", "conv-1")  # the evaluator passes ROOT/<conv>, often relative
-    subprocess.run(index.format(workspace=ws), shell=True, check=True, cwd=daemon.root, env=env,
-                   capture_output=True, timeout=60)
-    proc = subprocess.run(search.format(workspace=ws, k=5,
-                                        query="'When did Caroline go to the support group?'"),
-                          shell=True, check=True, cwd=daemon.root, env=env,
-                          capture_output=True, text=True, timeout=60)
+    subprocess.run(
+        index.format(workspace=ws),
+        shell=True,
+        check=True,
+        cwd=daemon.root,
+        env=env,
+        capture_output=True,
+        timeout=60,
+    )
+    proc = subprocess.run(
+        search.format(workspace=ws, k=5, query="'When did Caroline go to the support group?'"),
+        shell=True,
+        check=True,
+        cwd=daemon.root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     results = json.loads(proc.stdout)["results"]
     assert results[0]["path"] == "memory/2023-05-08.md"
     assert results[0]["start_line"] <= 3 <= results[0]["end_line"]
@@ -232,8 +276,9 @@ def test_client_autostart_brings_up_the_real_daemon(short_tmp: Path) -> None:
         "    print(c.connect().pid)\n"
         "    c.shutdown()\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     pid = int(proc.stdout)
     deadline = time.monotonic() + 20

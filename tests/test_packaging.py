@@ -27,9 +27,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _build_wheel(project: Path, out: Path) -> Path:
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-         "--quiet", "--wheel-dir", str(out), str(project)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "--wheel-dir",
+            str(out),
+            str(project),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (wheel,) = out.glob("*.whl")
     return wheel
@@ -60,8 +72,9 @@ def _copy_sources(dest: Path) -> None:
         for name in ("pyproject.toml", "README.md"):
             shutil.copy2(ROOT / project / name, dest / project / name)
     shutil.copytree(ROOT / "daemon", dest / "daemon", ignore=skip)
-    shutil.copytree(ROOT / "client" / "memoryd_client", dest / "client" / "memoryd_client",
-                    ignore=skip)
+    shutil.copytree(
+        ROOT / "client" / "memoryd_client", dest / "client" / "memoryd_client", ignore=skip
+    )
 
 
 @pytest.fixture(scope="module")
@@ -119,26 +132,43 @@ def test_client_wheel_installs_alone_in_a_fresh_venv_and_memctl_runs(
     env["MEMORYD_HOME"] = str(tmp_path / "home")
     subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", str(wheels["client"])],
-        check=True, capture_output=True, timeout=300, env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env=env,
     )
     # cwd: the source tree's memoryd.egg-info would be found on sys.path ('' for -c).
     listing = subprocess.run(
-        [str(python), "-c",
-         "import importlib.metadata as m, json; print(json.dumps([d.metadata['Name'].lower() "
-         "for d in m.distributions()]))"],
-        check=True, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path,
+        [
+            str(python),
+            "-c",
+            "import importlib.metadata as m, json; print(json.dumps([d.metadata['Name'].lower() "
+            "for d in m.distributions()]))",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
     )
     installed = set(json.loads(listing.stdout)) - {"pip", "setuptools", "wheel"}
     assert installed == {"memoryd-client", "msgpack", "platformdirs"}
     version = subprocess.run(
         [str(env_dir / "bin" / "memctl"), "--version"],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert version.returncode == 0, version.stderr
     assert memoryd_client.__version__ in version.stdout
     status = subprocess.run(
         [str(env_dir / "bin" / "memctl"), "status"],
-        capture_output=True, text=True, timeout=60, env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert status.returncode == 3, status.stderr  # not running: the daemon is not installed
     assert "not running" in status.stderr

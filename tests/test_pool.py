@@ -26,8 +26,7 @@ def test_results_and_exceptions_come_back_through_the_future() -> None:
 def test_sequential_jobs_reuse_the_most_recently_idle_thread() -> None:
     pool = HandoffPool(4, "t")
     try:
-        names = {pool.submit(lambda: threading.current_thread().name).result(5)
-                 for _ in range(50)}
+        names = {pool.submit(lambda: threading.current_thread().name).result(5) for _ in range(50)}
         assert names == {"t_0"}  # one job at a time never needs a second thread
     finally:
         pool.shutdown()
@@ -113,8 +112,9 @@ def test_works_as_an_asyncio_executor() -> None:
 
     async def main() -> list[int]:
         loop = asyncio.get_running_loop()
-        return list(await asyncio.gather(*(loop.run_in_executor(pool, pow, i, 2)
-                                           for i in range(10))))
+        return list(
+            await asyncio.gather(*(loop.run_in_executor(pool, pow, i, 2) for i in range(10)))
+        )
 
     try:
         assert asyncio.run(main()) == [i * i for i in range(10)]

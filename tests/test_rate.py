@@ -44,4 +44,8 @@ def test_a_stalled_or_restarted_count_has_no_rate() -> None:
 
 def test_clock_text() -> None:
     assert (clock_text(0), clock_text(59.6), clock_text(61), clock_text(3725)) == (
-        "0:00", "1:00", "1:01", "1:02:05")
+        "0:00",
+        "1:00",
+        "1:01",
+        "1:02:05",
+    )

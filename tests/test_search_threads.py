@@ -42,10 +42,12 @@ def test_a_query_being_embedded_does_not_hold_up_other_searches(
 
         t = threading.Thread(target=hybrid)
         t.start()
-        assert wait_for(lambda: any(
-            "where do we deploy" in json.dumps(r.body)
-            for r in openai_server.requests_to("embeddings")[asked:]
-        ))
+        assert wait_for(
+            lambda: any(
+                "where do we deploy" in json.dumps(r.body)
+                for r in openai_server.requests_to("embeddings")[asked:]
+            )
+        )
         with RawConn(d.socket_path) as c3:
             fast = c3.result("search", {"query": "nomad", "mode": "keyword"})
         assert [r["path"] for r in fast["results"]] == ["MEMORY.md"]
@@ -62,8 +64,9 @@ def test_in_memory_searches_do_not_wait_for_a_busy_reader(md_home: Path, inline:
     with DaemonThread(md_home, config={"server": {"inline_searches": inline}}) as d:
         with RawConn(d.socket_path) as c:
             c.result("workspace.add", {"path": str(ws)})
-            assert wait_for(lambda: c.result("status")["workspaces"][0]["keyword_scan"]
-                            == "memory", 10)
+            assert wait_for(
+                lambda: c.result("status")["workspaces"][0]["keyword_scan"] == "memory", 10
+            )
         assert d.daemon is not None
         gate = threading.Event()
         d.daemon.readers.submit(gate.wait, 30)  # the one reader thread is taken
@@ -75,8 +78,9 @@ def test_in_memory_searches_do_not_wait_for_a_busy_reader(md_home: Path, inline:
 
         # In memory: BM25 from the copy. A path prefix: only FTS5 can filter by it.
         memory = threading.Thread(target=ask, args=("memory", {"query": "nomad"}))
-        fts5 = threading.Thread(target=ask, args=(
-            "fts5", {"query": "nomad", "path_prefix": "MEMORY.md"}))
+        fts5 = threading.Thread(
+            target=ask, args=("fts5", {"query": "nomad", "path_prefix": "MEMORY.md"})
+        )
         try:
             memory.start()
             fts5.start()
@@ -100,10 +104,10 @@ def test_a_search_right_after_a_write_is_answered_in_memory(md_home: Path) -> No
     (ws / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
     with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
         c.result("workspace.add", {"path": str(ws)})
-        assert wait_for(lambda: c.result("status")["workspaces"][0]["keyword_scan"]
-                        == "memory", 10)
-        assert wait_for(lambda: c.result(
-            "search", {"query": "nomad", "mode": "keyword"})["results"], 10)
+        assert wait_for(lambda: c.result("status")["workspaces"][0]["keyword_scan"] == "memory", 10)
+        assert wait_for(
+            lambda: c.result("search", {"query": "nomad", "mode": "keyword"})["results"], 10
+        )
         assert d.daemon is not None
         gate = threading.Event()
         d.daemon.readers.submit(gate.wait, 30)  # the one reader thread is taken

@@ -31,7 +31,8 @@ def make_workspace(root: Path, files: int = 1) -> Path:
     (root / "MEMORY.md").write_text("# Long term\n\nThe billing schema uses postgres.\n")
     for i in range(files - 1):
         (root / "memory" / f"2024-01-{i % 28 + 1:02d}-{i}.md").write_text(
-            f"# Day {i}\n\nnote number {i} about topic{i % 7}\n")
+            f"# Day {i}\n\nnote number {i} about topic{i % 7}\n"
+        )
     return root
 
 
@@ -41,8 +42,12 @@ def make_workspace(root: Path, files: int = 1) -> Path:
 def test_hello_returns_server_version_protocol_and_pid(md_daemon: DaemonThread) -> None:
     with RawConn(md_daemon.socket_path) as c:
         result = c.result("hello", {"client": "test", "protocol": 1})
-    assert result == {"server": "memoryd", "version": memoryd.__version__,
-                      "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
+    assert result == {
+        "server": "memoryd",
+        "version": memoryd.__version__,
+        "protocol": protocol.PROTOCOL_VERSION,
+        "pid": os.getpid(),
+    }
 
 
 def test_unknown_method_is_refused_and_connection_stays_usable(md_daemon: DaemonThread) -> None:
@@ -53,37 +58,40 @@ def test_unknown_method_is_refused_and_connection_stays_usable(md_daemon: Daemon
         assert c.result("hello")["server"] == "memoryd"
 
 
-@pytest.mark.parametrize(("method", "params", "param", "words"), [
-    ("search", {"query": "x", "max_results": "6"}, "max_results", "an integer 1..100"),
-    ("search", {"query": "x", "max_results": 500}, "max_results", "1..100"),
-    ("search", {"query": "x", "max_results": True}, "max_results", "an integer"),
-    ("search", {"query": "x", "min_score": 1.5}, "min_score", "0.0..1.0"),
-    ("search", {"query": "x", "mode": "fuzzy"}, "mode", "hybrid|vector|keyword"),
-    ("search", {"query": "x", "sources": ["memory", "mail"]}, "sources", "memory|sessions"),
-    ("search", {"query": "x", "sources": []}, "sources", "non-empty"),
-    ("search", {"query": "x", "since": "2024-13-01"}, "since", "valid date"),
-    ("search", {"query": "x", "since": "yesterday"}, "since", "YYYY-MM-DD"),
-    ("search", {"query": "x", "since": "2024-02-01", "until": "2024-01-01"}, "since", "after"),
-    ("search", {"query": ""}, "query", "must not be empty"),
-    ("search", {}, "query", "required"),
-    ("search", {"query": "x", "max_result": 3}, "max_result", "unknown param"),
-    ("get", {"path": "MEMORY.md", "from": 0}, "from", ">= 1"),
-    ("get", {"path": 7}, "path", "a string"),
-    ("append", {"text": "x", "date": "2024-1-1"}, "date", "YYYY-MM-DD"),
-    ("append", {"text": "x", "heading": "two\nlines"}, "heading", "single line"),
-    ("append", {"text": "   "}, "text", "must not be empty"),
-    ("reindex", {"full": "yes"}, "full", "true or false"),
-    ("workspace.add", {}, "path", "required"),
-    ("workspace.add", {"path": "relative/dir"}, "path", "absolute"),
-    ("workspace.add", {"path": "/tmp/\x00x"}, "path", "NUL"),
-    ("status", {"workspace": "/tmp/\x00x"}, "workspace", "NUL"),
-    ("workspace.remove", {"workspace": "w", "delete": True}, "delete", "unknown param"),
-    ("hello", {"client": "x", "protocol": "1"}, "protocol", "an integer"),
-    ("shutdown", {"now": True}, "now", "unknown param"),
-])
+@pytest.mark.parametrize(
+    ("method", "params", "param", "words"),
+    [
+        ("search", {"query": "x", "max_results": "6"}, "max_results", "an integer 1..100"),
+        ("search", {"query": "x", "max_results": 500}, "max_results", "1..100"),
+        ("search", {"query": "x", "max_results": True}, "max_results", "an integer"),
+        ("search", {"query": "x", "min_score": 1.5}, "min_score", "0.0..1.0"),
+        ("search", {"query": "x", "mode": "fuzzy"}, "mode", "hybrid|vector|keyword"),
+        ("search", {"query": "x", "sources": ["memory", "mail"]}, "sources", "memory|sessions"),
+        ("search", {"query": "x", "sources": []}, "sources", "non-empty"),
+        ("search", {"query": "x", "since": "2024-13-01"}, "since", "valid date"),
+        ("search", {"query": "x", "since": "yesterday"}, "since", "YYYY-MM-DD"),
+        ("search", {"query": "x", "since": "2024-02-01", "until": "2024-01-01"}, "since", "after"),
+        ("search", {"query": ""}, "query", "must not be empty"),
+        ("search", {}, "query", "required"),
+        ("search", {"query": "x", "max_result": 3}, "max_result", "unknown param"),
+        ("get", {"path": "MEMORY.md", "from": 0}, "from", ">= 1"),
+        ("get", {"path": 7}, "path", "a string"),
+        ("append", {"text": "x", "date": "2024-1-1"}, "date", "YYYY-MM-DD"),
+        ("append", {"text": "x", "heading": "two\nlines"}, "heading", "single line"),
+        ("append", {"text": "   "}, "text", "must not be empty"),
+        ("reindex", {"full": "yes"}, "full", "true or false"),
+        ("workspace.add", {}, "path", "required"),
+        ("workspace.add", {"path": "relative/dir"}, "path", "absolute"),
+        ("workspace.add", {"path": "/tmp/\x00x"}, "path", "NUL"),
+        ("status", {"workspace": "/tmp/\x00x"}, "workspace", "NUL"),
+        ("workspace.remove", {"workspace": "w", "delete": True}, "delete", "unknown param"),
+        ("hello", {"client": "x", "protocol": "1"}, "protocol", "an integer"),
+        ("shutdown", {"now": True}, "now", "unknown param"),
+    ],
+)
 def test_bad_params_are_invalid_params_naming_the_param(
-        md_daemon: DaemonThread, method: str, params: dict[str, object], param: str,
-        words: str) -> None:
+    md_daemon: DaemonThread, method: str, params: dict[str, object], param: str, words: str
+) -> None:
     with RawConn(md_daemon.socket_path) as c:
         frame = c.call(method, params)
         assert error_code(frame) == "invalid_params", frame
@@ -102,7 +110,8 @@ def test_params_that_are_not_a_map_are_invalid_params(md_daemon: DaemonThread) -
 
 
 def test_an_unexpected_failure_is_internal_and_the_daemon_keeps_serving(
-        md_daemon: DaemonThread) -> None:
+    md_daemon: DaemonThread,
+) -> None:
     async def broken(p: Params, req: Request) -> dict[str, Any]:
         p.done()
         raise RuntimeError("disk on fire " + "x" * 1000)
@@ -113,7 +122,8 @@ def test_an_unexpected_failure_is_internal_and_the_daemon_keeps_serving(
         frame = c.call("test.broken")
         assert error_code(frame) == "internal"
         assert frame["error"]["message"].startswith(
-            "internal error in test.broken: RuntimeError: disk on fire")
+            "internal error in test.broken: RuntimeError: disk on fire"
+        )
         assert len(frame["error"]["message"]) < 400
         assert c.result("hello")["server"] == "memoryd"
     [logged] = [e for e in logs if e["event"] == "internal_error"]
@@ -154,8 +164,12 @@ def test_a_client_pipelining_without_reading_is_held_back_not_buffered(md_home: 
         assert d.daemon is not None
         server = d.daemon.server
         c.result("workspace.add", {"path": str(ws)})
-        c.send_raw(b"".join(protocol.pack(protocol.request(i, "get", {"path": "MEMORY.md"}))
-                            for i in range(1000, 1500)))
+        c.send_raw(
+            b"".join(
+                protocol.pack(protocol.request(i, "get", {"path": "MEMORY.md"}))
+                for i in range(1000, 1500)
+            )
+        )
         peak = 0
         for _ in range(100):  # 1 s: long enough for every request the daemon reads to start
             peak = max(peak, server.in_flight)
@@ -172,8 +186,10 @@ def test_a_client_pipelining_without_reading_is_held_back_not_buffered(md_home: 
 
 
 def test_oversize_frame_is_too_large_before_the_body_and_closes(md_home: Path) -> None:
-    with DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d, \
-            RawConn(d.socket_path) as c:
+    with (
+        DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d,
+        RawConn(d.socket_path) as c,
+    ):
         c.send_raw(struct.pack(">I", 1 << 30))  # announce 1 GiB, send nothing
         frame = c.frame()
         assert error_code(frame) == "too_large"
@@ -184,24 +200,30 @@ def test_oversize_frame_is_too_large_before_the_body_and_closes(md_home: Path) -
 def test_response_above_the_frame_limit_is_too_large_not_a_broken_frame(md_home: Path) -> None:
     ws = make_workspace(md_home / "ws")
     (ws / "MEMORY.md").write_text("some words on a line\n" * 1000)
-    with DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d, \
-            RawConn(d.socket_path) as c:
+    with (
+        DaemonThread(md_home, config={"server": {"max_frame_bytes": 4096}}) as d,
+        RawConn(d.socket_path) as c,
+    ):
         c.result("workspace.add", {"path": str(ws)})
         frame = c.call("get", {"path": "MEMORY.md"})
         assert error_code(frame) == "too_large"
         assert c.result("get", {"path": "MEMORY.md", "lines": 1})["total_lines"] == 1000
 
 
-@pytest.mark.parametrize("body", [
-    b"\xc1",  # never-used msgpack byte
-    msgpack.packb([1, 2, 3]),  # not a map
-    msgpack.packb({"id": 1}),  # no method
-    msgpack.packb({"id": "7", "method": "hello"}),  # id not an integer
-    msgpack.packb({1: 2}),  # non-str key
-    b"",  # empty body
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"\xc1",  # never-used msgpack byte
+        msgpack.packb([1, 2, 3]),  # not a map
+        msgpack.packb({"id": 1}),  # no method
+        msgpack.packb({"id": "7", "method": "hello"}),  # id not an integer
+        msgpack.packb({1: 2}),  # non-str key
+        b"",  # empty body
+    ],
+)
 def test_malformed_frame_is_protocol_error_and_close_while_others_carry_on(
-        md_daemon: DaemonThread, body: bytes) -> None:
+    md_daemon: DaemonThread, body: bytes
+) -> None:
     with RawConn(md_daemon.socket_path) as good, RawConn(md_daemon.socket_path) as bad:
         assert good.result("hello")["server"] == "memoryd"
         bad.send_raw(struct.pack(">I", len(body)) + body)
@@ -211,12 +233,14 @@ def test_malformed_frame_is_protocol_error_and_close_while_others_carry_on(
         assert good.result("hello")["server"] == "memoryd"
 
 
-def test_requests_before_a_bad_frame_are_answered_before_its_error(
-        md_daemon: DaemonThread) -> None:
+def test_requests_before_a_bad_frame_are_answered_before_its_error(md_daemon: DaemonThread) -> None:
     with RawConn(md_daemon.socket_path) as c:
-        c.send_raw(protocol.pack(protocol.request(1, "hello"))
-                   + protocol.pack(protocol.request(2, "workspace.list"))
-                   + struct.pack(">I", 3) + b"\xc1\xc1\xc1")  # 0xc1: never valid msgpack
+        c.send_raw(
+            protocol.pack(protocol.request(1, "hello"))
+            + protocol.pack(protocol.request(2, "workspace.list"))
+            + struct.pack(">I", 3)
+            + b"\xc1\xc1\xc1"
+        )  # 0xc1: never valid msgpack
         frames = [c.recv(), c.recv(), c.recv()]
         assert [f["id"] for f in frames if f is not None] == [1, 2, None]
         assert error_code(frames[2]) == "protocol_error"
@@ -234,8 +258,10 @@ def test_unsupported_protocol_version_names_the_supported_one(md_daemon: DaemonT
 
 def test_half_closed_connection_still_gets_its_answers(md_daemon: DaemonThread) -> None:
     with RawConn(md_daemon.socket_path) as c:
-        c.send_raw(protocol.pack(protocol.request(1, "hello"))
-                   + protocol.pack(protocol.request(2, "workspace.list")))
+        c.send_raw(
+            protocol.pack(protocol.request(1, "hello"))
+            + protocol.pack(protocol.request(2, "workspace.list"))
+        )
         c.sock.shutdown(socket.SHUT_WR)
         ids = {c.recv()["id"], c.recv()["id"]}  # type: ignore[index]
         assert ids == {1, 2}
@@ -284,7 +310,8 @@ def test_connection_from_another_uid_is_refused(md_daemon: DaemonThread) -> None
 
 
 def test_a_peer_whose_credentials_cannot_be_read_is_refused(
-        md_daemon: DaemonThread, monkeypatch: pytest.MonkeyPatch) -> None:
+    md_daemon: DaemonThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fail closed: the BSD/macOS path (getpeereid) failing refuses the connection. On
     Linux glibc has no getpeereid, so taking that path is a real failure to tell."""
     if not sys.platform.startswith("linux"):
@@ -324,7 +351,8 @@ def _blocked_append(d: Daemon, ws: Path) -> tuple[threading.Lock, RawConn]:
 
 
 def test_requests_after_shutdown_began_get_shutting_down_while_in_flight_finish(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     ws = make_workspace(md_home / "ws")
 
     async def main() -> None:
@@ -404,12 +432,14 @@ def test_workspace_names_are_unique_and_resolve_by_name_path_or_inner_path() -> 
 
 
 def test_config_declared_workspace_is_listed_and_cannot_be_removed_at_run_time(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     ws = make_workspace(md_home / "declared")
     config = {"workspaces": [{"path": str(ws), "name": "main"}]}
     with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
         assert c.result("workspace.list")["workspaces"] == [
-            {"name": "main", "path": str(ws.resolve()), "source": "config"}]
+            {"name": "main", "path": str(ws.resolve()), "source": "config"}
+        ]
         frame = c.call("workspace.remove", {"workspace": "main"})
         assert error_code(frame) == "invalid_params"
         assert "config" in frame["error"]["message"]
@@ -417,15 +447,21 @@ def test_config_declared_workspace_is_listed_and_cannot_be_removed_at_run_time(
 
 
 def test_search_sources_in_the_config_is_what_a_search_without_sources_looks_in(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     ws = make_workspace(md_home / "ws")
     (ws / "sessions").mkdir()
     (ws / "sessions" / "s1.jsonl").write_text(
         '{"type": "session", "version": 1, "id": "s1", "timestamp": "2024-05-01T10:00:00Z"}\n'
         '{"type": "message", "message": {"role": "user", "content": "The kayak trip is on '
-        'Sunday."}}\n', encoding="utf-8")
-    config = {"index": {"sessions": True}, "search": {"sources": ["memory", "sessions"]},
-              "workspaces": [{"path": str(ws), "name": "main"}]}
+        'Sunday."}}\n',
+        encoding="utf-8",
+    )
+    config = {
+        "index": {"sessions": True},
+        "search": {"sources": ["memory", "sessions"]},
+        "workspaces": [{"path": str(ws), "name": "main"}],
+    }
     with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
         c.result("reindex")
         found = c.result("search", {"query": "kayak"})["results"]
@@ -459,8 +495,9 @@ def test_workspace_added_while_the_model_loads_is_opened_once(md_home: Path) -> 
     before = writer_threads()
 
     async def main() -> None:
-        async with run_daemon(md_home, env={"MEMORYD_EMBEDDING_PROVIDER": "local"},
-                              wait_background=False) as d:
+        async with run_daemon(
+            md_home, env={"MEMORYD_EMBEDDING_PROVIDER": "local"}, wait_background=False
+        ) as d:
             with capture_logs() as logs, RawConn(d.socket_path, timeout=60) as c:
                 assert not d.background_ready.is_set()  # the model is still loading
                 await asyncio.to_thread(c.result, "workspace.add", {"path": str(ws)})
@@ -483,12 +520,14 @@ def test_workspace_removed_while_the_model_loads_is_removed_at_once(md_home: Pat
     async def main() -> None:
         with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
             c.result("workspace.add", {"path": str(ws)})  # registered for the next start
-        async with run_daemon(md_home, env={"MEMORYD_EMBEDDING_PROVIDER": "local"},
-                              wait_background=False) as d:
+        async with run_daemon(
+            md_home, env={"MEMORYD_EMBEDDING_PROVIDER": "local"}, wait_background=False
+        ) as d:
             with RawConn(d.socket_path, timeout=60) as c:
                 assert not d.background_ready.is_set()
                 removed = await asyncio.wait_for(
-                    asyncio.to_thread(c.result, "workspace.remove", {"workspace": "ws"}), 30)
+                    asyncio.to_thread(c.result, "workspace.remove", {"workspace": "ws"}), 30
+                )
                 assert removed["removed"] is True
                 await asyncio.wait_for(d.background_ready.wait(), 30)
                 assert await asyncio.to_thread(c.result, "workspace.list") == {"workspaces": []}
@@ -503,12 +542,23 @@ def _nested(depth: int) -> Any:
     return value
 
 
-@pytest.mark.parametrize(("method", "param"), [
-    ("search", "query"), ("search", "sources"), ("get", "path"), ("append", "text"),
-    ("hello", "client"), ("jobs.run", "name"), ("status", "workspace"), ("search", "bogus")])
+@pytest.mark.parametrize(
+    ("method", "param"),
+    [
+        ("search", "query"),
+        ("search", "sources"),
+        ("get", "path"),
+        ("append", "text"),
+        ("hello", "client"),
+        ("jobs.run", "name"),
+        ("status", "workspace"),
+        ("search", "bogus"),
+    ],
+)
 @pytest.mark.parametrize("depth", [999, 1000])
 def test_a_parameter_nested_a_thousand_deep_is_invalid_params_not_internal(
-        md_daemon: DaemonThread, method: str, param: str, depth: int) -> None:
+    md_daemon: DaemonThread, method: str, param: str, depth: int
+) -> None:
     with RawConn(md_daemon.socket_path) as c:
         frame = c.call(method, {param: _nested(depth)})
         assert error_code(frame) == "invalid_params", frame
@@ -519,7 +569,8 @@ def test_a_parameter_nested_a_thousand_deep_is_invalid_params_not_internal(
 
 
 def test_a_protocol_version_nested_a_thousand_deep_is_a_protocol_error(
-        md_daemon: DaemonThread) -> None:
+    md_daemon: DaemonThread,
+) -> None:
     with RawConn(md_daemon.socket_path) as c:
         c.send({"v": _nested(1000), "id": 1, "method": "hello"})
         assert error_code(c.frame()) == "protocol_error"

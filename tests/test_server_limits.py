@@ -47,8 +47,7 @@ def workspace_with_big_memory(root: Path, mib: int) -> Path:
     return root
 
 
-def test_pipelined_gets_of_a_big_file_not_read_hold_one_answer_not_sixty_four(
-        home: Path) -> None:
+def test_pipelined_gets_of_a_big_file_not_read_hold_one_answer_not_sixty_four(home: Path) -> None:
     """64 pipelined gets of a 15 MiB file, none read, took the daemon to 2.1 GB."""
     write_config(home, "connection_buffer_mb = 8")
     ws = workspace_with_big_memory(home / "ws", 4)
@@ -59,9 +58,12 @@ def test_pipelined_gets_of_a_big_file_not_read_hold_one_answer_not_sixty_four(
             c.result("workspace.add", {"path": str(ws)})
             c.result("get", {"path": "MEMORY.md", "lines": 1})
             before = proc.rss_bytes()
-            c.send_raw(b"".join(protocol.pack(protocol.request(100 + i, "get",
-                                                               {"path": "MEMORY.md"}))
-                                for i in range(64)))
+            c.send_raw(
+                b"".join(
+                    protocol.pack(protocol.request(100 + i, "get", {"path": "MEMORY.md"}))
+                    for i in range(64)
+                )
+            )
             peak = before
             for _ in range(30):  # 3 s: long enough to read 64 x 4 MiB several times over
                 peak = max(peak, proc.rss_bytes())
@@ -78,7 +80,8 @@ def test_pipelined_gets_of_a_big_file_not_read_hold_one_answer_not_sixty_four(
 
 
 def test_unfinished_huge_frames_hold_the_total_budget_at_most_and_nothing_after_close(
-        home: Path) -> None:
+    home: Path,
+) -> None:
     """40 incomplete 16 MiB frames took the daemon from 65 to 721 MB, kept after close."""
     write_config(home, "max_frame_bytes = 4194304\ntotal_buffer_mb = 8")
     proc = Proc(home)
@@ -100,7 +103,7 @@ def test_unfinished_huge_frames_hold_the_total_budget_at_most_and_nothing_after_
             for i, s in enumerate(socks):
                 if sent[i] < len(body):
                     with contextlib.suppress(BlockingIOError):
-                        sent[i] += s.send(body[sent[i]:sent[i] + 256 * 1024])
+                        sent[i] += s.send(body[sent[i] : sent[i] + 256 * 1024])
             time.sleep(0.01)
         held = proc.rss_bytes() - before
         assert held < 40 * MiB, f"held {held // MiB} MiB for {sum(sent) // MiB} MiB sent"
@@ -109,8 +112,9 @@ def test_unfinished_huge_frames_hold_the_total_budget_at_most_and_nothing_after_
         socks.clear()
         with RawConn(proc.socket) as c:  # serving as before
             assert c.result("hello")["server"] == "memoryd"
-        assert wait_for(lambda: proc.rss_bytes() - before < 30 * MiB, 10), \
+        assert wait_for(lambda: proc.rss_bytes() - before < 30 * MiB, 10), (
             f"{(proc.rss_bytes() - before) // MiB} MiB kept after close"
+        )
     finally:
         for s in socks:
             s.close()
@@ -151,17 +155,22 @@ def test_an_idle_connection_is_closed_and_the_client_reconnects_by_itself(home: 
 
 
 def test_a_peer_that_stops_reading_is_closed_after_the_idle_timeout_and_frees_its_budget(
-        home: Path) -> None:
+    home: Path,
+) -> None:
     ws = workspace_with_big_memory(home / "ws", 2)
-    with DaemonThread(home, config={"server": {"idle_timeout": 0.5,
-                                               "connection_buffer_mb": 4}}) as d:
+    with DaemonThread(
+        home, config={"server": {"idle_timeout": 0.5, "connection_buffer_mb": 4}}
+    ) as d:
         assert d.daemon is not None
         server = d.daemon.server
         with RawConn(d.socket_path) as c:
             c.result("workspace.add", {"path": str(ws)})
-            c.send_raw(b"".join(protocol.pack(protocol.request(10 + i, "get",
-                                                               {"path": "MEMORY.md"}))
-                                for i in range(20)))
+            c.send_raw(
+                b"".join(
+                    protocol.pack(protocol.request(10 + i, "get", {"path": "MEMORY.md"}))
+                    for i in range(20)
+                )
+            )
             assert wait_for(lambda: server.held_bytes > MiB)
             assert wait_for(lambda: server.connections == 0, 10)
             assert wait_for(lambda: server.held_bytes == 0 and server.in_flight == 0, 5)
@@ -190,7 +199,8 @@ def test_the_soft_open_file_limit_is_raised_to_the_hard_limit_at_start(home: Pat
 
 
 def test_idle_connections_past_the_fd_limit_are_refused_politely_and_sqlite_still_opens(
-        home: Path) -> None:
+    home: Path,
+) -> None:
     """1,108 idle connections against a 1,024 limit broke new clients, made SQLite fail
     with CantOpenError and wrote 74,033 log lines in 20 s."""
     proc = Proc(home, preexec_fn=lambda: _limit_fds(320, 320))

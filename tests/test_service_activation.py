@@ -48,23 +48,39 @@ os.execv(sys.executable, [sys.executable, "-m", "memoryd.cli", *sys.argv[2:]])
 class Activated:
     """``memoryd run`` started the way systemd starts it for memoryd.socket."""
 
-    def __init__(self, home: Path, listener: socket.socket, *args: str,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, home: Path, listener: socket.socket, *args: str, env: dict[str, str] | None = None
+    ) -> None:
         self.log_path = home / f"daemon-{os.getpid()}-{id(self)}.log"
-        full_env = {**os.environ, "MEMORYD_HOME": str(home),
-                    "MEMORYD_EMBEDDING_PROVIDER": "none", **(env or {})}
-        for key in ("MEMORYD_SOCKET", "MEMORYD_CONFIG", "NOTIFY_SOCKET", "LISTEN_PID",
-                    "LISTEN_FDS"):
+        full_env = {
+            **os.environ,
+            "MEMORYD_HOME": str(home),
+            "MEMORYD_EMBEDDING_PROVIDER": "none",
+            **(env or {}),
+        }
+        for key in (
+            "MEMORYD_SOCKET",
+            "MEMORYD_CONFIG",
+            "NOTIFY_SOCKET",
+            "LISTEN_PID",
+            "LISTEN_FDS",
+        ):
             full_env.pop(key, None)
         with open(self.log_path, "wb") as log:
             self.p = subprocess.Popen(
                 [sys.executable, "-c", ACTIVATE, str(listener.fileno()), "run", *args],
-                pass_fds=[listener.fileno()], env=full_env, stdout=subprocess.DEVNULL,
-                stderr=log)
+                pass_fds=[listener.fileno()],
+                env=full_env,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
 
     def logs(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.log_path.read_text().splitlines()
-                if line.startswith("{")]
+        return [
+            json.loads(line)
+            for line in self.log_path.read_text().splitlines()
+            if line.startswith("{")
+        ]
 
     def events(self) -> list[str]:
         return [e["event"] for e in self.logs()]
@@ -95,8 +111,7 @@ def listen(path: Path) -> socket.socket:
     return sock
 
 
-def test_daemon_serves_on_the_passed_socket_and_leaves_it_in_place_on_sigterm(
-        home: Path) -> None:
+def test_daemon_serves_on_the_passed_socket_and_leaves_it_in_place_on_sigterm(home: Path) -> None:
     path = home / "run" / "memoryd.sock"
     with listen(path) as listener:
         inode = path.stat().st_ino
@@ -215,7 +230,8 @@ def test_listen_variables_are_removed_whatever_they_say() -> None:
 
 
 def test_listening_unix_stream_socket_is_accepted_non_blocking_and_close_on_exec(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     with short_home() as h:
         original = listen(h / "s.sock")
         fd = os.dup(original.fileno())
@@ -231,14 +247,18 @@ def test_listening_unix_stream_socket_is_accepted_non_blocking_and_close_on_exec
             original.close()
 
 
-@pytest.mark.parametrize("kind, message", [
-    ("dgram", "is a AF_UNIX/SOCK_DGRAM socket"),
-    ("unbound stream", "is not listening"),
-    ("tcp", "is a AF_INET/SOCK_STREAM socket"),
-    ("file", "is not a socket"),
-])
-def test_anything_but_a_listening_unix_stream_socket_is_refused(kind: str, message: str,
-                                                                tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "kind, message",
+    [
+        ("dgram", "is a AF_UNIX/SOCK_DGRAM socket"),
+        ("unbound stream", "is not listening"),
+        ("tcp", "is a AF_INET/SOCK_STREAM socket"),
+        ("file", "is not a socket"),
+    ],
+)
+def test_anything_but_a_listening_unix_stream_socket_is_refused(
+    kind: str, message: str, tmp_path: Path
+) -> None:
     if kind == "file":
         fd = os.open(tmp_path / "f", os.O_CREAT | os.O_RDWR)
     else:
@@ -284,8 +304,13 @@ def test_adopted_socket_takes_the_lock_and_is_never_unlinked() -> None:
         inst = Instance(path)
         with capture_logs() as logs:
             assert inst.adopt(listener, "systemd") is listener
-        assert {"event": "socket_inherited", "socket": str(path), "manager": "systemd",
-                "log_level": "info", "component": "memoryd.rpc.instance"} in logs
+        assert {
+            "event": "socket_inherited",
+            "socket": str(path),
+            "manager": "systemd",
+            "log_level": "info",
+            "component": "memoryd.rpc.instance",
+        } in logs
         other = socket.socket(fileno=os.dup(listener.fileno()))  # what a restart is given
         with pytest.raises(AlreadyRunning):
             Instance(path).adopt(other, "systemd")
@@ -296,13 +321,14 @@ def test_adopted_socket_takes_the_lock_and_is_never_unlinked() -> None:
 
 
 def test_nothing_passed_means_none_and_launchd_is_not_touched_on_linux() -> None:
-    code = ("import sys\n"
-            "import memoryd.app, memoryd.cli, memoryd.rpc.instance\n"
-            "from memoryd.service.activation import inherited_socket\n"
-            "assert inherited_socket({}) is None\n"
-            "print('memoryd.service._launchd' in sys.modules)\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys\n"
+        "import memoryd.app, memoryd.cli, memoryd.rpc.instance\n"
+        "from memoryd.service.activation import inherited_socket\n"
+        "assert inherited_socket({}) is None\n"
+        "print('memoryd.service._launchd' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == str(sys.platform == "darwin")
 
 

@@ -66,13 +66,18 @@ class Recorder:
         return [" ".join(c) for c in self.calls]
 
 
-def run_cli(*args: str, home: Path, env: dict[str, str] | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items()
-            if not k.startswith(("MEMORYD_", "XDG_"))}
+def run_cli(
+    *args: str, home: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYD_", "XDG_"))}
     full.update(HOME=str(home), XDG_RUNTIME_DIR=str(home / "xdg"), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "memoryd.cli", "service", *args], env=full,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "memoryd.cli", "service", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def commands_of(output: str) -> list[str]:
@@ -80,7 +85,8 @@ def commands_of(output: str) -> list[str]:
 
 
 def test_install_dry_run_prints_the_unit_and_the_commands_and_changes_nothing(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     done = run_cli("install", "--dry-run", home=tmp_path)
     assert done.returncode == EXIT_OK, done.stderr
     out = done.stdout
@@ -90,33 +96,44 @@ def test_install_dry_run_prints_the_unit_and_the_commands_and_changes_nothing(
     assert f"\n# write {unit}\n" in out
     assert f"\nExecStart={find_memoryd()} run --socket %t/memoryd/memoryd.sock\n" in out
     assert "\nType=notify\n" in out and "\nMemoryDenyWriteExecute=yes\n" in out
-    assert commands_of(out) == ["systemctl --user daemon-reload",
-                                "systemctl --user enable memoryd.service",
-                                "systemctl --user restart memoryd.service"]
+    assert commands_of(out) == [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable memoryd.service",
+        "systemctl --user restart memoryd.service",
+    ]
     assert not (tmp_path / ".config").exists()
 
 
 def test_install_dry_run_with_socket_activation_enables_the_socket_unit(tmp_path: Path) -> None:
-    done = run_cli("install", "--socket-activation", "--dry-run", home=tmp_path,
-                   env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")})
+    done = run_cli(
+        "install",
+        "--socket-activation",
+        "--dry-run",
+        home=tmp_path,
+        env={"XDG_CONFIG_HOME": str(tmp_path / "cfg")},
+    )
     assert done.returncode == EXIT_OK, done.stderr
     out = done.stdout
     units = tmp_path / "cfg" / "systemd" / "user"
     assert f"# write {units / 'memoryd.service'}\n" in out
     assert f"# write {units / 'memoryd.socket'}\n" in out
     assert "\nListenStream=%t/memoryd/memoryd.sock\n" in out
-    assert commands_of(out) == ["systemctl --user daemon-reload",
-                                "systemctl --user disable memoryd.service",
-                                "systemctl --user stop memoryd.service",
-                                "systemctl --user enable --now memoryd.socket"]
+    assert commands_of(out) == [
+        "systemctl --user daemon-reload",
+        "systemctl --user disable memoryd.service",
+        "systemctl --user stop memoryd.service",
+        "systemctl --user enable --now memoryd.socket",
+    ]
     assert not units.exists()
 
 
 def test_dry_run_notes_what_the_service_will_not_see(tmp_path: Path) -> None:
-    done = run_cli("install", "--dry-run", home=tmp_path,
-                   env={"MEMORYD_HOME": str(tmp_path / "portable")})
-    assert "# note: MEMORYD_HOME is set in this shell, but the service does not see it" \
-        in done.stdout
+    done = run_cli(
+        "install", "--dry-run", home=tmp_path, env={"MEMORYD_HOME": str(tmp_path / "portable")}
+    )
+    assert (
+        "# note: MEMORYD_HOME is set in this shell, but the service does not see it" in done.stdout
+    )
 
 
 def test_uninstall_dry_run_with_nothing_installed_says_so(tmp_path: Path) -> None:
@@ -128,8 +145,12 @@ def test_uninstall_dry_run_with_nothing_installed_says_so(tmp_path: Path) -> Non
 
 def test_service_needs_an_action() -> None:
     for args in ([], ["restart"]):
-        done = subprocess.run([sys.executable, "-m", "memoryd.cli", "service", *args],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "memoryd.cli", "service", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == EXIT_USAGE
 
 
@@ -137,16 +158,19 @@ def test_service_needs_an_action() -> None:
 
 
 def test_reinstalling_without_socket_activation_retires_the_socket_unit_first(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     (tmp_path / "memoryd.socket").write_text("[Socket]\n")
     plan = systemd_install(find_memoryd(), tmp_path, socket_activation=False)
     kinds = [(type(s).__name__, str(s) if isinstance(s, Run) else "") for s in plan.steps]
-    assert kinds == [("WriteFile", ""),
-                     ("Run", "systemctl --user disable --now memoryd.socket"),
-                     ("RemoveFile", ""),
-                     ("Run", "systemctl --user daemon-reload"),
-                     ("Run", "systemctl --user enable memoryd.service"),
-                     ("Run", "systemctl --user restart memoryd.service")]
+    assert kinds == [
+        ("WriteFile", ""),
+        ("Run", "systemctl --user disable --now memoryd.socket"),
+        ("RemoveFile", ""),
+        ("Run", "systemctl --user daemon-reload"),
+        ("Run", "systemctl --user enable memoryd.service"),
+        ("Run", "systemctl --user restart memoryd.service"),
+    ]
 
 
 def test_uninstall_disables_then_removes_both_units(tmp_path: Path) -> None:
@@ -156,9 +180,12 @@ def test_uninstall_disables_then_removes_both_units(tmp_path: Path) -> None:
     assert [str(s) for s in plan.steps if isinstance(s, Run)] == [
         "systemctl --user disable --now memoryd.socket",
         "systemctl --user disable --now memoryd.service",
-        "systemctl --user daemon-reload"]
+        "systemctl --user daemon-reload",
+    ]
     assert {s.path.name for s in plan.steps if isinstance(s, RemoveFile)} == {
-        "memoryd.service", "memoryd.socket"}
+        "memoryd.service",
+        "memoryd.socket",
+    }
 
 
 def test_launchd_plans_bootstrap_and_bootout_in_the_gui_domain(tmp_path: Path) -> None:
@@ -169,7 +196,8 @@ def test_launchd_plans_bootstrap_and_bootout_in_the_gui_domain(tmp_path: Path) -
     assert [str(r) for r in runs] == [
         "launchctl bootout gui/501/dev.memoryd.memoryd",
         "launchctl enable gui/501/dev.memoryd.memoryd",
-        f"launchctl bootstrap gui/501 {plist}"]
+        f"launchctl bootstrap gui/501 {plist}",
+    ]
     assert not runs[0].check and runs[2].attempts > 1
     made = [s.path for s in plan.steps if isinstance(s, MakeDir)]
     assert made[:2] == [tmp_path / "logs", sock.parent]  # launchd creates neither
@@ -182,48 +210,72 @@ def test_launchd_plans_bootstrap_and_bootout_in_the_gui_domain(tmp_path: Path) -
 
 def test_execute_writes_runs_in_order_and_stops_at_the_first_failure(tmp_path: Path) -> None:
     runner = Recorder({"enable": (1, "", "Failed to enable unit: Access denied\n")})
-    plan = Plan("systemd", "install", [
-        WriteFile(tmp_path / "a" / "memoryd.service", "[Unit]\n"),
-        Run(("systemctl", "--user", "daemon-reload")),
-        Run(("systemctl", "--user", "enable", "memoryd.service")),
-        Run(("systemctl", "--user", "restart", "memoryd.service"))])
+    plan = Plan(
+        "systemd",
+        "install",
+        [
+            WriteFile(tmp_path / "a" / "memoryd.service", "[Unit]\n"),
+            Run(("systemctl", "--user", "daemon-reload")),
+            Run(("systemctl", "--user", "enable", "memoryd.service")),
+            Run(("systemctl", "--user", "restart", "memoryd.service")),
+        ],
+    )
     with pytest.raises(CommandFailed) as info:
         execute(plan, runner)
-    assert str(info.value) == ("`systemctl --user enable memoryd.service` failed (exit 1): "
-                               "Failed to enable unit: Access denied")
-    assert runner.commands() == ["systemctl --user daemon-reload",
-                                 "systemctl --user enable memoryd.service"]
+    assert str(info.value) == (
+        "`systemctl --user enable memoryd.service` failed (exit 1): "
+        "Failed to enable unit: Access denied"
+    )
+    assert runner.commands() == [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable memoryd.service",
+    ]
     written = tmp_path / "a" / "memoryd.service"
     assert written.read_text() == "[Unit]\n" and written.stat().st_mode & 0o777 == 0o644
 
 
 def test_execute_ignores_expected_failures_and_retries_when_asked() -> None:
-    runner = Recorder({"bootout": (3, "", "Boot-out failed: 3: No such process"),
-                       "bootstrap": (5, "", "Bootstrap failed: 5: Input/output error")})
-    execute(Plan("launchd", "x", [Run(("launchctl", "bootout", "gui/1/x"), check=False)]),
-            runner)
+    runner = Recorder(
+        {
+            "bootout": (3, "", "Boot-out failed: 3: No such process"),
+            "bootstrap": (5, "", "Bootstrap failed: 5: Input/output error"),
+        }
+    )
+    execute(Plan("launchd", "x", [Run(("launchctl", "bootout", "gui/1/x"), check=False)]), runner)
     with pytest.raises(CommandFailed, match="Input/output error"):
-        execute(Plan("launchd", "x", [Run(("launchctl", "bootstrap", "gui/1", "p"),
-                                          attempts=2)]), runner)
+        execute(
+            Plan("launchd", "x", [Run(("launchctl", "bootstrap", "gui/1", "p"), attempts=2)]),
+            runner,
+        )
     assert runner.commands().count("launchctl bootstrap gui/1 p") == 2
 
 
 # -- detecting the service manager --------------------------------------------------------
 
 
-@pytest.mark.skipif(not Path("/usr/bin/systemctl").exists() and not Path("/bin/systemctl")
-                    .exists(), reason="systemctl is not installed")
+@pytest.mark.skipif(
+    not Path("/usr/bin/systemctl").exists() and not Path("/bin/systemctl").exists(),
+    reason="systemctl is not installed",
+)
 def test_a_usable_systemd_user_instance_is_told_from_an_absent_one(tmp_path: Path) -> None:
     booted = tmp_path / "run-systemd-system"
-    assert "systemd is not running here" in availability(
-        Recorder(), "linux", systemd_booted=booted).detail
+    assert (
+        "systemd is not running here"
+        in availability(Recorder(), "linux", systemd_booted=booted).detail
+    )
     booted.mkdir()
     for state, ok in [("running", True), ("degraded", True), ("offline", False)]:
-        got = availability(Recorder({"is-system-running": (0 if ok else 1, state + "\n", "")}),
-                           "linux", systemd_booted=booted)
+        got = availability(
+            Recorder({"is-system-running": (0 if ok else 1, state + "\n", "")}),
+            "linux",
+            systemd_booted=booted,
+        )
         assert got.ok is ok and state in got.detail
-    down = availability(Recorder({"is-system-running": (1, "", "Failed to connect to bus: "
-                                  "No medium found\n")}), "linux", systemd_booted=booted)
+    down = availability(
+        Recorder({"is-system-running": (1, "", "Failed to connect to bus: No medium found\n")}),
+        "linux",
+        systemd_booted=booted,
+    )
     assert not down.ok and "Failed to connect to bus" in down.detail
 
 
@@ -249,8 +301,9 @@ def test_without_a_service_manager_install_points_to_memoryd_run(tmp_path: Path)
         assert "`memoryd run`" in err
 
 
-def test_install_and_uninstall_through_systemctl(tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_install_and_uninstall_through_systemctl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))  # where the client looks
     runner = Recorder()
     env = {"HOME": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path), "USER": "nobody-here"}
@@ -258,17 +311,21 @@ def test_install_and_uninstall_through_systemctl(tmp_path: Path,
     assert (code, err) == (EXIT_OK, "")
     unit = tmp_path / ".config" / "systemd" / "user" / "memoryd.service"
     assert unit.read_text().count(f"ExecStart={find_memoryd()} run") == 1
-    assert runner.commands() == ["systemctl --user daemon-reload",
-                                 "systemctl --user enable memoryd.service",
-                                 "systemctl --user restart memoryd.service"]
+    assert runner.commands() == [
+        "systemctl --user daemon-reload",
+        "systemctl --user enable memoryd.service",
+        "systemctl --user restart memoryd.service",
+    ]
     assert f"wrote {unit}\n" in out and "$ systemctl --user restart memoryd.service\n" in out
     assert "memoryd is installed (systemd) and not answering yet" in out
     assert "loginctl enable-linger $USER" in out
     runner.calls.clear()
     code, out, _ = main("uninstall", env=env, runner=runner, avail=SYSTEMD)
     assert code == EXIT_OK and not unit.exists()
-    assert runner.commands() == ["systemctl --user disable --now memoryd.service",
-                                 "systemctl --user daemon-reload"]
+    assert runner.commands() == [
+        "systemctl --user disable --now memoryd.service",
+        "systemctl --user daemon-reload",
+    ]
     assert "memoryd is uninstalled (systemd)" in out
 
 
@@ -276,8 +333,10 @@ def test_a_refused_command_is_one_line_and_its_own_exit_code(tmp_path: Path) -> 
     runner = Recorder({"enable": (1, "", "Failed to enable unit: Unit file is masked.\n")})
     code, _, err = main("install", env={"HOME": str(tmp_path)}, runner=runner, avail=SYSTEMD)
     assert code == EXIT_SERVICE_FAILED
-    assert err == ("memoryd: `systemctl --user enable memoryd.service` failed (exit 1): "
-                   "Failed to enable unit: Unit file is masked.\n")
+    assert err == (
+        "memoryd: `systemctl --user enable memoryd.service` failed (exit 1): "
+        "Failed to enable unit: Unit file is masked.\n"
+    )
 
 
 @pytest.fixture
@@ -292,14 +351,19 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_status_without_a_manager_still_asks_the_daemon(runtime: Path) -> None:
     sock = runtime / "memoryd" / "memoryd.sock"
     env = {**os.environ, "MEMORYD_HOME": str(runtime), "MEMORYD_EMBEDDING_PROVIDER": "none"}
-    daemon = subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run", "--socket",
-                               str(sock)], env=env, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "memoryd.cli", "run", "--socket", str(sock)],
+        env=env,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert wait_for(lambda: accepts(sock), 15)
         # MEMORYD_HOME points elsewhere: status asks the service's socket all the same.
-        code, out, _ = main("status", env={"MEMORYD_HOME": "/nonexistent",
-                                           "XDG_RUNTIME_DIR": str(runtime)},
-                            platform="freebsd14")
+        code, out, _ = main(
+            "status",
+            env={"MEMORYD_HOME": "/nonexistent", "XDG_RUNTIME_DIR": str(runtime)},
+            platform="freebsd14",
+        )
     finally:
         daemon.terminate()
         daemon.wait(20)
@@ -307,8 +371,11 @@ def test_status_without_a_manager_still_asks_the_daemon(runtime: Path) -> None:
     assert code == EXIT_OK
     assert lines[0].startswith("service manager: none: no supported service manager")
     assert "`memoryd run`" in lines[0]
-    assert re.fullmatch(rf"daemon: memoryd \S+, pid {daemon.pid}, protocol 1, on "
-                        rf"{re.escape(str(sock))}", lines[1]), lines
+    assert re.fullmatch(
+        rf"daemon: memoryd \S+, pid {daemon.pid}, protocol 1, on "
+        rf"{re.escape(str(sock))}",
+        lines[1],
+    ), lines
 
 
 def test_status_says_not_running_and_exits_1_when_nobody_answers(runtime: Path) -> None:
@@ -325,12 +392,22 @@ def test_status_of_an_idle_socket_unit_does_not_start_the_daemon(runtime: Path) 
     accepted: list[object] = []
     t = threading.Thread(target=lambda: accepted.append(_accept(listener)))
     t.start()
-    shows = {"show memoryd.service": (0, "LoadState=loaded\nActiveState=inactive\nSubState=dead"
-                                         "\nUnitFileState=disabled\nMainPID=0\n", ""),
-             "show memoryd.socket": (0, "LoadState=loaded\nActiveState=active\nSubState="
-                                        "listening\nUnitFileState=enabled\n", "")}
-    code, out, _ = main("status", env={"XDG_RUNTIME_DIR": str(runtime)},
-                        runner=Recorder(shows), avail=SYSTEMD)
+    shows = {
+        "show memoryd.service": (
+            0,
+            "LoadState=loaded\nActiveState=inactive\nSubState=dead"
+            "\nUnitFileState=disabled\nMainPID=0\n",
+            "",
+        ),
+        "show memoryd.socket": (
+            0,
+            "LoadState=loaded\nActiveState=active\nSubState=listening\nUnitFileState=enabled\n",
+            "",
+        ),
+    }
+    code, out, _ = main(
+        "status", env={"XDG_RUNTIME_DIR": str(runtime)}, runner=Recorder(shows), avail=SYSTEMD
+    )
     t.join()
     listener.close()
     assert code == EXIT_OK and accepted == [None]
@@ -338,7 +415,8 @@ def test_status_of_an_idle_socket_unit_does_not_start_the_daemon(runtime: Path) 
         "service manager: systemd user instance (running)",
         "memoryd.service: inactive (dead), disabled",
         "memoryd.socket: active (listening), enabled",
-        f"daemon: not running; starts on the first connection to {runtime}/memoryd/memoryd.sock"]
+        f"daemon: not running; starts on the first connection to {runtime}/memoryd/memoryd.sock",
+    ]
 
 
 def _accept(listener: socket.socket) -> object:
@@ -352,11 +430,18 @@ def _accept(listener: socket.socket) -> object:
 
 def test_readme_documents_running_as_a_service() -> None:
     text = README.read_text()
-    section = text[text.index("## Running as a service"):text.index("## Development")]
-    for needle in ("memoryd service install", "--socket-activation", "memoryd service status",
-                   "memoryd service uninstall", "loginctl enable-linger",
-                   "journalctl --user -u memoryd", "~/Library/Logs/memoryd/",
-                   "launchd", "systemd"):
+    section = text[text.index("## Running as a service") : text.index("## Development")]
+    for needle in (
+        "memoryd service install",
+        "--socket-activation",
+        "memoryd service status",
+        "memoryd service uninstall",
+        "loginctl enable-linger",
+        "journalctl --user -u memoryd",
+        "~/Library/Logs/memoryd/",
+        "launchd",
+        "systemd",
+    ):
         assert needle in section, needle
 
 
@@ -366,9 +451,11 @@ def test_readme_documents_running_as_a_service() -> None:
 HERE = availability()
 
 
-@pytest.mark.skipif(os.environ.get("MEMORYD_TEST_SERVICE_INSTALL") != "1",
-                    reason="installs into your real user service manager; set "
-                    "MEMORYD_TEST_SERVICE_INSTALL=1 to allow it")
+@pytest.mark.skipif(
+    os.environ.get("MEMORYD_TEST_SERVICE_INSTALL") != "1",
+    reason="installs into your real user service manager; set "
+    "MEMORYD_TEST_SERVICE_INSTALL=1 to allow it",
+)
 @pytest.mark.skipif(not HERE.ok, reason=f"no service manager here: {HERE.detail}")
 def test_real_install_runs_the_daemon_and_uninstall_removes_it() -> None:
     code, out, err = main("install")

@@ -64,13 +64,22 @@ class FakeSystemd:
 
 
 def start(home: Path, notify: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    full = {**os.environ, "MEMORYD_HOME": str(home), "MEMORYD_EMBEDDING_PROVIDER": "none",
-            "NOTIFY_SOCKET": notify, **(env or {})}
+    full = {
+        **os.environ,
+        "MEMORYD_HOME": str(home),
+        "MEMORYD_EMBEDDING_PROVIDER": "none",
+        "NOTIFY_SOCKET": notify,
+        **(env or {}),
+    }
     for key in ("MEMORYD_SOCKET", "MEMORYD_CONFIG", "WATCHDOG_USEC", "WATCHDOG_PID"):
         if key not in (env or {}):
             full.pop(key, None)
-    return subprocess.Popen([sys.executable, "-m", "memoryd.cli", "run"], env=full,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [sys.executable, "-m", "memoryd.cli", "run"],
+        env=full,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @pytest.fixture
@@ -79,8 +88,7 @@ def home() -> Iterator[Path]:
         yield h
 
 
-def test_ready_when_the_socket_serves_status_while_scanning_stopping_on_sigterm(
-        home: Path) -> None:
+def test_ready_when_the_socket_serves_status_while_scanning_stopping_on_sigterm(home: Path) -> None:
     ws = home / "ws"
     (ws / "memory").mkdir(parents=True)
     body = "".join(f"line {j} of a note about subject {j % 7}\n" for j in range(30))
@@ -97,9 +105,14 @@ def test_ready_when_the_socket_serves_status_while_scanning_stopping_on_sigterm(
             messages = systemd.wait_for(f"STATUS=ready: 1 workspace, {FILES} files", 60)
             scan_s = client.status().raw["workspaces"][0]["startup_scan"]["seconds"]
         statuses = [m for m in messages[1:] if m.startswith("STATUS=")]
-        assert all(re.fullmatch(r"STATUS=(indexing \d+/\d+ files|indexing: listing files|"
-                                r"opening 1 of 1 workspaces|ready: .*)", m)
-                   for m in statuses), statuses
+        assert all(
+            re.fullmatch(
+                r"STATUS=(indexing \d+/\d+ files|indexing: listing files|"
+                r"opening 1 of 1 workspaces|ready: .*)",
+                m,
+            )
+            for m in statuses
+        ), statuses
         if scan_s > 2 * STATUS_INTERVAL_S:  # the status loop looked at least once meanwhile
             assert any(m.startswith("STATUS=indexing") for m in statuses), statuses
         daemon.send_signal(signal.SIGTERM)
@@ -189,8 +202,13 @@ def test_status_text_is_one_line_and_watchdog_needs_our_pid(home: Path) -> None:
     assert Notifier({"WATCHDOG_USEC": "junk"}).watchdog_interval is None
 
 
-def workspace(name: str, *, scanning: SyncProgress | None = None, scanned: int | None = None,
-              broken: bool = False) -> Workspace:
+def workspace(
+    name: str,
+    *,
+    scanning: SyncProgress | None = None,
+    scanned: int | None = None,
+    broken: bool = False,
+) -> Workspace:
     ws = Workspace(name, Path("/w") / name, "config")
     if broken:
         ws.error = "not a directory"
@@ -210,10 +228,14 @@ def test_startup_status_sums_the_running_scans() -> None:
     assert startup_status([one], True) == ("indexing 120/900 files", False)
     two = workspace("b", scanning=SyncProgress("indexing", 20, 100))
     done = workspace("c", scanned=7)
-    assert startup_status([one, two, done], True) == ("indexing 140/1000 files in 2 workspaces",
-                                                       False)
+    assert startup_status([one, two, done], True) == (
+        "indexing 140/1000 files in 2 workspaces",
+        False,
+    )
     assert startup_status([workspace("d")], True) == ("indexing: listing files", False)
     opening = Workspace("e", Path("/w/e"), "config")
     assert startup_status([done, opening], True) == ("opening 1 of 2 workspaces", False)
-    assert startup_status([done, workspace("f", scanned=3), workspace("g", broken=True)],
-                          True) == ("ready: 3 workspaces, 10 files; unavailable: g", True)
+    assert startup_status([done, workspace("f", scanned=3), workspace("g", broken=True)], True) == (
+        "ready: 3 workspaces, 10 files; unavailable: g",
+        True,
+    )

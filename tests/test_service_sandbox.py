@@ -32,8 +32,10 @@ import pytest
 import memoryd
 
 # x86-64 and arm64: (AUDIT_ARCH_*, mmap, mprotect, pkey_mprotect, shmat, socket)
-ARCHES = {"x86_64": (0xC000003E, 9, 10, 329, 30, 41),
-          "aarch64": (0xC00000B7, 222, 226, 288, 196, 198)}
+ARCHES = {
+    "x86_64": (0xC000003E, 9, 10, 329, 30, 41),
+    "aarch64": (0xC00000B7, 222, 226, 288, 196, 198),
+}
 PROT_WRITE, PROT_EXEC, SHM_EXEC = 0x2, 0x4, 0o100000
 ALLOWED_FAMILIES = (socket.AF_UNIX, socket.AF_INET, socket.AF_INET6)
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
@@ -50,15 +52,14 @@ def assemble(code: Sequence[Insn]) -> list[bytes]:
     labels: dict[str, int] = {}
     for item in code:
         if isinstance(item, str):
-            labels[item] = sum(1 for i in code[:code.index(item)] if not isinstance(i, str))
+            labels[item] = sum(1 for i in code[: code.index(item)] if not isinstance(i, str))
     out: list[bytes] = []
     for item in code:
         if isinstance(item, str):
             continue
         op, k, *jumps = item
         here = len(out)
-        jt, jf = ((labels[jumps[0]] - here - 1, labels[jumps[1]] - here - 1)
-                  if jumps else (0, 0))
+        jt, jf = (labels[jumps[0]] - here - 1, labels[jumps[1]] - here - 1) if jumps else (0, 0)
         out.append(struct.pack("=HBBI", op, jt, jf, k))
     return out
 
@@ -66,40 +67,68 @@ def assemble(code: Sequence[Insn]) -> list[bytes]:
 def filter_program(machine: str) -> list[bytes]:
     arch, mmap, mprotect, pkey_mprotect, shmat, sock = ARCHES[machine]
     wx = PROT_WRITE | PROT_EXEC
-    return assemble([
-        (LD_ABS_W, ARCH), (JEQ_K, arch, "native", "allow"), "native",
-        (LD_ABS_W, NR),
-        (JEQ_K, mmap, "mmap", "1"), "1",
-        (JEQ_K, mprotect, "mprotect", "2"), "2",
-        (JEQ_K, pkey_mprotect, "mprotect", "3"), "3",
-        (JEQ_K, shmat, "shmat", "4"), "4",
-        (JEQ_K, sock, "socket", "allow"),
-        "mmap", (LD_ABS_W, ARG2), (AND_K, wx), (JEQ_K, wx, "eperm", "allow"),
-        "mprotect", (LD_ABS_W, ARG2), (JSET_K, PROT_EXEC, "eperm", "allow"),
-        "shmat", (LD_ABS_W, ARG2), (JSET_K, SHM_EXEC, "eperm", "allow"),
-        "socket", (LD_ABS_W, ARG0),
-        (JEQ_K, ALLOWED_FAMILIES[0], "allow", "f1"), "f1",
-        (JEQ_K, ALLOWED_FAMILIES[1], "allow", "f2"), "f2",
-        (JEQ_K, ALLOWED_FAMILIES[2], "allow", "eafnosupport"),
-        "allow", (RET_K, RET_ALLOW),
-        "eperm", (RET_K, RET_ERRNO | errno.EPERM),
-        "eafnosupport", (RET_K, RET_ERRNO | errno.EAFNOSUPPORT),
-    ])
+    return assemble(
+        [
+            (LD_ABS_W, ARCH),
+            (JEQ_K, arch, "native", "allow"),
+            "native",
+            (LD_ABS_W, NR),
+            (JEQ_K, mmap, "mmap", "1"),
+            "1",
+            (JEQ_K, mprotect, "mprotect", "2"),
+            "2",
+            (JEQ_K, pkey_mprotect, "mprotect", "3"),
+            "3",
+            (JEQ_K, shmat, "shmat", "4"),
+            "4",
+            (JEQ_K, sock, "socket", "allow"),
+            "mmap",
+            (LD_ABS_W, ARG2),
+            (AND_K, wx),
+            (JEQ_K, wx, "eperm", "allow"),
+            "mprotect",
+            (LD_ABS_W, ARG2),
+            (JSET_K, PROT_EXEC, "eperm", "allow"),
+            "shmat",
+            (LD_ABS_W, ARG2),
+            (JSET_K, SHM_EXEC, "eperm", "allow"),
+            "socket",
+            (LD_ABS_W, ARG0),
+            (JEQ_K, ALLOWED_FAMILIES[0], "allow", "f1"),
+            "f1",
+            (JEQ_K, ALLOWED_FAMILIES[1], "allow", "f2"),
+            "f2",
+            (JEQ_K, ALLOWED_FAMILIES[2], "allow", "eafnosupport"),
+            "allow",
+            (RET_K, RET_ALLOW),
+            "eperm",
+            (RET_K, RET_ERRNO | errno.EPERM),
+            "eafnosupport",
+            (RET_K, RET_ERRNO | errno.EAFNOSUPPORT),
+        ]
+    )
 
 
 def apply_sandbox() -> bool:
     """NoNewPrivileges, the seccomp filter, and PR_SET_MDWE when the kernel has it."""
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
-                           ctypes.c_ulong]
+    libc.prctl.argtypes = [
+        ctypes.c_int,
+        ctypes.c_ulong,
+        ctypes.c_void_p,
+        ctypes.c_ulong,
+        ctypes.c_ulong,
+    ]
     code = b"".join(filter_program(platform.machine()))
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
     prog = SockFprog(len(code) // 8, code)
-    for option, arg, ptr in ((PR_SET_NO_NEW_PRIVS, 1, None),
-                             (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog))):
+    for option, arg, ptr in (
+        (PR_SET_NO_NEW_PRIVS, 1, None),
+        (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(prog)),
+    ):
         if libc.prctl(option, arg, ptr, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), f"prctl({option}) failed")
     return bool(libc.prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, None, 0, 0) == 0)
@@ -119,15 +148,18 @@ from memoryd_client import MemoryClient  # noqa: E402
 
 pytestmark = [
     pytest.mark.timeout(180),
-    pytest.mark.skipif(not sys.platform.startswith("linux") or platform.machine() not in ARCHES,
-                       reason="seccomp filter written for Linux x86-64 and arm64"),
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or platform.machine() not in ARCHES,
+        reason="seccomp filter written for Linux x86-64 and arm64",
+    ),
 ]
 SANDBOX = [sys.executable, __file__]
 
 
 def sandboxed(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*SANDBOX, sys.executable, "-c", code], capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [*SANDBOX, sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_filter_refuses_writable_executable_memory_and_other_socket_families() -> None:
@@ -148,7 +180,8 @@ def test_the_filter_refuses_writable_executable_memory_and_other_socket_families
         "socket.socket(socket.AF_UNIX).close(); socket.socket(socket.AF_INET6).close()\n"
         "# AI_ADDRCONFIG makes glibc list the interfaces over netlink; refused, it carries on\n"
         "print(len(socket.getaddrinfo('localhost', 80, flags=socket.AI_ADDRCONFIG)) > 0)\n"
-        "print(open('/proc/self/status').read().count('NoNewPrivs:\\t1'))\n")
+        "print(open('/proc/self/status').read().count('NoNewPrivs:\\t1'))\n"
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["wx", "refused", "netlink", "refused", "True", "1"]
 
@@ -170,8 +203,12 @@ def run_sandboxed_daemon(home: Path, config: str) -> None:
     env["MEMORYD_HOME"] = str(home)
     log = home / "daemon.log"
     with open(log, "wb") as err:
-        daemon = subprocess.Popen([*SANDBOX, sys.executable, "-m", "memoryd.cli", "run"],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=err)
+        daemon = subprocess.Popen(
+            [*SANDBOX, sys.executable, "-m", "memoryd.cli", "run"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
     try:
         with MemoryClient(home / "run" / "memoryd.sock", timeout=120, autostart=False) as c:
             _wait_for_socket(home / "run" / "memoryd.sock", daemon, log)
@@ -182,8 +219,12 @@ def run_sandboxed_daemon(home: Path, config: str) -> None:
             assert found.mode_used == "vector", found
             assert found.results and found.results[0].path == "MEMORY.md", found
             c.append("Decided: the daemon runs under a W^X sandbox")
-            assert "W^X" in (ws / "memory").joinpath(sorted(
-                p.name for p in (ws / "memory").iterdir())[-1]).read_text()
+            assert (
+                "W^X"
+                in (ws / "memory")
+                .joinpath(sorted(p.name for p in (ws / "memory").iterdir())[-1])
+                .read_text()
+            )
         daemon.send_signal(signal.SIGTERM)
         assert daemon.wait(30) == EXIT_OK, log.read_text()
     finally:
@@ -235,8 +276,10 @@ def _can_unshare_mounts() -> bool:
     if os.geteuid() != 0 or not Path("/dev/shm").is_dir():
         return False
     try:
-        return subprocess.run(["unshare", "-m", "true"], capture_output=True,
-                              timeout=10).returncode == 0
+        return (
+            subprocess.run(["unshare", "-m", "true"], capture_output=True, timeout=10).returncode
+            == 0
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
 
@@ -246,10 +289,14 @@ def _under_tmp(path: str) -> bool:
     return any(real.is_relative_to(t) for t in (Path("/tmp"), Path("/var/tmp")))
 
 
-@pytest.mark.skipif(not _can_unshare_mounts(),
-                    reason="needs root and mount namespaces (unshare -m) to emulate the unit")
-@pytest.mark.skipif(_under_tmp(sys.prefix) or _under_tmp(memoryd.__file__),
-                    reason="this Python or checkout lives under /tmp, which PrivateTmp= hides")
+@pytest.mark.skipif(
+    not _can_unshare_mounts(),
+    reason="needs root and mount namespaces (unshare -m) to emulate the unit",
+)
+@pytest.mark.skipif(
+    _under_tmp(sys.prefix) or _under_tmp(memoryd.__file__),
+    reason="this Python or checkout lives under /tmp, which PrivateTmp= hides",
+)
 def test_the_whole_unit_sandbox_leaves_the_daemon_its_job() -> None:
     # HOME on /dev/shm: outside /tmp, which the emulated PrivateTmp= hides.
     home = Path(tempfile.mkdtemp(dir="/dev/shm", prefix="mdsbx"))
@@ -276,9 +323,25 @@ def _daemon_in_the_unit_sandbox(home: Path) -> None:
         config.write_text(f'[embedding]\nprovider = "openai"\nbase_url = "{server.base_url}"\n')
         with open(log, "wb") as err:
             daemon = subprocess.Popen(
-                ["unshare", "-m", "sh", "-c", FS_SANDBOX, "sh", *SANDBOX, sys.executable, "-m",
-                 "memoryd.cli", "run", "--socket", str(sock)],
-                env=env, stdout=subprocess.DEVNULL, stderr=err)
+                [
+                    "unshare",
+                    "-m",
+                    "sh",
+                    "-c",
+                    FS_SANDBOX,
+                    "sh",
+                    *SANDBOX,
+                    sys.executable,
+                    "-m",
+                    "memoryd.cli",
+                    "run",
+                    "--socket",
+                    str(sock),
+                ],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
         try:
             _wait_for_socket(sock, daemon, log)
             with MemoryClient(sock, timeout=60) as c:

@@ -34,9 +34,11 @@ from memoryd.service.render import (
 from memoryd_client.paths import default_paths
 
 ROOT = Path(__file__).resolve().parents[1]
-CANONICAL = {SERVICE_UNIT: ROOT / "systemd" / SERVICE_UNIT,
-             SOCKET_UNIT: ROOT / "systemd" / SOCKET_UNIT,
-             PLIST: ROOT / "launchd" / PLIST}
+CANONICAL = {
+    SERVICE_UNIT: ROOT / "systemd" / SERVICE_UNIT,
+    SOCKET_UNIT: ROOT / "systemd" / SOCKET_UNIT,
+    PLIST: ROOT / "launchd" / PLIST,
+}
 ANALYZE = shutil.which("systemd-analyze")
 needs_analyze = pytest.mark.skipif(ANALYZE is None, reason="systemd-analyze is not installed")
 
@@ -74,11 +76,11 @@ def exe() -> Path:
 def test_packaged_templates_and_the_top_level_copies_are_identical() -> None:
     for name, copy in CANONICAL.items():
         assert copy.read_text() == template(name), (
-            f"{copy} and daemon/memoryd/service/templates/{name} differ: edit one, copy it over")
+            f"{copy} and daemon/memoryd/service/templates/{name} differ: edit one, copy it over"
+        )
     packaged = ROOT / "daemon" / "memoryd" / "service" / "templates"
     assert {p.name for p in packaged.iterdir()} == set(TEMPLATES)
-    assert {p.name for d in ("systemd", "launchd") for p in (ROOT / d).iterdir()} == set(
-        TEMPLATES)
+    assert {p.name for d in ("systemd", "launchd") for p in (ROOT / d).iterdir()} == set(TEMPLATES)
 
 
 def test_the_installed_memoryd_is_found_as_an_absolute_executable(exe: Path) -> None:
@@ -100,21 +102,33 @@ def test_service_unit_key_by_key(exe: Path) -> None:
     assert one(service, "Restart") == "on-failure"
     assert one(service, "RestartSec") == "2s"
     assert one(unit, "StartLimitIntervalSec") == "120" and one(unit, "StartLimitBurst") == "5"
-    assert one(service, "RestartPreventExitStatus").split() == [str(EXIT_CONFIG),
-                                                                str(EXIT_ALREADY_RUNNING)]
+    assert one(service, "RestartPreventExitStatus").split() == [
+        str(EXIT_CONFIG),
+        str(EXIT_ALREADY_RUNNING),
+    ]
     assert one(service, "WatchdogSec") == "2min"
     assert one(service, "LimitNOFILE") == "65536"  # a thousand idle clients fit
     assert one(service, "RuntimeDirectory") == "memoryd"
     assert one(service, "RuntimeDirectoryMode") == "0700"
     # Hardening that leaves the daemon its job: home writable, the rest read-only.
-    for key, value in {"NoNewPrivileges": "yes", "PrivateTmp": "yes", "PrivateUsers": "yes",
-                       "ProtectSystem": "strict", "ReadWritePaths": "%h",
-                       "LockPersonality": "yes", "MemoryDenyWriteExecute": "yes",
-                       "RestrictRealtime": "yes", "RestrictSUIDSGID": "yes"}.items():
+    for key, value in {
+        "NoNewPrivileges": "yes",
+        "PrivateTmp": "yes",
+        "PrivateUsers": "yes",
+        "ProtectSystem": "strict",
+        "ReadWritePaths": "%h",
+        "LockPersonality": "yes",
+        "MemoryDenyWriteExecute": "yes",
+        "RestrictRealtime": "yes",
+        "RestrictSUIDSGID": "yes",
+    }.items():
         assert one(service, key) == value, key
     assert one(service, "RestrictAddressFamilies").split() == ["AF_UNIX", "AF_INET", "AF_INET6"]
-    assert not [k for k, _ in service if k in ("ProtectHome", "InaccessiblePaths",
-                                                "ReadOnlyPaths", "TemporaryFileSystem")]
+    assert not [
+        k
+        for k, _ in service
+        if k in ("ProtectHome", "InaccessiblePaths", "ReadOnlyPaths", "TemporaryFileSystem")
+    ]
     assert one(install, "WantedBy") == "default.target"
 
 
@@ -128,7 +142,8 @@ def test_socket_unit_key_by_key() -> None:
 
 
 def test_the_units_socket_is_where_clients_look_by_default(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     expected = Path(SYSTEMD_SOCKET.replace("%t", str(tmp_path)))
     assert Path(platformdirs.user_runtime_dir("memoryd")) / "memoryd.sock" == expected
@@ -137,30 +152,39 @@ def test_the_units_socket_is_where_clients_look_by_default(
 
 @needs_analyze
 @pytest.mark.parametrize("mode", ["--system", "--user"])
-def test_rendered_units_pass_systemd_analyze_verify(exe: Path, tmp_path: Path,
-                                                    mode: str) -> None:
+def test_rendered_units_pass_systemd_analyze_verify(exe: Path, tmp_path: Path, mode: str) -> None:
     (tmp_path / SERVICE_UNIT).write_text(render_systemd_service(exe))
     (tmp_path / SOCKET_UNIT).write_text(render_systemd_socket())
     runtime = tmp_path / "xdg"
     runtime.mkdir(mode=0o700)
     done = subprocess.run(
         [str(ANALYZE), mode, "verify", "--man=no", f"./{SERVICE_UNIT}", f"./{SOCKET_UNIT}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)})
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(runtime)},
+    )
     assert done.returncode == 0 and done.stderr == "" and done.stdout == "", done
 
 
 @needs_analyze
 def test_an_executable_path_with_spaces_and_percent_signs_survives_systemd(
-        exe: Path, tmp_path: Path) -> None:
+    exe: Path, tmp_path: Path
+) -> None:
     odd = tmp_path / "my venv 100%" / "bin" / "memoryd"
     odd.parent.mkdir(parents=True)
     shutil.copy(exe, odd)
     unit = render_systemd_service(odd)
     assert '"' in one(unit_entries(unit)["Service"], "ExecStart")
     (tmp_path / SERVICE_UNIT).write_text(unit)
-    done = subprocess.run([str(ANALYZE), "verify", "--man=no", f"./{SERVICE_UNIT}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(ANALYZE), "verify", "--man=no", f"./{SERVICE_UNIT}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stderr == "", done  # it found the file
 
 
@@ -168,8 +192,13 @@ def test_an_executable_path_with_spaces_and_percent_signs_survives_systemd(
 def test_systemd_analyze_catches_what_the_key_checks_would_miss(tmp_path: Path) -> None:
     # The verify test above can fail: a unit naming a missing executable does not pass.
     (tmp_path / SERVICE_UNIT).write_text(render_systemd_service(tmp_path / "missing"))
-    done = subprocess.run([str(ANALYZE), "verify", "--man=no", f"./{SERVICE_UNIT}"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [str(ANALYZE), "verify", "--man=no", f"./{SERVICE_UNIT}"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode != 0 and "missing" in done.stderr
 
 
@@ -178,11 +207,11 @@ def test_unknown_placeholders_are_a_template_bug() -> None:
         fill("ExecStart=@NOPE@", {})
 
 
-def rendered_plist(exe: Path, home: Path,
-                   socket_activation: bool) -> tuple[Path, dict[str, Any]]:
+def rendered_plist(exe: Path, home: Path, socket_activation: bool) -> tuple[Path, dict[str, Any]]:
     socket = home / "Library" / "Caches" / "TemporaryItems" / "memoryd" / "memoryd.sock"
-    plan = launchd_install(exe, home, 501, socket, home / "Library" / "Logs" / "memoryd",
-                           socket_activation)
+    plan = launchd_install(
+        exe, home, 501, socket, home / "Library" / "Logs" / "memoryd", socket_activation
+    )
     [write] = [s for s in plan.steps if isinstance(s, WriteFile)]
     return write.path, plistlib.loads(write.text.encode())
 
@@ -211,8 +240,14 @@ def test_plist_key_by_key(exe: Path, tmp_path: Path) -> None:
 def test_plist_with_socket_activation_lets_launchd_listen(exe: Path, tmp_path: Path) -> None:
     _, data = rendered_plist(exe, tmp_path, socket_activation=True)
     program = data["ProgramArguments"]
-    assert data["Sockets"] == {"Listeners": {"SockPathName": program[3], "SockPathMode": 0o600,
-                                             "SockType": "stream", "SockFamily": "Unix"}}
+    assert data["Sockets"] == {
+        "Listeners": {
+            "SockPathName": program[3],
+            "SockPathMode": 0o600,
+            "SockType": "stream",
+            "SockFamily": "Unix",
+        }
+    }
     assert data["RunAtLoad"] is False  # started by the first connection
     assert data["KeepAlive"] == {"SuccessfulExit": False}
 

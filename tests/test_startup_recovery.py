@@ -15,18 +15,27 @@ from memoryd.cli import EXIT_OK, EXIT_SOCKET
 
 
 def test_temp_files_of_a_killed_memory_rewrite_are_removed_when_the_workspace_opens(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     ws = md_home / "ws"
     (ws / "memory" / ".history").mkdir(parents=True)
     (ws / "MEMORY.md").write_text("# Memory\n")
-    stale = [ws / ".MEMORY.md.k2_9xq0a.tmp", ws / "memory" / ".history" /
-             ".MEMORY.20250312T093000.md.ab12cd34.tmp"]
-    kept = [ws / ".MEMORY.md.bak", ws / ".MEMORY.md.mine.tmp", ws / "memory" / "x.tmp",
-            ws / ".notes.md.k2_9xq0a.tmp"]
+    stale = [
+        ws / ".MEMORY.md.k2_9xq0a.tmp",
+        ws / "memory" / ".history" / ".MEMORY.20250312T093000.md.ab12cd34.tmp",
+    ]
+    kept = [
+        ws / ".MEMORY.md.bak",
+        ws / ".MEMORY.md.mine.tmp",
+        ws / "memory" / "x.tmp",
+        ws / ".notes.md.k2_9xq0a.tmp",
+    ]
     for p in stale + kept:
         p.write_text("partial")
-    with DaemonThread(md_home, config={"workspaces": [{"path": str(ws)}]}) as d, \
-            RawConn(d.socket_path) as c:
+    with (
+        DaemonThread(md_home, config={"workspaces": [{"path": str(ws)}]}) as d,
+        RawConn(d.socket_path) as c,
+    ):
         assert c.result("status")["workspaces"][0]["name"] == "ws"
     assert [p.name for p in stale if p.exists()] == []
     assert [p.name for p in kept if not p.exists()] == []
@@ -61,7 +70,8 @@ def test_a_socket_file_deleted_while_running_comes_back_by_itself(md_home: Path)
 
 
 def test_a_foreign_program_listening_on_the_socket_path_is_named_not_taken_for_memoryd(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     """It was reported as 'memoryd is already running (pid of the other process)'."""
     path = md_home / "run" / "memoryd.sock"
     path.parent.mkdir(mode=0o700)
@@ -80,7 +90,8 @@ def test_a_foreign_program_listening_on_the_socket_path_is_named_not_taken_for_m
 
 
 def test_a_sync_that_failed_on_a_full_disk_is_retried_and_the_change_found_after(
-        md_home: Path) -> None:
+    md_home: Path,
+) -> None:
     """After ENOSPC at run time the changes missed waited for a restart or a reindex.
     The index's disk is made 'full' with RLIMIT_FSIZE on the daemon (writes past it fail
     with EFBIG; Python ignores SIGXFSZ), then given room again."""
@@ -95,8 +106,9 @@ def test_a_sync_that_failed_on_a_full_disk_is_retried_and_the_change_found_after
             assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 1, 30)
             _soft, hard = resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE)
             resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE, (64 * 1024, hard))
-            body = "".join(f"line {i} about the wombat census and its counters\n"
-                           for i in range(20_000))
+            body = "".join(
+                f"line {i} about the wombat census and its counters\n" for i in range(20_000)
+            )
             (ws / "memory" / "big.md").write_text("# Big\n\n" + body)
 
             def failing() -> bool:
@@ -106,8 +118,9 @@ def test_a_sync_that_failed_on_a_full_disk_is_retried_and_the_change_found_after
             assert wait_for(failing, 30), c.result("status")
             assert not c.result("search", {"query": "wombat", "mode": "keyword"})["results"]
             resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE, (hard, hard))
-            assert wait_for(lambda: c.result("search", {"query": "wombat",
-                                                        "mode": "keyword"})["results"], 30)
+            assert wait_for(
+                lambda: c.result("search", {"query": "wombat", "mode": "keyword"})["results"], 30
+            )
             assert not failing()
     finally:
         proc.kill()

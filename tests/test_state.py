@@ -38,8 +38,9 @@ def test_a_failing_migration_leaves_nothing_half_done(tmp_path: Path) -> None:
         StateDB(tmp_path / "s.sqlite", migrations=broken)
     db = StateDB(tmp_path / "s.sqlite")
     assert "0002_bad" not in db.migrations()
-    assert db.conn.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name = 't'").fetchall() == [(0,)]
+    assert db.conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 't'").fetchall() == [
+        (0,)
+    ]
     db.close()
 
 
@@ -50,7 +51,9 @@ def test_workspace_registry_persists(tmp_path: Path) -> None:
     db.close()
     db = StateDB(tmp_path / "s.sqlite")
     assert [(w.name, w.path) for w in db.workspaces()] == [
-        ("notes", Path("/w/notes")), ("agent", Path("/w/agent"))]
+        ("notes", Path("/w/notes")),
+        ("agent", Path("/w/agent")),
+    ]
     assert db.remove_workspace(Path("/w/notes")) is True
     assert db.remove_workspace(Path("/w/notes")) is False
     assert [w.name for w in db.workspaces()] == ["agent"]
@@ -69,8 +72,15 @@ def test_history_and_state_are_safe_from_many_threads(tmp_path: Path) -> None:
         try:
             barrier.wait()
             for j in range(60):
-                run_id = history.start("retention", root, "w", trigger="manual",
-                                       dry_run=False, scheduled_for=None, started_at=j)
+                run_id = history.start(
+                    "retention",
+                    root,
+                    "w",
+                    trigger="manual",
+                    dry_run=False,
+                    scheduled_for=None,
+                    started_at=j,
+                )
                 history.recent("retention", root, 5)
                 history.record_session(root, f"s{i}-{j}", "empty", j)
                 assert history.session_outcome(root, f"s{i}-{j}") == "empty"
@@ -98,8 +108,7 @@ def test_history_and_state_are_safe_from_many_threads(tmp_path: Path) -> None:
 # -- one runner, and recovery -------------------------------------------------------------
 
 
-def test_two_connections_opening_a_new_state_database_at_once_both_succeed(
-        tmp_path: Path) -> None:
+def test_two_connections_opening_a_new_state_database_at_once_both_succeed(tmp_path: Path) -> None:
     """The state database had its own runner without the index's concurrent-open fix."""
     for round_ in range(10):
         path = tmp_path / f"s{round_}.sqlite"
@@ -107,16 +116,21 @@ def test_two_connections_opening_a_new_state_database_at_once_both_succeed(
         errors: list[BaseException] = []
         opened: list[StateDB] = []
 
-        def open_it(path: Path, barrier: threading.Barrier, errors: list[BaseException],
-                    opened: list[StateDB]) -> None:
+        def open_it(
+            path: Path,
+            barrier: threading.Barrier,
+            errors: list[BaseException],
+            opened: list[StateDB],
+        ) -> None:
             barrier.wait()
             try:
                 opened.append(StateDB(path))
             except BaseException as exc:
                 errors.append(exc)
 
-        threads = [threading.Thread(target=open_it, args=(path, barrier, errors, opened))
-                   for _ in range(4)]
+        threads = [
+            threading.Thread(target=open_it, args=(path, barrier, errors, opened)) for _ in range(4)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -135,7 +149,8 @@ def _registered(tmp_path: Path) -> Path:
 
 
 def test_a_scribbled_state_database_is_moved_aside_and_the_registry_comes_back(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = _registered(tmp_path)
     size = path.stat().st_size
     path.write_bytes(os.urandom(size))
@@ -143,7 +158,9 @@ def test_a_scribbled_state_database_is_moved_aside_and_the_registry_comes_back(
         Path(f"{path}-{suffix[1:]}").unlink(missing_ok=True)
     db = StateDB(path)
     assert [(w.name, w.path) for w in db.workspaces()] == [
-        ("notes", Path("/w/notes")), ("agent", Path("/w/agent"))]
+        ("notes", Path("/w/notes")),
+        ("agent", Path("/w/agent")),
+    ]
     assert db.recovered is not None and "damaged" in db.recovered
     assert "2 registered workspace(s) restored" in db.recovered
     assert (tmp_path / "state.sqlite.corrupt").stat().st_size == size
@@ -154,7 +171,8 @@ def test_a_scribbled_state_database_is_moved_aside_and_the_registry_comes_back(
 
 
 def test_a_state_database_truncated_to_nothing_does_not_forget_the_workspaces(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     path = _registered(tmp_path)
     for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
         if p.exists():
@@ -185,8 +203,13 @@ def test_state_and_index_files_are_private_whatever_the_umask(tmp_path: Path) ->
         os.umask(old)
     for d in ("state", "data", "data/index"):
         assert stat.S_IMODE((tmp_path / d).stat().st_mode) == 0o700, d
-    for f in ("state/state.sqlite", "state/state.sqlite-wal", "state/workspaces.json",
-              "data/index/w.sqlite", "data/index/w.sqlite-wal"):
+    for f in (
+        "state/state.sqlite",
+        "state/state.sqlite-wal",
+        "state/workspaces.json",
+        "data/index/w.sqlite",
+        "data/index/w.sqlite-wal",
+    ):
         assert stat.S_IMODE((tmp_path / f).stat().st_mode) == 0o600, f
     conn.close()
     state.close()

@@ -25,8 +25,9 @@ def test_release_drops_the_tokenizer_and_the_word_costs_built_on_it() -> None:
     assert tokenizer.release_tokenizer(idle_s=0)
     assert not chunker._caches
     assert tokenizer.load_tokenizer() is not tok
-    assert chunker.count_tokens(["several words to count"], tokenizer.load_tokenizer()) == \
-        chunker.count_tokens(["several words to count"], tok)
+    assert chunker.count_tokens(
+        ["several words to count"], tokenizer.load_tokenizer()
+    ) == chunker.count_tokens(["several words to count"], tok)
 
 
 def test_it_goes_by_itself_once_idle_and_indexing_loads_it_again(
@@ -70,6 +71,12 @@ def test_an_unchanged_index_is_opened_and_searched_without_loading_it(
         print([h.path for h in hits], "tokenizers" in sys.modules)
         ix.close()
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=120, check=True, cwd=tmp_path)
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        cwd=tmp_path,
+    )
     assert out.stdout.strip().splitlines()[-1] == "['MEMORY.md'] False"

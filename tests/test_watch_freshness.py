@@ -131,7 +131,8 @@ def test_transcripts_and_extra_paths_are_watched_too(md_home: Path) -> None:
         c.result("workspace.add", {"path": str(ws)})
         assert wait_for(lambda: status_of(c)["files"] == 1)
         (ws / "sessions" / "s1.jsonl").write_text(
-            '{"type": "message", "message": {"role": "user", "content": "hello wombat"}}\n')
+            '{"type": "message", "message": {"role": "user", "content": "hello wombat"}}\n'
+        )
         (ws / "docs" / "deep" / "a.md").write_text("- docs about numbats\n")
         (ws / "notes" / "todo.md").write_text("- buy quinoa\n")
         assert wait_for(lambda: status_of(c)["files"] == 4, timeout=5), status_of(c)
@@ -164,8 +165,9 @@ def test_workspace_added_at_run_time_is_watched_and_removed_one_is_not(md_home: 
         c.result("workspace.add", {"path": str(first)})
         c.result("workspace.add", {"path": str(second)})
         (second / "memory" / "topics" / "n.md").write_text("wombat\n")
-        assert wait_for(lambda: c.result("status", {"workspace": "b"})["workspaces"][0]
-                        ["files"] == 2, timeout=5)
+        assert wait_for(
+            lambda: c.result("status", {"workspace": "b"})["workspaces"][0]["files"] == 2, timeout=5
+        )
         c.result("workspace.remove", {"workspace": "b"})
         assert d.daemon is not None
         assert d.daemon.watcher.describe("b") == "not watched"
@@ -173,8 +175,15 @@ def test_workspace_added_at_run_time_is_watched_and_removed_one_is_not(md_home: 
 
 
 def test_editor_temp_files_are_recognised() -> None:
-    for name in ("MEMORY.md.swp", ".MEMORY.md.swx", "notes.md~", ".#notes.md", "4913",
-                 ".2024-01-01.md.x1y2.tmp", "#notes.md#"):
+    for name in (
+        "MEMORY.md.swp",
+        ".MEMORY.md.swx",
+        "notes.md~",
+        ".#notes.md",
+        "4913",
+        ".2024-01-01.md.x1y2.tmp",
+        "#notes.md#",
+    ):
         assert is_editor_temp(Path("/w/memory") / name), name
     for name in ("MEMORY.md", "2024-01-01.md", "notes.tmp.md"):
         assert not is_editor_temp(Path("/w/memory") / name), name
@@ -222,7 +231,8 @@ def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
             counts.append(done)
 
         threads = [threading.Thread(target=editor)] + [
-            threading.Thread(target=searcher, args=(k,)) for k in range(20)]
+            threading.Thread(target=searcher, args=(k,)) for k in range(20)
+        ]
         for t in threads:
             t.start()
         # Until every client searched a few times while the editor kept editing (or failed).
@@ -243,8 +253,11 @@ def test_a_reload_changes_the_search_settings_of_an_index_already_open(md_home: 
     for i in range(4):
         (ws / "memory" / "topics" / f"t{i}.md").write_text(f"# T{i}\n\nthe walrus {i}\n")
     config = md_home / "config.toml"  # what a reload reads
-    with DaemonThread(md_home, {"workspaces": [{"path": str(ws)}]}) as d, \
-            RawConn(d.socket_path) as c:
+    with (
+        DaemonThread(md_home, {"workspaces": [{"path": str(ws)}]}) as d,
+        RawConn(d.socket_path) as c,
+    ):
+
         def found() -> int:
             return len(c.result("search", {"query": "walrus", "mode": "keyword"})["results"])
 

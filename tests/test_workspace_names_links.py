@@ -19,7 +19,8 @@ def write_bytes_name(folder: Path, name: bytes, text: str) -> None:
 
 
 def test_a_non_utf8_name_is_skipped_and_the_files_after_it_are_indexed(
-        make_index: IndexFactory) -> None:
+    make_index: IndexFactory,
+) -> None:
     make_index.write("memory/a.md", "alpha aardvark\n")
     write_bytes_name(make_index.ws / "memory", BAD, "bravo badger\n")
     make_index.write("memory/z.md", "zulu zebra\n")
@@ -27,8 +28,9 @@ def test_a_non_utf8_name_is_skipped_and_the_files_after_it_are_indexed(
     report = ix.sync()
     assert paths(search(ix, "zebra")) == ["memory/z.md"]
     assert paths(search(ix, "aardvark")) == ["memory/a.md"]
-    assert report.skipped == {"memory/b\\xff.md": "the file name is not valid UTF-8: rename "
-                                                  "it to index it"}
+    assert report.skipped == {
+        "memory/b\\xff.md": "the file name is not valid UTF-8: rename it to index it"
+    }
     assert list(ix.status()["skipped"]) == ["memory/b\\xff.md"]
     os.unlink(os.path.join(os.fsencode(make_index.ws / "memory"), BAD))
     ix.sync()
@@ -39,8 +41,9 @@ def test_a_non_utf8_name_reported_by_path_is_skipped_too(make_index: IndexFactor
     ix = make_index()
     write_bytes_name(make_index.ws / "memory", BAD, "bravo badger\n")
     path = Path(os.fsdecode(os.path.join(os.fsencode(make_index.ws / "memory"), BAD)))
-    assert ix.sync([path]).skipped == {"memory/b\\xff.md": "the file name is not valid UTF-8: "
-                                                           "rename it to index it"}
+    assert ix.sync([path]).skipped == {
+        "memory/b\\xff.md": "the file name is not valid UTF-8: rename it to index it"
+    }
 
 
 def test_a_link_in_memory_to_a_non_memory_file_is_not_indexed(make_index: IndexFactory) -> None:

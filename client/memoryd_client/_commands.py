@@ -34,22 +34,29 @@ def status(args: argparse.Namespace, ctx: Context) -> int:
 
 def search(args: argparse.Namespace, ctx: Context) -> int:
     query = read_query(args, sys.stdin)
-    options = {"max_results": args.max_results, "min_score": args.min_score,
-               "sources": args.source, "mode": args.mode, "fusion": args.fusion,
-               "path_prefix": args.path_prefix, "since": args.since, "until": args.until}
+    options = {
+        "max_results": args.max_results,
+        "min_score": args.min_score,
+        "sources": args.source,
+        "mode": args.mode,
+        "fusion": args.fusion,
+        "path_prefix": args.path_prefix,
+        "since": args.since,
+        "until": args.until,
+    }
     if args.all and args.workspace:
         raise UsageError("--all searches every workspace: leave out -w/--workspace")
     if args.fleet:  # every host's workspaces: one search the daemon asks Postgres
         if args.workspace or args.all:
-            raise UsageError("--fleet searches every workspace of every host: leave out "
-                             "-w/--workspace and --all")
+            raise UsageError(
+                "--fleet searches every workspace of every host: leave out -w/--workspace and --all"
+            )
         result = ctx.client.search(query, fleet=True, **options)
         return _print_search(result, args, ctx)
     workspace = None if args.all else ctx.workspace()
     names = [ws.name for ws in ctx.workspaces()] if workspace is None else []
     if args.all and not names:
-        raise ClientError("no workspace is registered; add one with "
-                          "`memctl workspace add PATH`")
+        raise ClientError("no workspace is registered; add one with `memctl workspace add PATH`")
     if args.all or len(names) > 1:
         result = search_many(ctx.client, names, query, **options)
     else:
@@ -75,8 +82,9 @@ def get(args: argparse.Namespace, ctx: Context) -> int:
         args.path, workspace=ctx.workspace(), from_line=args.from_line, lines=args.lines
     )
     if args.from_line and args.from_line > max(result.total_lines, 1):
-        raise ClientError(f"{result.path} has {result.total_lines} lines: --from "
-                          f"{args.from_line} is past the end")
+        raise ClientError(
+            f"{result.path} has {result.total_lines} lines: --from {args.from_line} is past the end"
+        )
     if args.json:
         ctx.print_json(result.raw)
     else:
@@ -123,8 +131,10 @@ def reindex(args: argparse.Namespace, ctx: Context) -> int:
         held = f"{result.files_scanned} files"
         for ws in ctx.client.status(workspace).workspaces[:1]:
             held = f"{ws.files} files, {ws.chunks} chunks"
-        summary = (f"already up to date ({held} indexed; the background indexing had done "
-                   f"the work, {result.files_scanned} files checked in {result.seconds:.2f}s)")
+        summary = (
+            f"already up to date ({held} indexed; the background indexing had done "
+            f"the work, {result.files_scanned} files checked in {result.seconds:.2f}s)"
+        )
         if args.wait and not result.vectors_pending:
             summary += "; every chunk has its vectors"
     if result.vectors_pending:
@@ -153,12 +163,16 @@ def layout_warnings(path: Path) -> list[str]:
     """What looks wrong about a folder about to become a workspace (it is added anyway:
     an agent may not have written anything yet)."""
     if path.name in ("memory", "sessions") and path.parent != path:
-        return [f"{path} looks like a workspace's {path.name}/ folder: the workspace is the "
-                f"folder that holds it (memctl workspace add {path.parent})"]
+        return [
+            f"{path} looks like a workspace's {path.name}/ folder: the workspace is the "
+            f"folder that holds it (memctl workspace add {path.parent})"
+        ]
     expected = ("MEMORY.md", "memory.md", "memory", "sessions")
     if not any((path / name).exists() for name in expected):
-        return [f"{path} has no MEMORY.md, memory/ or sessions/ yet: nothing to index until "
-                "an agent writes one of them (memctl append creates memory/YYYY-MM-DD.md)"]
+        return [
+            f"{path} has no MEMORY.md, memory/ or sessions/ yet: nothing to index until "
+            "an agent writes one of them (memctl append creates memory/YYYY-MM-DD.md)"
+        ]
     return []
 
 
@@ -197,8 +211,9 @@ def fleet_status(args: argparse.Namespace, ctx: Context) -> int:
         return EXIT_OK
     ctx.print(f"this host: {result['host']}  postgres: {result['dsn']}  ({result['state']})")
     for name, item in sorted(result["workspaces"].items()):
-        lag = f", {item['lag_generations']} generations behind" if item.get(
-            "lag_generations") else ""
+        lag = (
+            f", {item['lag_generations']} generations behind" if item.get("lag_generations") else ""
+        )
         ctx.print(f"  {name}: {item['state']}{lag}")
     for reason in result["degraded"]:
         ctx.print(f"  degraded: {reason}")
@@ -206,8 +221,10 @@ def fleet_status(args: argparse.Namespace, ctx: Context) -> int:
     for w in result.get("fleet") or []:
         holder = w["holder"]
         who = f"pid {holder.get('pid')} on {holder.get('machine')}" if holder else "(lease expired)"
-        ctx.print(f"{w['host']}  {w['workspace']}  {w['chunks']}  {w['published_at']}  "
-                  f"{w['published_age_s']}  {who}")
+        ctx.print(
+            f"{w['host']}  {w['workspace']}  {w['chunks']}  {w['published_at']}  "
+            f"{w['published_age_s']}  {who}"
+        )
     return EXIT_OK
 
 
@@ -226,7 +243,10 @@ def jobs_run(args: argparse.Namespace, ctx: Context) -> int:
     progress = progress_reporter(ctx.stderr, args.json)
     try:
         run = ctx.client.jobs_run(
-            args.name, workspace=ctx.workspace(), dry_run=args.dry_run, force=args.force,
+            args.name,
+            workspace=ctx.workspace(),
+            dry_run=args.dry_run,
+            force=args.force,
             on_progress=progress,
         )
     finally:

@@ -24,8 +24,9 @@ class Command:
     children: dict[str, Command] = field(default_factory=dict)
 
 
-def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = (),
-                 help: str = "") -> Command:
+def command_tree(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = (), help: str = ""
+) -> Command:
     node = Command(path, help)
     helps: dict[str, str] = {}
     for action in parser._actions:
@@ -35,8 +36,9 @@ def command_tree(parser: argparse.ArgumentParser, path: tuple[str, ...] = (),
                 node.children[name] = command_tree(child, (*path, name), helps.get(name, ""))
         elif action.option_strings:
             choices = [str(c) for c in action.choices or []]
-            node.options.append((list(action.option_strings), action.help or "", choices,
-                                 action.nargs != 0))
+            node.options.append(
+                (list(action.option_strings), action.help or "", choices, action.nargs != 0)
+            )
         elif action.choices:
             node.positional_choices.extend(str(c) for c in action.choices)
     return node
@@ -52,8 +54,10 @@ def script(shell: str, parser: argparse.ArgumentParser) -> str:
         return _fish(tree)
     bash = _bash(tree)
     if shell == "zsh":
-        return ("#compdef memctl\n# memctl completion for zsh, through zsh's bashcompinit\n"
-                "autoload -U +X bashcompinit && bashcompinit\n" + bash)
+        return (
+            "#compdef memctl\n# memctl completion for zsh, through zsh's bashcompinit\n"
+            "autoload -U +X bashcompinit && bashcompinit\n" + bash
+        )
     return bash
 
 
@@ -65,16 +69,23 @@ def _bash(tree: Command) -> str:
         value_cases = "".join(
             f"        {'|'.join(flags)}) COMPREPLY=($(compgen -W '{' '.join(choices)}' "
             f'-- "$cur")); return;;\n'
-            for flags, _, choices, _ in node.options if choices)
-        takes = [f for flags, _, choices, takes in node.options if takes and not choices
-                 for f in flags]
-        files = (f"        {'|'.join(takes)}) COMPREPLY=($(compgen -f -- \"$cur\")); return;;\n"
-                 if takes else "")
+            for flags, _, choices, _ in node.options
+            if choices
+        )
+        takes = [
+            f for flags, _, choices, takes in node.options if takes and not choices for f in flags
+        ]
+        files = (
+            f'        {"|".join(takes)}) COMPREPLY=($(compgen -f -- "$cur")); return;;\n'
+            if takes
+            else ""
+        )
         cases.append(
             f"    '{' '.join(node.path)}')\n"
             f'      case "$prev" in\n{value_cases}{files}      esac\n'
-            f'      if [[ "$cur" == -* ]]; then words=\'{flags_}\'; else words=\'{words}\'; fi\n'
-            f'      COMPREPLY=($(compgen -W "$words" -- "$cur"));;\n')
+            f"      if [[ \"$cur\" == -* ]]; then words='{flags_}'; else words='{words}'; fi\n"
+            f'      COMPREPLY=($(compgen -W "$words" -- "$cur"));;\n'
+        )
     keys = "|".join(" ".join(n.path) for n in _walk(tree))
     return (
         '# memctl completion for bash: eval "$(memctl completion bash)"\n'
@@ -86,37 +97,41 @@ def _bash(tree: Command) -> str:
         '    next="${path:+$path }${COMP_WORDS[i]}"\n'
         '    [[ "$keys" == *"|$next|"* ]] && path="$next"\n'
         "  done\n"
-        '  case "$path" in\n'
-        + "".join(cases)
-        + "  esac\n"
+        '  case "$path" in\n' + "".join(cases) + "  esac\n"
         "}\n"
         "complete -o default -F _memctl memctl\n"
     )
 
 
 def _fish(tree: Command) -> str:
-    lines = ["# memctl completion for fish: memctl completion fish > "
-             "~/.config/fish/completions/memctl.fish", "complete -c memctl -f"]
+    lines = [
+        "# memctl completion for fish: memctl completion fish > "
+        "~/.config/fish/completions/memctl.fish",
+        "complete -c memctl -f",
+    ]
     for node in _walk(tree):
         if not node.path:
             cond = "__fish_use_subcommand"
         elif len(node.path) == 1:
             others = " ".join(node.children) or "''"
-            cond = (f"__fish_seen_subcommand_from {node.path[0]}; and not "
-                    f"__fish_seen_subcommand_from {others}")
+            cond = (
+                f"__fish_seen_subcommand_from {node.path[0]}; and not "
+                f"__fish_seen_subcommand_from {others}"
+            )
         else:
-            cond = (f"__fish_seen_subcommand_from {node.path[0]}; and "
-                    f"__fish_seen_subcommand_from {node.path[-1]}")
+            cond = (
+                f"__fish_seen_subcommand_from {node.path[0]}; and "
+                f"__fish_seen_subcommand_from {node.path[-1]}"
+            )
         for name, child in node.children.items():
             lines.append(f"complete -c memctl -n '{cond}' -a {name} -d {_quote(child.help)}")
         if node.positional_choices:
-            lines.append(f"complete -c memctl -n '{cond}' -a "
-                         f"{_quote(' '.join(node.positional_choices))}")
+            lines.append(
+                f"complete -c memctl -n '{cond}' -a {_quote(' '.join(node.positional_choices))}"
+            )
         for flags, help, choices, takes in node.options:
-            spec = " ".join(f"-l {f[2:]}" if f.startswith("--") else f"-s {f[1:]}"
-                            for f in flags)
-            value = (f" -x -a {_quote(' '.join(choices))}" if choices
-                     else " -r -F" if takes else "")
+            spec = " ".join(f"-l {f[2:]}" if f.startswith("--") else f"-s {f[1:]}" for f in flags)
+            value = f" -x -a {_quote(' '.join(choices))}" if choices else " -r -F" if takes else ""
             lines.append(f"complete -c memctl -n '{cond}' {spec}{value} -d {_quote(help)}")
     return "\n".join(lines) + "\n"
 

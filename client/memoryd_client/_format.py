@@ -78,8 +78,11 @@ def _job_line(job: JobInfo, width: int) -> str:
 
 def format_jobs(result: JobsList) -> list[str]:
     llm = result.llm
-    llm_text = (f"{llm.get('model')} at {llm.get('base_url') or 'OpenAI'}"
-                if llm.get("configured") else f"not configured ({llm.get('reason')})")
+    llm_text = (
+        f"{llm.get('model')} at {llm.get('base_url') or 'OpenAI'}"
+        if llm.get("configured")
+        else f"not configured ({llm.get('reason')})"
+    )
     lines = [f"time zone {result.timezone or 'local'}; LLM: {llm_text}"]
     if not result.jobs:
         lines.append("no workspace registered (memctl workspace add PATH)")
@@ -92,8 +95,10 @@ def format_jobs(result: JobsList) -> list[str]:
         lines.append(f"  {_job_line(job, width)}")
         for run in job.history:
             dry = " (dry run)" if run.dry_run else ""
-            lines.append(f"    {_stamp(run.started_at)}  {run.trigger or '':<8} "
-                         f"{run.status}{dry}: {run.message}")
+            lines.append(
+                f"    {_stamp(run.started_at)}  {run.trigger or '':<8} "
+                f"{run.status}{dry}: {run.message}"
+            )
     return lines
 
 
@@ -107,8 +112,9 @@ def format_run(run: JobRun) -> list[str]:
     for action in report.get("actions") or []:
         if isinstance(action, dict):
             to = f" -> {action['to']}" if action.get("to") else ""
-            lines.append(f"{action.get('action')} {action.get('path')}{to} "
-                         f"({action.get('bytes')} bytes)")
+            lines.append(
+                f"{action.get('action')} {action.get('path')}{to} ({action.get('bytes')} bytes)"
+            )
     for item in report.get("would_summarise") or []:
         if isinstance(item, dict):
             lines.append(f"summarise {item.get('session')} into {item.get('into')}")

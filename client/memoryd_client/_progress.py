@@ -84,10 +84,14 @@ class JsonProgress:
 
         rate = self.rate.per_second()
         eta = self.rate.eta_s((progress.total or 0) - progress.done)
-        line = {"event": "progress", "phase": progress.phase, "done": progress.done,
-                "total": progress.total,
-                "rate": None if rate is None else round(rate, 2),
-                "eta_s": None if eta is None else round(eta, 1)}
+        line = {
+            "event": "progress",
+            "phase": progress.phase,
+            "done": progress.done,
+            "total": progress.total,
+            "rate": None if rate is None else round(rate, 2),
+            "eta_s": None if eta is None else round(eta, 1),
+        }
         self.stream.write(json.dumps(line) + "\n")
         self.stream.flush()
         self.pending = None

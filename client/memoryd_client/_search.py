@@ -30,13 +30,14 @@ def read_query(args: argparse.Namespace, stdin: TextIO) -> str:
     else:
         text = " ".join(words)
     if not text.strip():
-        raise UsageError("empty query: give words to search for (as arguments, with --query, "
-                         "or - to read them from stdin)")
+        raise UsageError(
+            "empty query: give words to search for (as arguments, with --query, "
+            "or - to read them from stdin)"
+        )
     return text
 
 
-def search_many(client: MemoryClient, names: list[str], query: str,
-                **options: Any) -> SearchResult:
+def search_many(client: MemoryClient, names: list[str], query: str, **options: Any) -> SearchResult:
     """The best hits of every named workspace, each hit carrying its workspace."""
     per_workspace = [(name, client.search(query, workspace=name, **options)) for name in names]
     hits: list[SearchHit] = []
@@ -51,13 +52,21 @@ def search_many(client: MemoryClient, names: list[str], query: str,
     order = sorted(range(len(hits)), key=lambda i: -hits[i].score)[:limit]
     degraded = [f"{name}: {d}" for name, r in per_workspace for d in r.degraded]
     notices = list(dict.fromkeys(n for _, r in per_workspace for n in r.notices))
-    raw = {"results": [raw_hits[i] for i in order], "workspaces": names,
-           "mode_used": ",".join(sorted({r.mode_used for _, r in per_workspace if r.mode_used})),
-           "took_ms": round(sum(r.took_ms or 0.0 for _, r in per_workspace), 3),
-           "pending_files": sum(r.pending_files for _, r in per_workspace)}
+    raw = {
+        "results": [raw_hits[i] for i in order],
+        "workspaces": names,
+        "mode_used": ",".join(sorted({r.mode_used for _, r in per_workspace if r.mode_used})),
+        "took_ms": round(sum(r.took_ms or 0.0 for _, r in per_workspace), 3),
+        "pending_files": sum(r.pending_files for _, r in per_workspace),
+    }
     if degraded:
         raw["degraded"] = degraded
     if notices:
         raw["notices"] = notices
-    return SearchResult(results=[hits[i] for i in order], degraded=degraded, notices=notices,
-                        pending_files=int(raw["pending_files"]), raw=raw)
+    return SearchResult(
+        results=[hits[i] for i in order],
+        degraded=degraded,
+        notices=notices,
+        pending_files=int(raw["pending_files"]),
+        raw=raw,
+    )

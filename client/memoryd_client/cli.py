@@ -72,8 +72,7 @@ def add_common_options(parser: argparse.ArgumentParser, *, workspace: bool) -> N
     group.add_argument(
         "--json",
         action="store_true",
-        help="print the result, or the error, as JSON on stdout (progress: JSON lines on "
-        "stderr)",
+        help="print the result, or the error, as JSON on stdout (progress: JSON lines on stderr)",
     )
     group.add_argument(
         "--socket",
@@ -195,29 +194,57 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    command(sub, "status", cmd.status, "show the daemon's and the workspaces' state",
-            example="  memctl status            # every workspace\n"
-                    "  memctl status -w alice --json")
+    command(
+        sub,
+        "status",
+        cmd.status,
+        "show the daemon's and the workspaces' state",
+        example="  memctl status            # every workspace\n  memctl status -w alice --json",
+    )
 
-    p = command(sub, "search", cmd.search, "hybrid search of the memory",
-                example='  memctl search "what did we decide about the schema"\n'
-                        "  memctl search --all --json -n 3 lisbon flight\n"
-                        "  echo 'a long question' | memctl search -")
-    p.add_argument("query", nargs="*", metavar="QUERY",
-                   help="words to search for, or - to read the query from stdin")
-    p.add_argument("-q", "--query", dest="query_option", metavar="TEXT",
-                   help="the query as one argument (instead of words)")
-    p.add_argument("--all", action="store_true",
-                   help="search every registered workspace; each hit names its workspace "
-                   "(the default when no workspace is chosen and several are registered)")
-    p.add_argument("-n", "--max-results", type=positive_int, metavar="N",
-                   help="at most N results (default 6)")
-    p.add_argument("--min-score", type=_score, metavar="SCORE",
-                   help="drop results scoring below this, 0..1 (default 0.35)")
-    p.add_argument("--mode", choices=MODES,
-                   help="which signals rank the results (default hybrid)")
-    p.add_argument("--fusion", choices=FUSIONS,
-                   help="how hybrid search combines them (default: the daemon's, weighted)")
+    p = command(
+        sub,
+        "search",
+        cmd.search,
+        "hybrid search of the memory",
+        example='  memctl search "what did we decide about the schema"\n'
+        "  memctl search --all --json -n 3 lisbon flight\n"
+        "  echo 'a long question' | memctl search -",
+    )
+    p.add_argument(
+        "query",
+        nargs="*",
+        metavar="QUERY",
+        help="words to search for, or - to read the query from stdin",
+    )
+    p.add_argument(
+        "-q",
+        "--query",
+        dest="query_option",
+        metavar="TEXT",
+        help="the query as one argument (instead of words)",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="search every registered workspace; each hit names its workspace "
+        "(the default when no workspace is chosen and several are registered)",
+    )
+    p.add_argument(
+        "-n", "--max-results", type=positive_int, metavar="N", help="at most N results (default 6)"
+    )
+    p.add_argument(
+        "--min-score",
+        type=_score,
+        metavar="SCORE",
+        help="drop results scoring below this, 0..1 (default 0.35)",
+    )
+    p.add_argument("--mode", choices=MODES, help="which signals rank the results (default hybrid)")
+    p.add_argument(
+        "--fusion",
+        choices=FUSIONS,
+        help="how hybrid search combines them (default: the daemon's, weighted)",
+    )
     p.add_argument(
         "--source",
         action="append",
@@ -225,85 +252,171 @@ def build_parser() -> argparse.ArgumentParser:
         help="search this source (repeatable; default: the daemon's search.sources, memory)",
     )
     p.add_argument("--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX")
-    p.add_argument("--since", type=iso_date, metavar="YYYY-MM-DD",
-                   help="only notes of this day or later")
-    p.add_argument("--until", type=iso_date, metavar="YYYY-MM-DD",
-                   help="only notes of this day or earlier")
-    p.add_argument("--fleet", action="store_true",
-                   help="every workspace of every host in the fleet (fleet mode)")
+    p.add_argument(
+        "--since", type=iso_date, metavar="YYYY-MM-DD", help="only notes of this day or later"
+    )
+    p.add_argument(
+        "--until", type=iso_date, metavar="YYYY-MM-DD", help="only notes of this day or earlier"
+    )
+    p.add_argument(
+        "--fleet",
+        action="store_true",
+        help="every workspace of every host in the fleet (fleet mode)",
+    )
 
-    p = command(sub, "get", cmd.get, "print lines of a memory file",
-                example="  memctl get MEMORY.md\n"
-                        "  memctl get memory/2025-01-31.md --from 40 --lines 20")
+    p = command(
+        sub,
+        "get",
+        cmd.get,
+        "print lines of a memory file",
+        example="  memctl get MEMORY.md\n  memctl get memory/2025-01-31.md --from 40 --lines 20",
+    )
     p.add_argument("path", metavar="PATH", help="workspace-relative, e.g. memory/2025-01-31.md")
-    p.add_argument("--from", dest="from_line", type=positive_int, metavar="LINE",
-                   help="first line to print (1-based; default 1)")
-    p.add_argument("--lines", type=positive_int, metavar="N",
-                   help="how many lines (default: to the end)")
+    p.add_argument(
+        "--from",
+        dest="from_line",
+        type=positive_int,
+        metavar="LINE",
+        help="first line to print (1-based; default 1)",
+    )
+    p.add_argument(
+        "--lines", type=positive_int, metavar="N", help="how many lines (default: to the end)"
+    )
 
-    p = command(sub, "append", cmd.append, "append a note to a daily file",
-                example="  memctl append 'Decided: keep SQLite' --heading Decisions\n"
-                        "  echo 'from a pipe' | memctl append -")
+    p = command(
+        sub,
+        "append",
+        cmd.append,
+        "append a note to a daily file",
+        example="  memctl append 'Decided: keep SQLite' --heading Decisions\n"
+        "  echo 'from a pipe' | memctl append -",
+    )
     p.add_argument("text", nargs="+", metavar="TEXT", help="the text, or - to read stdin")
-    p.add_argument("--date", type=iso_date, metavar="YYYY-MM-DD",
-                   help="the daily file's day (default today)")
+    p.add_argument(
+        "--date", type=iso_date, metavar="YYYY-MM-DD", help="the daily file's day (default today)"
+    )
     p.add_argument("--heading", metavar="TEXT", help="put the note under this heading")
 
-    p = command(sub, "reindex", cmd.reindex, "bring the index up to date now",
-                example="  memctl reindex --wait    # and wait for the embeddings")
+    p = command(
+        sub,
+        "reindex",
+        cmd.reindex,
+        "bring the index up to date now",
+        example="  memctl reindex --wait    # and wait for the embeddings",
+    )
     p.add_argument("--full", action="store_true", help="re-read every file, not only changes")
     p.add_argument("--wait", action="store_true", help="also wait for the embeddings")
 
-    ws = sub.add_parser("workspace", help="register, unregister and list workspaces",
-                        description="register, unregister and list workspaces")
+    ws = sub.add_parser(
+        "workspace",
+        help="register, unregister and list workspaces",
+        description="register, unregister and list workspaces",
+    )
     ws_sub = ws.add_subparsers(dest="workspace_command", metavar="ACTION")
     ws.set_defaults(handler=_missing_action(ws))
-    p = command(ws_sub, "add", cmd.workspace_add, "register a workspace", workspace=False,
-                example="  memctl workspace add ~/agents/alice --name alice")
-    p.add_argument("path", metavar="PATH",
-                   help="the agent's folder: the one holding MEMORY.md, memory/, sessions/")
+    p = command(
+        ws_sub,
+        "add",
+        cmd.workspace_add,
+        "register a workspace",
+        workspace=False,
+        example="  memctl workspace add ~/agents/alice --name alice",
+    )
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="the agent's folder: the one holding MEMORY.md, memory/, sessions/",
+    )
     p.add_argument("--name", help="(default: the directory's name)")
-    p = command(ws_sub, "remove", cmd.workspace_remove, "unregister a workspace",
-                workspace=False, example="  memctl workspace remove alice --delete-index")
+    p = command(
+        ws_sub,
+        "remove",
+        cmd.workspace_remove,
+        "unregister a workspace",
+        workspace=False,
+        example="  memctl workspace remove alice --delete-index",
+    )
     p.add_argument("target", metavar="NAME|PATH", help="the workspace's name or folder")
     p.add_argument("--delete-index", action="store_true", help="also delete its index")
-    command(ws_sub, "list", cmd.workspace_list, "list the workspaces", workspace=False,
-            example="  memctl workspace list --json")
+    command(
+        ws_sub,
+        "list",
+        cmd.workspace_list,
+        "list the workspaces",
+        workspace=False,
+        example="  memctl workspace list --json",
+    )
 
-    fleet = sub.add_parser("fleet", help="fleet mode: the hosts sharing memory (docs/fleet.md)",
-                           description="fleet mode: the hosts sharing memory (docs/fleet.md)")
+    fleet = sub.add_parser(
+        "fleet",
+        help="fleet mode: the hosts sharing memory (docs/fleet.md)",
+        description="fleet mode: the hosts sharing memory (docs/fleet.md)",
+    )
     fleet_sub = fleet.add_subparsers(dest="fleet_command", metavar="ACTION")
     fleet.set_defaults(handler=_missing_action(fleet, "status"))
-    command(fleet_sub, "status", cmd.fleet_status,
-            "hosts, their workspaces, publish lag and lease holders", workspace=False,
-            example="  memctl fleet status --json")
+    command(
+        fleet_sub,
+        "status",
+        cmd.fleet_status,
+        "hosts, their workspaces, publish lag and lease holders",
+        workspace=False,
+        example="  memctl fleet status --json",
+    )
 
-    jobs = sub.add_parser("jobs", help="see and run the scheduled jobs",
-                          description="see and run the scheduled jobs")
+    jobs = sub.add_parser(
+        "jobs", help="see and run the scheduled jobs", description="see and run the scheduled jobs"
+    )
     jobs_sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
     jobs.set_defaults(handler=_missing_action(jobs, "list or run"))
-    p = command(jobs_sub, "list", cmd.jobs_list,
-                "each job per workspace: schedule, next run, last result",
-                example="  memctl jobs list --history 5")
-    p.add_argument("--history", type=positive_int, metavar="N",
-                   help="also show each job's last N runs")
-    p = command(jobs_sub, "run", cmd.jobs_run, "run a job now",
-                example="  memctl jobs run hippocampus --dry-run   # the diff, nothing written")
+    p = command(
+        jobs_sub,
+        "list",
+        cmd.jobs_list,
+        "each job per workspace: schedule, next run, last result",
+        example="  memctl jobs list --history 5",
+    )
+    p.add_argument(
+        "--history", type=positive_int, metavar="N", help="also show each job's last N runs"
+    )
+    p = command(
+        jobs_sub,
+        "run",
+        cmd.jobs_run,
+        "run a job now",
+        example="  memctl jobs run hippocampus --dry-run   # the diff, nothing written",
+    )
     p.add_argument("name", metavar="NAME", help="hippocampus, retention or fallback_summary")
-    p.add_argument("--dry-run", action="store_true",
-                   help="show what the job would do and change nothing (hippocampus: the diff)")
-    p.add_argument("--force", action="store_true",
-                   help="hippocampus: accept an answer that drops more than max_drop_ratio of "
-                   "MEMORY.md's lines or a heading")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what the job would do and change nothing (hippocampus: the diff)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="hippocampus: accept an answer that drops more than max_drop_ratio of "
+        "MEMORY.md's lines or a heading",
+    )
 
-    command(sub, "doctor", cmd.doctor, "check the setup; print the fix for each problem",
-            workspace=False, example="  memctl doctor")
+    command(
+        sub,
+        "doctor",
+        cmd.doctor,
+        "check the setup; print the fix for each problem",
+        workspace=False,
+        example="  memctl doctor",
+    )
 
-    p = command(sub, "completion", cmd.completion,
-                "print a shell completion script for memctl", workspace=False,
-                example='  eval "$(memctl completion bash)"        # in ~/.bashrc\n'
-                        "  memctl completion zsh > ~/.zfunc/_memctl  # fpath+=~/.zfunc\n"
-                        "  memctl completion fish > ~/.config/fish/completions/memctl.fish")
+    p = command(
+        sub,
+        "completion",
+        cmd.completion,
+        "print a shell completion script for memctl",
+        workspace=False,
+        example='  eval "$(memctl completion bash)"        # in ~/.bashrc\n'
+        "  memctl completion zsh > ~/.zfunc/_memctl  # fpath+=~/.zfunc\n"
+        "  memctl completion fish > ~/.config/fish/completions/memctl.fish",
+    )
     p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
 
     from memoryd_client.agents.commands import add_commands as add_agent_commands
@@ -425,8 +538,9 @@ def main(
     if handler is None:
         if not as_json:
             parser.print_usage(err)
-        return _fail(out, err, as_json, "usage", f"missing command (try `{PROG} --help`)",
-                     EXIT_USAGE)
+        return _fail(
+            out, err, as_json, "usage", f"missing command (try `{PROG} --help`)", EXIT_USAGE
+        )
     ctx = Context(args, out, err)
     try:
         return handler(args, ctx)
@@ -435,8 +549,15 @@ def main(
             exc.parser.print_usage(err)
         return _fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
     except DaemonNotRunning as exc:
-        return _fail(out, err, as_json, "not_running", str(exc), EXIT_NOT_RUNNING,
-                     {"socket": str(exc.socket)})
+        return _fail(
+            out,
+            err,
+            as_json,
+            "not_running",
+            str(exc),
+            EXIT_NOT_RUNNING,
+            {"socket": str(exc.socket)},
+        )
     except RemoteError as exc:
         return _fail(out, err, as_json, exc.code, _remote_message(exc), EXIT_ERROR, exc.data)
     except ClientError as exc:
@@ -452,7 +573,10 @@ def main(
         if os.environ.get("MEMCTL_DEBUG"):
             raise
         return _fail(
-            out, err, as_json, "internal",
+            out,
+            err,
+            as_json,
+            "internal",
             f"internal error: {type(exc).__name__}: {exc} (MEMCTL_DEBUG=1 shows a traceback)",
             EXIT_ERROR,
         )
@@ -464,23 +588,35 @@ def _remote_message(exc: RemoteError) -> str:
     """The daemon's words, with its wire parameter named as memctl's option."""
     names = exc.data.get("workspaces")
     if exc.data.get("param") == "workspace" and isinstance(names, list):
-        return (f"several workspaces are registered ({', '.join(map(str, names))}): name one "
-                "with -w/--workspace NAME, or search them all with --all")
+        return (
+            f"several workspaces are registered ({', '.join(map(str, names))}): name one "
+            "with -w/--workspace NAME, or search them all with --all"
+        )
     return str(exc)
 
 
 def _client_code(exc: ClientError) -> str:
     """A stable code for the errors that happen on this side of the socket."""
-    for klass, code in ((ClientTimeout, "timeout"), (ConnectionLost, "connection_lost"),
-                        (ProtocolMismatch, "protocol_mismatch"),
-                        (SocketUnusable, "socket_unusable")):
+    for klass, code in (
+        (ClientTimeout, "timeout"),
+        (ConnectionLost, "connection_lost"),
+        (ProtocolMismatch, "protocol_mismatch"),
+        (SocketUnusable, "socket_unusable"),
+    ):
         if isinstance(exc, klass):
             return code
     return "error"
 
 
-def _fail(out: TextIO, err: TextIO, as_json: bool, code: str, message: str, exit_code: int,
-          data: dict[str, Any] | None = None) -> int:
+def _fail(
+    out: TextIO,
+    err: TextIO,
+    as_json: bool,
+    code: str,
+    message: str,
+    exit_code: int,
+    data: dict[str, Any] | None = None,
+) -> int:
     one_line = " ".join(message.split())
     if as_json:
         import json

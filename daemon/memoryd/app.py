@@ -59,10 +59,18 @@ WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 
 
 class Daemon:
-    def __init__(self, config: Config, *, paths: Paths, socket_path: Path,
-                 config_file: Path | None = None, env: Mapping[str, str] | None = None,
-                 handle_signals: bool = False, clock: Clock | None = None,
-                 announce: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        paths: Paths,
+        socket_path: Path,
+        config_file: Path | None = None,
+        env: Mapping[str, str] | None = None,
+        handle_signals: bool = False,
+        clock: Clock | None = None,
+        announce: TextIO | None = None,
+    ) -> None:
         """No side effects: everything is acquired in ``startup``. ``clock``: the jobs
         scheduler's (tests pass a fake one; default the system clock in the local zone).
         ``announce``: where to write one line for a person once the socket accepts."""
@@ -89,8 +97,9 @@ class Daemon:
         self.appender = Appender()
         self.watcher = Watcher(config.server.debounce_ms)
         # Searches and reads: one thread woken per job (runtime/pool.py says why that matters).
-        self.readers = HandoffPool(config.server.reader_threads,
-                                   thread_name_prefix="memoryd-reader")
+        self.readers = HandoffPool(
+            config.server.reader_threads, thread_name_prefix="memoryd-reader"
+        )
         # Embedding a new query (5-20 ms in the model, which releases the GIL) runs here,
         # so it never holds up the reader that serves everyone's searches.
         self.query_embedder = ThreadPoolExecutor(1, thread_name_prefix="memoryd-query-embed")
@@ -160,7 +169,8 @@ class Daemon:
             history = History(self.state)
             runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)
             self._scheduler = Scheduler(
-                history, self.clock, lambda: self.config, self._registry.list, runner)
+                history, self.clock, lambda: self.config, self._registry.list, runner
+            )
             self._flushes = FlushQueue(runner)
             self._scheduler.recover()
             self._start_fleet()
@@ -172,13 +182,20 @@ class Daemon:
         self.ready.set()
         self.notifier.ready(STARTING_STATUS)
         self._bg = asyncio.create_task(self._background_start(), name="memoryd-startup")
-        self._socket_check = asyncio.create_task(self._check_socket_loop(),
-                                                 name="memoryd-socket-check")
+        self._socket_check = asyncio.create_task(
+            self._check_socket_loop(), name="memoryd-socket-check"
+        )
         self._start_service_tasks()
-        log.info("startup", socket=str(self.socket_path), pid=os.getpid(),
-                 ms=round((time.perf_counter() - started) * 1000, 1),
-                 workspaces=len(self.registry.list()), config=self.config.source or None,
-                 socket_from=self.instance.manager, open_file_limit=self.fd_limit)
+        log.info(
+            "startup",
+            socket=str(self.socket_path),
+            pid=os.getpid(),
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            workspaces=len(self.registry.list()),
+            config=self.config.source or None,
+            socket_from=self.instance.manager,
+            open_file_limit=self.fd_limit,
+        )
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
             self.announce.flush()
@@ -192,13 +209,16 @@ class Daemon:
             from memoryd.fleet.service import FleetService
             from memoryd.fleet.settings import fleet_settings
         except ImportError as exc:
-            self.fleet_off = (f"fleet mode needs psycopg ({exc}): install the daemon with "
-                              "its fleet extra (pip install '.[fleet]' in its checkout)")
+            self.fleet_off = (
+                f"fleet mode needs psycopg ({exc}): install the daemon with "
+                "its fleet extra (pip install '.[fleet]' in its checkout)"
+            )
             log.error("fleet_off", error=self.fleet_off)
             return
         settings = fleet_settings(self.config.fleet, self.env)  # a bad DSN: ConfigError
-        self.fleet = FleetService(settings, holder_id(self.paths.state_db.parent),
-                                  self.registry.list, lambda: self.config)
+        self.fleet = FleetService(
+            settings, holder_id(self.paths.state_db.parent), self.registry.list, lambda: self.config
+        )
         self.fleet.start()
 
     def _start_service_tasks(self) -> None:
@@ -206,14 +226,16 @@ class Daemon:
         if self.notifier.enabled:
             self._service_tasks = {
                 asyncio.create_task(self._report_startup(), name="memoryd-status"),
-                asyncio.create_task(self.notifier.watchdog_loop(), name="memoryd-watchdog")}
+                asyncio.create_task(self.notifier.watchdog_loop(), name="memoryd-watchdog"),
+            }
 
     async def _report_startup(self) -> None:
         last = STARTING_STATUS  # sent with READY=1
         try:
             while True:
-                text, over = startup_status(self.registry.list(),
-                                            self.registry.provider_ready.is_set())
+                text, over = startup_status(
+                    self.registry.list(), self.registry.provider_ready.is_set()
+                )
                 if text != last:
                     self.notifier.status(text)
                     last = text
@@ -229,8 +251,12 @@ class Daemon:
         missing = llm_jobs_without_llm(self.config, self.env)
         if missing is not None:
             jobs, problem = missing
-            log.info("llm_not_configured", jobs=jobs, reason=problem,
-                     effect="these jobs are skipped until an LLM is configured")
+            log.info(
+                "llm_not_configured",
+                jobs=jobs,
+                reason=problem,
+                effect="these jobs are skipped until an LLM is configured",
+            )
 
     async def _background_start(self) -> None:
         self._log_llm_state()
@@ -289,8 +315,9 @@ class Daemon:
         if self._flushes is not None:
             await self._flushes.stop()
         if self._scheduler is not None:
-            await self._scheduler.stop(0 if self._force.is_set()
-                                       else self.config.server.shutdown_timeout)
+            await self._scheduler.stop(
+                0 if self._force.is_set() else self.config.server.shutdown_timeout
+            )
         await self.watcher.close()
         if self.fleet is not None:
             await self.fleet.stop()  # releases its leases: another daemon may take them now
@@ -301,8 +328,12 @@ class Daemon:
         self.query_embedder.shutdown(wait=False, cancel_futures=True)
         self.waiters.shutdown(wait=False, cancel_futures=True)
         self._close_sync()
-        log.info("shutdown", ms=round((time.perf_counter() - started) * 1000, 1),
-                 cancelled_requests=cancelled, forced=self._force.is_set())
+        log.info(
+            "shutdown",
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            cancelled_requests=cancelled,
+            forced=self._force.is_set(),
+        )
 
     def _close_sync(self) -> None:
         if self.state is not None:
@@ -317,12 +348,20 @@ class Daemon:
         cap = cfg.max_connections
         if self.fd_limit and connection_cap(cap, self.fd_limit) < cap:
             cap = connection_cap(cap, self.fd_limit)
-            log.warning("max_connections_lowered", configured=cfg.max_connections,
-                        max_connections=cap, open_file_limit=self.fd_limit,
-                        fix="raise LimitNOFILE (systemd) or ulimit -n")
-        return Limits(max_frame_bytes=cfg.max_frame_bytes, max_connections=cap,
-                      connection_bytes=cfg.connection_buffer_mb * MiB,
-                      total_bytes=cfg.total_buffer_mb * MiB, idle_timeout=cfg.idle_timeout)
+            log.warning(
+                "max_connections_lowered",
+                configured=cfg.max_connections,
+                max_connections=cap,
+                open_file_limit=self.fd_limit,
+                fix="raise LimitNOFILE (systemd) or ulimit -n",
+            )
+        return Limits(
+            max_frame_bytes=cfg.max_frame_bytes,
+            max_connections=cap,
+            connection_bytes=cfg.connection_buffer_mb * MiB,
+            total_bytes=cfg.total_buffer_mb * MiB,
+            idle_timeout=cfg.idle_timeout,
+        )
 
     # -- requests from signals and methods ---------------------------------------------
 
@@ -360,42 +399,69 @@ class Daemon:
             return
         old, self.config = self.config, new
         self.server.set_limits(self._limits(new.server))
-        restart_needed = [s for s in ("embedding", "index")
-                          if getattr(old, s) != getattr(new, s)]
-        restart_needed += [f"server.{k}" for k in ("debounce_ms", "reader_threads")
-                           if getattr(old.server, k) != getattr(new.server, k)]
+        restart_needed = [s for s in ("embedding", "index") if getattr(old, s) != getattr(new, s)]
+        restart_needed += [
+            f"server.{k}"
+            for k in ("debounce_ms", "reader_threads")
+            if getattr(old.server, k) != getattr(new.server, k)
+        ]
         added, removed = await self.registry.reconcile_config(new)
         if added or removed:
             await self.refresh_watch()
         self.scheduler.wake()  # schedules may have changed
         if new.llm != old.llm or new.jobs != old.jobs:
             self._log_llm_state()
-        log.info("config_reloaded", source=new.source, workspaces_added=added,
-                 workspaces_removed=removed, needs_restart=restart_needed or None)
+        log.info(
+            "config_reloaded",
+            source=new.source,
+            workspaces_added=added,
+            workspaces_removed=removed,
+            needs_restart=restart_needed or None,
+        )
 
     def _make_methods(self, registry: Registry, scheduler: Scheduler) -> Methods:
         return Methods(
             registry=registry,
-            searches=SearchService(registry, self.watcher, self.readers, self.query_embedder,
-                                   lambda: self.config),
-            status=StatusReport(registry, scheduler, self.watcher, self.readers,
-                                lambda: self.config, self.socket_path, self.started_at,
-                                self._server_status, self.degraded, self.fleet,
-                                self.fleet_off),
-            appender=self.appender, watcher=self.watcher, scheduler=scheduler,
-            clock=self.clock, readers=self.readers, waiters=self.waiters,
-            config=lambda: self.config, env=self.env,
-            workspaces_changed=self.refresh_watch, request_exit=self.request_exit,
+            searches=SearchService(
+                registry, self.watcher, self.readers, self.query_embedder, lambda: self.config
+            ),
+            status=StatusReport(
+                registry,
+                scheduler,
+                self.watcher,
+                self.readers,
+                lambda: self.config,
+                self.socket_path,
+                self.started_at,
+                self._server_status,
+                self.degraded,
+                self.fleet,
+                self.fleet_off,
+            ),
+            appender=self.appender,
+            watcher=self.watcher,
+            scheduler=scheduler,
+            clock=self.clock,
+            readers=self.readers,
+            waiters=self.waiters,
+            config=lambda: self.config,
+            env=self.env,
+            workspaces_changed=self.refresh_watch,
+            request_exit=self.request_exit,
             flushes=self._flushes,
-            fleet=self.fleet, fleet_off=self.fleet_off)
+            fleet=self.fleet,
+            fleet_off=self.fleet_off,
+        )
 
     # -- the watch -------------------------------------------------------------------------
 
     async def refresh_watch(self) -> None:
         """After the set of workspaces changed: the watcher and the scheduler follow."""
         await self.watcher.set_targets(
-            WatchTarget(w.name, w.root, w.index) for w in self.registry.list()
-            if w.index is not None)
+            WatchTarget(w.name, w.root, w.index)
+            for w in self.registry.list()
+            if w.index is not None
+        )
         if self._scheduler is not None:
             self._scheduler.wake()
 

@@ -34,38 +34,55 @@ STOP_TIMEOUT_S: Final = 30.0
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="memoryd", description="memory daemon for AI agents",
+        prog="memoryd",
+        description="memory daemon for AI agents",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  memoryd run                  # in the foreground; Ctrl-C stops it\n"
-               "  memoryd stop                 # stop the running daemon, wait until it exits\n"
-               "  memoryd service install      # start at login under systemd or launchd\n\n"
-               "exit codes: 0 ok, 1 error, 2 usage, 3 invalid config, 4 already running,\n"
-               "5 socket unusable, 6 no service manager, 7 service manager refused")
+        "  memoryd stop                 # stop the running daemon, wait until it exits\n"
+        "  memoryd service install      # start at login under systemd or launchd\n\n"
+        "exit codes: 0 ok, 1 error, 2 usage, 3 invalid config, 4 already running,\n"
+        "5 socket unusable, 6 no service manager, 7 service manager refused",
+    )
     parser.add_argument("--version", action="version", version=f"memoryd {memoryd.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run = sub.add_parser("run", help="run the daemon in the foreground")
     run.add_argument("--socket", help="Unix socket path (default: $MEMORYD_SOCKET or platform)")
     run.add_argument("--config", help="config file (default: $MEMORYD_CONFIG or platform)")
-    run.add_argument("--log-level", choices=LEVELS, default=os.environ.get("MEMORYD_LOG_LEVEL"),
-                     help="default: $MEMORYD_LOG_LEVEL, else warning on a terminal (which "
-                     "gets one line saying the daemon is ready) and info elsewhere")
-    stop = sub.add_parser("stop", help="stop the running daemon gracefully and wait until it "
-                          "has exited")
+    run.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=os.environ.get("MEMORYD_LOG_LEVEL"),
+        help="default: $MEMORYD_LOG_LEVEL, else warning on a terminal (which "
+        "gets one line saying the daemon is ready) and info elsewhere",
+    )
+    stop = sub.add_parser(
+        "stop", help="stop the running daemon gracefully and wait until it has exited"
+    )
     stop.add_argument("--socket", help="Unix socket path (default: $MEMORYD_SOCKET or platform)")
-    stop.add_argument("--timeout", type=float, default=STOP_TIMEOUT_S, metavar="SECONDS",
-                      help=f"how long to wait for it to exit (default {STOP_TIMEOUT_S:g})")
+    stop.add_argument(
+        "--timeout",
+        type=float,
+        default=STOP_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for it to exit (default {STOP_TIMEOUT_S:g})",
+    )
     doctor = sub.add_parser("doctor", help="check the local setup; each line says the fix")
     doctor.add_argument("--socket")
     doctor.add_argument("--config")
     doctor.add_argument("--json", action="store_true", help="machine-readable output")
-    service = sub.add_parser("service", help="run memoryd under systemd (Linux) or launchd "
-                             "(macOS): install, uninstall, status")
+    service = sub.add_parser(
+        "service",
+        help="run memoryd under systemd (Linux) or launchd (macOS): install, uninstall, status",
+    )
     service.add_argument("action", choices=("install", "uninstall", "status"))
-    service.add_argument("--socket-activation", action="store_true",
-                         help="install: the service manager listens and starts the daemon on "
-                         "the first connection")
-    service.add_argument("--dry-run", action="store_true",
-                         help="print the files and commands, change nothing")
+    service.add_argument(
+        "--socket-activation",
+        action="store_true",
+        help="install: the service manager listens and starts the daemon on the first connection",
+    )
+    service.add_argument(
+        "--dry-run", action="store_true", help="print the files and commands, change nothing"
+    )
     service.add_argument("--json", action="store_true", help="status: machine-readable output")
     return parser
 
@@ -109,8 +126,12 @@ def cmd_stop(args: argparse.Namespace) -> int:
 def cmd_service(args: argparse.Namespace) -> int:
     from memoryd.service.command import main as service_main
 
-    return service_main(args.action, socket_activation=args.socket_activation,
-                        dry_run=args.dry_run, as_json=args.json)
+    return service_main(
+        args.action,
+        socket_activation=args.socket_activation,
+        dry_run=args.dry_run,
+        as_json=args.json,
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -133,9 +154,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         config = load_config(cfg_file, env)
-        daemon = Daemon(config, paths=default_paths(env), socket_path=socket_path(env, args.socket),
-                        config_file=cfg_file, env=env, handle_signals=True,
-                        announce=sys.stderr if on_terminal else None)
+        daemon = Daemon(
+            config,
+            paths=default_paths(env),
+            socket_path=socket_path(env, args.socket),
+            config_file=cfg_file,
+            env=env,
+            handle_signals=True,
+            announce=sys.stderr if on_terminal else None,
+        )
         return asyncio.run(daemon.serve())
     except AlreadyRunning as exc:
         log.error("already_running", error=str(exc))

@@ -72,39 +72,82 @@ def stale_socket_file(path: Path) -> Path:
 def canned_results(protocol_version: int = protocol.PROTOCOL_VERSION) -> dict[str, Any]:
     """What the fake answers by default, method by method (realistic shapes)."""
     return {
-        "hello": {"server": "memoryd", "version": "0.0-fake", "protocol": protocol_version,
-                  "pid": os.getpid()},
+        "hello": {
+            "server": "memoryd",
+            "version": "0.0-fake",
+            "protocol": protocol_version,
+            "pid": os.getpid(),
+        },
         "status": {
-            "version": "0.0-fake", "pid": os.getpid(), "uptime_s": 12.5, "socket": "/x.sock",
+            "version": "0.0-fake",
+            "pid": os.getpid(),
+            "uptime_s": 12.5,
+            "socket": "/x.sock",
             "config_source": None,
             "provider": {"name": "none", "model": "", "dims": None, "reason": "configured"},
-            "workspaces": [{
-                "name": "ws", "path": "/w/ws", "files": 3, "chunks": 9, "pending_vectors": 0,
-                "pending_files": 0, "last_sync": 1700000000.0, "index_generation": 4,
-                "vector_ready": False, "degraded": ["keyword only: configured"],
-                "skipped": {}, "watcher": "watching", "sqlite_vec": "v0.1.6",
-            }],
+            "workspaces": [
+                {
+                    "name": "ws",
+                    "path": "/w/ws",
+                    "files": 3,
+                    "chunks": 9,
+                    "pending_vectors": 0,
+                    "pending_files": 0,
+                    "last_sync": 1700000000.0,
+                    "index_generation": 4,
+                    "vector_ready": False,
+                    "degraded": ["keyword only: configured"],
+                    "skipped": {},
+                    "watcher": "watching",
+                    "sqlite_vec": "v0.1.6",
+                }
+            ],
         },
         "search": {
-            "results": [{"path": "memory/2025-01-02.md", "start_line": 3, "end_line": 9,
-                         "score": 0.8125, "snippet": "- [D1:3] line one\nline two",
-                         "snippet_start_line": 3, "snippet_end_line": 4, "source": "memory",
-                         "text_score": 0.8125}],
-            "provider": "none", "model": "", "mode_used": "keyword",
-            "degraded": "vectors off: no embedding provider", "took_ms": 0.4,
-            "index_generation": 4, "pending_files": 0, "waited_ms": 0.0,
+            "results": [
+                {
+                    "path": "memory/2025-01-02.md",
+                    "start_line": 3,
+                    "end_line": 9,
+                    "score": 0.8125,
+                    "snippet": "- [D1:3] line one\nline two",
+                    "snippet_start_line": 3,
+                    "snippet_end_line": 4,
+                    "source": "memory",
+                    "text_score": 0.8125,
+                }
+            ],
+            "provider": "none",
+            "model": "",
+            "mode_used": "keyword",
+            "degraded": "vectors off: no embedding provider",
+            "took_ms": 0.4,
+            "index_generation": 4,
+            "pending_files": 0,
+            "waited_ms": 0.0,
         },
-        "get": {"path": "MEMORY.md", "from": 1, "lines": 2, "text": "# Memory\nhello\n",
-                "total_lines": 2},
-        "append": {"path": "memory/2025-01-02.md", "start_line": 10, "end_line": 11,
-                   "bytes": 24},
-        "reindex": {"files_scanned": 3, "files_changed": 1, "files_removed": 0,
-                    "files_skipped": 0, "chunks_written": 4, "chunks_removed": 1,
-                    "seconds": 0.05, "skipped": {}, "vectors_pending": 0},
+        "get": {
+            "path": "MEMORY.md",
+            "from": 1,
+            "lines": 2,
+            "text": "# Memory\nhello\n",
+            "total_lines": 2,
+        },
+        "append": {"path": "memory/2025-01-02.md", "start_line": 10, "end_line": 11, "bytes": 24},
+        "reindex": {
+            "files_scanned": 3,
+            "files_changed": 1,
+            "files_removed": 0,
+            "files_skipped": 0,
+            "chunks_written": 4,
+            "chunks_removed": 1,
+            "seconds": 0.05,
+            "skipped": {},
+            "vectors_pending": 0,
+        },
         "workspace.add": {"name": "ws", "path": "/w/ws", "added": True},
         "workspace.remove": {"name": "ws", "path": "/w/ws", "removed": True},
-        "workspace.list": {"workspaces": [{"name": "ws", "path": "/w/ws",
-                                           "source": "registry"}]},
+        "workspace.list": {"workspaces": [{"name": "ws", "path": "/w/ws", "source": "registry"}]},
         "shutdown": {"ok": True},
     }
 
@@ -220,8 +263,13 @@ class FakeMemoryd:
                 header = await reader.readexactly(protocol.HEADER.size)
                 body = await reader.readexactly(protocol.frame_length(header))
                 frame = protocol.unpack(body)
-                req = FakeRequest(frame.get("id"), str(frame.get("method")),
-                                  frame.get("params") or {}, number, writer)
+                req = FakeRequest(
+                    frame.get("id"),
+                    str(frame.get("method")),
+                    frame.get("params") or {},
+                    number,
+                    writer,
+                )
                 self.requests.append(req)
                 task = asyncio.create_task(self._answer(req, writer))
                 tasks.add(task)

@@ -43,8 +43,16 @@ GarbageKind = Literal[
     "bad_index",  # every item claims index 0
 ]
 GARBAGE_KINDS: tuple[GarbageKind, ...] = (
-    "not_json", "empty_data", "no_data", "wrong_count", "nan", "string", "empty_vector",
-    "zero_vector", "ragged", "bad_index",
+    "not_json",
+    "empty_data",
+    "no_data",
+    "wrong_count",
+    "nan",
+    "string",
+    "empty_vector",
+    "zero_vector",
+    "ragged",
+    "bad_index",
 )
 _PATHS: dict[str, Endpoint] = {"/v1/embeddings": "embeddings", "/v1/chat/completions": "chat"}
 _WORD = re.compile(r"\w+")
@@ -102,8 +110,12 @@ class FakeOpenAIServer:
         httpd.daemon_threads = True
         self._port = httpd.server_address[1]
         self._httpd = httpd
-        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="fake-openai",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -120,8 +132,12 @@ class FakeOpenAIServer:
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     @property
@@ -132,8 +148,15 @@ class FakeOpenAIServer:
 
     # -- scripting -------------------------------------------------------------------------
 
-    def respond_status(self, code: int, body: Any = None, *, endpoint: Endpoint = "embeddings",
-                       retry_after: float | None = 0.0, times: int = 1) -> None:
+    def respond_status(
+        self,
+        code: int,
+        body: Any = None,
+        *,
+        endpoint: Endpoint = "embeddings",
+        retry_after: float | None = 0.0,
+        times: int = 1,
+    ) -> None:
         """The next ``times`` requests get HTTP ``code`` with an OpenAI-style error body.
 
         ``retry_after`` (seconds) is sent as Retry-After and retry-after-ms; the openai client
@@ -157,8 +180,9 @@ class FakeOpenAIServer:
         """The next request is answered normally, after ``seconds``."""
         self._push(endpoint, _Behaviour(delay=seconds))
 
-    def respond_chat(self, content: str, finish_reason: str = "stop", *,
-                     delay: float = 0.0) -> None:
+    def respond_chat(
+        self, content: str, finish_reason: str = "stop", *, delay: float = 0.0
+    ) -> None:
         """The next chat request gets ``content`` (after ``delay`` seconds, if given)."""
         self._push("chat", _Behaviour(content=content, finish_reason=finish_reason, delay=delay))
 
@@ -181,8 +205,9 @@ class FakeOpenAIServer:
 
     # -- answering (called from handler threads) -------------------------------------------
 
-    def _answer(self, path: str, raw: bytes, headers: dict[str, str]
-                ) -> tuple[int, dict[str, str], bytes]:
+    def _answer(
+        self, path: str, raw: bytes, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
         try:
             body: Any = json.loads(raw) if raw else None
         except ValueError:
@@ -219,25 +244,40 @@ class FakeOpenAIServer:
             vectors = []
         elif vectors and garbage in ("nan", "string", "empty_vector", "zero_vector", "ragged"):
             last = vectors[-1]
-            vectors[-1] = {"nan": [*last[:-1], math.nan], "string": [*last[:-1], "0.5"],
-                           "empty_vector": [], "zero_vector": [0.0] * dims,
-                           "ragged": last[:-1]}[garbage]
+            vectors[-1] = {
+                "nan": [*last[:-1], math.nan],
+                "string": [*last[:-1], "0.5"],
+                "empty_vector": [],
+                "zero_vector": [0.0] * dims,
+                "ragged": last[:-1],
+            }[garbage]
         base64_out = body.get("encoding_format") == "base64"
-        data = [{"object": "embedding", "index": 0 if garbage == "bad_index" else i,
-                 "embedding": _b64(v) if base64_out and garbage is None else v}
-                for i, v in enumerate(vectors)]
+        data = [
+            {
+                "object": "embedding",
+                "index": 0 if garbage == "bad_index" else i,
+                "embedding": _b64(v) if base64_out and garbage is None else v,
+            }
+            for i, v in enumerate(vectors)
+        ]
         words = sum(len(_WORD.findall(str(t))) for t in texts)
-        out: dict[str, Any] = {"object": "list", "data": data,
-                               "model": body.get("model", self.model),
-                               "usage": {"prompt_tokens": words, "total_tokens": words}}
+        out: dict[str, Any] = {
+            "object": "list",
+            "data": data,
+            "model": body.get("model", self.model),
+            "usage": {"prompt_tokens": words, "total_tokens": words},
+        }
         if garbage == "no_data":
             del out["data"]
         return out
 
     def _chat(self, body: dict[str, Any], behaviour: _Behaviour) -> dict[str, Any]:
         messages = body.get("messages") or []
-        user = [m.get("content", "") for m in messages
-                if isinstance(m, dict) and m.get("role") == "user"]
+        user = [
+            m.get("content", "")
+            for m in messages
+            if isinstance(m, dict) and m.get("role") == "user"
+        ]
         content = behaviour.content
         if content is None and self._chat_fn is not None:
             content = self._chat_fn(body)
@@ -245,14 +285,30 @@ class FakeOpenAIServer:
             content = f"echo: {user[-1] if user else ''}"
         prompt = sum(len(_WORD.findall(str(m))) for m in user)
         completion = len(_WORD.findall(content))
-        choices = [] if behaviour.garbage == "empty_data" else [{
-            "index": 0, "message": {"role": "assistant", "content": content},
-            "finish_reason": behaviour.finish_reason, "logprobs": None}]
-        return {"id": f"chatcmpl-fake-{len(self.requests)}", "object": "chat.completion",
-                "created": int(time.time()), "model": body.get("model", self.model),
-                "choices": choices,
-                "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
-                          "total_tokens": prompt + completion}}
+        choices = (
+            []
+            if behaviour.garbage == "empty_data"
+            else [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": behaviour.finish_reason,
+                    "logprobs": None,
+                }
+            ]
+        )
+        return {
+            "id": f"chatcmpl-fake-{len(self.requests)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", self.model),
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
 
 
 def _json(status: int, payload: Any) -> tuple[int, dict[str, str], bytes]:

@@ -15,8 +15,7 @@ from memoryd.errors import EmbeddingError
 from memoryd.runtime.config import EmbeddingConfig
 
 
-def choose_provider(cfg: EmbeddingConfig,
-                    env: Mapping[str, str] | None = None) -> ProviderChoice:
+def choose_provider(cfg: EmbeddingConfig, env: Mapping[str, str] | None = None) -> ProviderChoice:
     """Raises EmbeddingError when an explicitly requested provider cannot be used."""
     env = os.environ if env is None else env
     requested = cfg.provider
@@ -28,24 +27,37 @@ def choose_provider(cfg: EmbeddingConfig,
             raise EmbeddingError(
                 "embedding.provider = openai needs an API key: set embedding.api_key or "
                 f"${cfg.api_key_env or 'OPENAI_API_KEY'} (or embedding.base_url for a local "
-                "server)")
-        return _with_fallback(cfg, ProviderChoice(
-            _openai(cfg, key), requested,
-            f"embedding.provider = openai ({key_source or 'no key'})"))
+                "server)"
+            )
+        return _with_fallback(
+            cfg,
+            ProviderChoice(
+                _openai(cfg, key),
+                requested,
+                f"embedding.provider = openai ({key_source or 'no key'})",
+            ),
+        )
     if requested == "local":
         return ProviderChoice(_local(cfg), requested, "embedding.provider = local")
     if key:
-        return _with_fallback(cfg, ProviderChoice(_openai(cfg, key), requested,
-                                                  f"API key found in {key_source}"))
+        return _with_fallback(
+            cfg, ProviderChoice(_openai(cfg, key), requested, f"API key found in {key_source}")
+        )
     if cfg.base_url:
-        return _with_fallback(cfg, ProviderChoice(
-            _openai(cfg, key), requested,
-            f"embedding.base_url = {cfg.base_url} (no API key needed)"))
+        return _with_fallback(
+            cfg,
+            ProviderChoice(
+                _openai(cfg, key),
+                requested,
+                f"embedding.base_url = {cfg.base_url} (no API key needed)",
+            ),
+        )
     try:
         local = _local(cfg)
     except EmbeddingError as exc:
-        return ProviderChoice(None, requested,
-                              f"no API key configured; local model unavailable: {exc.message}")
+        return ProviderChoice(
+            None, requested, f"no API key configured; local model unavailable: {exc.message}"
+        )
     return ProviderChoice(local, requested, "no API key configured; bundled local model")
 
 
@@ -59,11 +71,17 @@ def _with_fallback(cfg: EmbeddingConfig, choice: ProviderChoice) -> ProviderChoi
     try:
         local = _local(cfg)
     except EmbeddingError as exc:
-        return ProviderChoice(choice.provider, choice.requested,
-                              f"{choice.reason}; fallback local unavailable: {exc.message}")
-    return ProviderChoice(choice.provider, choice.requested,
-                          f"{choice.reason}; fallback local ({local.model})",
-                          QueryFallback(local))
+        return ProviderChoice(
+            choice.provider,
+            choice.requested,
+            f"{choice.reason}; fallback local unavailable: {exc.message}",
+        )
+    return ProviderChoice(
+        choice.provider,
+        choice.requested,
+        f"{choice.reason}; fallback local ({local.model})",
+        QueryFallback(local),
+    )
 
 
 def _api_key(cfg: EmbeddingConfig, env: Mapping[str, str]) -> tuple[str, str]:
@@ -78,17 +96,28 @@ def _api_key(cfg: EmbeddingConfig, env: Mapping[str, str]) -> tuple[str, str]:
 def _openai(cfg: EmbeddingConfig, key: str) -> EmbeddingProvider:
     from memoryd.embeddings.openai_compat import OpenAIProvider
 
-    return OpenAIProvider(model=cfg.model, base_url=cfg.base_url,
-                          api_key=key, dimensions=cfg.dimensions,
-                          batch_size=cfg.batch_size, timeout=cfg.timeout,
-                          max_retries=cfg.max_retries)
+    return OpenAIProvider(
+        model=cfg.model,
+        base_url=cfg.base_url,
+        api_key=key,
+        dimensions=cfg.dimensions,
+        batch_size=cfg.batch_size,
+        timeout=cfg.timeout,
+        max_retries=cfg.max_retries,
+    )
 
 
 def _local(cfg: EmbeddingConfig) -> EmbeddingProvider:
     from memoryd.embeddings.local import LocalProvider
 
     folder = Path(cfg.model_path).expanduser() if cfg.model_path else None
-    return LocalProvider(threads=cfg.threads, batch_size=cfg.batch_size,
-                         max_tokens=cfg.max_tokens, folder=folder, pooling=cfg.pooling,
-                         normalize=cfg.normalize, query_prefix=cfg.query_prefix,
-                         passage_prefix=cfg.passage_prefix)
+    return LocalProvider(
+        threads=cfg.threads,
+        batch_size=cfg.batch_size,
+        max_tokens=cfg.max_tokens,
+        folder=folder,
+        pooling=cfg.pooling,
+        normalize=cfg.normalize,
+        query_prefix=cfg.query_prefix,
+        passage_prefix=cfg.passage_prefix,
+    )

@@ -101,16 +101,16 @@ def _load_session(path: Path, threads: int) -> Any:
         raise EmbeddingError(f"onnxruntime cannot load {path}: {exc}") from None
 
 
-def plan_batches(lengths: Sequence[int], batch_size: int, max_batch_tokens: int
-                 ) -> list[list[int]]:
+def plan_batches(lengths: Sequence[int], batch_size: int, max_batch_tokens: int) -> list[list[int]]:
     """Indices grouped for session.run: sorted by length (little padding), at most
     ``batch_size`` texts and ``max_batch_tokens`` padded tokens each (one text at least)."""
     batches: list[list[int]] = []
     current: list[int] = []
     for i in sorted(range(len(lengths)), key=lengths.__getitem__):
         # Ascending order: text i is the longest so far, so it sets the padded width.
-        if current and (len(current) >= batch_size
-                        or (len(current) + 1) * lengths[i] > max_batch_tokens):
+        if current and (
+            len(current) >= batch_size or (len(current) + 1) * lengths[i] > max_batch_tokens
+        ):
             batches.append(current)
             current = []
         current.append(i)
@@ -133,11 +133,19 @@ class LocalProvider:
 
     name = "local"
 
-    def __init__(self, threads: int = 0, batch_size: int = 16, max_tokens: int = 256,
-                 model_path: Path | None = None,
-                 max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
-                 folder: Path | None = None, pooling: str = "mean", normalize: bool = True,
-                 query_prefix: str = "", passage_prefix: str = "") -> None:
+    def __init__(
+        self,
+        threads: int = 0,
+        batch_size: int = 16,
+        max_tokens: int = 256,
+        model_path: Path | None = None,
+        max_batch_tokens: int = DEFAULT_BATCH_TOKENS,
+        folder: Path | None = None,
+        pooling: str = "mean",
+        normalize: bool = True,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
         """``model_path``: the bundled model's file (tests); ``folder``: a user's model."""
         self.batch_size = max(1, batch_size)
         self.max_batch_tokens = max_batch_tokens
@@ -151,8 +159,9 @@ class LocalProvider:
             self.english_only = True  # the index embeds no CJK query with it (workspace.py)
             self._key = f"{MODEL_NAME}:sha256={MODEL_SHA256[:16]}"
             self._session: Any = _load_session(path, threads)
-            self._plan = GraphPlan(("input_ids", "attention_mask", "token_type_ids"),
-                                   "last_hidden_state", False)
+            self._plan = GraphPlan(
+                ("input_ids", "attention_mask", "token_type_ids"), "last_hidden_state", False
+            )
             # A copy: the shared tokenizer is used untruncated by the chunker to count tokens.
             tok = Tokenizer.from_str(load_tokenizer().to_str())
             tok.enable_truncation(max_length=self.max_tokens)
@@ -163,8 +172,10 @@ class LocalProvider:
         self.max_tokens = max(max_tokens, 2)
         self.model = files.name
         self.english_only = False
-        self._key = (f"{files.name}:sha256={files.digest[:16]}:pooling={pooling}"
-                     f":normalize={normalize}:prefixes={query_prefix!r},{passage_prefix!r}")
+        self._key = (
+            f"{files.name}:sha256={files.digest[:16]}:pooling={pooling}"
+            f":normalize={normalize}:prefixes={query_prefix!r},{passage_prefix!r}"
+        )
         self._tok, self._pad = load_tokenizer_file(files.tokenizer, self.max_tokens)
         self._session = _load_session(files.onnx, threads)
         self._plan = plan_graph(self._session, files.onnx)
@@ -178,7 +189,8 @@ class LocalProvider:
             raise EmbeddingError(
                 f"the ONNX model {files.onnx} outputs vectors of length "
                 f"{float(np.linalg.norm(probe[0])):.3g} with embedding.normalize = false: the "
-                "index compares vectors by cosine, so set normalize = true")
+                "index compares vectors by cosine, so set normalize = true"
+            )
 
     @property
     def dims(self) -> int:
@@ -211,8 +223,9 @@ class LocalProvider:
             if out is None:
                 out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
             elif vecs.shape[1] != out.shape[1]:
-                raise EmbeddingError(f"the model returned {vecs.shape[1]} dims, then "
-                                     f"{out.shape[1]}")
+                raise EmbeddingError(
+                    f"the model returned {vecs.shape[1]} dims, then {out.shape[1]}"
+                )
             out[rows] = vecs
         assert out is not None
         return out
@@ -225,8 +238,8 @@ class LocalProvider:
         ids = np.full((len(batch), width), self._pad, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
         for row, enc in enumerate(batch):
-            ids[row, :len(enc.ids)] = enc.ids
-            mask[row, :len(enc.ids)] = 1
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {name: given[name] for name in self._plan.inputs}
         try:
@@ -235,14 +248,19 @@ class LocalProvider:
             raise EmbeddingError(f"local embedding model failed: {exc}") from None
         states: Vectors = np.asarray(out, dtype=np.float32)
         want = 2 if self._plan.pooled else 3
-        if (states.ndim != want or states.shape[0] != len(batch)
-                or (want == 3 and states.shape[1] != width) or states.shape[-1] < 1):
+        if (
+            states.ndim != want
+            or states.shape[0] != len(batch)
+            or (want == 3 and states.shape[1] != width)
+            or states.shape[-1] < 1
+        ):
             expected = "(batch, dims)" if want == 2 else "(batch, tokens, dims)"
-            raise EmbeddingError(f"the model's {self._plan.output} has shape {states.shape} for "
-                                 f"{len(batch)} texts of {width} tokens; expected {expected}")
+            raise EmbeddingError(
+                f"the model's {self._plan.output} has shape {states.shape} for "
+                f"{len(batch)} texts of {width} tokens; expected {expected}"
+            )
         if self._dims and states.shape[-1] != self._dims:
-            raise EmbeddingError(f"the model returned {states.shape[-1]} dims, "
-                                 f"not {self._dims}")
+            raise EmbeddingError(f"the model returned {states.shape[-1]} dims, not {self._dims}")
         if self._plan.pooled:
             pooled = states
         elif self.pooling == "cls":

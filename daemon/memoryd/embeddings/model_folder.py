@@ -47,8 +47,7 @@ def find_files(folder: Path) -> ModelFiles:
     onnx = next((folder / f for f in MODEL_FILES if (folder / f).is_file()), None)
     if onnx is None:
         raise EmbeddingError(
-            f"embedding.model_path {folder} has no ONNX model (looked for "
-            f"{', '.join(MODEL_FILES)})"
+            f"embedding.model_path {folder} has no ONNX model (looked for {', '.join(MODEL_FILES)})"
         )
     tokenizer = folder / TOKENIZER_FILE
     if not tokenizer.is_file():

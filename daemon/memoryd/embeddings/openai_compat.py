@@ -25,16 +25,24 @@ DEFAULT_MODEL = "text-embedding-3-small"
 class OpenAIProvider:
     name = "openai"
 
-    def __init__(self, model: str = "", base_url: str = "", api_key: str = "",
-                 dimensions: int = 0, batch_size: int = 16, timeout: float = 30.0,
-                 max_retries: int = 4) -> None:
+    def __init__(
+        self,
+        model: str = "",
+        base_url: str = "",
+        api_key: str = "",
+        dimensions: int = 0,
+        batch_size: int = 16,
+        timeout: float = 30.0,
+        max_retries: int = 4,
+    ) -> None:
         self.model = model or DEFAULT_MODEL
         self.dimensions = max(0, dimensions)
         self.batch_size = max(1, batch_size)
         self._dims: int | None = None
         self._dims_lock = threading.Lock()
-        self._endpoint = Endpoint("embedding endpoint", base_url, api_key, timeout, max_retries,
-                                  EmbeddingError)
+        self._endpoint = Endpoint(
+            "embedding endpoint", base_url, api_key, timeout, max_retries, EmbeddingError
+        )
         self.base_url = self._endpoint.base_url
 
     def __repr__(self) -> str:
@@ -51,8 +59,10 @@ class OpenAIProvider:
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.empty((0, self._dims or 0), dtype=np.float32)
-        parts = [self._embed_batch(texts[i:i + self.batch_size])
-                 for i in range(0, len(texts), self.batch_size)]
+        parts = [
+            self._embed_batch(texts[i : i + self.batch_size])
+            for i in range(0, len(texts), self.batch_size)
+        ]
         return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
     def _embed_batch(self, texts: Sequence[str]) -> Vectors:

@@ -46,8 +46,9 @@ def holder_info() -> dict[str, Any]:
     return {"pid": os.getpid(), "machine": socket.gethostname()}
 
 
-def claim(conn: psycopg.Connection[Any], schema: str, host: str, name: str, holder: str,
-          seconds: float) -> tuple[int, bool]:
+def claim(
+    conn: psycopg.Connection[Any], schema: str, host: str, name: str, holder: str, seconds: float
+) -> tuple[int, bool]:
     """(the workspace row's id, whether the row is new), with the lease ours for ``seconds``
     more; LeaseRefused when another daemon holds it. A new row means nothing of it is
     published (a dropped schema comes back with ids from 1 again)."""
@@ -60,15 +61,24 @@ def claim(conn: psycopg.Connection[Any], schema: str, host: str, name: str, hold
             "ON CONFLICT (host, name) DO UPDATE SET holder = excluded.holder, "
             "    holder_info = excluded.holder_info, lease_expires = excluded.lease_expires "
             "WHERE w.holder IS NULL OR w.holder = excluded.holder OR w.lease_expires < now() "
-            "RETURNING w.id, (w.xmax = 0)").format(s=s),
-        {"host": host, "name": name, "holder": holder, "info": Jsonb(holder_info()),
-         "secs": seconds},
+            "RETURNING w.id, (w.xmax = 0)"
+        ).format(s=s),
+        {
+            "host": host,
+            "name": name,
+            "holder": holder,
+            "info": Jsonb(holder_info()),
+            "secs": seconds,
+        },
     ).fetchone()
     if row is not None:
         return int(row[0]), bool(row[1])
     other = conn.execute(
-        sql.SQL("SELECT holder_info, lease_expires FROM {s}.workspaces "
-                "WHERE host = %s AND name = %s").format(s=s), (host, name)).fetchone()
+        sql.SQL(
+            "SELECT holder_info, lease_expires FROM {s}.workspaces WHERE host = %s AND name = %s"
+        ).format(s=s),
+        (host, name),
+    ).fetchone()
     info: dict[str, Any] = other[0] if other else {}
     until: dt.datetime | None = other[1] if other else None
     when = until.astimezone(dt.UTC).strftime("%H:%M:%S UTC") if until else "?"
@@ -76,12 +86,15 @@ def claim(conn: psycopg.Connection[Any], schema: str, host: str, name: str, hold
         f"workspace {name!r} of fleet host {host!r} is published by another daemon "
         f"(pid {info.get('pid', '?')} on {info.get('machine', '?')}) until {when}; "
         "give one of them another [fleet] host (or workspace name)",
-        {"host": host, "workspace": name, "holder": info})
+        {"host": host, "workspace": name, "holder": info},
+    )
 
 
 def release(conn: psycopg.Connection[Any], schema: str, ws_id: int, holder: str) -> None:
     """A clean stop: the lease ends now, so another daemon may take the name at once."""
     conn.execute(
-        sql.SQL("UPDATE {}.workspaces SET lease_expires = now() "
-                "WHERE id = %s AND holder = %s").format(sql.Identifier(schema)),
-        (ws_id, holder))
+        sql.SQL(
+            "UPDATE {}.workspaces SET lease_expires = now() WHERE id = %s AND holder = %s"
+        ).format(sql.Identifier(schema)),
+        (ws_id, holder),
+    )

@@ -75,7 +75,8 @@ class LocalIndexReader:
         rows = self.conn.execute(
             "SELECT f.path, f.source, f.hash, "
             "  (SELECT count(*) FROM chunks c WHERE c.path = f.path AND c.embedded = 1) "
-            "FROM files f WHERE f.skipped_reason IS NULL AND f.hash != ''")
+            "FROM files f WHERE f.skipped_reason IS NULL AND f.hash != ''"
+        )
         return {str(p): (str(s), (str(h), int(n))) for p, s, h, n in rows}
 
     def payloads(self, paths: list[str]) -> Iterator[FilePayload | None]:
@@ -86,19 +87,21 @@ class LocalIndexReader:
 
     def _payload(self, path: str) -> FilePayload | None:
         found = self.conn.execute(
-            "SELECT source, hash FROM files WHERE path = ? AND skipped_reason IS NULL",
-            (path,)).fetchall()
+            "SELECT source, hash FROM files WHERE path = ? AND skipped_reason IS NULL", (path,)
+        ).fetchall()
         if not found:
             return None
         source, hash_ = str(found[0][0]), str(found[0][1])
         rows = self.conn.execute(
             "SELECT id, source, day, start_line, end_line, heading, text, embedded "
-            "FROM chunks WHERE path = ? ORDER BY start_line, id", (path,)).fetchall()
+            "FROM chunks WHERE path = ? ORDER BY start_line, id",
+            (path,),
+        ).fetchall()
         chunks = []
         embedded = 0
         for row in rows:
-            cid, src, day, a, b = (int(row[0]), str(row[1]), str(row[2]), int(row[3]),  # type: ignore[arg-type]
-                                   int(row[4]))  # type: ignore[arg-type]
+            cid, src, day = int(row[0]), str(row[1]), str(row[2])  # type: ignore[arg-type]
+            a, b = int(row[3]), int(row[4])  # type: ignore[arg-type]
             heading, text, emb = str(row[5]), str(row[6]), bool(row[7])
             windows = self._windows(cid) if emb else None
             embedded += 1 if emb else 0  # as versions() counts
@@ -109,18 +112,33 @@ class LocalIndexReader:
                 freq[s] += int(2 * TEXT_WEIGHT) * c
             for s, c in Counter(h).items():
                 freq[s] += int(2 * HEADING_WEIGHT) * c
-            chunks.append(ChunkRow(
-                cid, src, day, a, b, pg_text(heading), pg_text(text),
-                len(t) + len(h), list(freq), list(freq.values()), embedding,
-                windows.astype(np.float16).tobytes() if windows is not None else None))
+            chunks.append(
+                ChunkRow(
+                    cid,
+                    src,
+                    day,
+                    a,
+                    b,
+                    pg_text(heading),
+                    pg_text(text),
+                    len(t) + len(h),
+                    list(freq),
+                    list(freq.values()),
+                    embedding,
+                    windows.astype(np.float16).tobytes() if windows is not None else None,
+                )
+            )
         return FilePayload(path, source, (hash_, embedded), chunks)
 
     def _windows(self, chunk_id: int) -> np.ndarray | None:
         base = chunk_id * WINDOW_SLOTS
-        blobs = [bytes(b) for (b,) in self.conn.execute(
-            "SELECT embedding FROM window_vectors WHERE id BETWEEN ? AND ? ORDER BY id",
-            (base, base + WINDOW_SLOTS - 1))]
+        blobs = [
+            bytes(b)
+            for (b,) in self.conn.execute(
+                "SELECT embedding FROM window_vectors WHERE id BETWEEN ? AND ? ORDER BY id",
+                (base, base + WINDOW_SLOTS - 1),
+            )
+        ]
         if not blobs:
             return None
         return np.frombuffer(b"".join(blobs), dtype=np.float16).reshape(len(blobs), -1)
-

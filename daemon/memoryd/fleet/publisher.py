@@ -56,25 +56,39 @@ class WorkspacePublisher:
         self.ws_id, self.published, self.generation = None, None, -1
 
     def due(self, generation: int) -> bool:
-        return (generation != self.generation or self.published is None
-                or time.monotonic() - self.renewed_at > self.lease_seconds / 3)
+        return (
+            generation != self.generation
+            or self.published is None
+            or time.monotonic() - self.renewed_at > self.lease_seconds / 3
+        )
 
     def _q(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self.schema))
 
-    def publish(self, conn: psycopg.Connection[Any], reader: LocalIndexReader,
-                generation: int, fp: Fingerprint) -> PublishReport:
+    def publish(
+        self,
+        conn: psycopg.Connection[Any],
+        reader: LocalIndexReader,
+        generation: int,
+        fp: Fingerprint,
+    ) -> PublishReport:
         """Bring the fleet's copy up to the local index (LeaseRefused when not ours)."""
         started = time.perf_counter()
         report = PublishReport()
         with conn.transaction():
-            self.ws_id, new = lease.claim(conn, self.schema, self.host, self.name,
-                                          self.holder, self.lease_seconds)
+            self.ws_id, new = lease.claim(
+                conn, self.schema, self.host, self.name, self.holder, self.lease_seconds
+            )
             if self.published is None or new:
                 self.published = {
-                    str(p): (str(h), int(v)) for p, h, v in conn.execute(
-                        self._q("SELECT path, hash, vectors FROM {s}.files "
-                                "WHERE workspace_id = %s"), (self.ws_id,))}
+                    str(p): (str(h), int(v))
+                    for p, h, v in conn.execute(
+                        self._q(
+                            "SELECT path, hash, vectors FROM {s}.files WHERE workspace_id = %s"
+                        ),
+                        (self.ws_id,),
+                    )
+                }
         self.renewed_at = time.monotonic()
         local = reader.versions()
         gone = [p for p in self.published if p not in local]
@@ -83,8 +97,10 @@ class WorkspacePublisher:
             with conn.transaction():
                 self._renew(conn)
                 removed = self._delete_chunks(conn, gone, [])
-                conn.execute(self._q("DELETE FROM {s}.files WHERE workspace_id = %s "
-                                     "AND path = ANY(%s)"), (self.ws_id, gone))
+                conn.execute(
+                    self._q("DELETE FROM {s}.files WHERE workspace_id = %s AND path = ANY(%s)"),
+                    (self.ws_id, gone),
+                )
                 self._stats(conn, -len(removed), -sum(int(r[0]) for r in removed))
             for p in gone:
                 del self.published[p]
@@ -104,9 +120,12 @@ class WorkspacePublisher:
         with conn.transaction():
             self._renew(conn)
             conn.execute(
-                self._q("UPDATE {s}.workspaces SET provider = %s, model = %s, dims = %s, "
-                        "generation = %s, published_at = now() WHERE id = %s"),
-                (fp.provider, fp.model, fp.dims, generation, self.ws_id))
+                self._q(
+                    "UPDATE {s}.workspaces SET provider = %s, model = %s, dims = %s, "
+                    "generation = %s, published_at = now() WHERE id = %s"
+                ),
+                (fp.provider, fp.model, fp.dims, generation, self.ws_id),
+            )
         self.generation = generation
         self.published_at = time.time()
         report.seconds = time.perf_counter() - started
@@ -115,33 +134,51 @@ class WorkspacePublisher:
 
     def _renew(self, conn: psycopg.Connection[Any]) -> None:
         """Inside a publishing transaction: still ours, for lease_seconds more."""
-        ws_id, new = lease.claim(conn, self.schema, self.host, self.name, self.holder,
-                                 self.lease_seconds)
+        ws_id, new = lease.claim(
+            conn, self.schema, self.host, self.name, self.holder, self.lease_seconds
+        )
         if new or ws_id != self.ws_id:  # the schema was dropped under us: start over
             raise psycopg.errors.UndefinedTable("the fleet's workspace row is gone")
         self.renewed_at = time.monotonic()
 
-    def _delete_chunks(self, conn: psycopg.Connection[Any], paths: list[str],
-                       ids: list[int]) -> list[tuple[Any, ...]]:
+    def _delete_chunks(
+        self, conn: psycopg.Connection[Any], paths: list[str], ids: list[int]
+    ) -> list[tuple[Any, ...]]:
         """Delete the chunks of these files and with these ids (a local id another file
         reuses), and their postings; their tokens, for the statistics."""
         for table in ("postings", "vectors"):
-            conn.execute(self._q(
-                "DELETE FROM {s}." + table + " p USING {s}.chunks c WHERE p.workspace_id = %s "
-                "AND c.workspace_id = p.workspace_id AND c.chunk_id = p.chunk_id "
-                "AND (c.path = ANY(%s) OR c.chunk_id = ANY(%s))"), (self.ws_id, paths, ids))
-        return conn.execute(self._q(
-            "DELETE FROM {s}.chunks WHERE workspace_id = %s "
-            "AND (path = ANY(%s) OR chunk_id = ANY(%s)) RETURNING tokens"),
-            (self.ws_id, paths, ids)).fetchall()
+            conn.execute(
+                self._q(
+                    "DELETE FROM {s}." + table + " p USING {s}.chunks c WHERE p.workspace_id = %s "
+                    "AND c.workspace_id = p.workspace_id AND c.chunk_id = p.chunk_id "
+                    "AND (c.path = ANY(%s) OR c.chunk_id = ANY(%s))"
+                ),
+                (self.ws_id, paths, ids),
+            )
+        return conn.execute(
+            self._q(
+                "DELETE FROM {s}.chunks WHERE workspace_id = %s "
+                "AND (path = ANY(%s) OR chunk_id = ANY(%s)) RETURNING tokens"
+            ),
+            (self.ws_id, paths, ids),
+        ).fetchall()
 
     def _stats(self, conn: psycopg.Connection[Any], chunks: int, tokens: int) -> None:
-        conn.execute(self._q("UPDATE {s}.workspaces SET n_chunks = n_chunks + %s, "
-                             "n_tokens = n_tokens + %s WHERE id = %s"),
-                     (chunks, tokens, self.ws_id))
+        conn.execute(
+            self._q(
+                "UPDATE {s}.workspaces SET n_chunks = n_chunks + %s, "
+                "n_tokens = n_tokens + %s WHERE id = %s"
+            ),
+            (chunks, tokens, self.ws_id),
+        )
 
-    def _write(self, conn: psycopg.Connection[Any], files: list[FilePayload],
-               reader: LocalIndexReader, report: PublishReport) -> None:
+    def _write(
+        self,
+        conn: psycopg.Connection[Any],
+        files: list[FilePayload],
+        reader: LocalIndexReader,
+        report: PublishReport,
+    ) -> None:
         assert self.published is not None
         paths = [f.path for f in files]
         ids = [c.id for f in files for c in f.chunks]
@@ -151,46 +188,96 @@ class WorkspacePublisher:
             removed = self._delete_chunks(conn, paths, ids)
             with conn.cursor() as cur:
                 cur.executemany(
-                    self._q("INSERT INTO {s}.files AS f (workspace_id, path, source, hash, "
-                            "vectors, body, total_lines, published_at) "
-                            "VALUES (%s, %s, %s, %s, %s, %s, %s, now()) "
-                            "ON CONFLICT (workspace_id, path) DO UPDATE SET "
-                            "source = excluded.source, hash = excluded.hash, "
-                            "vectors = excluded.vectors, body = excluded.body, "
-                            "total_lines = excluded.total_lines, published_at = now()"),
-                    [(self.ws_id, f.path, f.source, f.version[0], f.version[1],
-                      *reader.body(f.path, f.source)) for f in files])
-            with conn.cursor().copy(self._q(
+                    self._q(
+                        "INSERT INTO {s}.files AS f (workspace_id, path, source, hash, "
+                        "vectors, body, total_lines, published_at) "
+                        "VALUES (%s, %s, %s, %s, %s, %s, %s, now()) "
+                        "ON CONFLICT (workspace_id, path) DO UPDATE SET "
+                        "source = excluded.source, hash = excluded.hash, "
+                        "vectors = excluded.vectors, body = excluded.body, "
+                        "total_lines = excluded.total_lines, published_at = now()"
+                    ),
+                    [
+                        (
+                            self.ws_id,
+                            f.path,
+                            f.source,
+                            f.version[0],
+                            f.version[1],
+                            *reader.body(f.path, f.source),
+                        )
+                        for f in files
+                    ],
+                )
+            with conn.cursor().copy(
+                self._q(
                     "COPY {s}.chunks (workspace_id, chunk_id, path, source, day, start_line, "
                     "end_line, heading, text, tokens, windows) "
-                    "FROM STDIN (FORMAT BINARY)")) as copy:
-                copy.set_types(["int8", "int8", "text", "text", "text", "int4", "int4",
-                                "text", "text", "int4", "bytea"])
+                    "FROM STDIN (FORMAT BINARY)"
+                )
+            ) as copy:
+                copy.set_types(
+                    [
+                        "int8",
+                        "int8",
+                        "text",
+                        "text",
+                        "text",
+                        "int4",
+                        "int4",
+                        "text",
+                        "text",
+                        "int4",
+                        "bytea",
+                    ]
+                )
                 for f in files:
                     for c in f.chunks:
-                        copy.write_row((self.ws_id, c.id, f.path, c.source, c.day,
-                                        c.start_line, c.end_line, c.heading, c.text, c.tokens,
-                                        c.windows))
-            with conn.cursor().copy(self._q(
+                        copy.write_row(
+                            (
+                                self.ws_id,
+                                c.id,
+                                f.path,
+                                c.source,
+                                c.day,
+                                c.start_line,
+                                c.end_line,
+                                c.heading,
+                                c.text,
+                                c.tokens,
+                                c.windows,
+                            )
+                        )
+            with conn.cursor().copy(
+                self._q(
                     "COPY {s}.vectors (workspace_id, chunk_id, source, day, embedding) "
-                    "FROM STDIN (FORMAT BINARY)")) as copy:
+                    "FROM STDIN (FORMAT BINARY)"
+                )
+            ) as copy:
                 copy.set_types(["int8", "int8", "text", "text", "vector"])
                 for f in files:
                     for c in f.chunks:
                         if c.embedding is not None:
                             copy.write_row((self.ws_id, c.id, c.source, c.day, c.embedding))
-            with conn.cursor().copy(self._q(
+            with conn.cursor().copy(
+                self._q(
                     "COPY {s}.postings (workspace_id, stem, chunk_id, freq, tokens, source, day)"
-                    " FROM STDIN (FORMAT BINARY)")) as copy:
+                    " FROM STDIN (FORMAT BINARY)"
+                )
+            ) as copy:
                 copy.set_types(["int8", "text", "int8", "int4", "int4", "text", "text"])
                 for f in files:
                     for c in f.chunks:
                         for stem, freq in zip(c.stems, c.freqs, strict=True):
-                            copy.write_row((self.ws_id, stem, c.id, freq, c.tokens, c.source,
-                                            c.day))
+                            copy.write_row(
+                                (self.ws_id, stem, c.id, freq, c.tokens, c.source, c.day)
+                            )
             added = [c for f in files for c in f.chunks]
-            self._stats(conn, len(added) - len(removed),
-                        sum(c.tokens for c in added) - sum(int(r[0]) for r in removed))
+            self._stats(
+                conn,
+                len(added) - len(removed),
+                sum(c.tokens for c in added) - sum(int(r[0]) for r in removed),
+            )
         for f in files:
             self.published[f.path] = f.version
         report.files += len(files)

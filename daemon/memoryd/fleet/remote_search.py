@@ -70,8 +70,9 @@ def porter_tokenizer() -> TokenizeOffsets:
     porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
 
     def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
-        found = porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True,
-                       include_colocated=False)
+        found = porter(
+            raw, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True, include_colocated=False
+        )
         return found  # type: ignore[return-value]  # offsets on, colocated off
 
     return with_offsets(tokenize)
@@ -88,30 +89,56 @@ class RemoteIndex:
     def _q(self, text: str) -> sql.Composed:
         return sql.SQL(text).format(s=sql.Identifier(self.schema))
 
-    def workspaces(self, conn: psycopg.Connection[Any], host: str | None = None,
-                   name: str | None = None) -> list[RemoteWorkspace]:
-        rows = conn.execute(self._q(
-            "SELECT id, host, name, provider, model, dims, n_chunks, n_tokens, published_at, "
-            "coalesce(lease_expires > now(), false), holder_info FROM {s}.workspaces "
-            "WHERE (%(host)s::text IS NULL OR host = %(host)s) "
-            "AND (%(name)s::text IS NULL OR name = %(name)s) ORDER BY host, name"),
-            {"host": host, "name": name}).fetchall()
-        return [RemoteWorkspace(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), int(r[6]),
-                                int(r[7]), r[8], bool(r[9]), dict(r[10] or {})) for r in rows]
+    def workspaces(
+        self, conn: psycopg.Connection[Any], host: str | None = None, name: str | None = None
+    ) -> list[RemoteWorkspace]:
+        rows = conn.execute(
+            self._q(
+                "SELECT id, host, name, provider, model, dims, n_chunks, n_tokens, published_at, "
+                "coalesce(lease_expires > now(), false), holder_info FROM {s}.workspaces "
+                "WHERE (%(host)s::text IS NULL OR host = %(host)s) "
+                "AND (%(name)s::text IS NULL OR name = %(name)s) ORDER BY host, name"
+            ),
+            {"host": host, "name": name},
+        ).fetchall()
+        return [
+            RemoteWorkspace(
+                int(r[0]),
+                r[1],
+                r[2],
+                r[3],
+                r[4],
+                int(r[5]),
+                int(r[6]),
+                int(r[7]),
+                r[8],
+                bool(r[9]),
+                dict(r[10] or {}),
+            )
+            for r in rows
+        ]
 
     def one(self, conn: psycopg.Connection[Any], host: str, name: str) -> RemoteWorkspace:
         found = self.workspaces(conn, host, name)
         if not found:
-            raise NotFound(f"no workspace {name!r} of host {host!r} in the fleet "
-                           "(memctl fleet status lists them)",
-                           {"host": host, "workspace": name})
+            raise NotFound(
+                f"no workspace {name!r} of host {host!r} in the fleet "
+                "(memctl fleet status lists them)",
+                {"host": host, "workspace": name},
+            )
         return found[0]
 
     # ---------------------------------------------------------------- search
 
-    def search(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, req: SearchRequest,
-               cfg: SearchConfig, qvec: Vectors | None, window_budget: int
-               ) -> tuple[list[SearchHit], Mode]:
+    def search(
+        self,
+        conn: psycopg.Connection[Any],
+        ws: RemoteWorkspace,
+        req: SearchRequest,
+        cfg: SearchConfig,
+        qvec: Vectors | None,
+        window_budget: int,
+    ) -> tuple[list[SearchHit], Mode]:
         """The local engine's ranking (index/search.py run_search) over candidates from
         Postgres. ``qvec``: the query embedded with this workspace's model, or None."""
         max_results = req.max_results or cfg.max_results
@@ -132,26 +159,35 @@ class RemoteIndex:
         bm25: dict[int, float] = {}
         if stems and mode != "vector":
             limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
-            ranked = self._bm25(conn, ws, [s for t in terms for s in term_stems[t]], df,
-                                filters, limit)
+            ranked = self._bm25(
+                conn, ws, [s for t in terms for s in term_stems[t]], df, filters, limit
+            )
             bm25 = dict(ranked)
             found.update((i, None) for i, _ in ranked[:n])
         if qvec is not None and mode != "keyword":
             vwhere, vargs = self._filters(ws, filters, "v")
             rows = conn.execute(
                 sql.SQL("SELECT v.chunk_id FROM {}.vectors v WHERE ").format(
-                    sql.Identifier(self.schema)) + vwhere + sql.SQL(
+                    sql.Identifier(self.schema)
+                )
+                + vwhere
+                + sql.SQL(
                     # Another width (a re-embed half published) would make <=> fail.
                     " AND vector_dims(v.embedding) = %s "
-                    "ORDER BY v.embedding <=> %s, v.chunk_id LIMIT %s"),
-                [*vargs, int(qvec.shape[0]), qvec, n]).fetchall()
+                    "ORDER BY v.embedding <=> %s, v.chunk_id LIMIT %s"
+                ),
+                [*vargs, int(qvec.shape[0]), qvec, n],
+            ).fetchall()
             found.update((int(r[0]), None) for r in rows)
         if days:
             rows = conn.execute(
                 sql.SQL("SELECT c.chunk_id FROM {}.chunks c WHERE ").format(
-                    sql.Identifier(self.schema)) + where + sql.SQL(
-                    " AND c.day = ANY(%s) ORDER BY c.chunk_id LIMIT %s"),
-                [*args, days, n]).fetchall()
+                    sql.Identifier(self.schema)
+                )
+                + where
+                + sql.SQL(" AND c.day = ANY(%s) ORDER BY c.chunk_id LIMIT %s"),
+                [*args, days, n],
+            ).fetchall()
             found.update((int(r[0]), None) for r in rows)
         cands = self._load(conn, ws, list(found), bm25, qvec)
 
@@ -161,28 +197,49 @@ class RemoteIndex:
             if c.lines is None:
                 c.lines = line_scores([self.line_stems.get(c.id, c.text, tokenize)], weights)[0]
 
-        fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days,
-                     max_results)
+        fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
         hits = []
         for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
             fill_lines(c)
-            snip = make_snippet(c.text, c.start_line, c.end_line,
-                                snippet_scores(c, window_budget), terms, cfg.snippet_chars)
-            hits.append(SearchHit(c.path, c.start_line, c.end_line, score, snip.text,
-                                  snip.start_line, snip.end_line, c.source, c.heading, v, t))
+            snip = make_snippet(
+                c.text,
+                c.start_line,
+                c.end_line,
+                snippet_scores(c, window_budget),
+                terms,
+                cfg.snippet_chars,
+            )
+            hits.append(
+                SearchHit(
+                    c.path,
+                    c.start_line,
+                    c.end_line,
+                    score,
+                    snip.text,
+                    snip.start_line,
+                    snip.end_line,
+                    c.source,
+                    c.heading,
+                    v,
+                    t,
+                )
+            )
         return hits, mode
 
-    def _filters(self, ws: RemoteWorkspace, f: Filters, alias: str = "c"
-                 ) -> tuple[sql.Composable, list[Any]]:
+    def _filters(
+        self, ws: RemoteWorkspace, f: Filters, alias: str = "c"
+    ) -> tuple[sql.Composable, list[Any]]:
         """The WHERE of a query on chunks (alias c), vectors (v) or postings (p): all carry
         source and day; a path prefix looks the chunk up."""
         a = alias
         parts = [f"{a}.workspace_id = %s", f"{a}.source = ANY(%s)"]
         args: list[Any] = [ws.id, list(f.sources)]
         if f.path_prefix:
-            parts.append(f"EXISTS (SELECT 1 FROM {{s}}.chunks pc WHERE pc.workspace_id = "
-                         f"{a}.workspace_id AND pc.chunk_id = {a}.chunk_id "
-                         "AND left(pc.path, %s) = %s)")
+            parts.append(
+                f"EXISTS (SELECT 1 FROM {{s}}.chunks pc WHERE pc.workspace_id = "
+                f"{a}.workspace_id AND pc.chunk_id = {a}.chunk_id "
+                "AND left(pc.path, %s) = %s)"
+            )
             args += [len(f.path_prefix), f.path_prefix]
         if f.since or f.until:
             parts.append(f"{a}.day <> ''")
@@ -194,19 +251,31 @@ class RemoteIndex:
             args.append(f.until)
         return self._q(" AND ".join(parts)), args
 
-    def _doc_freqs(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace,
-                   stems: list[str]) -> dict[str, int]:
+    def _doc_freqs(
+        self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, stems: list[str]
+    ) -> dict[str, int]:
         """Chunks holding each stem: the length of its postings (an index-only count)."""
         if not stems:
             return {}
-        rows = conn.execute(self._q(
-            "SELECT stem, count(*) FROM {s}.postings WHERE workspace_id = %s "
-            "AND stem = ANY(%s) GROUP BY stem"), (ws.id, stems)).fetchall()
+        rows = conn.execute(
+            self._q(
+                "SELECT stem, count(*) FROM {s}.postings WHERE workspace_id = %s "
+                "AND stem = ANY(%s) GROUP BY stem"
+            ),
+            (ws.id, stems),
+        ).fetchall()
         found = {str(s): int(n) for s, n in rows}
         return {s: found.get(s, 0) for s in stems}
 
-    def _bm25(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, stems: list[str],
-              df: dict[str, int], f: Filters, limit: int) -> list[tuple[int, float]]:
+    def _bm25(
+        self,
+        conn: psycopg.Connection[Any],
+        ws: RemoteWorkspace,
+        stems: list[str],
+        df: dict[str, int],
+        f: Filters,
+        limit: int,
+    ) -> list[tuple[int, float]]:
         """FTS5's bm25() of the OR query (fts5_aux.c: k1, b, the IDF with its floor, the
         document lengths over both columns, repeated terms counted again), summed over the
         query stems' postings, as (chunk id, score) best first."""
@@ -228,14 +297,23 @@ class RemoteIndex:
         params = [K1 + 1.0, K1, B, B, avgdl, stems, idfs, *args, limit]
         return [(int(i), float(x)) for i, x in conn.execute(query, params).fetchall()]
 
-    def _load(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, ids: list[int],
-              bm25: dict[int, float], qvec: Vectors | None) -> list[Candidate]:
+    def _load(
+        self,
+        conn: psycopg.Connection[Any],
+        ws: RemoteWorkspace,
+        ids: list[int],
+        bm25: dict[int, float],
+        qvec: Vectors | None,
+    ) -> list[Candidate]:
         if not ids:
             return []
-        rows = conn.execute(self._q(
-            "SELECT chunk_id, path, source, day, start_line, end_line, heading, text, windows "
-            "FROM {s}.chunks WHERE workspace_id = %s AND chunk_id = ANY(%s)"),
-            (ws.id, ids)).fetchall()
+        rows = conn.execute(
+            self._q(
+                "SELECT chunk_id, path, source, day, start_line, end_line, heading, text, windows "
+                "FROM {s}.chunks WHERE workspace_id = %s AND chunk_id = ANY(%s)"
+            ),
+            (ws.id, ids),
+        ).fetchall()
         by_id = {int(r[0]): r for r in rows}
         q = qvec.astype(np.float32) if qvec is not None else None
         out = []
@@ -243,8 +321,9 @@ class RemoteIndex:
             r = by_id.get(i)
             if r is None:
                 continue
-            c = Candidate(i, r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7],
-                          r[8] is not None, bm25.get(i))
+            c = Candidate(
+                i, r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7], r[8] is not None, bm25.get(i)
+            )
             if q is not None and r[8] is not None and len(r[8]) % (2 * q.shape[0]) == 0:
                 m = np.frombuffer(r[8], dtype=np.float16).reshape(-1, q.shape[0])
                 sims = m.astype(np.float32) @ q
@@ -255,22 +334,33 @@ class RemoteIndex:
 
     # ---------------------------------------------------------------- get
 
-    def get(self, conn: psycopg.Connection[Any], ws: RemoteWorkspace, path: str,
-            from_line: int | None, lines: int | None) -> LinesRead:
-        row = conn.execute(self._q(
-            "SELECT body, source FROM {s}.files WHERE workspace_id = %s AND path = %s"),
-            (ws.id, path)).fetchone()
+    def get(
+        self,
+        conn: psycopg.Connection[Any],
+        ws: RemoteWorkspace,
+        path: str,
+        from_line: int | None,
+        lines: int | None,
+    ) -> LinesRead:
+        row = conn.execute(
+            self._q("SELECT body, source FROM {s}.files WHERE workspace_id = %s AND path = %s"),
+            (ws.id, path),
+        ).fetchone()
         if row is None:
-            raise NotFound(f"{path}: not published by {ws.host}:{ws.name}",
-                           {"path": path, "host": ws.host, "workspace": ws.name})
+            raise NotFound(
+                f"{path}: not published by {ws.host}:{ws.name}",
+                {"path": path, "host": ws.host, "workspace": ws.name},
+            )
         if row[0] is None:
-            raise InvalidParams(f"{path}: only markdown files can be read with get "
-                                f"(it is {row[1]})", {"param": "path"})
+            raise InvalidParams(
+                f"{path}: only markdown files can be read with get (it is {row[1]})",
+                {"param": "path"},
+            )
         all_lines = str(row[0]).split("\n")
         if all_lines and all_lines[-1] == "":
             all_lines.pop()
         start = from_line or 1
-        chosen = (all_lines[start - 1:] if lines is None
-                  else all_lines[start - 1: start - 1 + lines])
+        chosen = (
+            all_lines[start - 1 :] if lines is None else all_lines[start - 1 : start - 1 + lines]
+        )
         return LinesRead(path, start, len(chosen), "\n".join(chosen), len(all_lines))
-

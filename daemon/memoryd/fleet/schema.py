@@ -104,16 +104,22 @@ def ensure_schema(conn: psycopg.Connection[Any], schema: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK_KEY,))
         found = conn.execute("SELECT to_regclass(%s)", (f"{schema}.meta",)).fetchone()
         if found and found[0] is not None:
-            row = conn.execute(sql.SQL("SELECT value FROM {}.meta WHERE key = "
-                                       "'schema_version'").format(s)).fetchone()
+            row = conn.execute(
+                sql.SQL("SELECT value FROM {}.meta WHERE key = 'schema_version'").format(s)
+            ).fetchone()
             version = int(row[0]) if row else 0
             if version > SCHEMA_VERSION:
-                raise SchemaTooNew(f"the fleet's schema {schema} is version {version}, this "
-                                   f"memoryd knows {SCHEMA_VERSION}: upgrade it")
+                raise SchemaTooNew(
+                    f"the fleet's schema {schema} is version {version}, this "
+                    f"memoryd knows {SCHEMA_VERSION}: upgrade it"
+                )
             if version < SCHEMA_VERSION:
                 conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(s))
         conn.execute(sql.SQL(DDL).format(s=s))
         conn.execute(
-            sql.SQL("INSERT INTO {}.meta(key, value) VALUES ('schema_version', %s) "
-                    "ON CONFLICT (key) DO NOTHING").format(s),
-            (str(SCHEMA_VERSION),))
+            sql.SQL(
+                "INSERT INTO {}.meta(key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO NOTHING"
+            ).format(s),
+            (str(SCHEMA_VERSION),),
+        )

@@ -39,15 +39,17 @@ def find_bin_dir(env: dict[str, str] | None = None) -> Path:
     looked.append("the pgserver wheel (pip install pgserver)")
     pg_config = shutil.which("pg_config")
     if pg_config:
-        out = subprocess.run([pg_config, "--bindir", "--sharedir"], capture_output=True,
-                             text=True, check=False).stdout.split()
+        out = subprocess.run(
+            [pg_config, "--bindir", "--sharedir"], capture_output=True, text=True, check=False
+        ).stdout.split()
         if len(out) == 2 and (Path(out[1]) / "extension" / "vector.control").exists():
             return Path(out[0])
         looked.append(f"the system Postgres ({out[0] if out else pg_config}: no pgvector)")
     else:
         looked.append("a system Postgres (no pg_config on PATH)")
-    raise PostgresUnavailable("no Postgres with pgvector: looked for MEMORYD_PG_BIN, "
-                              + ", ".join(looked))
+    raise PostgresUnavailable(
+        "no Postgres with pgvector: looked for MEMORYD_PG_BIN, " + ", ".join(looked)
+    )
 
 
 class ScratchPostgres:
@@ -64,27 +66,55 @@ class ScratchPostgres:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _run(self, args: list[str]) -> None:
-        done = subprocess.run(args, capture_output=True, user=self.user, check=False,
-                              timeout=120)
+        done = subprocess.run(args, capture_output=True, user=self.user, check=False, timeout=120)
         if done.returncode != 0:
             raise PostgresUnavailable(
-                f"{Path(args[0]).name} failed: {done.stderr.decode(errors='replace')[-2000:]}")
+                f"{Path(args[0]).name} failed: {done.stderr.decode(errors='replace')[-2000:]}"
+            )
 
     def init(self) -> None:
         self.folder.chmod(0o755)
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             os.chown(self.folder, entry.pw_uid, entry.pw_gid)
-        self._run([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
-                   "--auth=trust", "--encoding=UTF8", "--no-sync", "--no-instructions"])
+        self._run(
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "--encoding=UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ]
+        )
 
     def start(self) -> None:
         log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115  # the server's own
         self.proc = subprocess.Popen(
-            [str(self.bin / "postgres"), "-D", str(self.data), "-k", str(self.folder),
-             "-h", "", "-c", "fsync=off", "-c", "synchronous_commit=off",
-             "-c", "full_page_writes=off", "-c", "max_connections=200"],
-            stdout=log, stderr=log, user=self.user)
+            [
+                str(self.bin / "postgres"),
+                "-D",
+                str(self.data),
+                "-k",
+                str(self.folder),
+                "-h",
+                "",
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+                "-c",
+                "max_connections=200",
+            ],
+            stdout=log,
+            stderr=log,
+            user=self.user,
+        )
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (self.folder / ".s.PGSQL.5432").exists():

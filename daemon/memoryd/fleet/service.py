@@ -42,9 +42,13 @@ T = TypeVar("T")
 
 
 class FleetService:
-    def __init__(self, settings: FleetSettings, holder: str,
-                 workspaces: Callable[[], list[Workspace]],
-                 config: Callable[[], Config]) -> None:
+    def __init__(
+        self,
+        settings: FleetSettings,
+        holder: str,
+        workspaces: Callable[[], list[Workspace]],
+        config: Callable[[], Config],
+    ) -> None:
         self.settings = settings
         self.holder = holder
         self._workspaces = workspaces
@@ -76,8 +80,10 @@ class FleetService:
                 await self._task
         loop = asyncio.get_running_loop()
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(loop.run_in_executor(self._pub_thread, self._release_all),
-                                   self.settings.connect_timeout)
+            await asyncio.wait_for(
+                loop.run_in_executor(self._pub_thread, self._release_all),
+                self.settings.connect_timeout,
+            )
         self._pub_thread.shutdown(wait=False, cancel_futures=True)
         self._search_thread.shutdown(wait=False, cancel_futures=True)
 
@@ -119,8 +125,12 @@ class FleetService:
     def _down(self, exc: BaseException) -> None:
         text = _error_text(exc)
         if self.state != "unavailable" or self.error != text:
-            log.warning("fleet_unavailable", error=text, dsn=self.settings.shown,
-                        action="local search unaffected; publishing resumes when it is back")
+            log.warning(
+                "fleet_unavailable",
+                error=text,
+                dsn=self.settings.shown,
+                action="local search unaffected; publishing resumes when it is back",
+            )
         self.state, self.error, self.connected_since = "unavailable", text, None
 
     def _connect(self) -> psycopg.Connection[Any]:
@@ -154,8 +164,13 @@ class FleetService:
         for name, index in live.items():
             pub = self._pubs.get(name)
             if pub is None:
-                pub = WorkspacePublisher(self.settings.schema, self.settings.host, name,
-                                         self.holder, self.settings.lease_seconds)
+                pub = WorkspacePublisher(
+                    self.settings.schema,
+                    self.settings.host,
+                    name,
+                    self.holder,
+                    self.settings.lease_seconds,
+                )
                 with self._lock:
                     self._pubs[name] = pub
             generation = index.generation
@@ -167,8 +182,7 @@ class FleetService:
             if reader is None or reader.db_path != index.db_path or reader.owner is not index:
                 if reader is not None:  # the workspace was removed and added again
                     reader.close()
-                reader = self._readers[name] = LocalIndexReader(index.db_path,
-                                                                text_reader(index))
+                reader = self._readers[name] = LocalIndexReader(index.db_path, text_reader(index))
                 reader.owner = index
             try:
                 report = pub.publish(self._pub_conn, reader, generation, _fingerprint(index))
@@ -184,9 +198,14 @@ class FleetService:
                 with self._lock:
                     del self._refused[name]
             if report.files or report.removed:
-                log.info("fleet_published", workspace=name, files=report.files,
-                         chunks=report.chunks, removed=report.removed,
-                         ms=round(report.seconds * 1000, 1))
+                log.info(
+                    "fleet_published",
+                    workspace=name,
+                    files=report.files,
+                    chunks=report.chunks,
+                    removed=report.removed,
+                    ms=round(report.seconds * 1000, 1),
+                )
 
     def _forget(self, name: str) -> None:
         with self._lock:
@@ -215,8 +234,10 @@ class FleetService:
                 self._search_conn = None
                 if attempt == 2:
                     self._down(exc)
-                    raise Unavailable(f"the fleet's Postgres is unavailable: {_error_text(exc)}",
-                                      {"dsn": self.settings.shown}) from None
+                    raise Unavailable(
+                        f"the fleet's Postgres is unavailable: {_error_text(exc)}",
+                        {"dsn": self.settings.shown},
+                    ) from None
             except psycopg.errors.UndefinedTable:
                 with contextlib.suppress(Exception):
                     assert self._search_conn is not None
@@ -234,30 +255,49 @@ class FleetService:
         host, _, name = ref.partition(":")
         return (host, name) if host and name else None
 
-    async def search(self, req: SearchRequest, host: str | None, name: str | None,
-                     qvec: Vectors | None, provider: tuple[str, str]) -> dict[str, Any]:
+    async def search(
+        self,
+        req: SearchRequest,
+        host: str | None,
+        name: str | None,
+        qvec: Vectors | None,
+        provider: tuple[str, str],
+    ) -> dict[str, Any]:
         """One remote workspace (host and name), or every published one (both None)."""
         cfg = self._config()
         started = time.perf_counter()
 
         def run(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-            found = ([self._remote.one(conn, host, name)] if host and name
-                     else self._remote.workspaces(conn))
+            found = (
+                [self._remote.one(conn, host, name)]
+                if host and name
+                else self._remote.workspaces(conn)
+            )
             now = conn.execute("SELECT now()").fetchone()
             now_ts: dt.datetime = now[0] if now else dt.datetime.now(dt.UTC)
             results: list[dict[str, Any]] = []
             degraded: list[str] = []
             modes = set()
             for ws in found:
-                usable = qvec is not None and (ws.provider, ws.model) == provider \
+                usable = (
+                    qvec is not None
+                    and (ws.provider, ws.model) == provider
                     and ws.dims == (qvec.shape[0] if qvec is not None else 0)
+                )
                 if qvec is not None and not usable and req.mode != "keyword":
-                    degraded.append(f"{ws.host}:{ws.name} was embedded with "
-                                    f"{ws.provider or 'no provider'} {ws.model}, this daemon "
-                                    f"embeds with {provider[0]} {provider[1]}: keyword only")
-                hits, mode = self._remote.search(conn, ws, req, cfg.search,
-                                                 qvec if usable else None,
-                                                 cfg.index.vector_window_tokens)
+                    degraded.append(
+                        f"{ws.host}:{ws.name} was embedded with "
+                        f"{ws.provider or 'no provider'} {ws.model}, this daemon "
+                        f"embeds with {provider[0]} {provider[1]}: keyword only"
+                    )
+                hits, mode = self._remote.search(
+                    conn,
+                    ws,
+                    req,
+                    cfg.search,
+                    qvec if usable else None,
+                    cfg.index.vector_window_tokens,
+                )
                 modes.add(mode)
                 fresh = ws.freshness(now_ts)
                 for h in hits:
@@ -266,12 +306,15 @@ class FleetService:
             limit = req.max_results or cfg.search.max_results
             out: dict[str, Any] = {
                 "results": results[:limit],
-                "provider": provider[0], "model": provider[1],
-                "mode_used": "hybrid" if "hybrid" in modes else (modes.pop() if modes
-                                                                  else "keyword"),
+                "provider": provider[0],
+                "model": provider[1],
+                "mode_used": "hybrid"
+                if "hybrid" in modes
+                else (modes.pop() if modes else "keyword"),
                 "fleet": [w.freshness(now_ts) for w in found],
                 "took_ms": round((time.perf_counter() - started) * 1000, 3),
-                "index_generation": 0, "pending_files": 0,
+                "index_generation": 0,
+                "pending_files": 0,
             }
             if degraded:
                 out["degraded"] = "; ".join(degraded)
@@ -279,9 +322,13 @@ class FleetService:
 
         return await self._run_ask(run)
 
-    async def answer_search(self, req: SearchRequest, ref: str | None,
-                            provider: EmbeddingProvider | None,
-                            embedder: Executor) -> dict[str, Any]:
+    async def answer_search(
+        self,
+        req: SearchRequest,
+        ref: str | None,
+        provider: EmbeddingProvider | None,
+        embedder: Executor,
+    ) -> dict[str, Any]:
         """The ``search`` method for "host:name" (ref) or the whole fleet (ref None): the
         query is embedded here, with this daemon's provider, on ``embedder``."""
         qvec, failed = None, None
@@ -289,18 +336,21 @@ class FleetService:
             loop = asyncio.get_running_loop()
             try:
                 qvec = await loop.run_in_executor(
-                    embedder, lambda: as_query_vector(provider.embed([req.query])[0]))
+                    embedder, lambda: as_query_vector(provider.embed([req.query])[0])
+                )
             except Exception as exc:  # the provider down: keyword results, as locally
                 failed = f"query embedding failed: {_error_text(exc)}"
         host, name = self.split_ref(ref) or (None, None)
-        out = await self.search(req, host, name, qvec,
-                                (provider.name, provider.model) if provider else ("none", ""))
+        out = await self.search(
+            req, host, name, qvec, (provider.name, provider.model) if provider else ("none", "")
+        )
         if failed:
             out["degraded"] = "; ".join(x for x in (failed, out.get("degraded")) if x)
         return out
 
-    async def get(self, host: str, name: str, path: str, from_line: int | None,
-                  lines: int | None) -> dict[str, Any]:
+    async def get(
+        self, host: str, name: str, path: str, from_line: int | None, lines: int | None
+    ) -> dict[str, Any]:
         def run(conn: psycopg.Connection[Any]) -> dict[str, Any]:
             ws = self._remote.one(conn, host, name)
             result = self._remote.get(conn, ws, path, from_line, lines)
@@ -323,20 +373,28 @@ class FleetService:
             if name in refused:
                 item = {"state": "refused", "error": refused[name]}
             elif pub is not None and pub.published_at is not None:
-                item = {"state": "published" if pub.generation == index.generation
-                        else "publishing",
-                        "published_at": dt.datetime.fromtimestamp(
-                            pub.published_at, dt.UTC).isoformat(),
-                        "lag_generations": max(0, index.generation - pub.generation),
-                        "files": len(pub.published or {})}
+                item = {
+                    "state": "published" if pub.generation == index.generation else "publishing",
+                    "published_at": dt.datetime.fromtimestamp(pub.published_at, dt.UTC).isoformat(),
+                    "lag_generations": max(0, index.generation - pub.generation),
+                    "files": len(pub.published or {}),
+                }
             workspaces[name] = item
         degraded = []
         if self.state == "unavailable":
-            degraded.append(f"fleet: Postgres unavailable ({self.error}): remote workspaces "
-                            "cannot be searched; publishing resumes when it is back")
+            degraded.append(
+                f"fleet: Postgres unavailable ({self.error}): remote workspaces "
+                "cannot be searched; publishing resumes when it is back"
+            )
         degraded += [f"fleet: {msg}" for msg in refused.values()]
-        return {"host": self.settings.host, "dsn": self.settings.shown, "state": self.state,
-                "error": self.error, "workspaces": workspaces, "degraded": degraded}
+        return {
+            "host": self.settings.host,
+            "dsn": self.settings.shown,
+            "state": self.state,
+            "error": self.error,
+            "workspaces": workspaces,
+            "degraded": degraded,
+        }
 
     async def status(self) -> dict[str, Any]:
         """local_status plus every host and workspace Postgres knows (memctl fleet status)."""
@@ -356,8 +414,12 @@ class FleetService:
 
 
 def _remote_row(w: RemoteWorkspace, now: dt.datetime) -> dict[str, Any]:
-    return w.freshness(now) | {"chunks": w.n_chunks, "provider": w.provider, "model": w.model,
-                               "holder": w.holder_info if w.lease_live else None}
+    return w.freshness(now) | {
+        "chunks": w.n_chunks,
+        "provider": w.provider,
+        "model": w.model,
+        "holder": w.holder_info if w.lease_live else None,
+    }
 
 
 def _fingerprint(index: WorkspaceIndex) -> Fingerprint:

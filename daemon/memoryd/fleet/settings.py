@@ -34,8 +34,9 @@ def fleet_settings(cfg: FleetConfig, env: Mapping[str, str]) -> FleetSettings:
     try:
         params = {k: str(v) for k, v in conninfo_to_dict(dsn).items() if v is not None}
     except Exception as exc:  # psycopg.ProgrammingError; its text may quote the DSN
-        raise ConfigError("fleet.dsn is not a valid Postgres connection string "
-                          f"({type(exc).__name__})") from None
+        raise ConfigError(
+            f"fleet.dsn is not a valid Postgres connection string ({type(exc).__name__})"
+        ) from None
     password = resolve_secret(cfg.password, cfg.password_env, dict(env))
     if password and not params.get("password"):
         params["password"] = password

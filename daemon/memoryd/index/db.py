@@ -156,8 +156,7 @@ def migrate(conn: apsw.Connection, migrations: Sequence[Migration]) -> list[str]
     conn.execute("BEGIN IMMEDIATE")
     try:
         conn.execute(
-            "CREATE TABLE IF NOT EXISTS migrations("
-            "name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
+            "CREATE TABLE IF NOT EXISTS migrations(name TEXT PRIMARY KEY, applied_at REAL NOT NULL)"
         )
         conn.execute("COMMIT")
     except BaseException:

@@ -244,4 +244,3 @@ class Embedder:
             while len(self._queries) > self.cfg.query_cache_entries:
                 self._queries.popitem(last=False)
         return vec
-

@@ -22,12 +22,16 @@ def search_notices(req: SearchRequest, sessions_indexed: bool) -> Notices:
     words = stopwords_only(req.query)
     if words is not None:
         shown = ", ".join(f'"{w}"' for w in words[:8]) or "none"
-        out.lines.append(f"the query has no word to search for, only stop words ({shown}): "
-                         "add a word that names what you are looking for")
+        out.lines.append(
+            f"the query has no word to search for, only stop words ({shown}): "
+            "add a word that names what you are looking for"
+        )
         out.nothing_to_search = True
     if "sessions" in req.sources and not sessions_indexed:
-        out.lines.append("transcripts are not indexed (index.sessions = false): set "
-                         "index.sessions = true in config.toml and reload the daemon "
-                         "(SIGHUP) to search sessions/*.jsonl")
+        out.lines.append(
+            "transcripts are not indexed (index.sessions = false): set "
+            "index.sessions = true in config.toml and reload the daemon "
+            "(SIGHUP) to search sessions/*.jsonl"
+        )
         out.nothing_to_search |= set(req.sources) == {"sessions"}
     return out

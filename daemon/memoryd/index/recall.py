@@ -59,8 +59,14 @@ def select(hits: Iterable[Mapping[str, Any]], budget_tokens: int) -> dict[str, A
         text = str(hit.get("snippet") or "").strip()
         if not text:
             continue
-        item = Item(str(hit["path"]), start, end, float(hit["score"]), text,
-                    str(hit.get("source") or "memory"))
+        item = Item(
+            str(hit["path"]),
+            start,
+            end,
+            float(hit["score"]),
+            text,
+            str(hit.get("source") or "memory"),
+        )
         if _overlaps(chosen, item):
             continue
         cost = tokens(item.render()) + 1  # the blank line between items
@@ -73,9 +79,15 @@ def select(hits: Iterable[Mapping[str, Any]], budget_tokens: int) -> dict[str, A
     markdown = "\n\n".join([HEADER, *(item.render() for item in chosen)]) + "\n"
     return {
         "results": [
-            {"path": i.path, "start_line": i.start_line, "end_line": i.end_line,
-             "score": round(i.score, 4), "text": i.text, "source": i.source,
-             "citation": i.citation}
+            {
+                "path": i.path,
+                "start_line": i.start_line,
+                "end_line": i.end_line,
+                "score": round(i.score, 4),
+                "text": i.text,
+                "source": i.source,
+                "citation": i.citation,
+            }
             for i in chosen
         ],
         "markdown": markdown,

@@ -111,10 +111,12 @@ class LineStems:
                 self._vocab = {}
                 self._items.clear()
             vocab = self._vocab
-            pairs = sorted({
-                (bisect.bisect_right(starts, start) - 1, vocab.setdefault(stem, len(vocab)))
-                for start, _end, stem in found
-            })
+            pairs = sorted(
+                {
+                    (bisect.bisect_right(starts, start) - 1, vocab.setdefault(stem, len(vocab)))
+                    for start, _end, stem in found
+                }
+            )
         return ChunkLines(
             np.fromiter((n for _, n in pairs), np.int32, len(pairs)),
             np.fromiter((ln for ln, _ in pairs), np.int32, len(pairs)),

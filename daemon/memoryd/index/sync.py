@@ -231,8 +231,9 @@ class Syncer:
     def _failed(self, f: IndexedFile, exc: Exception, report: SyncReport) -> None:
         """Skip a file indexing failed on, saying why in status; it is tried again when it
         changes (or on a full reindex)."""
-        log.error("file_index_failed", path=f.rel, error=f"{type(exc).__name__}: {exc}",
-                  exc_info=exc)
+        log.error(
+            "file_index_failed", path=f.rel, error=f"{type(exc).__name__}: {exc}", exc_info=exc
+        )
         try:
             st = f.path.stat()
         except OSError:

@@ -43,8 +43,7 @@ def check_search_request(req: SearchRequest) -> None:
         )
     if not req.sources or any(s not in SOURCES for s in req.sources):
         raise InvalidParams(
-            f"sources must be a non-empty subset of {', '.join(SOURCES)}, "
-            f"got {list(req.sources)}",
+            f"sources must be a non-empty subset of {', '.join(SOURCES)}, got {list(req.sources)}",
             {"param": "sources"},
         )
     for name in ("since", "until"):

@@ -55,7 +55,6 @@ from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 log = get_logger("memoryd.index")
 
 
-
 class PreparedQuery(NamedTuple):
     vector: Vectors | None  # None: keyword only
     degraded: str | None  # why there is no vector when one was asked for
@@ -250,8 +249,9 @@ class WorkspaceIndex:
         self.readers.close()
         if self._wconn is not None:
             try:  # the writer has stopped: the copy is the index's last commit
-                keyword_sidecar.save(self._keywords, keyword_sidecar.path_for(self.db_path),
-                                     self._wconn)
+                keyword_sidecar.save(
+                    self._keywords, keyword_sidecar.path_for(self.db_path), self._wconn
+                )
             except Exception as exc:  # the next start rebuilds it: slower, nothing lost
                 log.warning("keyword_sidecar_failed", workspace=str(self.root), error=repr(exc))
             self._wconn.close()
@@ -595,9 +595,7 @@ class WorkspaceIndex:
             "last_sync": self._last_sync,
             "malformed_lines": malformed,
             # Who embeds queries now: the provider, its fallback while it fails, or nobody.
-            "query_provider": self._last_query_by
-            if p is not None and self.vec.ok
-            else "none",
+            "query_provider": self._last_query_by if p is not None and self.vec.ok else "none",
             "provider": {
                 "name": p.name if p else "none",
                 "model": p.model if p else "",

@@ -15,8 +15,12 @@ from pathlib import Path
 from typing import Final
 
 TIMEOUT_S: Final = 30.0
-_IDENTITY: Final = {"GIT_AUTHOR_NAME": "memoryd", "GIT_AUTHOR_EMAIL": "memoryd@localhost",
-                    "GIT_COMMITTER_NAME": "memoryd", "GIT_COMMITTER_EMAIL": "memoryd@localhost"}
+_IDENTITY: Final = {
+    "GIT_AUTHOR_NAME": "memoryd",
+    "GIT_AUTHOR_EMAIL": "memoryd@localhost",
+    "GIT_COMMITTER_NAME": "memoryd",
+    "GIT_COMMITTER_EMAIL": "memoryd@localhost",
+}
 
 
 class GitError(Exception):
@@ -34,7 +38,12 @@ class Git:
         try:
             proc = subprocess.run(
                 [self.exe, "-C", str(self.root), "-c", "commit.gpgsign=false", *args],
-                capture_output=True, text=True, timeout=TIMEOUT_S, env=env, check=False)
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT_S,
+                env=env,
+                check=False,
+            )
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise GitError(f"git {args[0]}: {exc}") from None
         if proc.returncode != 0:

@@ -19,14 +19,20 @@ _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
 _LIST_MARK = re.compile(r"^(?:[-*+]|\d+[.)])[ \t]+(?:\[[ xX]\][ \t]+)?")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_CHATTY = re.compile(r"^(?:sure|certainly|of course|okay|ok|here is|here's|here are|below is|"
-                     r"i have|i've|i will|i'll|as requested)\b", re.IGNORECASE)
+_CHATTY = re.compile(
+    r"^(?:sure|certainly|of course|okay|ok|here is|here's|here are|below is|"
+    r"i have|i've|i will|i'll|as requested)\b",
+    re.IGNORECASE,
+)
 # The sign-offs chat models add after the content ("Let me know if ..."); a line of the old
 # file that happens to read so is kept.
-_CHATTY_END = re.compile(r"^\W*(?:let me know|please let me know|i hope this helps|hope this helps|"
-                         r"feel free to|is there anything else|would you like|if you (?:need|want|"
-                         r"would like|have)|i've (?:updated|made|added|kept|merged)|"
-                         r"i have (?:updated|made|added|kept|merged))\b", re.IGNORECASE)
+_CHATTY_END = re.compile(
+    r"^\W*(?:let me know|please let me know|i hope this helps|hope this helps|"
+    r"feel free to|is there anything else|would you like|if you (?:need|want|"
+    r"would like|have)|i've (?:updated|made|added|kept|merged)|"
+    r"i have (?:updated|made|added|kept|merged))\b",
+    re.IGNORECASE,
+)
 
 
 def tokens(text: str) -> int:

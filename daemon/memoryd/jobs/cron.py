@@ -17,8 +17,7 @@ import datetime as dt
 from typing import Final
 
 UTC: Final = dt.UTC
-ALIASES: Final = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly",
-                  "@annually")
+ALIASES: Final = ("@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly", "@annually")
 _MAX_STEPS: Final = 100_000  # matches examined per lookup; a minute schedule needs <= 240
 _DST_SPAN: Final = dt.timedelta(hours=3)  # more than any real zone's shift
 
@@ -31,8 +30,10 @@ def cron_problem(expr: str) -> str | None:
     if text.lower() in ALIASES:
         return None
     if len(text.split()) != 5:
-        return ("must be a cron expression of 5 fields (minute hour day-of-month month "
-                "day-of-week) or one of " + ", ".join(ALIASES))
+        return (
+            "must be a cron expression of 5 fields (minute hour day-of-month month "
+            "day-of-week) or one of " + ", ".join(ALIASES)
+        )
     if not croniter.is_valid(text):
         return "is not a valid cron expression"
     return None

@@ -133,18 +133,30 @@ def read_session(path: Path, layout: Layout, tz: dt.tzinfo, max_chars: int) -> S
                 too_long = True
                 break
     start = min(first if first is not None else end, end)
-    sid = (_UNSAFE.sub("-", session_id or "").strip("-")[:80]
-           or _UNSAFE.sub("-", path.stem).strip("-")[:80] or "session")
-    return Session(path, display_name(path.relative_to(layout.root).as_posix()), sid, start, end,
-                   messages, mentions, too_long)
+    sid = (
+        _UNSAFE.sub("-", session_id or "").strip("-")[:80]
+        or _UNSAFE.sub("-", path.stem).strip("-")[:80]
+        or "session"
+    )
+    return Session(
+        path,
+        display_name(path.relative_to(layout.root).as_posix()),
+        sid,
+        start,
+        end,
+        messages,
+        mentions,
+        too_long,
+    )
 
 
 def summary_budget(ctx: JobContext) -> tuple[int, int]:
     """(characters of one part, characters a run's calls can summarise): one call per part
     of the first round and one to merge, within llm.max_calls_per_run."""
     cfg = ctx.config.llm
-    part = max(1, _text.chars_for(cfg.context_tokens - cfg.max_output_tokens
-                                  - PROMPT_RESERVE_TOKENS))
+    part = max(
+        1, _text.chars_for(cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS)
+    )
     return part, max(0, cfg.max_calls_per_run - 1) * part
 
 
@@ -162,8 +174,11 @@ def wrote_daily(ctx: JobContext, s: Session) -> str | None:
             st = daily_path(ctx.root, day).stat()
         except OSError:
             st = None
-        if (st is not None and s.start - SPAN_SLACK_S <= st.st_mtime <= s.end + SPAN_SLACK_S
-                and not ctx.history.is_own_append(ctx.root, rel, st.st_mtime_ns)):
+        if (
+            st is not None
+            and s.start - SPAN_SLACK_S <= st.st_mtime <= s.end + SPAN_SLACK_S
+            and not ctx.history.is_own_append(ctx.root, rel, st.st_mtime_ns)
+        ):
             return f"{rel} was written during the session"
         day += dt.timedelta(days=1)
     return None
@@ -179,8 +194,10 @@ def summarise(ctx: JobContext, llm: LlmClient, s: Session) -> str:
     while _text.tokens(text) > budget:
         rounds += 1
         if rounds > MAX_REDUCE_ROUNDS:
-            raise LlmError("the conversation does not condense into llm.context_tokens "
-                           f"({cfg.context_tokens}); raise it")
+            raise LlmError(
+                "the conversation does not condense into llm.context_tokens "
+                f"({cfg.context_tokens}); raise it"
+            )
         parts = _text.pack(blocks, _text.chars_for(budget))
         partial = []
         for i, part in enumerate(parts, 1):
@@ -195,7 +212,8 @@ def summarise(ctx: JobContext, llm: LlmClient, s: Session) -> str:
     ctx.check_cancelled()
     answer = llm.chat(system, user)
     summary = _text.demote_headings(
-        _text.unwrap(answer.finished_text("summary", cfg.max_output_tokens))).strip()
+        _text.unwrap(answer.finished_text("summary", cfg.max_output_tokens))
+    ).strip()
     problem = _text.not_markdown(summary)
     if problem or not summary:
         raise LlmError(f"the summary is not usable: {problem or 'it is empty'}")
@@ -240,8 +258,10 @@ def run(ctx: JobContext) -> JobResult:
             continue
         if s.too_long and not reason:
             cap = ctx.config.llm.max_calls_per_run
-            reason = (f"too long to summarise: its messages need more than "
-                      f"llm.max_calls_per_run ({cap}) LLM calls")
+            reason = (
+                f"too long to summarise: its messages need more than "
+                f"llm.max_calls_per_run ({cap}) LLM calls"
+            )
             outcome: str | None = "too_long"
         else:
             outcome = "wrote_daily" if reason else None if s.messages else "empty"
@@ -253,30 +273,39 @@ def run(ctx: JobContext) -> JobResult:
             ctx.history.record_session(ctx.root, s.rel, outcome, now)
     report["left_alone"] = left_alone
     report["left_for_next_run"] = max(0, len(todo) - opts.max_sessions_per_run)
-    todo = todo[:opts.max_sessions_per_run]
+    todo = todo[: opts.max_sessions_per_run]
     if ctx.dry_run:
         report["would_summarise"] = [
-            {"session": s.rel, "id": s.id, "into": daily_path(
-                ctx.root, dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
-            ).relative_to(ctx.root).as_posix()} for s in todo]
+            {
+                "session": s.rel,
+                "id": s.id,
+                "into": daily_path(
+                    ctx.root, dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
+                )
+                .relative_to(ctx.root)
+                .as_posix(),
+            }
+            for s in todo
+        ]
         if problem:
             report["llm"] = f"not configured: {problem}"
         if failed:
             report["failed"] = failed
-        return JobResult(f"dry run: would summarise {len(todo)} session(s); nothing written",
-                         report)
+        return JobResult(
+            f"dry run: would summarise {len(todo)} session(s); nothing written", report
+        )
     return _summarise_all(ctx, todo, report, failed)
 
 
-def _failed(ctx: JobContext, failed: list[dict[str, str]], session: str,
-            exc: Exception) -> None:
+def _failed(ctx: JobContext, failed: list[dict[str, str]], session: str, exc: Exception) -> None:
     """Note a session that could not be handled (logged with its traceback)."""
     log.exception("fallback_session_failed", workspace=ctx.workspace, session=session)
     failed.append({"session": session, "error": f"{type(exc).__name__}: {exc}"[:300]})
 
 
-def _summarise_one(ctx: JobContext, llm: LlmClient, s: Session) -> tuple[dict[str, str],
-                                                                          Path | None]:
+def _summarise_one(
+    ctx: JobContext, llm: LlmClient, s: Session
+) -> tuple[dict[str, str], Path | None]:
     """Summarise one session into its daily file: its report entry and the file touched."""
     day = dt.datetime.fromtimestamp(s.end, ctx.now.tzinfo).date()
     target = daily_path(ctx.root, day)
@@ -286,15 +315,21 @@ def _summarise_one(ctx: JobContext, llm: LlmClient, s: Session) -> tuple[dict[st
         ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
         return {"session": s.rel, "into": rel, "note": "already there"}, None
     summary = summarise(ctx, llm, s)
-    result = ctx.appender.append(ctx.root, summary, day, heading,
-                                 ctx.config.index.max_file_bytes)
-    ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(),
-                               result.path, result.abs_path.stat().st_mtime_ns)
+    result = ctx.appender.append(ctx.root, summary, day, heading, ctx.config.index.max_file_bytes)
+    ctx.history.record_session(
+        ctx.root,
+        s.rel,
+        "summarised",
+        ctx.now.timestamp(),
+        result.path,
+        result.abs_path.stat().st_mtime_ns,
+    )
     return {"session": s.rel, "into": result.path}, result.abs_path
 
 
-def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any],
-                   failed: list[dict[str, str]]) -> JobResult:
+def _summarise_all(
+    ctx: JobContext, todo: list[Session], report: dict[str, Any], failed: list[dict[str, str]]
+) -> JobResult:
     done: list[dict[str, str]] = []
     touched: list[Path] = []
     llm = ctx.llm() if todo else None
@@ -319,11 +354,17 @@ def _summarise_all(ctx: JobContext, todo: list[Session], report: dict[str, Any],
     note = ctx.reindex(touched)
     if note:
         report["index"] = note
-    message = (f"summarised {len(done)} session(s)" if done or failed
-               else "no idle session needs a summary")
+    message = (
+        f"summarised {len(done)} session(s)"
+        if done or failed
+        else "no idle session needs a summary"
+    )
     if failed:
         report["failed"] = failed
-        raise JobFailed(f"{len(failed)} session(s) could not be summarised (first: "
-                        f"{failed[0]['session']}: {failed[0]['error']}); {message}; "
-                        "retried next run", report)
+        raise JobFailed(
+            f"{len(failed)} session(s) could not be summarised (first: "
+            f"{failed[0]['session']}: {failed[0]['error']}); {message}; "
+            "retried next run",
+            report,
+        )
     return JobResult(message, report)

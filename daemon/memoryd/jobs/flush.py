@@ -83,20 +83,27 @@ def run(ctx: JobContext) -> JobResult:
     if problem:
         raise JobSkipped(f"no LLM configured: {problem}")
     offset, line = ctx.history.flush_offset(transcript, session)
-    report: dict[str, Any] = {"transcript": str(transcript), "session": session,
-                              "from_byte": offset, "from_line": line + 1}
+    report: dict[str, Any] = {
+        "transcript": str(transcript),
+        "session": session,
+        "from_byte": offset,
+        "from_line": line + 1,
+    }
     try:
         with open(transcript, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size < offset:
                 raise JobSkipped(
                     f"the transcript is shorter ({size} bytes) than what was already flushed "
-                    f"({offset}): it was replaced; nothing is read twice", report)
+                    f"({offset}): it was replaced; nothing is read twice",
+                    report,
+                )
             f.seek(offset)
             data = f.read(MAX_READ_BYTES)
     except OSError as exc:
-        raise JobFailed(f"cannot read the transcript {transcript}: {exc.strerror or exc}",
-                        report) from None
+        raise JobFailed(
+            f"cannot read the transcript {transcript}: {exc.strerror or exc}", report
+        ) from None
     parsed = parse_transcript(data, first_line=line + 1)
     if parsed.lines_consumed == 0:
         return JobResult("nothing new in the transcript since the last flush", report)
@@ -121,8 +128,10 @@ def run(ctx: JobContext) -> JobResult:
         notes = extract(ctx, llm, messages)
     except LlmError as exc:
         report["llm_calls"] = llm.calls
-        raise JobFailed(f"lines {first}-{last}: {exc.message}; nothing written, the next "
-                        "flush tries again", report) from None
+        raise JobFailed(
+            f"lines {first}-{last}: {exc.message}; nothing written, the next flush tries again",
+            report,
+        ) from None
     report["llm_calls"] = llm.calls
     if not notes:
         ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)

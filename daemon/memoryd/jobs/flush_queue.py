@@ -30,8 +30,13 @@ def _no_settings(_: Config) -> JobSettings:
     raise AssertionError("flush runs when asked, never on a schedule")
 
 
-FLUSH = JobSpec("flush", "a transcript's durable facts into the daily file (LLM)", True,
-                _no_settings, _load_flush)
+FLUSH = JobSpec(
+    "flush",
+    "a transcript's durable facts into the daily file (LLM)",
+    True,
+    _no_settings,
+    _load_flush,
+)
 
 
 class FlushQueue:
@@ -41,8 +46,7 @@ class FlushQueue:
         self._tasks: set[asyncio.Task[RunRecord]] = set()
 
     def submit(self, ws: Workspace, transcript: Path, session_id: str) -> asyncio.Task[RunRecord]:
-        task = asyncio.create_task(self._run(ws, transcript, session_id),
-                                   name=f"flush-{ws.name}")
+        task = asyncio.create_task(self._run(ws, transcript, session_id), name=f"flush-{ws.name}")
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
@@ -51,9 +55,14 @@ class FlushQueue:
         lock = self._locks.setdefault(ws.root, asyncio.Lock())
         async with lock:
             await ws.opened.wait()  # so that the notes reach the index at once
-            run = self.runner.start("flush", ws, trigger="hook", scheduled_for=None,
-                                    params={"transcript": str(transcript),
-                                            "session_id": session_id}, spec=FLUSH)
+            run = self.runner.start(
+                "flush",
+                ws,
+                trigger="hook",
+                scheduled_for=None,
+                params={"transcript": str(transcript), "session_id": session_id},
+                spec=FLUSH,
+            )
             return await asyncio.shield(run)
 
     def _done(self, task: asyncio.Task[RunRecord]) -> None:

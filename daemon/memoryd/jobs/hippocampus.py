@@ -101,8 +101,9 @@ def read_memory(root: Path, max_bytes: int) -> Memory:
     with os.fdopen(opened.fd, "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if size > max_bytes:
-            raise JobFailed(f"{name} is {size} bytes, over index.max_file_bytes "
-                            f"({max_bytes}): not rewritten")
+            raise JobFailed(
+                f"{name} is {size} bytes, over index.max_file_bytes ({max_bytes}): not rewritten"
+            )
         data = read_all(fh.fileno(), max_bytes + 1)
     try:
         text = data.decode("utf-8")
@@ -117,8 +118,9 @@ class _Notes:
 
     def __init__(self, ctx: JobContext) -> None:
         cfg = ctx.config.llm
-        self.part_chars = max(1, _text.chars_for(
-            cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS))
+        self.part_chars = max(
+            1, _text.chars_for(cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS)
+        )
         # One call per part of the first round, one to merge: the later rounds' calls come
         # out of what is left, and the client stops them at the cap in any case.
         self.max_chars = max(0, cfg.max_calls_per_run - 1) * self.part_chars
@@ -136,11 +138,14 @@ class _Notes:
 
     def refuse(self, report: dict[str, Any], what: str) -> JobFailed:
         need = -(-self.chars // self.part_chars) + 1
-        return JobFailed(f"the notes of {what} are over {self.chars // _text.CHARS_PER_TOKEN} "
-                         f"tokens: condensing them takes more than {need} LLM calls, over "
-                         f"llm.max_calls_per_run ({self.cap}); lower "
-                         "jobs.hippocampus.lookback_days or raise llm.max_calls_per_run. "
-                         "MEMORY.md unchanged", report)
+        return JobFailed(
+            f"the notes of {what} are over {self.chars // _text.CHARS_PER_TOKEN} "
+            f"tokens: condensing them takes more than {need} LLM calls, over "
+            f"llm.max_calls_per_run ({self.cap}); lower "
+            "jobs.hippocampus.lookback_days or raise llm.max_calls_per_run. "
+            "MEMORY.md unchanged",
+            report,
+        )
 
 
 def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dict[str, Any]]:
@@ -177,9 +182,11 @@ def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dic
             lines: list[str] = []
             with layout.open_file(path) as fh:
                 for _raw, parsed in stream_transcript(fh):
-                    lines += [f"- {text[:HIGHLIGHT_CHARS]}"
-                              + ("..." if len(text) > HIGHLIGHT_CHARS else "")
-                              for _, text in parsed.messages]
+                    lines += [
+                        f"- {text[:HIGHLIGHT_CHARS]}"
+                        + ("..." if len(text) > HIGHLIGHT_CHARS else "")
+                        for _, text in parsed.messages
+                    ]
                     if notes.chars + sum(map(len, lines)) > notes.max_chars:
                         break
             if lines:
@@ -194,8 +201,11 @@ def _daily_files(root: Path, day: dt.date) -> list[Path]:
     found: list[Path] = []
     for folder in (root / MEMORY_DIR, archived_daily_dir(root, day.year)):
         if folder.is_dir():
-            found += sorted(p for p in folder.glob(f"{day.isoformat()}*{NOTE_SUFFIX}")
-                            if p.is_file() and p.resolve().is_relative_to(root))
+            found += sorted(
+                p
+                for p in folder.glob(f"{day.isoformat()}*{NOTE_SUFFIX}")
+                if p.is_file() and p.resolve().is_relative_to(root)
+            )
     return found
 
 
@@ -203,31 +213,44 @@ def _recent_transcripts(root: Path, since: float) -> list[Path]:
     folder = transcripts_dir(root)
     if not folder.is_dir():
         return []
-    found = [(p.stat().st_mtime, p) for p in folder.glob(f"*{TRANSCRIPT_SUFFIX}")
-             if p.is_file() and p.stat().st_mtime >= since]
+    found = [
+        (p.stat().st_mtime, p)
+        for p in folder.glob(f"*{TRANSCRIPT_SUFFIX}")
+        if p.is_file() and p.stat().st_mtime >= since
+    ]
     return [p for _, p in sorted(found)]
 
 
-def consolidate(ctx: JobContext, llm: LlmClient, memory: Memory, notes: list[str],
-                report: dict[str, Any]) -> str:
+def consolidate(
+    ctx: JobContext, llm: LlmClient, memory: Memory, notes: list[str], report: dict[str, Any]
+) -> str:
     """The LLM's complete updated MEMORY.md (finished, not empty); LlmError otherwise."""
     cfg = ctx.config.llm
     budget = cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS
     mem_tokens = _text.tokens(memory.text)
     if mem_tokens > cfg.max_output_tokens * OUTPUT_HEADROOM:
-        raise JobFailed(f"MEMORY.md is about {mem_tokens} tokens: the complete updated file "
-                        f"would not fit llm.max_output_tokens ({cfg.max_output_tokens}); "
-                        "raise it", report)
+        raise JobFailed(
+            f"MEMORY.md is about {mem_tokens} tokens: the complete updated file "
+            f"would not fit llm.max_output_tokens ({cfg.max_output_tokens}); "
+            "raise it",
+            report,
+        )
     if mem_tokens >= budget:
-        raise JobFailed(f"MEMORY.md (about {mem_tokens} tokens) leaves no room for notes in "
-                        f"llm.context_tokens ({cfg.context_tokens}); raise it", report)
+        raise JobFailed(
+            f"MEMORY.md (about {mem_tokens} tokens) leaves no room for notes in "
+            f"llm.context_tokens ({cfg.context_tokens}); raise it",
+            report,
+        )
     combined = "\n".join(notes)
     rounds = 0
     while mem_tokens + _text.tokens(combined) > budget:
         rounds += 1
         if rounds > MAX_REDUCE_ROUNDS:
-            raise JobFailed("the notes do not condense into llm.context_tokens "
-                            f"({cfg.context_tokens}) next to MEMORY.md; raise it", report)
+            raise JobFailed(
+                "the notes do not condense into llm.context_tokens "
+                f"({cfg.context_tokens}) next to MEMORY.md; raise it",
+                report,
+            )
         parts = _text.pack(notes, _text.chars_for(budget))
         extracted = []
         for i, part in enumerate(parts, 1):
@@ -235,62 +258,90 @@ def consolidate(ctx: JobContext, llm: LlmClient, memory: Memory, notes: list[str
             ctx.progress(f"extracting part {i}/{len(parts)} (round {rounds})")
             user = f"Notes, part {i} of {len(parts)}, oldest first:\n\n{part}"
             answer = llm.chat(SYSTEM_EXTRACT, user)
-            extracted.append(answer.finished_text(f"answer for part {i}/{len(parts)}",
-                                                  cfg.max_output_tokens).strip())
+            extracted.append(
+                answer.finished_text(
+                    f"answer for part {i}/{len(parts)}", cfg.max_output_tokens
+                ).strip()
+            )
         shorter = "\n".join(extracted)
         if len(shorter) >= len(combined):
-            raise JobFailed("the notes do not get shorter when condensed, so they cannot fit "
-                            f"llm.context_tokens ({cfg.context_tokens}); raise it", report)
+            raise JobFailed(
+                "the notes do not get shorter when condensed, so they cannot fit "
+                f"llm.context_tokens ({cfg.context_tokens}); raise it",
+                report,
+            )
         notes, combined = extracted, shorter
         report["parts"] = report.get("parts", 0) + len(parts)
     report["rounds"] = rounds
     ctx.check_cancelled()
     ctx.progress("merging into MEMORY.md")
     current = memory.text if memory.data is not None else "(MEMORY.md does not exist yet)\n"
-    user = (f"Current MEMORY.md:\n<<<MEMORY.md\n{current}MEMORY.md>>>\n\n"
-            f"Notes, oldest first:\n<<<NOTES\n{combined}\nNOTES>>>\n\n"
-            "Reply with the complete updated MEMORY.md.")
+    user = (
+        f"Current MEMORY.md:\n<<<MEMORY.md\n{current}MEMORY.md>>>\n\n"
+        f"Notes, oldest first:\n<<<NOTES\n{combined}\nNOTES>>>\n\n"
+        "Reply with the complete updated MEMORY.md."
+    )
     answer = llm.chat(SYSTEM_UPDATE, user)
     report["model"] = answer.model
     return answer.finished_text("answer", cfg.max_output_tokens)
 
 
-def check_answer(old: str, new: str, max_drop_ratio: float, force: bool,
-                 report: dict[str, Any]) -> None:
+def check_answer(
+    old: str, new: str, max_drop_ratio: float, force: bool, report: dict[str, Any]
+) -> None:
     """Refuse an answer that is not markdown, or drops too much or a heading (unless force)."""
     problem = _text.not_markdown(new, old)
     if not problem and any(m in new for m in PROMPT_MARKERS):
         problem = "it repeats the prompt (its <<< >>> markers) instead of giving the file"
     if problem or not new.strip():
-        raise JobFailed(f"the answer is not a markdown file: {problem or 'it is empty'}; "
-                        "MEMORY.md unchanged", report)
+        raise JobFailed(
+            f"the answer is not a markdown file: {problem or 'it is empty'}; MEMORY.md unchanged",
+            report,
+        )
     old_lines = _text.content_lines(old)
     kept = set(_text.content_lines(new))
     dropped = [line for line in old_lines if line not in kept]
     ratio = len(dropped) / len(old_lines) if old_lines else 0.0
     new_heads = set(_text.headings(new))
     removed = [h for h in dict.fromkeys(_text.headings(old)) if h not in new_heads]
-    report.update(lines_before=len(old.splitlines()), lines_after=len(new.splitlines()),
-                  lines_dropped=len(dropped), dropped_ratio=round(ratio, 3),
-                  headings_removed=removed)
+    report.update(
+        lines_before=len(old.splitlines()),
+        lines_after=len(new.splitlines()),
+        lines_dropped=len(dropped),
+        dropped_ratio=round(ratio, 3),
+        headings_removed=removed,
+    )
     problems = []
     if ratio > max_drop_ratio:
-        problems.append(f"drops {ratio:.0%} of MEMORY.md's lines "
-                        f"(limit {max_drop_ratio:.0%}, jobs.hippocampus.max_drop_ratio)")
+        problems.append(
+            f"drops {ratio:.0%} of MEMORY.md's lines "
+            f"(limit {max_drop_ratio:.0%}, jobs.hippocampus.max_drop_ratio)"
+        )
     if removed:
-        problems.append("removes the heading" + ("s " if len(removed) > 1 else " ")
-                        + ", ".join(repr(h) for h in removed[:5]))
+        problems.append(
+            "removes the heading"
+            + ("s " if len(removed) > 1 else " ")
+            + ", ".join(repr(h) for h in removed[:5])
+        )
     if problems and not force:
-        raise JobFailed(f"the answer {' and '.join(problems)}: MEMORY.md unchanged "
-                        "(run by hand with --force to accept it)", report)
+        raise JobFailed(
+            f"the answer {' and '.join(problems)}: MEMORY.md unchanged "
+            "(run by hand with --force to accept it)",
+            report,
+        )
     if problems:
         report["forced"] = problems
 
 
 def unified_diff(memory: Memory, new: str) -> str:
-    return "".join(difflib.unified_diff(
-        memory.text.splitlines(keepends=True), new.splitlines(keepends=True),
-        f"a/{memory.rel}", f"b/{memory.rel}"))
+    return "".join(
+        difflib.unified_diff(
+            memory.text.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            f"a/{memory.rel}",
+            f"b/{memory.rel}",
+        )
+    )
 
 
 def run(ctx: JobContext) -> JobResult:
@@ -301,16 +352,19 @@ def run(ctx: JobContext) -> JobResult:
     memory = read_memory(ctx.root, ctx.config.index.max_file_bytes)
     notes, report = read_notes(ctx, opts)
     if not notes:
-        raise JobSkipped(f"nothing to consolidate: no notes from the last {opts.lookback_days} "
-                         "days", report)
+        raise JobSkipped(
+            f"nothing to consolidate: no notes from the last {opts.lookback_days} days", report
+        )
     notes_sha = hashlib.sha256("\n".join(notes).encode()).hexdigest()[:16]
     report.update(memory_sha256_before=memory.sha, notes_sha256=notes_sha)
     last = ctx.history.last_ok(NAME, ctx.root)
-    if (ctx.trigger != "manual" and last is not None
-            and last.report.get("notes_sha256") == notes_sha
-            and last.report.get("memory_sha256_after") == memory.sha):
-        raise JobSkipped("nothing new since the last run (same notes, MEMORY.md as left)",
-                         report)
+    if (
+        ctx.trigger != "manual"
+        and last is not None
+        and last.report.get("notes_sha256") == notes_sha
+        and last.report.get("memory_sha256_after") == memory.sha
+    ):
+        raise JobSkipped("nothing new since the last run (same notes, MEMORY.md as left)", report)
     try:
         answer = consolidate(ctx, llm, memory, notes, report)
     except LlmError as exc:
@@ -323,20 +377,26 @@ def run(ctx: JobContext) -> JobResult:
     if ctx.dry_run:
         diff = unified_diff(memory, new)
         report["diff"] = diff
-        changed = sum(1 for line in diff.splitlines()
-                      if line[:1] in "+-" and not line.startswith(("+++", "---")))
-        return JobResult(f"dry run: would change {changed} line(s) of {memory.rel}; "
-                         "nothing written", report)
+        changed = sum(
+            1
+            for line in diff.splitlines()
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        )
+        return JobResult(
+            f"dry run: would change {changed} line(s) of {memory.rel}; nothing written", report
+        )
     if new_bytes == memory.data:
         report["memory_sha256_after"] = memory.sha
         return JobResult(f"{memory.rel} already up to date", report)
     ctx.check_cancelled()
     _write(ctx, memory, new_bytes, report)
     report["memory_sha256_after"] = _sha(new_bytes)
-    return JobResult(f"{memory.rel} updated from {len(report['daily_files'])} daily file(s): "
-                     f"{report['lines_before']} -> {report['lines_after']} lines"
-                     + (f", previous version in {report['backup']}" if report.get("backup")
-                        else ""), report)
+    return JobResult(
+        f"{memory.rel} updated from {len(report['daily_files'])} daily file(s): "
+        f"{report['lines_before']} -> {report['lines_after']} lines"
+        + (f", previous version in {report['backup']}" if report.get("backup") else ""),
+        report,
+    )
 
 
 def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) -> None:
@@ -348,8 +408,9 @@ def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) 
         if now != memory.data:
             raise _Edited()
 
-    edited = JobSkipped(f"{memory.rel} was edited during the run: not written (the next run "
-                        "retries)", report)
+    edited = JobSkipped(
+        f"{memory.rel} was edited during the run: not written (the next run retries)", report
+    )
     try:
         unchanged()
     except _Edited:
@@ -365,16 +426,23 @@ def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) 
             git_note = str(exc)
     # Recorded before the rename: a kill right after it is then an ``ok`` run at the next
     # start (MEMORY.md holds this), not ``failed: interrupted``.
-    ctx.checkpoint({**report, "memory_sha256_after": _sha(new),
-                    "writing": {"path": memory.rel, "sha256": hashlib.sha256(new).hexdigest()}})
+    ctx.checkpoint(
+        {
+            **report,
+            "memory_sha256_after": _sha(new),
+            "writing": {"path": memory.rel, "sha256": hashlib.sha256(new).hexdigest()},
+        }
+    )
     try:
         _write_beneath(ctx.root, memory.rel, new, before_replace=unchanged)
     except _Edited:
         raise edited from None
     if git_note is None:
         try:
-            commit = git.commit_file(memory.rel, f"memoryd hippocampus: consolidate "
-                                                 f"{len(report['daily_files'])} daily file(s)")
+            commit = git.commit_file(
+                memory.rel,
+                f"memoryd hippocampus: consolidate {len(report['daily_files'])} daily file(s)",
+            )
             report["git_commit"] = commit
         except GitError as exc:
             git_note = str(exc)
@@ -407,8 +475,7 @@ def _exists_at(dir_fd: int, name: str) -> bool:
     return True
 
 
-def _write_beneath(root: Path, rel: str, data: bytes,
-                   before_replace: Callable[[], None]) -> None:
+def _write_beneath(root: Path, rel: str, data: bytes, before_replace: Callable[[], None]) -> None:
     """Replace memory file ``rel`` (links resolved) through its folder opened beneath the
     workspace: a folder swapped for a link meanwhile cannot lead the write out of it."""
     folder, _, name = rel.rpartition("/")

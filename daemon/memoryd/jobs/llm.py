@@ -34,25 +34,35 @@ class ChatAnswer:
     def finished_text(self, what: str, max_tokens: int) -> str:
         """The content, if the model finished it and it is not empty; else LlmError."""
         if self.finish_reason == "length":
-            raise LlmError(f"the {what} was cut off by the token limit "
-                           f"(llm.max_output_tokens = {max_tokens}): not used")
+            raise LlmError(
+                f"the {what} was cut off by the token limit "
+                f"(llm.max_output_tokens = {max_tokens}): not used"
+            )
         if self.finish_reason not in FINISHED:
-            raise LlmError(f"the {what} did not finish normally "
-                           f"(finish_reason {self.finish_reason!r}): not used")
+            raise LlmError(
+                f"the {what} did not finish normally "
+                f"(finish_reason {self.finish_reason!r}): not used"
+            )
         if not self.content.strip():
             raise LlmError(f"the {what} is empty")
         return self.content
 
 
 class LlmClient:
-    def __init__(self, cfg: LlmConfig, env: Mapping[str, str],
-                 cancelled: threading.Event | None = None) -> None:
+    def __init__(
+        self, cfg: LlmConfig, env: Mapping[str, str], cancelled: threading.Event | None = None
+    ) -> None:
         self.cfg = cfg
         self.calls = 0
         self._cancelled = cancelled
-        self._endpoint = Endpoint("LLM endpoint", cfg.base_url,
-                                  resolve_secret(cfg.api_key, cfg.api_key_env, dict(env)),
-                                  cfg.timeout, cfg.max_retries, LlmError)
+        self._endpoint = Endpoint(
+            "LLM endpoint",
+            cfg.base_url,
+            resolve_secret(cfg.api_key, cfg.api_key_env, dict(env)),
+            cfg.timeout,
+            cfg.max_retries,
+            LlmError,
+        )
         self.base_url = self._endpoint.base_url
 
     def __repr__(self) -> str:
@@ -62,17 +72,19 @@ class LlmClient:
         if self._cancelled is not None and self._cancelled.is_set():
             raise LlmError("cancelled: the daemon is shutting down")
         if self.calls >= self.cfg.max_calls_per_run:  # the jobs plan below it; a backstop
-            raise LlmError(f"this run made llm.max_calls_per_run ({self.cfg.max_calls_per_run})"
-                           " LLM calls already; raise it")
+            raise LlmError(
+                f"this run made llm.max_calls_per_run ({self.cfg.max_calls_per_run})"
+                " LLM calls already; raise it"
+            )
         self.calls += 1
         payload = self._endpoint.call_json(
             lambda client: client.chat.completions.with_raw_response.create(
                 model=self.cfg.model,
-                messages=[{"role": "system", "content": system},
-                          {"role": "user", "content": user}],
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                 # max_tokens, not max_completion_tokens: what compatible servers understand.
                 max_tokens=self.cfg.max_output_tokens,
-            ))
+            )
+        )
         return self._answer(payload)
 
     def _answer(self, payload: Any) -> ChatAnswer:
@@ -85,16 +97,22 @@ class LlmClient:
             raise self._garbage("the first choice has no 'message'")
         content = message.get("content")
         if isinstance(content, list):  # some servers answer a list of content parts
-            content = "".join(p.get("text", "") for p in content
-                              if isinstance(p, dict) and isinstance(p.get("text"), str))
+            content = "".join(
+                p.get("text", "")
+                for p in content
+                if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
         if content is None:
             content = ""
         if not isinstance(content, str):
             raise self._garbage("the message content is not text")
         reason = choice.get("finish_reason")
         model = payload.get("model")
-        return ChatAnswer(content, reason if isinstance(reason, str) else None,
-                          model if isinstance(model, str) else self.cfg.model)
+        return ChatAnswer(
+            content,
+            reason if isinstance(reason, str) else None,
+            model if isinstance(model, str) else self.cfg.model,
+        )
 
     def _garbage(self, reason: str) -> LlmError:
         return LlmError(self._endpoint.garbage(reason).message)

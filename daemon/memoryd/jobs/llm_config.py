@@ -22,6 +22,9 @@ def llm_problem(cfg: LlmConfig, env: Mapping[str, str]) -> str | None:
 
 def llm_status(cfg: LlmConfig, env: Mapping[str, str]) -> dict[str, Any]:
     problem = llm_problem(cfg, env)
-    return {"configured": problem is None, "model": cfg.model,
-            "base_url": safe_url(cfg.base_url) if cfg.base_url else "",
-            "reason": problem}
+    return {
+        "configured": problem is None,
+        "model": cfg.model,
+        "base_url": safe_url(cfg.base_url) if cfg.base_url else "",
+        "reason": problem,
+    }

@@ -44,13 +44,29 @@ def _settings_fallback(c: Config) -> JobSettings:
 
 
 JOBS: Final[Mapping[str, JobSpec]] = {
-    spec.name: spec for spec in (
-        JobSpec("hippocampus", "consolidate recent daily notes into MEMORY.md (LLM)", True,
-                _settings_hippocampus, _hippocampus),
-        JobSpec("retention", "archive or delete old session transcripts", False,
-                _settings_retention, _retention),
-        JobSpec("fallback_summary", "summarise idle sessions that left no daily note (LLM)",
-                True, _settings_fallback, _fallback_summary),
+    spec.name: spec
+    for spec in (
+        JobSpec(
+            "hippocampus",
+            "consolidate recent daily notes into MEMORY.md (LLM)",
+            True,
+            _settings_hippocampus,
+            _hippocampus,
+        ),
+        JobSpec(
+            "retention",
+            "archive or delete old session transcripts",
+            False,
+            _settings_retention,
+            _retention,
+        ),
+        JobSpec(
+            "fallback_summary",
+            "summarise idle sessions that left no daily note (LLM)",
+            True,
+            _settings_fallback,
+            _fallback_summary,
+        ),
     )
 }
 

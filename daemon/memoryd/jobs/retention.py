@@ -148,16 +148,22 @@ def _archive(action: Action) -> int:
         tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
         try:
             with open(action.src, "rb") as src, open(tmp, "wb") as raw:
-                with gzip.GzipFile(filename=action.src.name, mode="wb", fileobj=raw,
-                                   mtime=action.stat_key[2] // 1_000_000_000) as gz:
+                with gzip.GzipFile(
+                    filename=action.src.name,
+                    mode="wb",
+                    fileobj=raw,
+                    mtime=action.stat_key[2] // 1_000_000_000,
+                ) as gz:
                     shutil.copyfileobj(src, gz, CHUNK)
                 raw.flush()
                 os.fsync(raw.fileno())
             os.chmod(tmp, os.stat(action.src).st_mode & 0o7777)
             _still(action)  # written while compressing: the archive would be stale
             if not _same_content(action.src, tmp):
-                raise JobFailed(f"{action.src.name}: the archive does not decompress to the "
-                                "original; original kept")
+                raise JobFailed(
+                    f"{action.src.name}: the archive does not decompress to the "
+                    "original; original kept"
+                )
             os.replace(tmp, dest)
         finally:
             if tmp.exists():
@@ -201,8 +207,10 @@ def run(ctx: JobContext) -> JobResult:
     if ctx.dry_run:
         report["actions"] = listed
         planned = {k: sum(1 for a in actions if a.kind == k) for k in _KINDS}
-        return JobResult(f"dry run: would {_summary(planned, report['bytes'], future=True)}; "
-                         "nothing changed", report)
+        return JobResult(
+            f"dry run: would {_summary(planned, report['bytes'], future=True)}; nothing changed",
+            report,
+        )
     counts = dict.fromkeys(_KINDS, 0)
     archived_bytes = done_bytes = 0
     left: list[dict[str, str]] = []
@@ -232,9 +240,14 @@ def run(ctx: JobContext) -> JobResult:
         except (OSError, JobFailed) as exc:
             errors.append({"path": ctx.rel(action.src), "error": str(exc)[:200]})
     # Counts of what was done (a dry run's are of what would be).
-    report.update(files=sum(counts.values()), bytes=done_bytes, archived=counts["archive"],
-                  deleted=counts["delete"],
-                  daily_archived=counts["archive_daily"], archive_bytes=archived_bytes)
+    report.update(
+        files=sum(counts.values()),
+        bytes=done_bytes,
+        archived=counts["archive"],
+        deleted=counts["delete"],
+        daily_archived=counts["archive_daily"],
+        archive_bytes=archived_bytes,
+    )
     if left:
         report["left_alone"] = left[:MAX_LISTED]
     note = ctx.reindex(touched)
@@ -243,17 +256,23 @@ def run(ctx: JobContext) -> JobResult:
     message = _summary(counts, done_bytes)
     if errors:
         report["errors"] = errors[:MAX_LISTED]
-        raise JobFailed(f"{len(errors)} file(s) could not be handled (first: "
-                        f"{errors[0]['path']}: {errors[0]['error']}); {message}", report)
+        raise JobFailed(
+            f"{len(errors)} file(s) could not be handled (first: "
+            f"{errors[0]['path']}: {errors[0]['error']}); {message}",
+            report,
+        )
     return JobResult(message, report)
 
 
 def _summary(counts: dict[str, int], size: int, future: bool = False) -> str:
-    words = {"archive": ("archive", "archived", "transcript(s)"),
-             "delete": ("delete", "deleted", "transcript(s)"),
-             "archive_daily": ("move", "moved", "daily file(s) to memory/archive/")}
-    parts = [f"{words[k][0 if future else 1]} {counts[k]} {words[k][2]}"
-             for k in _KINDS if counts.get(k)]
+    words = {
+        "archive": ("archive", "archived", "transcript(s)"),
+        "delete": ("delete", "deleted", "transcript(s)"),
+        "archive_daily": ("move", "moved", "daily file(s) to memory/archive/"),
+    }
+    parts = [
+        f"{words[k][0 if future else 1]} {counts[k]} {words[k][2]}" for k in _KINDS if counts.get(k)
+    ]
     if not parts:
         return "do nothing" if future else "nothing to do"
     return ", ".join(parts) + f" ({size} bytes)"

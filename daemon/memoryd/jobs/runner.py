@@ -77,9 +77,15 @@ def _one_line(text: str) -> str:
 
 
 class Runner:
-    def __init__(self, history: History, clock: Clock, config: Callable[[], Config],
-                 appender: Appender, env: Mapping[str, str],
-                 jobs: Mapping[str, JobSpec] = JOBS) -> None:
+    def __init__(
+        self,
+        history: History,
+        clock: Clock,
+        config: Callable[[], Config],
+        appender: Appender,
+        env: Mapping[str, str],
+        jobs: Mapping[str, JobSpec] = JOBS,
+    ) -> None:
         self.history = history
         self.clock = clock
         self.config = config
@@ -92,8 +98,9 @@ class Runner:
     def spec(self, name: str) -> JobSpec:
         spec = self.jobs.get(name)
         if spec is None:
-            raise InvalidParams(f"unknown job {name!r} (jobs: {', '.join(self.jobs)})",
-                                {"param": "name"})
+            raise InvalidParams(
+                f"unknown job {name!r} (jobs: {', '.join(self.jobs)})", {"param": "name"}
+            )
         return spec
 
     def running(self, job: str, root: Path) -> Running | None:
@@ -103,11 +110,19 @@ class Runner:
         """The runs in progress."""
         return [r.task for r in self._running.values()]
 
-    def start(self, job: str, ws: Workspace, *, trigger: str, scheduled_for: float | None,
-              dry_run: bool = False, force: bool = False,
-              on_progress: Callable[[str], None] | None = None,
-              params: Mapping[str, Any] | None = None,
-              spec: JobSpec | None = None) -> asyncio.Task[RunRecord]:
+    def start(
+        self,
+        job: str,
+        ws: Workspace,
+        *,
+        trigger: str,
+        scheduled_for: float | None,
+        dry_run: bool = False,
+        force: bool = False,
+        on_progress: Callable[[str], None] | None = None,
+        params: Mapping[str, Any] | None = None,
+        spec: JobSpec | None = None,
+    ) -> asyncio.Task[RunRecord]:
         """Start a run now; AlreadyRunning when one is in progress for (job, workspace).
         ``spec`` runs a job that is not scheduled (flush), with its ``params``."""
         spec = spec or self.spec(job)
@@ -119,13 +134,20 @@ class Runner:
             raise AlreadyRunning(
                 f"{job} is already running for workspace {ws.name} (a {current.trigger} run "
                 f"started {time.time() - current.started_at:.0f}s ago)",
-                {"job": job, "workspace": ws.name})
+                {"job": job, "workspace": ws.name},
+            )
         started = self.clock.now()
         run_id: int | None = None
         try:
-            run_id = self.history.start(job, ws.root, ws.name, trigger=trigger,
-                                        dry_run=dry_run, scheduled_for=scheduled_for,
-                                        started_at=started.timestamp())
+            run_id = self.history.start(
+                job,
+                ws.root,
+                ws.name,
+                trigger=trigger,
+                dry_run=dry_run,
+                scheduled_for=scheduled_for,
+                started_at=started.timestamp(),
+            )
         except Exception:  # the state database failing must not cost the run itself
             log.exception("job_record_error", job=job, workspace=ws.name, phase="start")
         loop = asyncio.get_running_loop()
@@ -135,29 +157,58 @@ class Runner:
                 with contextlib.suppress(RuntimeError):
                     loop.call_soon_threadsafe(on_progress, phase)
 
-        ctx = JobContext(job=job, workspace=ws.name, root=ws.root, index=ws.index,
-                         config=self.config(), now=started, dry_run=dry_run, force=force,
-                         appender=self.appender, history=self.history, env=self.env,
-                         cancelled=self.cancelled, trigger=trigger, progress=progress,
-                         params=dict(params or {}), run_id=run_id)
-        task = asyncio.create_task(self._execute(spec, ctx, run_id, scheduled_for),
-                                   name=f"job-{job}-{ws.name}")
+        ctx = JobContext(
+            job=job,
+            workspace=ws.name,
+            root=ws.root,
+            index=ws.index,
+            config=self.config(),
+            now=started,
+            dry_run=dry_run,
+            force=force,
+            appender=self.appender,
+            history=self.history,
+            env=self.env,
+            cancelled=self.cancelled,
+            trigger=trigger,
+            progress=progress,
+            params=dict(params or {}),
+            run_id=run_id,
+        )
+        task = asyncio.create_task(
+            self._execute(spec, ctx, run_id, scheduled_for), name=f"job-{job}-{ws.name}"
+        )
         self._running[key] = Running(task, trigger, time.time())
         task.add_done_callback(lambda _: self._running.pop(key, None))
         return task
 
-    def record_skip(self, job: str, ws: Workspace, *, trigger: str, scheduled_for: float | None,
-                    message: str) -> RunRecord:
+    def record_skip(
+        self, job: str, ws: Workspace, *, trigger: str, scheduled_for: float | None, message: str
+    ) -> RunRecord:
         """A run that did not start (e.g. the previous one still runs), recorded as such."""
         now = self.clock.now().timestamp()
-        run_id = self.history.start(job, ws.root, ws.name, trigger=trigger, dry_run=False,
-                                    scheduled_for=scheduled_for, started_at=now)
-        log.info("job_run", job=job, workspace=ws.name, trigger=trigger, status="skipped",
-                 message=message)
+        run_id = self.history.start(
+            job,
+            ws.root,
+            ws.name,
+            trigger=trigger,
+            dry_run=False,
+            scheduled_for=scheduled_for,
+            started_at=now,
+        )
+        log.info(
+            "job_run",
+            job=job,
+            workspace=ws.name,
+            trigger=trigger,
+            status="skipped",
+            message=message,
+        )
         return self.history.finish(run_id, "skipped", message, {}, now)
 
-    async def _execute(self, spec: JobSpec, ctx: JobContext, run_id: int | None,
-                       scheduled_for: float | None) -> RunRecord:
+    async def _execute(
+        self, spec: JobSpec, ctx: JobContext, run_id: int | None, scheduled_for: float | None
+    ) -> RunRecord:
         t0 = time.monotonic()
         report: dict[str, Any] = {}
         quiet = False
@@ -172,20 +223,35 @@ class Runner:
         except MemorydError as exc:  # e.g. the daily file resolves outside the workspace
             status, message = "failed", exc.message
         except asyncio.CancelledError:
-            self._finish(ctx, run_id, scheduled_for, "failed", "interrupted: the daemon shut "
-                         "down during the run", {}, t0)
+            self._finish(
+                ctx,
+                run_id,
+                scheduled_for,
+                "failed",
+                "interrupted: the daemon shut down during the run",
+                {},
+                t0,
+            )
             raise
         except Exception as exc:
             log.exception("job_error", job=spec.name, workspace=ctx.workspace)
             status, message = "failed", f"internal error: {type(exc).__name__}: {exc}"
         if ctx.dry_run:
             report["dry_run"] = True
-        return self._finish(ctx, run_id, scheduled_for, status, message, report, t0,
-                            quiet=quiet)
+        return self._finish(ctx, run_id, scheduled_for, status, message, report, t0, quiet=quiet)
 
-    def _finish(self, ctx: JobContext, run_id: int | None, scheduled_for: float | None,
-                status: str, message: str, report: dict[str, Any], t0: float, *,
-                quiet: bool = False) -> RunRecord:
+    def _finish(
+        self,
+        ctx: JobContext,
+        run_id: int | None,
+        scheduled_for: float | None,
+        status: str,
+        message: str,
+        report: dict[str, Any],
+        t0: float,
+        *,
+        quiet: bool = False,
+    ) -> RunRecord:
         seconds = time.monotonic() - t0
         ended = ctx.now.timestamp() + seconds
         record: RunRecord | None = None
@@ -193,16 +259,34 @@ class Runner:
             try:
                 record = self.history.finish(run_id, status, _one_line(message), report, ended)
             except Exception:  # logged below all the same; the caller still gets the record
-                log.exception("job_record_error", job=ctx.job, workspace=ctx.workspace,
-                              phase="finish")
+                log.exception(
+                    "job_record_error", job=ctx.job, workspace=ctx.workspace, phase="finish"
+                )
         if record is None:  # not recorded: the run's outcome as it would have been
-            record = RunRecord(run_id or 0, ctx.job, str(ctx.root), ctx.workspace, ctx.trigger,
-                               ctx.dry_run, scheduled_for, ctx.now.timestamp(), ended, status,
-                               _one_line(message), report)
+            record = RunRecord(
+                run_id or 0,
+                ctx.job,
+                str(ctx.root),
+                ctx.workspace,
+                ctx.trigger,
+                ctx.dry_run,
+                scheduled_for,
+                ctx.now.timestamp(),
+                ended,
+                status,
+                _one_line(message),
+                report,
+            )
         (log.debug if quiet else log.info)(
-            "job_run", job=ctx.job, workspace=ctx.workspace, trigger=ctx.trigger,
-            dry_run=ctx.dry_run or None, status=status, message=record.message,
-            seconds=round(seconds, 3))
+            "job_run",
+            job=ctx.job,
+            workspace=ctx.workspace,
+            trigger=ctx.trigger,
+            dry_run=ctx.dry_run or None,
+            status=status,
+            message=record.message,
+            seconds=round(seconds, 3),
+        )
         return record
 
     async def stop(self, timeout: float) -> None:

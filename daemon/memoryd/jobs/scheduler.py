@@ -47,9 +47,15 @@ class Plan:
 
 
 class Scheduler:
-    def __init__(self, history: History, clock: Clock, config: Callable[[], Config],
-                 workspaces: Callable[[], list[Workspace]], runner: Runner,
-                 jobs: Mapping[str, JobSpec] = JOBS) -> None:
+    def __init__(
+        self,
+        history: History,
+        clock: Clock,
+        config: Callable[[], Config],
+        workspaces: Callable[[], list[Workspace]],
+        runner: Runner,
+        jobs: Mapping[str, JobSpec] = JOBS,
+    ) -> None:
         self.history = history
         self.clock = clock
         self.config = config
@@ -74,8 +80,9 @@ class Scheduler:
         """At startup, before any run: runs a previous daemon left ``running`` failed."""
         interrupted = self.history.mark_interrupted(self.clock.now().timestamp())
         if interrupted:
-            log.warning("job_runs_interrupted", runs=interrupted,
-                        reason="the daemon stopped during them")
+            log.warning(
+                "job_runs_interrupted", runs=interrupted, reason="the daemon stopped during them"
+            )
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="memoryd-scheduler")
@@ -109,8 +116,9 @@ class Scheduler:
                         self._fire(key, plan, now)
             except Exception:  # a bad state row must not end scheduling for good
                 log.exception("scheduler_error")
-            nxt = min((p.due for p in self.plans.values()), key=lambda d: d.timestamp(),
-                      default=None)
+            nxt = min(
+                (p.due for p in self.plans.values()), key=lambda d: d.timestamp(), default=None
+            )
             await self._sleep(nxt)
 
     async def _sleep(self, until: dt.datetime | None) -> None:
@@ -183,9 +191,13 @@ class Scheduler:
             self.runner.start(job, ws, trigger=trigger, scheduled_for=slot.timestamp())
         except AlreadyRunning as exc:
             try:
-                self.runner.record_skip(job, ws, trigger=trigger,
-                                        scheduled_for=slot.timestamp(),
-                                        message=f"not started: {exc.message}")
+                self.runner.record_skip(
+                    job,
+                    ws,
+                    trigger=trigger,
+                    scheduled_for=slot.timestamp(),
+                    message=f"not started: {exc.message}",
+                )
             except Exception:
                 log.exception("job_record_error", job=job, workspace=ws.name, phase="skip")
 
@@ -207,9 +219,14 @@ class Scheduler:
         runs = self.history.recent(job, ws.root, max(1, history))
         last = runs[0] if runs else None
         out: dict[str, Any] = {
-            "name": job, "workspace": ws.name, "path": str(ws.root), "summary": spec.summary,
-            "schedule": settings.schedule, "enabled": settings.enabled,
-            "uses_llm": spec.uses_llm, "next_run": _iso(self.next_run(job, ws)),
+            "name": job,
+            "workspace": ws.name,
+            "path": str(ws.root),
+            "summary": spec.summary,
+            "schedule": settings.schedule,
+            "enabled": settings.enabled,
+            "uses_llm": spec.uses_llm,
+            "next_run": _iso(self.next_run(job, ws)),
             "running": running is not None,
             "last_run": self._brief(last),
         }
@@ -220,24 +237,47 @@ class Scheduler:
     def _brief(self, record: RunRecord | None) -> dict[str, Any] | None:
         if record is None:
             return None
-        return {"status": record.status, "message": record.message, "trigger": record.trigger,
-                "dry_run": record.dry_run, "started_at": iso(record.started_at, self.tz),
-                "ended_at": iso(record.ended_at, self.tz)}
+        return {
+            "status": record.status,
+            "message": record.message,
+            "trigger": record.trigger,
+            "dry_run": record.dry_run,
+            "started_at": iso(record.started_at, self.tz),
+            "ended_at": iso(record.ended_at, self.tz),
+        }
 
     def status_of(self, ws: Workspace) -> list[dict[str, Any]]:
         """Each job's schedule, next run and last result, for ``status``."""
         out = []
         for job in self.jobs:
             d = self.describe(job, ws)
-            out.append({k: d[k] for k in ("name", "enabled", "schedule", "next_run",
-                                          "running", "last_run")})
+            out.append(
+                {
+                    k: d[k]
+                    for k in ("name", "enabled", "schedule", "next_run", "running", "last_run")
+                }
+            )
         return out
 
-    async def run_now(self, job: str, ws: Workspace, *, dry_run: bool, force: bool,
-                      on_progress: Callable[[str], None] | None = None) -> RunRecord:
+    async def run_now(
+        self,
+        job: str,
+        ws: Workspace,
+        *,
+        dry_run: bool,
+        force: bool,
+        on_progress: Callable[[str], None] | None = None,
+    ) -> RunRecord:
         """A run by hand (``jobs.run``); the run goes on if the caller goes away."""
-        task = self.runner.start(job, ws, trigger="manual", scheduled_for=None,
-                                 dry_run=dry_run, force=force, on_progress=on_progress)
+        task = self.runner.start(
+            job,
+            ws,
+            trigger="manual",
+            scheduled_for=None,
+            dry_run=dry_run,
+            force=force,
+            on_progress=on_progress,
+        )
         return await asyncio.shield(task)
 
 

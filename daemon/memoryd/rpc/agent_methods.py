@@ -34,19 +34,26 @@ class AgentMethods:
     async def recall(self, p: Params, req: Request) -> dict[str, Any]:
         query = p.required_text("query")
         ref = p.path("workspace")
-        budget = p.integer("budget_tokens", lo=50, hi=8000,
-                           default=_recall.DEFAULT_BUDGET_TOKENS)
+        budget = p.integer("budget_tokens", lo=50, hi=8000, default=_recall.DEFAULT_BUDGET_TOKENS)
         min_score = p.number("min_score", lo=0.0, hi=1.0, default=_recall.DEFAULT_MIN_SCORE)
         sources = p.choice_list("sources", SOURCES, default=self.m.config().search.sources)
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
         search = self.m.table["search"]
-        found = await search(Params("search", {
-            "query": query[:_recall.MAX_QUERY_CHARS], "workspace": ref,
-            "max_results": _recall.CANDIDATES, "min_score": min_score,
-            "sources": list(sources),
-        }), req)
+        found = await search(
+            Params(
+                "search",
+                {
+                    "query": query[: _recall.MAX_QUERY_CHARS],
+                    "workspace": ref,
+                    "max_results": _recall.CANDIDATES,
+                    "min_score": min_score,
+                    "sources": list(sources),
+                },
+            ),
+            req,
+        )
         out = _recall.select(found["results"], budget)
         out["took_ms"] = round((time.monotonic() - started) * 1000, 3)
         if found.get("degraded"):
@@ -60,14 +67,14 @@ class AgentMethods:
         wait = p.flag("wait")
         p.done()
         if len(session_id) > MAX_SESSION_ID:
-            raise InvalidParams(f"session_id is longer than {MAX_SESSION_ID} characters",
-                                {"param": "session_id"})
+            raise InvalidParams(
+                f"session_id is longer than {MAX_SESSION_ID} characters", {"param": "session_id"}
+            )
         if not os.path.isabs(transcript):
             raise InvalidParams("transcript must be an absolute path", {"param": "transcript"})
         path = Path(transcript)
         if not path.is_file():
-            raise InvalidParams(f"transcript {transcript} is not a file",
-                                {"param": "transcript"})
+            raise InvalidParams(f"transcript {transcript} is not a file", {"param": "transcript"})
         ws = self.m.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
         assert self.m.flushes is not None, "the daemon gives the methods its flush queue"

@@ -47,7 +47,8 @@ class ForeignListener(InstanceError):
         name = _process_name(pid)
         super().__init__(
             f"another program ({who}{', ' + name if name else ''}) listens on {socket_path} "
-            "and does not answer as memoryd; stop it, or give memoryd another --socket")
+            "and does not answer as memoryd; stop it, or give memoryd another --socket"
+        )
         self.pid = pid
 
 
@@ -69,11 +70,13 @@ def ensure_private_dir(directory: Path) -> None:
     if st.st_uid != os.geteuid():
         raise InstanceError(
             f"socket directory {directory} is owned by uid {st.st_uid}, not by us "
-            f"(uid {os.geteuid()}); use a directory of your own (--socket)")
+            f"(uid {os.geteuid()}); use a directory of your own (--socket)"
+        )
     if st.st_mode & 0o077:
         raise InstanceError(
             f"socket directory {directory} has mode {stat.S_IMODE(st.st_mode):04o}; it must "
-            f"not be accessible to group or others (chmod 700 {directory})")
+            f"not be accessible to group or others (chmod 700 {directory})"
+        )
 
 
 class Instance:
@@ -118,8 +121,12 @@ class Instance:
         """
         path = bound_path(sock)
         if path is not None and not _same_file(path, self.socket_path):
-            log.warning("socket_path_overridden", configured=str(self.socket_path),
-                        socket=str(path), manager=manager)
+            log.warning(
+                "socket_path_overridden",
+                configured=str(self.socket_path),
+                socket=str(path),
+                manager=manager,
+            )
             self.socket_path, self.lock_path = path, lock_path_for(path)
         try:
             ensure_private_dir(self.socket_path.parent)
@@ -217,8 +224,11 @@ class Instance:
         take); the caller stops serving the old socket, which nobody can reach."""
         ensure_private_dir(self.socket_path.parent)
         self.sock = self._bind(backlog)
-        log.warning("socket_recreated", socket=str(self.socket_path),
-                    reason="the socket file was deleted while running")
+        log.warning(
+            "socket_recreated",
+            socket=str(self.socket_path),
+            reason="the socket file was deleted while running",
+        )
         return self.sock
 
     def release(self) -> None:

@@ -74,8 +74,12 @@ def progress_callback(emit: Emit) -> Callable[[SyncProgress], None]:
             age, prev = now - last[0], last[1]
             if key == prev and age < HEARTBEAT_S:
                 return
-            if prev is not None and p.phase == prev[0] and p.done < p.total \
-                    and age < PROGRESS_INTERVAL_S:
+            if (
+                prev is not None
+                and p.phase == prev[0]
+                and p.done < p.total
+                and age < PROGRESS_INTERVAL_S
+            ):
                 return
             last[0], last[1] = now, key
         loop.call_soon_threadsafe(emit, "progress", p.to_dict())
@@ -147,9 +151,14 @@ class Methods:
         handler = self.table.get(req.method)
         if handler is None:
             known = ", ".join(sorted(self.table))
-            return Outcome(protocol.error(req.id, ErrorCode.UNKNOWN_METHOD,
-                                          f"unknown method {req.method!r} (known: {known})"),
-                           ErrorCode.UNKNOWN_METHOD)
+            return Outcome(
+                protocol.error(
+                    req.id,
+                    ErrorCode.UNKNOWN_METHOD,
+                    f"unknown method {req.method!r} (known: {known})",
+                ),
+                ErrorCode.UNKNOWN_METHOD,
+            )
         try:
             if not isinstance(req.params, dict):
                 raise InvalidParams("params must be a map", {"param": "params"})
@@ -159,9 +168,12 @@ class Methods:
         except Exception as exc:
             log.exception("internal_error", method=req.method, id=req.id)
             text = f"{type(exc).__name__}: {exc}"
-            return Outcome(protocol.error(req.id, ErrorCode.INTERNAL,
-                                          f"internal error in {req.method}: {text[:300]}"),
-                           ErrorCode.INTERNAL)
+            return Outcome(
+                protocol.error(
+                    req.id, ErrorCode.INTERNAL, f"internal error in {req.method}: {text[:300]}"
+                ),
+                ErrorCode.INTERNAL,
+            )
         return Outcome(protocol.response(req.id, result), "ok")
 
     # -- methods -----------------------------------------------------------------------
@@ -172,8 +184,12 @@ class Methods:
         p.done()
         if client:
             req.log_fields["client"] = client[:80]
-        return {"server": "memoryd", "version": memoryd.__version__,
-                "protocol": protocol.PROTOCOL_VERSION, "pid": os.getpid()}
+        return {
+            "server": "memoryd",
+            "version": memoryd.__version__,
+            "protocol": protocol.PROTOCOL_VERSION,
+            "pid": os.getpid(),
+        }
 
     async def status(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
@@ -226,9 +242,12 @@ class Methods:
             # Another host's workspace, or every published one: through Postgres (fleet/).
             check_search_request(sreq)
             req.log_fields["workspace"] = "fleet" if everywhere else ref
-            return await self._fleet().answer_search(sreq, None if everywhere else ref,
-                                                     self.registry.provider,
-                                                     self.searches.query_embedder)
+            return await self._fleet().answer_search(
+                sreq,
+                None if everywhere else ref,
+                self.registry.provider,
+                self.searches.query_embedder,
+            )
         answer = await self.searches.search(ref, sreq)
         req.log_fields["workspace"] = answer.workspace
         return answer.result
@@ -250,8 +269,9 @@ class Methods:
         # a peer that does not read wait here instead of each holding a file's text.
         await req.reserve(min(config.server.max_frame_bytes, cfg.max_file_bytes))
         layout = Layout(ws.root, cfg.sessions, cfg.extra_paths)
-        result = await asyncio.to_thread(read_lines, layout, path, from_line, lines,
-                                         cfg.max_file_bytes)
+        result = await asyncio.to_thread(
+            read_lines, layout, path, from_line, lines, cfg.max_file_bytes
+        )
         return result.to_dict()
 
     async def append(self, p: Params, req: Request) -> dict[str, Any]:
@@ -262,8 +282,9 @@ class Methods:
         p.done()
         ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        result = await asyncio.to_thread(self.appender.append, ws.root, text, date, heading,
-                                         self.config().index.max_file_bytes)
+        result = await asyncio.to_thread(
+            self.appender.append, ws.root, text, date, heading, self.config().index.max_file_bytes
+        )
         self.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
         return result.to_dict()
 
@@ -292,9 +313,11 @@ class Methods:
         p.done()
         items = [self.registry.resolve(ref)] if ref is not None else self.registry.list()
         names = [name] if name else list(jobs)
-        return {"timezone": zone_name(self.clock.tz),
-                "llm": llm_status(self.config().llm, self.env),
-                "jobs": [self.scheduler.describe(n, ws, history) for ws in items for n in names]}
+        return {
+            "timezone": zone_name(self.clock.tz),
+            "llm": llm_status(self.config().llm, self.env),
+            "jobs": [self.scheduler.describe(n, ws, history) for ws in items for n in names],
+        }
 
     async def jobs_run(self, p: Params, req: Request) -> dict[str, Any]:
         """Run a job now and answer its run record (a failed run is a result, not an error).
@@ -316,8 +339,9 @@ class Methods:
 
         def tell(text: str) -> None:
             phase[0] = text
-            req.emit("progress", {"phase": text, "done": int(time.monotonic() - started),
-                                  "total": None})
+            req.emit(
+                "progress", {"phase": text, "done": int(time.monotonic() - started), "total": None}
+            )
 
         async def heartbeat() -> None:
             while True:
@@ -326,16 +350,19 @@ class Methods:
 
         beat = asyncio.create_task(heartbeat())
         try:
-            record = await self.scheduler.run_now(name, ws, dry_run=dry_run, force=force,
-                                                  on_progress=tell)
+            record = await self.scheduler.run_now(
+                name, ws, dry_run=dry_run, force=force, on_progress=tell
+            )
         finally:
             beat.cancel()
         return record.to_dict(self.clock.tz)
 
     def _fleet(self) -> FleetService:
         if self.fleet is None:
-            raise InvalidParams(self.fleet_off or "fleet mode is off: set [fleet] dsn "
-                                "(docs/fleet.md)", {"param": "fleet"})
+            raise InvalidParams(
+                self.fleet_off or "fleet mode is off: set [fleet] dsn (docs/fleet.md)",
+                {"param": "fleet"},
+            )
         return self.fleet
 
     async def fleet_status(self, p: Params, req: Request) -> dict[str, Any]:

@@ -55,8 +55,10 @@ class Params:
         self._read: list[str] = []
         for name, value in raw.items():
             if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
-                raise InvalidParams(f"{shown(name)} is nested more than {MAX_DEPTH} "
-                                    "levels deep", {"param": str(name)[:80]})
+                raise InvalidParams(
+                    f"{shown(name)} is nested more than {MAX_DEPTH} levels deep",
+                    {"param": str(name)[:80]},
+                )
 
     def _take(self, name: str, required: bool) -> Any:
         self._read.append(name)
@@ -67,11 +69,18 @@ class Params:
 
     @staticmethod
     def _bad(name: str, must: str, value: Any) -> InvalidParams:
-        return InvalidParams(f"{name} must be {must}, got {_kind(value)} {shown(value)}",
-                             {"param": name})
+        return InvalidParams(
+            f"{name} must be {must}, got {_kind(value)} {shown(value)}", {"param": name}
+        )
 
-    def text(self, name: str, *, required: bool = False, default: str | None = None,
-             allow_empty: bool = False) -> str | None:
+    def text(
+        self,
+        name: str,
+        *,
+        required: bool = False,
+        default: str | None = None,
+        allow_empty: bool = False,
+    ) -> str | None:
         value = self._take(name, required)
         if value is None:
             return default
@@ -98,8 +107,9 @@ class Params:
         assert value is not None
         return value
 
-    def integer(self, name: str, *, lo: int, hi: int | None = None,
-                default: int | None = None) -> int | None:
+    def integer(
+        self, name: str, *, lo: int, hi: int | None = None, default: int | None = None
+    ) -> int | None:
         value = self._take(name, False)
         if value is None:
             return default
@@ -110,8 +120,9 @@ class Params:
             raise InvalidParams(f"{name} must be {span}, got {value}", {"param": name})
         return value
 
-    def number(self, name: str, *, lo: float, hi: float,
-               default: float | None = None) -> float | None:
+    def number(
+        self, name: str, *, lo: float, hi: float, default: float | None = None
+    ) -> float | None:
         value = self._take(name, False)
         if value is None:
             return default
@@ -129,8 +140,9 @@ class Params:
             raise self._bad(name, "true or false", value)
         return value
 
-    def choice(self, name: str, choices: Sequence[str], *,
-               default: str | None = None) -> str | None:
+    def choice(
+        self, name: str, choices: Sequence[str], *, default: str | None = None
+    ) -> str | None:
         value = self._take(name, False)
         if value is None:
             return default
@@ -138,8 +150,9 @@ class Params:
             raise self._bad(name, "one of " + "|".join(choices), value)
         return value
 
-    def choice_list(self, name: str, choices: Sequence[str], *,
-                    default: tuple[str, ...]) -> tuple[str, ...]:
+    def choice_list(
+        self, name: str, choices: Sequence[str], *, default: tuple[str, ...]
+    ) -> tuple[str, ...]:
         value = self._take(name, False)
         if value is None:
             return default
@@ -169,4 +182,5 @@ class Params:
             takes = ", ".join(self._read) if self._read else "no params"
             raise InvalidParams(
                 f"unknown param {', '.join(unknown)} for {self.method} (it takes: {takes})",
-                {"param": unknown[0], "unknown": unknown})
+                {"param": unknown[0], "unknown": unknown},
+            )

@@ -85,8 +85,9 @@ Dispatch = Callable[[Request], Awaitable[Outcome]]
 
 
 class _Connection:
-    def __init__(self, writer: asyncio.StreamWriter, peer_pid: int | None, limits: Limits,
-                 total: ByteBudget) -> None:
+    def __init__(
+        self, writer: asyncio.StreamWriter, peer_pid: int | None, limits: Limits, total: ByteBudget
+    ) -> None:
         self.writer = writer
         self.peer_pid = peer_pid
         self.lock = asyncio.Lock()
@@ -201,13 +202,13 @@ class Server:
         if sys.version_info >= (3, 13):
             # 3.13 unlinks the socket file on close by default. Instance decides that: never
             # for a socket the service manager owns, only for the inode we bound.
-            self._server = await asyncio.start_unix_server(self._on_connection, sock=sock,
-                                                           cleanup_socket=False)
+            self._server = await asyncio.start_unix_server(
+                self._on_connection, sock=sock, cleanup_socket=False
+            )
         else:
             self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
         if self._reaper is None:
-            self._reaper = asyncio.create_task(self._close_idle(),
-                                               name="memoryd-idle-connections")
+            self._reaper = asyncio.create_task(self._close_idle(), name="memoryd-idle-connections")
 
     async def serve_instead(self, sock: socket.socket) -> None:
         """Listen on ``sock`` from now on (the old socket's file was deleted); connections
@@ -231,15 +232,20 @@ class Server:
         return self.total.used
 
     def stats(self) -> dict[str, Any]:
-        return {"connections": len(self._conns), "max_connections": self.limits.max_connections,
-                "in_flight": len(self._tasks), "held_bytes": self.total.used,
-                "refused_connections": self.refused_connections,
-                "idle_closed": self.idle_closed}
+        return {
+            "connections": len(self._conns),
+            "max_connections": self.limits.max_connections,
+            "in_flight": len(self._tasks),
+            "held_bytes": self.total.used,
+            "refused_connections": self.refused_connections,
+            "idle_closed": self.idle_closed,
+        }
 
     # -- connections -------------------------------------------------------------------
 
-    async def _on_connection(self, reader: asyncio.StreamReader,
-                             writer: asyncio.StreamWriter) -> None:
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._conn_tasks.add(task)
@@ -254,36 +260,59 @@ class Server:
             if task is not None:
                 self._conn_tasks.discard(task)
 
-    async def _serve_connection(self, reader: asyncio.StreamReader,
-                                writer: asyncio.StreamWriter) -> None:
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         sock = writer.get_extra_info("socket")
         creds = peer_credentials(sock) if sock is not None else None
         conn = _Connection(writer, creds.pid if creds else None, self.limits, self.total)
         conn.serving = asyncio.current_task()
         if creds is None:  # fail closed: a peer we cannot identify is not let in
             log.warning("peer_refused", reason="peer credentials unavailable")
-            await conn.send(protocol.pack(protocol.error(
-                None, ErrorCode.PROTOCOL_ERROR,
-                "connection refused: the daemon cannot verify who is connecting")))
+            await conn.send(
+                protocol.pack(
+                    protocol.error(
+                        None,
+                        ErrorCode.PROTOCOL_ERROR,
+                        "connection refused: the daemon cannot verify who is connecting",
+                    )
+                )
+            )
             conn.close()
             return
         if creds.uid != self._uid:
-            log.warning("peer_refused", peer_uid=creds.uid, peer_pid=creds.pid,
-                        reason="foreign uid")
-            await conn.send(protocol.pack(protocol.error(
-                None, ErrorCode.PROTOCOL_ERROR,
-                f"connections from uid {creds.uid} are refused: this daemon serves uid "
-                f"{self._uid} only")))
+            log.warning(
+                "peer_refused", peer_uid=creds.uid, peer_pid=creds.pid, reason="foreign uid"
+            )
+            await conn.send(
+                protocol.pack(
+                    protocol.error(
+                        None,
+                        ErrorCode.PROTOCOL_ERROR,
+                        f"connections from uid {creds.uid} are refused: this daemon serves uid "
+                        f"{self._uid} only",
+                    )
+                )
+            )
             conn.close()
             return
         if len(self._conns) >= self.limits.max_connections:
             self.refused_connections += 1
-            log.warning("connection_refused", reason="too many connections",
-                        max_connections=self.limits.max_connections)
-            await conn.send(protocol.pack(protocol.error(
-                None, ErrorCode.UNAVAILABLE,
-                f"memoryd serves at most {self.limits.max_connections} connections at once "
-                "(server.max_connections); close idle ones or try again later")))
+            log.warning(
+                "connection_refused",
+                reason="too many connections",
+                max_connections=self.limits.max_connections,
+            )
+            await conn.send(
+                protocol.pack(
+                    protocol.error(
+                        None,
+                        ErrorCode.UNAVAILABLE,
+                        f"memoryd serves at most {self.limits.max_connections} connections at once "
+                        "(server.max_connections); close idle ones or try again later",
+                    )
+                )
+            )
             conn.close()
             return
         self._conns.add(conn)
@@ -344,8 +373,9 @@ class Server:
             except asyncio.IncompleteReadError:
                 if conn.closed:
                     return False
-                raise FrameError(ErrorCode.PROTOCOL_ERROR,
-                                 f"truncated frame: expected {length} bytes") from None
+                raise FrameError(
+                    ErrorCode.PROTOCOL_ERROR, f"truncated frame: expected {length} bytes"
+                ) from None
             finally:
                 conn.release(held)
             conn.last_progress = time.monotonic()
@@ -354,8 +384,7 @@ class Server:
             await self._refuse(conn, exc.code, exc.message)
             return False
         except _BadRequest as exc:
-            await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, exc.message, exc.req_id,
-                               exc.data)
+            await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, exc.message, exc.req_id, exc.data)
             return False
         task = asyncio.create_task(self._handle(conn, req))
         conn.tasks.add(task)
@@ -369,8 +398,14 @@ class Server:
         task.add_done_callback(finished)
         return True
 
-    async def _refuse(self, conn: _Connection, code: str, message: str,
-                      req_id: int | None = None, data: dict[str, Any] | None = None) -> None:
+    async def _refuse(
+        self,
+        conn: _Connection,
+        code: str,
+        message: str,
+        req_id: int | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
         log.warning("bad_frame", code=code, detail=message, peer_pid=conn.peer_pid)
         # The requests read before the bad frame are answered before it: a client takes an
         # error with no id as the end of the connection and would lose those answers.
@@ -387,8 +422,11 @@ class Server:
             raise _BadRequest("a request needs a string method", req_id)
         version = msg.get("v", protocol.PROTOCOL_VERSION)
         if version != protocol.PROTOCOL_VERSION:
-            raise _BadRequest(f"protocol version {shown(version)} is not supported", req_id,
-                              {"supported": [protocol.PROTOCOL_VERSION]})
+            raise _BadRequest(
+                f"protocol version {shown(version)} is not supported",
+                req_id,
+                {"supported": [protocol.PROTOCOL_VERSION]},
+            )
         params = msg.get("params")
         if params is None:
             params = {}
@@ -403,9 +441,10 @@ class Server:
     async def _handle(self, conn: _Connection, req: Request) -> None:
         started = time.perf_counter()
         if self.shutting_down:
-            outcome = Outcome(protocol.error(req.id, ErrorCode.SHUTTING_DOWN,
-                                             "the daemon is shutting down"),
-                              ErrorCode.SHUTTING_DOWN)
+            outcome = Outcome(
+                protocol.error(req.id, ErrorCode.SHUTTING_DOWN, "the daemon is shutting down"),
+                ErrorCode.SHUTTING_DOWN,
+            )
         else:
             conn.computing += 1
             try:
@@ -418,8 +457,15 @@ class Server:
                     self._log_request(conn, req, "connection_closed", started)
                     raise
                 # Forced shutdown: still tell the client why, without waiting on it.
-                conn.write_nowait(protocol.pack(protocol.error(
-                    req.id, ErrorCode.SHUTTING_DOWN, "the daemon shut down during the request")))
+                conn.write_nowait(
+                    protocol.pack(
+                        protocol.error(
+                            req.id,
+                            ErrorCode.SHUTTING_DOWN,
+                            "the daemon shut down during the request",
+                        )
+                    )
+                )
                 self._log_request(conn, req, ErrorCode.SHUTTING_DOWN, started)
                 raise
             finally:
@@ -428,9 +474,14 @@ class Server:
         code = outcome.code
         if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
             code = ErrorCode.TOO_LARGE
-            frame = protocol.pack(protocol.error(
-                req.id, code, f"the response ({len(frame)} bytes) exceeds the frame limit "
-                f"of {self.max_frame_bytes}; ask for less (e.g. get with lines)"))
+            frame = protocol.pack(
+                protocol.error(
+                    req.id,
+                    code,
+                    f"the response ({len(frame)} bytes) exceeds the frame limit "
+                    f"of {self.max_frame_bytes}; ask for less (e.g. get with lines)",
+                )
+            )
         # What the answer holds beyond its reservation is charged as it is: it exists.
         conn.charge(len(frame))
         conn.release(req.reserved)
@@ -445,10 +496,16 @@ class Server:
         # One line per request is debug: thousands a minute under load would drown the
         # journal. A refused request is info (the caller got the reason already); only
         # our own failures warn.
-        emit = (log.debug if code == "ok"
-                else log.warning if code in _OUR_FAILURES else log.info)
-        emit("request", method=req.method, id=req.id, ms=ms, result=code,
-             peer_pid=conn.peer_pid, **req.log_fields)
+        emit = log.debug if code == "ok" else log.warning if code in _OUR_FAILURES else log.info
+        emit(
+            "request",
+            method=req.method,
+            id=req.id,
+            ms=ms,
+            result=code,
+            peer_pid=conn.peer_pid,
+            **req.log_fields,
+        )
 
     # -- shutdown ----------------------------------------------------------------------
 
@@ -491,8 +548,12 @@ class Server:
             for conn in list(self._conns):
                 if not conn.closed and conn.idle_for(now) > timeout:
                     self.idle_closed += 1
-                    log.info("connection_closed_idle", idle_timeout=timeout,
-                             peer_pid=conn.peer_pid, unsent_bytes=conn.budget.used)
+                    log.info(
+                        "connection_closed_idle",
+                        idle_timeout=timeout,
+                        peer_pid=conn.peer_pid,
+                        unsent_bytes=conn.budget.used,
+                    )
                     conn.abort()
 
     async def close(self) -> None:
@@ -510,8 +571,9 @@ class Server:
 
 
 class _BadRequest(Exception):
-    def __init__(self, message: str, req_id: int | None = None,
-                 data: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, message: str, req_id: int | None = None, data: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.req_id = req_id

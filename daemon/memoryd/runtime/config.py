@@ -208,8 +208,9 @@ class FleetConfig:
     password: str = _opt("", secret=True)  # when the DSN has none (libpq's PG* vars work too)
     password_env: str = _opt("")
     host: str = _opt("", check=_fleet_host)  # this daemon's name; empty: the host name
-    schema: str = _opt("memoryd_fleet", check=lambda v: None if v.isidentifier() else
-                       "must be a plain identifier")
+    schema: str = _opt(
+        "memoryd_fleet", check=lambda v: None if v.isidentifier() else "must be a plain identifier"
+    )
     lease_seconds: float = _opt(30.0, lo=3.0, hi=86400)  # a crashed daemon's lease lasts this
     connect_timeout: float = _opt(5.0, lo=0.5, hi=600)
     retry_max_seconds: float = _opt(60.0, lo=1.0, hi=3600)  # reconnect back-off ceiling
@@ -358,7 +359,8 @@ def config_from_mapping(
         if section == "jobs" and key:
             job, field_name = _split_job_key(key)
             if job is None or field_name not in {
-                    f.name for f in dataclasses.fields(JOB_SECTIONS[job])}:
+                f.name for f in dataclasses.fields(JOB_SECTIONS[job])
+            }:
                 raise ConfigError(
                     f"unknown config key jobs.{key} (from {name}={_shown(key, value)}; "
                     f"jobs are {', '.join(JOB_SECTIONS)})"
@@ -395,10 +397,12 @@ def config_from_mapping(
     for job in raw_jobs:
         if job not in JOB_SECTIONS:
             raise ConfigError(f"unknown job jobs.{job} (jobs are {', '.join(JOB_SECTIONS)})")
-    jobs = JobsConfig(**{
-        job: _build(cls, raw_jobs.get(job, {}), f"jobs.{job}", env_by_job[job])
-        for job, cls in JOB_SECTIONS.items()
-    })
+    jobs = JobsConfig(
+        **{
+            job: _build(cls, raw_jobs.get(job, {}), f"jobs.{job}", env_by_job[job])
+            for job, cls in JOB_SECTIONS.items()
+        }
+    )
     cfg = Config(workspaces=workspaces, jobs=jobs, source=source, **sections)
     _check_consistency(cfg)
     return cfg
@@ -428,12 +432,12 @@ def _check_consistency(cfg: Config) -> None:
     if e.model_path and e.provider not in ("local", "auto") and e.fallback != "local":
         raise ConfigError(
             f"embedding.model_path is set but embedding.provider = {e.provider}: the folder's "
-            "model is run by the local provider (provider = \"local\", or fallback = "
-            "\"local\" for openai)"
+            'model is run by the local provider (provider = "local", or fallback = '
+            '"local" for openai)'
         )
     if e.fallback != "none" and e.provider in ("local", "none"):
         raise ConfigError(
-            f"embedding.fallback = {e.fallback} is for provider = \"openai\" (or auto), "
+            f'embedding.fallback = {e.fallback} is for provider = "openai" (or auto), '
             f"not {e.provider}"
         )
     if "sessions" in s.sources and not cfg.index.sessions:

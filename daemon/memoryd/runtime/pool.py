@@ -61,8 +61,12 @@ class HandoffPool(Executor):
             self._jobs.append(job)
             thread = None
             if len(self._threads) < self._max:
-                thread = threading.Thread(target=self._run, args=(_Worker(),), daemon=True,
-                                          name=f"{self._prefix}_{len(self._threads)}")
+                thread = threading.Thread(
+                    target=self._run,
+                    args=(_Worker(),),
+                    daemon=True,
+                    name=f"{self._prefix}_{len(self._threads)}",
+                )
                 self._threads.append(thread)
         if thread is not None:
             try:

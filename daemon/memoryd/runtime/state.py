@@ -33,16 +33,21 @@ log = get_logger("memoryd.runtime.state")
 REGISTRY_COPY = "workspaces.json"
 
 MIGRATIONS: Final[list[db.Migration]] = [
-    ("0001_workspaces", """
+    (
+        "0001_workspaces",
+        """
         CREATE TABLE workspaces (
             path TEXT PRIMARY KEY,  -- resolved; the name may be changed to stay unique
             name TEXT NOT NULL,
             added_at REAL NOT NULL
         );
-    """),
+    """,
+    ),
     # Scheduled jobs (memoryd/jobs/history.py). Times are Unix seconds; workspaces are keyed
     # by their resolved path, which survives a rename.
-    ("0002_job_runs", """
+    (
+        "0002_job_runs",
+        """
         CREATE TABLE job_runs (
             id INTEGER PRIMARY KEY,
             job TEXT NOT NULL,
@@ -58,16 +63,22 @@ MIGRATIONS: Final[list[db.Migration]] = [
             report TEXT NOT NULL DEFAULT '{}'  -- a small JSON object
         );
         CREATE INDEX job_runs_by_job ON job_runs(job, workspace_path, id);
-    """),
-    ("0003_job_schedule", """
+    """,
+    ),
+    (
+        "0003_job_schedule",
+        """
         CREATE TABLE job_schedule (
             job TEXT NOT NULL,
             workspace_path TEXT NOT NULL,
             anchor REAL NOT NULL,  -- the last slot handled (or when first seen): for catch-up
             PRIMARY KEY (job, workspace_path)
         );
-    """),
-    ("0004_job_sessions", """
+    """,
+    ),
+    (
+        "0004_job_sessions",
+        """
         CREATE TABLE job_sessions (  -- fallback summary: each transcript is handled once
             workspace_path TEXT NOT NULL,
             session TEXT NOT NULL,  -- workspace-relative transcript path
@@ -77,8 +88,11 @@ MIGRATIONS: Final[list[db.Migration]] = [
             done_at REAL NOT NULL,
             PRIMARY KEY (workspace_path, session)
         );
-    """),
-    ("0005_flush_offsets", """
+    """,
+    ),
+    (
+        "0005_flush_offsets",
+        """
         CREATE TABLE flush_offsets (  -- flush: how far each session's transcript was read
             transcript TEXT NOT NULL,  -- absolute path (Claude Code keeps them outside)
             session TEXT NOT NULL,
@@ -88,7 +102,8 @@ MIGRATIONS: Final[list[db.Migration]] = [
             updated_at REAL NOT NULL,
             PRIMARY KEY (transcript, session)
         );
-    """),
+    """,
+    ),
 ]
 
 
@@ -127,20 +142,25 @@ class StateDB:
             self.conn, self.applied = self._open(migrations)
         except db.CORRUPTION as exc:
             aside = db.move_aside(path)
-            self.recovered = (f"the state database was damaged ({type(exc).__name__}: {exc}); "
-                              f"moved to {aside.name} and rebuilt")
+            self.recovered = (
+                f"the state database was damaged ({type(exc).__name__}: {exc}); "
+                f"moved to {aside.name} and rebuilt"
+            )
             self.conn, self.applied = self._open(migrations)
         except _Damaged as exc:
             aside = db.move_aside(path)
-            self.recovered = (f"the state database was damaged ({exc}); moved to "
-                              f"{aside.name} and rebuilt")
+            self.recovered = (
+                f"the state database was damaged ({exc}); moved to {aside.name} and rebuilt"
+            )
             self.conn, self.applied = self._open(migrations)
         if self.recovered is None and not existed and self._copy_entries():
             self.recovered = "the state database was empty (truncated or deleted) and rebuilt"
         if self.recovered is not None:
             restored = self._restore_registry()
-            self.recovered += (f"; {restored} registered workspace(s) restored from "
-                               f"{REGISTRY_COPY}, job history starts again")
+            self.recovered += (
+                f"; {restored} registered workspace(s) restored from "
+                f"{REGISTRY_COPY}, job history starts again"
+            )
             log.error("state_recovered", path=str(path), detail=self.recovered)
         else:
             self._write_copy()  # a copy from before this version, or none yet
@@ -171,8 +191,13 @@ class StateDB:
         try:
             data = json.loads(self.copy_path.read_text(encoding="utf-8"))
             entries = data["workspaces"]
-            return [e for e in entries if isinstance(e, dict)
-                    and isinstance(e.get("name"), str) and isinstance(e.get("path"), str)]
+            return [
+                e
+                for e in entries
+                if isinstance(e, dict)
+                and isinstance(e.get("name"), str)
+                and isinstance(e.get("path"), str)
+            ]
         except (OSError, ValueError, KeyError, TypeError):
             return []
 
@@ -182,14 +207,16 @@ class StateDB:
             for e in self._copy_entries():
                 self.conn.execute(
                     "INSERT OR IGNORE INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
-                    (e["name"], e["path"], float(e.get("added_at", time.time()))))
+                    (e["name"], e["path"], float(e.get("added_at", time.time()))),
+                )
                 restored += self.conn.changes()
         return restored
 
     def _write_copy(self) -> None:
         """The registry as JSON beside the database: temp file, fsync, rename (0600)."""
-        entries = [{"name": w.name, "path": str(w.path), "added_at": w.added_at}
-                   for w in self.workspaces()]
+        entries = [
+            {"name": w.name, "path": str(w.path), "added_at": w.added_at} for w in self.workspaces()
+        ]
         text = json.dumps({"workspaces": entries}, indent=1) + "\n"
         with contextlib.suppress(OSError):
             if self.copy_path.read_text(encoding="utf-8") == text:
@@ -209,13 +236,15 @@ class StateDB:
 
     def migrations(self) -> list[str]:
         with self.lock:
-            return [row[0] for row in
-                    self.conn.execute("SELECT name FROM migrations ORDER BY name")]
+            return [
+                row[0] for row in self.conn.execute("SELECT name FROM migrations ORDER BY name")
+            ]
 
     def workspaces(self) -> list[RegisteredWorkspace]:
         with self.lock:
             rows = self.conn.execute(
-                "SELECT name, path, added_at FROM workspaces ORDER BY added_at")
+                "SELECT name, path, added_at FROM workspaces ORDER BY added_at"
+            )
             return [RegisteredWorkspace(str(n), Path(str(p)), float(a)) for n, p, a in rows]
 
     def add_workspace(self, name: str, path: Path) -> None:
@@ -223,7 +252,8 @@ class StateDB:
             with self.conn:
                 self.conn.execute(
                     "INSERT INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
-                    (name, str(path), time.time()))
+                    (name, str(path), time.time()),
+                )
             self._write_copy()
 
     def remove_workspace(self, path: Path) -> bool:

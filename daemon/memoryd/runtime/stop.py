@@ -44,7 +44,8 @@ def stop_daemon(socket_path: Path, timeout: float) -> Stopped:
             raise StopTimeout(
                 f"memoryd (pid {pid}) accepted the stop request but is still running after "
                 f"{timeout:g}s (it lets open requests finish first); wait longer with "
-                f"--timeout, or end it at once with kill -9 {pid}")
+                f"--timeout, or end it at once with kill -9 {pid}"
+            )
         time.sleep(POLL_S)
     return Stopped(pid, time.monotonic() - started)
 
@@ -67,7 +68,7 @@ def _zombie(pid: int) -> bool:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:  # no /proc (macOS), or it went meanwhile
         return False
-    return stat[stat.rfind(")") + 2:].startswith("Z")
+    return stat[stat.rfind(")") + 2 :].startswith("Z")
 
 
 def _accepts(socket_path: Path) -> bool:

@@ -15,11 +15,15 @@ import os
 
 
 def activate_socket(name: str) -> list[int]:
-    lib = ctypes.CDLL(ctypes.util.find_library("System") or "/usr/lib/libSystem.B.dylib",
-                      use_errno=True)
+    lib = ctypes.CDLL(
+        ctypes.util.find_library("System") or "/usr/lib/libSystem.B.dylib", use_errno=True
+    )
     activate = lib.launch_activate_socket
-    activate.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_int)),
-                         ctypes.POINTER(ctypes.c_size_t)]
+    activate.argtypes = [
+        ctypes.c_char_p,
+        ctypes.POINTER(ctypes.POINTER(ctypes.c_int)),
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
     activate.restype = ctypes.c_int
     free = lib.free
     free.argtypes = [ctypes.c_void_p]

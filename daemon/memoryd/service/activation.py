@@ -30,8 +30,9 @@ class ActivationError(Exception):
     """The service manager passed something we cannot serve on; the message says what."""
 
 
-def inherited_socket(environ: MutableMapping[str, str] | None = None,
-                     first_fd: int = SD_LISTEN_FDS_START) -> tuple[socket.socket, str] | None:
+def inherited_socket(
+    environ: MutableMapping[str, str] | None = None, first_fd: int = SD_LISTEN_FDS_START
+) -> tuple[socket.socket, str] | None:
     """The listening socket from systemd or launchd and the manager's name, or None.
 
     None means the daemon was started by hand (or by a manager without socket activation)
@@ -47,8 +48,9 @@ def inherited_socket(environ: MutableMapping[str, str] | None = None,
     return None
 
 
-def systemd_socket(environ: MutableMapping[str, str] | None = None,
-                   first_fd: int = SD_LISTEN_FDS_START) -> socket.socket | None:
+def systemd_socket(
+    environ: MutableMapping[str, str] | None = None, first_fd: int = SD_LISTEN_FDS_START
+) -> socket.socket | None:
     env = os.environ if environ is None else environ
     pid, count = env.get("LISTEN_PID"), env.get("LISTEN_FDS")
     for key in _SYSTEMD_VARS:  # like sd_listen_fds(1): children must not see them
@@ -58,8 +60,9 @@ def systemd_socket(environ: MutableMapping[str, str] | None = None,
     try:
         pid_n, fds = int(pid), int(count)
     except ValueError:
-        raise ActivationError(f"LISTEN_PID={pid!r} and LISTEN_FDS={count!r} must be numbers "
-                              "(socket activation)") from None
+        raise ActivationError(
+            f"LISTEN_PID={pid!r} and LISTEN_FDS={count!r} must be numbers (socket activation)"
+        ) from None
     if pid_n != os.getpid():  # meant for another process (a wrapper that exec'd us?)
         return None
     if fds <= 0:
@@ -68,8 +71,10 @@ def systemd_socket(environ: MutableMapping[str, str] | None = None,
         for fd in range(first_fd, first_fd + fds):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        raise ActivationError(f"systemd passed {fds} sockets; memoryd serves exactly one "
-                              "(one ListenStream= in memoryd.socket)")
+        raise ActivationError(
+            f"systemd passed {fds} sockets; memoryd serves exactly one "
+            "(one ListenStream= in memoryd.socket)"
+        )
     return listening_unix_socket(first_fd, "systemd")
 
 
@@ -79,16 +84,19 @@ def launchd_socket() -> socket.socket | None:
     try:
         fds = activate_socket(LAUNCHD_SOCKET_NAME)
     except OSError as exc:
-        raise ActivationError(f"launch_activate_socket({LAUNCHD_SOCKET_NAME}) failed: "
-                              f"{exc.strerror or exc}") from None
+        raise ActivationError(
+            f"launch_activate_socket({LAUNCHD_SOCKET_NAME}) failed: {exc.strerror or exc}"
+        ) from None
     if not fds:
         return None
     if len(fds) > 1:
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        raise ActivationError(f"launchd passed {len(fds)} sockets under "
-                              f"{LAUNCHD_SOCKET_NAME}; memoryd serves exactly one")
+        raise ActivationError(
+            f"launchd passed {len(fds)} sockets under "
+            f"{LAUNCHD_SOCKET_NAME}; memoryd serves exactly one"
+        )
     return listening_unix_socket(fds[0], "launchd")
 
 
@@ -98,8 +106,9 @@ def listening_unix_socket(fd: int, manager: str) -> socket.socket:
     try:
         st = os.fstat(fd)
     except OSError:
-        raise ActivationError(f"{manager} announced a socket on fd {fd}, but fd {fd} is not "
-                              "open") from None
+        raise ActivationError(
+            f"{manager} announced a socket on fd {fd}, but fd {fd} is not open"
+        ) from None
     if not stat.S_ISSOCK(st.st_mode):
         os.close(fd)
         raise ActivationError(f"fd {fd} from {manager} is not a socket")
@@ -108,7 +117,8 @@ def listening_unix_socket(fd: int, manager: str) -> socket.socket:
         if sock.family != socket.AF_UNIX or sock.type != socket.SOCK_STREAM:
             raise ActivationError(
                 f"fd {fd} from {manager} is a {sock.family.name}/{sock.type.name} socket; "
-                "memoryd needs a Unix stream socket (ListenStream= with a path)")
+                "memoryd needs a Unix stream socket (ListenStream= with a path)"
+            )
         accepting = getattr(socket, "SO_ACCEPTCONN", None)
         if accepting is not None and not sock.getsockopt(socket.SOL_SOCKET, accepting):
             raise ActivationError(f"the Unix socket on fd {fd} from {manager} is not listening")

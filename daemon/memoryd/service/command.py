@@ -43,11 +43,19 @@ from memoryd_client.paths import default_paths, socket_path
 FOREGROUND = "run the daemon in the foreground with `memoryd run` instead"
 
 
-def main(action: str, *, socket_activation: bool = False, dry_run: bool = False,
-         as_json: bool = False, env: Mapping[str, str] | None = None,
-         out: TextIO | None = None, err: TextIO | None = None,
-         runner: Runner = run_command, platform: str = sys.platform,
-         avail: Availability | None = None) -> int:
+def main(
+    action: str,
+    *,
+    socket_activation: bool = False,
+    dry_run: bool = False,
+    as_json: bool = False,
+    env: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    runner: Runner = run_command,
+    platform: str = sys.platform,
+    avail: Availability | None = None,
+) -> int:
     """Run one action; ``runner``, ``platform`` and ``avail`` are there for tests."""
     env = dict(os.environ) if env is None else dict(env)
     out, err = out or sys.stdout, err or sys.stderr
@@ -69,8 +77,11 @@ def main(action: str, *, socket_activation: bool = False, dry_run: bool = False,
         if action == "install":
             _after_install(plan, env, out)
         else:
-            print(f"memoryd is uninstalled ({plan.manager}); your config, indexes and memory "
-                  "files are left as they are", file=out)
+            print(
+                f"memoryd is uninstalled ({plan.manager}); your config, indexes and memory "
+                "files are left as they are",
+                file=out,
+            )
         return EXIT_OK
     except NoServiceManager as exc:
         print(f"memoryd: {exc}", file=err)
@@ -92,8 +103,9 @@ def _default_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in IGNORED_ENV}
 
 
-def _plan(action: str, avail: Availability, env: Mapping[str, str],
-          socket_activation: bool) -> Plan:
+def _plan(
+    action: str, avail: Availability, env: Mapping[str, str], socket_activation: bool
+) -> Plan:
     if avail.manager is None:
         raise NoServiceManager(f"{avail.detail}; {FOREGROUND}")
     home = _home(env)
@@ -103,27 +115,33 @@ def _plan(action: str, avail: Availability, env: Mapping[str, str],
             return systemd_uninstall(unit_dir)
         plan = systemd_install(find_memoryd(), unit_dir, socket_activation)
         if not env.get("XDG_RUNTIME_DIR"):
-            plan.notes.append("XDG_RUNTIME_DIR is not set in this shell: memctl here will not "
-                              "find the service's socket in $XDG_RUNTIME_DIR/memoryd")
+            plan.notes.append(
+                "XDG_RUNTIME_DIR is not set in this shell: memctl here will not "
+                "find the service's socket in $XDG_RUNTIME_DIR/memoryd"
+            )
     else:
         if action == "uninstall":
             return launchd_uninstall(home, os.getuid())
         paths = default_paths(_default_env(env))
-        plan = launchd_install(find_memoryd(), home, os.getuid(), paths.socket, paths.log_dir,
-                               socket_activation)
+        plan = launchd_install(
+            find_memoryd(), home, os.getuid(), paths.socket, paths.log_dir, socket_activation
+        )
     plan.notes += ignored_env_notes(env)
     return plan
 
 
-def _print_dry_run(plan: Plan, avail: Availability, action: str, socket_activation: bool,
-                   out: TextIO) -> None:
+def _print_dry_run(
+    plan: Plan, avail: Availability, action: str, socket_activation: bool, out: TextIO
+) -> None:
     flag = " --socket-activation" if socket_activation and action == "install" else ""
     print(f"# memoryd service {action}{flag} --dry-run: nothing is changed", file=out)
     if avail.ok:
         print(f"# service manager: {avail.detail}", file=out)
     else:
-        print(f"# service manager: {avail.detail}; these commands would fail here: "
-              f"{FOREGROUND}", file=out)
+        print(
+            f"# service manager: {avail.detail}; these commands would fail here: {FOREGROUND}",
+            file=out,
+        )
     for note in plan.notes:
         print(f"# note: {note}", file=out)
     if plan.steps:
@@ -133,21 +151,32 @@ def _print_dry_run(plan: Plan, avail: Availability, action: str, socket_activati
 def _after_install(plan: Plan, env: Mapping[str, str], out: TextIO) -> None:
     for note in plan.notes:
         print(f"note: {note}", file=out)
-    logs = ("journalctl --user -u memoryd" if plan.manager == "systemd"
-            else "~/Library/Logs/memoryd/memoryd.log")
+    logs = (
+        "journalctl --user -u memoryd"
+        if plan.manager == "systemd"
+        else "~/Library/Logs/memoryd/memoryd.log"
+    )
     if plan.socket_activation:
-        print(f"memoryd is installed ({plan.manager}, socket activation: the daemon starts on "
-              f"the first connection); logs: {logs}",
-              file=out)
+        print(
+            f"memoryd is installed ({plan.manager}, socket activation: the daemon starts on "
+            f"the first connection); logs: {logs}",
+            file=out,
+        )
     else:
         daemon = _daemon(env)
-        state = (f"running, pid {daemon['pid']}" if daemon["running"]
-                 else f"not answering yet: {daemon['error']}")
+        state = (
+            f"running, pid {daemon['pid']}"
+            if daemon["running"]
+            else f"not answering yet: {daemon['error']}"
+        )
         print(f"memoryd is installed ({plan.manager}) and {state}; logs: {logs}", file=out)
     user = env.get("USER") or env.get("LOGNAME")
     if plan.manager == "systemd" and user and not Path("/var/lib/systemd/linger", user).exists():
-        print("to keep it running while you are logged out (and start it at boot): "
-              "loginctl enable-linger $USER", file=out)
+        print(
+            "to keep it running while you are logged out (and start it at boot): "
+            "loginctl enable-linger $USER",
+            file=out,
+        )
 
 
 # -- status -----------------------------------------------------------------------------
@@ -169,14 +198,19 @@ def _daemon(env: Mapping[str, str]) -> dict[str, Any]:
             hello = client.connect()
     except ClientError as exc:
         return {"running": False, "socket": str(path), "error": str(exc)}
-    return {"running": True, "socket": str(path), "version": hello.version,
-            "pid": hello.pid, "protocol": hello.protocol}
+    return {
+        "running": True,
+        "socket": str(path),
+        "version": hello.version,
+        "pid": hello.pid,
+        "protocol": hello.protocol,
+    }
 
 
-def _status(avail: Availability, env: Mapping[str, str], as_json: bool, runner: Runner,
-            out: TextIO) -> int:
-    manager: dict[str, Any] = {"name": avail.manager, "available": avail.ok,
-                               "detail": avail.detail}
+def _status(
+    avail: Availability, env: Mapping[str, str], as_json: bool, runner: Runner, out: TextIO
+) -> int:
+    manager: dict[str, Any] = {"name": avail.manager, "available": avail.ok, "detail": avail.detail}
     waiting = False  # socket-activated and idle: connecting would start the daemon
     if avail.ok and avail.manager == "systemd":
         units = systemd_units(runner)
@@ -188,13 +222,16 @@ def _status(avail: Availability, env: Mapping[str, str], as_json: bool, runner: 
         plist = launch_agents_dir(_home(env)) / PLIST
         job["plist"] = str(plist) if plist.exists() else None
         job["socket_activation"] = plist.exists() and "Sockets" in plistlib.loads(
-            plist.read_bytes())
+            plist.read_bytes()
+        )
         manager["job"] = job
-        waiting = bool(job["loaded"] and job["socket_activation"]
-                       and job.get("state") != "running")
+        waiting = bool(job["loaded"] and job["socket_activation"] and job.get("state") != "running")
     if waiting:
-        daemon: dict[str, Any] = {"running": False, "waiting": True,
-                                  "socket": str(_service_socket(env))}
+        daemon: dict[str, Any] = {
+            "running": False,
+            "waiting": True,
+            "socket": str(_service_socket(env)),
+        }
     else:
         daemon = _daemon(env)
     healthy = daemon["running"] or waiting
@@ -218,17 +255,21 @@ def _status_lines(manager: dict[str, Any], daemon: dict[str, Any]) -> list[str]:
         if not job["loaded"]:
             lines.append(f"{PLIST}: not loaded" + ("" if job["plist"] else " (not installed)"))
         else:
-            extra = [f"pid {job['pid']}" if job.get("pid") else "",
-                     f"last exit code {job['last_exit_code']}" if job.get("last_exit_code")
-                     else "", "socket activation" if job["socket_activation"] else ""]
-            lines.append(f"{PLIST}: {job.get('state', 'loaded')}"
-                         + "".join(f", {e}" for e in extra if e))
+            extra = [
+                f"pid {job['pid']}" if job.get("pid") else "",
+                f"last exit code {job['last_exit_code']}" if job.get("last_exit_code") else "",
+                "socket activation" if job["socket_activation"] else "",
+            ]
+            lines.append(
+                f"{PLIST}: {job.get('state', 'loaded')}" + "".join(f", {e}" for e in extra if e)
+            )
     if daemon.get("waiting"):
-        lines.append(f"daemon: not running; starts on the first connection to "
-                     f"{daemon['socket']}")
+        lines.append(f"daemon: not running; starts on the first connection to {daemon['socket']}")
     elif daemon["running"]:
-        lines.append(f"daemon: memoryd {daemon['version']}, pid {daemon['pid']}, protocol "
-                     f"{daemon['protocol']}, on {daemon['socket']}")
+        lines.append(
+            f"daemon: memoryd {daemon['version']}, pid {daemon['pid']}, protocol "
+            f"{daemon['protocol']}, on {daemon['socket']}"
+        )
     else:
         lines.append(f"daemon: {daemon['error']}")
     return lines

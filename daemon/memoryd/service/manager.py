@@ -144,11 +144,13 @@ def systemd_install(exe: Path, unit_dir: Path, socket_activation: bool) -> Plan:
 
 def systemd_uninstall(unit_dir: Path) -> Plan:
     plan = Plan("systemd", "uninstall")
-    present = [unit_dir / name for name in (SOCKET_UNIT, SERVICE_UNIT)
-               if (unit_dir / name).exists()]
+    present = [
+        unit_dir / name for name in (SOCKET_UNIT, SERVICE_UNIT) if (unit_dir / name).exists()
+    ]
     if not present:
-        plan.notes.append(f"memoryd is not installed as a systemd user service "
-                          f"(no {SERVICE_UNIT} in {unit_dir})")
+        plan.notes.append(
+            f"memoryd is not installed as a systemd user service (no {SERVICE_UNIT} in {unit_dir})"
+        )
         return plan
     plan.steps += [systemctl("disable", "--now", p.name) for p in present]
     plan.steps += [RemoveFile(p) for p in present]
@@ -160,8 +162,9 @@ def launch_agents_dir(home: Path) -> Path:
     return home / "Library" / "LaunchAgents"
 
 
-def launchd_install(exe: Path, home: Path, uid: int, socket: Path, log_dir: Path,
-                    socket_activation: bool) -> Plan:
+def launchd_install(
+    exe: Path, home: Path, uid: int, socket: Path, log_dir: Path, socket_activation: bool
+) -> Plan:
     plan = Plan("launchd", "install", socket_activation=socket_activation)
     plist = launch_agents_dir(home) / PLIST
     target = f"gui/{uid}/{LAUNCHD_LABEL}"
@@ -170,8 +173,9 @@ def launchd_install(exe: Path, home: Path, uid: int, socket: Path, log_dir: Path
         plan.steps.append(MakeDir(socket.parent))
     plan.steps += [
         MakeDir(plist.parent, 0o755),
-        WriteFile(plist, render_launchd_plist(exe, socket, log_dir / "memoryd.log",
-                                              socket_activation)),
+        WriteFile(
+            plist, render_launchd_plist(exe, socket, log_dir / "memoryd.log", socket_activation)
+        ),
         Run(("launchctl", "bootout", target), check=False),  # an older version, if loaded
         Run(("launchctl", "enable", target)),  # undo an earlier `launchctl disable`
         Run(("launchctl", "bootstrap", f"gui/{uid}", str(plist)), attempts=3),
@@ -185,15 +189,20 @@ def launchd_uninstall(home: Path, uid: int) -> Plan:
     if not plist.exists():
         plan.notes.append(f"memoryd is not installed as a LaunchAgent (no {plist})")
         return plan
-    plan.steps += [Run(("launchctl", "bootout", f"gui/{uid}/{LAUNCHD_LABEL}"), check=False),
-                   RemoveFile(plist)]
+    plan.steps += [
+        Run(("launchctl", "bootout", f"gui/{uid}/{LAUNCHD_LABEL}"), check=False),
+        RemoveFile(plist),
+    ]
     return plan
 
 
 def ignored_env_notes(env: Mapping[str, str]) -> list[str]:
-    return [f"{name} is set in this shell, but the service does not see it: it uses the "
-            "default locations (memctl in this shell will look elsewhere)"
-            for name in IGNORED_ENV if env.get(name)]
+    return [
+        f"{name} is set in this shell, but the service does not see it: it uses the "
+        "default locations (memctl in this shell will look elsewhere)"
+        for name in IGNORED_ENV
+        if env.get(name)
+    ]
 
 
 # -- running ----------------------------------------------------------------------------
@@ -201,16 +210,16 @@ def ignored_env_notes(env: Mapping[str, str]) -> list[str]:
 
 def run_command(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(list(argv), capture_output=True, text=True, timeout=120,
-                              check=False)
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=120, check=False)
     except FileNotFoundError:
         return subprocess.CompletedProcess(list(argv), 127, "", f"{argv[0]}: not found")
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(list(argv), 124, "", "timed out after 120 s")
 
 
-def execute(plan: Plan, runner: Runner = run_command,
-            echo: Callable[[str], None] = lambda line: None) -> None:
+def execute(
+    plan: Plan, runner: Runner = run_command, echo: Callable[[str], None] = lambda line: None
+) -> None:
     """Run the steps in order; CommandFailed at the first command that fails."""
     for step in plan.steps:
         if isinstance(step, MakeDir):
@@ -238,8 +247,9 @@ def _run_step(step: Run, runner: Runner, echo: Callable[[str], None]) -> None:
         if attempt < step.attempts:
             time.sleep(0.5 * attempt)
     why = (done.stderr or done.stdout).strip().splitlines()
-    raise CommandFailed(f"`{step}` failed (exit {done.returncode})"
-                        + (f": {why[-1]}" if why else ""))
+    raise CommandFailed(
+        f"`{step}` failed (exit {done.returncode})" + (f": {why[-1]}" if why else "")
+    )
 
 
 # -- the service manager ----------------------------------------------------------------
@@ -260,48 +270,58 @@ def platform_manager(platform: str = sys.platform) -> Manager | None:
     return None
 
 
-def availability(runner: Runner = run_command, platform: str = sys.platform,
-                 uid: int | None = None,
-                 systemd_booted: Path = Path("/run/systemd/system")) -> Availability:
+def availability(
+    runner: Runner = run_command,
+    platform: str = sys.platform,
+    uid: int | None = None,
+    systemd_booted: Path = Path("/run/systemd/system"),
+) -> Availability:
     manager = platform_manager(platform)
     if manager is None:
-        return Availability(None, False, f"no supported service manager on {platform} "
-                            "(systemd on Linux, launchd on macOS)")
+        return Availability(
+            None,
+            False,
+            f"no supported service manager on {platform} (systemd on Linux, launchd on macOS)",
+        )
     if manager == "launchd":
         if shutil.which("launchctl") is None:
             return Availability(manager, False, "launchctl is not installed")
         uid = os.getuid() if uid is None else uid
         done = runner(("launchctl", "print", f"gui/{uid}"))
         if done.returncode != 0:
-            return Availability(manager, False, f"no launchd GUI session for uid {uid} "
-                                "(logged in over ssh only?)")
+            return Availability(
+                manager, False, f"no launchd GUI session for uid {uid} (logged in over ssh only?)"
+            )
         return Availability(manager, True, f"launchd, domain gui/{uid}")
     if shutil.which("systemctl") is None:
         return Availability(manager, False, "systemctl is not installed")
     if not systemd_booted.is_dir():  # sd_booted(3)
-        return Availability(manager, False, "systemd is not running here (a container, or "
-                            "WSL without systemd)")
+        return Availability(
+            manager, False, "systemd is not running here (a container, or WSL without systemd)"
+        )
     done = runner(("systemctl", "--user", "is-system-running"))
     state = done.stdout.strip()
     if state in USABLE_STATES:
         return Availability(manager, True, f"systemd user instance ({state})")
     why = state or (done.stderr.strip().splitlines() or ["no answer"])[-1]
-    return Availability(manager, False, f"no systemd user instance (systemctl --user "
-                        f"is-system-running: {why})")
+    return Availability(
+        manager, False, f"no systemd user instance (systemctl --user is-system-running: {why})"
+    )
 
 
 def systemd_units(runner: Runner = run_command) -> dict[str, dict[str, str]]:
     """``systemctl --user show`` for both units: LoadState, ActiveState, SubState, ..."""
-    props = ("LoadState,ActiveState,SubState,UnitFileState,MainPID,NRestarts,Result,"
-             "StatusText,FragmentPath")
+    props = (
+        "LoadState,ActiveState,SubState,UnitFileState,MainPID,NRestarts,Result,"
+        "StatusText,FragmentPath"
+    )
     units: dict[str, dict[str, str]] = {}
     for unit in (SERVICE_UNIT, SOCKET_UNIT):
         done = runner(("systemctl", "--user", "show", unit, f"--property={props}"))
         if done.returncode != 0:
             units[unit] = {"LoadState": "error", "error": done.stderr.strip()}
             continue
-        units[unit] = dict(line.split("=", 1) for line in done.stdout.splitlines()
-                           if "=" in line)
+        units[unit] = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
     return units
 
 

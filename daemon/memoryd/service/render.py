@@ -27,8 +27,14 @@ TEMPLATES: Final = (SERVICE_UNIT, SOCKET_UNIT, PLIST)
 #: Where the units put the socket (``%t`` is ``$XDG_RUNTIME_DIR`` in a user unit).
 SYSTEMD_SOCKET: Final = "%t/memoryd/memoryd.sock"
 LINUX_PATH: Final = ("/usr/local/bin", "/usr/bin", "/bin")
-MACOS_PATH: Final = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin",
-                     "/sbin")
+MACOS_PATH: Final = (
+    "/opt/homebrew/bin",
+    "/usr/local/bin",
+    "/usr/bin",
+    "/bin",
+    "/usr/sbin",
+    "/sbin",
+)
 
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
@@ -42,8 +48,9 @@ def template(name: str) -> str:
     return resources.files("memoryd.service").joinpath("templates", name).read_text("utf-8")
 
 
-def find_memoryd(python: str = sys.executable,
-                 which: Callable[[str], str | None] = shutil.which) -> Path:
+def find_memoryd(
+    python: str = sys.executable, which: Callable[[str], str | None] = shutil.which
+) -> Path:
     """The installed ``memoryd`` executable, as an absolute path (symlinks kept: a venv's
     ``bin/`` is the address that survives upgrades)."""
     beside = Path(python).parent / "memoryd"
@@ -52,9 +59,11 @@ def find_memoryd(python: str = sys.executable,
     found = which("memoryd")
     if found:
         return Path(os.path.abspath(found))
-    raise RenderError(f"cannot find the `memoryd` executable next to {python} or on PATH; "
-                      "run this with the memoryd you want the service to start "
-                      "(e.g. ~/.venvs/memoryd/bin/memoryd service install)")
+    raise RenderError(
+        f"cannot find the `memoryd` executable next to {python} or on PATH; "
+        "run this with the memoryd you want the service to start "
+        "(e.g. ~/.venvs/memoryd/bin/memoryd service install)"
+    )
 
 
 def search_path(exe: Path, base: Sequence[str]) -> str:
@@ -63,38 +72,49 @@ def search_path(exe: Path, base: Sequence[str]) -> str:
 
 
 def render_systemd_service(exe: Path) -> str:
-    return fill(template(SERVICE_UNIT), {
-        "EXEC": systemd_word(str(exe)),
-        "PATH": systemd_quoted_value(search_path(exe, LINUX_PATH)),
-    })
+    return fill(
+        template(SERVICE_UNIT),
+        {
+            "EXEC": systemd_word(str(exe)),
+            "PATH": systemd_quoted_value(search_path(exe, LINUX_PATH)),
+        },
+    )
 
 
 def render_systemd_socket() -> str:
     return fill(template(SOCKET_UNIT), {})
 
 
-def render_launchd_plist(exe: Path, socket: Path, log_file: Path,
-                         socket_activation: bool = False) -> str:
+def render_launchd_plist(
+    exe: Path, socket: Path, log_file: Path, socket_activation: bool = False
+) -> str:
     """The LaunchAgent; with ``socket_activation`` launchd owns the socket and starts the
     daemon on the first connection (no RunAtLoad)."""
-    values = {"EXEC": str(exe), "SOCKET": str(socket), "LOG": str(log_file),
-              "PATH": search_path(exe, MACOS_PATH)}
+    values = {
+        "EXEC": str(exe),
+        "SOCKET": str(socket),
+        "LOG": str(log_file),
+        "PATH": search_path(exe, MACOS_PATH),
+    }
     for name, value in values.items():
         _check_plain(name, value)
     data = _substitute(plistlib.loads(template(PLIST).encode("utf-8")), values)
     if socket_activation:
         data["RunAtLoad"] = False
-        data["Sockets"] = {LAUNCHD_SOCKET_NAME: {
-            "SockPathName": str(socket),
-            "SockPathMode": 0o600,  # an integer in the plist: 384
-            "SockType": "stream",
-            "SockFamily": "Unix",
-        }}
+        data["Sockets"] = {
+            LAUNCHD_SOCKET_NAME: {
+                "SockPathName": str(socket),
+                "SockPathMode": 0o600,  # an integer in the plist: 384
+                "SockType": "stream",
+                "SockFamily": "Unix",
+            }
+        }
     return plistlib.dumps(data, sort_keys=False).decode("utf-8")
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:
     """Replace every ``@NAME@``; an unknown placeholder is a bug in the template."""
+
     def one(match: re.Match[str]) -> str:
         name = match.group(1)
         if name not in values:

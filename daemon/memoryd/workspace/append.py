@@ -44,8 +44,14 @@ from memoryd.workspace.fsutil import fsync_dir
 from memoryd.workspace.layout import Layout, daily_path, daily_rel
 from memoryd.workspace.reader import read_all
 
-__all__ = ["MAX_APPEND_BYTES", "AppendResult", "Appender", "build_suffix", "daily_path",
-           "normalise_heading"]
+__all__ = [
+    "MAX_APPEND_BYTES",
+    "AppendResult",
+    "Appender",
+    "build_suffix",
+    "daily_path",
+    "normalise_heading",
+]
 
 log = get_logger("memoryd.workspace.append")
 
@@ -65,8 +71,12 @@ class AppendResult:
     bytes: int  # bytes added to the file
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "start_line": self.start_line, "end_line": self.end_line,
-                "bytes": self.bytes}
+        return {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "bytes": self.bytes,
+        }
 
 
 def _last_heading(content: bytes) -> bytes | None:
@@ -118,8 +128,10 @@ def check_text(text: str) -> None:
         raise InvalidParams("text must not contain NUL bytes", {"param": "text"})
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_APPEND_BYTES:
-        raise TooLarge(f"text is {size} bytes; one append takes at most {MAX_APPEND_BYTES}",
-                       {"param": "text", "max_bytes": MAX_APPEND_BYTES})
+        raise TooLarge(
+            f"text is {size} bytes; one append takes at most {MAX_APPEND_BYTES}",
+            {"param": "text", "max_bytes": MAX_APPEND_BYTES},
+        )
 
 
 def _write_all(fd: int, data: bytes) -> int:
@@ -150,8 +162,14 @@ class Appender:
         with self._guard:
             return self._locks.setdefault(path, threading.Lock())
 
-    def append(self, root: Path, text: str, date: dt.date, heading: str | None = None,
-               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES) -> AppendResult:
+    def append(
+        self,
+        root: Path,
+        text: str,
+        date: dt.date,
+        heading: str | None = None,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> AppendResult:
         """Blocking: run it in a thread. ``root`` is the workspace's resolved root."""
         check_text(text)
         heading = normalise_heading(heading)
@@ -169,15 +187,18 @@ class Appender:
                 continue
             except OSError as exc:
                 if exc.errno in _NO_SPACE:
-                    raise DiskFull(f"the disk is full: could not create {rel} "
-                                   f"({os.strerror(exc.errno)}); nothing was written",
-                                   {"path": rel}) from None
+                    raise DiskFull(
+                        f"the disk is full: could not create {rel} "
+                        f"({os.strerror(exc.errno)}); nothing was written",
+                        {"path": rel},
+                    ) from None
                 raise
             real = root / opened.rel
             try:
                 with self.lock_for(real):
-                    start, end, size = self._append_to(opened.fd, rel, text, heading,
-                                                       max_file_bytes)
+                    start, end, size = self._append_to(
+                        opened.fd, rel, text, heading, max_file_bytes
+                    )
             except BaseException:
                 os.close(opened.fd)
                 if opened.created:
@@ -186,31 +207,35 @@ class Appender:
             os.close(opened.fd)
             if opened.created:
                 fsync_dir(real.parent)
-            return AppendResult(path=rel, abs_path=real, start_line=start, end_line=end,
-                                bytes=size)
+            return AppendResult(path=rel, abs_path=real, start_line=start, end_line=end, bytes=size)
         raise MemorydError(f"{rel} kept changing while appending; try again")
 
     @staticmethod
-    def _append_to(fd: int, rel: str, text: str, heading: str | None,
-                   max_file_bytes: int) -> tuple[int, int, int]:
+    def _append_to(
+        fd: int, rel: str, text: str, heading: str | None, max_file_bytes: int
+    ) -> tuple[int, int, int]:
         """Append to open daily file ``fd``: (start line, end line, bytes added)."""
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InvalidParams(f"{rel} is not a regular file", {"path": rel})
         if st.st_size > max_file_bytes:
-            raise TooLarge(f"{rel} is already {st.st_size} bytes, over index.max_file_bytes "
-                           f"({max_file_bytes}): nothing appended; write to another file",
-                           {"path": rel, "max_bytes": max_file_bytes})
+            raise TooLarge(
+                f"{rel} is already {st.st_size} bytes, over index.max_file_bytes "
+                f"({max_file_bytes}): nothing appended; write to another file",
+                {"path": rel, "max_bytes": max_file_bytes},
+            )
         # Read through the descriptor we write with: the same inode, whatever renames.
         # A concurrent external append between this read and our write only shifts
         # where our block lands; the line range is computed from where it did land.
         existing = read_all(fd, st.st_size)
         suffix, _, _ = build_suffix(existing, text, heading)
         if len(existing) + len(suffix) > max_file_bytes:
-            raise TooLarge(f"{rel} would grow to {len(existing) + len(suffix)} bytes, over "
-                           f"index.max_file_bytes ({max_file_bytes}), and a file over it is "
-                           "not searchable: nothing appended; write to another file",
-                           {"path": rel, "max_bytes": max_file_bytes})
+            raise TooLarge(
+                f"{rel} would grow to {len(existing) + len(suffix)} bytes, over "
+                f"index.max_file_bytes ({max_file_bytes}), and a file over it is "
+                "not searchable: nothing appended; write to another file",
+                {"path": rel, "max_bytes": max_file_bytes},
+            )
         try:
             _write_all(fd, suffix)
             os.fsync(fd)
@@ -220,12 +245,15 @@ class Appender:
             except OSError as undo:
                 log.error("append_not_taken_back", path=rel, error=str(undo))
             if exc.errno in _NO_SPACE:
-                raise DiskFull(f"the disk is full: nothing was appended to {rel} "
-                               f"({os.strerror(exc.errno)})", {"path": rel}) from None
+                raise DiskFull(
+                    f"the disk is full: nothing was appended to {rel} ({os.strerror(exc.errno)})",
+                    {"path": rel},
+                ) from None
             raise
         begin = os.lseek(fd, 0, os.SEEK_CUR) - len(suffix)  # where the suffix went
-        prefix = (existing if begin == len(existing)
-                  else read_all(fd, begin))  # someone else appended in between
+        prefix = (
+            existing if begin == len(existing) else read_all(fd, begin)
+        )  # someone else appended in between
         # The suffix is separator newlines, then the block, which ends with a newline.
         end = prefix.count(b"\n") + suffix.count(b"\n")
         return end - suffix.lstrip(b"\n").count(b"\n") + 1, end, len(suffix)
@@ -239,8 +267,12 @@ def _take_back(fd: int, written: int, rel: str) -> None:
         return
     end = os.lseek(fd, 0, os.SEEK_CUR)
     if os.fstat(fd).st_size != end:
-        log.error("append_not_taken_back", path=rel, bytes=written,
-                  why="another writer appended after the failed block")
+        log.error(
+            "append_not_taken_back",
+            path=rel,
+            bytes=written,
+            why="another writer appended after the failed block",
+        )
         return
     os.ftruncate(fd, end - written)
     with contextlib.suppress(OSError):  # the truncation stands in the page cache anyway

@@ -67,8 +67,9 @@ def _link_target(root: Path, walked: list[str], target: str, requested: str) -> 
         try:
             rel = real.relative_to(root)
         except ValueError:
-            raise ForbiddenPath(f"{requested} is a link to {target}, outside the "
-                                "workspace") from None
+            raise ForbiddenPath(
+                f"{requested} is a link to {target}, outside the workspace"
+            ) from None
         return _normalise(list(rel.parts), requested)
     return _normalise([*walked, *PurePosixPath(target).parts], requested)
 
@@ -87,8 +88,9 @@ def _is_beneath(dir_fd: int, depth: int, root_st: os.stat_result) -> bool:
         os.close(fd)
 
 
-def open_beneath(root: Path, rel: str, flags: int, mode: int = 0o666, *,
-                 make_dirs: bool = False) -> Opened:
+def open_beneath(
+    root: Path, rel: str, flags: int, mode: int = 0o666, *, make_dirs: bool = False
+) -> Opened:
     """Open ``rel`` (workspace-relative) below ``root`` (resolved) with ``flags``.
 
     Links inside the workspace are followed, any other is ForbiddenPath; OSError as
@@ -111,8 +113,16 @@ def open_beneath(root: Path, rel: str, flags: int, mode: int = 0o666, *,
         os.close(root_fd)
 
 
-def _walk(root: Path, root_fd: int, root_st: os.stat_result, parts: list[str],
-          requested: str, flags: int, mode: int, make_dirs: bool) -> Opened | list[str]:
+def _walk(
+    root: Path,
+    root_fd: int,
+    root_st: os.stat_result,
+    parts: list[str],
+    requested: str,
+    flags: int,
+    mode: int,
+    make_dirs: bool,
+) -> Opened | list[str]:
     """One walk from the root: the opened file, or the parts to walk next (a link met)."""
     fd = os.dup(root_fd)
     try:
@@ -122,7 +132,7 @@ def _walk(root: Path, root_fd: int, root_st: os.stat_result, parts: list[str],
             except OSError as exc:
                 target = _readlink(fd, name)
                 if target is not None:
-                    return _link_target(root, parts[:i], target, requested) + parts[i + 1:]
+                    return _link_target(root, parts[:i], target, requested) + parts[i + 1 :]
                 if make_dirs and isinstance(exc, FileNotFoundError):
                     with contextlib.suppress(FileExistsError):  # made meanwhile: fine
                         os.mkdir(name, 0o777, dir_fd=fd)
@@ -141,8 +151,10 @@ def _walk(root: Path, root_fd: int, root_st: os.stat_result, parts: list[str],
         # Check what was opened: the folder it was opened in still hangs below the root.
         if not _is_beneath(fd, len(parts) - 1, root_st):
             os.close(opened)
-            raise ForbiddenPath(f"{requested}: a folder on its way was moved out of the "
-                                "workspace while it was opened")
+            raise ForbiddenPath(
+                f"{requested}: a folder on its way was moved out of the "
+                "workspace while it was opened"
+            )
         return Opened(opened, "/".join(parts), created)
     finally:
         os.close(fd)

@@ -40,8 +40,13 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
-                 before_replace: Callable[[], None] | None = None) -> None:
+def atomic_write(
+    path: Path,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    before_replace: Callable[[], None] | None = None,
+) -> None:
     """Replace ``path`` with ``data`` atomically (its folder opened by name: for memory
     files, open the folder beneath the workspace and use ``atomic_write_at``)."""
     dir_fd = os.open(path.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_CLOEXEC)
@@ -51,8 +56,14 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None,
         os.close(dir_fd)
 
 
-def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None = None,
-                    before_replace: Callable[[], None] | None = None) -> None:
+def atomic_write_at(
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    *,
+    mode: int | None = None,
+    before_replace: Callable[[], None] | None = None,
+) -> None:
     """Replace file ``name`` of the open folder ``dir_fd`` with ``data`` atomically.
 
     Every step is relative to the folder's descriptor, so a folder swapped for a link

@@ -97,8 +97,12 @@ class Layout:
             return SOURCE_MEMORY
         if parts[0] == MEMORY_DIR and rel.endswith(NOTE_SUFFIX):
             return SOURCE_MEMORY
-        if (self.sessions and len(parts) == 2 and parts[0] == SESSIONS_DIR
-                and rel.endswith(TRANSCRIPT_SUFFIX)):
+        if (
+            self.sessions
+            and len(parts) == 2
+            and parts[0] == SESSIONS_DIR
+            and rel.endswith(TRANSCRIPT_SUFFIX)
+        ):
             return SOURCE_SESSIONS
         for extra in self._extras():
             if rel.endswith(NOTE_SUFFIX) and (rel == extra or rel.startswith(extra + "/")):
@@ -134,8 +138,12 @@ class Layout:
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:
-            return IndexedFile(display_name(rel), path, source,
-                               "the file name is not valid UTF-8: rename it to index it")
+            return IndexedFile(
+                display_name(rel),
+                path,
+                source,
+                "the file name is not valid UTF-8: rename it to index it",
+            )
         return IndexedFile(rel, path, source)
 
     def iter_files(self) -> Iterator[IndexedFile]:
@@ -164,8 +172,11 @@ class Layout:
         if self.sessions:
             sessions = transcripts_dir(self.root)
             if sessions.is_dir():
-                yield from sorted(f"{SESSIONS_DIR}/{e.name}" for e in os.scandir(sessions)
-                                  if e.name.endswith(TRANSCRIPT_SUFFIX))
+                yield from sorted(
+                    f"{SESSIONS_DIR}/{e.name}"
+                    for e in os.scandir(sessions)
+                    if e.name.endswith(TRANSCRIPT_SUFFIX)
+                )
         for extra in self._extras():
             if (self.root / extra).is_dir():
                 yield from self._walk(extra, NOTE_SUFFIX)
@@ -272,8 +283,9 @@ class Layout:
             os.close(parent_fd)
         return open_beneath(self.root, rel, flags).fd
 
-    def open_memory(self, rel: str, flags: int = os.O_RDONLY, mode: int = 0o666, *,
-                    make_dirs: bool = False) -> Opened:
+    def open_memory(
+        self, rel: str, flags: int = os.O_RDONLY, mode: int = 0o666, *, make_dirs: bool = False
+    ) -> Opened:
         """Open memory file ``rel`` beneath the root, links inside the workspace followed;
         ForbiddenPath when what it really is may not be read, NotFound when missing."""
         try:

@@ -26,8 +26,13 @@ class LinesRead:
     total_lines: int
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "from": self.from_line, "lines": self.lines,
-                "text": self.text, "total_lines": self.total_lines}
+        return {
+            "path": self.path,
+            "from": self.from_line,
+            "lines": self.lines,
+            "text": self.text,
+            "total_lines": self.total_lines,
+        }
 
 
 def read_all(fd: int, limit: int) -> bytes:
@@ -43,8 +48,9 @@ def read_all(fd: int, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def read_lines(layout: Layout, path: str, from_line: int | None, lines: int | None,
-               max_bytes: int) -> LinesRead:
+def read_lines(
+    layout: Layout, path: str, from_line: int | None, lines: int | None, max_bytes: int
+) -> LinesRead:
     """Blocking (run it in a thread): lines ``from_line``.. of the memory file ``path``."""
     if from_line is not None and from_line < 1:
         raise InvalidParams(f"from must be >= 1, got {from_line}", {"param": "from"})
@@ -59,8 +65,10 @@ def read_lines(layout: Layout, path: str, from_line: int | None, lines: int | No
         if not stat.S_ISREG(st.st_mode):
             raise NotFound(f"{rel} is not a file")
         if st.st_size > max_bytes:
-            raise InvalidParams(f"{rel} is {st.st_size} bytes, above index.max_file_bytes "
-                                f"({max_bytes})", {"param": "path"})
+            raise InvalidParams(
+                f"{rel} is {st.st_size} bytes, above index.max_file_bytes ({max_bytes})",
+                {"param": "path"},
+            )
         data = read_all(opened.fd, st.st_size)
     finally:
         os.close(opened.fd)
@@ -68,5 +76,5 @@ def read_lines(layout: Layout, path: str, from_line: int | None, lines: int | No
     if all_lines and all_lines[-1] == "":
         all_lines.pop()  # a final newline ends the last line; it does not start another
     start = from_line or 1
-    chosen = all_lines[start - 1:] if lines is None else all_lines[start - 1:start - 1 + lines]
+    chosen = all_lines[start - 1 :] if lines is None else all_lines[start - 1 : start - 1 + lines]
     return LinesRead(rel, start, len(chosen), "\n".join(chosen), len(all_lines))

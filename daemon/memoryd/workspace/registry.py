@@ -57,14 +57,17 @@ def config_entries(config: Config) -> list[tuple[Path, str]]:
         root = Path(wc.path).expanduser().resolve()
         if any(r == root for r, _ in out):
             raise ConfigError(f"workspaces[{i}].path {wc.path} is declared twice")
-        nested = next((r for r, _ in out if root.is_relative_to(r) or r.is_relative_to(root)),
-                      None)
+        nested = next((r for r, _ in out if root.is_relative_to(r) or r.is_relative_to(root)), None)
         if nested is not None:  # the same rule as workspace.add
-            raise ConfigError(f"workspaces[{i}].path {wc.path} is inside or around {nested}, "
-                              "another workspace: workspaces may not nest")
+            raise ConfigError(
+                f"workspaces[{i}].path {wc.path} is inside or around {nested}, "
+                "another workspace: workspaces may not nest"
+            )
         if wc.name and not _NAME.match(wc.name):
-            raise ConfigError(f"workspaces[{i}].name {wc.name!r} must be letters, digits, "
-                              "'.', '_' or '-' (at most 64)")
+            raise ConfigError(
+                f"workspaces[{i}].name {wc.name!r} must be letters, digits, "
+                "'.', '_' or '-' (at most 64)"
+            )
         if wc.name and any(n == wc.name for _, n in out):
             raise ConfigError(f"workspaces[{i}].name {wc.name!r} is used twice")
         out.append((root, wc.name))
@@ -90,8 +93,10 @@ class Workspace:
 
     def usable_index(self) -> WorkspaceIndex:
         if self.index is None:
-            raise Unavailable(f"workspace {self.name} is not available: "
-                              f"{self.error or 'still opening'}", {"workspace": self.name})
+            raise Unavailable(
+                f"workspace {self.name} is not available: {self.error or 'still opening'}",
+                {"workspace": self.name},
+            )
         return self.index
 
 
@@ -143,8 +148,13 @@ class Registry:
             if current is not None:
                 current.source = "config"
                 continue
-            ws = Workspace(name if name and name not in self._items
-                           else self._unique(name or _default_name(root)), root, "config")
+            ws = Workspace(
+                name
+                if name and name not in self._items
+                else self._unique(name or _default_name(root)),
+                root,
+                "config",
+            )
             self._items[ws.name] = ws
             added.append(ws)
         await self.provider_ready.wait()
@@ -165,13 +175,18 @@ class Registry:
         except MemorydError as exc:
             from memoryd.embeddings.base import ProviderChoice
 
-            self.choice = ProviderChoice(None, self.config.embedding.provider,
-                                         f"keyword only: {exc.message}")
+            self.choice = ProviderChoice(
+                None, self.config.embedding.provider, f"keyword only: {exc.message}"
+            )
             log.error("embedding_provider_unavailable", reason=exc.message)
         self.provider_ready.set()
         p = self.choice.provider
-        log.info("embedding_provider", name=p.name if p else "none",
-                 model=p.model if p else "", reason=self.choice.reason)
+        log.info(
+            "embedding_provider",
+            name=p.name if p else "none",
+            model=p.model if p else "",
+            reason=self.choice.reason,
+        )
         await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
 
     @property
@@ -189,8 +204,9 @@ class Registry:
             index = await asyncio.to_thread(self._make_index, ws)
         except Exception as exc:  # one bad workspace must not stop the others
             ws.error = exc.message if isinstance(exc, MemorydError) else f"{exc}"
-            log.error("workspace_unavailable", workspace=ws.name, path=str(ws.root),
-                      reason=ws.error)
+            log.error(
+                "workspace_unavailable", workspace=ws.name, path=str(ws.root), reason=ws.error
+            )
         else:
             if self._closing or self._items.get(ws.name) is not ws:  # removed meanwhile
                 await asyncio.to_thread(index.close)
@@ -208,13 +224,21 @@ class Registry:
             raise InvalidParams(f"{ws.root} is not a directory (missing or unmounted?)")
         stale = remove_stale_temps(ws.root)
         if stale:
-            log.warning("stale_temp_files_removed", workspace=ws.name, files=stale,
-                        reason="a rewrite was killed before its rename")
-        index = WorkspaceIndex(ws.root, index_file(self.index_dir, ws.name, ws.root),
-                               self.config, self.provider,
-                               self.choice.reason if self.choice else "",
-                               fallback=self.choice.fallback if self.choice else None,
-                               search_settings=lambda: self.config.search)
+            log.warning(
+                "stale_temp_files_removed",
+                workspace=ws.name,
+                files=stale,
+                reason="a rewrite was killed before its rename",
+            )
+        index = WorkspaceIndex(
+            ws.root,
+            index_file(self.index_dir, ws.name, ws.root),
+            self.config,
+            self.provider,
+            self.choice.reason if self.choice else "",
+            fallback=self.choice.fallback if self.choice else None,
+            search_settings=lambda: self.config.search,
+        )
         index.open()
         return index
 
@@ -248,11 +272,14 @@ class Registry:
             if len(items) == 1:
                 return next(iter(items.values()))
             if not items:
-                raise UnknownWorkspace("no workspace is registered; add one with "
-                                       "`memctl workspace add PATH`")
-            raise InvalidParams(f"several workspaces are registered ({', '.join(sorted(items))})"
-                                ": name one in workspace",
-                                {"param": "workspace", "workspaces": sorted(items)})
+                raise UnknownWorkspace(
+                    "no workspace is registered; add one with `memctl workspace add PATH`"
+                )
+            raise InvalidParams(
+                f"several workspaces are registered ({', '.join(sorted(items))})"
+                ": name one in workspace",
+                {"param": "workspace", "workspaces": sorted(items)},
+            )
         if ref in items:
             return items[ref]
         if "/" in ref or ref.startswith("~") or ref in (".", ".."):
@@ -261,8 +288,9 @@ class Registry:
             if inside:
                 return max(inside, key=lambda w: len(w.root.parts))
         known = ", ".join(sorted(items)) or "none"
-        raise UnknownWorkspace(f"no workspace named or containing {ref!r} (known: {known})",
-                               {"workspace": ref})
+        raise UnknownWorkspace(
+            f"no workspace named or containing {ref!r} (known: {known})", {"workspace": ref}
+        )
 
     async def index_of(self, ref: str | None) -> tuple[Workspace, WorkspaceIndex]:
         ws = self.resolve(ref)
@@ -281,8 +309,9 @@ class Registry:
         for ws in self._items.values():
             if ws.root == root:
                 if name and name != ws.name:
-                    raise InvalidParams(f"{root} is already registered as {ws.name}",
-                                        {"param": "name"})
+                    raise InvalidParams(
+                        f"{root} is already registered as {ws.name}", {"param": "name"}
+                    )
                 return ws, False
         for ws in self._items.values():
             # A path inside both would name two workspaces (-w PATH, the current directory),
@@ -293,14 +322,19 @@ class Registry:
                     f"{root} is {where} workspace {ws.name} ({ws.root}): workspaces may not "
                     "nest, a path in both would belong to two workspaces and notes could be "
                     "indexed twice; register one of them, or move the folder out",
-                    {"param": "path", "workspace": ws.name})
+                    {"param": "path", "workspace": ws.name},
+                )
         if name is not None:
             if not _NAME.match(name):
-                raise InvalidParams("name must be 1-64 letters, digits, '.', '_' or '-', "
-                                    "starting with a letter or digit", {"param": "name"})
+                raise InvalidParams(
+                    "name must be 1-64 letters, digits, '.', '_' or '-', "
+                    "starting with a letter or digit",
+                    {"param": "name"},
+                )
             if name in self._items:
-                raise InvalidParams(f"name {name} is taken by {self._items[name].root}",
-                                    {"param": "name"})
+                raise InvalidParams(
+                    f"name {name} is taken by {self._items[name].root}", {"param": "name"}
+                )
         ws = Workspace(name or self._unique(_default_name(root)), root, "registry")
         self.state.add_workspace(ws.name, root)
         self._items[ws.name] = ws
@@ -312,8 +346,11 @@ class Registry:
     async def remove(self, ref: str, delete_index: bool) -> Workspace:
         ws = self.resolve(ref)
         if ws.source == "config":
-            raise InvalidParams(f"workspace {ws.name} is declared in the config file "
-                                f"({self.config.source}); remove it there", {"param": "workspace"})
+            raise InvalidParams(
+                f"workspace {ws.name} is declared in the config file "
+                f"({self.config.source}); remove it there",
+                {"param": "workspace"},
+            )
         self.state.remove_workspace(ws.root)
         del self._items[ws.name]
         await self._forget(ws)
@@ -322,8 +359,9 @@ class Registry:
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(FileNotFoundError):
                     Path(str(db) + suffix).unlink()
-        log.info("workspace_removed", workspace=ws.name, path=str(ws.root),
-                 index_deleted=delete_index)
+        log.info(
+            "workspace_removed", workspace=ws.name, path=str(ws.root), index_deleted=delete_index
+        )
         return ws
 
     async def _forget(self, ws: Workspace) -> None:
@@ -341,8 +379,7 @@ class Registry:
         """Close every index (the writer finishes its current transaction) and the provider."""
         self._closing = True
         indexes = [w.index for w in self._items.values() if w.index is not None]
-        await asyncio.gather(*(asyncio.to_thread(i.close) for i in indexes),
-                             return_exceptions=True)
+        await asyncio.gather(*(asyncio.to_thread(i.close) for i in indexes), return_exceptions=True)
         p = self.provider
         if p is not None:
             with contextlib.suppress(Exception):

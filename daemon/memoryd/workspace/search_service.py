@@ -54,8 +54,16 @@ class SearchService:
         config = self.config()
         notices = search_notices(req, config.index.sessions)
         if notices.nothing_to_search:
-            return FreshAnswer(ws.name, {"results": [], "mode_used": req.mode, "took_ms": 0.0,
-                                         "pending_files": 0, "notices": notices.lines})
+            return FreshAnswer(
+                ws.name,
+                {
+                    "results": [],
+                    "mode_used": req.mode,
+                    "took_ms": 0.0,
+                    "pending_files": 0,
+                    "notices": notices.lines,
+                },
+            )
         cfg = config.server
         started = time.monotonic()
         budget = cfg.read_your_writes_ms / 1000
@@ -79,9 +87,7 @@ class SearchService:
             if cfg.inline_searches:  # the sync done, the copies may answer now
                 resp = index.search_in_memory_checked(req, prepared)
             if resp is None:
-                resp = await loop.run_in_executor(
-                    self.readers, index.search_checked, req, prepared
-                )
+                resp = await loop.run_in_executor(self.readers, index.search_checked, req, prepared)
         out = resp.to_dict()
         out["pending_files"] = max(resp.pending_files, self.watcher.pending(ws.name))
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)

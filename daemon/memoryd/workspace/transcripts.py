@@ -72,8 +72,11 @@ def parse_transcript(data: bytes, first_line: int = 1) -> TranscriptChunkInput:
         if claude_code:
             session_id = _str(obj.get("sessionId")) or session_id
             started_at = started_at or _str(obj.get("timestamp"))
-        if not (kind == "message" or claude_code) or obj.get("isMeta") is True \
-                or obj.get("isCompactSummary") is True:
+        if (
+            not (kind == "message" or claude_code)
+            or obj.get("isMeta") is True
+            or obj.get("isCompactSummary") is True
+        ):
             skipped += 1
             continue
         msg = obj.get("message")
@@ -108,9 +111,9 @@ def _text(content: Any) -> str:
     return ""
 
 
-def stream_transcript(fh: BinaryIO, block: int = READ_BLOCK,
-                      max_line_bytes: int = MAX_LINE_BYTES
-                      ) -> Iterator[tuple[list[bytes], TranscriptChunkInput]]:
+def stream_transcript(
+    fh: BinaryIO, block: int = READ_BLOCK, max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[tuple[list[bytes], TranscriptChunkInput]]:
     """The transcript from ``fh``'s position, a block of whole lines at a time: (the raw
     lines, what they parse to). Memory stays around ``block`` plus one line; a line longer
     than ``max_line_bytes`` is stepped over (counted as malformed), and a last line without
@@ -129,7 +132,7 @@ def stream_transcript(fh: BinaryIO, block: int = READ_BLOCK,
                 if len(carry) > max_line_bytes:
                     carry, skipping = b"", True
             continue
-        head, rest = data[:nl + 1], data[nl + 1:]
+        head, rest = data[: nl + 1], data[nl + 1 :]
         if skipping:
             first_end = head.find(b"\n") + 1
             head, skipping = head[first_end:], False

@@ -44,8 +44,9 @@ _TEMP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".part", ".crdownload
 def is_editor_temp(path: Path) -> bool:
     """Swap, backup and atomic-save temp files of editors (and of fsutil.atomic_write)."""
     name = path.name
-    return (name.endswith(_TEMP_SUFFIXES) or name.startswith((".#", ".~lock.", "#"))
-            or name == "4913")  # vim's probe file
+    return (
+        name.endswith(_TEMP_SUFFIXES) or name.startswith((".#", ".~lock.", "#")) or name == "4913"
+    )  # vim's probe file
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ class Watcher:
         """Watch exactly these workspaces from now on (restarts the watch if they changed)."""
         new = {t.name: t for t in targets}
         if {n: t.root for n, t in new.items()} == {
-                n: t.root for n, t in self._targets.items()} and self._task is not None:
+            n: t.root for n, t in self._targets.items()
+        } and self._task is not None:
             self._targets = new
             return
         await self.stop()
@@ -166,13 +168,19 @@ class Watcher:
 
             async def stream(folders: list[Path] = folders, cycle: asyncio.Event = cycle) -> None:
                 async for changes in watchfiles.awatch(
-                        *folders, debounce=self.debounce_ms, step=self.step_ms,
-                        stop_event=cycle, recursive=False, ignore_permission_denied=True):
+                    *folders,
+                    debounce=self.debounce_ms,
+                    step=self.step_ms,
+                    stop_event=cycle,
+                    recursive=False,
+                    ignore_permission_denied=True,
+                ):
                     paths = [Path(p) for _change, p in changes]
                     self._dispatch(paths)
                     known = set(folders)
                     if any(p in known or p.is_dir() for p in paths) and (
-                            self._folders() != folders):
+                        self._folders() != folders
+                    ):
                         cycle.set()  # a folder came or went: watch the new set
 
             task = asyncio.create_task(stream())
@@ -180,8 +188,11 @@ class Watcher:
                 await asyncio.sleep(0)  # the stream's first step puts its watches in place
                 self.state = "watching"
                 self._watching.set()
-                log.info("watch_started", folders=len(folders),
-                         roots=sorted(str(t.root) for t in self._targets.values()))
+                log.info(
+                    "watch_started",
+                    folders=len(folders),
+                    roots=sorted(str(t.root) for t in self._targets.values()),
+                )
                 # What was written into a new folder before its watch existed is found by
                 # syncing the folder whole (an unchanged file costs a stat).
                 for folder in sorted(set(folders) - (set(folders) if watched is None else watched)):
@@ -212,8 +223,9 @@ class Watcher:
     def _owner(self, path: Path) -> WatchTarget | None:
         best: WatchTarget | None = None
         for t in self._targets.values():
-            if path.is_relative_to(t.root) and (best is None or
-                                                len(t.root.parts) > len(best.root.parts)):
+            if path.is_relative_to(t.root) and (
+                best is None or len(t.root.parts) > len(best.root.parts)
+            ):
                 best = t
         return best
 
@@ -258,8 +270,9 @@ class Watcher:
             batch.task = None
             batch.idle.set()
 
-    def _retry_later(self, target: WatchTarget, batch: _Batch, paths: list[Path],
-                     exc: Exception) -> None:
+    def _retry_later(
+        self, target: WatchTarget, batch: _Batch, paths: list[Path], exc: Exception
+    ) -> None:
         """Keep the files of a failed sync (and those queued behind it) and try them again
         after a back-off; searches do not wait for them meanwhile."""
         batch.failures += 1
@@ -268,8 +281,14 @@ class Watcher:
         batch.retry.update(paths, batch.pending)
         batch.pending.clear()
         batch.retry_at = time.time() + delay
-        log.warning("watch_sync_failed", workspace=target.name, error=batch.last_error,
-                    files=len(batch.retry), failures=batch.failures, retry_in_s=delay)
+        log.warning(
+            "watch_sync_failed",
+            workspace=target.name,
+            error=batch.last_error,
+            files=len(batch.retry),
+            failures=batch.failures,
+            retry_in_s=delay,
+        )
 
         def retry() -> None:
             batch.retry_handle = None
@@ -293,8 +312,10 @@ class Watcher:
         if batch is None or not batch.failures:
             return None
         wait = max(0.0, batch.retry_at - time.time())
-        return (f"syncing changes failed {batch.failures} time(s) in a row "
-                f"({batch.last_error}); {len(batch.retry)} file(s) retried in {wait:.0f} s")
+        return (
+            f"syncing changes failed {batch.failures} time(s) in a row "
+            f"({batch.last_error}); {len(batch.retry)} file(s) retried in {wait:.0f} s"
+        )
 
     async def wait_idle(self, name: str, timeout: float) -> bool:
         """Wait until ``name`` has no pending or in-flight batch; False on timeout."""
@@ -307,8 +328,9 @@ class Watcher:
             return False
         return True
 
-    async def sync_now(self, name: str, index: WorkspaceIndex, paths: list[Path],
-                       timeout: float) -> bool:
+    async def sync_now(
+        self, name: str, index: WorkspaceIndex, paths: list[Path], timeout: float
+    ) -> bool:
         """Sync ``paths`` (changes the watcher has not reported yet) and wait up to
         ``timeout``; concurrent callers share the batch. False when it took longer."""
         if name in self._targets:
