@@ -30,9 +30,9 @@ from memoryd.index.search import (
     Filters,
     fuse,
     idf_weights,
-    snippet_scores,
+    shown_hits,
 )
-from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
+from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.runtime.config import SearchConfig
 from memoryd.workspace.reader import LinesRead
@@ -198,32 +198,7 @@ class RemoteIndex:
                 c.lines = line_scores([self.line_stems.get(c.id, c.text, tokenize)], weights)[0]
 
         fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
-        hits = []
-        for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
-            fill_lines(c)
-            snip = make_snippet(
-                c.text,
-                c.start_line,
-                c.end_line,
-                snippet_scores(c, window_budget),
-                terms,
-                cfg.snippet_chars,
-            )
-            hits.append(
-                SearchHit(
-                    c.path,
-                    c.start_line,
-                    c.end_line,
-                    score,
-                    snip.text,
-                    snip.start_line,
-                    snip.end_line,
-                    c.source,
-                    c.heading,
-                    v,
-                    t,
-                )
-            )
+        hits = shown_hits(fused, min_score, max_results, fill_lines, window_budget, terms, cfg)
         return hits, mode
 
     def _filters(

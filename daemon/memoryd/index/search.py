@@ -528,15 +528,28 @@ def run_search(
     # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
     # cannot reach them (keep).
     fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
-    ranked = [x for x in fused if x[0] >= min_score][:max_results]
+    hits = shown_hits(fused, min_score, max_results, fill_lines, env.window_budget, terms, cfg)
+    return hits, mode
+
+
+def shown_hits(
+    fused: list[Scored],
+    min_score: float,
+    max_results: int,
+    fill_lines: Callable[[Candidate], None],
+    window_budget: int,
+    terms: list[str],
+    cfg: SearchConfig,
+) -> list[SearchHit]:
+    """The fused candidates an answer shows, with their snippets (local and fleet search)."""
     hits = []
-    for score, v, t, c in ranked:
+    for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
         fill_lines(c)  # the snippet's (vector mode ranks without them)
         snip = make_snippet(
             c.text,
             c.start_line,
             c.end_line,
-            snippet_scores(c, env.window_budget),
+            snippet_scores(c, window_budget),
             terms,
             cfg.snippet_chars,
         )
@@ -555,7 +568,7 @@ def run_search(
                 t,
             )
         )
-    return hits, mode
+    return hits
 
 
 def as_query_vector(vec: Vectors) -> Vectors:
