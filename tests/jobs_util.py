@@ -11,10 +11,13 @@ import asyncio
 import datetime as dt
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from daemon_util import DaemonThread
 from fakes.clock import FakeClock
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.jobs.history import History, RunRecord
@@ -23,6 +26,7 @@ from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.state import StateDB
 from memoryd.workspace.append import Appender
 from memoryd.workspace.registry import Workspace
+from memoryd_client import MemoryClient
 
 TZ = ZoneInfo("Europe/Berlin")
 NOW = dt.datetime(2025, 3, 12, 9, 30, tzinfo=TZ)
@@ -129,3 +133,17 @@ class JobHarness:
 
     def close(self) -> None:
         self.state.close()
+
+
+@contextmanager
+def llm_daemon(
+    md_home: Path, workspace: Path, name: str, base_url: str, *, indexed: bool = True
+) -> Iterator[DaemonThread]:
+    """A daemon at NOW serving one workspace, its LLM the fake OpenAI server at base_url;
+    indexed: the startup scan done first, whatever the machine's load."""
+    config = {"workspaces": [{"path": str(workspace), "name": name}], "llm": llm_config(base_url)}
+    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
+        if indexed:
+            with MemoryClient(d.socket_path) as c:
+                c.reindex(workspace=name)
+        yield d

@@ -15,10 +15,8 @@ from typing import Any
 import pytest
 
 from daemon_util import DaemonThread
-from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import NOW, llm_config
-from memoryd_client import MemoryClient
+from jobs_util import llm_daemon
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -72,13 +70,7 @@ def workspace(md_home: Path) -> Path:
 def daemon(
     md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
 ) -> Iterator[DaemonThread]:
-    config = {
-        "workspaces": [{"path": str(workspace), "name": "proj"}],
-        "llm": llm_config(openai_server.base_url),
-    }
-    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
-        with MemoryClient(d.socket_path) as c:
-            c.reindex(workspace="proj")
+    with llm_daemon(md_home, workspace, "proj", openai_server.base_url) as d:
         yield d
 
 

@@ -13,7 +13,7 @@ import pytest
 from daemon_util import DaemonThread, RawConn
 from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import NOW, llm_config
+from jobs_util import NOW, llm_daemon
 from memoryd.workspace.transcripts import parse_transcript
 from memoryd_client import MemoryClient
 
@@ -40,13 +40,7 @@ def workspace(md_home: Path) -> Path:
 def daemon(
     md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
 ) -> Iterator[DaemonThread]:
-    config = {
-        "workspaces": [{"path": str(workspace), "name": "alice"}],
-        "llm": llm_config(openai_server.base_url),
-    }
-    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
-        with MemoryClient(d.socket_path) as c:
-            c.reindex(workspace="alice")  # the startup scan done, whatever the machine's load
+    with llm_daemon(md_home, workspace, "alice", openai_server.base_url) as d:
         yield d
 
 

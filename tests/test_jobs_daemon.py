@@ -15,7 +15,7 @@ import pytest
 from daemon_util import DaemonThread, RawConn, error_code, wait_for
 from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import NOW, llm_config
+from jobs_util import NOW, llm_daemon
 from memoryd_client import MemoryClient, cli
 
 pytestmark = pytest.mark.timeout(60)
@@ -37,11 +37,7 @@ def workspace(md_home: Path) -> Path:
 def daemon(
     md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
 ) -> Iterator[DaemonThread]:
-    config = {
-        "workspaces": [{"path": str(workspace), "name": "alice"}],
-        "llm": llm_config(openai_server.base_url),
-    }
-    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
+    with llm_daemon(md_home, workspace, "alice", openai_server.base_url, indexed=False) as d:
         yield d
 
 
