@@ -1,7 +1,7 @@
 """``memctl completion bash|zsh|fish``: completion scripts written from the parser itself.
 
 The commands, their options and the options' fixed choices come from walking argparse's
-tree, so a command added to ``cli.build_parser`` (or registered by another module) is
+tree, so a command added to ``_parser.build_parser`` (or registered by another module) is
 completed without touching this file. zsh loads the bash script through its own
 ``bashcompinit`` (part of zsh), which understands ``complete -F``.
 """

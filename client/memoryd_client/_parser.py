@@ -1,0 +1,437 @@
+"""memctl's parser: the commands, their options and help, and the shared option helpers.
+
+Every command is added through ``command()``, which gives it the common options (``--json``,
+``--socket``, ``--timeout``, and ``--workspace`` for one-workspace commands) so they cannot
+drift apart, and an example for its ``--help``. ``cli`` is the edge that runs the parser;
+the handlers are in ``_commands`` (and ``agents.commands`` for the agent commands).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from memoryd_client import _commands as cmd
+from memoryd_client._cli_base import EXIT_CODES_HELP, EXIT_OK, PROG, Parser, UsageError
+from memoryd_client.client import DEFAULT_TIMEOUT
+from memoryd_client.protocol import PROTOCOL_VERSION
+from memoryd_client.search_terms import FUSIONS, MODES, SOURCES
+
+if TYPE_CHECKING:
+    from memoryd_client.cli import Context
+
+Handler = Callable[[argparse.Namespace, "Context"], int]
+
+
+# ---------------------------------------------------------------- shared options
+
+
+def add_common_options(parser: argparse.ArgumentParser, *, workspace: bool) -> None:
+    """The options every command has (and ``--workspace`` for one-workspace commands)."""
+    group = parser.add_argument_group("common options")
+    group.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result, or the error, as JSON on stdout (progress: JSON lines on stderr)",
+    )
+    group.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="the daemon's socket (default: $MEMORYD_SOCKET, else under $MEMORYD_HOME, "
+        "else the per-user runtime directory)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for an answer (default {DEFAULT_TIMEOUT:g})",
+    )
+    if workspace:
+        group.add_argument(
+            "-w",
+            "--workspace",
+            metavar="NAME|PATH",
+            help="a registered workspace's name, or a path (with a '/') inside one "
+            "(default: the one containing the current directory, else the only one)",
+        )
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _score(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text}")
+    return value
+
+
+def iso_date(text: str) -> str:
+    try:
+        _dt.date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+    return text
+
+
+class _VersionAction(argparse.Action):
+    """``--version``, reading the installed version only when asked."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        print(f"{PROG} {version()} (protocol {PROTOCOL_VERSION})")
+        parser.exit(EXIT_OK)
+
+
+def version() -> str:
+    from memoryd_client import __version__
+
+    return __version__
+
+
+# ---------------------------------------------------------------- parser
+
+
+def command(
+    subparsers: Any,
+    name: str,
+    handler: Handler,
+    help: str,
+    *,
+    workspace: bool = True,
+    example: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add a command with the common options; ``example``: lines shown under its --help."""
+    p: argparse.ArgumentParser = subparsers.add_parser(
+        name,
+        help=help,
+        description=help,
+        epilog=f"example:\n{example}" if example else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_common_options(p, workspace=workspace)
+    p.set_defaults(handler=handler)
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog=PROG,
+        description="Talk to the memoryd daemon: search, read and append agent memory.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  memctl workspace add ~/agents/alice\n"
+            '  memctl search "what did we decide about the schema"\n'
+            "  memctl search --json --all -n 5 schema decision\n\n"
+            "the daemon: start it with `memoryd run` (or `memoryd service install`),\n"
+            "stop it with `memoryd stop`.\n\n" + EXIT_CODES_HELP
+        ),
+    )
+    parser.add_argument("--version", action=_VersionAction)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    _search_commands(sub)
+    _note_commands(sub)
+    _workspace_commands(sub)
+    _fleet_commands(sub)
+    _jobs_commands(sub)
+    _tool_commands(sub)
+    from memoryd_client.agents.commands import add_commands as add_agent_commands
+
+    add_agent_commands(sub, command)  # mcp, recall, hook, setup (agents/commands.py)
+    return parser
+
+
+def _search_commands(sub: Any) -> None:
+    """status and search."""
+    command(
+        sub,
+        "status",
+        cmd.status,
+        "show the daemon's and the workspaces' state",
+        example="  memctl status            # every workspace\n  memctl status -w alice --json",
+    )
+
+    p = command(
+        sub,
+        "search",
+        cmd.search,
+        "hybrid search of the memory",
+        example='  memctl search "what did we decide about the schema"\n'
+        "  memctl search --all --json -n 3 lisbon flight\n"
+        "  echo 'a long question' | memctl search -",
+    )
+    p.add_argument(
+        "query",
+        nargs="*",
+        metavar="QUERY",
+        help="words to search for, or - to read the query from stdin",
+    )
+    p.add_argument(
+        "-q",
+        "--query",
+        dest="query_option",
+        metavar="TEXT",
+        help="the query as one argument (instead of words)",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="search every registered workspace; each hit names its workspace "
+        "(the default when no workspace is chosen and several are registered)",
+    )
+    p.add_argument(
+        "-n", "--max-results", type=positive_int, metavar="N", help="at most N results (default 6)"
+    )
+    p.add_argument(
+        "--min-score",
+        type=_score,
+        metavar="SCORE",
+        help="drop results scoring below this, 0..1 (default 0.35)",
+    )
+    p.add_argument("--mode", choices=MODES, help="which signals rank the results (default hybrid)")
+    p.add_argument(
+        "--fusion",
+        choices=FUSIONS,
+        help="how hybrid search combines them (default: the daemon's, weighted)",
+    )
+    p.add_argument(
+        "--source",
+        action="append",
+        choices=SOURCES,
+        help="search this source (repeatable; default: the daemon's search.sources, memory)",
+    )
+    p.add_argument("--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX")
+    p.add_argument(
+        "--since", type=iso_date, metavar="YYYY-MM-DD", help="only notes of this day or later"
+    )
+    p.add_argument(
+        "--until", type=iso_date, metavar="YYYY-MM-DD", help="only notes of this day or earlier"
+    )
+    p.add_argument(
+        "--fleet",
+        action="store_true",
+        help="every workspace of every host in the fleet (fleet mode)",
+    )
+
+
+def _note_commands(sub: Any) -> None:
+    """get, append, reindex: reading and writing the notes."""
+    p = command(
+        sub,
+        "get",
+        cmd.get,
+        "print lines of a memory file",
+        example="  memctl get MEMORY.md\n  memctl get memory/2025-01-31.md --from 40 --lines 20",
+    )
+    p.add_argument("path", metavar="PATH", help="workspace-relative, e.g. memory/2025-01-31.md")
+    p.add_argument(
+        "--from",
+        dest="from_line",
+        type=positive_int,
+        metavar="LINE",
+        help="first line to print (1-based; default 1)",
+    )
+    p.add_argument(
+        "--lines", type=positive_int, metavar="N", help="how many lines (default: to the end)"
+    )
+
+    p = command(
+        sub,
+        "append",
+        cmd.append,
+        "append a note to a daily file",
+        example="  memctl append 'Decided: keep SQLite' --heading Decisions\n"
+        "  echo 'from a pipe' | memctl append -",
+    )
+    p.add_argument("text", nargs="+", metavar="TEXT", help="the text, or - to read stdin")
+    p.add_argument(
+        "--date", type=iso_date, metavar="YYYY-MM-DD", help="the daily file's day (default today)"
+    )
+    p.add_argument("--heading", metavar="TEXT", help="put the note under this heading")
+
+    p = command(
+        sub,
+        "reindex",
+        cmd.reindex,
+        "bring the index up to date now",
+        example="  memctl reindex --wait    # and wait for the embeddings",
+    )
+    p.add_argument("--full", action="store_true", help="re-read every file, not only changes")
+    p.add_argument("--wait", action="store_true", help="also wait for the embeddings")
+
+
+def _workspace_commands(sub: Any) -> None:
+    """workspace add|remove|list."""
+    ws = sub.add_parser(
+        "workspace",
+        help="register, unregister and list workspaces",
+        description="register, unregister and list workspaces",
+    )
+    ws_sub = ws.add_subparsers(dest="workspace_command", metavar="ACTION")
+    ws.set_defaults(handler=_missing_action(ws))
+    p = command(
+        ws_sub,
+        "add",
+        cmd.workspace_add,
+        "register a workspace",
+        workspace=False,
+        example="  memctl workspace add ~/agents/alice --name alice",
+    )
+    p.add_argument(
+        "path",
+        metavar="PATH",
+        help="the agent's folder: the one holding MEMORY.md, memory/, sessions/",
+    )
+    p.add_argument("--name", help="(default: the directory's name)")
+    p = command(
+        ws_sub,
+        "remove",
+        cmd.workspace_remove,
+        "unregister a workspace",
+        workspace=False,
+        example="  memctl workspace remove alice --delete-index",
+    )
+    p.add_argument("target", metavar="NAME|PATH", help="the workspace's name or folder")
+    p.add_argument("--delete-index", action="store_true", help="also delete its index")
+    command(
+        ws_sub,
+        "list",
+        cmd.workspace_list,
+        "list the workspaces",
+        workspace=False,
+        example="  memctl workspace list --json",
+    )
+
+
+def _fleet_commands(sub: Any) -> None:
+    """fleet status."""
+    fleet = sub.add_parser(
+        "fleet",
+        help="fleet mode: the hosts sharing memory (docs/fleet.md)",
+        description="fleet mode: the hosts sharing memory (docs/fleet.md)",
+    )
+    fleet_sub = fleet.add_subparsers(dest="fleet_command", metavar="ACTION")
+    fleet.set_defaults(handler=_missing_action(fleet, "status"))
+    command(
+        fleet_sub,
+        "status",
+        cmd.fleet_status,
+        "hosts, their workspaces, publish lag and lease holders",
+        workspace=False,
+        example="  memctl fleet status --json",
+    )
+
+
+def _jobs_commands(sub: Any) -> None:
+    """jobs list|run."""
+    jobs = sub.add_parser(
+        "jobs", help="see and run the scheduled jobs", description="see and run the scheduled jobs"
+    )
+    jobs_sub = jobs.add_subparsers(dest="jobs_command", metavar="ACTION")
+    jobs.set_defaults(handler=_missing_action(jobs, "list or run"))
+    p = command(
+        jobs_sub,
+        "list",
+        cmd.jobs_list,
+        "each job per workspace: schedule, next run, last result",
+        example="  memctl jobs list --history 5",
+    )
+    p.add_argument(
+        "--history", type=positive_int, metavar="N", help="also show each job's last N runs"
+    )
+    p = command(
+        jobs_sub,
+        "run",
+        cmd.jobs_run,
+        "run a job now",
+        example="  memctl jobs run hippocampus --dry-run   # the diff, nothing written",
+    )
+    p.add_argument("name", metavar="NAME", help="hippocampus, retention or fallback_summary")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what the job would do and change nothing (hippocampus: the diff)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="hippocampus: accept an answer that drops more than max_drop_ratio of "
+        "MEMORY.md's lines or a heading",
+    )
+
+
+def _tool_commands(sub: Any) -> None:
+    """doctor and completion: memctl's own tools."""
+    command(
+        sub,
+        "doctor",
+        cmd.doctor,
+        "check the setup; print the fix for each problem",
+        workspace=False,
+        example="  memctl doctor",
+    )
+
+    p = command(
+        sub,
+        "completion",
+        cmd.completion,
+        "print a shell completion script for memctl",
+        workspace=False,
+        example='  eval "$(memctl completion bash)"        # in ~/.bashrc\n'
+        "  memctl completion zsh > ~/.zfunc/_memctl  # fpath+=~/.zfunc\n"
+        "  memctl completion fish > ~/.config/fish/completions/memctl.fish",
+    )
+    p.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
+
+
+def command_names(parser: argparse.ArgumentParser | None = None) -> list[str]:
+    """Every runnable command, e.g. ``["status", ..., "workspace add", ...]``."""
+    names: list[str] = []
+
+    def walk(p: argparse.ArgumentParser, prefix: str) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    before = len(names)
+                    walk(child, f"{prefix}{name} ")
+                    if len(names) == before:
+                        names.append(f"{prefix}{name}")
+
+    walk(parser or build_parser(), "")
+    return names
+
+
+def _missing_action(
+    parser: argparse.ArgumentParser, actions: str = "add, remove or list"
+) -> Handler:
+    def handler(args: argparse.Namespace, ctx: Context) -> int:
+        raise UsageError(f"missing action: {actions}", parser)
+
+    return handler
