@@ -9,6 +9,7 @@ changed meanwhile; a dropped schema has no versions, so everything is sent again
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,38 @@ from memoryd.fleet import lease
 from memoryd.fleet.local import FilePayload, LocalIndexReader, Version
 
 BATCH_CHUNKS = 2000  # chunks per transaction: big enough for throughput, short for readers
+
+
+# The COPY columns of each published table, as (name, Postgres type): fleet/schema.py.
+CHUNK_COLUMNS = (
+    ("workspace_id", "int8"),
+    ("chunk_id", "int8"),
+    ("path", "text"),
+    ("source", "text"),
+    ("day", "text"),
+    ("start_line", "int4"),
+    ("end_line", "int4"),
+    ("heading", "text"),
+    ("text", "text"),
+    ("tokens", "int4"),
+    ("windows", "bytea"),
+)
+VECTOR_COLUMNS = (
+    ("workspace_id", "int8"),
+    ("chunk_id", "int8"),
+    ("source", "text"),
+    ("day", "text"),
+    ("embedding", "vector"),
+)
+POSTING_COLUMNS = (
+    ("workspace_id", "int8"),
+    ("stem", "text"),
+    ("chunk_id", "int8"),
+    ("freq", "int4"),
+    ("tokens", "int4"),
+    ("source", "text"),
+    ("day", "text"),
+)
 
 
 @dataclass
@@ -172,6 +205,50 @@ class WorkspacePublisher:
             (chunks, tokens, self.ws_id),
         )
 
+    def _copy(
+        self,
+        conn: psycopg.Connection[Any],
+        table: str,
+        columns: tuple[tuple[str, str], ...],
+        rows: Iterable[tuple[Any, ...]],
+    ) -> None:
+        """COPY ``rows`` into ``table`` in binary: ``columns`` is (name, Postgres type)."""
+        names = ", ".join(name for name, _ in columns)
+        with conn.cursor().copy(
+            self._q("COPY {s}." + table + f" ({names}) FROM STDIN (FORMAT BINARY)")
+        ) as copy:
+            copy.set_types([kind for _, kind in columns])
+            for row in rows:
+                copy.write_row(row)
+
+    def _upsert_files(
+        self, conn: psycopg.Connection[Any], files: list[FilePayload], reader: LocalIndexReader
+    ) -> None:
+        """The files' rows: version, text (what a remote get reads) and line count."""
+        with conn.cursor() as cur:
+            cur.executemany(
+                self._q(
+                    "INSERT INTO {s}.files AS f (workspace_id, path, source, hash, "
+                    "vectors, body, total_lines, published_at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, now()) "
+                    "ON CONFLICT (workspace_id, path) DO UPDATE SET "
+                    "source = excluded.source, hash = excluded.hash, "
+                    "vectors = excluded.vectors, body = excluded.body, "
+                    "total_lines = excluded.total_lines, published_at = now()"
+                ),
+                [
+                    (
+                        self.ws_id,
+                        f.path,
+                        f.source,
+                        f.version[0],
+                        f.version[1],
+                        *reader.body(f.path, f.source),
+                    )
+                    for f in files
+                ],
+            )
+
     def _write(
         self,
         conn: psycopg.Connection[Any],
@@ -179,100 +256,37 @@ class WorkspacePublisher:
         reader: LocalIndexReader,
         report: PublishReport,
     ) -> None:
-        assert self.published is not None
+        assert self.published is not None and self.ws_id is not None
+        ws_id = self.ws_id
         paths = [f.path for f in files]
         ids = [c.id for f in files for c in f.chunks]
         with conn.transaction():
             self._renew(conn)
             # By path (the files' old chunks) and by id (a local id reused by another file).
             removed = self._delete_chunks(conn, paths, ids)
-            with conn.cursor() as cur:
-                cur.executemany(
-                    self._q(
-                        "INSERT INTO {s}.files AS f (workspace_id, path, source, hash, "
-                        "vectors, body, total_lines, published_at) "
-                        "VALUES (%s, %s, %s, %s, %s, %s, %s, now()) "
-                        "ON CONFLICT (workspace_id, path) DO UPDATE SET "
-                        "source = excluded.source, hash = excluded.hash, "
-                        "vectors = excluded.vectors, body = excluded.body, "
-                        "total_lines = excluded.total_lines, published_at = now()"
-                    ),
-                    [
-                        (
-                            self.ws_id,
-                            f.path,
-                            f.source,
-                            f.version[0],
-                            f.version[1],
-                            *reader.body(f.path, f.source),
-                        )
-                        for f in files
-                    ],
-                )
-            with conn.cursor().copy(
-                self._q(
-                    "COPY {s}.chunks (workspace_id, chunk_id, path, source, day, start_line, "
-                    "end_line, heading, text, tokens, windows) "
-                    "FROM STDIN (FORMAT BINARY)"
-                )
-            ) as copy:
-                copy.set_types(
-                    [
-                        "int8",
-                        "int8",
-                        "text",
-                        "text",
-                        "text",
-                        "int4",
-                        "int4",
-                        "text",
-                        "text",
-                        "int4",
-                        "bytea",
-                    ]
-                )
-                for f in files:
-                    for c in f.chunks:
-                        copy.write_row(
-                            (
-                                self.ws_id,
-                                c.id,
-                                f.path,
-                                c.source,
-                                c.day,
-                                c.start_line,
-                                c.end_line,
-                                c.heading,
-                                c.text,
-                                c.tokens,
-                                c.windows,
-                            )
-                        )
-            with conn.cursor().copy(
-                self._q(
-                    "COPY {s}.vectors (workspace_id, chunk_id, source, day, embedding) "
-                    "FROM STDIN (FORMAT BINARY)"
-                )
-            ) as copy:
-                copy.set_types(["int8", "int8", "text", "text", "vector"])
-                for f in files:
-                    for c in f.chunks:
-                        if c.embedding is not None:
-                            copy.write_row((self.ws_id, c.id, c.source, c.day, c.embedding))
-            with conn.cursor().copy(
-                self._q(
-                    "COPY {s}.postings (workspace_id, stem, chunk_id, freq, tokens, source, day)"
-                    " FROM STDIN (FORMAT BINARY)"
-                )
-            ) as copy:
-                copy.set_types(["int8", "text", "int8", "int4", "int4", "text", "text"])
-                for f in files:
-                    for c in f.chunks:
-                        for stem, freq in zip(c.stems, c.freqs, strict=True):
-                            copy.write_row(
-                                (self.ws_id, stem, c.id, freq, c.tokens, c.source, c.day)
-                            )
+            self._upsert_files(conn, files, reader)
             added = [c for f in files for c in f.chunks]
+            self._copy(conn, "chunks", CHUNK_COLUMNS, _chunk_rows(ws_id, files))
+            self._copy(
+                conn,
+                "vectors",
+                VECTOR_COLUMNS,
+                (
+                    (ws_id, c.id, c.source, c.day, c.embedding)
+                    for c in added
+                    if c.embedding is not None
+                ),
+            )
+            self._copy(
+                conn,
+                "postings",
+                POSTING_COLUMNS,
+                (
+                    (ws_id, stem, c.id, freq, c.tokens, c.source, c.day)
+                    for c in added
+                    for stem, freq in zip(c.stems, c.freqs, strict=True)
+                ),
+            )
             self._stats(
                 conn,
                 len(added) - len(removed),
@@ -282,3 +296,22 @@ class WorkspacePublisher:
             self.published[f.path] = f.version
         report.files += len(files)
         report.chunks += len(ids)
+
+
+def _chunk_rows(ws_id: int, files: list[FilePayload]) -> Iterable[tuple[Any, ...]]:
+    """The files' chunks as rows of CHUNK_COLUMNS."""
+    for f in files:
+        for c in f.chunks:
+            yield (
+                ws_id,
+                c.id,
+                f.path,
+                c.source,
+                c.day,
+                c.start_line,
+                c.end_line,
+                c.heading,
+                c.text,
+                c.tokens,
+                c.windows,
+            )
