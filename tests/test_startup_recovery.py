@@ -124,3 +124,35 @@ def test_a_sync_that_failed_on_a_full_disk_is_retried_and_the_change_found_after
             assert not failing()
     finally:
         proc.kill()
+
+
+def test_a_first_scan_that_failed_on_a_full_disk_is_retried(md_home: Path) -> None:
+    """The first scan's failure was dropped: its files waited for a restart or a reindex.
+    Room for the index's creation (256 KiB), not for the notes; then room again."""
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\nsmall\n")
+    body = "".join(f"line {i} about the wombat census and its counters\n" for i in range(20_000))
+    (ws / "memory" / "big.md").write_text("# Big\n\n" + body)
+    proc = Proc(md_home)
+    try:
+        proc.ready()
+        _soft, hard = resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE)
+        resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE, (256 * 1024, hard))
+        with RawConn(proc.socket, timeout=30) as c:
+            c.result("workspace.add", {"path": str(ws)})
+
+            def failing() -> bool:
+                status = c.result("status")["workspaces"][0]
+                return any("first scan failed" in r for r in status["degraded"])
+
+            assert wait_for(failing, 30), c.result("status")
+            assert "error" in c.result("status")["workspaces"][0]["startup_scan"]
+            resource.prlimit(proc.p.pid, resource.RLIMIT_FSIZE, (hard, hard))
+            assert wait_for(
+                lambda: c.result("search", {"query": "wombat", "mode": "keyword"})["results"], 30
+            )
+            assert not failing()
+        assert "startup_scan_failed" in proc.events()
+    finally:
+        proc.kill()

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.errors import EmbeddingError
+from memoryd.errors import EmbeddingError, IndexUnavailable
 from memoryd.index import store
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search import as_query_vector
@@ -113,6 +113,8 @@ class Embedder:
             while not self._closed:
                 if not self._batch():
                     break
+        except IndexUnavailable:  # damaged, being rebuilt: the rebuild's sync kicks us again
+            pass
         except Exception as exc:  # never silent: the future of this loop is not awaited
             log.exception("embedding_loop_failed", workspace=str(self.root))
             self._record_failure(f"{type(exc).__name__}: {exc}")

@@ -1,15 +1,22 @@
 """The read-only connections of one index, pooled: searches, status and the embedder's reads
-never wait behind the writer, and each thread borrows a connection instead of opening one."""
+never wait behind the writer, and each thread borrows a connection instead of opening one.
+
+A read that finds the file damaged (SQLITE_CORRUPT, SQLITE_NOTADB) tells the index, which
+moves it aside and rebuilds it (index/workspace.py); while the file is swapped the pool is
+suspended: borrowing fails with ``IndexUnavailable`` saying why, and connections to the old
+file are closed as they come back instead of being reused."""
 
 from __future__ import annotations
 
 import contextlib
 import queue
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
 
+from memoryd.errors import IndexUnavailable
 from memoryd.index import db, schema
 from memoryd.index.keyword_text import with_offsets
 from memoryd.index.snippets import TokenizeOffsets
@@ -21,6 +28,13 @@ class Reader:
 
     def __init__(self, path: Path) -> None:
         self.conn = db.connect(path, readonly=True)
+        try:
+            # Read the schema first: a damaged file says so here (SQLITE_CORRUPT), where the
+            # FTS5 lookup below would call it NoFTS5Error.
+            self.conn.execute("SELECT count(*) FROM sqlite_schema").fetchall()
+        except BaseException:
+            self.conn.close()
+            raise
         porter = self.conn.fts5_tokenizer(*schema.FTS_TOKENIZER)
 
         def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
@@ -36,23 +50,91 @@ class Reader:
         self.tokenize: TokenizeOffsets = with_offsets(tokenize)
 
 
-class ReaderPool:
-    """Connections opened on demand (one per thread reading at once) and kept for reuse."""
+def corruption_in(exc: BaseException) -> BaseException | None:
+    """The SQLITE_CORRUPT / SQLITE_NOTADB error behind ``exc`` (itself, or what it was raised
+    from or during, e.g. a ROLLBACK after a failed write), or None."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, db.CORRUPTION):
+            return found
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return None
 
-    def __init__(self, path: Path) -> None:
+
+class ReaderPool:
+    """Connections opened on demand (one per thread reading at once) and kept for reuse.
+
+    ``on_corrupt``: called (on the reading thread) with the error when a read finds the
+    file damaged; the read itself then fails with ``IndexUnavailable``."""
+
+    def __init__(
+        self, path: Path, on_corrupt: Callable[[BaseException], None] | None = None
+    ) -> None:
         self.path = path
+        self.on_corrupt = on_corrupt
         self._idle: queue.SimpleQueue[Reader] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._epoch = 0  # bumped by suspend(): older connections are closed when returned
+        self._suspended: str | None = None
 
     @contextlib.contextmanager
     def borrow(self) -> Iterator[Reader]:
+        with self._lock:
+            if self._suspended is not None:
+                raise IndexUnavailable(self._suspended)
+            epoch = self._epoch
         try:
             r = self._idle.get_nowait()
         except queue.Empty:
-            r = Reader(self.path)
+            try:
+                r = Reader(self.path)
+            except apsw.Error as exc:
+                with self._lock:
+                    why = self._suspended if epoch != self._epoch else None
+                if why is not None:  # the file was being swapped
+                    raise IndexUnavailable(why) from None
+                self._damaged(exc, epoch)
+                raise
         try:
             yield r
+        except Exception as exc:
+            self._damaged(exc, epoch)
+            raise
         finally:
-            self._idle.put(r)
+            with self._lock:
+                current = epoch == self._epoch
+            if current:
+                self._idle.put(r)
+            else:
+                r.conn.close()
+
+    def _damaged(self, exc: Exception, epoch: int) -> None:
+        """When ``exc`` says the file is damaged: tell the index, and raise a clear
+        ``IndexUnavailable`` instead."""
+        if (found := corruption_in(exc)) is None or self.on_corrupt is None:
+            return
+        with self._lock:
+            current = epoch == self._epoch
+        if current:  # not a connection to a file already moved aside
+            self.on_corrupt(found)
+        raise IndexUnavailable(
+            f"the index {self.path.name} was found damaged ({found}); it is being "
+            "rebuilt from the files: try again in a moment",
+        ) from exc
+
+    def suspend(self, why: str) -> None:
+        """Borrowing fails with ``why`` until ``resume``; idle connections are closed and
+        those lent out are closed when they come back (the file is about to be replaced)."""
+        with self._lock:
+            self._suspended = why
+            self._epoch += 1
+        self.close()
+
+    def resume(self) -> None:
+        with self._lock:
+            self._suspended = None
 
     def close(self) -> None:
         """Close the idle connections (call once nothing reads any more)."""

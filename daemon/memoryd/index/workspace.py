@@ -10,6 +10,12 @@ Threading contract:
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
 fingerprints), the reader pool (readers.py), what the index holds of each file and which were
 written lately (freshness.py), the embedder and its query cache (embedder.py).
+
+Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
+as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
+opened and every file indexed into it again. Searches answer from the new file as it fills
+(their ``degraded`` says the results may be incomplete), as they do while a first scan runs;
+only the moment of the swap itself answers ``unavailable``.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from memoryd.index.embedder import Embedded, Embedder
 from memoryd.index.freshness import Freshness
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.keyword_text import has_cjk
-from memoryd.index.readers import ReaderPool
+from memoryd.index.readers import ReaderPool, corruption_in
 from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
 from memoryd.index.snippets import LineStems
 from memoryd.index.store import CacheKey, FileRow
@@ -53,6 +59,11 @@ from memoryd.workspace.layout import Layout
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
+
+# A rebuild that could not make the new file (disk full...) is tried again after this,
+# doubling up to the maximum, as the watcher retries a failed sync.
+REBUILD_RETRY_FIRST_S = 1.0
+REBUILD_RETRY_MAX_S = 300.0
 
 
 class PreparedQuery(NamedTuple):
@@ -90,7 +101,9 @@ class WorkspaceIndex:
         self.vec = db.probe_vec()
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="memoryd-writer")
         self._wconn: apsw.Connection | None = None
-        self.readers = ReaderPool(db_path)
+        self.readers = ReaderPool(
+            db_path, on_corrupt=lambda exc: self._found_corrupt(exc, "reading")
+        )
         self.freshness = Freshness(self.layout)
         # None without a provider or without sqlite-vec: keyword search only.
         self.embedder = (
@@ -115,19 +128,32 @@ class WorkspaceIndex:
         self._last_report: SyncReport | None = None
         self._has_vec_table = False
         self._rebuilt_reason: str | None = None
-        self._line_stems = LineStems()
         self._indexed_sources = (
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
         )
         self._syncer: Syncer | None = None
+        self._new_copies()
+        # Damage found at run time: what was found (a rebuild is due), what status says
+        # while the new file fills, and the back-off of a rebuild that could not start.
+        self._corrupt: str | None = None
+        self._rebuilding: str | None = None
+        self._rebuild_done: str | None = None
+        self._rebuild_progress: SyncProgress | None = None
+        self._rebuild_failures = 0
+        self._rebuild_error: str | None = None
+        self._rebuild_retry: threading.Timer | None = None
+
+    def _new_copies(self) -> None:
+        """Empty in-memory copies (at first, and for a rebuilt file: chunk ids start over)."""
         self._mirror = VectorMirror(
-            config.index.vector_memory_mb * MiB,
+            self.config.index.vector_memory_mb * MiB,
             on_stale=lambda: self._reload_later("vector_mirror", self._load_mirror),
         )
         self._keywords = KeywordMirror(
-            config.index.keyword_memory_mb * MiB,
+            self.config.index.keyword_memory_mb * MiB,
             on_stale=lambda: self._reload_later("keyword_mirror", self._load_keywords),
         )
+        self._line_stems = LineStems()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -155,6 +181,7 @@ class WorkspaceIndex:
             self._mirror.load(conn, store.VEC_TABLE if store.has_vec_table(conn) else None)
         except apsw.Error as exc:  # sqlite-vec keeps answering the KNN
             log.warning("vector_mirror_failed", workspace=str(self.root), error=str(exc))
+            self._check_corrupt(exc, "loading the vectors")
             return
         log.debug(
             "vector_mirror_loaded",
@@ -180,6 +207,7 @@ class WorkspaceIndex:
                 )
         except Exception as exc:  # FTS5 keeps answering; a copy is never worth a crash
             log.warning("keyword_mirror_failed", workspace=str(self.root), error=repr(exc))
+            self._check_corrupt(exc, "loading the keywords")
             return
         # The load read every chunk through the writer's page cache, and its garbage peaked
         # at ~2x the copy: give both back.
@@ -203,6 +231,7 @@ class WorkspaceIndex:
             redone = schema.upgrade_keyword_text(conn)
         except apsw.Error as exc:  # rolled back: the old keywords keep answering
             log.error("keyword_upgrade_failed", workspace=str(self.root), error=str(exc))
+            self._check_corrupt(exc, "upgrading the keywords")
             return
         if redone:  # None: done before; 0: nothing in CJK
             log.info(
@@ -243,6 +272,8 @@ class WorkspaceIndex:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+            if self._rebuild_retry is not None:
+                self._rebuild_retry.cancel()
         if self.embedder is not None:
             self.embedder.close()
         self._writer.shutdown(wait=True, cancel_futures=True)
@@ -293,11 +324,9 @@ class WorkspaceIndex:
     ) -> SyncReport:
         started = time.monotonic()
         try:
-            assert self._syncer is not None, "open() first"
             if paths is not None:
                 paths = self.freshness.expand_dirs(paths)
-            self._targeted = paths is not None
-            report = self._syncer.run(paths, full, progress)
+            report, paths = self._sync_or_rebuild(paths, full, progress)
         finally:
             with self._lock:
                 self._pending_syncs -= 1
@@ -322,10 +351,149 @@ class WorkspaceIndex:
         self._kick_embedder()
         return report
 
+    def _sync_or_rebuild(
+        self, paths: list[Path] | None, full: bool, progress: Callable[[SyncProgress], None] | None
+    ) -> tuple[SyncReport, list[Path] | None]:
+        """The sync asked for; or, when the file is (or is found) damaged, a rebuild: the
+        new file gets every file, which covers the paths asked for. Returns what ran."""
+        for attempt in range(2):  # damage found again during a rebuild: once more, then wait
+            try:
+                if self._swap_if_corrupt():
+                    self._targeted = False
+                    report = self._syncer_now().run(None, True, self._rebuild_progress_to(progress))
+                    self._rebuilt()
+                    return report, None
+                self._targeted = paths is not None
+                return self._syncer_now().run(paths, full, progress), paths
+            except Exception as exc:
+                found = corruption_in(exc)
+                if found is None:
+                    raise
+                self._found_corrupt(found, "writing", schedule=False)
+                if attempt == 1:  # the new file is damaged too (the disk?): back off
+                    self._rebuild_failed(found)
+                    raise IndexUnavailable(self._corrupt_message()) from exc
+        raise AssertionError("unreachable")
+
+    def _syncer_now(self) -> Syncer:
+        if self._syncer is None:  # a rebuild could not open the new file
+            raise IndexUnavailable(self._corrupt_message())
+        return self._syncer
+
     def _on_commit(self, rel: str, row: FileRow | None) -> None:
         self.freshness.committed(rel, row, self._targeted)
         with self._lock:
             self.generation += 1
+
+    # ------------------------------------------------------------------ damage at run time
+
+    def _check_corrupt(self, exc: BaseException, where: str) -> None:
+        if (found := corruption_in(exc)) is not None:
+            self._found_corrupt(found, where)
+
+    def _found_corrupt(self, exc: BaseException, where: str, schedule: bool = True) -> None:
+        """Any thread: a read or a write found the file damaged. The writer thread moves it
+        aside and rebuilds it at its next sync (``schedule``: one is queued now)."""
+        with self._lock:
+            if self._closed or self._corrupt is not None:
+                return
+            self._corrupt = f"{type(exc).__name__} while {where}: {exc}"
+        log.error(
+            "index_corrupt",
+            workspace=str(self.root),
+            path=str(self.db_path),
+            problem=self._corrupt,
+            action="moving it aside and rebuilding from the markdown files while serving",
+        )
+        if schedule:
+            self._sync_soon()
+
+    def _sync_soon(self) -> None:
+        with contextlib.suppress(IndexUnavailable):  # closing
+            self.submit_sync([])
+
+    def _corrupt_message(self) -> str:
+        return (
+            f"the index of {self.root} was found damaged ({self._corrupt or 'unknown'}); it is "
+            "being rebuilt from the files: try again in a moment"
+        )
+
+    def _swap_if_corrupt(self) -> bool:
+        """Writer thread: when the file was found damaged, close it, move it aside and open
+        a new one (False: it was not). Reads fail with ``unavailable`` only meanwhile."""
+        problem = self._corrupt
+        if problem is None:
+            return False
+        self.readers.suspend(self._corrupt_message())
+        self._syncer = None
+        conn, self._wconn = self._wconn, None
+        if conn is not None:
+            with contextlib.suppress(apsw.Error):
+                conn.close(True)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                keyword_sidecar.path_for(self.db_path).unlink()  # the damaged file's copy
+            aside = db.move_aside(self.db_path)
+            self._new_copies()
+            self._open_writer()
+        except Exception as exc:
+            self._rebuild_failed(exc)
+            raise IndexUnavailable(self._rebuild_error or self._corrupt_message()) from exc
+        self._load_mirror()
+        self._load_keywords(sidecar=False)
+        with self._lock:
+            self._corrupt = None
+            self.generation += 1
+        self._rebuild_failures, self._rebuild_error = 0, None
+        self._rebuild_progress = None
+        found = f"index was found damaged at run time ({problem}) and moved to {aside.name}"
+        self._rebuilding = (
+            f"{found}; rebuilding it from the files: results may be incomplete until then"
+        )
+        self._rebuild_done = f"{found}; rebuilt from the files"
+        self.readers.resume()
+        log.warning("index_rebuilding", workspace=str(self.root), moved_to=str(aside))
+        return True
+
+    def _rebuild_progress_to(
+        self, progress: Callable[[SyncProgress], None] | None
+    ) -> Callable[[SyncProgress], None]:
+        def both(p: SyncProgress) -> None:
+            self._rebuild_progress = p  # a plain store; status reads it
+            if progress is not None:
+                progress(p)
+
+        return both
+
+    def _rebuilt(self) -> None:
+        self._rebuilt_reason, self._rebuilding = self._rebuild_done, None
+        log.info("index_rebuilt", workspace=str(self.root))
+
+    def _rebuild_failed(self, exc: BaseException) -> None:
+        """The new file could not be made (or is damaged too): try again later, backing off
+        from 1 s to 5 min; reads answer ``unavailable`` saying why meanwhile."""
+        self._rebuild_failures += 1
+        delay = min(REBUILD_RETRY_MAX_S, REBUILD_RETRY_FIRST_S * 2 ** (self._rebuild_failures - 1))
+        self._rebuild_error = (
+            f"{self._corrupt_message()}; rebuilding failed {self._rebuild_failures} time(s) "
+            f"({type(exc).__name__}: {exc}), retried in {delay:.0f} s"
+        )
+        log.error(
+            "index_rebuild_failed",
+            workspace=str(self.root),
+            error=f"{type(exc).__name__}: {exc}",
+            failures=self._rebuild_failures,
+            retry_in_s=delay,
+        )
+        self.readers.suspend(self._rebuild_error)
+        with self._lock:
+            if self._closed:
+                return
+            if self._rebuild_retry is not None:
+                self._rebuild_retry.cancel()
+            self._rebuild_retry = threading.Timer(delay, self._sync_soon)
+            self._rebuild_retry.daemon = True
+            self._rebuild_retry.start()
 
     # ------------------------------------------------------------------ vectors
 
@@ -339,9 +507,19 @@ class WorkspaceIndex:
 
     def _write_vectors(self, key: CacheKey, items: Embedded) -> None:
         conn = self._wconn
-        assert conn is not None
+        if conn is None:  # being rebuilt: the chunks are embedded again once it is
+            raise IndexUnavailable(self._corrupt_message())
         if not items or not items[0][1]:
             return
+        try:
+            self._write_vectors_in(conn, key, items)
+        except Exception as exc:
+            if (found := corruption_in(exc)) is None:
+                raise
+            self._found_corrupt(found, "writing vectors")
+            raise IndexUnavailable(self._corrupt_message()) from exc
+
+    def _write_vectors_in(self, conn: apsw.Connection, key: CacheKey, items: Embedded) -> None:
         dims = int(items[0][1][0][1].shape[0])
         with conn:
             table_dims = store.vec_table_dims(conn)
@@ -370,7 +548,8 @@ class WorkspaceIndex:
 
         def rebuild() -> None:
             conn = self._wconn
-            assert conn is not None
+            if conn is None:  # being rebuilt
+                return
             table = store.vec_table_dims(conn)
             if table is not None and table != dims:
                 log.warning("embedding_dims_changed", workspace=str(self.root), old=table, new=dims)
@@ -545,6 +724,8 @@ class WorkspaceIndex:
                 self._rebuild_vectors_if_mismatched(int(qvec.shape[0]))
                 degraded = f"vector search failed, keyword results only: {exc}"
                 hits, mode_used = run_search(r.conn, r.tokenize, req, env, None, False)
+        if self._rebuilding is not None:  # found damaged: answering from the new file
+            degraded = f"{self._rebuilding}; {degraded}" if degraded else self._rebuilding
         p = self.provider
         return SearchResponse(
             results=hits,
@@ -560,17 +741,22 @@ class WorkspaceIndex:
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
-        with self.readers.borrow() as r:
-            files = int(db.scalar(r.conn, "SELECT count(*) FROM files"))
-            chunks = int(db.scalar(r.conn, "SELECT count(*) FROM chunks"))
-            pending = store.count_pending(r.conn)
-            skipped = dict(
-                r.conn.execute(
-                    "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"
+        files = chunks = pending = malformed = 0
+        skipped: dict[str, str] = {}
+        try:
+            with self.readers.borrow() as r:
+                files = int(db.scalar(r.conn, "SELECT count(*) FROM files"))
+                chunks = int(db.scalar(r.conn, "SELECT count(*) FROM chunks"))
+                pending = store.count_pending(r.conn)
+                skipped = dict(
+                    r.conn.execute(
+                        "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"
+                    )
                 )
-            )
-            malformed = int(db.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files"))
-        degraded = []
+                malformed = int(db.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files"))
+        except IndexUnavailable:  # damaged, being rebuilt: degraded says so below
+            pass
+        degraded = self._damage()
         if not self.vec.ok:
             degraded.append(f"vectors off: {self.vec.reason}")
         if self.provider is None:
@@ -620,6 +806,19 @@ class WorkspaceIndex:
             "skipped": {**self.layout.links_outside(), **skipped},
             **self._embedding_progress(pending if p is not None and self.vec.ok else 0),
         }
+
+    def _damage(self) -> list[str]:
+        """Status's words for damage found at run time: found, rebuilding, or failing."""
+        if self._rebuild_error is not None:
+            return [self._rebuild_error]
+        if self._corrupt is not None:
+            return [self._corrupt_message()]
+        rebuilding, p = self._rebuilding, self._rebuild_progress
+        if rebuilding is None:
+            return []
+        if p is not None and p.total:
+            rebuilding += f" ({p.phase} {p.done} of {p.total} files)"
+        return [rebuilding]
 
     def _embedding_progress(self, pending: int) -> dict[str, Any]:
         """``embedding: {rate_per_s, eta_s}`` while chunks wait for vectors and some got

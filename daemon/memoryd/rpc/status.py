@@ -104,14 +104,16 @@ class StatusReport:
             int(status.get("pending_files", 0)), self.watcher.pending(ws.name)
         )
         out["watcher"] = self.watcher.describe(ws.name)
-        failing = self.watcher.failing(ws.name)
-        if failing:
-            out["degraded"] = [*out.get("degraded", []), failing]
+        for failing in (ws.scan_failing(), self.watcher.failing(ws.name)):
+            if failing:
+                out["degraded"] = [*out.get("degraded", []), failing]
         scanning = ws.scan is not None and not ws.scan.done()
         scan: dict[str, Any] = {"running": scanning}
         if ws.scan_progress is not None and scanning:
             scan.update(ws.scan_progress.to_dict())
         if ws.scan_report is not None:
             scan["seconds"] = round(ws.scan_report.seconds, 3)
+        if ws.scan_error is not None:
+            scan["error"] = ws.scan_error
         out["startup_scan"] = scan
         return out

@@ -31,6 +31,11 @@ if TYPE_CHECKING:  # the engine and numpy load in the background, after the sock
 
 log = get_logger("memoryd.workspace.registry")
 
+# A first scan that fails (disk full, an I/O error) is tried again after this, doubling up
+# to the maximum, as the watcher retries a failed sync: the files are not left for a restart.
+SCAN_RETRY_FIRST_S = 1.0
+SCAN_RETRY_MAX_S = 300.0
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
 
@@ -85,11 +90,30 @@ class Workspace:
     scan_progress: SyncProgress | None = None
     scan_started: float | None = None
     scan_report: SyncReport | None = None
+    scan_failures: int = 0  # in a row; retried with back-off
+    scan_error: str | None = None
+    scan_retry_at: float = 0.0  # time.time() of the next try
+    scan_retry: asyncio.TimerHandle | None = None
     opening: bool = False  # an open was started (exactly one per workspace)
     opened: asyncio.Event = field(default_factory=asyncio.Event)
 
     def info(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.root), "source": self.source}
+
+    def scan_failing(self) -> str | None:
+        """Why the first scan failed and when it is tried again (None: it did not fail)."""
+        if not self.scan_failures:
+            return None
+        wait = max(0.0, self.scan_retry_at - time.time())
+        return (
+            f"the first scan failed {self.scan_failures} time(s) in a row ({self.scan_error}); "
+            f"retried in {wait:.0f} s"
+        )
+
+    def cancel_scan_retry(self) -> None:
+        if self.scan_retry is not None:
+            self.scan_retry.cancel()
+            self.scan_retry = None
 
     def usable_index(self) -> WorkspaceIndex:
         if self.index is None:
@@ -248,14 +272,49 @@ class Registry:
         def progress(p: SyncProgress) -> None:
             ws.scan_progress = p  # a plain store from the writer thread; status reads it
 
+        loop = asyncio.get_running_loop()
         ws.scan_started = time.time()
         ws.scan = ws.index.submit_sync(None, progress=progress)
 
-        def done(fut: Future[SyncReport]) -> None:
-            with contextlib.suppress(BaseException):
-                ws.scan_report = fut.result()
+        def done(fut: Future[SyncReport]) -> None:  # on the writer thread
+            if fut.cancelled():  # closing
+                return
+            exc = fut.exception()
+            if exc is None:
+                ws.scan_report, ws.scan_failures, ws.scan_error = fut.result(), 0, None
+                return
+            with contextlib.suppress(RuntimeError):  # the loop is closed: shutting down
+                loop.call_soon_threadsafe(self._scan_failed, ws, exc)
 
         ws.scan.add_done_callback(done)
+
+    def _scan_failed(self, ws: Workspace, exc: BaseException) -> None:
+        """Try the first scan again later: what it did not index waits for no restart."""
+        if self._closing or self._items.get(ws.name) is not ws or ws.index is None:
+            return
+        ws.scan_failures += 1
+        delay = min(SCAN_RETRY_MAX_S, SCAN_RETRY_FIRST_S * 2 ** (ws.scan_failures - 1))
+        ws.scan_error = str(exc) or type(exc).__name__
+        ws.scan_retry_at = time.time() + delay
+        log.warning(
+            "startup_scan_failed",
+            workspace=ws.name,
+            error=ws.scan_error,
+            failures=ws.scan_failures,
+            retry_in_s=delay,
+        )
+
+        def retry() -> None:
+            ws.scan_retry = None
+            if self._closing or self._items.get(ws.name) is not ws or ws.index is None:
+                return
+            try:
+                self._start_scan(ws)
+            except MemorydError:  # the index closed meanwhile
+                return
+
+        ws.cancel_scan_retry()
+        ws.scan_retry = asyncio.get_running_loop().call_later(delay, retry)
 
     # -- lookup ------------------------------------------------------------------------
 
@@ -366,6 +425,7 @@ class Registry:
 
     async def _forget(self, ws: Workspace) -> None:
         """Close the index of a workspace already taken out of the registry."""
+        ws.cancel_scan_retry()
         if not ws.opening:  # never started (the provider is still loading): never will
             ws.opening = True
             ws.opened.set()
@@ -378,6 +438,8 @@ class Registry:
     async def close(self) -> None:
         """Close every index (the writer finishes its current transaction) and the provider."""
         self._closing = True
+        for ws in self._items.values():
+            ws.cancel_scan_retry()
         indexes = [w.index for w in self._items.values() if w.index is not None]
         await asyncio.gather(*(asyncio.to_thread(i.close) for i in indexes), return_exceptions=True)
         p = self.provider
