@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
 
 from engine_util import IndexFactory, paths, search
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index import db, opening, store
+from memoryd.index.sync import TRANSCRIPT_STEP_BYTES, Syncer
+from memoryd.runtime.config import MiB
+from memoryd.workspace.layout import Layout
 
 HEADER = {"type": "session", "version": 1, "id": "s1", "timestamp": "2024-05-01T10:00:00Z"}
 
@@ -174,3 +185,59 @@ def test_a_binary_file_named_jsonl_is_skipped(make_index: IndexFactory) -> None:
     ix = make_index({"index": {"sessions": True}})
     ix.sync()
     assert ix.status()["skipped"] == {"sessions/s1.jsonl": "binary: contains NUL bytes"}
+
+
+def _transcript_syncer(
+    tmp: Path, ws: Path, name: str, stopping: Callable[[], bool] = lambda: False
+) -> tuple[Syncer, apsw.Connection]:
+    conn, _ = opening.open_or_rebuild(tmp / f"{name}.sqlite")
+    syncer = Syncer(
+        conn,
+        Layout(ws, True, ()),
+        load_tokenizer,
+        400,
+        80,
+        16 * MiB,
+        on_commit=lambda rel, row: None,
+        stopping=stopping,
+    )
+    return syncer, conn
+
+
+def _stored(conn: apsw.Connection) -> tuple[Any, ...]:
+    chunks = db.rows(
+        conn, "SELECT start_line, end_line, text FROM chunks ORDER BY start_line, end_line"
+    )
+    row = store.read_files(conn)["sessions/s1.jsonl"]
+    return chunks, (row.ingested, row.lines, row.tail_offset, row.tail_line, row.malformed)
+
+
+def test_a_transcript_sync_stopped_between_steps_resumes_exactly_where_it_stopped(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM during a big transcript waited for its 16 MiB step (7.5 s); steps are 1 MiB
+    now, and one stopped after any of them leaves offsets that resume with nothing ingested
+    twice or skipped: the same chunks and row as one uninterrupted sync."""
+    ws = tmp_path / "ws"
+    (ws / "sessions").mkdir(parents=True)
+    body = "".join(
+        line("user", f"message {i} about topic{i} " + "filler " * 20) for i in range(16_000)
+    )
+    path = ws / "sessions" / "s1.jsonl"
+    path.write_text(json.dumps(HEADER) + "\n" + body + '{"torn": ')
+    assert path.stat().st_size > 2.5 * TRANSCRIPT_STEP_BYTES
+    whole, whole_conn = _transcript_syncer(tmp_path, ws, "whole")
+    whole.run(None, False)
+    steps: list[int] = []
+    stop = threading.Event()
+    parts, conn = _transcript_syncer(tmp_path, ws, "parts", stop.is_set)
+    parts.on_commit = lambda rel, row: (steps.append(row.ingested if row else -1), stop.set())
+    parts.run(None, False)
+    assert len(steps) == 1 and steps[0] < path.stat().st_size - TRANSCRIPT_STEP_BYTES
+    stop.clear()
+    parts.on_commit = lambda rel, row: steps.append(row.ingested if row else -1)
+    parts.run(None, False)
+    assert len(steps) > 2  # the rest, a step at a time
+    assert _stored(conn) == _stored(whole_conn)
+    conn.close()
+    whole_conn.close()
