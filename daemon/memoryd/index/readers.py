@@ -91,10 +91,6 @@ class ReaderPool:
             try:
                 r = Reader(self.path)
             except apsw.Error as exc:
-                with self._lock:
-                    why = self._suspended if epoch != self._epoch else None
-                if why is not None:  # the file was being swapped
-                    raise IndexUnavailable(why) from None
                 self._damaged(exc, epoch)
                 raise
         try:
@@ -111,14 +107,16 @@ class ReaderPool:
                 r.conn.close()
 
     def _damaged(self, exc: Exception, epoch: int) -> None:
-        """When ``exc`` says the file is damaged: tell the index, and raise a clear
-        ``IndexUnavailable`` instead."""
-        if (found := corruption_in(exc)) is None or self.on_corrupt is None:
-            return
+        """When ``exc`` says the file is damaged, or came from a read racing the swap of a
+        damaged file: tell the index (once), and raise a clear ``IndexUnavailable``."""
         with self._lock:
             current = epoch == self._epoch
-        if current:  # not a connection to a file already moved aside
-            self.on_corrupt(found)
+            why = self._suspended or "the index was being rebuilt: try again"
+        if not current and isinstance(exc, apsw.Error):  # the file was swapped meanwhile
+            raise IndexUnavailable(why) from exc
+        if (found := corruption_in(exc)) is None or self.on_corrupt is None:
+            return
+        self.on_corrupt(found)
         raise IndexUnavailable(
             f"the index {self.path.name} was found damaged ({found}); it is being "
             "rebuilt from the files: try again in a moment",
