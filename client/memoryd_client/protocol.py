@@ -64,7 +64,7 @@ def frame_length(header: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> int
     return int(length)
 
 
-def unpack(body: bytes) -> dict[str, Any]:
+def unpack(body: bytes | memoryview) -> dict[str, Any]:
     """Decode one frame body into a map with str keys."""
     try:
         obj = msgpack.unpackb(body, raw=False, strict_map_key=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import mmap
 import os
 import socket
 import sys
@@ -44,6 +45,7 @@ MiB = 1024 * 1024
 # A frame body above this reserves its length before it is read; smaller ones are covered
 # by the in-flight cap (64 of them are a few MiB at most).
 LARGE_BODY_BYTES = 64 * 1024
+BODY_PIECE_BYTES = 1024 * 1024  # a large body is taken from the stream this much at a time
 
 
 @dataclass(frozen=True)
@@ -170,6 +172,32 @@ class _Connection:
         if not self.closed:
             self.closed = True
             self.writer.close()
+
+
+async def _read_body(reader: asyncio.StreamReader, length: int) -> dict[str, Any] | None:
+    """A frame body of ``length`` bytes, decoded; None when the stream ends first.
+
+    A large body is gathered in an anonymous mapping of its length (pages are used only as
+    bytes arrive, and unmapped at once after), not by ``readexactly``: its buffer grew by
+    reallocation, and a peer that hung up left a copy of what it had sent in the
+    IncompleteReadError, kept with the connection's exceptions in reference cycles until a
+    full garbage collection. 40 unfinished 16 MiB frames left the daemon 100+ MB larger
+    after their connections closed."""
+    if length <= LARGE_BODY_BYTES:
+        try:
+            return protocol.unpack(await reader.readexactly(length))
+        except asyncio.IncompleteReadError:
+            return None
+    with mmap.mmap(-1, length) as body:
+        got = 0
+        while got < length:
+            piece = await reader.read(min(length - got, BODY_PIECE_BYTES))
+            if not piece:
+                return None
+            body[got : got + len(piece)] = piece
+            got += len(piece)
+        with memoryview(body) as view:
+            return protocol.unpack(view)
 
 
 class Server:
@@ -369,17 +397,17 @@ class Server:
                     conn.computing -= 1
                 held = length
             try:
-                body = await reader.readexactly(length)
-            except asyncio.IncompleteReadError:
+                msg = await _read_body(reader, length)
+            finally:
+                conn.release(held)
+            if msg is None:
                 if conn.closed:
                     return False
                 raise FrameError(
                     ErrorCode.PROTOCOL_ERROR, f"truncated frame: expected {length} bytes"
-                ) from None
-            finally:
-                conn.release(held)
+                )
             conn.last_progress = time.monotonic()
-            req = self._parse(protocol.unpack(body), conn)
+            req = self._parse(msg, conn)
         except FrameError as exc:
             await self._refuse(conn, exc.code, exc.message)
             return False
