@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import datetime as dt
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from daemon_util import DaemonThread, RawConn, error_code
+from jobs_util import NOW, JobHarness, set_mtime
 
 REQUESTS = 600
+RETENTION_RUNS = 60
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100
 
@@ -73,3 +77,55 @@ def test_get_and_append_never_cross_a_swapped_link(md_home: Path) -> None:
     assert leaked == 0, f"{leaked} appends landed outside the workspace"
     assert (out / "2024-01-01.md").read_text() == "OUTSIDE SECRET\n"
     assert odd == []
+
+
+def test_retention_never_deletes_through_a_swapped_link(tmp_path: Path) -> None:
+    """retention checked a transcript's inode by path, then unlinked it by path: a folder
+    swapped for a link between the two deleted the file of the same name outside."""
+    renameat2 = exchanger()
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    (ws / "sessions").mkdir(parents=True)
+    out.mkdir()
+    (ws / "swap").symlink_to("../out")
+    names = [f"s{i}.jsonl" for i in range(40)]
+    old = NOW - dt.timedelta(days=60)
+    for name in names:
+        (out / name).write_text("OUTSIDE\n")
+        set_mtime(out / name, old)
+    a, b = os.fsencode(ws / "sessions"), os.fsencode(ws / "swap")
+    swapping, stop = threading.Event(), threading.Event()
+    swaps = [0]
+
+    def swap() -> None:
+        while not stop.is_set():
+            if not swapping.wait(0.01):
+                continue
+            if renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0:
+                swaps[0] += 1
+
+    h = JobHarness(ws, tmp_path / "state.sqlite", {"jobs": {"retention": {"action": "delete"}}})
+    t = threading.Thread(target=swap)
+    t.start()
+    deleted = 0
+    try:
+        for _ in range(RETENTION_RUNS):
+            swapping.clear()
+            time.sleep(0.02)  # the swapper is between swaps now
+            if swaps[0] % 2:  # sessions/ back to the real folder
+                renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+                swaps[0] += 1
+            for name in names:
+                (ws / "sessions" / name).write_text("inside\n")
+                set_mtime(ws / "sessions" / name, old)
+            swapping.set()
+            record = h.run("retention")
+            deleted += record.report.get("deleted", 0)
+    finally:
+        stop.set()
+        swapping.set()
+        t.join()
+        h.close()
+    assert swaps[0] > 100, "the swapper did not run"
+    assert deleted > 0, "retention never ran while the folder was its own"
+    gone = [n for n in names if not (out / n).exists()]
+    assert gone == [], f"{len(gone)} files outside the workspace deleted"

@@ -10,27 +10,34 @@ never touched, not even one written while the job runs. The index follows in the
 With ``daily_archive_days`` set, ``memory/YYYY-MM-DD*.md`` older than that move to
 ``memory/archive/YYYY/`` (still indexed, so still searchable); an existing file of the same
 name there is never overwritten.
+
+Every step is relative to a folder opened beneath the workspace (``Layout.open_dir``, the
+walk ``get`` and ``append`` use), never by a path: a folder swapped for a link to outside
+while the job runs cannot make it read, move or delete anything there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gzip
 import os
 import shutil
+import stat
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
+from memoryd.errors import MemorydError
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
-from memoryd.workspace.fsutil import fsync_dir
 from memoryd.workspace.layout import (
     ARCHIVE_DIR,
     DAY_RE,
     MEMORY_DIR,
     NOTE_SUFFIX,
     TRANSCRIPT_SUFFIX,
+    Layout,
     archived_daily_dir,
     transcripts_dir,
 )
@@ -39,6 +46,7 @@ DAY_S: Final = 86400.0
 CHUNK: Final = 1 << 20
 MAX_LISTED: Final = 200  # actions listed in a report; the counts are always complete
 _KINDS: Final = ("archive", "delete", "archive_daily")
+_OPEN: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class _Changed(Exception):
@@ -64,9 +72,51 @@ def _key(st: os.stat_result) -> tuple[int, int, int]:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _still(action: Action) -> None:
+class _Folders:
+    """The workspace's folders opened beneath its root, each once per run; the jobs' file
+    steps are relative to these descriptors."""
+
+    def __init__(self, ctx: JobContext) -> None:
+        self.root = ctx.root
+        self.layout: Layout = ctx.layout
+        self._fds: dict[str, int] = {}
+
+    def fd(self, folder: Path, *, make: bool = False) -> int:
+        rel = folder.relative_to(self.root).as_posix()
+        if rel not in self._fds:
+            self._fds[rel] = self.layout.open_dir(rel, make=make)
+        return self._fds[rel]
+
+    def files(self, folder: Path, suffix: str) -> list[tuple[str, os.stat_result]]:
+        """The regular files (not links) of ``folder`` ending in ``suffix``, sorted."""
+        try:
+            fd = self.fd(folder)
+        except (OSError, MemorydError):  # missing, or a link out of the workspace
+            return []
+        out = []
+        for name in sorted(os.listdir(fd)):
+            if not name.endswith(suffix):
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    out.append((name, st))
+        return out
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+
+def _fsync_dir(fd: int) -> None:
+    with contextlib.suppress(OSError):  # some file systems cannot: the rename stands anyway
+        os.fsync(fd)
+
+
+def _still(folders: _Folders, action: Action) -> None:
     try:
-        st = os.stat(action.src)
+        st = os.stat(action.src.name, dir_fd=folders.fd(action.src.parent), follow_symlinks=False)
     except FileNotFoundError:
         raise _Changed() from None
     if _key(st) != action.stat_key:
@@ -74,43 +124,46 @@ def _still(action: Action) -> None:
 
 
 def plan(ctx: JobContext) -> list[Action]:
+    folders = _Folders(ctx)
+    try:
+        return _plan(ctx, folders)
+    finally:
+        folders.close()
+
+
+def _plan(ctx: JobContext, folders: _Folders) -> list[Action]:
     opts = ctx.config.jobs.retention
     now = ctx.now.timestamp()
     actions: list[Action] = []
     folder = transcripts_dir(ctx.root)
-    if folder.is_dir():
-        for path in sorted(folder.glob(f"*{TRANSCRIPT_SUFFIX}")):
-            st = path.lstat()
-            if not path.is_file() or path.is_symlink():
-                continue
-            if now - st.st_mtime <= opts.retention_days * DAY_S:
-                continue
-            if opts.action == "delete":
-                actions.append(Action("delete", path, None, st.st_size, _key(st)))
-                continue
-            month = dt.datetime.fromtimestamp(st.st_mtime, ctx.now.tzinfo).strftime("%Y-%m")
-            dest = folder / ARCHIVE_DIR / month / f"{path.name}.gz"
-            actions.append(Action("archive", path, dest, st.st_size, _key(st)))
+    for name, st in folders.files(folder, TRANSCRIPT_SUFFIX):
+        path = folder / name
+        if now - st.st_mtime <= opts.retention_days * DAY_S:
+            continue
+        if opts.action == "delete":
+            actions.append(Action("delete", path, None, st.st_size, _key(st)))
+            continue
+        month = dt.datetime.fromtimestamp(st.st_mtime, ctx.now.tzinfo).strftime("%Y-%m")
+        dest = folder / ARCHIVE_DIR / month / f"{path.name}.gz"
+        actions.append(Action("archive", path, dest, st.st_size, _key(st)))
     if opts.daily_archive_days:
-        actions += _plan_daily(ctx, now, opts.daily_archive_days)
+        actions += _plan_daily(ctx, folders, now, opts.daily_archive_days)
     return actions
 
 
-def _plan_daily(ctx: JobContext, now: float, days: int) -> list[Action]:
+def _plan_daily(ctx: JobContext, folders: _Folders, now: float, days: int) -> list[Action]:
     cutoff = ctx.now.date() - dt.timedelta(days=days)
     out: list[Action] = []
     folder = ctx.root / MEMORY_DIR
-    if not folder.is_dir():
-        return out
-    for path in sorted(folder.glob(f"*{NOTE_SUFFIX}")):
-        m = DAY_RE.match(path.name)
-        if not m or not path.is_file() or path.is_symlink():
+    for name, st in folders.files(folder, NOTE_SUFFIX):
+        path = folder / name
+        m = DAY_RE.match(name)
+        if not m:
             continue
         try:
             day = dt.date.fromisoformat(m.group(1))
         except ValueError:
             continue
-        st = path.stat()
         # Both old by name and not written lately: a late note to an old day stays put.
         if day >= cutoff or now - st.st_mtime <= days * DAY_S:
             continue
@@ -119,12 +172,14 @@ def _plan_daily(ctx: JobContext, now: float, days: int) -> list[Action]:
     return out
 
 
-def _same_content(original: Path, archive: Path) -> bool:
-    """Whether ``archive`` decompresses to exactly the bytes of ``original``."""
+def _same_content(original: IO[bytes], dir_fd: int, archive: str) -> bool:
+    """Whether ``archive`` (in ``dir_fd``) decompresses to exactly the bytes of ``original``."""
     try:
-        with open(original, "rb") as a, gzip.open(archive, "rb") as b:
+        original.seek(0)
+        fd = os.open(archive, os.O_RDONLY | _OPEN, dir_fd=dir_fd)
+        with os.fdopen(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as b:
             while True:
-                x, y = a.read(CHUNK), b.read(CHUNK)
+                x, y = original.read(CHUNK), b.read(CHUNK)
                 if x != y:
                     return False
                 if not x:
@@ -133,67 +188,101 @@ def _same_content(original: Path, archive: Path) -> bool:
         return False
 
 
-def _archive(action: Action) -> int:
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def _archive(folders: _Folders, action: Action) -> int:
     """Gzip, verify, rename into place, remove the original; the archive's size."""
     assert action.dest is not None
-    dest = action.dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    stem, n = dest.name[: -len(".gz")], 2
-    while dest.exists():
-        if _same_content(action.src, dest):  # an earlier run stopped before the removal
-            break
-        dest = dest.with_name(f"{stem}.{n}.gz")
+    src_fd = folders.fd(action.src.parent)
+    dest_fd = folders.fd(action.dest.parent, make=True)
+    try:
+        fd = os.open(action.src.name, os.O_RDONLY | _OPEN, dir_fd=src_fd)
+    except FileNotFoundError:
+        raise _Changed() from None
+    with os.fdopen(fd, "rb") as src:
+        if _key(os.fstat(src.fileno())) != action.stat_key:
+            raise _Changed()
+        dest = _write_archive(folders, action, src, dest_fd)
+    _still(folders, action)
+    os.unlink(action.src.name, dir_fd=src_fd)
+    _fsync_dir(src_fd)
+    return os.stat(dest, dir_fd=dest_fd).st_size
+
+
+def _write_archive(folders: _Folders, action: Action, src: IO[bytes], dest_fd: int) -> str:
+    """The archive of ``src`` in ``dest_fd``, written and verified (or one an earlier run
+    left with the same content); its name."""
+    assert action.dest is not None
+    dest = action.dest.name
+    stem, n = dest[: -len(".gz")], 2
+    while _exists(dest_fd, dest):
+        if _same_content(src, dest_fd, dest):  # an earlier run stopped before the removal
+            return dest
+        dest = f"{stem}.{n}.gz"
         n += 1
-    else:  # no archive of this content yet: write one
-        tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-        try:
-            with open(action.src, "rb") as src, open(tmp, "wb") as raw:
-                with gzip.GzipFile(
-                    filename=action.src.name,
-                    mode="wb",
-                    fileobj=raw,
-                    mtime=action.stat_key[2] // 1_000_000_000,
-                ) as gz:
-                    shutil.copyfileobj(src, gz, CHUNK)
-                raw.flush()
-                os.fsync(raw.fileno())
-            os.chmod(tmp, os.stat(action.src).st_mode & 0o7777)
-            _still(action)  # written while compressing: the archive would be stale
-            if not _same_content(action.src, tmp):
-                raise JobFailed(
-                    f"{action.src.name}: the archive does not decompress to the "
-                    "original; original kept"
-                )
-            os.replace(tmp, dest)
-        finally:
-            if tmp.exists():
-                tmp.unlink()
-        fsync_dir(dest.parent)
-    _still(action)
-    os.unlink(action.src)
-    fsync_dir(action.src.parent)
-    return dest.stat().st_size
+    tmp = f".{dest}.{os.getpid()}.tmp"
+    with contextlib.suppress(FileNotFoundError):  # a killed run's
+        os.unlink(tmp, dir_fd=dest_fd)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN, 0o600, dir_fd=dest_fd)
+    try:
+        src.seek(0)
+        with os.fdopen(fd, "wb") as raw:
+            with gzip.GzipFile(
+                filename=action.src.name,
+                mode="wb",
+                fileobj=raw,
+                mtime=action.stat_key[2] // 1_000_000_000,
+            ) as gz:
+                shutil.copyfileobj(src, gz, CHUNK)
+            raw.flush()
+            os.fchmod(raw.fileno(), os.fstat(src.fileno()).st_mode & 0o7777)
+            os.fsync(raw.fileno())
+        _still(folders, action)  # written while compressing: the archive would be stale
+        if not _same_content(src, dest_fd, tmp):
+            raise JobFailed(
+                f"{action.src.name}: the archive does not decompress to the original; original kept"
+            )
+        os.replace(tmp, dest, src_dir_fd=dest_fd, dst_dir_fd=dest_fd)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dest_fd)
+    _fsync_dir(dest_fd)
+    return dest
 
 
-def _move_daily(ctx: JobContext, action: Action) -> None:
+def _move_daily(ctx: JobContext, folders: _Folders, action: Action) -> None:
     """Link into the archive, then unlink the original, under the Appender's lock for the
     file: an ``append`` in this daemon waits for the move (and then creates the day's file
     afresh) instead of writing between the link and the unlink. A change by anyone else
     seen after linking (identity, size or mtime) undoes the link and leaves the file."""
     dest = action.dest
     assert dest is not None
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    src_fd = folders.fd(action.src.parent)
+    dest_fd = folders.fd(dest.parent, make=True)
     with ctx.appender.lock_for(action.src.resolve()):
-        _still(action)
-        os.link(action.src, dest)  # fails if the name is taken: never overwrite
+        _still(folders, action)
+        # Fails if the name is taken: never overwrite.
+        os.link(
+            action.src.name,
+            dest.name,
+            src_dir_fd=src_fd,
+            dst_dir_fd=dest_fd,
+            follow_symlinks=False,
+        )
         try:
-            _still(action)
+            _still(folders, action)
         except _Changed:
-            os.unlink(dest)
+            os.unlink(dest.name, dir_fd=dest_fd)
             raise
-        fsync_dir(dest.parent)
-        os.unlink(action.src)
-    fsync_dir(action.src.parent)
+        _fsync_dir(dest_fd)
+        os.unlink(action.src.name, dir_fd=src_fd)
+    _fsync_dir(src_fd)
 
 
 def run(ctx: JobContext) -> JobResult:
@@ -216,29 +305,26 @@ def run(ctx: JobContext) -> JobResult:
     left: list[dict[str, str]] = []
     errors: list[dict[str, str]] = []
     touched: list[Path] = []
-    for action in actions:
-        ctx.check_cancelled()
-        try:
-            if action.kind == "archive":
-                archived_bytes += _archive(action)
-                counts["archive"] += 1
-            elif action.kind == "delete":
-                _still(action)
-                os.unlink(action.src)
-                counts["delete"] += 1
-            else:
-                _move_daily(ctx, action)
-                counts["archive_daily"] += 1
-                assert action.dest is not None
-                touched.append(action.dest)
-            touched.append(action.src)
-            done_bytes += action.size
-        except _Changed:
-            left.append({"path": ctx.rel(action.src), "reason": "written during the run"})
-        except FileExistsError:
-            left.append({"path": ctx.rel(action.src), "reason": "already in the archive"})
-        except (OSError, JobFailed) as exc:
-            errors.append({"path": ctx.rel(action.src), "error": str(exc)[:200]})
+    folders = _Folders(ctx)
+    try:
+        for action in actions:
+            ctx.check_cancelled()
+            try:
+                archived_bytes += _act(ctx, folders, action, counts)
+                if action.kind == "archive_daily":
+                    assert action.dest is not None
+                    touched.append(action.dest)
+                touched.append(action.src)
+                done_bytes += action.size
+            except _Changed:
+                left.append({"path": ctx.rel(action.src), "reason": "written during the run"})
+            except FileExistsError:
+                left.append({"path": ctx.rel(action.src), "reason": "already in the archive"})
+            except (OSError, JobFailed, MemorydError) as exc:
+                message = exc.message if isinstance(exc, MemorydError) else str(exc)
+                errors.append({"path": ctx.rel(action.src), "error": message[:200]})
+    finally:
+        folders.close()
     # Counts of what was done (a dry run's are of what would be).
     report.update(
         files=sum(counts.values()),
@@ -262,6 +348,20 @@ def run(ctx: JobContext) -> JobResult:
             report,
         )
     return JobResult(message, report)
+
+
+def _act(ctx: JobContext, folders: _Folders, action: Action, counts: dict[str, int]) -> int:
+    """Carry out one action; the archive bytes it wrote."""
+    written = 0
+    if action.kind == "archive":
+        written = _archive(folders, action)
+    elif action.kind == "delete":
+        _still(folders, action)
+        os.unlink(action.src.name, dir_fd=folders.fd(action.src.parent))
+    else:
+        _move_daily(ctx, folders, action)
+    counts[action.kind] += 1
+    return written
 
 
 def _summary(counts: dict[str, int], size: int, future: bool = False) -> str:
