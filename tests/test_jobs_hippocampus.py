@@ -3,6 +3,9 @@ written atomically only if nobody edited it meanwhile, and searchable at once.""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
 import shutil
 import subprocess
@@ -421,3 +424,35 @@ def test_a_workspace_inside_a_larger_repository_is_not_committed_to(
     assert record.report["git"].startswith("inside the git repository")
     assert "git_commit" not in record.report
     assert (harness.root / "memory" / ".history" / "MEMORY.20250312T093000.md").exists()
+
+
+@pytest.mark.parametrize("which", [".MEMORY.md.", ".MEMORY.2025"])  # the new file, the backup
+def test_a_full_disk_fails_the_run_as_disk_full_and_leaves_memory_md_as_it_was(
+    harness: JobHarness,
+    openai_server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+    which: str,
+) -> None:
+    """It was 'internal error: OSError: [Errno 28] No space left on device'. ENOSPC is
+    injected at the fsync of one temp file (where a full disk shows on file systems that
+    allocate late); everything else is real."""
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        name = ""
+        with contextlib.suppress(OSError):
+            name = os.readlink(f"/proc/self/fd/{fd}").rpartition("/")[2]
+        if name.startswith(which):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc/self/fd to tell the temp file's descriptor")
+    monkeypatch.setattr(os, "fsync", fsync)
+    openai_server.respond_chat(GOOD)
+    record = harness.run("hippocampus")
+    assert record.status == "failed"
+    assert "the disk is full" in record.message and "unchanged" in record.message
+    assert record.report["error"] == "disk_full"
+    assert (harness.root / "MEMORY.md").read_text() == OLD
+    assert not [p.name for p in harness.root.rglob("*.tmp")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import errno
 import hashlib
 import os
 from collections.abc import Callable
@@ -399,7 +400,25 @@ def run(ctx: JobContext) -> JobResult:
     )
 
 
+_NO_SPACE: Final = (errno.ENOSPC, errno.EDQUOT)
+
+
 def _write(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) -> None:
+    """Back up, then replace MEMORY.md; a full disk fails the run saying so (``disk_full``),
+    with MEMORY.md as it was (every write is to a temp file renamed into place)."""
+    try:
+        _write_checked(ctx, memory, new, report)
+    except OSError as exc:
+        if exc.errno not in _NO_SPACE:
+            raise
+        raise JobFailed(
+            f"the disk is full ({os.strerror(exc.errno)}): {memory.rel} was not written "
+            "and is unchanged; the next run retries",
+            {**report, "error": "disk_full"},
+        ) from None
+
+
+def _write_checked(ctx: JobContext, memory: Memory, new: bytes, report: dict[str, Any]) -> None:
     def unchanged() -> None:
         try:
             now: bytes | None = memory.path.read_bytes()
