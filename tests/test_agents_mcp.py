@@ -374,3 +374,194 @@ def test_http_beyond_loopback_without_a_token_is_refused_at_start(md_home: Path)
     )
     assert proc.returncode == 2
     assert "needs --token" in proc.stderr
+
+
+# ---------------------------------------------------------------- the stdio transport
+
+
+class RawServer:
+    """``memctl mcp`` on real pipes, spoken to line by line (JSON-RPC as bytes)."""
+
+    def __init__(self, home: Path, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [MEMCTL, "mcp"],
+            env=child_env(home),
+            cwd=cwd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.next_id = 0
+        self.send(
+            {
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
+        assert "result" in self.answer()
+        self.send({"method": "notifications/initialized"}, request=False)
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any], *, request: bool = True) -> None:
+        if request:
+            self.next_id += 1
+            message = {"id": self.next_id, **message}
+        self.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    def answer(self) -> dict[str, Any]:
+        """The next answer to a request (log notifications skipped)."""
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line.endswith(b"\n"), line[-200:]
+            message: dict[str, Any] = json.loads(line)
+            if "id" in message:
+                return message
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        self.send({"method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+        answer = self.answer()
+        assert answer["id"] == self.next_id
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    def close(self) -> int:
+        """Close stdin (the end of the session), wait for the exit, close stdout."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
+
+
+@contextlib.contextmanager
+def raw_server(home: Path, cwd: Path) -> Iterator[RawServer]:
+    raw = RawServer(home, cwd)
+    try:
+        yield raw
+    finally:
+        if raw.proc.stdin is not None and not raw.proc.stdin.closed:
+            raw.close()
+
+
+def test_stdio_garbage_lines_are_answered_or_skipped_and_the_server_goes_on(
+    md_home: Path,
+) -> None:
+    ws = make_workspace(md_home)
+    with daemon_with(md_home, ws):
+        raw = RawServer(md_home, ws)
+        raw.write(b'this is not json\n\n{"jsonrpc": "2.0", "id": \n')
+        raw.write(b'{"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": 5}}\n')
+        refused = raw.answer()
+        assert refused["id"] == 77 and "error" in refused
+        raw.write(b"\xff\xfe not utf-8 \xc3\n")
+        # A query whose bytes are not valid UTF-8 is read with them replaced, as the SDK's
+        # transport reads it, and answered.
+        raw.write(
+            b'{"jsonrpc": "2.0", "id": 78, "method": "tools/call", "params": {"name": '
+            b'"memory_search", "arguments": {"query": "tabs \xff"}}}\n'
+        )
+        odd = raw.answer()
+        assert odd["id"] == 78 and not odd["result"].get("isError"), odd
+        raw.next_id = 78
+        found = raw.call("memory_search", {"query": "billing schema invoices"})
+        assert found["structuredContent"]["results"][0]["path"] == "memory/2025-03-01.md"
+        assert raw.close() == 0
+
+
+def test_stdio_an_answer_bigger_than_the_pipe_reaches_a_client_that_reads_late(
+    md_home: Path,
+) -> None:
+    ws = make_workspace(md_home)
+    body = "".join(f"- fact number {i}: the answer is {i * 7}.\n" for i in range(8000))
+    (ws / "MEMORY.md").write_text("# Memory\n\n" + body)
+    with daemon_with(md_home, ws), raw_server(md_home, ws) as raw:
+        raw.send({"method": "tools/call", "params": {"name": "memory_get", "arguments": {}}})
+        raw.send(
+            {
+                "method": "tools/call",
+                "params": {"name": "memory_get", "arguments": {"path": "MEMORY.md"}},
+            }
+        )
+        time.sleep(0.5)  # the server's pipe fills (64 kB) while nobody reads
+        assert raw.answer()["result"]["isError"]
+        got = raw.answer()["result"]
+        assert got["structuredContent"]["text"] == ("# Memory\n\n" + body).rstrip("\n")
+        assert len(json.dumps(got)) > 4 * 65536
+        assert raw.call("memory_search", {"query": "tabs"})["isError"] is False
+        assert raw.close() == 0
+
+
+def test_stdio_from_a_file_goes_through_the_sdk_transport(md_home: Path) -> None:
+    """Not a pipe (a file, a terminal): the SDK's own transport, so O_NONBLOCK is never set
+    on a descriptor the server may share with a shell."""
+    ws = make_workspace(md_home)
+    requests = md_home / "requests.jsonl"
+    requests.write_text(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "file", "version": "0"},
+                },
+            }
+        )
+        + "\n"
+    )
+    answers = md_home / "answers.jsonl"
+    with daemon_with(md_home, ws), requests.open("rb") as stdin, answers.open("wb") as stdout:
+        proc = subprocess.run(
+            [MEMCTL, "mcp"], env=child_env(md_home), cwd=ws, stdin=stdin, stdout=stdout, timeout=60
+        )
+    assert proc.returncode == 0
+    first = json.loads(answers.read_text().splitlines()[0])
+    assert first["id"] == 1 and first["result"]["serverInfo"]["name"] == "memoryd"
+
+
+def test_stdio_transport_drops_an_overlong_line_and_restores_blocking_pipes() -> None:
+    from mcp.shared.message import SessionMessage
+    from mcp.types import JSONRPCMessage, JSONRPCNotification
+
+    from memoryd_client.agents.stdio import stdio_streams
+
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    ping = b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n'
+
+    async def main() -> list[Any]:
+        got: list[Any] = []
+        async with stdio_streams(in_r, out_w, line_limit=1024) as (read, write):
+            os.write(in_w, b'{"jsonrpc": "2.0", "id": 1, "method": "' + b"x" * 5000 + b'"}\n')
+            os.write(in_w, ping)
+            os.close(in_w)
+            async with read:  # as the SDK's session holds it
+                got.extend([message async for message in read])
+            note = JSONRPCNotification(jsonrpc="2.0", method="notifications/hi")
+            await write.send(SessionMessage(JSONRPCMessage(note)))
+            await write.aclose()
+        return got
+
+    got = asyncio.run(main())
+    assert isinstance(got[0], ValueError) and "1024 bytes" in str(got[0])
+    assert isinstance(got[1], SessionMessage) and got[1].message.root.id == 3  # type: ignore[union-attr]
+    assert len(got) == 2
+    assert os.get_blocking(in_r) and os.get_blocking(out_w)
+    os.close(out_w)
+    with os.fdopen(out_r, "rb") as out:
+        assert json.loads(out.read())["method"] == "notifications/hi"
+    os.close(in_r)

@@ -311,7 +311,11 @@ def require_token(app: Any, token: str) -> ASGIApp:
 
 
 async def serve_stdio(bridge: Bridge) -> None:
-    await build_server(bridge).run_stdio_async()
+    from memoryd_client.agents.stdio import stdio_streams
+
+    server = build_server(bridge)._mcp_server
+    async with stdio_streams() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 async def serve_http(bridge: Bridge, host: str, port: int, token: str | None) -> None:
