@@ -321,7 +321,10 @@ class AsyncMemoryClient:
             wait = call.timeout(self.timeout)
             while True:
                 try:
-                    item = await asyncio.wait_for(queue.get(), wait)
+                    # Not wait_for: on 3.11 it wraps get() in a task, one more loop pass
+                    # per answer.
+                    async with asyncio.timeout(wait):
+                        item = await queue.get()
                 except TimeoutError:
                     raise ClientTimeout(_calls.timeout_message(call.method, wait)) from None
                 if item is _DROPPED:
