@@ -2,7 +2,8 @@
 Claude Code ``user-prompt-submit`` hook run as a fresh process, each beside a baseline
 measured in the same run on the same daemon.
 
-    python bench/agents.py [--chunks 10000] [--rounds 5] [--hook-runs 20] [--json]
+    python bench/agents.py [--chunks 10000] [--rounds 5] [--hook-runs 20] [--baseline REV]
+                           [--json]
 
 A real ``memoryd run`` (keyword only: ``MEMORYD_EMBEDDING_PROVIDER=none``) on a synthetic
 workspace (bench/synth.py) of ``--chunks`` chunks under a short /tmp home.
@@ -11,7 +12,10 @@ workspace (bench/synth.py) of ``--chunks`` chunks under a short /tmp home.
   query of bench/synth.py's set ``--rounds`` times (after a warm-up pass), sent as
   ``tools/call`` requests through the session. Baseline: the same calls with
   ``AsyncMemoryClient.search``, what the server forwards to, so the ratio is the MCP
-  layer's cost (JSON-RPC over pipes, argument validation, result conversion). One more
+  layer's cost (JSON-RPC over pipes, argument validation, result conversion). With
+  ``--baseline REV`` a second server runs the code of REV (a detached worktree first on its
+  PYTHONPATH; same interpreter, packages and daemon). Each query goes through every path
+  in turn (client, this server, REV's server), so load changes hit them alike. One more
   pass with the Python SDK's ``call_tool``, which also validates every result against the
   tool's outputSchema on the client side (jsonschema, a schema check each call): a cost of
   that client, not of the server (Claude Code's TypeScript SDK compiles the schema once).
@@ -34,11 +38,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from latency import MEMCTL, Daemon, add_workspace, summarize
 from memoryd_client import AsyncMemoryClient, MemoryClient
+from scale import code_at
 from synth import make_queries, make_workspace
 
 MCP_TARGET_MS = 5.0
@@ -49,7 +55,11 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-async def mcp_vs_client(d: Daemon, ws: str, queries: list[str], rounds: int) -> dict[str, Any]:
+async def mcp_vs_client(
+    d: Daemon, ws: str, queries: list[str], rounds: int, baseline_env: dict[str, str] | None
+) -> dict[str, Any]:
+    """Every query of every round through each path in turn (the client, this tree's
+    server, the baseline's server), so a change of machine load hits all of them alike."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
     from mcp.types import (
@@ -66,37 +76,51 @@ async def mcp_vs_client(d: Daemon, ws: str, queries: list[str], rounds: int) -> 
             )
         )
 
-    params = StdioServerParameters(command=MEMCTL, args=["mcp", "--workspace", ws], env=d.env)
-    mcp_ms: list[float] = []
-    sdk_ms: list[float] = []
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+    async def session(stack: AsyncExitStack, env: dict[str, str]) -> ClientSession:
+        params = StdioServerParameters(command=MEMCTL, args=["mcp", "--workspace", ws], env=env)
+        read, write = await stack.enter_async_context(stdio_client(params))
+        s = await stack.enter_async_context(ClientSession(read, write))
         await s.initialize()
         for q in queries:  # warm-up: connection, caches, first-call imports
             await s.call_tool("memory_search", {"query": q})
-        for _ in range(rounds):
-            for q in queries:
-                t = time.perf_counter()
-                r = await s.send_request(request(q), CallToolResult)
-                mcp_ms.append((time.perf_counter() - t) * 1000)
-                assert not r.isError, r.content
-        for q in queries:
-            t = time.perf_counter()
-            await s.call_tool("memory_search", {"query": q})
-            sdk_ms.append((time.perf_counter() - t) * 1000)
+        return s
+
+    async def timed_mcp(s: ClientSession, q: str, into: list[float]) -> None:
+        t = time.perf_counter()
+        r = await s.send_request(request(q), CallToolResult)
+        into.append((time.perf_counter() - t) * 1000)
+        assert not r.isError, r.content
+
+    mcp_ms: list[float] = []
+    base_ms: list[float] = []
     client_ms: list[float] = []
-    async with AsyncMemoryClient(d.socket) as c:
+    sdk_ms: list[float] = []
+    async with AsyncExitStack() as stack:
+        c = await stack.enter_async_context(AsyncMemoryClient(d.socket))
         for q in queries:
             await c.search(q, workspace=ws)
+        s = await session(stack, d.env)
+        base = await session(stack, {**d.env, **baseline_env}) if baseline_env else None
         for _ in range(rounds):
             for q in queries:
                 t = time.perf_counter()
                 await c.search(q, workspace=ws)
                 client_ms.append((time.perf_counter() - t) * 1000)
-    return {
+                await timed_mcp(s, q, mcp_ms)
+                if base is not None:
+                    await timed_mcp(base, q, base_ms)
+        for q in queries:
+            t = time.perf_counter()
+            await s.call_tool("memory_search", {"query": q})
+            sdk_ms.append((time.perf_counter() - t) * 1000)
+    out = {
         "mcp": summarize(mcp_ms),
         "client": summarize(client_ms),
         "sdk_call_tool": summarize(sdk_ms),
     }
+    if base_ms:
+        out["mcp_baseline"] = summarize(base_ms)
+    return out
 
 
 def hook_vs_peers(
@@ -162,6 +186,14 @@ def report(r: dict[str, Any]) -> None:
     print("| path | p50 ms | p95 ms | p99 ms | p50 vs baseline |")
     print("|---|---|---|---|---|")
     print(row("AsyncMemoryClient.search (baseline)", m["client"], None))
+    if "mcp_baseline" in m:
+        print(
+            row(
+                f"MCP memory_search over stdio, the server of {r['baseline']}",
+                m["mcp_baseline"],
+                m["client"],
+            )
+        )
     print(row("MCP memory_search over stdio (tools/call round trip)", m["mcp"], m["client"]))
     print(
         row(
@@ -198,6 +230,12 @@ def main() -> None:
     ap.add_argument("--chunks", type=int, default=10_000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--hook-runs", type=int, default=20)
+    ap.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also time the MCP server of git revision REV (a detached worktree first on "
+        "its PYTHONPATH), interleaved with this tree's, on the same daemon",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mdag-", dir="/tmp"))
@@ -211,9 +249,16 @@ def main() -> None:
         log(f"indexed {chunks} chunks in {seconds:.1f}s")
         queries = make_queries(50)
         load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
-        result: dict[str, Any] = {"chunks": chunks, "load_before": load_before}
+        result: dict[str, Any] = {
+            "chunks": chunks,
+            "load_before": load_before,
+            "baseline": args.baseline,
+        }
         log("MCP stdio vs the async client")
-        result["mcp"] = asyncio.run(mcp_vs_client(d, ws, queries, args.rounds))
+        with code_at(args.baseline, tmp) as base_env:
+            result["mcp"] = asyncio.run(
+                mcp_vs_client(d, ws, queries, args.rounds, base_env if args.baseline else None)
+            )
         log("hook vs memctl search")
         result["hook"] = hook_vs_peers(d, root, ws, queries, args.hook_runs)
         result["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
