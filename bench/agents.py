@@ -164,7 +164,7 @@ def hook_vs_peers(
     with MemoryClient(d.socket) as c:
         for q in queries:
             t = time.perf_counter()
-            c.call("recall", {"query": q, "workspace": ws})
+            c.recall(q, workspace=ws)
             recall_ms.append((time.perf_counter() - t) * 1000)
     return {
         "hook": summarize(hook_ms),

@@ -3,7 +3,10 @@ transcript reader's Claude Code format."""
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +18,14 @@ from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import NOW, llm_daemon
 from memoryd.workspace.transcripts import parse_transcript
-from memoryd_client import MemoryClient
+from memoryd_client import (
+    AsyncMemoryClient,
+    FlushResult,
+    MemoryClient,
+    RecallItem,
+    RecallResult,
+    cli,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -96,6 +106,29 @@ def test_recall_refuses_bad_params(daemon: DaemonThread) -> None:
             assert frame["ok"] is False and frame["error"]["code"] == "invalid_params"
 
 
+def test_client_recall_is_typed_sync_and_async_alike(daemon: DaemonThread) -> None:
+    query = "who owns billing and are invoices immutable?"
+    with MemoryClient(daemon.socket_path) as c:
+        out = c.recall(query, workspace="alice", budget_tokens=300, min_score=0.1)
+        none = c.recall("quantum chromodynamics lattice", sources="memory")
+
+    async def main() -> RecallResult:
+        async with AsyncMemoryClient(daemon.socket_path) as c:
+            return await c.recall(query, workspace="alice", budget_tokens=300, min_score=0.1)
+
+    again = asyncio.run(main())
+    assert isinstance(out, RecallResult) and out.results
+    assert all(isinstance(item, RecallItem) for item in out.results)
+    first = out.results[0]
+    assert first.citation == f"{first.path}#L{first.start_line}-L{first.end_line}"
+    assert first.citation in out.markdown and first.text in out.markdown
+    assert 0 < out.tokens <= out.budget_tokens == 300
+    assert out.raw["markdown"] == out.markdown
+    assert [i.citation for i in again.results] == [i.citation for i in out.results]
+    assert again.markdown == out.markdown
+    assert (none.markdown, none.results, none.tokens) == ("", [], 0)
+
+
 # ---------------------------------------------------------------- flush
 
 
@@ -119,17 +152,11 @@ def claude_code_transcript(
 
 
 def flush(daemon: DaemonThread, transcript: Path, session: str = "s-1") -> dict[str, Any]:
+    """The run's record (the wire map) of a flush waited for."""
     with MemoryClient(daemon.socket_path) as c:
-        out: dict[str, Any] = c.call(
-            "flush",
-            {
-                "workspace": "alice",
-                "transcript": str(transcript),
-                "session_id": session,
-                "wait": True,
-            },
-        )
-    return out["run"]
+        out = c.flush(transcript, session, workspace="alice", wait=True)
+    assert out.queued and out.workspace == "alice" and out.run is not None
+    return out.run.raw
 
 
 def test_flush_appends_the_notes_once_and_never_the_same_range_twice(
@@ -272,6 +299,72 @@ def test_flush_refuses_a_relative_or_missing_transcript(daemon: DaemonThread) ->
             frame = conn.call("flush", {"transcript": path, "session_id": "s"})
             assert frame["error"]["code"] == "invalid_params"
             assert frame["error"]["data"]["param"] == "transcript"
+
+
+def test_client_flush_is_typed_queued_or_waited_for_and_takes_a_relative_path(
+    daemon: DaemonThread,
+    workspace: Path,
+    md_home: Path,
+    openai_server: FakeOpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    claude_code_transcript(md_home / "claude.jsonl", [("user", "Ship on Fridays, never Mondays.")])
+    monkeypatch.chdir(md_home)  # the daemon wants an absolute path: the client makes it so
+    openai_server.respond_chat("- Releases ship on Fridays.")
+
+    async def main() -> FlushResult:
+        async with AsyncMemoryClient(daemon.socket_path) as c:
+            return await c.flush("claude.jsonl", "s-9", workspace="alice", wait=True)
+
+    waited = asyncio.run(main())
+    assert waited.queued and waited.run is not None
+    assert (waited.run.status, waited.run.workspace) == ("ok", "alice")
+    assert "- Releases ship on Fridays." in (workspace / DAILY).read_text()
+    claude_code_transcript(md_home / "claude.jsonl", [("user", "Q3: hire two.")], mode="a")
+    openai_server.respond_chat("- Q3 plan: hire two.")
+    with MemoryClient(daemon.socket_path) as c:
+        queued = c.flush("claude.jsonl", "s-9", workspace="alice")
+        assert (queued.queued, queued.workspace, queued.run) == (True, "alice", None)
+        for _ in range(200):  # the queued run ends by itself
+            if "hire two" in (workspace / DAILY).read_text():
+                break
+            asyncio.run(asyncio.sleep(0.05))
+    assert "## Session notes (s-9, lines 2-2)" in (workspace / DAILY).read_text()
+
+
+def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_memctl_flush_waits_prints_the_run_and_exits_1_when_it_failed(
+    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
+) -> None:
+    t = md_home / "2f1c-session.jsonl"
+    claude_code_transcript(t, [("user", "The on-call rota starts with Priya.")])
+    # Queued, not waited for: it runs first (one flush at a time per workspace, in order).
+    openai_server.respond_chat("NOTHING")
+    code, out, _ = memctl(daemon, "flush", str(t), "--session-id", "other", "-w", "alice")
+    assert code == 0 and out == f"flush of {t} queued for workspace alice\n"
+
+    openai_server.respond_chat("- The on-call rota starts with Priya.")
+    code, out, err = memctl(daemon, "flush", str(t), "--wait", "-w", "alice")
+    assert (code, err) == (0, "")
+    assert "flush (alice): ok" in out
+    # The session id defaults to the file's name without .jsonl (Claude Code's session id).
+    assert "## Session notes (2f1c-session, lines 1-1)" in (workspace / DAILY).read_text()
+
+    claude_code_transcript(t, [("user", "And Sam after her.")], mode="a")
+    openai_server.respond_chat("- a note that was cut", "length")
+    before = (workspace / DAILY).read_bytes()
+    code, out, _ = memctl(daemon, "flush", str(t), "--wait", "--json", "-w", "alice")
+    assert code == 1
+    answer = json.loads(out)
+    assert answer["queued"] is True and answer["run"]["status"] == "failed"
+    assert (workspace / DAILY).read_bytes() == before
+    code, _, err = memctl(daemon, "flush", os.fspath(md_home / "nope.jsonl"), "-w", "alice")
+    assert code == 1 and "is not a file" in err
 
 
 # ---------------------------------------------------------------- transcript reader

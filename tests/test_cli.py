@@ -48,6 +48,7 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "completion": ["bash"],
     "mcp": [],
     "recall": ["a prompt"],
+    "flush": ["/tmp/session.jsonl"],
     "hook": ["claude-code", "session-start"],
     "setup": ["skill"],
 }
@@ -61,6 +62,7 @@ ONE_WORKSPACE_COMMANDS = {
     "jobs run",
     "mcp",
     "recall",
+    "flush",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

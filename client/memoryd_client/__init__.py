@@ -40,6 +40,7 @@ from memoryd_client.errors import (
 from memoryd_client.protocol import PROTOCOL_VERSION, ErrorCode
 from memoryd_client.types import (
     AppendResult,
+    FlushResult,
     GetResult,
     Hello,
     JobInfo,
@@ -47,6 +48,8 @@ from memoryd_client.types import (
     JobsList,
     Progress,
     ProviderStatus,
+    RecallItem,
+    RecallResult,
     ReindexResult,
     SearchHit,
     SearchResult,
@@ -83,6 +86,7 @@ __all__ = [
     "DaemonNotRunning",
     "DiskFull",
     "ErrorCode",
+    "FlushResult",
     "ForbiddenPath",
     "FrameTooLarge",
     "GetResult",
@@ -98,6 +102,8 @@ __all__ = [
     "ProtocolError",
     "ProtocolMismatch",
     "ProviderStatus",
+    "RecallItem",
+    "RecallResult",
     "ReindexResult",
     "RemoteError",
     "SearchHit",

@@ -31,11 +31,13 @@ from memoryd_client.errors import (
 from memoryd_client.paths import check_socket_path_length
 from memoryd_client.types import (
     AppendResult,
+    FlushResult,
     GetResult,
     Hello,
     JobRun,
     JobsList,
     Progress,
+    RecallResult,
     ReindexResult,
     SearchResult,
     Status,
@@ -162,6 +164,44 @@ def append(
 ) -> Call[AppendResult]:
     params = _params(text=text, workspace=workspace, date=_date(date), heading=heading)
     return Call("append", params, AppendResult.from_wire, idempotent=False)
+
+
+def recall(
+    query: str,
+    *,
+    workspace: str | None = None,
+    budget_tokens: int | None = None,
+    min_score: float | None = None,
+    sources: str | Iterable[str] | None = None,
+) -> Call[RecallResult]:
+    if isinstance(sources, str):
+        sources = [sources]
+    params = _params(
+        query=query,
+        workspace=workspace,
+        budget_tokens=budget_tokens,
+        min_score=min_score,
+        sources=None if sources is None else list(sources),
+    )
+    return Call("recall", params, RecallResult.from_wire)
+
+
+def flush(
+    transcript: str | Path,
+    session_id: str,
+    *,
+    workspace: str | None = None,
+    wait: bool = False,
+) -> Call[FlushResult]:
+    # The daemon reads the file itself: it wants an absolute path. Not resent after a
+    # dropped connection (the run may be queued); with wait it lasts an LLM call.
+    params = _params(
+        transcript=os.path.abspath(os.path.expanduser(transcript)),
+        session_id=session_id,
+        workspace=workspace,
+        wait=wait or None,
+    )
+    return Call("flush", params, FlushResult.from_wire, idempotent=False, long=wait)
 
 
 def reindex(

@@ -164,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     _tool_commands(sub)
     from memoryd_client.agents.commands import add_commands as add_agent_commands
 
-    add_agent_commands(sub, command)  # mcp, recall, hook, setup (agents/commands.py)
+    add_agent_commands(sub, command)  # mcp, recall, flush, hook, setup (agents/commands.py)
     return parser
 
 

@@ -39,10 +39,12 @@ from memoryd_client.errors import (
 from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.types import (
     AppendResult,
+    FlushResult,
     GetResult,
     Hello,
     JobRun,
     JobsList,
+    RecallResult,
     ReindexResult,
     SearchResult,
     Status,
@@ -182,6 +184,42 @@ class MemoryClient:
         heading: str | None = None,
     ) -> AppendResult:
         return self._run(_calls.append(text, workspace=workspace, date=date, heading=heading))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        workspace: str | None = None,
+        budget_tokens: int | None = None,
+        min_score: float | None = None,
+        sources: str | Iterable[str] | None = None,
+    ) -> RecallResult:
+        """The memory worth putting before a model for ``query``: the best snippets above
+        ``min_score`` (default 0.5, stricter than search), no two from the same lines,
+        within ``budget_tokens`` (default 600), as one markdown block with citations."""
+        return self._run(
+            _calls.recall(
+                query,
+                workspace=workspace,
+                budget_tokens=budget_tokens,
+                min_score=min_score,
+                sources=sources,
+            )
+        )
+
+    def flush(
+        self,
+        transcript: str | Path,
+        session_id: str,
+        *,
+        workspace: str | None = None,
+        wait: bool = False,
+    ) -> FlushResult:
+        """Queue a flush of an agent's transcript (OpenClaw or Claude Code JSONL): the
+        daemon's LLM writes its durable facts to the day's daily file, from where the last
+        flush of ``session_id`` stopped. Returns at once, or with ``wait`` when the run
+        ended (``result.run``). Not resent if the connection drops."""
+        return self._run(_calls.flush(transcript, session_id, workspace=workspace, wait=wait))
 
     def reindex(
         self,

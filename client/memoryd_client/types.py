@@ -351,6 +351,81 @@ class JobRun:
 
 
 @dataclass
+class RecallItem:
+    """One snippet ``recall`` chose, with its citation ``path#Lstart-Lend``."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+    source: str = "memory"
+    citation: str = ""
+
+    @classmethod
+    def from_wire(cls, data: Any) -> RecallItem:
+        f = _Fields(data, "recall item")
+        return cls(
+            path=f.get_str("path"),
+            start_line=f.get_int("start_line"),
+            end_line=f.get_int("end_line"),
+            score=f.get_float("score"),
+            text=f.get_str("text", ""),
+            source=f.get_str("source", "memory"),
+            citation=f.get_str("citation", ""),
+        )
+
+
+@dataclass
+class RecallResult:
+    """The answer to ``recall``: ``markdown``, the block to put before the model as it is
+    (``""`` when nothing was worth adding), the snippets in it and its size in tokens."""
+
+    markdown: str
+    results: list[RecallItem]
+    tokens: int = 0
+    budget_tokens: int | None = None
+    took_ms: float | None = None
+    degraded: list[str] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> RecallResult:
+        f = _Fields(data, "recall result")
+        return cls(
+            markdown=f.get_str("markdown", ""),
+            results=[RecallItem.from_wire(item) for item in f.get_list("results")],
+            tokens=f.get_int("tokens", 0),
+            budget_tokens=f.get_opt_int("budget_tokens"),
+            took_ms=f.get_opt_float("took_ms"),
+            degraded=f.get_strs("degraded"),
+            raw=f.data,
+        )
+
+
+@dataclass
+class FlushResult:
+    """The answer to ``flush``: the run was queued for ``workspace``; with ``wait``, ``run``
+    is its record once it ended (``ok``, ``skipped`` or ``failed``, as for a job)."""
+
+    queued: bool
+    workspace: str | None = None
+    run: JobRun | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @classmethod
+    def from_wire(cls, data: Any) -> FlushResult:
+        f = _Fields(data, "flush result")
+        run = f.data.get("run")
+        return cls(
+            queued=f.get_bool("queued"),
+            workspace=f.get_opt_str("workspace"),
+            run=None if run is None else JobRun.from_wire(run),
+            raw=f.data,
+        )
+
+
+@dataclass
 class JobInfo:
     """One job for one workspace: schedule, next run, last result (``jobs.list``, ``status``)."""
 

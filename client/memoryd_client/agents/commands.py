@@ -81,6 +81,28 @@ def add_commands(sub: Any, command: _Command) -> None:
 
     p = command(
         sub,
+        "flush",
+        cmd_flush,
+        "hand an agent's transcript to the daemon's LLM: its durable facts go to today's "
+        "daily file (from where the last flush of the session stopped)",
+        example="  memctl flush ~/.claude/projects/app/2f1c.jsonl          # queued\n"
+        "  memctl flush session.jsonl --session-id s1 --wait --json",
+    )
+    p.add_argument("transcript", metavar="TRANSCRIPT", help="OpenClaw or Claude Code JSONL")
+    p.add_argument(
+        "--session-id",
+        metavar="ID",
+        help="whose flushes resume from where the last one stopped (default: the "
+        "transcript's file name without .jsonl, as Claude Code and OpenClaw name them)",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="wait for the run and print its outcome (exit 1 if it failed)",
+    )
+
+    p = command(
+        sub,
         "hook",
         cmd_hook,
         "answer an agent's hook: memctl hook claude-code EVENT (event JSON on stdin); "
@@ -183,24 +205,40 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client.agents.recall import recall
     from memoryd_client.cli import EXIT_OK, UsageError
 
     text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
     if not text.strip():
         raise UsageError("nothing to recall for: the text is empty")
-    result = recall(
-        ctx.client,
-        text,
-        workspace=ctx.workspace(),
-        budget_tokens=args.budget,
-        min_score=args.min_score,
+    result = ctx.client.recall(
+        text, workspace=ctx.workspace(), budget_tokens=args.budget, min_score=args.min_score
     )
     if args.json:
-        ctx.print_json(result)
-    elif result.get("markdown"):
-        ctx.stdout.write(str(result["markdown"]))
+        ctx.print_json(result.raw)
+    elif result.markdown:
+        ctx.stdout.write(result.markdown)
     return EXIT_OK
+
+
+def cmd_flush(args: argparse.Namespace, ctx: Context) -> int:
+    from pathlib import Path
+
+    from memoryd_client._format import format_run
+    from memoryd_client.cli import EXIT_ERROR, EXIT_OK, UsageError
+
+    transcript = Path(args.transcript).expanduser()
+    session_id = args.session_id or transcript.name.removesuffix(".jsonl")
+    if not session_id.strip():
+        raise UsageError("--session-id is empty")
+    result = ctx.client.flush(transcript, session_id, workspace=ctx.workspace(), wait=args.wait)
+    if args.json:
+        ctx.print_json(result.raw)
+    elif result.run is not None:
+        for line in format_run(result.run):
+            ctx.print(line)
+    else:
+        ctx.print(f"flush of {transcript} queued for workspace {result.workspace}")
+    return EXIT_ERROR if result.run is not None and result.run.status == "failed" else EXIT_OK
 
 
 def cmd_hook(args: argparse.Namespace, ctx: Context) -> int:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from memoryd_client.agents.recall import digest, recall
+from memoryd_client.agents.digest import digest
 from memoryd_client.agents.workspace import default_for
 from memoryd_client.client import MemoryClient
 from memoryd_client.errors import ClientError
@@ -97,16 +97,14 @@ def handle(event_name: str, event: dict[str, Any], client: MemoryClient) -> str 
         raise HookInputError(f"no registered workspace holds {cwd} (and there is not just one)")
     ws = found.path
     if event_name == "user-prompt-submit":
-        block = recall(client, _text_field(event, "prompt"), workspace=ws)["markdown"]
+        block = client.recall(_text_field(event, "prompt"), workspace=ws).markdown
         return _context("UserPromptSubmit", block) if block else None
     if event_name == "session-start":
         block = digest(client, workspace=ws)
         return _context("SessionStart", block) if block else None
     transcript = _text_field(event, "transcript_path")
     session = _text_field(event, "session_id")
-    client.call(
-        "flush", {"workspace": ws, "transcript": os.path.abspath(transcript), "session_id": session}
-    )
+    client.flush(transcript, session, workspace=ws)
     return None
 
 

@@ -1,6 +1,6 @@
-"""Memory that reaches the model without a tool call: recall for a prompt, a digest for a
-session's start. Both are text blocks meant to be put before the model as they are; an
-empty string means there is nothing worth adding.
+"""A session's start digest: MEMORY.md's head and the latest daily notes, a text block
+meant to be put before the model as it is ('' when there is nothing yet). Recall for a
+prompt is the daemon's ``recall`` (:meth:`MemoryClient.recall`).
 """
 
 from __future__ import annotations
@@ -15,26 +15,6 @@ CHARS_PER_TOKEN = 4  # the daemon's recall counts the same way (index/recall.py)
 DEFAULT_DIGEST_TOKENS = 600
 MEMORY_HEAD_LINES = 60
 DAYS = 2  # today's and yesterday's notes
-
-
-def recall(
-    client: MemoryClient,
-    text: str,
-    *,
-    workspace: str | None = None,
-    budget_tokens: int | None = None,
-    min_score: float | None = None,
-) -> dict[str, Any]:
-    """The daemon's ``recall`` answer: ``markdown`` (may be empty), ``results``, ``tokens``."""
-    params: dict[str, Any] = {"query": text}
-    if workspace is not None:
-        params["workspace"] = workspace
-    if budget_tokens is not None:
-        params["budget_tokens"] = budget_tokens
-    if min_score is not None:
-        params["min_score"] = min_score
-    result: dict[str, Any] = client.call("recall", params)
-    return result
 
 
 def _read(client: MemoryClient, path: str, workspace: str | None, **kw: Any) -> str:
