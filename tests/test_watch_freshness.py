@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import os
 import threading
@@ -12,8 +13,9 @@ from typing import Any
 from structlog.testing import capture_logs
 
 from daemon_util import DaemonThread, RawConn, wait_for
+from engine_util import IndexFactory
 from memoryd.workspace.fsutil import atomic_write
-from memoryd.workspace.watcher import is_editor_temp
+from memoryd.workspace.watcher import Watcher, WatchTarget, is_editor_temp
 from memoryd_client.client import MemoryClient
 
 
@@ -266,3 +268,46 @@ def test_a_reload_changes_the_search_settings_of_an_index_already_open(md_home: 
         assert d.daemon is not None
         d.call_in_loop(d.daemon.request_reload)  # what SIGHUP does
         assert wait_for(lambda: found() == 2)
+
+
+def test_a_search_waits_for_the_writes_before_it_not_for_those_after(
+    make_index: IndexFactory,
+) -> None:
+    # A steady stream of writes keeps the watcher's batch busy for good: a search waits for
+    # the round holding the writes made before it was asked, never for the rounds after.
+    for name in ("a", "b", "held"):
+        make_index.write(f"memory/{name}.md", f"# {name}\n\n{name} notes\n")
+    ix = make_index()
+    ix.sync()
+    held = make_index.ws / "memory" / "held.md"
+    gates = [threading.Event(), threading.Event()]
+
+    def holding(gate: threading.Event) -> Any:
+        return ix.submit_sync([held], progress=lambda _p: gate.wait(60))  # on the writer
+
+    async def main() -> None:
+        w = Watcher(debounce_ms=50)
+        await w.set_targets([WatchTarget("ws", ix.root, ix)])
+        try:
+            first = holding(gates[0])
+            w.submit("ws", [make_index.ws / "memory" / "a.md"])  # round 1, behind `first`
+            await asyncio.sleep(0)  # its sync is queued on the writer...
+            second = holding(gates[1])  # ...and this one after it, before round 2's
+            before_b = asyncio.create_task(w.wait_synced("ws", 60))
+            await asyncio.sleep(0)
+            w.submit("ws", [make_index.ws / "memory" / "b.md"])  # round 2
+            after_b = asyncio.create_task(w.wait_synced("ws", 60))
+            gates[0].set()
+            assert await asyncio.wait_for(before_b, 20)  # round 2 is still held
+            assert w.pending("ws") == 1 and not after_b.done()
+            gates[1].set()
+            assert await asyncio.wait_for(after_b, 20)
+            assert w.pending("ws") == 0
+            await asyncio.wrap_future(first)
+            await asyncio.wrap_future(second)
+        finally:
+            for g in gates:
+                g.set()
+            await w.close()
+
+    asyncio.run(main())

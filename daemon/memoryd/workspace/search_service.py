@@ -1,7 +1,8 @@
 """Search with read-your-writes: what the daemon answers to ``search``.
 
 A search sees every write made before it was asked, within ``server.read_your_writes_ms``
-in total: it waits for the batch the watcher holds for the workspace, then syncs the
+in total: it waits for the changes the watcher had queued for the workspace when it was
+asked (not for those queued while it waits: a stream of writes never starves it), then syncs the
 recently active files the watcher may not have reported yet (``Freshness.stale_hot_paths``,
 a few stats). Past the budget it answers anyway and says ``stale``.
 
@@ -67,7 +68,7 @@ class SearchService:
         cfg = config.server
         started = time.monotonic()
         budget = cfg.read_your_writes_ms / 1000
-        fresh = await self.watcher.wait_idle(ws.name, budget)
+        fresh = await self.watcher.wait_synced(ws.name, budget)
         loop = asyncio.get_running_loop()
         prepared = None
         if index.embeds_query(req):

@@ -7,8 +7,10 @@ repository, a build tree) is never watched. The watch restarts when the workspac
 or such a folder comes or goes.
 Changes are filtered (editor temp files out, then ``index.is_indexed_path``), grouped per
 workspace and handed to ``index.submit_sync(paths)`` one batch at a time: while a batch
-is in flight, new changes collect for the next one. ``wait_idle`` lets a search wait for
-the batch that holds a write it must see (read-your-writes).
+is in flight, new changes collect for the next one. ``wait_synced`` lets a search wait for
+the changes queued before it was asked (read-your-writes), and only for those: under a
+steady stream of writes the batch is never idle, and a search that waited for idleness
+waited out its whole budget.
 """
 
 from __future__ import annotations
@@ -61,16 +63,30 @@ class _Batch:
     pending: set[Path] = field(default_factory=set)
     in_flight: int = 0
     task: asyncio.Task[None] | None = None
-    idle: asyncio.Event = field(default_factory=asyncio.Event)
     last_sync: float | None = None
     last_error: str | None = None
     failures: int = 0  # in a row
     retry: set[Path] = field(default_factory=set)  # files of failed syncs, for the retry
     retry_handle: asyncio.TimerHandle | None = None
     retry_at: float = 0.0  # time.time() of the next retry
+    # Tickets: every submit takes the next number; ``done`` is the last number whose paths
+    # were synced (or given up to a retry). A search waits until ``done`` reaches the number
+    # current when it was asked, whatever was queued after it.
+    queued: int = 0
+    done: int = 0
+    waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self.idle.set()
+    def finished(self, upto: int) -> None:
+        """The changes up to ticket ``upto`` are committed (or left to a retry)."""
+        self.done = max(self.done, upto)
+        still = []
+        for ticket, fut in self.waiters:
+            if ticket <= self.done:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                still.append((ticket, fut))
+        self.waiters = still
 
     def cancel_retry(self) -> None:
         if self.retry_handle is not None:
@@ -248,15 +264,18 @@ class Watcher:
         if target is None:
             return
         batch = self._batches.setdefault(name, _Batch())
+        before = len(batch.pending)
         batch.pending.update(paths)
+        if len(batch.pending) > before:  # (a path already waiting for the next round is
+            batch.queued += 1  # covered by the ticket it came with)
         if batch.pending and batch.task is None:
-            batch.idle.clear()
             batch.task = asyncio.create_task(self._flush(target, batch))
 
     async def _flush(self, target: WatchTarget, batch: _Batch) -> None:
         try:
             while batch.pending:
                 paths, batch.pending = sorted(batch.pending), set()
+                upto = batch.queued
                 batch.in_flight = len(paths)
                 try:
                     await asyncio.wrap_future(target.index.submit_sync(paths))
@@ -266,9 +285,10 @@ class Watcher:
                     return
                 finally:
                     batch.in_flight = 0
+                batch.finished(upto)
         finally:
             batch.task = None
-            batch.idle.set()
+            batch.finished(batch.queued)  # done, or failed: retried later, not waited for
 
     def _retry_later(
         self, target: WatchTarget, batch: _Batch, paths: list[Path], exc: Exception
@@ -317,13 +337,16 @@ class Watcher:
             f"({batch.last_error}); {len(batch.retry)} file(s) retried in {wait:.0f} s"
         )
 
-    async def wait_idle(self, name: str, timeout: float) -> bool:
-        """Wait until ``name`` has no pending or in-flight batch; False on timeout."""
+    async def wait_synced(self, name: str, timeout: float) -> bool:
+        """Wait until the changes of ``name`` queued so far are committed (not those queued
+        meanwhile); False on timeout."""
         batch = self._batches.get(name)
-        if batch is None or batch.idle.is_set():
+        if batch is None or batch.done >= batch.queued:
             return True
+        fut = asyncio.get_running_loop().create_future()
+        batch.waiters.append((batch.queued, fut))
         try:
-            await asyncio.wait_for(batch.idle.wait(), max(0.0, timeout))
+            await asyncio.wait_for(fut, max(0.0, timeout))
         except TimeoutError:
             return False
         return True
@@ -335,7 +358,7 @@ class Watcher:
         ``timeout``; concurrent callers share the batch. False when it took longer."""
         if name in self._targets:
             self.submit(name, paths)
-            return await self.wait_idle(name, timeout)
+            return await self.wait_synced(name, timeout)
         fut = asyncio.wrap_future(index.submit_sync(paths))  # not watched (yet)
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
         done, _ = await asyncio.wait({fut}, timeout=max(0.0, timeout))
