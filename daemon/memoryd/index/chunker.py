@@ -6,6 +6,14 @@ neighbouring sections share a chunk. A chunk that continues the previous chunk's
 starts with the previous chunk's last lines (``overlap_tokens`` worth, whole lines only).
 Transcripts reuse the same packing through ``chunk_lines``.
 
+An append re-chunks only the tail (``chunk_appended``), with exactly the chunks a whole
+re-chunk would give: parsing runs left to right, the top-level split cuts the document
+into segments that a later line cannot change (all but the last), and packing is a left
+to right scan. So the state before each top-level segment (``MarkdownState``) is enough
+to resume at the last segment that an append leaves intact; an append that changes the
+top-level rule (a heading above every heading so far, a first paragraph break) does not
+resume.
+
 Token cost is the bundled WordPiece tokenizer's count, with one correction: WordPiece turns
 any word longer than 100 characters into a single [UNK], so such a token is costed as one
 token per 4 characters (roughly what subword tokenizers spend) and can be split.
@@ -15,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING
@@ -55,16 +63,125 @@ class Chunk:
     heading_path: tuple[str, ...]
 
 
+Unit = tuple[int, int, bool]  # [lo, hi) lines, and whether it must start a new chunk
+Packing = tuple["tuple[int, int] | None", int]  # the chunk being filled, the last one's start
+
+
+@dataclass
+class _Parse:
+    """The markdown parser between two lines."""
+
+    fence: tuple[str, int] | None = None  # (char, length) of the open fence
+    stack: tuple[tuple[int, str], ...] = ()  # (level, title) of the open headings
+    path: tuple[str, ...] = ()
+    section: int = 0
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """Everything before top-level segment ``line``: the units split before it (and whether
+    the next must start a new chunk), the chunks packed before it and the packing state."""
+
+    line: int
+    units: int
+    fresh: bool
+    chunks: int = 0
+    packing: Packing = (None, -1)
+
+
+@dataclass
+class MarkdownState:
+    """What ``chunk_appended`` resumes from: the last chunking of a document, without its
+    text (about 100 bytes a line)."""
+
+    doc: _Doc
+    parse: _Parse  # before the last line (an append may extend that line)
+    rule: int  # the top-level split: a heading level, _PARAGRAPHS, _LINES, or _WHOLE
+    marks: list[_Mark]  # one per top-level segment
+    chunks: int  # how many chunks the document gave
+    overlap: int
+
+    @property
+    def lines(self) -> int:
+        return len(self.doc.prefix) - 1
+
+
+_WHOLE, _LINES, _PARAGRAPHS = -2, -1, 0  # top-level rules that are not a heading level
+
+
 def chunk_markdown(
     text: str, tokenizer: Tokenizer, chunk_tokens: int = 400, overlap_tokens: int = 80
 ) -> list[Chunk]:
+    return chunk_markdown_state(text, tokenizer, chunk_tokens, overlap_tokens)[0]
+
+
+def chunk_markdown_state(
+    text: str, tokenizer: Tokenizer, chunk_tokens: int = 400, overlap_tokens: int = 80
+) -> tuple[list[Chunk], MarkdownState]:
+    """The chunks, and the state ``chunk_appended`` resumes from after an append."""
     _check_budget(chunk_tokens, overlap_tokens)
     lines = text.split("\n")
     doc = _Doc(lines, range(1, len(lines) + 1), tokenizer, chunk_tokens)
-    doc.parse_markdown()
-    units: list[tuple[int, int, bool]] = []
-    doc.split(0, len(lines), chunk_tokens, units)
-    return doc.pack(units, chunk_tokens, overlap_tokens)
+    parse = doc.parse_markdown(0, _Parse())
+    rule = doc.rule(0, len(lines))
+    state = MarkdownState(doc, parse, rule, [], 0, overlap_tokens)
+    chunks = _chunk_from(state, _Mark(0, 0, False))
+    return chunks, state
+
+
+def chunk_appended(
+    state: MarkdownState, text: str, tokenizer: Tokenizer
+) -> tuple[int, list[Chunk]] | None:
+    """Chunks of ``text``, the document ``state`` was made from with lines added at its
+    end (the last line may have grown): (how many of the old chunks stay as they are, the
+    chunks after them). Exactly what ``chunk_markdown(text)`` gives. None when an append
+    cannot resume (the top-level split changed): chunk it whole. ``state`` is updated."""
+    doc = state.doc
+    lines = text.split("\n")
+    old = len(doc.prefix) - 1
+    if state.rule == _WHOLE or len(lines) < old:
+        return None
+    doc.extend(lines, old - 1, tokenizer)  # the old last line may have grown
+    state.parse = doc.parse_markdown(old - 1, state.parse)
+    rule = doc.rule(0, len(lines))
+    if rule != state.rule:  # (doc is consistent again: the caller chunks it whole)
+        return None
+    # The last segment that starts before the old last line is unchanged up to it and
+    # still starts a segment: resume there.
+    k = bisect.bisect_right([m.line for m in state.marks], old - 2) - 1
+    if k < 0:
+        return None
+    mark = state.marks[k]
+    del state.marks[k:]
+    kept = mark.chunks
+    tail = _chunk_from(state, mark)
+    state.chunks = kept + len(tail)
+    return kept, tail
+
+
+def _chunk_from(state: MarkdownState, mark: _Mark) -> list[Chunk]:
+    """Split and pack the document from top-level segment ``mark`` on, recording marks."""
+    doc = state.doc
+    n = len(doc.texts)
+    units: list[Unit] = []
+    starts: list[tuple[int, int, bool]] = []  # (line, unit index, fresh) per segment
+    doc.break_next = mark.fresh
+    if state.rule == _WHOLE:
+        doc.split(0, n, doc.budget, units)
+    else:
+        cuts = doc.cuts(state.rule, mark.line, n)
+        for a, b in pairwise([mark.line, *cuts, n]):
+            starts.append((a, mark.units + len(units), doc.break_next))
+            doc.split(a, b, doc.budget, units)
+            if state.rule > 0 and b - a > 1 and doc.cost(a, b) > doc.budget:
+                doc.break_next = True
+    record = {u: (line, fresh) for line, u, fresh in starts}
+    chunks = doc.pack(
+        units, doc.budget, state.overlap, mark.packing, mark.units, mark.chunks, record, state.marks
+    )
+    state.chunks = mark.chunks + len(chunks)
+    doc.texts = ()  # the caller holds the text; the state keeps only what it derived
+    return chunks
 
 
 def chunk_lines(
@@ -150,6 +267,7 @@ class _Doc:
         self.texts = texts
         self.numbers = numbers
         self.tokenizer = tokenizer
+        self.budget = budget
         n = len(texts)
         self.blank = [not t or t.isspace() for t in texts]
         costs, self.long_pieces = _costs(texts, tokenizer, keep_over=budget)
@@ -163,15 +281,47 @@ class _Doc:
         self.in_fence = [False] * n
         self.break_next = False  # split(): the next unit must start a new chunk
 
+    def extend(self, texts: Sequence[str], start: int, tokenizer: Tokenizer) -> None:
+        """The markdown lines from index ``start`` on are now ``texts[start:]`` (those
+        before it unchanged): their costs, to be parsed from ``start``."""
+        self.texts = texts
+        self.numbers = range(1, len(texts) + 1)
+        self.tokenizer = tokenizer
+        new = texts[start:]
+        del self.blank[start:]
+        self.blank += [not t or t.isspace() for t in new]
+        costs, pieces = _costs(new, tokenizer, keep_over=self.budget)
+        self.long_pieces = {i: p for i, p in self.long_pieces.items() if i < start}
+        self.long_pieces.update((start + i, p) for i, p in pieces.items())
+        del self.prefix[start + 1 :]
+        total = self.prefix[-1]
+        for c in costs:
+            total += c
+            self.prefix.append(total)
+        for column in (self.paths, self.section, self.level, self.in_fence):
+            del column[start:]
+        self.paths += [()] * len(new)
+        self.section += [0] * len(new)
+        self.level += [0] * len(new)
+        self.in_fence += [False] * len(new)
+        del self.headings[bisect.bisect_left(self.headings, start) :]
+
     def cost(self, lo: int, hi: int) -> int:
         return self.prefix[hi] - self.prefix[lo]
 
-    def parse_markdown(self) -> None:
-        fence: tuple[str, int] | None = None  # (char, length) of the open fence
-        stack: list[tuple[int, str]] = []
-        path: tuple[str, ...] = ()
-        section = 0
-        for i, line in enumerate(self.texts):
+    def parse_markdown(self, start: int, state: _Parse) -> _Parse:
+        """Parse the lines from ``start`` on, the parser as ``state`` says; the parser
+        before the last line."""
+        fence = state.fence
+        stack = list(state.stack)
+        path = state.path
+        section = state.section
+        last = len(self.texts) - 1
+        before_last = state
+        for i in range(start, len(self.texts)):
+            if i == last:
+                before_last = _Parse(fence, tuple(stack), path, section)
+            line = self.texts[i]
             m = _FENCE.match(line)
             if fence is not None:
                 self.in_fence[i] = True
@@ -191,42 +341,76 @@ class _Doc:
                 self.headings.append(i)
             self.paths[i] = path
             self.section[i] = section
+        return before_last
 
-    def split(self, lo: int, hi: int, budget: int, out: list[tuple[int, int, bool]]) -> None:
+    def rule(self, lo: int, hi: int) -> int:
+        """How split() cuts [lo, hi): _WHOLE when it fits, else at its top-level headings
+        (their level), else at paragraph starts, else at every line."""
+        if self.cost(lo, hi) <= self.budget or hi - lo == 1:
+            return _WHOLE
+        inner = self.headings[
+            bisect.bisect_right(self.headings, lo) : bisect.bisect_left(self.headings, hi)
+        ]
+        if inner:
+            return min(self.level[h] for h in inner)
+        return _PARAGRAPHS if next(self._paragraphs(lo, hi), None) is not None else _LINES
+
+    def cuts(self, rule: int, lo: int, hi: int) -> list[int]:
+        """Where ``rule`` cuts [lo, hi)."""
+        if rule > 0:
+            inner = self.headings[
+                bisect.bisect_right(self.headings, lo) : bisect.bisect_left(self.headings, hi)
+            ]
+            return [h for h in inner if self.level[h] == rule]
+        if rule == _PARAGRAPHS:
+            return list(self._paragraphs(lo, hi))
+        return list(range(lo + 1, hi))
+
+    def _paragraphs(self, lo: int, hi: int) -> Iterator[int]:
+        """Paragraph starts in (lo, hi); blank lines inside a code fence do not end one."""
+        blank, fenced = self.blank, self.in_fence
+        for k in range(lo + 1, hi):
+            if blank[k - 1] and not fenced[k - 1] and not (blank[k] and not fenced[k]):
+                yield k
+
+    def split(self, lo: int, hi: int, budget: int, out: list[Unit]) -> None:
         """Append units covering [lo, hi): the largest structural pieces that fit.
 
         A unit is (lo, hi, fresh); fresh units start a new chunk. The unit after a section
         that had to be split is fresh, so a chunk never runs from the tail of a long section
         into the next one (its heading would then sit mid-chunk, under a stale path).
         """
-        if self.cost(lo, hi) <= budget or hi - lo == 1:
+        rule = self.rule(lo, hi)
+        if rule == _WHOLE:
             out.append((lo, hi, self.break_next))
             self.break_next = False
             return
-        inner = self.headings[
-            bisect.bisect_right(self.headings, lo) : bisect.bisect_left(self.headings, hi)
-        ]
-        if inner:
-            top = min(self.level[h] for h in inner)
-            cuts = [h for h in inner if self.level[h] == top]
-        else:
-            # Paragraph starts; blank lines inside a code fence do not end a paragraph.
-            sep = [self.blank[i] and not self.in_fence[i] for i in range(lo, hi)]
-            cuts = [lo + k for k in range(1, hi - lo) if sep[k - 1] and not sep[k]]
-            if not cuts:
-                cuts = list(range(lo + 1, hi))
-        for a, b in pairwise([lo, *cuts, hi]):
+        for a, b in pairwise([lo, *self.cuts(rule, lo, hi), hi]):
             self.split(a, b, budget, out)
-            if inner and b - a > 1 and self.cost(a, b) > budget:
+            if rule > 0 and b - a > 1 and self.cost(a, b) > budget:
                 self.break_next = True
 
     def pack(
-        self, units: Sequence[tuple[int, int, bool]], budget: int, overlap: int
+        self,
+        units: Sequence[Unit],
+        budget: int,
+        overlap: int,
+        packing: Packing = (None, -1),
+        first: int = 0,
+        before: int = 0,
+        record: dict[int, tuple[int, bool]] | None = None,
+        marks: list[_Mark] | None = None,
     ) -> list[Chunk]:
+        """Pack units into chunks, from ``packing`` (after unit ``first`` - 1 and ``before``
+        chunks); at the unit numbers in ``record``, a top-level segment starts: its _Mark
+        goes to ``marks``."""
         out: list[Chunk] = []
-        cur: tuple[int, int] | None = None  # [lo, hi) of the chunk being filled
-        prev_lo = -1  # start of the previous chunk: overlap never swallows it whole
-        for a, b, fresh in units:
+        cur, prev_lo = packing  # [lo, hi) of the chunk being filled; the previous one's lo:
+        # overlap never swallows the previous chunk whole
+        for u, (a, b, fresh) in enumerate(units, first):
+            if record is not None and marks is not None and u in record:
+                line, was_fresh = record[u]
+                marks.append(_Mark(line, u, was_fresh, before + len(out), (cur, prev_lo)))
             c = self.cost(a, b)
             if cur is not None and not fresh and self.cost(*cur) + c <= budget:
                 cur = (cur[0], b)
