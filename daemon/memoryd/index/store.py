@@ -152,6 +152,13 @@ def delete_chunks(
         where += " AND start_line >= ?"
         args.append(from_line)
     ids = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE {where}", args)]
+    return delete_ids(conn, ids, mirror)
+
+
+def delete_ids(
+    conn: apsw.Connection, ids: Sequence[int], mirror: VectorMirror | None = None
+) -> int:
+    """Remove these chunks, with their vectors."""
     if not ids:
         return 0
     if vec_table_writable(conn):

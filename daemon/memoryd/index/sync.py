@@ -4,7 +4,8 @@ A file is re-read only when its (mtime, size) changed, re-chunked only when its 
 changed, and written in one transaction per file, keyword rows first: it is searchable by
 keyword when its transaction commits, and the embedder adds vectors afterwards. Session
 transcripts are ingested from the stored byte offset; the last chunk is re-chunked as it
-grows, so chunks stay full-sized however often the file is appended to.
+grows, so chunks stay full-sized however often the file is appended to. A markdown file that
+only grew re-chunks its tail (tails.py).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import apsw
 
 from memoryd.errors import MemorydError
 from memoryd.index import store
-from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
+from memoryd.index.chunker import Chunk, chunk_appended, chunk_lines, chunk_markdown_state
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.store import FileRow
+from memoryd.index.tails import TailStates, replace_tail
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vector_mirror import VectorMirror
 from memoryd.runtime.logs import get_logger
@@ -73,6 +75,7 @@ class Syncer:
     stopping: Callable[[], bool] = lambda: False
     _warned: set[tuple[str, str]] = field(default_factory=set)
     _batch: list[tuple[str, FileRow | None]] | None = None  # done, not yet committed
+    tails: TailStates = field(default_factory=TailStates)  # for appends to markdown files
 
     def _committed(self, rel: str, row: FileRow | None) -> None:
         """A file's writes are done: tell on_commit now, or when the open batch commits."""
@@ -302,13 +305,28 @@ class Syncer:
             self._committed(f.rel, new_row)
             return
         text = self._decode(f.rel, data, digest)
-        chunks = chunk_markdown(text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap)
-        with self.conn:
-            report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
-            store.upsert_file(self.conn, new_row)
-            report.chunks_written += store.insert_chunks(
-                self.conn, f.rel, f.source, new_row.day, chunks
+        state = None
+        if row is not None and not full and not row.skipped_reason:
+            state = self.tails.take(f.rel, row.hash, data)
+        tail = None if state is None else chunk_appended(state, text, self.tokenizer())
+        if state is None or tail is None:
+            chunks, state = chunk_markdown_state(
+                text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
             )
+        with self.conn:
+            store.upsert_file(self.conn, new_row)
+            if tail is None:
+                report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
+                report.chunks_written += store.insert_chunks(
+                    self.conn, f.rel, f.source, new_row.day, chunks
+                )
+            else:
+                removed, written = replace_tail(
+                    self.conn, f.rel, f.source, new_row.day, *tail, mirror=self.mirror
+                )
+                report.chunks_removed += removed
+                report.chunks_written += written
+        self.tails.put(f.rel, digest, len(data), state)
         report.files_changed += 1
         self._committed(f.rel, new_row)
 

@@ -1,0 +1,101 @@
+"""Appends to markdown files re-chunk only their tail.
+
+The Syncer keeps the chunker's state (chunker.MarkdownState, ~100 bytes a line) of the
+markdown files it chunked lately. When such a file changed only by growing (its old bytes
+hash to what was indexed), ``chunk_appended`` gives the chunks from its last intact
+top-level section on, and only the rows that differ are rewritten: the rows before keep
+their ids and vectors, and an append to a 20,000-line daily log costs about what one to a
+100-line log does. Any other change, a state not kept (a restart, evicted) or an append
+that changes the top-level split re-chunks the file whole, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import apsw
+
+from memoryd.index import store
+from memoryd.index.chunker import Chunk, MarkdownState
+from memoryd.index.vector_mirror import VectorMirror
+
+KEEP_FILES = 16  # the files written lately: a day's logs, MEMORY.md, a few topics
+KEEP_LINES = 100_000  # ~120 bytes a line: at most ~12 MB of states in all
+
+
+@dataclass
+class _Kept:
+    digest: str  # sha256 of the bytes chunked (what the files row holds)
+    size: int  # how many bytes those were
+    state: MarkdownState
+
+
+class TailStates:
+    """Chunker states of recently chunked markdown files, least recently used first out.
+    Writer thread only."""
+
+    def __init__(self, files: int = KEEP_FILES, lines: int = KEEP_LINES) -> None:
+        self.files = files
+        self.lines = lines
+        self._kept: OrderedDict[str, _Kept] = OrderedDict()
+
+    def take(self, rel: str, indexed_hash: str, data: bytes) -> MarkdownState | None:
+        """The state to resume ``rel`` from, when ``data`` (its bytes now) only adds to what
+        the index holds (``indexed_hash``, the files row's); None otherwise. Taken out: it is
+        put back once the new chunks are written, so a failed write leaves none behind."""
+        kept = self._kept.pop(rel, None)
+        if kept is None or kept.digest != indexed_hash or len(data) <= kept.size:
+            return None
+        if hashlib.sha256(data[: kept.size]).hexdigest() != kept.digest:
+            return None  # edited, not (only) appended to
+        return kept.state
+
+    def put(self, rel: str, digest: str, size: int, state: MarkdownState) -> None:
+        self._kept.pop(rel, None)
+        if state.lines > self.lines:
+            return
+        self._kept[rel] = _Kept(digest, size, state)
+        total = sum(k.state.lines for k in self._kept.values())
+        while len(self._kept) > self.files or total > self.lines:
+            _, old = self._kept.popitem(last=False)
+            total -= old.state.lines
+
+    def drop(self, rel: str) -> None:
+        self._kept.pop(rel, None)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+def replace_tail(
+    conn: apsw.Connection,
+    path: str,
+    source: str,
+    day: str,
+    kept: int,
+    chunks: Sequence[Chunk],
+    mirror: VectorMirror | None = None,
+) -> tuple[int, int]:
+    """The file's chunks after its first ``kept`` become ``chunks``: rows equal to the new
+    chunks stay as they are (ids, vectors), the rest are replaced. (removed, written)."""
+    # A file's chunk ids rise with their position: they are inserted in order, and the
+    # new tail always gets ids above the rows kept.
+    ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY id", (path,))]
+    rows = [
+        conn.execute(
+            "SELECT id, start_line, end_line, heading, text FROM chunks WHERE id = ?", (i,)
+        ).fetchall()[0]
+        for i in ids[kept:]
+    ]
+    same = 0
+    for row, c in zip(rows, chunks, strict=False):
+        if row[1:] != (c.start_line, c.end_line, " > ".join(c.heading_path), c.text):
+            break
+        same += 1
+    removed = store.delete_ids(conn, [cast(int, r[0]) for r in rows[same:]], mirror)
+    written = store.insert_chunks(conn, path, source, day, chunks[same:])
+    return removed, written
