@@ -8,10 +8,12 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from daemon_util import DaemonThread, RawConn, error_code
 from memoryd.errors import ForbiddenPath, InvalidParams, Unavailable
-from memoryd.workspace.append import Appender, daily_path
+from memoryd.workspace.append import Appender, _last_heading, daily_path
 from memoryd.workspace.fsutil import atomic_write
 
 DAY = dt.date(2024, 3, 9)
@@ -207,3 +209,22 @@ def test_a_memory_folder_symlinked_outside_is_refused_and_nothing_is_created(
     with pytest.raises(ForbiddenPath):
         Appender().append(ws, "leak", DAY)
     assert not (tmp_path / "elsewhere").exists()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"## a", b"## b ", b"# top", b"text", b"", b"##", b"## c\r", b"x\r\n"]),
+        max_size=40,
+    ).map(b"\n".join),
+    st.sampled_from([1, 2, 3, 7, 1 << 16]),
+)
+def test_the_last_heading_is_found_reading_from_the_end(content: bytes, block: int) -> None:
+    # Read back a block at a time (a long day's log is not split whole at every append),
+    # the answer is the whole file's.
+    whole = None
+    for line in reversed(content.splitlines()):
+        if line.startswith((b"## ", b"# ")):
+            whole = line[3:].strip() if line.startswith(b"## ") else None
+            break
+    assert _last_heading(content, block) == whole

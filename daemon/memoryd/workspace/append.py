@@ -79,14 +79,20 @@ class AppendResult:
         }
 
 
-def _last_heading(content: bytes) -> bytes | None:
-    """The text of the last level-2 heading in ``content``, or None."""
-    for line in reversed(content.splitlines()):
-        if line.startswith(b"## "):
-            return line[3:].strip()
-        if line.startswith(b"# "):  # a level-1 heading closes the previous section
+def _last_heading(content: bytes, block: int = 1 << 16) -> bytes | None:
+    """The text of the last level-2 heading in ``content``, or None. Read from the end a
+    block at a time: a long day's log is not split whole at every append."""
+    while True:
+        start = max(0, len(content) - block)
+        lines = content[start:].splitlines()
+        for line in reversed(lines[1:] if start else lines):  # the first may be cut
+            if line.startswith(b"## "):
+                return line[3:].strip()
+            if line.startswith(b"# "):  # a level-1 heading closes the previous section
+                return None
+        if not start:
             return None
-    return None
+        block *= 4
 
 
 def build_suffix(existing: bytes, text: str, heading: str | None) -> tuple[bytes, int, int]:
