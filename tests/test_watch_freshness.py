@@ -52,6 +52,22 @@ def test_a_write_is_visible_to_the_very_next_search(md_home: Path) -> None:
         assert paths_found(c, "kubernetes") == []  # the old text is gone too
 
 
+def test_a_filtered_search_sees_a_write_its_filters_let_through(md_home: Path) -> None:
+    ws = workspace(md_home / "ws")
+    today = dt.date.today().isoformat()
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        for i in range(3):
+            with today_file(ws).open("a") as f:
+                f.write(f"- we adopted codename dirigible{i}\n")
+            atomic_write(ws / "MEMORY.md", f"# Memory\n\nThe airship is {i}.\n".encode())
+            dated = {"mode": "keyword", "since": today, "path_prefix": "memory/"}
+            res = c.result("search", {"query": f"dirigible{i}", **dated})
+            assert [r["path"] for r in res["results"]] == [f"memory/{today}.md"], res
+            res = c.result("search", {"query": "airship", "path_prefix": "MEM", "mode": "keyword"})
+            assert [r["snippet"] for r in res["results"]] == [f"# Memory\n\nThe airship is {i}."]
+
+
 def test_appended_text_is_searchable_immediately(md_home: Path) -> None:
     ws = workspace(md_home / "ws")
     with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
@@ -308,6 +324,73 @@ def test_a_search_waits_for_the_writes_before_it_not_for_those_after(
         finally:
             for g in gates:
                 g.set()
+            await w.close()
+
+    asyncio.run(main())
+
+
+def test_a_search_waits_only_for_the_files_its_filters_let_through(tmp_path: Path) -> None:
+    from memoryd.index.freshness import Freshness
+    from memoryd.index.types import SearchRequest
+    from memoryd.workspace.layout import Layout
+
+    root = tmp_path / "ws"
+    fresh = Freshness(Layout(root, sessions=True))
+    day, topic, transcript = (
+        root / "memory" / "2024-05-01.md",
+        root / "memory" / "topics" / "x.md",
+        root / "sessions" / "s1.jsonl",
+    )
+    folder, elsewhere = root / "memory" / "topics", tmp_path / "other" / "MEMORY.md"
+
+    def waits_for(**kw: Any) -> set[Path]:
+        concerns = fresh.concerns(SearchRequest("q", **kw))
+        paths = {root / "MEMORY.md", day, topic, transcript, folder, elsewhere}
+        return {p for p in paths if concerns(p)}
+
+    everything = {root / "MEMORY.md", day, topic, transcript, folder}
+    assert waits_for(sources=("memory", "sessions")) == everything
+    assert waits_for() == everything - {transcript}  # notes only, by default
+    assert waits_for(sources=("sessions",)) == {transcript, folder}
+    assert waits_for(path_prefix="memory/2024") == {day, folder}
+    # Dated searches: a daily file by its name's date; a transcript's date is inside it.
+    dated = {"sources": ("memory", "sessions")}
+    assert waits_for(since="2024-05-01", **dated) == {day, transcript, folder}
+    assert waits_for(until="2024-04-30", **dated) == {transcript, folder}
+    assert waits_for(since="2024-01-01", until="2024-12-31") == {day, folder}
+
+
+def test_a_search_of_notes_does_not_wait_for_a_transcript_being_indexed(
+    make_index: IndexFactory,
+) -> None:
+    from memoryd.index.types import SearchRequest
+
+    make_index.write("memory/held.md", "# held\n\nheld notes\n")
+    make_index.write("sessions/s1.jsonl", "")
+    ix = make_index({"index": {"sessions": True}})
+    ix.sync()
+    gate = threading.Event()
+    transcript = make_index.ws / "sessions" / "s1.jsonl"
+
+    async def main() -> None:
+        w = Watcher(debounce_ms=50)
+        await w.set_targets([WatchTarget("ws", ix.root, ix)])
+        try:
+            held = ix.submit_sync(
+                [make_index.ws / "memory" / "held.md"], progress=lambda _p: gate.wait(60)
+            )
+            w.submit("ws", [transcript])  # behind `held`
+            notes = ix.freshness.concerns(SearchRequest("q"))
+            both = ix.freshness.concerns(SearchRequest("q", sources=("memory", "sessions")))
+            assert await asyncio.wait_for(w.wait_synced("ws", 60, notes), 20)
+            with_sessions = asyncio.create_task(w.wait_synced("ws", 60, both))
+            await asyncio.sleep(0.05)
+            assert not with_sessions.done()  # the transcript's sync is held
+            gate.set()
+            assert await asyncio.wait_for(with_sessions, 20)
+            await asyncio.wrap_future(held)
+        finally:
+            gate.set()
             await w.close()
 
     asyncio.run(main())

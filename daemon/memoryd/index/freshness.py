@@ -1,6 +1,7 @@
 """What the index holds of each file ((mtime, size) as committed) and which files were written
-lately: the watcher's filter (``is_indexed_path``) and the cheap check a search makes for a
-write the watcher has not reported yet (``stale_hot_paths``)."""
+lately: the watcher's filter (``is_indexed_path``), the cheap check a search makes for a
+write the watcher has not reported yet (``stale_hot_paths``), and which changes a search
+must wait for (``concerns``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,22 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from pathlib import Path
 
 from memoryd.index.store import FileRow
-from memoryd.workspace.layout import MEMORY_DIR, MEMORY_FILES, SESSIONS_DIR, Layout, daily_rel
+from memoryd.index.types import SearchRequest
+from memoryd.workspace.layout import (
+    MEMORY_DIR,
+    MEMORY_FILES,
+    SESSIONS_DIR,
+    Layout,
+    daily_rel,
+    day_of,
+    display_name,
+)
+from memoryd_client.search_terms import SOURCE_MEMORY
 
 HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
 HOT_MAX = 32  # ...at most this many, the most recent
@@ -77,6 +88,33 @@ class Freshness:
             return True
         folder = rel in (MEMORY_DIR, SESSIONS_DIR) or rel.startswith(MEMORY_DIR + "/")
         return folder and Path(path).is_dir()
+
+    def concerns(self, req: SearchRequest) -> Callable[[Path], bool]:
+        """Whether a change at a path (absolute) can change which chunks ``req`` may find:
+        a search waits only for those. The filters decide, as search.Filters applies them
+        (source, path prefix, a daily file's date); a path they cannot place (a folder, a
+        name that is no note) concerns every search. The text is not looked at: a change
+        that cannot match may still change a chunk's lines or ranking."""
+        sources = set(req.sources)
+        prefix = req.path_prefix
+        since, until = req.since, req.until
+
+        def concerns(path: Path) -> bool:
+            rel = self.layout.rel(Path(os.path.abspath(path)))
+            if rel is None:
+                return False  # not this workspace's
+            source = self.layout.classify(rel)
+            if source is None:
+                return True
+            name = display_name(rel)
+            if source not in sources or (prefix and not name.startswith(prefix)):
+                return False
+            if (since or until) and source == SOURCE_MEMORY:  # a transcript's day is inside
+                day = day_of(name)
+                return bool(day) and (not since or day >= since) and (not until or day <= until)
+            return True
+
+        return concerns
 
     def stale_hot_paths(self) -> list[Path]:
         """Recently active files whose (mtime, size) differ from the index: a cheap check

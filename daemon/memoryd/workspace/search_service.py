@@ -4,7 +4,9 @@ A search sees every write made before it was asked, within ``server.read_your_wr
 in total: it waits for the changes the watcher had queued for the workspace when it was
 asked (not for those queued while it waits: a stream of writes never starves it), then syncs the
 recently active files the watcher may not have reported yet (``Freshness.stale_hot_paths``,
-a few stats). Past the budget it answers anyway and says ``stale``.
+a few stats). It waits only for the files its filters let through (``Freshness.concerns``:
+a search of notes never waits for a transcript being written). Past the budget it answers
+anyway and says ``stale``.
 
 Where it runs: what the in-memory copies rank takes well under a millisecond and is
 answered on the event loop itself (``server.inline_searches``); the hop to a reader thread
@@ -68,7 +70,8 @@ class SearchService:
         cfg = config.server
         started = time.monotonic()
         budget = cfg.read_your_writes_ms / 1000
-        fresh = await self.watcher.wait_synced(ws.name, budget)
+        concerns = index.freshness.concerns(req)
+        fresh = await self.watcher.wait_synced(ws.name, budget, concerns)
         loop = asyncio.get_running_loop()
         prepared = None
         if index.embeds_query(req):
@@ -84,7 +87,7 @@ class SearchService:
             )
         if resp is None:  # stale: sync those files first
             left = budget - (time.monotonic() - started)
-            fresh = await self.watcher.sync_now(ws.name, index, stale, left) and fresh
+            fresh = await self.watcher.sync_now(ws.name, index, stale, left, concerns) and fresh
             if cfg.inline_searches:  # the sync done, the copies may answer now
                 resp = index.search_in_memory_checked(req, prepared)
             if resp is None:

@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,16 +69,18 @@ class _Batch:
     retry: set[Path] = field(default_factory=set)  # files of failed syncs, for the retry
     retry_handle: asyncio.TimerHandle | None = None
     retry_at: float = 0.0  # time.time() of the next retry
-    # Tickets: every submit takes the next number; ``done`` is the last number whose paths
-    # were synced (or given up to a retry). A search waits until ``done`` reaches the number
-    # current when it was asked, whatever was queued after it.
+    # Tickets: every submit that queues a path takes the next number; ``done`` is the last
+    # number whose paths were synced (or given up to a retry). A search waits until ``done``
+    # reaches the ticket of the last change it could see, whatever was queued after it.
     queued: int = 0
     done: int = 0
+    tickets: dict[Path, int] = field(default_factory=dict)  # of paths not yet done
     waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list)
 
     def finished(self, upto: int) -> None:
         """The changes up to ticket ``upto`` are committed (or left to a retry)."""
         self.done = max(self.done, upto)
+        self.tickets = {p: t for p, t in self.tickets.items() if t > self.done}
         still = []
         for ticket, fut in self.waiters:
             if ticket <= self.done:
@@ -264,10 +266,11 @@ class Watcher:
         if target is None:
             return
         batch = self._batches.setdefault(name, _Batch())
-        before = len(batch.pending)
-        batch.pending.update(paths)
-        if len(batch.pending) > before:  # (a path already waiting for the next round is
-            batch.queued += 1  # covered by the ticket it came with)
+        new = set(paths) - batch.pending  # (one already waiting for the next round is
+        if new:  # covered by the ticket it came with)
+            batch.queued += 1
+            batch.pending |= new
+            batch.tickets.update(dict.fromkeys(new, batch.queued))
         if batch.pending and batch.task is None:
             batch.task = asyncio.create_task(self._flush(target, batch))
 
@@ -337,14 +340,22 @@ class Watcher:
             f"({batch.last_error}); {len(batch.retry)} file(s) retried in {wait:.0f} s"
         )
 
-    async def wait_synced(self, name: str, timeout: float) -> bool:
+    async def wait_synced(
+        self, name: str, timeout: float, concerns: Callable[[Path], bool] | None = None
+    ) -> bool:
         """Wait until the changes of ``name`` queued so far are committed (not those queued
-        meanwhile); False on timeout."""
+        meanwhile), only those to paths ``concerns`` accepts when given; False on timeout."""
         batch = self._batches.get(name)
-        if batch is None or batch.done >= batch.queued:
+        if batch is None:
+            return True
+        if concerns is None:
+            ticket = batch.queued
+        else:
+            ticket = max((t for p, t in batch.tickets.items() if concerns(p)), default=0)
+        if batch.done >= ticket:
             return True
         fut = asyncio.get_running_loop().create_future()
-        batch.waiters.append((batch.queued, fut))
+        batch.waiters.append((ticket, fut))
         try:
             await asyncio.wait_for(fut, max(0.0, timeout))
         except TimeoutError:
@@ -352,13 +363,19 @@ class Watcher:
         return True
 
     async def sync_now(
-        self, name: str, index: WorkspaceIndex, paths: list[Path], timeout: float
+        self,
+        name: str,
+        index: WorkspaceIndex,
+        paths: list[Path],
+        timeout: float,
+        concerns: Callable[[Path], bool] | None = None,
     ) -> bool:
         """Sync ``paths`` (changes the watcher has not reported yet) and wait up to
-        ``timeout``; concurrent callers share the batch. False when it took longer."""
+        ``timeout`` for those ``concerns`` accepts (all when not given); concurrent callers
+        share the batch. False when it took longer."""
         if name in self._targets:
             self.submit(name, paths)
-            return await self.wait_synced(name, timeout)
+            return await self.wait_synced(name, timeout, concerns)
         fut = asyncio.wrap_future(index.submit_sync(paths))  # not watched (yet)
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
         done, _ = await asyncio.wait({fut}, timeout=max(0.0, timeout))
