@@ -175,18 +175,19 @@ def wait_vectors(d: Daemon, ws: str, timeout: float = 7200) -> float:
 
 
 def _searcher(sock: str, ws: str, queries: list[str], seconds: float, results: Any) -> None:
-    out: list[tuple[float, int]] = []
+    out: list[tuple[float, int, bool]] = []
     lock = threading.Lock()
     end = time.perf_counter() + seconds
 
     def run(k: int) -> None:
-        mine: list[tuple[float, int]] = []
+        mine: list[tuple[float, int, bool]] = []
         with MemoryClient(sock, timeout=60) as c:
             i = k
             while time.perf_counter() < end:
                 t = time.perf_counter()
                 r = c.search(queries[i % len(queries)], workspace=ws, mode="keyword")
-                mine.append(((time.perf_counter() - t) * 1000, r.pending_files))
+                stale = bool(r.raw.get("stale"))  # read-your-writes ran out of budget
+                mine.append(((time.perf_counter() - t) * 1000, r.pending_files, stale))
                 i += 1
         with lock:
             out.extend(mine)
@@ -246,6 +247,7 @@ def write_storm(
         "p50": percentile(ms, 50),
         "p99": percentile(ms, 99),
         "pending": sum(1 for s in searches if s[1] > 0),
+        "stale": sum(1 for s in searches if s[2]),
         "writes": len(writes),
         "writes_per_s": len(writes) / seconds,
         "write_p50": percentile(writes, 50),
@@ -435,17 +437,19 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"{args.storm_seconds:.0f} s)\n"
         )
         print(
-            "| code | chunks | searches/s | search p50 / p99 ms | searches answered with "
-            "files pending | writes/s | append p50 ms |"
+            "| code | chunks | searches/s | search p50 / p99 ms | answered stale (waited the "
+            "whole read-your-writes budget) | answered with other files pending | writes/s "
+            "| append p50 ms |"
         )
-        print("|---|---:|---:|---|---:|---:|---:|")
+        print("|---|---:|---:|---|---:|---:|---:|---:|")
         for r in storms:
             st = r["storm"]
             print(
                 f"| {r['code']} | {r['chunks']} | {cell(r, lambda x: x['storm']['qps'], '.0f')} "
                 f"| {cell(r, lambda x: x['storm']['p50'], '.1f')} / "
                 f"{cell(r, lambda x: x['storm']['p99'], '.0f')} "
-                f"| {st['pending']} of {st['searches']} | {st['writes_per_s']:.0f} "
+                f"| {st.get('stale', '?')} | {st['pending']} of {st['searches']} "
+                f"| {st['writes_per_s']:.0f} "
                 f"| {st['write_p50']:.1f} |"
             )
     from latency import LOADS
