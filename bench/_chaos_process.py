@@ -3,10 +3,10 @@ indexing, appends and hippocampus's write, a soak with writers, idle connections
 during a big transcript and during a long scan. Each drives ``memoryd run`` subprocesses
 (so ``--baseline`` runs them against the other checkout's daemon too).
 
-Sizes (``--long`` in brackets): kill_index 3 trials x 50 new files [10 x 200]; kill_append
-3 [20]; kill_hippocampus 4 [20]; soak 20 s, 8 searchers, 2 writers [120 s, 32, 8];
-idle_connections 2,000 [10,000]; sigterm_transcript 200 MB [2 GB]; sigterm_scan 3,000
-files [10,000].
+Sizes (``--long`` in brackets): corrupt_index 4 trials [10]; kill_index 3 trials x 50 new
+files [10 x 200]; kill_append 3 [20]; kill_hippocampus 4 [20]; soak 20 s, 8 searchers,
+2 writers [120 s, 32, 8]; idle_connections 2,000 [10,000]; sigterm_transcript 200 MB
+[2 GB]; sigterm_scan 3,000 files [10,000].
 """
 
 from __future__ import annotations
@@ -124,6 +124,12 @@ class Daemon:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
         return 0.0
+
+    def cpu_s(self) -> float:
+        """The daemon's CPU time so far (user + system, all threads): what a request costs
+        it, which a loaded machine changes far less than requests per second."""
+        fields = Path(f"/proc/{self.p.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def events(self, name: str) -> list[dict[str, Any]]:
         out = []
@@ -371,6 +377,7 @@ def soak(long: bool) -> Tally:
             if not d.ready() or not d.scan_done():
                 row.fail("start failed")
                 return row
+            cpu0 = d.cpu_s()
             stop = time.monotonic() + seconds
             acked: list[str] = []
             errors: list[str] = []
@@ -405,6 +412,7 @@ def soak(long: bool) -> Tally:
                 th.start()
             for th in threads:
                 th.join()
+            cpu_ms = (d.cpu_s() - cpu0) * 1000 / max(1, counts[0] + len(acked))
             missing = [
                 w for w in acked if not d.call("search", {"query": w, "mode": "keyword"})["results"]
             ]
@@ -414,8 +422,9 @@ def soak(long: bool) -> Tally:
             if errors:
                 row.fail(f"{len(errors)} errors: {sorted(set(errors))}")
             row.notes.append(
-                f"{counts[0] / seconds:.0f} searches/s, {len(acked)} appends, "
-                f"RSS {d.rss_mb():.0f} MB"
+                f"{counts[0] / seconds:.0f} searches/s, {len(acked)} appends, daemon CPU "
+                f"{cpu_ms:.2f} ms a request, RSS {d.rss_mb():.0f} MB, load "
+                f"{os.getloadavg()[0]:.1f}"
             )
         finally:
             d.kill9()
@@ -688,7 +697,79 @@ def backpressure(long: bool) -> Tally:
     return row
 
 
+def _damage_index(index: Path, trial: int) -> None:
+    """Everything into the main file (the WAL emptied), then garbage over its pages after
+    the header (even trials) or the file cut in half (odd ones)."""
+    import apsw
+
+    conn = apsw.Connection(str(index))
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    except apsw.Error:  # damaged still (not rebuilt): damaged again all the same
+        pass
+    finally:
+        conn.close()
+    size = index.stat().st_size
+    with open(index, "r+b") as f:
+        if trial % 2:
+            f.truncate(size // 2)
+            return
+        rnd = random.Random(trial)
+        for off in range(4096, size, 4096):
+            f.seek(off)
+            f.write(rnd.randbytes(4096))
+
+
+def corrupt_index(long: bool) -> Tally:
+    """An index damaged under the running daemon, then an append: a trial fails when the
+    appended note or earlier ones are not searchable within a minute (the index rebuilt
+    from the markdown), or another workspace stops answering meanwhile."""
+    row = Tally("corrupt_index")
+    row.trials = 10 if long else 4
+    with home() as h:
+        ws, other = h / "ws", h / "other"
+        words = notes_folder(ws, 200, "dmg")
+        other_words = notes_folder(other, 20, "oth")
+        config = f'[[workspaces]]\npath = "{ws}"\n[[workspaces]]\npath = "{other}"\n'
+        d = Daemon(h, config)
+        try:
+            if not d.ready() or not d.scan_done():
+                row.fail("start failed")
+                return row
+            index = Path(
+                next(w for w in d.call("status")["workspaces"] if w["name"] == "ws")["index"]
+            )
+
+            def found(word: str, ws_name: str = "ws") -> bool:
+                try:
+                    params = {"query": word, "mode": "keyword", "workspace": ws_name}
+                    return bool(d.call("search", params)["results"])
+                except Exception:  # unavailable while the file is swapped
+                    return False
+
+            for trial in range(row.trials):
+                _damage_index(index, trial)
+                word = f"afterdamage{trial}zq"
+                d.call("append", {"text": f"- {word}", "workspace": "ws"})
+                if not found(other_words[trial], "other"):
+                    row.fail(f"trial {trial}: the other workspace did not answer")
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline and not found(word):
+                    time.sleep(0.2)
+                if not found(word):
+                    row.fail(f"trial {trial}: the appended note is not searchable")
+                    continue
+                lost = [w for w in random.Random(trial).sample(words, 20) if not found(w)]
+                if lost:
+                    row.fail(f"trial {trial}: {len(lost)} of 20 earlier notes not searchable")
+            row.notes.append(f"{len(d.events('index_rebuilt'))} rebuilds logged")
+        finally:
+            d.kill9()
+    return row
+
+
 PROCESS_CASES: dict[str, Callable[[bool], Tally]] = {
+    "corrupt_index": corrupt_index,
     "backpressure": backpressure,
     "kill_index": kill_index,
     "kill_append": kill_append,

@@ -31,6 +31,9 @@ Cases (issue 13):
              MEMORY.md is partial, a temp file is left, a run that wrote is recorded failed
   backpressure  64 pipelined gets of a 15 MiB file never read, 40 unfinished 16 MiB frames;
              failures: the daemon's RSS grows by hundreds of MB
+  corrupt_index  an index's pages overwritten with garbage (or the file cut in half) under
+             the running daemon, then an append; failures: the note, or earlier ones, not
+             searchable within a minute, or another workspace not answering meanwhile
   soak       searchers and writers together; failures: errors, appends not found after
   idle_connections  thousands of idle connections: each served or refused politely
              (unavailable), a new client still served, RSS and log lines noted
@@ -348,6 +351,7 @@ CASES: dict[str, Callable[[argparse.Namespace], Row]] = {
         name: _process_case(name)
         for name in (
             "backpressure",
+            "corrupt_index",
             "kill_index",
             "kill_append",
             "kill_hippocampus",
