@@ -76,35 +76,53 @@ def apply_fingerprint(
     provider: EmbeddingProvider | None,
     vec_ok: bool,
     mirror: VectorMirror,
+    *,
+    provider_known: bool = True,
 ) -> None:
     """A chunking change re-chunks every file; an embedding change re-embeds every chunk.
 
     Both happen in the background: keyword search keeps answering meanwhile.
+    ``provider_known`` False: the provider is still being chosen (the index opens first, so
+    keyword search never waits for a model): only the chunking is compared now, the
+    embedding when it is known (``apply_embedding``).
     """
     meta = schema.get_meta(conn)
     chunking = f"{cfg.chunk_tokens}/{cfg.chunk_overlap}/{CHUNKER_VERSION}"
+    with conn:
+        if meta.get("chunking") != chunking:
+            conn.execute("UPDATE files SET hash = ''")
+        schema.set_meta(conn, {"schema_version": str(schema.SCHEMA_VERSION), "chunking": chunking})
+        if provider_known:
+            apply_embedding(conn, cfg, provider, vec_ok, mirror)
+
+
+def embedding_fingerprint(
+    cfg: IndexConfig, provider: EmbeddingProvider | None, vec_ok: bool
+) -> str:
+    """What the stored vectors were made with: another value drops them all."""
     p = provider
     if not vec_ok:
         # Vectors written now could not follow later deletes (the vec0 table cannot be
         # touched without sqlite-vec), so none are kept: this fingerprint makes the first
         # open with sqlite-vec again drop what is left and re-embed (mostly from the cache).
-        embedding = VECTORS_OFF
-    elif p is not None:
-        embedding = f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
-    else:
-        embedding = "none"
+        return VECTORS_OFF
+    if p is not None:
+        return f"{p.name}|{p.model}|{p.provider_key}|windows={cfg.vector_window_tokens}|l2"
+    return "none"
+
+
+def apply_embedding(
+    conn: apsw.Connection,
+    cfg: IndexConfig,
+    provider: EmbeddingProvider | None,
+    vec_ok: bool,
+    mirror: VectorMirror,
+) -> None:
+    """The embedding half of ``apply_fingerprint`` (its own transaction, or the caller's)."""
+    embedding = embedding_fingerprint(cfg, provider, vec_ok)
     with conn:
-        if meta.get("chunking") != chunking:
-            conn.execute("UPDATE files SET hash = ''")
-        if meta.get("embedding") != embedding:
+        if schema.get_meta(conn).get("embedding") != embedding:
             store.drop_vectors(conn, mirror)
-        schema.set_meta(
-            conn,
-            {
-                "schema_version": str(schema.SCHEMA_VERSION),
-                "chunking": chunking,
-                "embedding": embedding,
-            },
-        )
-        if p is not None and p.dims and vec_ok:
-            store.create_vec_table(conn, p.dims)
+        schema.set_meta(conn, {"embedding": embedding})
+        if provider is not None and provider.dims and vec_ok:
+            store.create_vec_table(conn, provider.dims)

@@ -59,6 +59,7 @@ from memoryd.workspace.layout import Layout
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
+PROVIDER_LOADING = "the embedding provider is still loading: keyword results only"
 
 # A rebuild that could not make the new file (disk full...) is tried again after this,
 # doubling up to the maximum, as the watcher retries a failed sync.
@@ -81,11 +82,14 @@ class WorkspaceIndex:
         provider_reason: str = "",
         fallback: QueryFallback | None = None,
         search_settings: Callable[[], SearchConfig] | None = None,
+        provider_pending: bool = False,
     ) -> None:
         """``fallback``: embeds queries while ``provider`` (openai) fails, when it is the
         same model (embeddings/fallback.py). ``search_settings``: read at each search (the
         daemon's after a reload); default ``config.search``. Embedding and index settings
-        hold for the index's lifetime."""
+        hold for the index's lifetime. ``provider_pending``: the provider is still being
+        chosen (a model loading); ``attach_provider`` gives it later, and until then
+        searches answer by keyword and say why."""
         self.root = root.resolve()
         self.db_path = db_path
         self.config = config
@@ -96,6 +100,10 @@ class WorkspaceIndex:
         self._comparing = False  # a fallback comparison is queued on the embedder thread
         # Who embedded the last query: the provider, its fallback while it fails, or nobody
         self._last_query_by = provider.name if provider is not None else "none"
+        # Set once the provider is known (at once unless provider_pending).
+        self._provider_known = threading.Event()
+        if not provider_pending:
+            self._provider_known.set()
         self.layout = Layout(self.root, config.index.sessions, config.index.extra_paths)
         self.generation = 0
         self.vec = db.probe_vec()
@@ -106,22 +114,10 @@ class WorkspaceIndex:
         )
         self.freshness = Freshness(self.layout)
         # None without a provider or without sqlite-vec: keyword search only.
-        self.embedder = (
-            Embedder(
-                self.root,
-                provider,
-                config.embedding,
-                config.index.vector_window_tokens,
-                self.readers,
-                self._write_vectors_now,
-                lambda: self._pending_syncs > 0,
-                self._compare_fallback_soon,
-            )
-            if provider is not None and self.vec.ok
-            else None
-        )
+        self.embedder = self._make_embedder(provider)
         self._lock = threading.Lock()
         self._closed = False
+        self._attaching = False  # attach_provider was called
         self._pending_syncs = 0
         self._targeted = False
         self._last_sync: float | None = None
@@ -154,6 +150,25 @@ class WorkspaceIndex:
             on_stale=lambda: self._reload_later("keyword_mirror", self._load_keywords),
         )
         self._line_stems = LineStems()
+
+    def _make_embedder(self, provider: EmbeddingProvider | None) -> Embedder | None:
+        if provider is None or not self.vec.ok:
+            return None
+        return Embedder(
+            self.root,
+            provider,
+            self.config.embedding,
+            self.config.index.vector_window_tokens,
+            self.readers,
+            self._write_vectors_now,
+            lambda: self._pending_syncs > 0,
+            self._compare_fallback_soon,
+        )
+
+    @property
+    def provider_pending(self) -> bool:
+        """The provider is still being chosen: keyword search only, for now."""
+        return not self._provider_known.is_set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -248,7 +263,12 @@ class WorkspaceIndex:
         self._keywords.follow(conn, "keyword_mirror")
         try:
             opening.apply_fingerprint(
-                conn, self.config.index, self.provider, self.vec.ok, self._mirror
+                conn,
+                self.config.index,
+                self.provider,
+                self.vec.ok,
+                self._mirror,
+                provider_known=not self.provider_pending,
             )
         except opening.NOT_CORRUPTION as exc:
             conn.close()
@@ -268,6 +288,53 @@ class WorkspaceIndex:
             keywords=self._keywords,
             stopping=lambda: self._closed,
         )
+
+    def attach_provider(
+        self,
+        provider: EmbeddingProvider | None,
+        reason: str,
+        fallback: QueryFallback | None = None,
+    ) -> None:
+        """The provider chosen after ``open`` (the registry opens indexes before a model has
+        loaded). Vectors made by another model are dropped on the writer thread, after any
+        sync queued there; when the stored ones fit (a restart), vector search starts now.
+        A second call, or one after close, does nothing."""
+        with self._lock:
+            if self._closed or self._attaching or not self.provider_pending:
+                return
+            self._attaching = True
+        with self.readers.borrow() as r:
+            stored = schema.get_meta(r.conn).get("embedding")
+        if stored == opening.embedding_fingerprint(self.config.index, provider, self.vec.ok):
+            self._use_provider(provider, reason, fallback)
+            return
+
+        def on_writer() -> None:
+            conn = self._wconn
+            if conn is None:
+                return
+            opening.apply_embedding(conn, self.config.index, provider, self.vec.ok, self._mirror)
+            self._has_vec_table = store.has_vec_table(conn)
+            self._use_provider(provider, reason, fallback)
+
+        with contextlib.suppress(RuntimeError):  # closing
+            self._writer.submit(on_writer)
+
+    def _use_provider(
+        self, provider: EmbeddingProvider | None, reason: str, fallback: QueryFallback | None
+    ) -> None:
+        # The embedder before the flag: a search that sees the provider finds its embedder.
+        self.embedder = self._make_embedder(provider)
+        self.fallback = fallback
+        self.provider_reason = reason
+        self._last_query_by = provider.name if provider is not None else "none"
+        self.provider = provider
+        self._provider_known.set()
+        log.debug("index_provider_attached", workspace=str(self.root), reason=reason)
+        with self._lock:
+            syncing = self._pending_syncs > 0
+        if not syncing:  # else the sync's end starts the embedder
+            self._kick_embedder()
 
     def close(self) -> None:
         with self._lock:
@@ -565,8 +632,14 @@ class WorkspaceIndex:
         self, timeout: float | None = None, progress: Callable[[SyncProgress], None] | None = None
     ) -> bool:
         """Block until no chunk waits for a vector; False on timeout or a failing provider."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self._provider_known.wait(0.2):
+            if self._closed or (deadline is not None and time.monotonic() > deadline):
+                return False
         if self.embedder is None:
             return True
+        if deadline is not None:
+            timeout = max(0.0, deadline - time.monotonic())
         return self.embedder.wait_done(timeout, progress)
 
     # ------------------------------------------------------------------ reading
@@ -574,7 +647,7 @@ class WorkspaceIndex:
     def embeds_query(self, req: SearchRequest) -> bool:
         """Whether searching ``req`` would run the embedding model (its vector is not cached):
         the daemon then prepares it on another thread than the searches'."""
-        if req.mode == "keyword" or self.embedder is None:
+        if req.mode == "keyword" or self.embedder is None or self.provider_pending:
             return False
         if self._not_embeddable(req.query) is not None:
             return False
@@ -596,6 +669,8 @@ class WorkspaceIndex:
         """The query vector ``req`` needs (None for keyword), or why there is none."""
         if req.mode == "keyword":
             return PreparedQuery(None, None)
+        if self.provider_pending:
+            return PreparedQuery(None, PROVIDER_LOADING)
         if not self.vec.ok:
             return PreparedQuery(None, f"vectors off: {self.vec.reason}")
         if self.provider is None:
@@ -682,6 +757,7 @@ class WorkspaceIndex:
         if (
             req.mode == "keyword"
             or self.embedder is None
+            or self.provider_pending
             or self._not_embeddable(req.query) is not None
         ):
             return self.prepare_query(req)
@@ -759,7 +835,9 @@ class WorkspaceIndex:
         degraded = self._damage()
         if not self.vec.ok:
             degraded.append(f"vectors off: {self.vec.reason}")
-        if self.provider is None:
+        if self.provider_pending:
+            degraded.append(PROVIDER_LOADING)
+        elif self.provider is None:
             degraded.append(f"keyword only: {self.provider_reason or 'no embedding provider'}")
         failure = self.embedder.failure if self.embedder is not None else None
         if failure is not None:
@@ -783,7 +861,7 @@ class WorkspaceIndex:
             # Who embeds queries now: the provider, its fallback while it fails, or nobody.
             "query_provider": self._last_query_by if p is not None and self.vec.ok else "none",
             "provider": {
-                "name": p.name if p else "none",
+                "name": p.name if p else "loading" if self.provider_pending else "none",
                 "model": p.model if p else "",
                 "dims": p.dims if p else None,
                 "reason": self.provider_reason,

@@ -1,9 +1,11 @@
 """The registry of workspaces this daemon serves: config-declared plus registered ones.
 
 Names are unique (default: the folder name, then ``name-2``...). Each workspace has one
-``WorkspaceIndex`` in ``Paths.index_dir / f"{name}-{sha1(realpath)[:10]}.sqlite"``. The
-embedding provider is chosen (and a local model loaded) in a thread after the socket is
-up; indexes are opened once it is known, and requests that need an index wait for that.
+``WorkspaceIndex`` in ``Paths.index_dir / f"{name}-{sha1(realpath)[:10]}.sqlite"``. After
+the socket is up the indexes are opened first (requests that need an index wait for that),
+then the embedding provider is chosen in a thread (loading a local model, or importing
+openai, takes a second or more) and given to each index: keyword search never waits for
+it, and a hybrid search answers by keyword meanwhile, saying why.
 """
 
 from __future__ import annotations
@@ -181,7 +183,6 @@ class Registry:
             )
             self._items[ws.name] = ws
             added.append(ws)
-        await self.provider_ready.wait()
         await asyncio.gather(*(self._open(ws) for ws in added))
         return [w.name for w in added], [w.name for w in removed]
 
@@ -193,7 +194,13 @@ class Registry:
         return name
 
     async def open_all(self) -> None:
-        """Choose the provider (slow for a local model), then open every index."""
+        """Open every index, then choose the provider (slow for a local model) and give it
+        to them."""
+        await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
+        await self._choose()
+        await asyncio.gather(*(self._attach(ws) for ws in list(self._items.values())))
+
+    async def _choose(self) -> None:
         try:
             self.choice = await asyncio.to_thread(_choose_provider, self.config)
         except MemorydError as exc:
@@ -211,7 +218,16 @@ class Registry:
             model=p.model if p else "",
             reason=self.choice.reason,
         )
-        await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
+
+    async def _attach(self, ws: Workspace) -> None:
+        """Give the chosen provider to an index opened before it was known (once)."""
+        await ws.opened.wait()
+        choice, index = self.choice, ws.index
+        if choice is None or index is None or not index.provider_pending:
+            return
+        await asyncio.to_thread(
+            index.attach_provider, choice.provider, choice.reason, choice.fallback
+        )
 
     @property
     def provider(self) -> EmbeddingProvider | None:
@@ -224,6 +240,7 @@ class Registry:
             await ws.opened.wait()
             return
         ws.opening = True
+        started = time.perf_counter()
         try:
             index = await asyncio.to_thread(self._make_index, ws)
         except Exception as exc:  # one bad workspace must not stop the others
@@ -236,9 +253,17 @@ class Registry:
                 await asyncio.to_thread(index.close)
             else:
                 ws.index = index
+                log.info(
+                    "workspace_opened",
+                    workspace=ws.name,
+                    ms=round((time.perf_counter() - started) * 1000, 1),
+                    provider="loading" if index.provider_pending else None,
+                )
                 self._start_scan(ws)
         finally:
             ws.opened.set()
+        if self.choice is not None:  # chosen while this index opened: open_all may have
+            await self._attach(ws)  # passed it by
 
     def _make_index(self, ws: Workspace) -> WorkspaceIndex:
         """Blocking (sqlite-vec probe, migrations): run in a thread."""
@@ -254,14 +279,16 @@ class Registry:
                 files=stale,
                 reason="a rewrite was killed before its rename",
             )
+        choice = self.choice
         index = WorkspaceIndex(
             ws.root,
             index_file(self.index_dir, ws.name, ws.root),
             self.config,
-            self.provider,
-            self.choice.reason if self.choice else "",
-            fallback=self.choice.fallback if self.choice else None,
+            choice.provider if choice else None,
+            choice.reason if choice else "",
+            fallback=choice.fallback if choice else None,
             search_settings=lambda: self.config.search,
+            provider_pending=choice is None,
         )
         index.open()
         return index
@@ -398,7 +425,6 @@ class Registry:
         self.state.add_workspace(ws.name, root)
         self._items[ws.name] = ws
         log.info("workspace_added", workspace=ws.name, path=str(root))
-        await self.provider_ready.wait()
         await self._open(ws)
         return ws, True
 
@@ -426,7 +452,7 @@ class Registry:
     async def _forget(self, ws: Workspace) -> None:
         """Close the index of a workspace already taken out of the registry."""
         ws.cancel_scan_retry()
-        if not ws.opening:  # never started (the provider is still loading): never will
+        if not ws.opening:  # never started: never will
             ws.opening = True
             ws.opened.set()
             return
