@@ -93,3 +93,10 @@ def test_only_memctl_mcp_loads_the_mcp_sdk() -> None:
         light & {"mcp", "pydantic", "starlette", "anyio", "uvicorn"}
     )
     assert "mcp" in loaded_after("import memoryd_client.agents.mcp_server")
+
+
+def test_the_daemon_loads_no_model_runtime_or_numpy_before_its_socket_listens() -> None:
+    # What `memoryd run` imports before startup() binds: the indexes load numpy after.
+    loaded = loaded_after("import memoryd.cli, memoryd.app, memoryd.runtime.config")
+    heavy = {"numpy", "onnxruntime", "openai", "tokenizers", "croniter", "watchfiles"}
+    assert loaded.isdisjoint(heavy), sorted(loaded & heavy)

@@ -1,8 +1,8 @@
 """The daemon process: ``serve()`` is ``startup(); main_loop(); shutdown()``.
 
 Startup only does what is fast (lock, bind, state database, registry from config), so the
-socket accepts within milliseconds; the embedding provider, the indexes, their startup
-scans and the watcher come up in the background and ``status`` shows their progress.
+socket accepts within milliseconds; the indexes, their startup scans, the watcher and then
+the embedding provider come up in the background and ``status`` shows their progress.
 Signal handlers only set state; ``main_loop`` acts on it.
 """
 
@@ -83,7 +83,7 @@ class Daemon:
         self.announce = announce
         self.started_at = time.monotonic()
         self.ready = asyncio.Event()  # the socket accepts
-        self.background_ready = asyncio.Event()  # provider chosen, indexes opened
+        self.background_ready = asyncio.Event()  # indexes opened, provider chosen
         self._exit = asyncio.Event()
         self._force = asyncio.Event()
         self._wake = asyncio.Event()
@@ -263,6 +263,8 @@ class Daemon:
         try:
             await self.registry.open_all()
             await self.refresh_watch()
+            # After the indexes: keyword search and the watch never wait for a model.
+            await self.registry.load_provider()
         except Exception:
             log.exception("background_startup_failed")
         finally:

@@ -18,8 +18,10 @@ snippets' line stems and the query terms, so all four see the same tokens.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from memoryd.index.snippets import TokenizeOffsets
+if TYPE_CHECKING:  # snippets imports numpy: not before the daemon's socket listens
+    from memoryd.index.snippets import TokenizeOffsets
 
 # Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, kana
 # (katakana's middle dot ・ is punctuation: left out), half-width katakana, Hangul

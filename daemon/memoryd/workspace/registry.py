@@ -194,13 +194,11 @@ class Registry:
         return name
 
     async def open_all(self) -> None:
-        """Open every index, then choose the provider (slow for a local model) and give it
-        to them."""
+        """Open every index (keyword search answers from here on)."""
         await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
-        await self._choose()
-        await asyncio.gather(*(self._attach(ws) for ws in list(self._items.values())))
 
-    async def _choose(self) -> None:
+    async def load_provider(self) -> None:
+        """Choose the provider (slow for a local model) and give it to every index."""
         try:
             self.choice = await asyncio.to_thread(_choose_provider, self.config)
         except MemorydError as exc:
@@ -218,6 +216,7 @@ class Registry:
             model=p.model if p else "",
             reason=self.choice.reason,
         )
+        await asyncio.gather(*(self._attach(ws) for ws in list(self._items.values())))
 
     async def _attach(self, ws: Workspace) -> None:
         """Give the chosen provider to an index opened before it was known (once)."""
@@ -234,7 +233,7 @@ class Registry:
         return self.choice.provider if self.choice is not None else None
 
     async def _open(self, ws: Workspace) -> None:
-        # open_all and add can both reach a workspace added while the provider loads:
+        # open_all and add can both reach a workspace added while the indexes open:
         # two indexes on one file would fight over its lock.
         if ws.opening:
             await ws.opened.wait()
@@ -262,8 +261,8 @@ class Registry:
                 self._start_scan(ws)
         finally:
             ws.opened.set()
-        if self.choice is not None:  # chosen while this index opened: open_all may have
-            await self._attach(ws)  # passed it by
+        if self.choice is not None:  # chosen while this index opened: load_provider may
+            await self._attach(ws)  # have passed it by
 
     def _make_index(self, ws: Workspace) -> WorkspaceIndex:
         """Blocking (sqlite-vec probe, migrations): run in a thread."""
