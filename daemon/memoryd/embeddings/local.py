@@ -25,6 +25,7 @@ from memoryd.embeddings.model_folder import (
 )
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError
+from memoryd.runtime.priority import run_lowered
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -96,7 +97,12 @@ def _load_session(path: Path, threads: int) -> Any:
     opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
     opts.log_severity_level = 3  # errors only; warnings about unused initialisers are noise
     try:
-        return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        # Its intra-op workers are created now and inherit this thread's priority: on a
+        # lowered thread, so that embedding a first index never slows searches (they run on
+        # threads of normal priority, and a query's own share of the work runs on its caller).
+        return run_lowered(
+            lambda: ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        )
     except Exception as exc:  # onnxruntime raises its own pybind exception types
         raise EmbeddingError(f"onnxruntime cannot load {path}: {exc}") from None
 

@@ -29,6 +29,7 @@ from memoryd.index.types import SyncProgress
 from memoryd.index.windows import vector_windows
 from memoryd.runtime.config import EmbeddingConfig
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.priority import lower_this_thread
 from memoryd_client.rate import Rate
 
 log = get_logger("memoryd.index")
@@ -68,7 +69,10 @@ class Embedder:
         self._syncing = syncing
         self._provider_answered = provider_answered
         self.key = CacheKey(provider.name, provider.model, provider.provider_key)
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="memoryd-embed")
+        # Lowered priority (runtime/priority.py): searches never wait behind a first index.
+        self._pool = ThreadPoolExecutor(
+            1, thread_name_prefix="memoryd-embed", initializer=lower_this_thread
+        )
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._closed = False

@@ -1,0 +1,63 @@
+"""Embedding runs at a lowered priority (Linux: per thread), searches at the normal one."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from engine_util import IndexFactory
+from fakes.openai_server import FakeOpenAIServer
+from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.runtime.priority import BACKGROUND_NICE
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's"
+)
+
+
+def nice_of(tid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+def lowered(base: int) -> int:
+    return min(19, base + BACKGROUND_NICE)
+
+
+def test_the_embedding_thread_runs_lowered_and_the_caller_does_not(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    base = nice_of(threading.get_native_id())
+    make_index.write("memory/2024-05-01.md", "- Bought a blue bicycle.\n")
+    p = OpenAIProvider(base_url=openai_server.base_url, api_key="sk-test", max_retries=0)
+    ix = make_index(None, p)
+    ix.sync()
+    assert ix.wait_embedded(timeout=30)
+    seen: list[int] = []
+    done = threading.Event()
+    assert ix.embedder is not None
+    ix.embedder.run_later(lambda: (seen.append(nice_of(threading.get_native_id())), done.set()))
+    assert done.wait(10)
+    assert seen == [lowered(base)]
+    assert nice_of(threading.get_native_id()) == base
+
+
+@pytest.mark.model
+def test_the_local_models_worker_threads_start_lowered() -> None:
+    from memoryd.embeddings.local import LocalProvider
+
+    me = threading.get_native_id()
+    base = nice_of(me)
+    before = set(os.listdir("/proc/self/task"))
+    provider = LocalProvider(threads=2)
+    try:
+        provider.embed(["the workers run now"])
+        new = [int(t) for t in set(os.listdir("/proc/self/task")) - before]
+        assert new, "onnxruntime started no intra-op worker with threads=2"
+        assert {nice_of(t) for t in new if Path(f"/proc/self/task/{t}").exists()} == {lowered(base)}
+        assert nice_of(me) == base  # the caller (a search's thread) keeps its priority
+    finally:
+        provider.close()
