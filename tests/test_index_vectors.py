@@ -241,3 +241,28 @@ def test_status_shows_the_embedding_rate_and_eta_while_chunks_wait(
     assert seen["eta_s"] == round(pending / seen["rate_per_s"], 1)
     assert ix.wait_embedded(timeout=30)
     assert "embedding" not in ix.status()  # nothing waits: no rate to show
+
+
+def test_status_shows_the_rate_early_in_a_slow_first_index(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    # The default batch (16 texts a request): one read of 64 chunks took minutes with the
+    # local model, so the rate (two batches apart, within 10 s) was rarely shown. Batches
+    # are now sized to take about two seconds at the measured pace.
+    for i in range(90):
+        make_index.write(f"memory/2024-06-{i // 3 + 1:02d}-{i % 3}.md", f"- note number {i}\n")
+    for _ in range(40):  # each request answers after 0.4 s
+        openai_server.delay(0.4)
+    ix = make_index(FAST, provider(openai_server))
+    ix.sync()
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + 60
+    while not seen and time.monotonic() < deadline:
+        status = ix.status()
+        if status["pending_vectors"] == 0:
+            break
+        if "embedding" in status:
+            seen = status["embedding"]
+        time.sleep(0.02)
+    assert seen, "no embedding rate while vectors were pending"
+    assert ix.wait_embedded(timeout=60)
