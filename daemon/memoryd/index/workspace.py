@@ -303,8 +303,11 @@ class WorkspaceIndex:
             if self._closed or self._attaching or not self.provider_pending:
                 return
             self._attaching = True
-        with self.readers.borrow() as r:
-            stored = schema.get_meta(r.conn).get("embedding")
+        try:
+            with self.readers.borrow() as r:
+                stored = schema.get_meta(r.conn).get("embedding")
+        except (IndexUnavailable, apsw.Error):  # being rebuilt: the writer decides below
+            stored = None
         if stored == opening.embedding_fingerprint(self.config.index, provider, self.vec.ok):
             self._use_provider(provider, reason, fallback)
             return
