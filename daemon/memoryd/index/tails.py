@@ -50,7 +50,7 @@ class TailStates:
         kept = self._kept.pop(rel, None)
         if kept is None or kept.digest != indexed_hash or len(data) <= kept.size:
             return None
-        if hashlib.sha256(data[: kept.size]).hexdigest() != kept.digest:
+        if hashlib.sha256(memoryview(data)[: kept.size]).hexdigest() != kept.digest:
             return None  # edited, not (only) appended to
         return kept.state
 
