@@ -1,7 +1,8 @@
 """A year of memory: how indexing and search scale from 1k to 100k chunks (300k with --huge).
 
     python bench/scale.py [--sizes 1000,10000,100000] [--huge] [--baseline REV]
-                          [--storm-size 10000] [--storm-seconds 10] [--json] [--keep]
+                          [--storm-size 10000] [--storm-seconds 10] [--storm-writes-per-s N]
+                          [--json] [--keep]
 
 Each size gets a synthetic workspace (bench/synth.py, the same files for every run) and a
 fresh MEMORYD_HOME, and a real ``memoryd run`` through the socket:
@@ -17,9 +18,10 @@ fresh MEMORYD_HOME, and a real ``memoryd run`` through the socket:
    keyword and hybrid p50/p99 (the query vectors cached by a warm-up pass: the fake
    server's round trip is not the engine's), VmRSS.
 4. at ``--storm-size``: the write storm, 5 writers (``append`` calls into the five newest
-   daily files, back to back) and 50 searchers (keyword, 5 processes of 10 threads) for
-   ``--storm-seconds``: search p50/p99 and rate, writes/s, searches answered while files
-   were still pending (read-your-writes gave up waiting).
+   daily files, back to back, or paced by ``--storm-writes-per-s`` so that two codes get the
+   same write load) and 50 searchers (keyword, 5 processes of 10 threads) for
+   ``--storm-seconds``: search p50/p99 and rate, writes/s, searches answered stale
+   (read-your-writes gave up waiting) and with files still pending.
 
 ``--baseline REV`` runs every size with the code of git revision REV first (a detached
 worktree put first on the daemon's PYTHONPATH; same interpreter and packages), then with
@@ -200,12 +202,16 @@ def _searcher(sock: str, ws: str, queries: list[str], seconds: float, results: A
     results.put(out)
 
 
-def _writer(sock: str, ws: str, day: str, seconds: float, results: Any) -> None:
+def _writer(sock: str, ws: str, day: str, seconds: float, rate: float, results: Any) -> None:
+    """``append`` back to back (10 ms apart), or paced to ``rate`` per second when given."""
     n = 0
     ms: list[float] = []
-    end = time.perf_counter() + seconds
+    start = time.perf_counter()
+    end = start + seconds
     with MemoryClient(sock, timeout=60) as c:
         while time.perf_counter() < end:
+            if rate:
+                time.sleep(max(0.0, start + n / rate - time.perf_counter()))
             t = time.perf_counter()
             c.append(
                 f"Storm note {n}: the build finished, nothing else to report.",
@@ -214,12 +220,13 @@ def _writer(sock: str, ws: str, day: str, seconds: float, results: Any) -> None:
             )
             ms.append((time.perf_counter() - t) * 1000)
             n += 1
-            time.sleep(0.01)
+            if not rate:
+                time.sleep(0.01)
     results.put(ms)
 
 
 def write_storm(
-    d: Daemon, ws: str, root: Path, queries: list[str], seconds: float
+    d: Daemon, ws: str, root: Path, queries: list[str], seconds: float, rate: float = 0.0
 ) -> dict[str, Any]:
     days = sorted(p.stem for p in (root / "memory").glob("20*.md"))[-WRITERS:]
     lines = [len((root / "memory" / f"{day}.md").read_text().splitlines()) for day in days]
@@ -230,7 +237,8 @@ def write_storm(
         for _ in range(SEARCH_PROCS)
     ]
     procs += [
-        ctx.Process(target=_writer, args=(str(d.socket), ws, day, seconds, wq)) for day in days
+        ctx.Process(target=_writer, args=(str(d.socket), ws, day, seconds, rate / len(days), wq))
+        for day in days
     ]
     note_load()
     for p in procs:
@@ -335,7 +343,9 @@ def run_size(
         r["rss_mb"] = rss_mb(d)
         if size == args.storm_size:
             log(f"  [{code}] {size}: write storm")
-            r["storm"] = write_storm(d, ws, root, queries, args.storm_seconds)
+            r["storm"] = write_storm(
+                d, ws, root, queries, args.storm_seconds, args.storm_writes_per_s
+            )
     finally:
         d.stop()
     return r, embedded
@@ -432,8 +442,13 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
     storms = [r for r in rows if "storm" in r]
     if storms:
         print(
-            f"\n### Write storm ({WRITERS} writers: `append` back to back into the newest "
-            f"daily files; {SEARCH_PROCS * SEARCH_THREADS} keyword searchers; "
+            f"\n### Write storm ({WRITERS} writers: `append` "
+            + (
+                f"at {args.storm_writes_per_s:g}/s in all"
+                if args.storm_writes_per_s
+                else "back to back"
+            )
+            + f" into the newest daily files; {SEARCH_PROCS * SEARCH_THREADS} keyword searchers; "
             f"{args.storm_seconds:.0f} s)\n"
         )
         print(
@@ -477,6 +492,12 @@ def main() -> None:
     )
     ap.add_argument("--storm-size", type=int, default=10_000)
     ap.add_argument("--storm-seconds", type=float, default=10.0)
+    ap.add_argument(
+        "--storm-writes-per-s",
+        type=float,
+        default=0.0,
+        help="pace the writers to this many appends a second in all (0: back to back)",
+    )
     ap.add_argument("--corpus-dir", type=Path, help="keep the synthetic workspaces here")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (daemon logs)")
     ap.add_argument("--json", action="store_true")
