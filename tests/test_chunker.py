@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import pairwise
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index import chunker
 from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown, count_tokens
 
 TOK = load_tokenizer()
@@ -319,6 +322,28 @@ def test_count_tokens_matches_tokenizer_for_ordinary_text() -> None:
     texts = ["", "  ", "Hey Mel! Good to see you!", "café 日本語 😀"]
     assert count_tokens(texts, TOK) == [ntokens(t) for t in texts]
     assert count_tokens(["y" * 400], TOK) == [100]
+
+
+def test_a_batch_of_texts_counts_each_text_as_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The words of all texts are looked up together; each text still gets its own sum, with
+    # over-long (uncached) words, empty texts and a cache that overflows between calls.
+    monkeypatch.setattr(chunker, "_CACHE_ENTRIES", 8)
+    texts = ["", " ", "alpha beta  gamma", "x" * 70 + " tail", "a\nb c", "beta", "日本語 text"]
+    for _ in range(3):
+        assert count_tokens(texts, TOK) == [ntokens(t) for t in texts]
+        texts = [t + f" extra{len(t)}" for t in texts]
+
+
+def test_counting_from_two_threads_at_once_gives_the_tokenizer_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A full cache is replaced, never cleared in place, while another thread may be reading it.
+    monkeypatch.setattr(chunker, "_CACHE_ENTRIES", 16)
+    lines = [" ".join(f"w{k}x{i}" for i in range(k % 7 + 1)) for k in range(300)]
+    want = [ntokens(t) for t in lines]
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(lambda k: count_tokens(lines[k : k + 40], TOK), range(0, 300, 5)))
+    assert got == [want[k : k + 40] for k in range(0, 300, 5)]
 
 
 def test_chunk_lines_keeps_physical_line_numbers_and_joins_messages() -> None:

@@ -25,8 +25,9 @@ import bisect
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import TYPE_CHECKING
+from itertools import accumulate, compress, pairwise, repeat
+from operator import is_
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -43,6 +44,7 @@ _SPACE = re.compile(r"\s")
 _CJK_STOPS = frozenset("。！？；…")
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*\r?$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
+_LEADS = frozenset(" #`~")  # what a line that _FENCE or _HEADING can match starts with
 
 # Word -> cost, per tokenizer (kept alive so its id is never reused). The tokenizer costs
 # ~1 µs per token; words repeat, so counting through this cache is many times faster. It is
@@ -205,26 +207,34 @@ def count_tokens(texts: Sequence[str], tokenizer: Tokenizer) -> list[int]:
 def _costs(
     texts: Sequence[str], tokenizer: Tokenizer, keep_over: int | None = None
 ) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
-    """Costs, and the token pieces of the texts costing more than keep_over (to split them)."""
-    cache = _caches.setdefault(id(tokenizer), (tokenizer, {}))[1]
-    words = [t.split(" ") for t in texts]
-    counts: dict[str, int] = {}
-    new: list[str] = []
-    for w in {w for ws in words for w in ws}:
-        c = cache.get(w)
-        if c is None:
-            new.append(w)
-        else:
-            counts[w] = c
-    if new:
-        if len(cache) > _CACHE_ENTRIES:
-            cache.clear()
+    """Costs, and the token pieces of the texts costing more than keep_over (to split them).
+
+    All the texts' words in one list (" ".join then split(" ") gives each text's
+    split(" ") in turn), looked up in C (map, accumulate): the per-line Python loops this
+    replaced were most of a first index's chunking time."""
+    if not texts:
+        return [], {}
+    entry = _caches.get(id(tokenizer))
+    if entry is None or len(entry[1]) > _CACHE_ENTRIES:
+        # A new dict, never one cleared in place: another thread may be reading the old one.
+        entry = _caches[id(tokenizer)] = (tokenizer, {})
+    cache = entry[1]
+    words = " ".join(texts).split(" ")
+    costs = list(map(cache.get, words))
+    if None in costs:  # words not seen before
+        long: dict[str, int] = {}  # too long to cache: this call's only
+        new = list(set(compress(words, map(is_, costs, repeat(None)))))
         for w, c in zip(new, _word_costs(new, tokenizer), strict=True):
-            counts[w] = c
             if len(w) <= _CACHE_MAX_CHARS:
                 cache[w] = c
-    get = counts.__getitem__
-    out = [sum(map(get, ws)) for ws in words]
+            else:
+                long[w] = c
+        costs = list(map(cache.get, words))
+        if long:
+            costs = [long[w] if c is None else c for w, c in zip(words, costs, strict=True)]
+    prefix = [0, *accumulate(cast("list[int]", costs))]
+    ends = list(accumulate(t.count(" ") + 1 for t in texts))
+    out = [prefix[e] - prefix[s] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
     kept: dict[int, list[tuple[int, int]]] = {}
     over = [] if keep_over is None else [i for i, c in enumerate(out) if c > keep_over]
     if over:
@@ -311,26 +321,34 @@ class _Doc:
 
     def parse_markdown(self, start: int, state: _Parse) -> _Parse:
         """Parse the lines from ``start`` on, the parser as ``state`` says; the parser
-        before the last line."""
+        before the last line. Only lines that can open, close or be a fence or heading are
+        matched (at most 3 spaces, then ` ~ or #): the others take the state in force,
+        filled in by slices."""
+        texts, n = self.texts, len(self.texts)
         fence = state.fence
+        fence_at = start  # the first line of the open fence not yet marked
         stack = list(state.stack)
         path = state.path
         section = state.section
-        last = len(self.texts) - 1
+        last = n - 1
         before_last = state
-        for i in range(start, len(self.texts)):
+        since = start  # lines [since, i) hold path and section
+        for i in [i for i in range(start, n) if texts[i][:1] in _LEADS]:
             if i == last:
                 before_last = _Parse(fence, tuple(stack), path, section)
-            line = self.texts[i]
+            line = texts[i]
             m = _FENCE.match(line)
             if fence is not None:
-                self.in_fence[i] = True
                 if m and m[1][0] == fence[0] and len(m[1]) >= fence[1] and not m[2].strip():
+                    self.in_fence[fence_at : i + 1] = [True] * (i + 1 - fence_at)
                     fence = None
             elif m and not (m[1][0] == "`" and "`" in m[2]):  # CommonMark: no ` in info
                 fence = (m[1][0], len(m[1]))
-                self.in_fence[i] = True
+                fence_at = i
             elif (h := _HEADING.match(line)) and h[2].strip():
+                self.paths[since:i] = [path] * (i - since)
+                self.section[since:i] = [section] * (i - since)
+                since = i
                 level = len(h[1])
                 while stack and stack[-1][0] >= level:
                     stack.pop()
@@ -339,8 +357,12 @@ class _Doc:
                 section = i
                 self.level[i] = level
                 self.headings.append(i)
-            self.paths[i] = path
-            self.section[i] = section
+        if start <= last and texts[last][:1] not in _LEADS:
+            before_last = _Parse(fence, tuple(stack), path, section)
+        if fence is not None:  # still open: to the end
+            self.in_fence[fence_at:] = [True] * (n - fence_at)
+        self.paths[since:] = [path] * (n - since)
+        self.section[since:] = [section] * (n - since)
         return before_last
 
     def rule(self, lo: int, hi: int) -> int:
