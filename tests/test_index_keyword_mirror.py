@@ -6,11 +6,12 @@ import random
 from pathlib import Path
 
 import apsw
+import numpy as np
 import pytest
 
 from engine_util import IndexFactory, search
 from memoryd.index import db, schema
-from memoryd.index.keyword_mirror import KeywordMirror, fts5_stems
+from memoryd.index.keyword_mirror import KeywordMirror, Postings, fts5_stems
 from memoryd.index.query import fts_match, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.types import SearchRequest
@@ -175,6 +176,82 @@ def test_a_fresh_load_equals_the_copy_that_followed_the_writes(tmp_path: Path) -
     again.load(conn.execute(SELECT), 300)
     for words in queries(rng):
         assert again.top(stems_of(words), 20) == mirror.top(stems_of(words), 20)
+
+
+def test_a_load_holds_what_following_the_writes_chunk_by_chunk_does(tmp_path: Path) -> None:
+    # A load counts many chunks at a time; following a transaction adds them one by one.
+    # Same stems in the same order, postings, frequencies, lengths and filters.
+    rng = random.Random(21)
+    mirror, conn = index(tmp_path)
+    with conn:  # one transaction: its stems reach the followed copy in first-use order
+        insert(conn, rng, 700)
+        conn.executemany(
+            "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, "
+            "text, updated_at) VALUES ('memory/x.md', 'sessions', '2024-05-01', 1, 1, ?, '', "
+            "?, 0)",
+            [(cjk_text(rng, 2), cjk_text(rng, rng.randint(1, 30))) for _ in range(200)]
+            + [("", " ".join(["paint"] * 300))],  # more than a byte holds
+        )
+        insert(conn, rng, 700)
+    loaded = KeywordMirror(1 << 30)
+    loaded.load(conn.execute(SELECT), 1601)
+    a, b = mirror.export(), loaded.export()
+    assert a is not None and b is not None
+    assert (a.rows, a.tokens) == (b.rows, b.tokens)
+    for name in ("length", "source", "day", "chunk_id"):
+        assert getattr(a, name).tolist() == getattr(b, name).tolist(), name
+    assert postings_by_stem(a) == postings_by_stem(b)
+
+
+def postings_by_stem(p: Postings) -> dict[str, list[tuple[int, int]]]:
+    ends = np.cumsum(p.counts).tolist()
+    return {
+        stem: list(zip(p.slots[e - n : e].tolist(), p.freq2[e - n : e].tolist(), strict=True))
+        for stem, n, e in zip(p.stems, p.counts.tolist(), ends, strict=True)
+    }
+
+
+def _verdict_chunk_by_chunk(rows: list[tuple[int, str, str, str, str]], budget: int) -> bool:
+    """Over budget, as a load decided it adding one chunk at a time: the projection every
+    16,384 postings (from 2,048 chunks on) or the final size."""
+    mirror = KeywordMirror(1 << 30)
+    counts: dict[str, int] = {}
+    pending = 0
+    for used, (_, text, heading, _, _) in enumerate(rows, 1):
+        freq = mirror.analyze(text, heading)[1]
+        for stem in freq:
+            counts[stem] = counts.get(stem, 0) + 1
+        pending += len(freq)
+        if pending >= 1 << 14 or used == len(rows):
+            pending = 0
+            size = sum(min(c * 6, used) for c in counts.values()) + len(counts) * 250
+            if used >= 2048 and size * len(rows) > budget * used:
+                return True
+    mirror.load(rows, len(rows))
+    return mirror.bytes() > budget
+
+
+def test_a_load_gives_up_over_budget_where_chunk_by_chunk_did(tmp_path: Path) -> None:
+    rng = random.Random(5)
+    _, conn = index(tmp_path)
+    with conn:  # a new word in each of the first chunks: the projection overshoots
+        conn.executemany(
+            "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, "
+            "text, updated_at) VALUES ('memory/x.md', 'memory', '', 1, 1, '', '', ?, 0)",
+            [(f"{text(rng, 20)} only{i}x",) for i in range(2300)],
+        )
+        insert(conn, rng, 2300)
+    rows = [tuple(r) for r in conn.execute(SELECT)]
+    full = KeywordMirror(1 << 30)
+    full.load(rows, len(rows))
+    verdicts = []
+    for share in range(80, 181, 5):  # budgets around the copy's size and the projection's
+        budget = full.bytes() * share // 100
+        mirror = KeywordMirror(budget)
+        mirror.load(rows, len(rows))
+        verdicts.append(mirror.stats()["over_budget"])
+        assert verdicts[-1] == _verdict_chunk_by_chunk(rows, budget), share  # type: ignore[arg-type]
+    assert True in verdicts and False in verdicts
 
 
 def test_filters_by_source_and_day_as_the_fts5_join_does(tmp_path: Path) -> None:
