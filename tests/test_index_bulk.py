@@ -3,11 +3,16 @@ is suspended and loaded once after, and the result is what one file at a time gi
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from engine_util import IndexFactory, search
+from engine_util import IndexFactory, paths, search
+from memoryd.index import db, schema, store
+from memoryd.index.chunker import Chunk
+from memoryd.index.store import FileRow
 from memoryd.index.sync import BATCH_FILES
 from memoryd.index.workspace import WorkspaceIndex
 
@@ -104,3 +109,102 @@ def test_a_file_failing_inside_a_batch_is_skipped_and_the_batch_commits(
     fts5 = make_index({"index": {"keyword_memory_mb": 0}})
     assert top(ix, "garden note42") == top(fts5, "garden note42")
     assert ix.status()["keyword_scan"] == "memory"
+
+
+def count_chunk_inserts(ix: WorkspaceIndex) -> list[int]:
+    """Executions of statements inserting into chunks (executemany runs one per row)."""
+    runs = [0]
+
+    def tracer(cursor: Any, sql: str, bindings: Any) -> bool:
+        if sql.lstrip().upper().startswith("INSERT INTO CHUNKS("):
+            runs[0] += 1
+        return True
+
+    assert ix._wconn is not None
+    ix._wconn.exec_trace = tracer
+    return runs
+
+
+def test_a_bulk_batch_reaches_chunks_and_fts5_in_one_statement(make_index: IndexFactory) -> None:
+    # A statement on chunks makes FTS5 write out what it holds (a statement journal): one
+    # per chunk made each chunk an FTS5 segment of its own, merged over and over.
+    write_days(make_index)
+    ix = make_index({"index": {"chunk_tokens": 32, "chunk_overlap": 0}})
+    inserts = count_chunk_inserts(ix)
+    report = ix.sync()
+    assert report.chunks_written > FILES  # more chunks than files...
+    assert inserts[0] <= FILES // BATCH_FILES + 1  # ...one insert a batch
+    make_index.write("memory/2025-02-01.md", "# Day\n\n- 09:00 zeppelin\n\n## Later\n\n- x\n")
+    inserts[0] = 0
+    ix.sync()  # one file: its own transaction, one insert all the same
+    assert inserts[0] == 1
+    assert paths(search(ix, "zeppelin", mode="keyword")) == ["memory/2025-02-01.md"]
+
+
+def _session(i: int) -> str:
+    header = {"type": "session", "version": 1, "id": f"s{i}", "timestamp": "2024-05-01T10:00:00Z"}
+    msgs = [
+        {"type": "message", "message": {"role": "user", "content": f"{WORDS[k % 10]} talk{i}"}}
+        for k in range(i, i + 30)
+    ]
+    return "\n".join(json.dumps(m) for m in [header, *msgs]) + "\n"
+
+
+def test_staged_rows_take_the_ids_they_would_have_taken_at_once(tmp_path: Path) -> None:
+    # Deleting the chunks that hold the last ids before the staged rows go in would hand
+    # those ids out again: staged rows go in first.
+    def ids(defer: bool) -> list[tuple[Any, ...]]:
+        conn = db.connect(tmp_path / f"{defer}.sqlite")
+        schema.migrate(conn)
+        store.create_staging(conn)
+        one = [Chunk(1, 1, "alpha", ()), Chunk(2, 2, "beta", ("H",))]
+        with conn:
+            for p in "abcd":
+                store.upsert_file(conn, FileRow(p, "memory", "", 0, 0, "", 0, 0, 0, 1, 0, None))
+            store.insert_chunks(conn, "a", "memory", "", one)
+            store.insert_chunks(conn, "b", "memory", "", one)
+        with conn:
+            store.insert_chunks(conn, "c", "memory", "", one, defer=defer)
+            store.delete_chunks(conn, "b")
+            store.insert_chunks(conn, "d", "memory", "", one, defer=defer)
+            store.delete_chunks(conn, "zz")  # nothing to delete: nothing moves
+            store.move_staged(conn)
+        rows = conn.execute("SELECT id, path, start_line FROM chunks ORDER BY id").fetchall()
+        conn.close()
+        return [tuple(r) for r in rows]
+
+    assert (
+        ids(defer=True)
+        == ids(defer=False)
+        == [(1, "a", 1), (2, "a", 2), (5, "c", 1), (6, "c", 2), (7, "d", 1), (8, "d", 2)]
+    )
+
+
+def test_a_bulk_run_gives_the_ids_and_rows_of_one_file_at_a_time(tmp_path: Path) -> None:
+    # Changed files, removed files and transcripts between new files, in one bulk run.
+    def history(factory: IndexFactory, bulk: bool) -> list[tuple[Any, ...]]:
+        ix = factory({"index": {"sessions": True}})
+        assert ix._syncer is not None
+        if not bulk:
+            ix._syncer.keywords = None  # nothing to suspend: never bulk
+        write_days(factory, 40)
+        ix.sync()
+        write_days(factory, 40 + FILES)  # bulk: more than 256 new files
+        for i in range(20, 40):
+            factory.write(DAY.format(1 + i // 28, 1 + i % 28), f"# Day {i}\n\n- changed{i}\n")
+        for i in range(0, 20, 3):
+            (factory.ws / DAY.format(1 + i // 28, 1 + i % 28)).unlink()
+        for i in range(20):
+            factory.write(f"sessions/s{i}.jsonl", _session(i))
+        ix.sync()
+        assert ix._wconn is not None
+        rows = ix._wconn.execute(
+            "SELECT id, path, start_line, end_line, heading, text FROM chunks ORDER BY id"
+        ).fetchall()
+        assert ix._syncer.keywords is None or ix._syncer.keywords.stats()["chunks"] == len(rows)
+        ix.close()
+        return [tuple(r) for r in rows]
+
+    one_by_one = history(IndexFactory(tmp_path / "a"), bulk=False)
+    assert history(IndexFactory(tmp_path / "b"), bulk=True) == one_by_one
+    assert any(p.startswith("sessions/") for _, p, *_ in one_by_one)

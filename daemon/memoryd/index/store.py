@@ -151,6 +151,8 @@ def delete_chunks(
     if from_line is not None:
         where += " AND start_line >= ?"
         args.append(from_line)
+    if conn.execute(f"SELECT 1 FROM {_STAGED} WHERE path = ? LIMIT 1", (path,)).fetchall():
+        move_staged(conn)  # the file's staged rows are its chunks too
     ids = [r[0] for r in conn.execute(f"SELECT id FROM chunks WHERE {where}", args)]
     return delete_ids(conn, ids, mirror)
 
@@ -161,6 +163,9 @@ def delete_ids(
     """Remove these chunks, with their vectors."""
     if not ids:
         return 0
+    # Staged rows go in first, as they would have: deleting the last ids before them
+    # would hand those ids out again.
+    move_staged(conn)
     if vec_table_writable(conn):
         conn.executemany(f"DELETE FROM {VEC_TABLE} WHERE chunk_id = ?", [(i,) for i in ids])
         if mirror is not None:
@@ -179,13 +184,33 @@ def delete_file(conn: apsw.Connection, path: str, mirror: VectorMirror | None = 
     return removed
 
 
+# Chunk rows go through this TEMP table (the writer connection's own) into chunks in one
+# INSERT ... SELECT. Each INSERT statement on chunks opens a statement journal (its triggers
+# write chunks_fts), and FTS5 writes out what it holds at every one: a row at a time, each
+# chunk became an FTS5 segment of its own, merged again and again (two thirds of the FTS5
+# cost of a first index). One statement for a file, or for a bulk batch of files, is one.
+_STAGED = "temp.chunks_staged"
+_CHUNK_COLS = "path, source, day, start_line, end_line, heading, text_hash, text, updated_at"
+
+
+def create_staging(conn: apsw.Connection) -> None:
+    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS chunks_staged({_CHUNK_COLS})")
+
+
 def insert_chunks(
-    conn: apsw.Connection, path: str, source: str, day: str, chunks: Sequence[Chunk]
+    conn: apsw.Connection,
+    path: str,
+    source: str,
+    day: str,
+    chunks: Sequence[Chunk],
+    defer: bool = False,
 ) -> int:
+    """Add a file's chunks (ids in order). ``defer``: leave them staged for
+    ``move_staged`` (a bulk batch's commit); a later write of chunks moves them first, so
+    ids come out as they would have one file at a time."""
     now = time.time()
     conn.executemany(
-        "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, text, "
-        "embedded, updated_at) VALUES (?,?,?,?,?,?,?,?,0,?)",
+        f"INSERT INTO {_STAGED}({_CHUNK_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
         [
             (
                 path,
@@ -201,7 +226,19 @@ def insert_chunks(
             for c in chunks
         ],
     )
+    if not defer:
+        move_staged(conn)
     return len(chunks)
+
+
+def move_staged(conn: apsw.Connection) -> None:
+    """Insert the staged chunk rows into chunks, in the order they were staged."""
+    if not conn.execute(f"SELECT 1 FROM {_STAGED} LIMIT 1").fetchall():
+        return
+    conn.execute(
+        f"INSERT INTO chunks({_CHUNK_COLS}, embedded) "
+        f"SELECT {_CHUNK_COLS}, 0 FROM {_STAGED} ORDER BY rowid; DELETE FROM {_STAGED}"
+    )
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten,
 BULK_CHUNKS = 2000
 # Files per transaction in a bulk run: FTS5 flushes a segment (and merges) per commit, so one
 # transaction per file cost a cold index a third of its time in commits and FTS5 inserts.
+# Their chunk rows reach chunks (and FTS5) in one statement at the commit (store.move_staged).
 BATCH_FILES = 64
 # A transcript is ingested this much at a time (each step one transaction with its offsets),
 # or up to max_file_bytes when one line is longer: a 16 MiB step took 7.5 s, and SIGTERM
@@ -77,6 +78,9 @@ class Syncer:
     _batch: list[tuple[str, FileRow | None]] | None = None  # done, not yet committed
     tails: TailStates = field(default_factory=TailStates)  # for appends to markdown files
 
+    def __post_init__(self) -> None:
+        store.create_staging(self.conn)
+
     def _committed(self, rel: str, row: FileRow | None) -> None:
         """A file's writes are done: tell on_commit now, or when the open batch commits."""
         if self._batch is None:
@@ -94,8 +98,9 @@ class Syncer:
         done, self._batch = self._batch, None
         if not commit:
             if self.conn.in_transaction:  # an error may have rolled it back already
-                self.conn.execute("ROLLBACK")
+                self.conn.execute("ROLLBACK")  # the staged chunk rows with it
             return
+        store.move_staged(self.conn)
         self.conn.execute("COMMIT")
         for rel, row in done:
             self.on_commit(rel, row)
@@ -317,8 +322,9 @@ class Syncer:
             store.upsert_file(self.conn, new_row)
             if tail is None:
                 report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
+                # In a bulk batch the rows wait for its commit: one FTS5 segment for the batch.
                 report.chunks_written += store.insert_chunks(
-                    self.conn, f.rel, f.source, new_row.day, chunks
+                    self.conn, f.rel, f.source, new_row.day, chunks, defer=self._batch is not None
                 )
             else:
                 removed, written = replace_tail(
