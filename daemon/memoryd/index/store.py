@@ -194,7 +194,10 @@ _CHUNK_COLS = "path, source, day, start_line, end_line, heading, text_hash, text
 
 
 def create_staging(conn: apsw.Connection) -> None:
-    conn.execute(f"CREATE TEMP TABLE IF NOT EXISTS chunks_staged({_CHUNK_COLS})")
+    conn.execute(
+        f"CREATE TEMP TABLE IF NOT EXISTS chunks_staged({_CHUNK_COLS}); "
+        "CREATE INDEX IF NOT EXISTS temp.chunks_staged_path ON chunks_staged(path)"
+    )
 
 
 def insert_chunks(
