@@ -4,6 +4,7 @@ is suspended and loaded once after, and the result is what one file at a time gi
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,29 @@ def test_a_bulk_run_gives_the_ids_and_rows_of_one_file_at_a_time(tmp_path: Path)
     one_by_one = history(IndexFactory(tmp_path / "a"), bulk=False)
     assert history(IndexFactory(tmp_path / "b"), bulk=True) == one_by_one
     assert any(p.startswith("sessions/") for _, p, *_ in one_by_one)
+
+
+def test_a_bulk_run_chunks_the_next_files_on_a_thread_of_its_own(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.index import sync
+
+    threads: set[str] = set()
+    real = sync.chunk_markdown_state
+
+    def chunk(*args: Any, **kw: Any) -> Any:
+        threads.add(threading.current_thread().name)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(sync, "chunk_markdown_state", chunk)
+    write_days(make_index)
+    ix = make_index()
+    report = ix.sync()
+    assert report.files_changed == FILES
+    assert {t.split("_")[0] for t in threads} == {"memoryd-chunker"}
+    fts5 = make_index({"index": {"keyword_memory_mb": 0}})
+    assert top(ix, "garden note42") == top(fts5, "garden note42")
+    make_index.write("memory/2025-02-01.md", "- 09:00 zeppelin\n")
+    threads.clear()
+    ix.sync()  # a small sync chunks on the writer thread, as it writes
+    assert {t.split("_")[0] for t in threads} == {"memoryd-writer"}

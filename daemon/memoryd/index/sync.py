@@ -10,10 +10,12 @@ only grew re-chunks its tail (tails.py).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -22,8 +24,15 @@ import apsw
 
 from memoryd.errors import MemorydError
 from memoryd.index import store
-from memoryd.index.chunker import Chunk, chunk_appended, chunk_lines, chunk_markdown_state
+from memoryd.index.chunker import (
+    Chunk,
+    MarkdownState,
+    chunk_appended,
+    chunk_lines,
+    chunk_markdown_state,
+)
 from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.readahead import ReadAhead
 from memoryd.index.store import FileRow
 from memoryd.index.tails import TailStates, replace_tail
 from memoryd.index.types import SyncProgress, SyncReport
@@ -58,6 +67,22 @@ BATCH_FILES = 64
 # or up to max_file_bytes when one line is longer: a 16 MiB step took 7.5 s, and SIGTERM
 # waited for it; 1 MiB takes about half a second.
 TRANSCRIPT_STEP_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class _Chunked:
+    """A markdown file read and chunked ahead of its turn (readahead.py)."""
+
+    row: FileRow
+    size: int
+    state: MarkdownState
+    chunks: list[Chunk]
+
+
+def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
+    return FileRow(
+        f.rel, f.source, digest, st.st_mtime_ns, st.st_size, day_of(f.rel), 0, 0, 0, 1, 0, None
+    )
 
 
 @dataclass
@@ -149,7 +174,24 @@ class Syncer:
         report: SyncReport,
         progress: Callable[[SyncProgress], None] | None,
     ) -> None:
+        ahead: ReadAhead[IndexedFile, _Chunked | None] = ReadAhead(self._chunk_ahead)
+        try:
+            self._run_ahead(targets, known, full, bulk, report, progress, ahead)
+        finally:
+            ahead.close()
+
+    def _run_ahead(
+        self,
+        targets: list[tuple[str, IndexedFile | None]],
+        known: dict[str, FileRow],
+        full: bool,
+        bulk: int,
+        report: SyncReport,
+        progress: Callable[[SyncProgress], None] | None,
+        ahead: ReadAhead[IndexedFile, _Chunked | None],
+    ) -> None:
         total = len(targets)
+        handed = 0  # targets considered for reading ahead
         for done, (rel, f) in enumerate(targets, 1):
             if self.stopping():
                 log.info("sync_stopped", done=done - 1, total=total, reason="closing")
@@ -166,6 +208,14 @@ class Syncer:
                 self._end_batch()
             if self._batch is None and self.keywords is not None and self.keywords.suspended:
                 self._begin_batch()
+            if self._batch is not None:  # bulk: the next new files chunked meanwhile
+                handed = max(handed, done - 1)
+                while handed < total and ahead.room():
+                    nxt_rel, nxt = targets[handed]
+                    handed += 1
+                    if nxt is not None and self._chunks_whole(nxt, known.get(nxt_rel), full):
+                        with contextlib.suppress(OSError):  # gone: its turn says so
+                            ahead.add(nxt, nxt.path.stat().st_size)
             if f is None:
                 if rel in known:
                     with self.conn:
@@ -175,7 +225,7 @@ class Syncer:
             else:
                 report.files_scanned += 1
                 try:
-                    self._sync_one(f, known.get(rel), full, report)
+                    self._sync_one(f, known.get(rel), full, report, ahead.take(f))
                 except apsw.Error:  # the index itself: the caller's to handle
                     raise
                 except Exception as exc:  # an input nobody foresaw: the other files go on
@@ -186,8 +236,20 @@ class Syncer:
                 progress(SyncProgress("indexing", done, total))
 
     def _sync_one(
-        self, f: IndexedFile, row: FileRow | None, full: bool, report: SyncReport
+        self,
+        f: IndexedFile,
+        row: FileRow | None,
+        full: bool,
+        report: SyncReport,
+        ahead: Future[_Chunked | None] | None = None,
     ) -> None:
+        """``ahead``: ``f`` read and chunked already (``_chunk_ahead``); its exception is
+        raised here, as chunking here would."""
+        chunked = ahead.result() if ahead is not None else None
+        if chunked is not None:
+            c = chunked
+            self._write_markdown(f, c.row, c.size, c.state, c.chunks, None, report)
+            return
         try:
             st = f.path.stat()
         except OSError:  # vanished between listing and stat: the next event removes it
@@ -211,26 +273,53 @@ class Syncer:
             while self._sync_transcript(f, row, st, full, report) and not self.stopping():
                 row, full = self._row(f.rel), False
             return
+        data = self._read(f, st)
+        if isinstance(data, str):
+            self._skip(f, st, data, report)
+        elif data is not None:
+            self._sync_markdown(f, row, st, data, full, report)
+
+    def _read(self, f: IndexedFile, st: os.stat_result, quiet: bool = False) -> bytes | str | None:
+        """A markdown file's bytes; why it is skipped; or None when it cannot be read."""
         if st.st_size > self.max_file_bytes:
-            reason = f"too large: {st.st_size} bytes > index.max_file_bytes {self.max_file_bytes}"
-            self._skip(f, st, reason, report)
-            return
+            return f"too large: {st.st_size} bytes > index.max_file_bytes {self.max_file_bytes}"
         try:
             with self._open(f) as fh:
                 # Never more than the limit (it may have grown since the stat), and never a
                 # buffer of the limit's size either: fh.read(n) allocates n bytes up front.
                 data = read_all(fh.fileno(), self.max_file_bytes + 1)
         except OSError as exc:
-            log.warning("file_unreadable", path=f.rel, error=str(exc))
-            return
+            if not quiet:
+                log.warning("file_unreadable", path=f.rel, error=str(exc))
+            return None
         if len(data) > self.max_file_bytes:
-            reason = f"too large: over index.max_file_bytes {self.max_file_bytes}"
-            self._skip(f, st, reason, report)
-            return
+            return f"too large: over index.max_file_bytes {self.max_file_bytes}"
         if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-            self._skip(f, st, "binary: contains NUL bytes", report)
-            return
-        self._sync_markdown(f, row, st, data, full, report)
+            return "binary: contains NUL bytes"
+        return data
+
+    def _chunks_whole(self, f: IndexedFile, row: FileRow | None, full: bool) -> bool:
+        """``f`` is markdown that ``_sync_one`` would read and chunk whole, whatever it
+        holds: new, or a full reindex."""
+        return f.source != SOURCE_SESSIONS and f.name_error is None and (row is None or full)
+
+    def _chunk_ahead(self, f: IndexedFile) -> _Chunked | None:
+        """What ``_sync_one`` reads and chunks of ``f`` (one that ``_chunks_whole``), on the
+        read-ahead thread; None leaves the file to ``_sync_one`` (gone, skipped, unreadable:
+        it says why there)."""
+        try:
+            st = f.path.stat()
+        except OSError:
+            return None
+        data = self._read(f, st, quiet=True)
+        if not isinstance(data, bytes):
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        text = self._decode(f.rel, data, digest)
+        chunks, state = chunk_markdown_state(
+            text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
+        )
+        return _Chunked(_markdown_row(f, st, digest), len(data), state, chunks)
 
     def _open(self, f: IndexedFile) -> BinaryIO:
         """``f`` opened beneath the workspace by the rule ``get`` reads with (a link swapped
@@ -301,9 +390,7 @@ class Syncer:
         report: SyncReport,
     ) -> None:
         digest = hashlib.sha256(data).hexdigest()
-        new_row = FileRow(
-            f.rel, f.source, digest, st.st_mtime_ns, st.st_size, day_of(f.rel), 0, 0, 0, 1, 0, None
-        )
+        new_row = _markdown_row(f, st, digest)
         if row is not None and not full and row.hash == digest and not row.skipped_reason:
             with self.conn:  # touched, not changed: remember the new mtime, keep the chunks
                 store.upsert_file(self.conn, new_row)
@@ -314,10 +401,25 @@ class Syncer:
         if row is not None and not full and not row.skipped_reason:
             state = self.tails.take(f.rel, row.hash, data)
         tail = None if state is None else chunk_appended(state, text, self.tokenizer())
+        chunks: list[Chunk] = []
         if state is None or tail is None:
             chunks, state = chunk_markdown_state(
                 text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
             )
+        self._write_markdown(f, new_row, len(data), state, chunks, tail, report)
+
+    def _write_markdown(
+        self,
+        f: IndexedFile,
+        new_row: FileRow,
+        size: int,
+        state: MarkdownState,
+        chunks: list[Chunk],
+        tail: tuple[int, list[Chunk]] | None,
+        report: SyncReport,
+    ) -> None:
+        """Write a markdown file's ``chunks`` whole, or (``tail``: chunk_appended's) the
+        chunks after those it keeps; ``state`` is kept for the next append."""
         with self.conn:
             store.upsert_file(self.conn, new_row)
             if tail is None:
@@ -332,7 +434,7 @@ class Syncer:
                 )
                 report.chunks_removed += removed
                 report.chunks_written += written
-        self.tails.put(f.rel, digest, len(data), state)
+        self.tails.put(f.rel, new_row.hash, size, state)
         report.files_changed += 1
         self._committed(f.rel, new_row)
 
