@@ -10,7 +10,12 @@ from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
 from memoryd.index.types import SearchRequest
-from memoryd.index.vector_mirror import VectorMirror, VectorWidthError, day_number
+from memoryd.index.vector_mirror import (
+    QUANTISED_FROM,
+    VectorMirror,
+    VectorWidthError,
+    day_number,
+)
 
 DIMS = 16
 
@@ -129,6 +134,55 @@ def test_a_query_of_another_width_is_an_error_not_a_wrong_answer() -> None:
     put_all(conn, mirror, {1: unit(rng)})
     with pytest.raises(VectorWidthError):
         mirror.knn(np.ones(DIMS * 2, np.float32), 3)
+
+
+# ------------------------------------------------------------------ the quantised scan
+
+WIDE = 96  # two 64-bit words of sign bits, the second half empty
+
+
+def clustered(rng: np.random.Generator, n: int, clusters: int = 300) -> np.ndarray:
+    """Unit vectors around a few hundred directions (the same ones every call), as
+    embeddings of related texts are."""
+    centers = np.random.default_rng(0).standard_normal((clusters, WIDE)).astype(np.float32)
+    vecs = centers[rng.integers(0, clusters, n)]
+    vecs += 0.4 * rng.standard_normal((n, WIDE)).astype(np.float32)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def test_above_quantised_from_the_bit_scan_finds_what_the_exact_scan_finds() -> None:
+    rng = np.random.default_rng(21)
+    n = QUANTISED_FROM + 5000
+    vecs = clustered(rng, n)
+    mirror, conn = loaded()
+    put_all(conn, mirror, dict(enumerate(vecs)))  # puts alone: the bits move with regrowth
+    ids = np.arange(n)
+    found = 0
+    for q in clustered(rng, 20):
+        exact = ids[np.argsort(-(vecs @ q), kind="stable")][:24]
+        assert mirror.knn(q, 24, shortlist=0) == [int(i) for i in exact]
+        got = mirror.knn(q, 24) or []
+        assert len(got) == 24 and len(set(got)) == 24
+        found += len(set(got) & set(exact.tolist()))
+    assert found >= 0.95 * 20 * 24
+    assert mirror.knn(vecs[77], 1) == [77]
+
+
+def test_the_bit_scan_keeps_filters_and_deletes() -> None:
+    rng = np.random.default_rng(23)
+    n = QUANTISED_FROM + 100
+    vecs = clustered(rng, n)
+    mirror, conn = loaded()
+    put_all(conn, mirror, dict(enumerate(vecs[:-3])), day="2024-05-01")
+    put_all(conn, mirror, {n - 3 + i: vecs[n - 3 + i] for i in range(3)}, day="2024-06-02")
+    with conn:
+        mirror.stage_delete([n - 1, 5])
+        conn.execute("INSERT INTO t VALUES (1)")
+    q = vecs[5]
+    june = mirror.knn(q, 10, since="2024-06-01") or []
+    assert sorted(june) == [n - 3, n - 2]  # the only ones left that day, whatever their bits
+    assert 5 not in (mirror.knn(q, 50) or [])
+    assert mirror.knn(q, 10, sources=["sessions"]) == []
 
 
 # ------------------------------------------------------------------ with a real index
