@@ -108,6 +108,47 @@ def test_scores_and_top_are_fts5s_through_inserts_deletes_and_reused_ids(
     assert all(mirror.top(stems_of(w), 5) == [] for w in queries(rng))
 
 
+RARE = [f"{a}{b}" for a in ("zor", "quex", "blim", "vrat") for b in ("ala", "ino", "ust", "emo")]
+
+
+def test_tops_scored_from_the_rarer_words_candidates_are_fts5s(tmp_path: Path) -> None:
+    """Common words everywhere, a rare word here and there: most queries' tops are found
+    among the chunks holding their rare words (the pruned path), and are FTS5's exactly,
+    with filters, limits, repeated words, and after deletes."""
+    rng = random.Random(23)
+    mirror, conn = index(tmp_path)
+
+    def chunk() -> str:
+        words = rng.choices(WORDS[:4], k=rng.randint(3, 30))  # dense, tiny IDF
+        words += rng.choices(WORDS[4:12], k=rng.choice([0, 0, 0, 1, 2]))  # in ~150 each
+        words += rng.choices(RARE, k=rng.choice([0] * 8 + [1, 3]))  # in ~20 each
+        rng.shuffle(words)
+        return " ".join(words)
+
+    def add(n: int) -> None:
+        conn.executemany(
+            "INSERT INTO chunks(path, source, day, start_line, end_line, heading, text_hash, "
+            "text, updated_at) VALUES ('memory/x.md', ?, ?, 1, 1, '', '', ?, 0)",
+            [(rng.choice(["memory", "sessions"]), rng.choice(DAYS), chunk()) for _ in range(n)],
+        )
+
+    with conn:
+        add(1500)
+    mirror.load(conn.execute(SELECT), 1500)  # the common words' postings dense
+    with conn:
+        add(300)  # and some appended after the load
+        conn.execute("DELETE FROM chunks WHERE abs(random()) % 5 = 0")
+    queries = [[r, *rng.sample(WORDS[:12], rng.randint(1, 3))] for r in RARE]
+    queries += [[RARE[0], RARE[1], WORDS[0]], [RARE[2], RARE[2], WORDS[1]], WORDS[:3]]
+    for words in queries:
+        for limit in (1, 7, 40):
+            assert mirror.top(stems_of(words), limit) == fts_top(conn, words, limit), words
+        assert mirror.top(stems_of(words), 7, ["sessions"], "2024-05-02") == fts_top(
+            conn, words, 7, "c.source = 'sessions' AND c.day >= '2024-05-02'"
+        )
+    assert mirror.stats()["pruned_tops"] > len(queries)
+
+
 CJK_WORDS = ["数据库", "缓存", "策略", "服务器", "迁移", "北京", "東京", "プロジェクト", "データ"]
 CJK_WORDS += ["の", "は", "서울", "백업", "회의"]
 

@@ -84,6 +84,9 @@ class _Postings:
     # stems in most chunks hold most postings, and one add over all slots scores them faster
     # than a scatter. Beyond its end, nothing.
     dense: npt.NDArray[np.uint8] | None = None
+    # No posting's freq2 is above this (deleted ones may have been): what bounds the stem's
+    # contribution to a score when ``top`` skips chunks that lack rarer query words.
+    top_f2: int = 0xFFFF
 
     @property
     def nbytes(self) -> int:
@@ -172,14 +175,16 @@ def _sliced(
             dense = np.zeros(capacity, np.uint8)
             a, b = starts[k], starts[k] + n[k]
             dense[flat_slots[a:b]] = flat_f2[a:b]
-            out[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n[k], n[k], dense)
+            out[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n[k], n[k], dense, top[k])
     # The lists' slices must not keep the dense stems' postings alive: new flat arrays.
     sparse = np.repeat(~np.array(is_dense), counts)
     flat_slots, flat_f2 = flat_slots[sparse], flat_f2[sparse]
     at = 0
     for k, stem in enumerate(stems):
         if not is_dense[k]:
-            out[stem] = _Postings(flat_slots[at : at + n[k]], flat_f2[at : at + n[k]], n[k], n[k])
+            out[stem] = _Postings(
+                flat_slots[at : at + n[k]], flat_f2[at : at + n[k]], n[k], n[k], None, top[k]
+            )
             at += n[k]
     return out
 
@@ -200,9 +205,10 @@ class KeywordMirror(StagedMirror[_Op]):
         self._posting_bytes = 0  # the arrays' size, for the budget
         self._dead_postings = 0  # entries of deleted chunks still in the arrays
         self._compactions = 0
+        self._pruned_tops = 0  # top answers scored from the rarer words' candidates only
         self._suspended = False  # a bulk sync: nothing followed until the next load
-        # (docs, used, avgdl, norm): what _norm computed last; readers share it
-        self._norm_cache: tuple[_Docs, int, float, npt.NDArray[np.float64]] | None = None
+        # (docs, used, avgdl, norm, its minimum): what _norm computed last; readers share it
+        self._norm_cache: tuple[_Docs, int, float, npt.NDArray[np.float64], float] | None = None
 
     # -------------------------------------------------------------- writer side
 
@@ -574,7 +580,9 @@ class KeywordMirror(StagedMirror[_Op]):
             if max(f2) > 0xFF:  # a frequency a byte cannot hold: back to a list
                 nz = np.flatnonzero(dense).astype(np.uint32)
                 self._posting_bytes -= p.nbytes
-                p = self._post[stem] = _Postings(nz, dense[nz].astype(np.uint16), len(nz), p.df)
+                p = self._post[stem] = _Postings(
+                    nz, dense[nz].astype(np.uint16), len(nz), p.df, None, p.top_f2
+                )
                 self._posting_bytes += p.nbytes
             else:
                 if slots[-1] >= len(dense):  # slots ascend; new array: readers hold the old
@@ -582,13 +590,18 @@ class KeywordMirror(StagedMirror[_Op]):
                     grown[: len(dense)] = dense
                     self._posting_bytes += len(grown) - len(dense)
                     dense = grown
-                    p = self._post[stem] = _Postings(_NO_SLOTS, _NO_FREQ, p.n, p.df, dense)
+                    p = self._post[stem] = _Postings(
+                        _NO_SLOTS, _NO_FREQ, p.n, p.df, dense, p.top_f2
+                    )
                 dense[slots] = f2  # new slots only: past what any reader scores
+                p.top_f2 = max(p.top_f2, max(f2))
                 p.n += k
                 p.df += k
                 return
         if p is None:
-            p = self._post[stem] = _Postings(np.empty(k, np.uint32), np.empty(k, np.uint16))
+            p = self._post[stem] = _Postings(
+                np.empty(k, np.uint32), np.empty(k, np.uint16), top_f2=0
+            )
             self._posting_bytes += p.nbytes
         elif p.n + k > len(p.slots):  # new arrays: readers may hold the old ones
             cap = max(p.n + k, p.n + p.n // 2, 4)
@@ -596,9 +609,10 @@ class KeywordMirror(StagedMirror[_Op]):
             f2_new = np.empty(cap, np.uint16)
             slots_new[: p.n], f2_new[: p.n] = p.slots[: p.n], p.freq2[: p.n]
             self._posting_bytes += (cap - len(p.slots)) * POSTING_BYTES
-            p = self._post[stem] = _Postings(slots_new, f2_new, p.n, p.df)
+            p = self._post[stem] = _Postings(slots_new, f2_new, p.n, p.df, None, p.top_f2)
         p.slots[p.n : p.n + k] = slots
         p.freq2[p.n : p.n + k] = f2
+        p.top_f2 = max(p.top_f2, max(f2))
         p.n += k  # after the data: a reader that sees the count sees the entries
         p.df += k
 
@@ -620,13 +634,13 @@ class KeywordMirror(StagedMirror[_Op]):
                 if n:
                     dense = np.zeros(capacity, np.uint8)
                     dense[: len(live)] = kept
-                    post[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n, p.df, dense)
+                    post[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n, p.df, dense, p.top_f2)
                 continue
             keep = docs.alive[p.slots[: p.n]]
             n = int(np.count_nonzero(keep))
             if n:
                 post[stem] = _Postings(
-                    renumber[p.slots[: p.n][keep]], p.freq2[: p.n][keep], n, p.df
+                    renumber[p.slots[: p.n][keep]], p.freq2[: p.n][keep], n, p.df, None, p.top_f2
                 )
         self._post = post
         self._count_postings()
@@ -649,6 +663,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 "stems": len(self._post),
                 "dead_postings": self._dead_postings,
                 "compactions": self._compactions,
+                "pruned_tops": self._pruned_tops,
                 "bytes": self.bytes() if self.usable else 0,
             }
 
@@ -668,16 +683,17 @@ class KeywordMirror(StagedMirror[_Op]):
                 s: (p.df if (p := self._post.get(s)) is not None else 0) for s in stems
             }
 
-    def _norm(self, docs: _Docs, used: int, avgdl: float) -> npt.NDArray[np.float64]:
+    def _norm(self, docs: _Docs, used: int, avgdl: float) -> tuple[npt.NDArray[np.float64], float]:
         """Per slot, ``k1 * (1 - b + b * D / avgdl)``: BM25's length normalisation, the same
-        for every term until a write changes avgdl, so kept between searches. Element by
-        element the same doubles as computing it per posting."""
+        for every term until a write changes avgdl, so kept between searches (with its
+        minimum). Element by element the same doubles as computing it per posting."""
         cached = self._norm_cache
         if cached is not None and cached[0] is docs and cached[1] == used and cached[2] == avgdl:
-            return cached[3]
+            return cached[3], cached[4]
         norm = K1 * (1 - B + B * docs.length[:used] / avgdl)
-        self._norm_cache = (docs, used, avgdl, norm)
-        return norm
+        low = float(norm.min()) if used else 0.0
+        self._norm_cache = (docs, used, avgdl, norm, low)
+        return norm, low
 
     def top(
         self,
@@ -689,52 +705,158 @@ class KeywordMirror(StagedMirror[_Op]):
     ) -> list[tuple[int, float]] | None:
         """What ``SELECT rowid, -bm25(chunks_fts, 1.0, 0.5) ... MATCH '"t1" OR "t2" ...'
         ORDER BY 2 DESC LIMIT limit`` answers, one stem per query term (in query order,
-        repeats kept: FTS5 scores each phrase); ties by id. None when the copy cannot answer."""
+        repeats kept: FTS5 scores each phrase); ties by id. None when the copy cannot answer.
+
+        Most chunks an OR query of common words matches cannot reach its top: they hold
+        only the common words, whose IDF is small. ``_pruned`` finds a candidate set that
+        holds the whole top from the rarer words' postings alone (MaxScore), so only those
+        candidates are scored; otherwise every posting is."""
         with self._lock:
             if not self.usable:
                 return None
             docs = self._docs
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             lists = [
-                (p.slots[: p.n], p.freq2[: p.n], p.df, p.dense)
+                _Term(p.slots[: p.n], p.freq2[: p.n], p.dense, p.top_f2, _idf(rows, p.df))
                 for s in term_stems
                 if (p := self._post.get(s)) is not None and p.n
             ]
         if rows == 0 or not lists or limit <= 0:
             return []
         avgdl = float(tokens) / float(rows)
-        norm = self._norm(docs, used, avgdl)
-        score = np.zeros(used, np.float64)
-        for slots, freq2, df, dense in lists:
-            idf = math.log((rows - df + 0.5) / (df + 0.5))
-            if idf <= 0.0:
-                idf = MIN_IDF
-            if dense is not None:  # slots without the stem add (0 * ...) / (0 + norm) = 0.0
-                m = min(len(dense), used)
-                f = dense[:m].astype(np.float64) * 0.5
-                score[:m] += idf * ((f * (K1 + 1.0)) / (f + norm[:m]))
-                continue
-            f = freq2.astype(np.float64) * 0.5
-            # fts5_aux.c: score += aIDF[i] * ((aFreq[i] * (k1 + 1.0)) /
-            #                                 (aFreq[i] + k1 * (1 - b + b * D / avgdl)))
-            # A stem's slots are distinct: add.at adds each once, as += would (but faster).
-            np.add.at(score, slots, idf * ((f * (K1 + 1.0)) / (f + norm[slots])))
-        hit = np.flatnonzero(score > 0.0)  # every term adds > 0 (IDF is floored above 0)
-        keep = docs.alive[hit]
-        if sources is not None:
-            codes = [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
-            keep &= np.isin(docs.source[hit], codes)
-        if since or until:
-            days = docs.day[hit]
-            keep &= days != NO_DAY
-            if since:
-                keep &= days >= day_number(since)
-            if until:
-                keep &= days <= day_number(until)
-        hit = hit[keep]
+        norm, norm_low = self._norm(docs, used, avgdl)
+        day_range = (
+            (day_number(since) if since else None, day_number(until) if until else None)
+            if since or until
+            else None
+        )
+        codes = None if sources is None else [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
+
+        def accepted(hit: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+            keep = docs.alive[hit]
+            if codes is not None:
+                keep &= np.isin(docs.source[hit], codes)
+            if day_range is not None:
+                days = docs.day[hit]
+                keep &= days != NO_DAY
+                if day_range[0] is not None:
+                    keep &= days >= day_range[0]
+                if day_range[1] is not None:
+                    keep &= days <= day_range[1]
+            return hit[keep]
+
+        hit = _pruned(lists, norm, norm_low, used, limit, accepted)
+        if hit is not None:
+            self._pruned_tops += 1
+            score = _scores_of(lists, norm, hit)
+        else:
+            full = np.zeros(used, np.float64)
+            for t in lists:
+                if t.dense is not None:  # slots without the stem add (0 * ...) / (0 + norm) = 0
+                    m = min(len(t.dense), used)
+                    f = t.dense[:m].astype(np.float64) * 0.5
+                    full[:m] += t.idf * ((f * (K1 + 1.0)) / (f + norm[:m]))
+                    continue
+                f = t.freq2.astype(np.float64) * 0.5
+                # fts5_aux.c: score += aIDF[i] * ((aFreq[i] * (k1 + 1.0)) /
+                #                                 (aFreq[i] + k1 * (1 - b + b * D / avgdl)))
+                # A stem's slots are distinct: add.at adds each once, as += would (but faster).
+                np.add.at(full, t.slots, t.idf * ((f * (K1 + 1.0)) / (f + norm[t.slots])))
+            hit = accepted(np.flatnonzero(full > 0.0))  # every term adds > 0 (IDF floor)
+            score = full[hit]
         if len(hit) > limit:  # all that tie with the last place, then ties go by id
-            last = -np.partition(-score[hit], limit - 1)[limit - 1]
-            hit = hit[score[hit] >= last]
+            last = -np.partition(-score, limit - 1)[limit - 1]
+            tied = score >= last
+            hit, score = hit[tied], score[tied]
         ids = docs.chunk_id[hit]
-        order = np.lexsort((ids, -score[hit]))[:limit]
-        return list(zip(ids[order].tolist(), score[hit][order].tolist(), strict=True))
+        order = np.lexsort((ids, -score))[:limit]
+        return list(zip(ids[order].tolist(), score[order].tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class _Term:
+    """One query term's postings as ``top`` saw them (a snapshot: writers append past it)."""
+
+    slots: npt.NDArray[np.uint32]
+    freq2: npt.NDArray[np.uint16]
+    dense: npt.NDArray[np.uint8] | None
+    top_f2: int
+    idf: float
+
+    def freq2_of(self, hit: npt.NDArray[np.intp]) -> npt.NDArray[np.uint16]:
+        """freq2 of each slot of ``hit`` (ascending), 0 where the stem is not."""
+        if self.dense is not None:
+            m = len(self.dense)
+            out = np.zeros(len(hit), np.uint16)
+            inside = hit < m
+            out[inside] = self.dense[hit[inside]]
+            return out
+        if not len(self.slots):
+            return np.zeros(len(hit), np.uint16)
+        at = np.minimum(np.searchsorted(self.slots, hit), len(self.slots) - 1)
+        return np.where(self.slots[at] == hit, self.freq2[at], np.uint16(0))
+
+
+def _idf(rows: int, df: int) -> float:
+    idf = math.log((rows - df + 0.5) / (df + 0.5))
+    return MIN_IDF if idf <= 0.0 else idf
+
+
+# A bound that rounding could make a score exceed by a few ulps: margin enough for that.
+_BOUND_SLACK = 1e-9
+
+
+def _pruned(
+    lists: list[_Term],
+    norm: npt.NDArray[np.float64],
+    norm_low: float,
+    used: int,
+    limit: int,
+    accepted: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.intp]],
+) -> npt.NDArray[np.intp] | None:
+    """Slots (ascending, accepted) among which the whole top ``limit`` lies, found from the
+    postings of the query's rarer terms only; None when there is no such short cut.
+
+    A term adds at most ``idf * f (k1 + 1) / (f + min norm)`` to a score (f its highest
+    frequency). Terms are taken by that bound, highest first, summing what they add to the
+    chunks they occur in: once the ``limit``-th best of those partial sums exceeds the
+    bounds of all the terms not yet taken, no chunk outside could reach the top, nor any
+    inside whose partial sum plus those bounds stays below it.
+    """
+    bound = [t.idf * ((t.top_f2 * 0.5 * (K1 + 1.0)) / (t.top_f2 * 0.5 + norm_low)) for t in lists]
+    order = sorted(range(len(lists)), key=lambda i: -bound[i])
+    rest = sum(bound)
+    taken = 0.0  # the bounds of the terms taken
+    partial = np.zeros(used, np.float64)
+    for i in order:
+        t = lists[i]
+        if t.dense is not None:
+            return None  # a common word's postings: as costly as scoring everything
+        f = t.freq2.astype(np.float64) * 0.5
+        np.add.at(partial, t.slots, t.idf * ((f * (K1 + 1.0)) / (f + norm[t.slots])))
+        rest -= bound[i]
+        taken += bound[i]
+        rest_high = rest * (1 + _BOUND_SLACK)
+        if taken <= rest_high:
+            continue  # no partial sum can exceed the rest yet: not worth looking
+        hit = accepted(np.flatnonzero(partial > 0.0))
+        if len(hit) >= limit and rest_high < (got := partial[hit]).max():
+            kth = np.partition(got, len(got) - limit)[len(got) - limit] * (1 - _BOUND_SLACK)
+            if rest_high < kth:
+                # Nor can a chunk found so far whose words still to come cannot lift it.
+                found: npt.NDArray[np.intp] = hit[got + rest_high >= kth]
+                return found
+    return None
+
+
+def _scores_of(
+    lists: list[_Term], norm: npt.NDArray[np.float64], hit: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64]:
+    """The scores of ``hit`` (ascending slots), term after term in query order: the same
+    doubles as scoring every posting (a term a chunk lacks adds 0.0, which changes none)."""
+    score = np.zeros(len(hit), np.float64)
+    nh = norm[hit]
+    for t in lists:
+        f = t.freq2_of(hit).astype(np.float64) * 0.5
+        score += t.idf * ((f * (K1 + 1.0)) / (f + nh))
+    return score
