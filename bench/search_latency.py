@@ -1,7 +1,7 @@
 """In-process search latency of the engine (``WorkspaceIndex.search``), query embedding excluded.
 
     python bench/search_latency.py [--sizes 1000,10000] [--big] [--rounds 10] [--json]
-                                   [--corpus synthetic|locomo]
+                                   [--corpus synthetic|locomo] [--index-dir DIR] [--profile]
 
 For each size, a synthetic workspace (bench/synth.py) is indexed into a temp index with a
 deterministic fake embedding provider (``BenchProvider``: seeded random unit vectors per
@@ -16,11 +16,19 @@ nearly every chunk: the hard case for BM25).
 embedding cache and the page cache, then ``--rounds`` times each; every call is timed
 around ``search()`` (wall clock, one thread). Modes: keyword, hybrid (default fusion).
 Target (issue 2): p50 < 5 ms at 10k chunks.
+
+``--index-dir DIR`` keeps the workspaces and indexes there and reuses them in later runs
+(100k chunks with vectors take ~8 minutes to build), so another revision's code can be
+measured on the very same index (``PYTHONPATH=<its worktree>/daemon:<its worktree>/client``);
+each run then also times a reopen until both in-memory copies are loaded. ``--profile``
+prints, per size and mode, the share of the searches' time in each function (cProfile,
+a separate pass after the timed one).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import hashlib
 import json
@@ -93,12 +101,22 @@ def summarize(ms: list[float]) -> dict[str, float]:
 
 
 def build(
-    size: int, workdir: Path, cfg: Config, seed: int, queries: list[str], corpus: str = "synthetic"
+    size: int,
+    workdir: Path,
+    cfg: Config,
+    seed: int,
+    queries: list[str],
+    corpus: str = "synthetic",
+    reuse: bool = False,
 ) -> tuple[WorkspaceIndex, dict[str, Any]]:
-    if corpus == "locomo":
-        ws = make_locomo_workspace(workdir / f"ws-{size}", size)
-    else:
-        ws = make_workspace(workdir / f"ws-{size}", size, seed)
+    ws = workdir / f"ws-{size}"
+    stamp = workdir / f"ws-{size}.{corpus}"
+    if not (reuse and stamp.exists()):
+        if corpus == "locomo":
+            make_locomo_workspace(ws, size)
+        else:
+            make_workspace(ws, size, seed)
+        stamp.touch()
     ix = WorkspaceIndex(ws, workdir / f"ix-{size}.sqlite", cfg, BenchProvider(), "bench")
     started = time.perf_counter()
     ix.open()
@@ -106,13 +124,29 @@ def build(
     sync_s = time.perf_counter() - started
     started = time.perf_counter()
     ok = ix.wait_embedded()
+    vectors_s = time.perf_counter() - started
+    load_s = None
+    if reuse:  # the index was there: time a reopen until the in-memory copies are loaded
+        ix.close()
+        ix = WorkspaceIndex(ws, workdir / f"ix-{size}.sqlite", cfg, BenchProvider(), "bench")
+        started = time.perf_counter()
+        ix.open()
+        while True:
+            st = ix.status()
+            if st.get("keyword_scan") != "loading" and st.get("vector_scan") == "memory":
+                break
+            if time.perf_counter() - started > 600:
+                raise SystemExit(f"the in-memory copies did not load: {st}")
+            time.sleep(0.02)
+        load_s = time.perf_counter() - started
     st = ix.status()
     info = {
         "chunks": st["chunks"],
         "files": st["files"],
         "sync_s": sync_s,
         "matches_p50": statistics.median(keyword_matches(ix, queries)),
-        "vectors_s": time.perf_counter() - started,
+        "vectors_s": vectors_s,
+        "load_s": load_s,
         "vector_ready": ok and st["vector_ready"],
         "chunks_written": report.chunks_written,
     }
@@ -130,6 +164,26 @@ def keyword_matches(ix: WorkspaceIndex, queries: list[str]) -> list[int]:
         ]
     finally:
         conn.close()
+
+
+def profile(ix: WorkspaceIndex, queries: list[str], mode: Mode, rounds: int) -> list[str]:
+    """Lines "share  function" of the searches' time (cProfile: own time, top 15)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile()
+    for _ in range(rounds):
+        for q in queries:
+            prof.enable()
+            ix.search(SearchRequest(q, mode=mode))
+            prof.disable()
+    stats = cast(Any, pstats.Stats(prof)).stats  # {(file, line, fn): (cc, nc, tt, ct, callers)}
+    total = sum(v[2] for v in stats.values()) or 1.0
+    rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:15]
+    return [
+        f"{v[2] / total:6.1%}  {Path(k[0]).name}:{k[1]}({k[2]})  cumulative {v[3] / total:.0%}"
+        for k, v in rows
+    ]
 
 
 def measure(ix: WorkspaceIndex, queries: list[str], mode: Mode, rounds: int) -> dict[str, Any]:
@@ -174,6 +228,8 @@ def main() -> None:
     ap.add_argument("--modes", default="keyword,hybrid")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--corpus", choices=("synthetic", "locomo"), default="synthetic")
+    ap.add_argument("--index-dir", type=Path, help="keep the indexes here and reuse them")
+    ap.add_argument("--profile", action="store_true", help="where the searches' time goes")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     configure_logging("warning", json=True)
@@ -189,10 +245,18 @@ def main() -> None:
         queries = make_queries(args.queries, ranks=(lo, hi))
     rows: list[dict[str, Any]] = []
     loads = [os.getloadavg()[0]]
-    with tempfile.TemporaryDirectory(prefix="memoryd-bench-lat-") as tmp:
+    profiles: list[tuple[int, str, list[str]]] = []
+    with contextlib.ExitStack() as stack:
+        if args.index_dir:
+            args.index_dir.mkdir(parents=True, exist_ok=True)
+            tmp = str(args.index_dir)
+        else:
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="memoryd-bench-lat-"))
         for size in sizes:
             print(f"building {size} chunks...", file=sys.stderr)
-            ix, info = build(size, Path(tmp), cfg, args.seed, queries, args.corpus)
+            ix, info = build(
+                size, Path(tmp), cfg, args.seed, queries, args.corpus, args.index_dir is not None
+            )
             print(
                 f"  {info['chunks']} chunks in {info['files']} files: keyword index "
                 f"{info['sync_s']:.1f}s, fake vectors {info['vectors_s']:.1f}s",
@@ -204,23 +268,31 @@ def main() -> None:
                 rows.append(
                     {"size": size, "mode": mode, **info, **r, "matches_p50": info["matches_p50"]}
                 )
+                if args.profile:
+                    profiles.append((size, mode, profile(ix, queries, mode, 2)))
             ix.close()
     loads.append(os.getloadavg()[0])
     if args.json:
-        print(json.dumps({"rows": rows, "loadavg": loads}, indent=2))
+        print(json.dumps({"rows": rows, "loadavg": loads, "profiles": profiles}, indent=2))
         return
     print("### In-process search latency (WorkspaceIndex.search, query embedding cached)\n")
     print(
         "| target chunks | chunks | mode | searches | p50 ms | p95 ms | p99 ms | mean ms "
-        "| max ms | CPU p50 ms | keyword matches p50 | avg hits |"
+        "| max ms | CPU p50 ms | keyword matches p50 | avg hits | copies loaded s |"
     )
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
+        loaded = "-" if r["load_s"] is None else f"{r['load_s']:.2f}"
         print(
             f"| {r['size']} | {r['chunks']} | {r['mode']} | {r['n']} | {r['p50']:.2f} "
             f"| {r['p95']:.2f} | {r['p99']:.2f} | {r['mean']:.2f} | {r['max']:.2f} "
-            f"| {r['cpu_p50']:.2f} | {r['matches_p50']:.0f} | {r['avg_hits']:.1f} |"
+            f"| {r['cpu_p50']:.2f} | {r['matches_p50']:.0f} | {r['avg_hits']:.1f} | {loaded} |"
         )
+    for size, mode, lines in profiles:
+        print(f"\nProfile, {size} chunks, {mode} (share of the searches' time, own):\n")
+        print("```")
+        print("\n".join(lines))
+        print("```")
     print()
     for r in rows:
         if r["size"] == 10_000:
