@@ -35,6 +35,7 @@ import numpy.typing as npt
 from memoryd.index.keyword_text import keyword_text
 from memoryd.index.mirror import StagedMirror
 from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.index.vector_mirror import NO_DAY, SOURCE_CODES, day_number
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
@@ -745,25 +746,13 @@ class KeywordMirror(StagedMirror[_Op]):
                     keep &= days <= day_range[1]
             return hit[keep]
 
-        hit = _pruned(lists, norm, norm_low, used, limit, accepted)
-        if hit is not None:
-            self._pruned_tops += 1
-            score = _scores_of(lists, norm, hit)
-        else:
-            full = np.zeros(used, np.float64)
-            for t in lists:
-                if t.dense is not None:  # slots without the stem add (0 * ...) / (0 + norm) = 0
-                    m = min(len(t.dense), used)
-                    f = t.dense[:m].astype(np.float64) * 0.5
-                    full[:m] += t.idf * ((f * (K1 + 1.0)) / (f + norm[:m]))
-                    continue
-                f = t.freq2.astype(np.float64) * 0.5
-                # fts5_aux.c: score += aIDF[i] * ((aFreq[i] * (k1 + 1.0)) /
-                #                                 (aFreq[i] + k1 * (1 - b + b * D / avgdl)))
-                # A stem's slots are distinct: add.at adds each once, as += would (but faster).
-                np.add.at(full, t.slots, t.idf * ((f * (K1 + 1.0)) / (f + norm[t.slots])))
-            hit = accepted(np.flatnonzero(full > 0.0))  # every term adds > 0 (IDF floor)
-            score = full[hit]
+        with SCRATCH.borrow() as sc:
+            hit = _pruned(lists, norm, norm_low, used, limit, accepted, sc)
+            if hit is not None:
+                self._pruned_tops += 1
+                score = _scores_of(lists, norm, hit)
+            else:
+                hit, score = _scored_all(lists, norm, used, accepted, sc)
         if len(hit) > limit:  # all that tie with the last place, then ties go by id
             last = -np.partition(-score, limit - 1)[limit - 1]
             tied = score >= last
@@ -771,6 +760,35 @@ class KeywordMirror(StagedMirror[_Op]):
         ids = docs.chunk_id[hit]
         order = np.lexsort((ids, -score))[:limit]
         return list(zip(ids[order].tolist(), score[order].tolist(), strict=True))
+
+
+def _scored_all(
+    lists: list[_Term],
+    norm: npt.NDArray[np.float64],
+    used: int,
+    accepted: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.intp]],
+    sc: Scratch,
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """Every posting scored: the accepted chunks that hold any term, and their scores."""
+    full = sc.zeros("full", used, np.float64)
+    for t in lists:
+        if t.dense is not None:  # slots without the stem add (0 * ...) / (0 + norm) = 0
+            m = min(len(t.dense), used)
+            # idf * ((f * (k1 + 1)) / (f + norm)), f = freq2 / 2, into reused arrays
+            f = np.multiply(t.dense[:m], 0.5, out=sc.empty("f", m, np.float64))
+            num = np.multiply(f, K1 + 1.0, out=sc.empty("num", m, np.float64))
+            den = np.add(f, norm[:m], out=sc.empty("den", m, np.float64))
+            np.divide(num, den, out=num)
+            np.multiply(num, t.idf, out=num)
+            np.add(full[:m], num, out=full[:m])
+            continue
+        f = t.freq2.astype(np.float64) * 0.5
+        # fts5_aux.c: score += aIDF[i] * ((aFreq[i] * (k1 + 1.0)) /
+        #                                 (aFreq[i] + k1 * (1 - b + b * D / avgdl)))
+        # A stem's slots are distinct: add.at adds each once, as += would (but faster).
+        np.add.at(full, t.slots, t.idf * ((f * (K1 + 1.0)) / (f + norm[t.slots])))
+    hit = accepted(np.flatnonzero(full > 0.0))  # every term adds > 0 (IDF is floored)
+    return hit, full[hit]
 
 
 @dataclass(frozen=True)
@@ -813,6 +831,7 @@ def _pruned(
     used: int,
     limit: int,
     accepted: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.intp]],
+    sc: Scratch,
 ) -> npt.NDArray[np.intp] | None:
     """Slots (ascending, accepted) among which the whole top ``limit`` lies, found from the
     postings of the query's rarer terms only; None when there is no such short cut.
@@ -827,7 +846,7 @@ def _pruned(
     order = sorted(range(len(lists)), key=lambda i: -bound[i])
     rest = sum(bound)
     taken = 0.0  # the bounds of the terms taken
-    partial = np.zeros(used, np.float64)
+    partial = sc.zeros("partial", used, np.float64)
     for i in order:
         t = lists[i]
         if t.dense is not None:

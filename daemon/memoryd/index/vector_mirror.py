@@ -10,7 +10,7 @@ Up to QUANTISED_FROM live rows the scan is exact: every row's dot product (0.6 m
 Above, reading 1.5 KB of float32 per row is the cost (~10 ms at 100k, memory-bound), so
 each row also keeps its sign bits (1 bit a dimension: above or below the rows' mean; 48
 bytes at 384 dims). A search first estimates every row's score from them, the query kept
-at 4 bits a dimension (QUERY_BITS bit planes: popcounts of ANDs, ~2 ms at 100k; closer
+at 3 bits a dimension (QUERY_BITS bit planes: popcounts of ANDs, ~2 ms at 100k; closer
 than the Hamming distance between sign bits, which loses the query's magnitudes), then
 scores the best SHORTLIST rows exactly and returns the best of those. It misses a true
 neighbour only when that is not in the shortlist; bench/vector_recall.py measures how
@@ -39,6 +39,7 @@ import numpy.typing as npt
 from memoryd.embeddings.base import Vectors
 from memoryd.index import db
 from memoryd.index.mirror import StagedMirror
+from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.workspace.layout import ISO_DAY
 
 SOURCE_CODES = {"memory": 0, "sessions": 1}
@@ -49,7 +50,7 @@ QUANTISED_FROM = 20_000  # live rows; fewer: the exact scan alone (as fast, noth
 SHORTLIST = 1024
 SHORTLIST_PER_K = 32
 SHORTLIST_SHARE = 40  # 1/40 of the live rows: 2,500 at 100k
-QUERY_BITS = 4  # the query's precision in the bit scan (3: recall ~.001 lower)
+QUERY_BITS = 3  # the query's precision in the bit scan (4: recall ~.001 higher, 1/3 slower)
 LOAD_BATCH = 4096  # rows read from SQLite at a time by load
 _HALF = np.full(1, 0.5, np.float32)
 
@@ -306,11 +307,16 @@ class VectorMirror(StagedMirror[_Op]):
             return []
         if shortlist is None:
             shortlist = default_shortlist(live, k)
-        if shortlist <= 0 or live <= shortlist:
-            at = np.flatnonzero(keep)
-        else:
-            at = self._shortlist(rows, n, q32, keep, max(shortlist, k))
-        scores = dot(rows.mat[at] if len(at) < n else rows.mat[:n], q32)
+        with SCRATCH.borrow() as sc:
+            if shortlist <= 0 or live <= shortlist:
+                at = np.flatnonzero(keep)
+            else:
+                at = self._shortlist(rows, n, q32, keep, max(shortlist, k), sc)
+            if len(at) == n:
+                scores = dot(rows.mat[:n], q32)
+            else:  # the rows gathered into a reused array (scratch.py)
+                picked = sc.empty("rows", (len(at), rows.mat.shape[1]), np.float32)
+                scores = dot(np.take(rows.mat, at, axis=0, out=picked, mode="clip"), q32)
         top = np.argpartition(-scores, k - 1)[:k] if k < len(at) else np.arange(len(at))
         top = top[np.argsort(-scores[top], kind="stable")]
         return [int(i) for i in rows.ids[at[top]]]
@@ -322,24 +328,40 @@ class VectorMirror(StagedMirror[_Op]):
         q: npt.NDArray[np.float32],
         keep: npt.NDArray[np.bool_],
         size: int,
+        sc: Scratch,
     ) -> npt.NDArray[np.intp]:
-        """The ``size`` kept rows of [0, n) with the best estimated scores, ascending.
+        """At least ``size`` kept rows of [0, n) with the best estimated scores, ascending
+        (all that tie with the last place).
 
         A row's sign s_i (+1 or -1) stands for x_i - center_i, so q.x ranks as q.s, i.e.
         as the sum of q_i over the row's set bits. The query is rounded to integers v_i in
         [-h, h] (h = 2^(QUERY_BITS-1) - 1), and v_i + h + 1 is written as QUERY_BITS bit
-        planes: the sum is sum_p 2^p popcount(bits & plane_p) - (h + 1) x ones, in int16."""
+        planes: the sum is sum_p 2^p popcount(bits & plane_p) - (h + 1) x ones. Negated
+        (smaller is better), it is a small integer, so the cut is read off a histogram
+        instead of a partition. The per-row arrays are reused (scratch.py)."""
         h = (1 << (QUERY_BITS - 1)) - 1
         top = float(np.abs(q).max()) or 1.0
         u = (np.rint(q * (h / top)).astype(np.int16) + (h + 1)).astype(np.uint8)
-        # Negated, so that argpartition's smallest are the best: (h + 1) x ones - sum.
-        neg = rows.ones[:n].astype(np.int16) * np.int16(h + 1)
-        count = np.empty(n, np.uint16)
+        neg = sc.empty("neg", n, np.int16)  # (h + 1) x ones - sum
+        np.multiply(rows.ones[:n], h + 1, out=neg, casting="unsafe")
+        anded = sc.empty("and", n, np.uint64)
+        ones = sc.empty("ones", n, np.uint8)
+        count = sc.empty("count", n, np.uint16)
         for p in range(QUERY_BITS):
             plane = sign_bits(((u >> p) & 1)[None, :].astype(np.float32), _HALF)[:, 0]
-            count[:] = 0
+            count.fill(0)
             for w in range(rows.bits.shape[0]):
-                count += np.bitwise_count(rows.bits[w, :n] & plane[w])
-            neg -= (count << p).view(np.int16)
-        neg[~keep] = np.iinfo(np.int16).max
-        return np.sort(np.argpartition(neg, size - 1)[:size])
+                np.bitwise_and(rows.bits[w, :n], plane[w], out=anded)
+                np.bitwise_count(anded, out=ones)
+                np.add(count, ones, out=count)
+            np.left_shift(count, p, out=count)
+            np.subtract(neg, count.view(np.int16), out=neg)  # both below 2^15
+        # Rows filtered out go just past the worst estimate any row can have.
+        worst = (h + 1) * rows.bits.shape[0] * 64 + 1
+        neg[~keep] = worst
+        low = int(neg.min())
+        shifted = sc.empty("shifted", n, np.uint16)
+        np.subtract(neg, low, out=shifted, dtype=np.int32, casting="unsafe")
+        counts = np.cumsum(np.bincount(shifted, minlength=worst - low + 1))
+        cut = low + int(np.searchsorted(counts, size))  # the size-th best estimate
+        return np.flatnonzero(neg <= cut)
