@@ -12,6 +12,9 @@ minutes. Fine for latency (the KNN and fusion work is the same), meaningless for
 and asks LoCoMo's questions (a speaker's name is on every line, so the OR query matches
 nearly every chunk: the hard case for BM25).
 
+The heap is set up as the daemon sets it (runtime/heap.py: every array above 128 KB is an
+mmap), which at 100k chunks matters as much as the work itself.
+
 50 fixed queries (``synth.make_queries``) are searched once per mode to warm the query-
 embedding cache and the page cache, then ``--rounds`` times each; every call is timed
 around ``search()`` (wall clock, one thread). Modes: keyword, hybrid (default fusion).
@@ -48,6 +51,7 @@ from memoryd.index import db
 from memoryd.index.query import fts_match, query_terms
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
+from memoryd.runtime import heap
 from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.logs import configure_logging
 from synth import locomo_queries, make_locomo_workspace, make_queries, make_workspace
@@ -233,6 +237,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     configure_logging("warning", json=True)
+    heap.configure()  # as the daemon does (cli.py): large temporaries are mmaps, as there
     sizes = [int(s) for s in args.sizes.split(",") if s]
     if args.big:
         sizes.append(100_000)

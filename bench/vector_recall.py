@@ -1,7 +1,7 @@
 """Recall of the in-memory KNN's quantised scan (sign bits, then exact rescoring of a
 shortlist) against the exact scan, and what each costs.
 
-    python bench/vector_recall.py --locomo-index-dir DIR [--index PATH ...]
+    python bench/vector_recall.py --locomo-index-dir DIR [--locomo-mix 100000] [--index PATH ...]
                                   [--k 24] [--shortlists 64,128,256,512,1024,2048] [--json]
 
 Vector sets:
@@ -10,6 +10,9 @@ Vector sets:
   the real local model: every chunk vector and every window vector of every conversation
   in one mirror (real model vectors, a few thousand to tens of thousands), queried with the
   LoCoMo dev questions embedded by the same model (the default embedding config).
+  ``--locomo-mix N`` adds N vectors made from those (each a random blend of two of them plus
+  a little noise, normalised): as many rows as a year of memory, with the real vectors'
+  geometry, queried with the same questions. Embedding 100k real chunks would take hours.
 - ``--index PATH``: any memoryd index (e.g. one bench/search_latency.py kept with
   ``--index-dir``): its chunk vectors, queried with synth.make_queries embedded by
   search_latency's BenchProvider (random unit vectors: no structure, the hard case) and
@@ -97,16 +100,26 @@ def locomo_set(index_dir: Path, limit: int) -> tuple[str, Matrix, Matrix]:
     return what, vectors, queries
 
 
+def mixed(vectors: Matrix, n: int, seed: int = 1) -> Matrix:
+    rng = np.random.default_rng(seed)
+    a, b = rng.integers(0, len(vectors), n), rng.integers(0, len(vectors), n)
+    w = rng.uniform(0, 1, (n, 1)).astype(np.float32)
+    out = w * vectors[a] + (1 - w) * vectors[b]
+    out += rng.standard_normal(out.shape).astype(np.float32) * 0.01
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out
+
+
 def synthetic_sets(path: Path, limit: int, seed: int = 3) -> list[tuple[str, Matrix, Matrix]]:
     vectors = index_vectors(path, windows=False)
     hashed = BenchProvider().embed(make_queries(limit))
     rng = np.random.default_rng(seed)
     picked = vectors[rng.choice(len(vectors), limit, replace=False)]
-    noisy = picked + rng.standard_normal(picked.shape).astype(np.float32) * 0.05
+    noisy = picked + rng.standard_normal(picked.shape).astype(np.float32) * 0.02
     noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
     return [
         (f"{path.name}: BenchProvider queries (random)", vectors, hashed),
-        (f"{path.name}: stored vectors + noise (sigma .05 a dim)", vectors, noisy),
+        (f"{path.name}: stored vectors + noise (sigma .02 a dim: cosine ~.93)", vectors, noisy),
     ]
 
 
@@ -152,6 +165,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--locomo-index-dir", type=Path)
+    ap.add_argument("--locomo-mix", type=int, default=0, metavar="N")
     ap.add_argument("--index", type=Path, action="append", default=[])
     ap.add_argument("--k", type=int, default=24)
     ap.add_argument("--shortlists", default="64,128,256,512,1024,2048")
@@ -162,7 +176,12 @@ def main() -> None:
     shortlists = [int(s) for s in args.shortlists.split(",") if s]
     sets: list[tuple[str, Matrix, Matrix]] = []
     if args.locomo_index_dir:
-        sets.append(locomo_set(args.locomo_index_dir, args.queries))
+        what, vectors, queries = locomo_set(args.locomo_index_dir, args.queries)
+        sets.append((what, vectors, queries))
+        if args.locomo_mix:
+            sets.append(
+                (f"{args.locomo_mix} blends of those", mixed(vectors, args.locomo_mix), queries)
+            )
     for path in args.index:
         sets += synthetic_sets(path, args.queries)
     loads = [os.getloadavg()[0]]
