@@ -15,7 +15,9 @@ workspace (bench/synth.py) of ``--chunks`` chunks under a short /tmp home.
   layer's cost (JSON-RPC over pipes, argument validation, result conversion). With
   ``--baseline REV`` a second server runs the code of REV (a detached worktree first on its
   PYTHONPATH; same interpreter, packages and daemon). Each query goes through every path
-  in turn (client, this server, REV's server), so load changes hit them alike. One more
+  in turn (client, this server, REV's server), so load changes hit them alike. Each
+  server's CPU time and context switches per call (/proc) are printed too: on a loaded
+  machine latency is mostly waiting for a core, these are the work itself. One more
   pass with the Python SDK's ``call_tool``, which also validates every result against the
   tool's outputSchema on the client side (jsonschema, a schema check each call): a cost of
   that client, not of the server (Claude Code's TypeScript SDK compiles the schema once).
@@ -42,7 +44,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
-from latency import MEMCTL, Daemon, add_workspace, summarize
+from latency import CLK_TCK, MEMCTL, Daemon, add_workspace, summarize
 from memoryd_client import AsyncMemoryClient, MemoryClient
 from scale import code_at
 from synth import make_queries, make_workspace
@@ -53,6 +55,36 @@ HOOK_TARGET_MS = 150.0
 
 def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
+
+
+def mcp_server_pids(baseline_env: dict[str, str] | None) -> dict[str, int]:
+    """This process's ``memctl mcp`` children by which code they run ("this", "baseline":
+    the one whose environment holds the baseline's PYTHONPATH). Linux /proc; {} elsewhere."""
+    found: dict[str, int] = {}
+    base = f"PYTHONPATH={baseline_env['PYTHONPATH']}".encode() if baseline_env else None
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            if ppid != os.getpid() or b"mcp" not in Path(f"/proc/{entry}/cmdline").read_bytes():
+                continue
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        found["baseline" if base in env else "this"] = int(entry)
+    return found
+
+
+def cpu_and_switches(pid: int) -> tuple[float, int]:
+    """(CPU seconds, context switches) of a process so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    switches = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        for line in Path(f"/proc/{pid}/task/{task}/status").read_text().splitlines():
+            if "ctxt_switches:" in line:  # voluntary and nonvoluntary
+                switches += int(line.split()[1])
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK, switches
 
 
 async def mcp_vs_client(
@@ -101,6 +133,8 @@ async def mcp_vs_client(
             await c.search(q, workspace=ws)
         s = await session(stack, d.env)
         base = await session(stack, {**d.env, **baseline_env}) if baseline_env else None
+        pids = mcp_server_pids(baseline_env)
+        before = {name: cpu_and_switches(pid) for name, pid in pids.items()}
         for _ in range(rounds):
             for q in queries:
                 t = time.perf_counter()
@@ -109,6 +143,15 @@ async def mcp_vs_client(
                 await timed_mcp(s, q, mcp_ms)
                 if base is not None:
                     await timed_mcp(base, q, base_ms)
+        # The work each server did per call, in CPU and context switches: what the machine's
+        # load does not change (latency under load is mostly waiting for a core).
+        per_call: dict[str, dict[str, float]] = {}
+        for name, pid in pids.items():
+            cpu, switches = cpu_and_switches(pid)
+            per_call[name] = {
+                "cpu_ms": (cpu - before[name][0]) * 1000 / len(mcp_ms),
+                "switches": (switches - before[name][1]) / len(mcp_ms),
+            }
         for q in queries:
             t = time.perf_counter()
             await s.call_tool("memory_search", {"query": q})
@@ -117,6 +160,7 @@ async def mcp_vs_client(
         "mcp": summarize(mcp_ms),
         "client": summarize(client_ms),
         "sdk_call_tool": summarize(sdk_ms),
+        "server_per_call": per_call,
     }
     if base_ms:
         out["mcp_baseline"] = summarize(base_ms)
@@ -205,6 +249,12 @@ def report(r: dict[str, Any]) -> None:
     )
     ok = m["mcp"]["p50"] <= MCP_TARGET_MS
     print(f"\ntarget p50 <= {MCP_TARGET_MS:g} ms: {'met' if ok else 'NOT met'}")
+    if m.get("server_per_call"):
+        print("\n| server process | CPU ms per call | context switches per call |")
+        print("|---|---|---|")
+        for name, u in sorted(m["server_per_call"].items(), reverse=True):
+            label = "this tree" if name == "this" else r["baseline"]
+            print(f"| {label} | {u['cpu_ms']:.2f} | {u['switches']:.1f} |")
     print(f"\n### Claude Code user-prompt-submit hook, fresh process, {h['runs']} runs\n")
     print("| command | p50 ms | p95 ms | p99 ms | p50 vs baseline |")
     print("|---|---|---|---|---|")
