@@ -67,6 +67,20 @@ REBUILD_RETRY_FIRST_S = 1.0
 REBUILD_RETRY_MAX_S = 300.0
 
 
+def _unmasked(exc: Exception) -> Exception:
+    """The error behind a failed rollback: when a write fails on a full disk or an I/O
+    error, SQLite rolls the whole transaction back itself, and the savepoint's rollback
+    that follows fails 'no transaction is active', which said nothing of why."""
+    ctx = exc.__context__
+    if (
+        isinstance(exc, apsw.SQLError)
+        and "no transaction is active" in str(exc)
+        and isinstance(ctx, Exception)
+    ):
+        return ctx
+    return exc
+
+
 class PreparedQuery(NamedTuple):
     vector: Vectors | None  # None: keyword only
     degraded: str | None  # why there is no vector when one was asked for
@@ -438,6 +452,8 @@ class WorkspaceIndex:
             except Exception as exc:
                 found = corruption_in(exc)
                 if found is None:
+                    if (cause := _unmasked(exc)) is not exc:
+                        raise cause from None
                     raise
                 self._found_corrupt(found, "writing", schedule=False)
                 if attempt == 1:  # the new file is damaged too (the disk?): back off
