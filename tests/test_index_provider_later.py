@@ -123,3 +123,21 @@ def test_daemon_opens_indexes_before_choosing_the_provider(md_home: Path) -> Non
     assert "workspace_opened" in events and "embedding_provider" in events
     # The local model loads for a second or more: keyword search must not wait for it.
     assert events.index("workspace_opened") < events.index("embedding_provider")
+
+
+def test_with_provider_none_indexes_open_knowing_it(md_home: Path) -> None:
+    # Nothing to load: no search is told "still loading" in between.
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+
+    async def main() -> None:
+        async with run_daemon(md_home, {"workspaces": [{"path": str(ws)}]}) as d:
+            index = d.registry.list()[0].index
+            assert index is not None and not index.provider_pending
+
+    with capture_logs() as logs:
+        asyncio.run(main())
+    opened = next(e for e in logs if e["event"] == "workspace_opened")
+    assert opened["provider"] is None
+    events = [e["event"] for e in logs]
+    assert events.index("embedding_provider") < events.index("workspace_opened")

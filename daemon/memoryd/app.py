@@ -262,9 +262,13 @@ class Daemon:
         self._log_llm_state()
         try:
             await self.registry.open_all()
-            await self.refresh_watch()
-            # After the indexes: keyword search and the watch never wait for a model.
-            await self.registry.load_provider()
+            # After the indexes (keyword search never waits for a model), beside the watch.
+            done = await asyncio.gather(
+                self.refresh_watch(), self.registry.load_provider(), return_exceptions=True
+            )
+            for failed in done:
+                if isinstance(failed, BaseException):
+                    raise failed
         except Exception:
             log.exception("background_startup_failed")
         finally:

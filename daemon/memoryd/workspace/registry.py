@@ -195,10 +195,14 @@ class Registry:
 
     async def open_all(self) -> None:
         """Open every index (keyword search answers from here on)."""
+        if self.config.embedding.provider == "none":  # nothing to load: known at once
+            await self.load_provider()
         await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
 
     async def load_provider(self) -> None:
         """Choose the provider (slow for a local model) and give it to every index."""
+        if self.choice is not None:
+            return
         try:
             self.choice = await asyncio.to_thread(_choose_provider, self.config)
         except MemorydError as exc:
@@ -216,7 +220,9 @@ class Registry:
             model=p.model if p else "",
             reason=self.choice.reason,
         )
-        await asyncio.gather(*(self._attach(ws) for ws in list(self._items.values())))
+        # One not opening yet is opened with the provider (_make_index).
+        opening = [ws for ws in self._items.values() if ws.opening]
+        await asyncio.gather(*(self._attach(ws) for ws in opening))
 
     async def _attach(self, ws: Workspace) -> None:
         """Give the chosen provider to an index opened before it was known (once)."""
