@@ -54,7 +54,7 @@ class StatusPoller(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        with contextlib.suppress(Exception), self.d.client() as c:
+        with self.d.client() as c:
             while not self.stop.is_set():
                 w = next(x for x in c.status().workspaces if x.name == self.ws)
                 rate = (
@@ -85,8 +85,10 @@ def search_round(d: Daemon, ws: str, seconds: float) -> dict[str, dict[str, floa
 
 
 def pending(d: Daemon, ws: str) -> int:
+    """Chunks waiting for vectors; -1 while that is not known yet (the index opening)."""
     with d.client() as c:
-        return int(next(x for x in c.status().workspaces if x.name == ws).pending_vectors)
+        w = next(x for x in c.status().workspaces if x.name == ws)
+        return -1 if w.pending_vectors == 0 and not w.vector_ready else int(w.pending_vectors)
 
 
 def one(src: Path, tmp: Path, label: str, env: dict[str, str], seconds: float) -> dict[str, Any]:
@@ -110,7 +112,7 @@ def one(src: Path, tmp: Path, label: str, env: dict[str, str], seconds: float) -
     t_restart = time.monotonic()
     poll2 = StatusPoller(d, ws)
     poll2.start()
-    while pending(d, ws) > 0:
+    while pending(d, ws) != 0:
         time.sleep(0.25)
     t_end = time.monotonic()
     poll2.stop.set()

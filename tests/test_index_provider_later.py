@@ -49,6 +49,7 @@ def test_keyword_answers_and_hybrid_says_why_while_the_provider_loads(
     assert hy.mode_used == "keyword" and hy.degraded == PROVIDER_LOADING
     st = ix.status()
     assert st["provider"]["name"] == "loading" and PROVIDER_LOADING in st["degraded"]
+    assert st["pending_vectors"] == 2 and not st["vector_ready"]  # what it will embed
     assert ix.wait_embedded(timeout=0.3) is False  # not "done": nothing can embed yet
 
 

@@ -867,12 +867,14 @@ class WorkspaceIndex:
         if self._rebuilt_reason:
             degraded.append(self._rebuilt_reason)
         p = self.provider
+        waiting = pending if (p is not None or self.provider_pending) and self.vec.ok else 0
         return {
             "path": str(self.root),
             "index": str(self.db_path),
             "files": files,
             "chunks": chunks,
-            "pending_vectors": pending if p is not None and self.vec.ok else 0,
+            # While the provider loads, the chunks it will embed (none: known at once).
+            "pending_vectors": waiting,
             "pending_files": self._pending_syncs,
             "index_generation": self.generation,
             "last_sync": self._last_sync,
@@ -901,7 +903,7 @@ class WorkspaceIndex:
             "keyword_scan": self._keywords.scan,
             "degraded": degraded,
             "skipped": {**self.layout.links_outside(), **skipped},
-            **self._embedding_progress(pending if p is not None and self.vec.ok else 0),
+            **self._embedding_progress(waiting),
         }
 
     def _damage(self) -> list[str]:
