@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -314,6 +315,7 @@ def main() -> None:
         result["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     finally:
         d.stop()
+        shutil.rmtree(tmp, ignore_errors=True)  # the workspace and home: ~50 MB at 10k chunks
     if args.json:
         print(json.dumps(result, indent=2))
     else:
