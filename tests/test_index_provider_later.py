@@ -14,7 +14,8 @@ from daemon_util import run_daemon
 from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
-from memoryd.index.workspace import PROVIDER_LOADING, WorkspaceIndex
+from memoryd.index.query_vectors import PROVIDER_LOADING
+from memoryd.index.workspace import WorkspaceIndex
 
 NOTES = {
     "memory/2024-05-01.md": "# 2024-05-01\n\n- Bought a blue bicycle for commuting to work.\n",

@@ -9,7 +9,9 @@ Threading contract:
 
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
 fingerprints), the reader pool (readers.py), what the index holds of each file and which were
-written lately (freshness.py), the embedder and its query cache (embedder.py).
+written lately (freshness.py), the embedder and its query cache (embedder.py), the query's
+vector and why a search gets none (query_vectors.py), and damage found at run time
+(damage.py).
 
 Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
 as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
@@ -26,21 +28,22 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import apsw
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors
+from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.errors import EmbeddingError, IndexUnavailable
+from memoryd.errors import IndexUnavailable
 from memoryd.index import db, keyword_sidecar, opening, schema, store
+from memoryd.index.damage import Damage
 from memoryd.index.embedder import Embedded, Embedder
 from memoryd.index.freshness import Freshness
 from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.keyword_text import has_cjk
+from memoryd.index.query_vectors import PROVIDER_LOADING, PreparedQuery, QueryVectors
 from memoryd.index.readers import ReaderPool, corruption_in
-from memoryd.index.search import NotInMemory, SearchEnv, as_query_vector, run_search
+from memoryd.index.search import NotInMemory, SearchEnv, run_search
 from memoryd.index.snippets import LineStems
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
@@ -59,12 +62,6 @@ from memoryd.workspace.layout import Layout
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
-PROVIDER_LOADING = "the embedding provider is still loading: keyword results only"
-
-# A rebuild that could not make the new file (disk full...) is tried again after this,
-# doubling up to the maximum, as the watcher retries a failed sync.
-REBUILD_RETRY_FIRST_S = 1.0
-REBUILD_RETRY_MAX_S = 300.0
 
 
 def _unmasked(exc: Exception) -> Exception:
@@ -79,11 +76,6 @@ def _unmasked(exc: Exception) -> Exception:
     ):
         return ctx
     return exc
-
-
-class PreparedQuery(NamedTuple):
-    vector: Vectors | None  # None: keyword only
-    degraded: str | None  # why there is no vector when one was asked for
 
 
 class WorkspaceIndex:
@@ -108,19 +100,13 @@ class WorkspaceIndex:
         self.db_path = db_path
         self.config = config
         self.search_settings = search_settings or (lambda: config.search)
-        self.provider = provider
-        self.provider_reason = provider_reason
-        self.fallback = fallback
-        self._comparing = False  # a fallback comparison is queued on the embedder thread
-        # Who embedded the last query: the provider, its fallback while it fails, or nobody
-        self._last_query_by = provider.name if provider is not None else "none"
-        # Set once the provider is known (at once unless provider_pending).
-        self._provider_known = threading.Event()
-        if not provider_pending:
-            self._provider_known.set()
         self.layout = Layout(self.root, config.index.sessions, config.index.extra_paths)
         self.generation = 0
         self.vec = db.probe_vec()
+        self.queries = QueryVectors(
+            self.vec, provider, provider_reason, fallback, pending=provider_pending
+        )
+        self.damage = Damage(self.root, db_path, retry=self._sync_soon)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="memoryd-writer")
         self._wconn: apsw.Connection | None = None
         self.readers = ReaderPool(
@@ -128,7 +114,7 @@ class WorkspaceIndex:
         )
         self.freshness = Freshness(self.layout)
         # None without a provider or without sqlite-vec: keyword search only.
-        self.embedder = self._make_embedder(provider)
+        self.queries.embedder = self._make_embedder(provider)
         self._lock = threading.Lock()
         self._closed = False
         self._attaching = False  # attach_provider was called
@@ -143,15 +129,6 @@ class WorkspaceIndex:
         )
         self._syncer: Syncer | None = None
         self._new_copies()
-        # Damage found at run time: what was found (a rebuild is due), what status says
-        # while the new file fills, and the back-off of a rebuild that could not start.
-        self._corrupt: str | None = None
-        self._rebuilding: str | None = None
-        self._rebuild_done: str | None = None
-        self._rebuild_progress: SyncProgress | None = None
-        self._rebuild_failures = 0
-        self._rebuild_error: str | None = None
-        self._rebuild_retry: threading.Timer | None = None
 
     def _new_copies(self) -> None:
         """Empty in-memory copies (at first, and for a rebuilt file: chunk ids start over)."""
@@ -176,13 +153,35 @@ class WorkspaceIndex:
             self.readers,
             self._write_vectors_now,
             lambda: self._pending_syncs > 0,
-            self._compare_fallback_soon,
+            self.queries.compare_fallback_soon,
         )
+
+    # The query side (query_vectors.py) holds the provider as it stands.
+    @property
+    def provider(self) -> EmbeddingProvider | None:
+        return self.queries.provider
+
+    @property
+    def provider_reason(self) -> str:
+        return self.queries.reason
+
+    @property
+    def embedder(self) -> Embedder | None:
+        return self.queries.embedder
 
     @property
     def provider_pending(self) -> bool:
         """The provider is still being chosen: keyword search only, for now."""
-        return not self._provider_known.is_set()
+        return self.queries.pending
+
+    def embeds_query(self, req: SearchRequest) -> bool:
+        """Whether searching ``req`` would run the embedding model (its vector is not cached):
+        the daemon then prepares it on another thread than the searches'."""
+        return self.queries.embeds(req)
+
+    def prepare_query(self, req: SearchRequest) -> PreparedQuery:
+        """The query vector ``req`` needs (None for keyword), or why there is none."""
+        return self.queries.prepare(req)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -340,13 +339,7 @@ class WorkspaceIndex:
     def _use_provider(
         self, provider: EmbeddingProvider | None, reason: str, fallback: QueryFallback | None
     ) -> None:
-        # The embedder before the flag: a search that sees the provider finds its embedder.
-        self.embedder = self._make_embedder(provider)
-        self.fallback = fallback
-        self.provider_reason = reason
-        self._last_query_by = provider.name if provider is not None else "none"
-        self.provider = provider
-        self._provider_known.set()
+        self.queries.use(provider, reason, fallback, self._make_embedder(provider))
         log.debug("index_provider_attached", workspace=str(self.root), reason=reason)
         with self._lock:
             syncing = self._pending_syncs > 0
@@ -356,8 +349,7 @@ class WorkspaceIndex:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            if self._rebuild_retry is not None:
-                self._rebuild_retry.cancel()
+        self.damage.close()
         if self.embedder is not None:
             self.embedder.close()
         self._writer.shutdown(wait=True, cancel_futures=True)
@@ -444,8 +436,8 @@ class WorkspaceIndex:
             try:
                 if self._swap_if_corrupt():
                     self._targeted = False
-                    report = self._syncer_now().run(None, True, self._rebuild_progress_to(progress))
-                    self._rebuilt()
+                    report = self._syncer_now().run(None, True, self.damage.progress_to(progress))
+                    self.damage.finished()
                     return report, None
                 self._targeted = paths is not None
                 return self._syncer_now().run(paths, full, progress), paths
@@ -458,12 +450,12 @@ class WorkspaceIndex:
                 self._found_corrupt(found, "writing", schedule=False)
                 if attempt == 1:  # the new file is damaged too (the disk?): back off
                     self._rebuild_failed(found)
-                    raise IndexUnavailable(self._corrupt_message()) from exc
+                    raise IndexUnavailable(self.damage.message()) from exc
         raise AssertionError("unreachable")
 
     def _syncer_now(self) -> Syncer:
         if self._syncer is None:  # a rebuild could not open the new file
-            raise IndexUnavailable(self._corrupt_message())
+            raise IndexUnavailable(self.damage.message())
         return self._syncer
 
     def _on_commit(self, rel: str, row: FileRow | None) -> None:
@@ -480,37 +472,20 @@ class WorkspaceIndex:
     def _found_corrupt(self, exc: BaseException, where: str, schedule: bool = True) -> None:
         """Any thread: a read or a write found the file damaged. The writer thread moves it
         aside and rebuilds it at its next sync (``schedule``: one is queued now)."""
-        with self._lock:
-            if self._closed or self._corrupt is not None:
-                return
-            self._corrupt = f"{type(exc).__name__} while {where}: {exc}"
-        log.error(
-            "index_corrupt",
-            workspace=str(self.root),
-            path=str(self.db_path),
-            problem=self._corrupt,
-            action="moving it aside and rebuilding from the markdown files while serving",
-        )
-        if schedule:
+        if self.damage.report(exc, where) and schedule:
             self._sync_soon()
 
     def _sync_soon(self) -> None:
         with contextlib.suppress(IndexUnavailable):  # closing
             self.submit_sync([])
 
-    def _corrupt_message(self) -> str:
-        return (
-            f"the index of {self.root} was found damaged ({self._corrupt or 'unknown'}); it is "
-            "being rebuilt from the files: try again in a moment"
-        )
-
     def _swap_if_corrupt(self) -> bool:
         """Writer thread: when the file was found damaged, close it, move it aside and open
         a new one (False: it was not). Reads fail with ``unavailable`` only meanwhile."""
-        problem = self._corrupt
+        problem = self.damage.found
         if problem is None:
             return False
-        self.readers.suspend(self._corrupt_message())
+        self.readers.suspend(self.damage.message())
         self._syncer = None
         conn, self._wconn = self._wconn, None
         if conn is not None:
@@ -523,63 +498,21 @@ class WorkspaceIndex:
             self._new_copies()
             self._open_writer()
         except Exception as exc:
-            self._rebuild_failed(exc)
-            raise IndexUnavailable(self._rebuild_error or self._corrupt_message()) from exc
+            raise IndexUnavailable(self._rebuild_failed(exc)) from exc
         self._load_mirror()
         self._load_keywords(sidecar=False)
+        self.damage.swapped(problem, aside)
         with self._lock:
-            self._corrupt = None
             self.generation += 1
-        self._rebuild_failures, self._rebuild_error = 0, None
-        self._rebuild_progress = None
-        found = f"index was found damaged at run time ({problem}) and moved to {aside.name}"
-        self._rebuilding = (
-            f"{found}; rebuilding it from the files: results may be incomplete until then"
-        )
-        self._rebuild_done = f"{found}; rebuilt from the files"
         self.readers.resume()
-        log.warning("index_rebuilding", workspace=str(self.root), moved_to=str(aside))
         return True
 
-    def _rebuild_progress_to(
-        self, progress: Callable[[SyncProgress], None] | None
-    ) -> Callable[[SyncProgress], None]:
-        def both(p: SyncProgress) -> None:
-            self._rebuild_progress = p  # a plain store; status reads it
-            if progress is not None:
-                progress(p)
-
-        return both
-
-    def _rebuilt(self) -> None:
-        self._rebuilt_reason, self._rebuilding = self._rebuild_done, None
-        log.info("index_rebuilt", workspace=str(self.root))
-
-    def _rebuild_failed(self, exc: BaseException) -> None:
-        """The new file could not be made (or is damaged too): try again later, backing off
-        from 1 s to 5 min; reads answer ``unavailable`` saying why meanwhile."""
-        self._rebuild_failures += 1
-        delay = min(REBUILD_RETRY_MAX_S, REBUILD_RETRY_FIRST_S * 2 ** (self._rebuild_failures - 1))
-        self._rebuild_error = (
-            f"{self._corrupt_message()}; rebuilding failed {self._rebuild_failures} time(s) "
-            f"({type(exc).__name__}: {exc}), retried in {delay:.0f} s"
-        )
-        log.error(
-            "index_rebuild_failed",
-            workspace=str(self.root),
-            error=f"{type(exc).__name__}: {exc}",
-            failures=self._rebuild_failures,
-            retry_in_s=delay,
-        )
-        self.readers.suspend(self._rebuild_error)
-        with self._lock:
-            if self._closed:
-                return
-            if self._rebuild_retry is not None:
-                self._rebuild_retry.cancel()
-            self._rebuild_retry = threading.Timer(delay, self._sync_soon)
-            self._rebuild_retry.daemon = True
-            self._rebuild_retry.start()
+    def _rebuild_failed(self, exc: BaseException) -> str:
+        """The new file could not be made (or is damaged too): reads answer ``unavailable``
+        saying why until a retry (damage.py's back-off) succeeds."""
+        error = self.damage.failed(exc)
+        self.readers.suspend(error)
+        return error
 
     # ------------------------------------------------------------------ vectors
 
@@ -594,7 +527,7 @@ class WorkspaceIndex:
     def _write_vectors(self, key: CacheKey, items: Embedded) -> None:
         conn = self._wconn
         if conn is None:  # being rebuilt: the chunks are embedded again once it is
-            raise IndexUnavailable(self._corrupt_message())
+            raise IndexUnavailable(self.damage.message())
         if not items or not items[0][1]:
             return
         try:
@@ -603,7 +536,7 @@ class WorkspaceIndex:
             if (found := corruption_in(exc)) is None:
                 raise
             self._found_corrupt(found, "writing vectors")
-            raise IndexUnavailable(self._corrupt_message()) from exc
+            raise IndexUnavailable(self.damage.message()) from exc
 
     def _write_vectors_in(self, conn: apsw.Connection, key: CacheKey, items: Embedded) -> None:
         dims = int(items[0][1][0][1].shape[0])
@@ -652,7 +585,7 @@ class WorkspaceIndex:
     ) -> bool:
         """Block until no chunk waits for a vector; False on timeout or a failing provider."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._provider_known.wait(0.2):
+        while not self.queries.wait_known(0.2):
             if self._closed or (deadline is not None and time.monotonic() > deadline):
                 return False
         if self.embedder is None:
@@ -662,82 +595,6 @@ class WorkspaceIndex:
         return self.embedder.wait_done(timeout, progress)
 
     # ------------------------------------------------------------------ reading
-
-    def embeds_query(self, req: SearchRequest) -> bool:
-        """Whether searching ``req`` would run the embedding model (its vector is not cached):
-        the daemon then prepares it on another thread than the searches'."""
-        if req.mode == "keyword" or self.embedder is None or self.provider_pending:
-            return False
-        if self._not_embeddable(req.query) is not None:
-            return False
-        return not self.embedder.has_query(req.query)
-
-    def _not_embeddable(self, query: str) -> str | None:
-        """Why the query gets no vector though vectors are on: an English-only model (the
-        bundled MiniLM) puts any two CJK texts close together, so its nearest chunks to a
-        Chinese, Japanese or Korean query are noise, found even when no note shares a word."""
-        p = self.provider
-        if p is None or not getattr(p, "english_only", False) or not has_cjk(query):
-            return None
-        return (
-            f"{p.model} is an English model: a query in Chinese, Japanese or Korean is "
-            "searched by keyword (embedding.model_path takes a multilingual model)"
-        )
-
-    def prepare_query(self, req: SearchRequest) -> PreparedQuery:
-        """The query vector ``req`` needs (None for keyword), or why there is none."""
-        if req.mode == "keyword":
-            return PreparedQuery(None, None)
-        if self.provider_pending:
-            return PreparedQuery(None, PROVIDER_LOADING)
-        if not self.vec.ok:
-            return PreparedQuery(None, f"vectors off: {self.vec.reason}")
-        if self.provider is None:
-            return PreparedQuery(
-                None, f"vectors off: {self.provider_reason or 'no embedding provider'}"
-            )
-        if (why := self._not_embeddable(req.query)) is not None:
-            return PreparedQuery(None, why)
-        assert self.embedder is not None  # a provider and sqlite-vec
-        try:
-            vec = self.embedder.query_vector(req.query)
-        except EmbeddingError as exc:
-            return self._fallback_query(req.query, exc)
-        self._last_query_by = self.provider.name
-        return PreparedQuery(vec, None)
-
-    def _fallback_query(self, query: str, failed: EmbeddingError) -> PreparedQuery:
-        """While the provider fails: the fallback's vector when it is the same model."""
-        fb = self.fallback
-        try:
-            vec = fb.embed_query(query) if fb is not None else None
-        except EmbeddingError as exc:
-            failed = EmbeddingError(f"{failed}; the fallback failed too: {exc}")
-            vec = None
-        name = self.provider.name if self.provider is not None else "none"
-        if fb is None or vec is None:
-            self._last_query_by = f"none (keyword only while {name} fails)"
-            return PreparedQuery(None, f"query embedding failed, keyword results only: {failed}")
-        self._last_query_by = f"{fb.provider.name} (fallback while {name} fails)"
-        return PreparedQuery(
-            as_query_vector(vec),
-            f"query embedded by the fallback {fb.provider.name} {fb.provider.model} (the same "
-            f"model) while the provider fails: {failed}",
-        )
-
-    def _compare_fallback(self) -> None:
-        """Tell (once) whether the fallback is the provider's model; on the embedder thread."""
-        fb, p = self.fallback, self.provider
-        self._comparing = False
-        if fb is not None and p is not None and fb.same_model is None:
-            fb.compare(p)
-
-    def _compare_fallback_soon(self) -> None:
-        fb = self.fallback
-        if fb is None or fb.same_model is not None or self._comparing or self.embedder is None:
-            return
-        self._comparing = True
-        self.embedder.run_later(self._compare_fallback)
 
     def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
         """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
@@ -766,22 +623,10 @@ class WorkspaceIndex:
     ) -> SearchResponse | None:
         """search_in_memory() of a request that passed check_search_request already."""
         if prepared is None:
-            prepared = self._prepare_cached(req)
+            prepared = self.queries.prepare_cached(req)
             if prepared is None:
                 return None
         return self._search(req, prepared, memory_only=True)
-
-    def _prepare_cached(self, req: SearchRequest) -> PreparedQuery | None:
-        """prepare_query(req) where that runs no model: None when the vector is not cached."""
-        if (
-            req.mode == "keyword"
-            or self.embedder is None
-            or self.provider_pending
-            or self._not_embeddable(req.query) is not None
-        ):
-            return self.prepare_query(req)
-        vec = self.embedder.cached_query(req.query)
-        return None if vec is None else PreparedQuery(vec, None)
 
     def _search(
         self, req: SearchRequest, prepared: PreparedQuery | None, memory_only: bool
@@ -819,8 +664,9 @@ class WorkspaceIndex:
                 self._rebuild_vectors_if_mismatched(int(qvec.shape[0]))
                 degraded = f"vector search failed, keyword results only: {exc}"
                 hits, mode_used = run_search(r.conn, r.tokenize, req, env, None, False)
-        if self._rebuilding is not None:  # found damaged: answering from the new file
-            degraded = f"{self._rebuilding}; {degraded}" if degraded else self._rebuilding
+        rebuilding = self.damage.rebuilding
+        if rebuilding is not None:  # found damaged: answering from the new file
+            degraded = f"{rebuilding}; {degraded}" if degraded else rebuilding
         p = self.provider
         return SearchResponse(
             results=hits,
@@ -851,7 +697,7 @@ class WorkspaceIndex:
                 malformed = int(db.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files"))
         except IndexUnavailable:  # damaged, being rebuilt: degraded says so below
             pass
-        degraded = self._damage()
+        degraded = self.damage.words()
         if not self.vec.ok:
             degraded.append(f"vectors off: {self.vec.reason}")
         if self.provider_pending:
@@ -864,8 +710,8 @@ class WorkspaceIndex:
                 f"embedding provider failing: {failure.reason} "
                 f"(retry in {max(0.0, failure.retry_at - time.monotonic()):.0f}s)"
             )
-        if self._rebuilt_reason:
-            degraded.append(self._rebuilt_reason)
+        if rebuilt := self.damage.rebuilt or self._rebuilt_reason:
+            degraded.append(rebuilt)
         p = self.provider
         waiting = pending if (p is not None or self.provider_pending) and self.vec.ok else 0
         return {
@@ -880,7 +726,7 @@ class WorkspaceIndex:
             "last_sync": self._last_sync,
             "malformed_lines": malformed,
             # Who embeds queries now: the provider, its fallback while it fails, or nobody.
-            "query_provider": self._last_query_by if p is not None and self.vec.ok else "none",
+            "query_provider": self.queries.last_by if p is not None and self.vec.ok else "none",
             "provider": {
                 "name": p.name if p else "loading" if self.provider_pending else "none",
                 "model": p.model if p else "",
@@ -905,19 +751,6 @@ class WorkspaceIndex:
             "skipped": {**self.layout.links_outside(), **skipped},
             **self._embedding_progress(waiting),
         }
-
-    def _damage(self) -> list[str]:
-        """Status's words for damage found at run time: found, rebuilding, or failing."""
-        if self._rebuild_error is not None:
-            return [self._rebuild_error]
-        if self._corrupt is not None:
-            return [self._corrupt_message()]
-        rebuilding, p = self._rebuilding, self._rebuild_progress
-        if rebuilding is None:
-            return []
-        if p is not None and p.total:
-            rebuilding += f" ({p.phase} {p.done} of {p.total} files)"
-        return [rebuilding]
 
     def _embedding_progress(self, pending: int) -> dict[str, Any]:
         """``embedding: {rate_per_s, eta_s}`` while chunks wait for vectors and some got

@@ -33,7 +33,8 @@ from memoryd.workspace.registry import Registry
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
-    from memoryd.index.workspace import PreparedQuery, WorkspaceIndex
+    from memoryd.index.query_vectors import PreparedQuery
+    from memoryd.index.workspace import WorkspaceIndex
 
 
 @dataclass(frozen=True)
