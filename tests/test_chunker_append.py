@@ -51,7 +51,9 @@ def check_appends(doc: str, added: list[str], chunk_tokens: int, overlap: int) -
     for more in added:
         doc += more
         whole = chunk_markdown(doc, TOK, chunk_tokens, overlap)
-        tail = chunk_appended(state, doc, TOK)
+        # Only the lines from where the state says it needs them, as the index passes them.
+        first = state.needs_from()
+        tail = chunk_appended(state, "\n".join(doc.split("\n")[first:]), TOK, first)
         if tail is None:
             chunks, state = chunk_markdown_state(doc, TOK, chunk_tokens, overlap)
         else:

@@ -144,3 +144,23 @@ def test_appended_chunks_are_embedded_and_the_head_keeps_its_vectors(
     ]
     assert texts and all("platypus" in t or "meeting 59" in t for t in texts)
     assert all(r[8] == 1 for r in after)
+
+
+def test_an_append_that_completes_a_character_or_follows_bad_bytes(
+    make_index: IndexFactory,
+) -> None:
+    # The tail is decoded from a line start: a character split across two writes, and
+    # invalid bytes in the head, give the index a whole decode gives.
+    head = log_of(120).encode() + b"- caf\xff\xfe bytes\n- half a caf\xc3"
+    make_index.write(DAY, head)
+    ix = make_index(SMALL)
+    ix.sync()
+    with open(make_index.ws / DAY, "ab") as f:
+        f.write(b"\xa9 then more\n\n## 12:00 t\xc3\xa9a\n\n- oolong\n")
+    make_index.bump_mtime(DAY)
+    assert ix.sync([make_index.ws / DAY]).chunks_removed <= 2
+    assert paths(search(ix, "oolong")) == [DAY]
+    after = content(make_index.db)
+    assert any("half a café then more" in r[3] for r in after)
+    ix.sync(full=True)
+    assert after == content(make_index.db)

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, pairwise, repeat
 from operator import is_
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast, overload
 
 import numpy as np
 
@@ -102,13 +102,25 @@ class MarkdownState:
     marks: list[_Mark]  # one per top-level segment
     chunks: int  # how many chunks the document gave
     overlap: int
+    top: int  # the lowest level of the headings after the first line and before the last
 
     @property
     def lines(self) -> int:
         return len(self.doc.prefix) - 1
 
+    def needs_from(self) -> int:
+        """The first line (index) an append needs the text of: the chunker resumes at the
+        last top-level segment the append leaves intact, and the chunk being filled there,
+        or its overlap, may reach back to the line after the previous chunk's start."""
+        k = _resume_mark(self)
+        if k < 0:
+            return 0
+        mark = self.marks[k]
+        return min(mark.line, max(0, mark.packing[1] + 1))
+
 
 _WHOLE, _LINES, _PARAGRAPHS = -2, -1, 0  # top-level rules that are not a heading level
+_DEEPEST, _NO_HEADING = 6, 7
 
 
 def chunk_markdown(
@@ -126,31 +138,44 @@ def chunk_markdown_state(
     doc = _Doc(lines, range(1, len(lines) + 1), tokenizer, chunk_tokens)
     parse = doc.parse_markdown(0, _Parse())
     rule = doc.rule(0, len(lines))
-    state = MarkdownState(doc, parse, rule, [], 0, overlap_tokens)
+    top = min([_NO_HEADING, *(doc.level[h] for h in doc.headings if 0 < h < len(lines) - 1)])
+    state = MarkdownState(doc, parse, rule, [], 0, overlap_tokens, top)
     chunks = _chunk_from(state, _Mark(0, 0, False))
     return chunks, state
 
 
 def chunk_appended(
-    state: MarkdownState, text: str, tokenizer: Tokenizer
+    state: MarkdownState, text: str, tokenizer: Tokenizer, first: int = 0
 ) -> tuple[int, list[Chunk]] | None:
-    """Chunks of ``text``, the document ``state`` was made from with lines added at its
-    end (the last line may have grown): (how many of the old chunks stay as they are, the
-    chunks after them). Exactly what ``chunk_markdown(text)`` gives. None when an append
-    cannot resume (the top-level split changed): chunk it whole. ``state`` is updated."""
+    """Chunks of the document ``state`` was made from with lines added at its end (the
+    last line may have grown), given as ``text``: the new document from line index
+    ``first`` on, which must be at most ``state.needs_from()``. Returns (how many of the
+    old chunks stay as they are, the chunks after them): exactly what ``chunk_markdown``
+    of the whole new document gives. None when an append cannot resume (the top-level
+    split changed): chunk it whole. ``state`` is updated."""
     doc = state.doc
-    lines = text.split("\n")
-    old = len(doc.prefix) - 1
-    if state.rule == _WHOLE or len(lines) < old:
+    old = state.lines
+    if state.rule == _WHOLE or first > state.needs_from():
+        return None
+    lines = _Lines(text.split("\n"), first)
+    if len(lines) < old:
         return None
     doc.extend(lines, old - 1, tokenizer)  # the old last line may have grown
     state.parse = doc.parse_markdown(old - 1, state.parse)
-    rule = doc.rule(0, len(lines))
+    n = len(lines)
+    # The top-level rule as doc.rule(0, n) gives it, without going over every heading.
+    new = doc.headings[bisect.bisect_left(doc.headings, max(1, old - 1)) :]
+    top = min([state.top, *(doc.level[h] for h in new)])
+    if doc.cost(0, n) <= doc.budget or n == 1:
+        rule = _WHOLE
+    elif top <= _DEEPEST:
+        rule = top
+    else:
+        rule = doc.rule(0, n)  # no heading: paragraphs or lines
+    state.top = min([state.top, *(doc.level[h] for h in new if h < n - 1)])
     if rule != state.rule:  # (doc is consistent again: the caller chunks it whole)
         return None
-    # The last segment that starts before the old last line is unchanged up to it and
-    # still starts a segment: resume there.
-    k = bisect.bisect_right([m.line for m in state.marks], old - 2) - 1
+    k = _resume_mark(state)
     if k < 0:
         return None
     mark = state.marks[k]
@@ -159,6 +184,40 @@ def chunk_appended(
     tail = _chunk_from(state, mark)
     state.chunks = kept + len(tail)
     return kept, tail
+
+
+def _resume_mark(state: MarkdownState) -> int:
+    """The last top-level segment that starts before the document's last line: an append
+    leaves it unchanged up to that line, and it still starts a segment (-1: none)."""
+    return bisect.bisect_right(state.marks, state.lines - 2, key=lambda m: m.line) - 1
+
+
+class _Lines(Sequence[str]):
+    """A document's lines from index ``first`` on, indexed as in the whole document (an
+    append needs only the lines from its resumption on: the head is never split again)."""
+
+    def __init__(self, lines: list[str], first: int) -> None:
+        self.lines = lines
+        self.first = first
+
+    def __len__(self) -> int:
+        return self.first + len(self.lines)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step != 1 or start < self.first:
+                raise IndexError(f"lines {start}:{stop} reach before line {self.first}")
+            return self.lines[start - self.first : stop - self.first]
+        if i < 0:
+            i += len(self)
+        if i < self.first:
+            raise IndexError(f"line {i} is before line {self.first}")
+        return self.lines[i - self.first]
 
 
 def _chunk_from(state: MarkdownState, mark: _Mark) -> list[Chunk]:

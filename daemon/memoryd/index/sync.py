@@ -389,22 +389,28 @@ class Syncer:
         full: bool,
         report: SyncReport,
     ) -> None:
-        digest = hashlib.sha256(data).hexdigest()
+        resume = None
+        if row is not None and not full and not row.skipped_reason:
+            resume = self.tails.take(f.rel, row.hash, data)  # (hashes data on the way)
+        digest = hashlib.sha256(data).hexdigest() if resume is None else resume.digest
         new_row = _markdown_row(f, st, digest)
         if row is not None and not full and row.hash == digest and not row.skipped_reason:
             with self.conn:  # touched, not changed: remember the new mtime, keep the chunks
                 store.upsert_file(self.conn, new_row)
             self._committed(f.rel, new_row)
             return
-        text = self._decode(f.rel, data, digest)
-        state = None
-        if row is not None and not full and not row.skipped_reason:
-            state = self.tails.take(f.rel, row.hash, data)
-        tail = None if state is None else chunk_appended(state, text, self.tokenizer())
+        state = tail = None
         chunks: list[Chunk] = []
+        if resume is not None:  # only grew: decode and chunk from where the chunker resumes
+            state = resume.state
+            text = self._decode(f.rel, data[resume.offset :], digest)
+            tail = chunk_appended(state, text, self.tokenizer(), resume.first)
         if state is None or tail is None:
             chunks, state = chunk_markdown_state(
-                text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
+                self._decode(f.rel, data, digest),
+                self.tokenizer(),
+                self.chunk_tokens,
+                self.chunk_overlap,
             )
         self._write_markdown(f, new_row, len(data), state, chunks, tail, report)
 

@@ -27,6 +27,14 @@ KEEP_FILES = 16  # the files written lately: a day's logs, MEMORY.md, a few topi
 KEEP_LINES = 100_000  # ~120 bytes a line: at most ~12 MB of states in all
 
 
+@dataclass(frozen=True)
+class Resume:
+    state: MarkdownState
+    first: int  # the first line (index) the chunker needs...
+    offset: int  # ...and where it starts in the file's bytes
+    digest: str  # sha256 of the file's bytes now
+
+
 @dataclass
 class _Kept:
     digest: str  # sha256 of the bytes chunked (what the files row holds)
@@ -43,16 +51,25 @@ class TailStates:
         self.lines = lines
         self._kept: OrderedDict[str, _Kept] = OrderedDict()
 
-    def take(self, rel: str, indexed_hash: str, data: bytes) -> MarkdownState | None:
-        """The state to resume ``rel`` from, when ``data`` (its bytes now) only adds to what
-        the index holds (``indexed_hash``, the files row's); None otherwise. Taken out: it is
-        put back once the new chunks are written, so a failed write leaves none behind."""
+    def take(self, rel: str, indexed_hash: str, data: bytes) -> Resume | None:
+        """Where to resume ``rel`` from, when ``data`` (its bytes now) only adds to what the
+        index holds (``indexed_hash``, the files row's); None otherwise. Taken out: the state
+        is put back once the new chunks are written, so a failed write leaves none behind."""
         kept = self._kept.pop(rel, None)
         if kept is None or kept.digest != indexed_hash or len(data) <= kept.size:
             return None
-        if hashlib.sha256(memoryview(data)[: kept.size]).hexdigest() != kept.digest:
+        hasher = hashlib.sha256(memoryview(data)[: kept.size])
+        if hasher.hexdigest() != kept.digest:
             return None  # edited, not (only) appended to
-        return kept.state
+        hasher.update(memoryview(data)[kept.size :])  # the new digest, in the same pass
+        first = kept.state.needs_from()
+        # Line ``first`` starts after the first-th newline: walk back from the old end (the
+        # old text had lines - 1 of them). UTF-8 never puts a newline byte inside a
+        # character, so the bytes from there decode to the text from that line on.
+        pos = kept.size
+        for _ in range(kept.state.lines - first):
+            pos = data.rfind(b"\n", 0, pos)
+        return Resume(kept.state, first, pos + 1, hasher.hexdigest())
 
     def put(self, rel: str, digest: str, size: int, state: MarkdownState) -> None:
         self._kept.pop(rel, None)
@@ -84,12 +101,14 @@ def replace_tail(
     chunks stay as they are (ids, vectors), the rest are replaced. (removed, written)."""
     # A file's chunk ids rise with their position: they are inserted in order, and the
     # new tail always gets ids above the rows kept.
-    ids = [r[0] for r in conn.execute("SELECT id FROM chunks WHERE path = ? ORDER BY id", (path,))]
+    ids = conn.execute(
+        "SELECT id FROM chunks WHERE path = ? ORDER BY id LIMIT -1 OFFSET ?", (path, kept)
+    ).fetchall()
     rows = [
         conn.execute(
-            "SELECT id, start_line, end_line, heading, text FROM chunks WHERE id = ?", (i,)
+            "SELECT id, start_line, end_line, heading, text FROM chunks WHERE id = ?", i
         ).fetchall()[0]
-        for i in ids[kept:]
+        for i in ids
     ]
     same = 0
     for row, c in zip(rows, chunks, strict=False):
