@@ -56,6 +56,7 @@ log = get_logger("memoryd.daemon")
 MiB = 1024 * 1024
 SOCKET_CHECK_S = 5.0  # how often the socket file is checked (a deleted one is made again)
 WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
+PROVIDER_AFTER_SCANS_S = 2.0  # the provider loads once the startup scans end, or after this
 
 
 class Daemon:
@@ -264,7 +265,7 @@ class Daemon:
             await self.registry.open_all()
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
-                self.refresh_watch(), self.registry.load_provider(), return_exceptions=True
+                self.refresh_watch(), self._load_provider(), return_exceptions=True
             )
             for failed in done:
                 if isinstance(failed, BaseException):
@@ -277,6 +278,13 @@ class Daemon:
                 # something above failed: maintenance must not silently stop.
                 self.scheduler.start()
             self.background_ready.set()
+
+    async def _load_provider(self) -> None:
+        # Loading a model takes both cores (and the GIL while onnxruntime is imported) for
+        # a second or more: the startup scans first, which make keyword search current (on
+        # a restart they take milliseconds; a first index's vectors wait for its scan anyway).
+        await self.registry.scans_done(PROVIDER_AFTER_SCANS_S)
+        await self.registry.load_provider()
 
     async def _check_socket_loop(self) -> None:
         while True:

@@ -199,6 +199,14 @@ class Registry:
             await self.load_provider()
         await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
 
+    async def scans_done(self, timeout: float) -> None:
+        """Until every startup scan has ended, for at most ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(
+            ws.scan is not None and not ws.scan.done() for ws in self._items.values()
+        ):
+            await asyncio.sleep(0.02)
+
     async def load_provider(self) -> None:
         """Choose the provider (slow for a local model) and give it to every index."""
         if self.choice is not None:
