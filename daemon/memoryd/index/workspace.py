@@ -9,9 +9,9 @@ Threading contract:
 
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
 fingerprints), the reader pool (readers.py), what the index holds of each file and which were
-written lately (freshness.py), the embedder and its query cache (embedder.py), the query's
-vector and why a search gets none (query_vectors.py), and damage found at run time
-(damage.py).
+written lately (freshness.py), the in-memory copies that rank searches (copies.py), the
+embedder and its query cache (embedder.py), the query's vector and why a search gets none
+(query_vectors.py), and damage found at run time (damage.py).
 
 Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
 as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
@@ -36,15 +36,14 @@ from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import IndexUnavailable
-from memoryd.index import db, keyword_sidecar, opening, schema, store
+from memoryd.index import db, opening, schema, store
+from memoryd.index.copies import Copies
 from memoryd.index.damage import Damage
 from memoryd.index.embedder import Embedded, Embedder
 from memoryd.index.freshness import Freshness
-from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.query_vectors import PROVIDER_LOADING, PreparedQuery, QueryVectors
 from memoryd.index.readers import ReaderPool, corruption_in
 from memoryd.index.search import NotInMemory, SearchEnv, run_search
-from memoryd.index.snippets import LineStems
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.types import (
@@ -54,8 +53,8 @@ from memoryd.index.types import (
     SyncReport,
 )
 from memoryd.index.validate import check_search_request
-from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
-from memoryd.runtime.config import Config, MiB, SearchConfig
+from memoryd.index.vector_mirror import VectorWidthError
+from memoryd.runtime.config import Config, SearchConfig
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
 from memoryd.workspace.layout import Layout
@@ -128,19 +127,15 @@ class WorkspaceIndex:
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
         )
         self._syncer: Syncer | None = None
-        self._new_copies()
-
-    def _new_copies(self) -> None:
-        """Empty in-memory copies (at first, and for a rebuilt file: chunk ids start over)."""
-        self._mirror = VectorMirror(
-            self.config.index.vector_memory_mb * MiB,
-            on_stale=lambda: self._reload_later("vector_mirror", self._load_mirror),
+        self.copies = Copies(
+            self.root,
+            db_path,
+            config.index,
+            self.vec.ok,
+            conn=lambda: self._wconn,
+            on_writer=self._on_writer,
+            on_error=self._check_corrupt,
         )
-        self._keywords = KeywordMirror(
-            self.config.index.keyword_memory_mb * MiB,
-            on_stale=lambda: self._reload_later("keyword_mirror", self._load_keywords),
-        )
-        self._line_stems = LineStems()
 
     def _make_embedder(self, provider: EmbeddingProvider | None) -> Embedder | None:
         if provider is None or not self.vec.ok:
@@ -190,64 +185,13 @@ class WorkspaceIndex:
         the in-memory copies load next on the writer thread (sqlite-vec and FTS5 answer
         meanwhile)."""
         self._writer.submit(self._open_writer).result()
-        self._writer.submit(self._load_mirror)
-        self._writer.submit(self._load_keywords)
+        self._writer.submit(self.copies.load_vectors)
+        self._writer.submit(self.copies.load_keywords)
         self._writer.submit(self._upgrade_keyword_text)
 
-    def _reload_later(self, what: str, load: Callable[[], None]) -> None:
-        """Called on the writer thread (a hook) when a copy may be off: reload after it."""
-        log.warning(f"{what}_reload", workspace=str(self.root))
+    def _on_writer(self, call: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # closing
-            self._writer.submit(load)
-
-    def _load_mirror(self) -> None:
-        conn = self._wconn
-        if conn is None or not self.vec.ok:  # a zero budget: the mirror itself stays empty
-            return
-        started = time.perf_counter()
-        try:
-            self._mirror.load(conn, store.VEC_TABLE if store.has_vec_table(conn) else None)
-        except apsw.Error as exc:  # sqlite-vec keeps answering the KNN
-            log.warning("vector_mirror_failed", workspace=str(self.root), error=str(exc))
-            self._check_corrupt(exc, "loading the vectors")
-            return
-        log.debug(
-            "vector_mirror_loaded",
-            workspace=str(self.root),
-            ms=round((time.perf_counter() - started) * 1000, 1),
-            **self._mirror.stats(),
-        )
-
-    def _load_keywords(self, sidecar: bool = True) -> None:
-        """``sidecar``: try the copy saved at the last close first (not after a bulk sync)."""
-        conn = self._wconn
-        if conn is None:
-            return
-        started = time.perf_counter()
-        try:
-            saved = keyword_sidecar.path_for(self.db_path)
-            origin = "sidecar"
-            if not (sidecar and keyword_sidecar.load(self._keywords, saved, conn)):
-                origin = "chunks"
-                self._keywords.load(
-                    conn.execute("SELECT id, text, heading, source, day FROM chunks"),
-                    int(db.scalar(conn, "SELECT count(*) FROM chunks")),
-                )
-        except Exception as exc:  # FTS5 keeps answering; a copy is never worth a crash
-            log.warning("keyword_mirror_failed", workspace=str(self.root), error=repr(exc))
-            self._check_corrupt(exc, "loading the keywords")
-            return
-        # The load read every chunk through the writer's page cache, and its garbage peaked
-        # at ~2x the copy: give both back.
-        conn.execute("PRAGMA shrink_memory")
-        release_free_memory()
-        log.debug(
-            "keyword_mirror_loaded",
-            workspace=str(self.root),
-            origin=origin,
-            ms=round((time.perf_counter() - started) * 1000, 1),
-            **self._keywords.stats(),
-        )
+            self._writer.submit(call)
 
     def _upgrade_keyword_text(self) -> None:
         """An index made before CJK bigrams re-indexes its CJK chunks' keywords (once)."""
@@ -271,16 +215,14 @@ class WorkspaceIndex:
 
     def _open_writer(self) -> None:
         conn, self._rebuilt_reason = opening.open_or_rebuild(self.db_path)
-        # The copies follow committed transactions only: a rolled-back write never shows.
-        self._mirror.follow(conn, "vector_mirror")
-        self._keywords.follow(conn, "keyword_mirror")
+        self.copies.follow(conn)
         try:
             opening.apply_fingerprint(
                 conn,
                 self.config.index,
                 self.provider,
                 self.vec.ok,
-                self._mirror,
+                self.copies.vectors,
                 provider_known=not self.provider_pending,
             )
         except opening.NOT_CORRUPTION as exc:
@@ -297,8 +239,8 @@ class WorkspaceIndex:
             self.config.index.chunk_overlap,
             self.config.index.max_file_bytes,
             on_commit=self._on_commit,
-            mirror=self._mirror,
-            keywords=self._keywords,
+            mirror=self.copies.vectors,
+            keywords=self.copies.keywords,
             stopping=lambda: self._closed,
         )
 
@@ -329,7 +271,9 @@ class WorkspaceIndex:
             conn = self._wconn
             if conn is None:
                 return
-            opening.apply_embedding(conn, self.config.index, provider, self.vec.ok, self._mirror)
+            opening.apply_embedding(
+                conn, self.config.index, provider, self.vec.ok, self.copies.vectors
+            )
             self._has_vec_table = store.has_vec_table(conn)
             self._use_provider(provider, reason, fallback)
 
@@ -355,12 +299,7 @@ class WorkspaceIndex:
         self._writer.shutdown(wait=True, cancel_futures=True)
         self.readers.close()
         if self._wconn is not None:
-            try:  # the writer has stopped: the copy is the index's last commit
-                keyword_sidecar.save(
-                    self._keywords, keyword_sidecar.path_for(self.db_path), self._wconn
-                )
-            except Exception as exc:  # the next start rebuilds it: slower, nothing lost
-                log.warning("keyword_sidecar_failed", workspace=str(self.root), error=repr(exc))
+            self.copies.save_keywords(self._wconn)
             self._wconn.close()
             self._wconn = None
 
@@ -406,8 +345,8 @@ class WorkspaceIndex:
         finally:
             with self._lock:
                 self._pending_syncs -= 1
-            if self._keywords.suspended:  # a bulk run: one load now (FTS5 answers meanwhile)
-                self._load_keywords(sidecar=False)
+            if self.copies.keywords.suspended:  # a bulk run: one load now (FTS5 meanwhile)
+                self.copies.load_keywords(sidecar=False)
         report.seconds = time.monotonic() - started
         if paths is None:
             self.freshness.scanned()
@@ -492,15 +431,14 @@ class WorkspaceIndex:
             with contextlib.suppress(apsw.Error):
                 conn.close(True)
         try:
-            with contextlib.suppress(FileNotFoundError):
-                keyword_sidecar.path_for(self.db_path).unlink()  # the damaged file's copy
+            self.copies.drop_sidecar()
             aside = db.move_aside(self.db_path)
-            self._new_copies()
+            self.copies.renew()
             self._open_writer()
         except Exception as exc:
             raise IndexUnavailable(self._rebuild_failed(exc)) from exc
-        self._load_mirror()
-        self._load_keywords(sidecar=False)
+        self.copies.load_vectors()
+        self.copies.load_keywords(sidecar=False)
         self.damage.swapped(problem, aside)
         with self._lock:
             self.generation += 1
@@ -547,7 +485,7 @@ class WorkspaceIndex:
                 log.warning(
                     "embedding_dims_changed", workspace=str(self.root), old=table_dims, new=dims
                 )
-                store.drop_vectors(conn, self._mirror)
+                store.drop_vectors(conn, self.copies.vectors)
                 table_dims = None
             if table_dims is None:
                 store.create_vec_table(conn, dims)
@@ -557,7 +495,7 @@ class WorkspaceIndex:
                 key,
                 items,
                 self.config.embedding.cache_max_entries,
-                self._mirror,
+                self.copies.vectors,
             )
         with self._lock:
             self.generation += 1
@@ -573,7 +511,7 @@ class WorkspaceIndex:
             if table is not None and table != dims:
                 log.warning("embedding_dims_changed", workspace=str(self.root), old=table, new=dims)
                 with conn:
-                    store.drop_vectors(conn, self._mirror)
+                    store.drop_vectors(conn, self.copies.vectors)
                 self._has_vec_table = False
             self._kick_embedder()
 
@@ -636,11 +574,11 @@ class WorkspaceIndex:
         usable = self.vec.ok and self._has_vec_table
         env = SearchEnv(
             self.search_settings(),
-            self._line_stems,
-            self._mirror,
+            self.copies.line_stems,
+            self.copies.vectors,
             self.config.index.vector_window_tokens,
             self._indexed_sources,
-            self._keywords,
+            self.copies.keywords,
         )
         with self.readers.borrow() as r:
             if qvec is not None:
@@ -742,11 +680,11 @@ class WorkspaceIndex:
                 None
                 if p is None or not self.vec.ok
                 else "memory"
-                if self._mirror.usable
+                if self.copies.vectors.usable
                 else "sqlite-vec"
             ),
             # BM25's engine: the in-memory copy once loaded and within index.keyword_memory_mb
-            "keyword_scan": self._keywords.scan,
+            "keyword_scan": self.copies.keywords.scan,
             "degraded": degraded,
             "skipped": {**self.layout.links_outside(), **skipped},
             **self._embedding_progress(waiting),

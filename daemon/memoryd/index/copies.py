@@ -1,0 +1,143 @@
+"""The in-memory copies of one index, and how they are loaded from its file.
+
+The vectors (vector_mirror.py: the KNN), the BM25 postings (keyword_mirror.py) and the
+snippets' line stems (snippets.py) rank searches without SQLite; the file stays the store.
+Both mirrors load on the writer thread after the index opens (sqlite-vec and FTS5 answer
+meanwhile), follow its commits, and are loaded again when one may be off. The BM25 copy is
+saved beside the index at a clean close and read back at the next open when it still
+matches (keyword_sidecar.py). A rebuilt file starts with new, empty copies (its chunk ids
+start over).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memoryd.index import db, keyword_sidecar, store
+from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.snippets import LineStems
+from memoryd.index.vector_mirror import VectorMirror
+from memoryd.runtime.config import IndexConfig, MiB
+from memoryd.runtime.heap import release_free_memory
+from memoryd.runtime.logs import get_logger
+
+log = get_logger("memoryd.index")
+
+
+class Copies:
+    def __init__(
+        self,
+        root: Path,
+        db_path: Path,
+        cfg: IndexConfig,
+        vec_ok: bool,
+        conn: Callable[[], apsw.Connection | None],
+        on_writer: Callable[[Callable[[], None]], None],
+        on_error: Callable[[BaseException, str], None],
+    ) -> None:
+        """``conn``: the writer's connection now (None: closed, or being rebuilt);
+        ``on_writer``: queues a call on the writer thread; ``on_error``: a load failed
+        (the index checks it for damage)."""
+        self.root = root
+        self.db_path = db_path
+        self.cfg = cfg
+        self.vec_ok = vec_ok
+        self._conn = conn
+        self._on_writer = on_writer
+        self._on_error = on_error
+        self.renew()
+
+    def renew(self) -> None:
+        """Empty copies: at first, and for a rebuilt file."""
+        self.vectors = VectorMirror(
+            self.cfg.vector_memory_mb * MiB,
+            on_stale=lambda: self._reload_later("vector_mirror", self.load_vectors),
+        )
+        self.keywords = KeywordMirror(
+            self.cfg.keyword_memory_mb * MiB,
+            on_stale=lambda: self._reload_later("keyword_mirror", self.load_keywords),
+        )
+        self.line_stems = LineStems()
+
+    def follow(self, conn: apsw.Connection) -> None:
+        """The copies follow ``conn``'s committed transactions only: a rolled-back write
+        never shows."""
+        self.vectors.follow(conn, "vector_mirror")
+        self.keywords.follow(conn, "keyword_mirror")
+
+    def _reload_later(self, what: str, load: Callable[[], None]) -> None:
+        """Called on the writer thread (a hook) when a copy may be off: reload after it."""
+        log.warning(f"{what}_reload", workspace=str(self.root))
+        self._on_writer(load)
+
+    def load_vectors(self) -> None:
+        """Writer thread. A zero budget: the mirror itself stays empty."""
+        if not self.vec_ok:
+            return
+
+        def load(conn: apsw.Connection) -> dict[str, Any]:
+            self.vectors.load(conn, store.VEC_TABLE if store.has_vec_table(conn) else None)
+            return self.vectors.stats()
+
+        # On failure sqlite-vec keeps answering the KNN.
+        self._load("vector_mirror", "loading the vectors", load)
+
+    def load_keywords(self, sidecar: bool = True) -> None:
+        """Writer thread. ``sidecar``: try the copy saved at the last close first (not
+        after a bulk sync)."""
+
+        def load(conn: apsw.Connection) -> dict[str, Any]:
+            origin = "sidecar"
+            saved = keyword_sidecar.path_for(self.db_path)
+            if not (sidecar and keyword_sidecar.load(self.keywords, saved, conn)):
+                origin = "chunks"
+                self.keywords.load(
+                    conn.execute("SELECT id, text, heading, source, day FROM chunks"),
+                    int(db.scalar(conn, "SELECT count(*) FROM chunks")),
+                )
+            # The load read every chunk through the writer's page cache, and its garbage
+            # peaked at ~2x the copy: give both back.
+            conn.execute("PRAGMA shrink_memory")
+            release_free_memory()
+            return {"origin": origin, **self.keywords.stats()}
+
+        # On failure FTS5 keeps answering.
+        self._load("keyword_mirror", "loading the keywords", load)
+
+    def _load(
+        self, what: str, doing: str, load: Callable[[apsw.Connection], dict[str, Any]]
+    ) -> None:
+        conn = self._conn()
+        if conn is None:
+            return
+        started = time.perf_counter()
+        try:
+            stats = load(conn)
+        except Exception as exc:  # a copy is never worth a crash: the file answers
+            log.warning(f"{what}_failed", workspace=str(self.root), error=repr(exc))
+            self._on_error(exc, doing)
+            return
+        log.debug(
+            f"{what}_loaded",
+            workspace=str(self.root),
+            ms=round((time.perf_counter() - started) * 1000, 1),
+            **stats,
+        )
+
+    def save_keywords(self, conn: apsw.Connection) -> None:
+        """At close, once the writer has stopped: the copy is the index's last commit."""
+        try:
+            keyword_sidecar.save(self.keywords, keyword_sidecar.path_for(self.db_path), conn)
+        except Exception as exc:  # the next start rebuilds it: slower, nothing lost
+            log.warning("keyword_sidecar_failed", workspace=str(self.root), error=repr(exc))
+
+    def drop_sidecar(self) -> None:
+        """The saved BM25 copy of a damaged file must not be read for the new one."""
+        with contextlib.suppress(FileNotFoundError):
+            keyword_sidecar.path_for(self.db_path).unlink()
