@@ -12,6 +12,7 @@ import pytest
 from engine_util import IndexFactory
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.runtime.priority import BACKGROUND_NICE
 
 pytestmark = pytest.mark.skipif(
@@ -51,6 +52,10 @@ def test_the_local_models_worker_threads_start_lowered() -> None:
 
     me = threading.get_native_id()
     base = nice_of(me)
+    # tokenizers starts its process-wide thread pool at its first batch, on whichever thread
+    # asks (under pytest -n, maybe this test): start it now, so that only onnxruntime's
+    # workers are new below.
+    load_tokenizer().encode_batch(["start the tokenizer's pool"] * 8)
     before = set(os.listdir("/proc/self/task"))
     provider = LocalProvider(threads=2)
     try:
