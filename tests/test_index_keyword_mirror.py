@@ -26,7 +26,9 @@ DAYS = ["", "2024-05-01", "2024-05-02", "2024-05-03", "2024-06-01"]
 SELECT = "SELECT id, text, heading, source, day FROM chunks"
 
 
-def index(tmp_path: Path, max_bytes: int = 1 << 30) -> tuple[KeywordMirror, apsw.Connection]:
+def index(
+    tmp_path: Path, max_bytes: int = 1 << 30, prune_from: int = 0
+) -> tuple[KeywordMirror, apsw.Connection]:
     conn = db.connect(tmp_path / "ix.sqlite")
     schema.migrate(conn)
     schema.upgrade_keyword_text(conn)
@@ -34,7 +36,7 @@ def index(tmp_path: Path, max_bytes: int = 1 << 30) -> tuple[KeywordMirror, apsw
         "INSERT INTO files(path, source, hash, mtime_ns, size, indexed_at) "
         "VALUES ('memory/x.md', 'memory', '', 0, 0, 0)"
     )
-    mirror = KeywordMirror(max_bytes)
+    mirror = KeywordMirror(max_bytes, prune_from=prune_from)  # 0: MaxScore whenever it can
     mirror.follow(conn, "keyword_mirror")
     mirror.load(conn.execute(SELECT), 0)
     return mirror, conn

@@ -51,6 +51,9 @@ _CHECK_POSTINGS = 1 << 14  # a load checks its projected size every this many po
 # Doubled column weights (text, heading): analyze's freq2 per token of each column.
 _COLUMN_WEIGHTS2 = np.array([int(2 * TEXT_WEIGHT), int(2 * HEADING_WEIGHT)], np.int64)
 SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
+# Below this many chunks scoring every posting takes ~0.1 ms: MaxScore's bookkeeping would
+# cost more than it saves.
+PRUNE_FROM = 16_384
 
 Stems = Callable[[str], list[str]]  # a text's tokens as FTS5 indexes them
 # ("put", id, length, {stem: doubled frequency}, source, day) | ("del", id, 0, {...}, "", "")
@@ -196,8 +199,10 @@ class KeywordMirror(StagedMirror[_Op]):
         max_bytes: int,
         on_stale: Callable[[], None] = lambda: None,
         stems: Stems | None = None,
+        prune_from: int = PRUNE_FROM,
     ) -> None:
         super().__init__(max_bytes, on_stale)
+        self.prune_from = prune_from  # chunks (slots) from which ``top`` tries _pruned
         # Writer thread only. Any connection has FTS5's tokenizers: a private one.
         self._stems = stems or fts5_stems(apsw.Connection(":memory:"))
         self._post: dict[str, _Postings] = {}
@@ -747,7 +752,9 @@ class KeywordMirror(StagedMirror[_Op]):
             return hit[keep]
 
         with SCRATCH.borrow() as sc:
-            hit = _pruned(lists, norm, norm_low, used, limit, accepted, sc)
+            hit = None
+            if used >= self.prune_from:
+                hit = _pruned(lists, norm, norm_low, used, limit, accepted, sc)
             if hit is not None:
                 self._pruned_tops += 1
                 score = _scores_of(lists, norm, hit)

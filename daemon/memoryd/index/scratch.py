@@ -12,6 +12,7 @@ sets as searches ever ran at once, each as large as the largest index it served
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -30,13 +31,11 @@ class Scratch:
         self, name: str, shape: int | tuple[int, ...], dtype: npt.DTypeLike
     ) -> npt.NDArray[Any]:
         """An array of ``shape`` and ``dtype`` (C order), contents undefined."""
-        dims = (shape,) if isinstance(shape, int) else shape
-        n = int(np.prod(dims))
-        kind = np.dtype(dtype)
+        n = shape if isinstance(shape, int) else math.prod(shape)
         a = self._arrays.get(name)
-        if a is None or a.dtype != kind or len(a) < n:
-            a = self._arrays[name] = np.empty(n + n // 8, kind)
-        return a[:n].reshape(dims)
+        if a is None or a.dtype != dtype or len(a) < n:
+            a = self._arrays[name] = np.empty(n + n // 8, dtype)
+        return a[:n] if isinstance(shape, int) else a[:n].reshape(shape)
 
     def zeros(
         self, name: str, shape: int | tuple[int, ...], dtype: npt.DTypeLike
