@@ -37,3 +37,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message, self)
+
+
+def text_argument(words: list[str], empty: str) -> str:
+    """A command's TEXT words joined, or stdin when they are a lone ``-``; ``empty``: the
+    usage error for a text that is blank."""
+    import sys
+
+    text = sys.stdin.read() if words == ["-"] else " ".join(words)
+    if not text.strip():
+        raise UsageError(empty)
+    return text

@@ -10,7 +10,13 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoryd_client._cli_base import EXIT_ERROR, EXIT_NOT_RUNNING, EXIT_OK, UsageError
+from memoryd_client._cli_base import (
+    EXIT_ERROR,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    UsageError,
+    text_argument,
+)
 from memoryd_client._format import format_jobs, format_run, format_search, format_status
 from memoryd_client._progress import progress_reporter
 from memoryd_client._search import read_query, search_many
@@ -95,9 +101,7 @@ def get(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def append(args: argparse.Namespace, ctx: Context) -> int:
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    if not text.strip():
-        raise UsageError("nothing to append: the text is empty")
+    text = text_argument(args.text, "nothing to append: the text is empty")
     result = ctx.client.append(
         text, workspace=ctx.workspace(), date=args.date, heading=args.heading
     )

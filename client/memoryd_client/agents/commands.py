@@ -205,11 +205,9 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client.cli import EXIT_OK, UsageError
+    from memoryd_client._cli_base import EXIT_OK, text_argument
 
-    text = sys.stdin.read() if args.text == ["-"] else " ".join(args.text)
-    if not text.strip():
-        raise UsageError("nothing to recall for: the text is empty")
+    text = text_argument(args.text, "nothing to recall for: the text is empty")
     result = ctx.client.recall(
         text, workspace=ctx.workspace(), budget_tokens=args.budget, min_score=args.min_score
     )
