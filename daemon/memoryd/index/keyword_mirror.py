@@ -757,7 +757,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 hit = _pruned(lists, norm, norm_low, used, limit, accepted, sc)
             if hit is not None:
                 self._pruned_tops += 1
-                score = _scores_of(lists, norm, hit)
+                score = _scores_of(lists, norm, hit, used, sc)
             else:
                 hit, score = _scored_all(lists, norm, used, accepted, sc)
         if len(hit) > limit:  # all that tie with the last place, then ties go by id
@@ -808,18 +808,21 @@ class _Term:
     top_f2: int
     idf: float
 
-    def freq2_of(self, hit: npt.NDArray[np.intp]) -> npt.NDArray[np.uint16]:
-        """freq2 of each slot of ``hit`` (ascending), 0 where the stem is not."""
+    def freq2_of(self, hit: npt.NDArray[np.intp], used: int, sc: Scratch) -> npt.NDArray[np.uint16]:
+        """freq2 of each slot of ``hit`` (ascending, below ``used``), 0 where the stem is
+        not: looked up by slot in the dense array, or in the postings scattered into one
+        (reused arrays, scratch.py)."""
+        if self.dense is not None and len(self.dense) >= used:
+            byte = sc.empty("freq2_of_dense", len(hit), np.uint8)
+            return np.take(self.dense, hit, out=byte, mode="clip")
+        out = sc.empty("freq2_of", len(hit), np.uint16)
+        by_slot = sc.zeros("by_slot", used, np.uint16)
         if self.dense is not None:
-            m = len(self.dense)
-            out = np.zeros(len(hit), np.uint16)
-            inside = hit < m
-            out[inside] = self.dense[hit[inside]]
-            return out
-        if not len(self.slots):
-            return np.zeros(len(hit), np.uint16)
-        at = np.minimum(np.searchsorted(self.slots, hit), len(self.slots) - 1)
-        return np.where(self.slots[at] == hit, self.freq2[at], np.uint16(0))
+            m = min(len(self.dense), used)
+            by_slot[:m] = self.dense[:m]
+        else:
+            by_slot[self.slots] = self.freq2
+        return np.take(by_slot, hit, out=out, mode="clip")
 
 
 def _idf(rows: int, df: int) -> float:
@@ -876,13 +879,27 @@ def _pruned(
 
 
 def _scores_of(
-    lists: list[_Term], norm: npt.NDArray[np.float64], hit: npt.NDArray[np.intp]
+    lists: list[_Term],
+    norm: npt.NDArray[np.float64],
+    hit: npt.NDArray[np.intp],
+    used: int,
+    sc: Scratch,
 ) -> npt.NDArray[np.float64]:
     """The scores of ``hit`` (ascending slots), term after term in query order: the same
-    doubles as scoring every posting (a term a chunk lacks adds 0.0, which changes none)."""
-    score = np.zeros(len(hit), np.float64)
-    nh = norm[hit]
+    doubles as scoring every posting (a term a chunk lacks adds 0.0, which changes none).
+    Computed in reused arrays, the same operations as score += idf * ((f * (k1 + 1)) /
+    (f + norm)); the result is a new array."""
+    n = len(hit)
+    score = np.zeros(n, np.float64)
+    nh = np.take(norm, hit, out=sc.empty("nh", n, np.float64), mode="clip")
+    f = sc.empty("f", n, np.float64)
+    num = sc.empty("num", n, np.float64)
+    den = sc.empty("den", n, np.float64)
     for t in lists:
-        f = t.freq2_of(hit).astype(np.float64) * 0.5
-        score += t.idf * ((f * (K1 + 1.0)) / (f + nh))
+        np.multiply(t.freq2_of(hit, used, sc), 0.5, out=f)
+        np.multiply(f, K1 + 1.0, out=num)
+        np.add(f, nh, out=den)
+        np.divide(num, den, out=num)
+        np.multiply(num, t.idf, out=num)
+        np.add(score, num, out=score)
     return score
