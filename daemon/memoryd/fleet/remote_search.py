@@ -20,7 +20,7 @@ from psycopg import sql
 
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
-from memoryd.index.keyword_mirror import K1, MIN_IDF, B
+from memoryd.index.bm25 import K1, MIN_IDF, B
 from memoryd.index.keyword_text import with_offsets
 from memoryd.index.query import query_days, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
