@@ -38,6 +38,12 @@ class _Command(Protocol):
 
 
 def add_commands(sub: Any, command: _Command) -> None:
+    """mcp, recall, flush, hook and setup, each with its options."""
+    for add in (_add_mcp, _add_recall, _add_flush, _add_hook, _add_setup):
+        add(sub, command)
+
+
+def _add_mcp(sub: Any, command: _Command) -> None:
     p = command(
         sub,
         "mcp",
@@ -59,6 +65,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         f"(default: ${MCP_TOKEN_ENV} if set)",
     )
 
+
+def _add_recall(sub: Any, command: _Command) -> None:
     p = command(
         sub,
         "recall",
@@ -79,6 +87,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         "--min-score", type=float, metavar="SCORE", help="0..1 (default 0.5, stricter than search)"
     )
 
+
+def _add_flush(sub: Any, command: _Command) -> None:
     p = command(
         sub,
         "flush",
@@ -101,6 +111,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         help="wait for the run and print its outcome (exit 1 if it failed)",
     )
 
+
+def _add_hook(sub: Any, command: _Command) -> None:
     p = command(
         sub,
         "hook",
@@ -118,6 +130,8 @@ def add_commands(sub: Any, command: _Command) -> None:
         help="user-prompt-submit, session-start, pre-compact or session-end",
     )
 
+
+def _add_setup(sub: Any, command: _Command) -> None:
     p = command(
         sub,
         "setup",
