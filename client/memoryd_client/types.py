@@ -11,8 +11,9 @@ dataclasses describe with ``inspect.signature``) cost twice the import time, whi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, ClassVar, Self, get_args, get_origin, get_type_hints
 
 from memoryd_client.errors import BadResponse
 
@@ -95,37 +96,154 @@ class _Fields:
         return [str(v) for v in value]
 
 
+# ---------------------------------------------------------------- reading a result
+
+
+_MISSING: Any = object()
+Reader = Callable[[_Fields, str], Any]  # (the map, the key) -> the field's value
+
+
+def _absent(value: Any, *, key: str | None = None) -> dict[str, Any]:
+    """A field's metadata: its value when the daemon leaves the key out (``value``), and
+    its key on the wire when that is not its name."""
+    return {"absent": value, "key": key}
+
+
+def _read(reader: Reader) -> dict[str, Any]:
+    """A field's metadata: read by ``reader`` instead of by its type."""
+    return {"read": reader}
+
+
+def _any_str(f: _Fields, key: str) -> str | None:
+    """Any value as its string (a name the daemon may one day give as a number)."""
+    value = f.data.get(key)
+    return None if value is None else str(value)
+
+
+def _time(f: _Fields, key: str) -> str | float | None:
+    """A time as the daemon gives it: an ISO string or seconds since the epoch."""
+    value = f.data.get(key)
+    return value if isinstance(value, str | int | float) else None
+
+
+def _str_map(f: _Fields, key: str) -> dict[str, str]:
+    return {str(k): str(v) for k, v in f.get_dict(key).items()}
+
+
+def _embedding(name: str) -> Reader:
+    """One number of status's ``embedding`` block (absent while nothing waits)."""
+
+    def read(f: _Fields, key: str) -> float | None:
+        block = f.data.get("embedding")
+        value = block.get(name) if isinstance(block, dict) else None
+        return float(value) if isinstance(value, int | float) else None
+
+    return read
+
+
+def _by_type(hint: Any, absent: Any) -> Reader:
+    """How a field of this type is read; ``absent``: its value when the key is missing
+    (_MISSING: the key is required)."""
+    default = None if absent is _MISSING else absent
+    args = get_args(hint)
+    if hint is str:
+        return lambda f, k: f.get_str(k, default)
+    if hint is int:
+        return lambda f, k: f.get_int(k, default)
+    if hint is float:
+        return lambda f, k: f.get_float(k, default)
+    if hint is bool:
+        return lambda f, k: f.get_bool(k, bool(default))
+    if args and type(None) in args and len(args) == 2:  # X | None
+        inner = args[0] if args[1] is type(None) else args[1]
+        if inner is str:
+            return _Fields.get_opt_str
+        if inner is int:
+            return _Fields.get_opt_int
+        if inner is float:
+            return _Fields.get_opt_float
+        if isinstance(inner, type) and issubclass(inner, _Wire):
+            return lambda f, k: None if f.data.get(k) is None else inner.from_wire(f.data[k])
+    origin = get_origin(hint)
+    if origin is list and args == (str,):
+        return _Fields.get_strs
+    if origin is list and isinstance(args[0], type) and issubclass(args[0], _Wire):
+        item: type[_Wire] = args[0]
+        return lambda f, k: [item.from_wire(v) for v in f.get_list(k)]
+    if origin is dict:
+        return _Fields.get_dict
+    if isinstance(hint, type) and issubclass(hint, _Wire):  # a nested result, {} if absent
+        nested = hint
+        return lambda f, k: nested.from_wire({} if f.data.get(k) is None else f.data[k])
+    raise TypeError(f"no wire reader for {hint!r}")  # a field added with a new type
+
+
+class _Wire:
+    """A result read from its wire map field by field, each by its type (or its metadata:
+    ``_absent``, ``_read``), so a field is declared once; ``raw`` keeps the map."""
+
+    _what: ClassVar[str]
+    _readers: ClassVar[list[tuple[str, str, Reader]] | None] = None  # per class, at first use
+
+    @classmethod
+    def from_wire(cls, data: Any) -> Self:
+        readers = cls.__dict__.get("_readers")
+        if readers is None:
+            readers = cls._readers = _readers_of(cls)
+        f = _Fields(data, cls._what)
+        values = {name: read(f, key) for name, key, read in readers}
+        if "raw" in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+            values["raw"] = f.data
+        return cls(**values)
+
+
+def _readers_of(cls: type[_Wire]) -> list[tuple[str, str, Reader]]:
+    hints = get_type_hints(cls)
+    out = []
+    for fl in fields(cls):  # type: ignore[arg-type]
+        if fl.name == "raw":
+            continue
+        meta = fl.metadata
+        if "read" in meta:
+            read = meta["read"]
+        else:
+            if "absent" in meta:
+                absent = meta["absent"]
+            elif fl.default is not MISSING:
+                absent = fl.default
+            elif fl.default_factory is not MISSING:
+                absent = fl.default_factory()
+            else:
+                absent = _MISSING
+            read = _by_type(hints[fl.name], absent)
+        out.append((fl.name, meta.get("key") or fl.name, read))
+    return out
+
+
 @dataclass
-class Hello:
+class Hello(_Wire):
     """The answer to ``hello``: who the daemon is and which protocol it speaks."""
 
-    server: str
-    version: str
+    _what: ClassVar[str] = "hello result"
+
+    server: str = field(metadata=_absent("memoryd"))
+    version: str = field(metadata=_absent("unknown"))
     protocol: int
     pid: int | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> Hello:
-        f = _Fields(data, "hello result")
-        return cls(
-            server=f.get_str("server", "memoryd"),
-            version=f.get_str("version", "unknown"),
-            protocol=f.get_int("protocol"),
-            pid=f.get_opt_int("pid"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class SearchHit:
+class SearchHit(_Wire):
     """One search result: a chunk's line range in a workspace-relative file, and a snippet."""
+
+    _what: ClassVar[str] = "search hit"
 
     path: str
     start_line: int
     end_line: int
     score: float
-    snippet: str
+    snippet: str = field(metadata=_absent(""))
     source: str = "memory"
     snippet_start_line: int | None = None
     snippet_end_line: int | None = None
@@ -135,29 +253,12 @@ class SearchHit:
     workspace: str | None = None  # set when one search spans several workspaces
     host: str | None = None  # fleet mode: the host that published it
 
-    @classmethod
-    def from_wire(cls, data: Any) -> SearchHit:
-        f = _Fields(data, "search hit")
-        return cls(
-            path=f.get_str("path"),
-            start_line=f.get_int("start_line"),
-            end_line=f.get_int("end_line"),
-            score=f.get_float("score"),
-            snippet=f.get_str("snippet", ""),
-            source=f.get_str("source", "memory"),
-            snippet_start_line=f.get_opt_int("snippet_start_line"),
-            snippet_end_line=f.get_opt_int("snippet_end_line"),
-            heading=f.get_opt_str("heading"),
-            vector_score=f.get_opt_float("vector_score"),
-            text_score=f.get_opt_float("text_score"),
-            host=f.get_opt_str("host"),
-            workspace=f.get_opt_str("workspace"),
-        )
-
 
 @dataclass
-class SearchResult:
+class SearchResult(_Wire):
     """The answer to ``search``: ranked hits and how they were found."""
+
+    _what: ClassVar[str] = "search result"
 
     results: list[SearchHit]
     mode_used: str | None = None
@@ -172,94 +273,51 @@ class SearchResult:
     notices: list[str] = field(default_factory=list)  # why there are no or fewer hits
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> SearchResult:
-        f = _Fields(data, "search result")
-        return cls(
-            results=[SearchHit.from_wire(hit) for hit in f.get_list("results")],
-            mode_used=f.get_opt_str("mode_used"),
-            provider=f.get_opt_str("provider"),
-            model=f.get_opt_str("model"),
-            degraded=f.get_strs("degraded"),
-            took_ms=f.get_opt_float("took_ms"),
-            index_generation=f.get_opt_int("index_generation"),
-            pending_files=f.get_int("pending_files", 0),
-            waited_ms=f.get_opt_float("waited_ms"),
-            stale=f.get_bool("stale"),
-            notices=f.get_strs("notices"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class GetResult:
+class GetResult(_Wire):
     """The answer to ``get``: ``lines`` lines of ``path`` from line ``from_line``."""
 
-    path: str
-    from_line: int
-    lines: int
-    text: str
-    total_lines: int
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _what: ClassVar[str] = "get result"
 
-    @classmethod
-    def from_wire(cls, data: Any) -> GetResult:
-        f = _Fields(data, "get result")
-        return cls(
-            path=f.get_str("path"),
-            from_line=f.get_int("from", 1),
-            lines=f.get_int("lines", 0),
-            text=f.get_str("text"),
-            total_lines=f.get_int("total_lines", 0),
-            raw=f.data,
-        )
+    path: str
+    from_line: int = field(metadata=_absent(1, key="from"))
+    lines: int = field(metadata=_absent(0))
+    text: str
+    total_lines: int = field(metadata=_absent(0))
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
-class AppendResult:
+class AppendResult(_Wire):
     """The answer to ``append``: where the text was written."""
 
-    path: str
-    start_line: int
-    end_line: int
-    bytes: int
-    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _what: ClassVar[str] = "append result"
 
-    @classmethod
-    def from_wire(cls, data: Any) -> AppendResult:
-        f = _Fields(data, "append result")
-        return cls(
-            path=f.get_str("path"),
-            start_line=f.get_int("start_line", 0),
-            end_line=f.get_int("end_line", 0),
-            bytes=f.get_int("bytes", 0),
-            raw=f.data,
-        )
+    path: str
+    start_line: int = field(metadata=_absent(0))
+    end_line: int = field(metadata=_absent(0))
+    bytes: int = field(metadata=_absent(0))
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
 @dataclass
-class Progress:
+class Progress(_Wire):
     """One ``progress`` event of a long call (``reindex``)."""
 
-    phase: str
-    done: int
+    _what: ClassVar[str] = "progress event"
+
+    phase: str = field(metadata=_absent(""))
+    done: int = field(metadata=_absent(0))
     total: int | None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> Progress:
-        f = _Fields(data, "progress event")
-        return cls(
-            phase=f.get_str("phase", ""),
-            done=f.get_int("done", 0),
-            total=f.get_opt_int("total"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class ReindexResult:
+class ReindexResult(_Wire):
     """The answer to ``reindex``: counts and timings."""
+
+    _what: ClassVar[str] = "reindex result"
 
     files_scanned: int = 0
     files_changed: int = 0
@@ -271,50 +329,29 @@ class ReindexResult:
     vectors_pending: int = 0
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> ReindexResult:
-        f = _Fields(data, "reindex result")
-        return cls(
-            files_scanned=f.get_int("files_scanned", 0),
-            files_changed=f.get_int("files_changed", 0),
-            files_removed=f.get_int("files_removed", 0),
-            files_skipped=f.get_int("files_skipped", 0),
-            chunks_written=f.get_int("chunks_written", 0),
-            chunks_removed=f.get_int("chunks_removed", 0),
-            seconds=f.get_float("seconds", 0.0),
-            vectors_pending=f.get_int("vectors_pending", 0),
-            raw=f.data,
-        )
-
 
 @dataclass
-class ProviderStatus:
+class ProviderStatus(_Wire):
     """The embedding provider in use, and why it was chosen."""
 
-    name: str
+    _what: ClassVar[str] = "provider status"
+
+    name: str = field(metadata=_absent("unknown"))
     model: str | None = None
     dims: int | None = None
     reason: str | None = None
 
-    @classmethod
-    def from_wire(cls, data: Any) -> ProviderStatus:
-        f = _Fields(data if data is not None else {}, "provider status")
-        return cls(
-            name=f.get_str("name", "unknown"),
-            model=f.get_opt_str("model"),
-            dims=f.get_opt_int("dims"),
-            reason=f.get_opt_str("reason"),
-        )
-
 
 @dataclass
-class JobRun:
+class JobRun(_Wire):
     """One run of a job (``jobs.run``'s answer, ``jobs.list`` history and last runs).
 
     ``status`` is ``ok``, ``skipped`` or ``failed`` (``running`` while in progress);
     times are local ISO 8601 strings; ``report`` is the job's small JSON report (for a
     hippocampus dry run, ``report["diff"]`` is the unified diff it would apply).
     """
+
+    _what: ClassVar[str] = "job run"
 
     status: str
     message: str = ""
@@ -330,58 +367,30 @@ class JobRun:
     report: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> JobRun:
-        f = _Fields(data, "job run")
-        return cls(
-            status=f.get_str("status"),
-            message=f.get_str("message", ""),
-            job=f.get_opt_str("job"),
-            workspace=f.get_opt_str("workspace"),
-            trigger=f.get_opt_str("trigger"),
-            dry_run=f.get_bool("dry_run"),
-            scheduled_for=f.get_opt_str("scheduled_for"),
-            started_at=f.get_opt_str("started_at"),
-            ended_at=f.get_opt_str("ended_at"),
-            seconds=f.get_opt_float("seconds"),
-            id=f.get_opt_int("id"),
-            report=f.get_dict("report"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class RecallItem:
+class RecallItem(_Wire):
     """One snippet ``recall`` chose, with its citation ``path#Lstart-Lend``."""
+
+    _what: ClassVar[str] = "recall item"
 
     path: str
     start_line: int
     end_line: int
     score: float
-    text: str
+    text: str = field(metadata=_absent(""))
     source: str = "memory"
     citation: str = ""
 
-    @classmethod
-    def from_wire(cls, data: Any) -> RecallItem:
-        f = _Fields(data, "recall item")
-        return cls(
-            path=f.get_str("path"),
-            start_line=f.get_int("start_line"),
-            end_line=f.get_int("end_line"),
-            score=f.get_float("score"),
-            text=f.get_str("text", ""),
-            source=f.get_str("source", "memory"),
-            citation=f.get_str("citation", ""),
-        )
-
 
 @dataclass
-class RecallResult:
+class RecallResult(_Wire):
     """The answer to ``recall``: ``markdown``, the block to put before the model as it is
     (``""`` when nothing was worth adding), the snippets in it and its size in tokens."""
 
-    markdown: str
+    _what: ClassVar[str] = "recall result"
+
+    markdown: str = field(metadata=_absent(""))
     results: list[RecallItem]
     tokens: int = 0
     budget_tokens: int | None = None
@@ -389,45 +398,25 @@ class RecallResult:
     degraded: list[str] = field(default_factory=list)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> RecallResult:
-        f = _Fields(data, "recall result")
-        return cls(
-            markdown=f.get_str("markdown", ""),
-            results=[RecallItem.from_wire(item) for item in f.get_list("results")],
-            tokens=f.get_int("tokens", 0),
-            budget_tokens=f.get_opt_int("budget_tokens"),
-            took_ms=f.get_opt_float("took_ms"),
-            degraded=f.get_strs("degraded"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class FlushResult:
+class FlushResult(_Wire):
     """The answer to ``flush``: the run was queued for ``workspace``; with ``wait``, ``run``
     is its record once it ended (``ok``, ``skipped`` or ``failed``, as for a job)."""
+
+    _what: ClassVar[str] = "flush result"
 
     queued: bool
     workspace: str | None = None
     run: JobRun | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> FlushResult:
-        f = _Fields(data, "flush result")
-        run = f.data.get("run")
-        return cls(
-            queued=f.get_bool("queued"),
-            workspace=f.get_opt_str("workspace"),
-            run=None if run is None else JobRun.from_wire(run),
-            raw=f.data,
-        )
-
 
 @dataclass
-class JobInfo:
+class JobInfo(_Wire):
     """One job for one workspace: schedule, next run, last result (``jobs.list``, ``status``)."""
+
+    _what: ClassVar[str] = "job entry"
 
     name: str
     schedule: str = ""
@@ -440,53 +429,24 @@ class JobInfo:
     uses_llm: bool = False
     history: list[JobRun] = field(default_factory=list)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> JobInfo:
-        f = _Fields(data, "job entry")
-        last = f.data.get("last_run")
-        return cls(
-            name=f.get_str("name"),
-            schedule=f.get_str("schedule", ""),
-            enabled=f.get_bool("enabled", True),
-            next_run=f.get_opt_str("next_run"),
-            running=f.get_bool("running"),
-            last_run=None if last is None else JobRun.from_wire(last),
-            workspace=f.get_opt_str("workspace"),
-            summary=f.get_opt_str("summary"),
-            uses_llm=f.get_bool("uses_llm"),
-            history=[JobRun.from_wire(r) for r in f.get_list("history")],
-        )
-
 
 @dataclass
-class JobsList:
+class JobsList(_Wire):
     """The answer to ``jobs.list``: every (job, workspace), the time zone, the LLM's state."""
+
+    _what: ClassVar[str] = "jobs.list result"
 
     jobs: list[JobInfo]
     timezone: str | None = None
     llm: dict[str, Any] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> JobsList:
-        f = _Fields(data, "jobs.list result")
-        return cls(
-            jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
-            timezone=f.get_opt_str("timezone"),
-            llm=f.get_dict("llm"),
-            raw=f.data,
-        )
-
-
-def _embedding(data: dict[str, Any], key: str) -> float | None:
-    block = data.get("embedding")
-    value = block.get(key) if isinstance(block, dict) else None
-    return float(value) if isinstance(value, int | float) else None
-
 
 @dataclass
-class WorkspaceStatus:
+class WorkspaceStatus(_Wire):
     """One workspace in ``status``."""
+
+    _what: ClassVar[str] = "workspace status"
 
     name: str
     path: str
@@ -494,116 +454,64 @@ class WorkspaceStatus:
     chunks: int = 0
     pending_vectors: int = 0
     pending_files: int = 0
-    last_sync: str | float | None = None
+    last_sync: str | float | None = field(default=None, metadata=_read(_time))
     index_generation: int | None = None
     vector_ready: bool = False
     degraded: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)
-    watcher: str | None = None
-    sqlite_vec: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict, metadata=_read(_str_map))
+    watcher: str | None = field(default=None, metadata=_read(_any_str))
+    sqlite_vec: str | None = field(default=None, metadata=_read(_any_str))
     """The sqlite-vec version loaded for this index (None: not loaded or not reported)."""
-    vector_scan: str | None = None
+    vector_scan: str | None = field(default=None, metadata=_read(_any_str))
     """Where the KNN runs: "memory" (numpy over a copy of the vectors) or "sqlite-vec"."""
-    keyword_scan: str | None = None
-    embedding_rate: float | None = None  # chunks embedded per second, while some wait
-    embedding_eta_s: float | None = None
+    keyword_scan: str | None = field(default=None, metadata=_read(_any_str))
     """Where BM25 is scored: "memory" (numpy over a copy of the keyword index), "fts5", or
     "loading" (FTS5 while the copy loads)."""
+    # Chunks embedded per second while some wait, and when all will be: status's
+    # ``embedding: {rate_per_s, eta_s}``.
+    embedding_rate: float | None = field(default=None, metadata=_read(_embedding("rate_per_s")))
+    embedding_eta_s: float | None = field(default=None, metadata=_read(_embedding("eta_s")))
     jobs: list[JobInfo] = field(default_factory=list)
     """Each scheduled job's next run and last result for this workspace."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> WorkspaceStatus:
-        f = _Fields(data, "workspace status")
-        last_sync = f.data.get("last_sync")
-        watcher = f.data.get("watcher")
-        return cls(
-            name=f.get_str("name"),
-            path=f.get_str("path"),
-            files=f.get_int("files", 0),
-            chunks=f.get_int("chunks", 0),
-            pending_vectors=f.get_int("pending_vectors", 0),
-            pending_files=f.get_int("pending_files", 0),
-            last_sync=last_sync if isinstance(last_sync, str | int | float) else None,
-            index_generation=f.get_opt_int("index_generation"),
-            vector_ready=f.get_bool("vector_ready"),
-            degraded=f.get_strs("degraded"),
-            skipped={str(k): str(v) for k, v in f.get_dict("skipped").items()},
-            watcher=None if watcher is None else str(watcher),
-            sqlite_vec=None if f.data.get("sqlite_vec") is None else str(f.data["sqlite_vec"]),
-            vector_scan=None if f.data.get("vector_scan") is None else str(f.data["vector_scan"]),
-            keyword_scan=(
-                None if f.data.get("keyword_scan") is None else str(f.data["keyword_scan"])
-            ),
-            jobs=[JobInfo.from_wire(j) for j in f.get_list("jobs")],
-            embedding_rate=_embedding(f.data, "rate_per_s"),
-            embedding_eta_s=_embedding(f.data, "eta_s"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class Status:
+class Status(_Wire):
     """The answer to ``status``."""
 
-    version: str
+    _what: ClassVar[str] = "status result"
+
+    version: str = field(metadata=_absent("unknown"))
     pid: int | None
-    uptime_s: float
+    uptime_s: float = field(metadata=_absent(0.0))
     socket: str | None
-    config_source: str | None
+    config_source: str | None = field(metadata=_read(_any_str))
     provider: ProviderStatus
     workspaces: list[WorkspaceStatus]
     degraded: list[str] = field(default_factory=list)  # the daemon's own (e.g. state rebuilt)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
-    @classmethod
-    def from_wire(cls, data: Any) -> Status:
-        f = _Fields(data, "status result")
-        return cls(
-            version=f.get_str("version", "unknown"),
-            pid=f.get_opt_int("pid"),
-            uptime_s=f.get_float("uptime_s", 0.0),
-            socket=f.get_opt_str("socket"),
-            config_source=None
-            if f.data.get("config_source") is None
-            else str(f.data["config_source"]),
-            provider=ProviderStatus.from_wire(f.data.get("provider")),
-            workspaces=[WorkspaceStatus.from_wire(w) for w in f.get_list("workspaces")],
-            degraded=f.get_strs("degraded"),
-            raw=f.data,
-        )
-
 
 @dataclass
-class WorkspaceInfo:
+class WorkspaceInfo(_Wire):
     """One registered workspace (``workspace.list``)."""
+
+    _what: ClassVar[str] = "workspace entry"
 
     name: str
     path: str
     source: str = "registry"
 
-    @classmethod
-    def from_wire(cls, data: Any) -> WorkspaceInfo:
-        f = _Fields(data, "workspace entry")
-        return cls(
-            name=f.get_str("name"), path=f.get_str("path"), source=f.get_str("source", "registry")
-        )
-
 
 @dataclass
-class WorkspaceList:
+class WorkspaceList(_Wire):
     """The answer to ``workspace.list``."""
+
+    _what: ClassVar[str] = "workspace.list result"
 
     workspaces: list[WorkspaceInfo]
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @classmethod
-    def from_wire(cls, data: Any) -> WorkspaceList:
-        f = _Fields(data, "workspace.list result")
-        return cls(
-            workspaces=[WorkspaceInfo.from_wire(w) for w in f.get_list("workspaces")], raw=f.data
-        )
 
 
 @dataclass
