@@ -66,11 +66,25 @@ class ScratchPostgres:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _run(self, args: list[str]) -> None:
-        done = subprocess.run(args, capture_output=True, user=self.user, check=False, timeout=120)
+        try:
+            done = subprocess.run(
+                args, capture_output=True, user=self.user, check=False, timeout=120
+            )
+        except PermissionError as exc:
+            raise PostgresUnavailable(self._unreachable(exc)) from None
         if done.returncode != 0:
             raise PostgresUnavailable(
                 f"{Path(args[0]).name} failed: {done.stderr.decode(errors='replace')[-2000:]}"
             )
+
+    def _unreachable(self, exc: OSError) -> str:
+        who = f"user {self.user}" if self.user else "this user"
+        return (
+            f"{who} cannot run {exc.filename}: a folder on its way is not open to it (as root "
+            "the server runs as nobody, so a checkout under a 0700 folder such as /root or a "
+            "mktemp -d folder hides the binaries): put the checkout in a folder others may "
+            f"enter, or run the tests as a normal user ({exc.strerror})"
+        )
 
     def init(self) -> None:
         self.folder.chmod(0o755)
@@ -93,29 +107,33 @@ class ScratchPostgres:
 
     def start(self) -> None:
         log = open(self.folder / "postgres.log", "ab")  # noqa: SIM115  # the server's own
-        self.proc = subprocess.Popen(
-            [
-                str(self.bin / "postgres"),
-                "-D",
-                str(self.data),
-                "-k",
-                str(self.folder),
-                "-h",
-                "",
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-                "-c",
-                "max_connections=200",
-            ],
-            stdout=log,
-            stderr=log,
-            user=self.user,
-        )
-        log.close()
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    str(self.bin / "postgres"),
+                    "-D",
+                    str(self.data),
+                    "-k",
+                    str(self.folder),
+                    "-h",
+                    "",
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                    "-c",
+                    "max_connections=200",
+                ],
+                stdout=log,
+                stderr=log,
+                user=self.user,
+            )
+        except PermissionError as exc:
+            raise PostgresUnavailable(self._unreachable(exc)) from None
+        finally:
+            log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (self.folder / ".s.PGSQL.5432").exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -161,8 +179,12 @@ class ScratchPostgres:
         return self.dsn(name)
 
     def __enter__(self) -> ScratchPostgres:
-        self.init()
-        self.start()
+        try:
+            self.init()
+            self.start()
+        except BaseException:
+            self.__exit__()  # no folder left behind by a server that could not start
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
