@@ -216,14 +216,7 @@ class RemoteIndex:
                 "AND left(pc.path, %s) = %s)"
             )
             args += [len(f.path_prefix), f.path_prefix]
-        if f.since or f.until:
-            parts.append(f"{a}.day <> ''")
-        if f.since:
-            parts.append(f"{a}.day >= %s")
-            args.append(f.since)
-        if f.until:
-            parts.append(f"{a}.day <= %s")
-            args.append(f.until)
+        parts += f.day_sql(a, args, mark="%s")
         return self._q(" AND ".join(parts)), args
 
     def _doc_freqs(

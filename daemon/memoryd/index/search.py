@@ -117,7 +117,7 @@ class Filters:
             # Not LIKE: it ignores ASCII case, and "memory" would fill the LIMIT with MEMORY.md.
             parts.append(f"substr({alias}.path, 1, ?) = ?")
             args += [len(self.path_prefix), self.path_prefix]
-        parts += self._day_sql(alias, args)
+        parts += self.day_sql(alias, args)
         return " AND ".join(parts), args
 
     def vec_sql(self) -> tuple[str, list[Any]]:
@@ -128,18 +128,20 @@ class Filters:
         if self.path_prefix:  # sqlite-vec filters by its primary key before ranking
             parts.append("chunk_id IN (SELECT id FROM chunks WHERE substr(path, 1, ?) = ?)")
             args += [len(self.path_prefix), self.path_prefix]
-        parts += self._day_sql(VEC_TABLE, args)
+        parts += self.day_sql(VEC_TABLE, args)
         return " AND ".join(parts), args
 
-    def _day_sql(self, alias: str, args: list[Any]) -> list[str]:
+    def day_sql(self, alias: str, args: list[Any], mark: str = "?") -> list[str]:
+        """The since/until conditions on ``alias.day``, their values appended to ``args``;
+        ``mark``: the driver's placeholder (the fleet's Postgres takes %s)."""
         parts = []
         if self.since or self.until:
-            parts.append(f"{alias}.day != ''")  # undated chunks (MEMORY.md) have no date to match
+            parts.append(f"{alias}.day <> ''")  # undated chunks (MEMORY.md) have no date to match
         if self.since:
-            parts.append(f"{alias}.day >= ?")
+            parts.append(f"{alias}.day >= {mark}")
             args.append(self.since)
         if self.until:
-            parts.append(f"{alias}.day <= ?")
+            parts.append(f"{alias}.day <= {mark}")
             args.append(self.until)
         return parts
 
