@@ -158,27 +158,13 @@ class Syncer:
         if self.keywords is not None and sum(rel not in known for rel, _ in targets) > 256:
             self.keywords.suspend()  # a first index, or most of one: bulk from the start
         try:
-            self._run_targets(targets, known, full, bulk, report, progress)
+            with contextlib.closing(ReadAhead(self._chunk_ahead)) as ahead:
+                self._run_ahead(targets, known, full, bulk, report, progress, ahead)
         except BaseException:
             self._end_batch(commit=False)
             raise
         self._end_batch()
         return report
-
-    def _run_targets(
-        self,
-        targets: list[tuple[str, IndexedFile | None]],
-        known: dict[str, FileRow],
-        full: bool,
-        bulk: int,
-        report: SyncReport,
-        progress: Callable[[SyncProgress], None] | None,
-    ) -> None:
-        ahead: ReadAhead[IndexedFile, _Chunked | None] = ReadAhead(self._chunk_ahead)
-        try:
-            self._run_ahead(targets, known, full, bulk, report, progress, ahead)
-        finally:
-            ahead.close()
 
     def _run_ahead(
         self,
