@@ -47,6 +47,18 @@ def workspace_with_big_memory(root: Path, mib: int) -> Path:
     return root
 
 
+def hang_up_and_see_memory_back(proc: Proc, socks: list[socket.socket], before: int) -> None:
+    """The clients hang up: the daemon serves as before and gives their memory back."""
+    for s in socks:
+        s.close()
+    socks.clear()
+    with RawConn(proc.socket) as c:
+        assert c.result("hello")["server"] == "memoryd"
+    assert wait_for(lambda: proc.rss_bytes() - before < 30 * MiB, 10), (
+        f"{(proc.rss_bytes() - before) // MiB} MiB kept after close"
+    )
+
+
 def _indexed(c: RawConn) -> bool:
     ws = c.result("status")["workspaces"][0]
     return bool(ws["last_sync"]) and ws["pending_files"] == 0 and ws["keyword_scan"] == "memory"
@@ -115,14 +127,7 @@ def test_unfinished_huge_frames_hold_the_total_budget_at_most_and_nothing_after_
             time.sleep(0.01)
         held = proc.rss_bytes() - before
         assert held < 40 * MiB, f"held {held // MiB} MiB for {sum(sent) // MiB} MiB sent"
-        for s in socks:
-            s.close()
-        socks.clear()
-        with RawConn(proc.socket) as c:  # serving as before
-            assert c.result("hello")["server"] == "memoryd"
-        assert wait_for(lambda: proc.rss_bytes() - before < 30 * MiB, 10), (
-            f"{(proc.rss_bytes() - before) // MiB} MiB kept after close"
-        )
+        hang_up_and_see_memory_back(proc, socks, before)
     finally:
         for s in socks:
             s.close()
@@ -261,14 +266,7 @@ def test_unfinished_frames_read_in_full_budget_are_given_back_when_their_peers_h
             socks.append(s)
         with RawConn(proc.socket) as c:  # everything sent has been read by now
             assert c.result("hello")["server"] == "memoryd"
-        for s in socks:
-            s.close()
-        socks.clear()
-        with RawConn(proc.socket) as c:
-            assert c.result("hello")["server"] == "memoryd"
-        assert wait_for(lambda: proc.rss_bytes() - before < 30 * MiB, 10), (
-            f"{(proc.rss_bytes() - before) // MiB} MiB kept after close"
-        )
+        hang_up_and_see_memory_back(proc, socks, before)
     finally:
         for s in socks:
             s.close()
