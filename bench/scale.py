@@ -23,6 +23,11 @@ fresh MEMORYD_HOME, and a real ``memoryd run`` through the socket:
    ``--storm-seconds``: search p50/p99 and rate, writes/s, searches answered stale
    (read-your-writes gave up waiting) and with files still pending.
 
+``--qmd CMD`` also times qmd's cold index of each size's workspace (``CMD collection add``
+into fresh cache and config folders, wall clock of the whole command; CMD is how to run
+qmd, for example "node .../@tobilu/qmd/bin/qmd" with a node qmd supports): the peer the
+issue compares against, measured in the same run on the same files.
+
 ``--baseline REV`` runs every size with the code of git revision REV first (a detached
 worktree put first on the daemon's PYTHONPATH; same interpreter and packages), then with
 this tree, and prints both with ratios: machines differ, so compare within one run. The
@@ -37,6 +42,7 @@ import contextlib
 import json
 import multiprocessing as mp
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -293,6 +299,25 @@ class Embedded:
     ws: str
 
 
+def qmd_cold(cmd: str, size: int, root: Path, home: Path) -> dict[str, Any]:
+    """qmd's cold index of ``root``: ``collection add`` (it indexes as it adds) into an
+    empty cache, as the issue measured it."""
+    env = dict(os.environ, HOME=str(home))
+    env["XDG_CACHE_HOME"], env["XDG_CONFIG_HOME"] = str(home / "cache"), str(home / "config")
+    home.mkdir(parents=True)
+    t = time.perf_counter()
+    subprocess.run(
+        [*shlex.split(cmd), "collection", "add", str(root), "--name", f"ws{size}"],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    r = {"code": "qmd", "size": size, "cold_keyword_s": time.perf_counter() - t}
+    log(f"  [qmd] {size}: cold keyword index {r['cold_keyword_s']:.1f} s")
+    shutil.rmtree(home, ignore_errors=True)
+    return r
+
+
 def run_size(
     code: str,
     code_env: dict[str, str],
@@ -375,7 +400,27 @@ def embed_cell(r: dict[str, Any]) -> str:
     return f"{r['embed_s']:.0f}{'' if r['embedded_here'] else ' (copied)'}"
 
 
+def print_qmd(peers: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    codes = list(dict.fromkeys(r["code"] for r in rows))
+    print("\nCold keyword index against qmd (same files, same run; ratio: code ÷ qmd):\n")
+    print("| chunks | qmd s | " + " | ".join(f"{c} s" for c in codes) + " |")
+    print("|---:|---:|" + "---:|" * len(codes))
+    for q in peers:
+        mine = {r["code"]: r for r in rows if r["size"] == q["size"]}
+        qs = q["cold_keyword_s"]
+        cells = [
+            f"{mine[c]['cold_keyword_s']:.1f} ({mine[c]['cold_keyword_s'] / qs:.2f}x)"
+            if c in mine
+            else "-"
+            for c in codes
+        ]
+        chunks = next((r["chunks"] for r in mine.values()), q["size"])
+        print(f"| {chunks} | {q['cold_keyword_s']:.1f} | " + " | ".join(cells) + " |")
+
+
 def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    peers = [r for r in rows if r["code"] == "qmd"]
+    rows = [r for r in rows if r["code"] != "qmd"]
     codes = list(dict.fromkeys(r["code"] for r in rows))
     base = {r["size"]: r for r in rows if len(codes) > 1 and r["code"] == codes[0]}
 
@@ -482,6 +527,8 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
                 f"| {st['writes_per_s']:.0f} "
                 f"| {st['write_p50']:.1f} |"
             )
+    if peers:
+        print_qmd(peers, rows)
     from latency import LOADS
 
     print(
@@ -513,6 +560,7 @@ def main() -> None:
         default=0.0,
         help="pace the writers to this many appends a second in all (0: back to back)",
     )
+    ap.add_argument("--qmd", metavar="CMD", help="also time qmd's cold index (see above)")
     ap.add_argument("--corpus-dir", type=Path, help="keep the synthetic workspaces here")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (daemon logs)")
     ap.add_argument("--json", action="store_true")
@@ -542,6 +590,8 @@ def main() -> None:
                         name, envs[name], size, root, home, url, args, embedded
                     )
                     rows.append(row)
+                    if args.qmd and name == codes[0][0]:  # qmd between the codes' runs
+                        rows.append(qmd_cold(args.qmd, size, root, tmp / f"q{len(rows)}"))
                     if not args.keep:
                         shutil.rmtree(home, ignore_errors=True)
                         shutil.rmtree(f"{home}-ws", ignore_errors=True)

@@ -276,3 +276,49 @@ def test_sigterm_during_a_long_startup_scan_stops_it_at_a_file_boundary(home: Pa
             assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 3001, 120)
     finally:
         again.kill()
+
+
+def _children(pid: int) -> set[int]:
+    kids: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        kids |= {int(k) for k in (task / "children").read_text().split()}
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads children from /proc")
+def test_the_chunking_processes_of_a_first_index_go_when_the_daemon_is_killed(
+    home: Path,
+) -> None:
+    """A first index chunks in worker processes (index/prepare.py): kill -9 of the daemon
+    must not leave them running, and the next start indexes everything."""
+    ws = big_workspace(home / "ws", files=3000)
+    (home / "config.toml").write_text(f'[[workspaces]]\npath = "{ws}"\n')
+    proc = Proc(home)
+    proc.ready()
+    kids: set[int] = set()
+
+    def chunking() -> bool:
+        kids.update(_children(proc.p.pid))
+        return len(kids) >= 1
+
+    assert wait_for(chunking, 60, interval=0.02), proc.logs()[-5:]
+    proc.p.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert wait_for(lambda: not any(_alive(k) for k in kids), 20), [
+        Path(f"/proc/{k}/cmdline").read_bytes() for k in kids if _alive(k)
+    ]
+    again = Proc(home)
+    try:
+        again.ready()
+        with RawConn(again.socket) as c:
+            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 3001, 120)
+    finally:
+        again.kill()

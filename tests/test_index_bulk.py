@@ -3,16 +3,25 @@ is suspended and loaded once after, and the result is what one file at a time gi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+from collections.abc import Callable
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
+import worker_faults
 from engine_util import IndexFactory, paths, search
 from memoryd.index import db, schema, store
 from memoryd.index.chunker import Chunk
+from memoryd.index.keyword_build import Postings
+from memoryd.index.keyword_counts import count_chunks, fts5_stems
+from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.store import FileRow
 from memoryd.index.sync import BATCH_FILES
 from memoryd.index.workspace import WorkspaceIndex
@@ -84,29 +93,20 @@ def test_small_syncs_keep_one_transaction_per_file_and_follow_the_copy(
     ]
 
 
-class _FailsOn:
-    def __init__(self, real: Any, marker: str) -> None:
-        self.real, self.marker = real, marker
-
-    def encode_batch(self, texts: list[str], **kw: Any) -> Any:
-        if any(self.marker in t for t in texts):
-            raise RuntimeError("tokenizer exploded")
-        return self.real.encode_batch(texts, **kw)
-
-
 def test_a_file_failing_inside_a_batch_is_skipped_and_the_batch_commits(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memoryd.embeddings.tokenizer import load_tokenizer
-    from memoryd.index import workspace
+    from memoryd.index import sync
 
-    monkeypatch.setattr(workspace, "load_tokenizer", lambda: _FailsOn(load_tokenizer(), "kaboom"))
+    # It fails in a chunking process: the exception comes back with the file's turn.
+    monkeypatch.setattr(sync, "prepare_markdown", worker_faults.fails_on_marker)
     write_days(make_index)
-    make_index.write("memory/2023-12-31.md", "- 09:00 kaboom and garden\n")
+    make_index.write("memory/2023-12-31.md", f"- 09:00 {worker_faults.MARKER} and garden\n")
     ix = make_index()
     report = ix.sync()
     assert report.files_changed == FILES
     assert list(report.skipped) == ["memory/2023-12-31.md"]
+    assert "chunker exploded" in report.skipped["memory/2023-12-31.md"]
     fts5 = make_index({"index": {"keyword_memory_mb": 0}})
     assert top(ix, "garden note42") == top(fts5, "garden note42")
     assert ix.status()["keyword_scan"] == "memory"
@@ -211,27 +211,149 @@ def test_a_bulk_run_gives_the_ids_and_rows_of_one_file_at_a_time(tmp_path: Path)
     assert any(p.startswith("sessions/") for _, p, *_ in one_by_one)
 
 
-def test_a_bulk_run_chunks_the_next_files_on_a_thread_of_its_own(
+def test_a_bulk_run_chunks_the_next_files_in_processes_of_their_own(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from memoryd.index import sync
 
-    threads: set[str] = set()
+    threads: list[str] = []  # where this process chunked markdown
     real = sync.chunk_markdown_state
 
     def chunk(*args: Any, **kw: Any) -> Any:
-        threads.add(threading.current_thread().name)
+        threads.append(threading.current_thread().name)
         return real(*args, **kw)
 
     monkeypatch.setattr(sync, "chunk_markdown_state", chunk)
     write_days(make_index)
     ix = make_index()
+    loads = count_loads(monkeypatch)
     report = ix.sync()
     assert report.files_changed == FILES
-    assert {t.split("_")[0] for t in threads} == {"memoryd-chunker"}
+    assert threads == []  # every file was chunked by the workers (prepare.py)
+    assert loads == []  # the copy was merged as the batches committed: not loaded after
     fts5 = make_index({"index": {"keyword_memory_mb": 0}})
     assert top(ix, "garden note42") == top(fts5, "garden note42")
     make_index.write("memory/2025-02-01.md", "- 09:00 zeppelin\n")
-    threads.clear()
     ix.sync()  # a small sync chunks on the writer thread, as it writes
     assert {t.split("_")[0] for t in threads} == {"memoryd-writer"}
+
+
+def count_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The sizes of the keyword copy's loads from the chunks from now on (not the empty
+    index's at open)."""
+    loads: list[int] = []
+    real = KeywordMirror.load
+
+    def load(self: KeywordMirror, rows: Any, expected: int) -> None:
+        if expected:
+            loads.append(expected)
+        real(self, rows, expected)
+
+    monkeypatch.setattr(KeywordMirror, "load", load)
+    return loads
+
+
+def _copy(ix: WorkspaceIndex) -> Postings:
+    got = ix.copies.keywords.export()
+    assert got is not None
+    return got
+
+
+def _same(a: Postings, b: Postings) -> None:
+    assert a.stems == b.stems and (a.rows, a.tokens) == (b.rows, b.tokens)
+    for name in ("length", "source", "day", "chunk_id", "counts", "slots", "freq2"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+def test_a_streamed_copy_is_the_copy_a_load_from_the_chunks_gives(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_days(make_index)
+    make_index.write("memory/2023-01-01.md", "# 東京\n\n- 09:00 数据库选择 naïve café\n")
+    make_index.write("memory/2023-01-02.md", "")
+    (make_index.ws / "memory/2023-01-03.md").write_bytes(b"- bad \xff utf-8 garden\n")
+    for i in range(5):  # rows no worker counted: the writer counts them
+        make_index.write(f"sessions/s{i}.jsonl", _session(i))
+    ix = make_index({"index": {"sessions": True}})
+    loads = count_loads(monkeypatch)
+    ix.sync()
+    assert loads == []  # streamed
+    assert ix._wconn is not None
+    streamed = _copy(ix)
+    ix.copies.load_keywords(sidecar=False)  # nothing streams now: from the chunks
+    _same(streamed, _copy(ix))
+    assert any(s.startswith("数据") for s in streamed.stems)
+
+
+def test_a_stream_that_cannot_follow_leaves_the_copy_to_a_load(make_index: IndexFactory) -> None:
+    make_index.write("memory/a.md", "- alpha\n")
+    make_index.write("memory/b.md", "- beta\n")
+    ix = make_index()
+    ix.sync()  # the files' rows, which chunk rows refer to
+    assert ix._wconn is not None
+    conn, keywords = ix._wconn, ix.copies.keywords
+    stems = fts5_stems(conn)
+    one = [(1, 1, "", "h1", "garden zeppelin"), (2, 2, "", "h2", "marmalade")]
+
+    def stream(write: Callable[[], None]) -> str | None:
+        keywords.suspend()
+        keywords.stream()
+        with conn:
+            store.insert_rows(conn, "memory/a.md", "memory", "", one)
+        keywords.expect(
+            [(r[4], r[2]) for r in one], count_chunks([(r[4], r[2]) for r in one], stems)
+        )
+        write()
+        return keywords.finish_stream()
+
+    def delete() -> None:
+        with conn:
+            store.delete_chunks(conn, "memory/a.md")
+
+    def roll_back() -> None:
+        with contextlib.suppress(RuntimeError), conn:
+            store.insert_rows(conn, "memory/b.md", "memory", "", one)
+            raise RuntimeError("the write failed")
+
+    assert stream(lambda: None) is None  # followed: installed
+    assert keywords.stats()["chunks"] == 2  # (those it streamed: the caller knows when)
+    assert stream(delete) == "a chunk was deleted"
+    assert stream(roll_back) == "a transaction rolled back"
+    keywords.suspend()
+    assert keywords.finish_stream() == ""  # none streamed
+
+
+def test_a_worker_that_dies_leaves_its_files_to_the_writer(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.index import sync
+
+    monkeypatch.setattr(sync, "prepare_markdown", worker_faults.dies)
+    write_days(make_index)
+    ix = make_index()
+    with capture_logs() as logs:
+        report = ix.sync()
+    assert report.files_changed == FILES and not report.skipped
+    assert any(e["event"] == "chunking_workers_failed" for e in logs)
+    fts5 = make_index({"index": {"keyword_memory_mb": 0}})
+    assert top(ix, "garden note42") == top(fts5, "garden note42")
+    assert ix.status()["keyword_scan"] == "memory"
+
+
+def test_without_worker_processes_the_writer_chunks_everything(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd.index import sync
+
+    def refuse() -> Executor:
+        raise OSError(11, "Resource temporarily unavailable")  # as fork at a process limit
+
+    monkeypatch.setattr(sync, "start_pool", refuse)
+    write_days(make_index)
+    ix = make_index()
+    with capture_logs() as logs:
+        report = ix.sync()
+    assert report.files_changed == FILES and not report.skipped
+    assert [e["event"] for e in logs].count("chunking_workers_unavailable") == 1
+    fts5 = make_index({"index": {"keyword_memory_mb": 0}})
+    assert top(ix, "coffee budget hiking") == top(fts5, "coffee budget hiking")

@@ -11,7 +11,9 @@ import pytest
 
 from engine_util import IndexFactory, search
 from memoryd.index import db, schema
-from memoryd.index.keyword_mirror import KeywordMirror, Postings, fts5_stems
+from memoryd.index.keyword_build import Postings
+from memoryd.index.keyword_counts import fts5_stems
+from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.query import fts_match, query_terms
 from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.types import SearchRequest

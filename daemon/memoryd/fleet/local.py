@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from memoryd.index import db
-from memoryd.index.keyword_mirror import HEADING_WEIGHT, TEXT_WEIGHT, Stems, fts5_stems
+from memoryd.index.keyword_counts import HEADING_WEIGHT, TEXT_WEIGHT, Stems, fts5_stems
 from memoryd.index.windows import WINDOW_SLOTS, centroid
 
 Version = tuple[str, int]  # (file hash, chunks with vectors): what the fleet compares

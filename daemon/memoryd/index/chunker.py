@@ -64,6 +64,11 @@ class Chunk:
     text: str
     heading_path: tuple[str, ...]
 
+    @property
+    def heading(self) -> str:
+        """The heading path as the chunks table's heading column holds it."""
+        return " > ".join(self.heading_path)
+
 
 Unit = tuple[int, int, bool]  # [lo, hi) lines, and whether it must start a new chunk
 Packing = tuple["tuple[int, int] | None", int]  # the chunk being filled, the last one's start

@@ -93,10 +93,16 @@ class Copies:
         after a bulk sync)."""
 
         def load(conn: apsw.Connection) -> dict[str, Any]:
-            origin = "sidecar"
+            found: dict[str, Any] = {"origin": "sidecar"}
             saved = keyword_sidecar.path_for(self.db_path)
-            if not (sidecar and keyword_sidecar.load(self.keywords, saved, conn)):
-                origin = "chunks"
+            if sidecar and keyword_sidecar.load(self.keywords, saved, conn):
+                pass
+            elif (unstreamed := self.keywords.finish_stream()) is None:
+                found["origin"] = "stream"  # built as a bulk sync committed
+            else:
+                found["origin"] = "chunks"
+                if unstreamed:
+                    found["unstreamed"] = unstreamed
                 self.keywords.load(
                     conn.execute("SELECT id, text, heading, source, day FROM chunks"),
                     int(db.scalar(conn, "SELECT count(*) FROM chunks")),
@@ -105,7 +111,7 @@ class Copies:
             # peaked at ~2x the copy: give both back.
             conn.execute("PRAGMA shrink_memory")
             release_free_memory()
-            return {"origin": origin, **self.keywords.stats()}
+            return {**found, **self.keywords.stats()}
 
         # On failure FTS5 keeps answering.
         self._load("keyword_mirror", "loading the keywords", load)

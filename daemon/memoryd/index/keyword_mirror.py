@@ -22,9 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from itertools import compress, islice, repeat
-from operator import is_
+from itertools import islice
 from typing import cast
 
 import apsw
@@ -32,162 +30,39 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.index.bm25 import K1, B, Term, idf, pruned, scored_all, scores_of
-from memoryd.index.keyword_text import keyword_text
+from memoryd.index.keyword_build import (
+    NO_FREQ,
+    NO_SLOTS,
+    POSTING_BYTES,
+    SLOT_BYTES,
+    STEM_BYTES,
+    Build,
+    Docs,
+    Postings,
+    StemPostings,
+    Stream,
+    sliced,
+)
+from memoryd.index.keyword_counts import (
+    HEADING_WEIGHT,
+    TEXT_WEIGHT,
+    Counted,
+    Stems,
+    count_chunks,
+    fts5_stems,
+)
 from memoryd.index.mirror import StagedMirror
-from memoryd.index.schema import FTS_TOKENIZER
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.vector_mirror import NO_DAY, SOURCE_CODES, day_number
 
-TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
-HEADING_WEIGHT = 0.5
-POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
-DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
-STEM_BYTES = 250  # a dict entry and two small arrays
 _BUILD_CHUNKS = 512  # chunks counted at a time by a load
 _CHECK_POSTINGS = 1 << 14  # a load checks its projected size every this many postings
-# Doubled column weights (text, heading): analyze's freq2 per token of each column.
-_COLUMN_WEIGHTS2 = np.array([int(2 * TEXT_WEIGHT), int(2 * HEADING_WEIGHT)], np.int64)
-SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
 # Below this many chunks scoring every posting takes ~0.1 ms: MaxScore's bookkeeping would
 # cost more than it saves.
 PRUNE_FROM = 16_384
 
-Stems = Callable[[str], list[str]]  # a text's tokens as FTS5 indexes them
 # ("put", id, length, {stem: doubled frequency}, source, day) | ("del", id, 0, {...}, "", "")
 _Op = tuple[str, int, int, dict[str, int], str, str]
-
-
-def fts5_stems(conn: apsw.Connection) -> Stems:
-    """The chunks_fts tokenizer (schema.FTS_TOKENIZER) over keyword_text(text), as its
-    triggers index it, as a function of text."""
-    porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
-
-    def stems(text: str) -> list[str]:
-        found = porter(
-            keyword_text(text).encode(),
-            apsw.FTS5_TOKENIZE_DOCUMENT,
-            None,
-            include_offsets=False,
-            include_colocated=False,
-        )
-        return found  # type: ignore[return-value]  # offsets and colocated off: tokens
-
-    return stems
-
-
-@dataclass
-class _Postings:
-    slots: npt.NDArray[np.uint32]  # chunks, as slots of _Docs
-    freq2: npt.NDArray[np.uint16]  # 2 x (TEXT_WEIGHT x tf(text) + HEADING_WEIGHT x tf(heading))
-    n: int = 0  # entries in use (live or dead)
-    df: int = 0  # live chunks containing the stem: FTS5's nHit
-    # A common stem's freq2 by slot instead (0: not in that chunk; slots and freq2 empty):
-    # stems in most chunks hold most postings, and one add over all slots scores them faster
-    # than a scatter. Beyond its end, nothing.
-    dense: npt.NDArray[np.uint8] | None = None
-    # No posting's freq2 is above this (deleted ones may have been): what bounds the stem's
-    # contribution to a score when ``top`` skips chunks that lack rarer query words.
-    top_f2: int = 0xFFFF
-
-    @property
-    def nbytes(self) -> int:
-        return len(self.slots) * POSTING_BYTES + (0 if self.dense is None else len(self.dense))
-
-
-_NO_SLOTS = np.zeros(0, np.uint32)
-_NO_FREQ = np.zeros(0, np.uint16)
-
-
-@dataclass
-class _Docs:
-    """Per chunk, by slot: slots are handed out in order and never reused until compaction,
-    so a deleted chunk's postings can stay in place (hidden by ``alive``) even when SQLite
-    gives its id to a new chunk."""
-
-    length: npt.NDArray[np.float64]  # tokens in all columns: FTS5's D
-    alive: npt.NDArray[np.bool_]
-    source: npt.NDArray[np.int8]
-    day: npt.NDArray[np.int32]
-    chunk_id: npt.NDArray[np.int64]
-    slot_of: dict[int, int] = field(default_factory=dict)  # live chunks only
-    used: int = 0
-    rows: int = 0
-    tokens: int = 0
-
-    @classmethod
-    def empty(cls, capacity: int) -> _Docs:
-        return cls(
-            np.zeros(capacity, np.float64),
-            np.zeros(capacity, np.bool_),
-            np.zeros(capacity, np.int8),
-            np.zeros(capacity, np.int32),
-            np.zeros(capacity, np.int64),
-        )
-
-    def take(self, keep: npt.NDArray[np.intp], capacity: int) -> _Docs:
-        """A new _Docs with room for ``capacity`` slots holding the slots ``keep``, in order."""
-        new = _Docs.empty(capacity)
-        n = len(keep)
-        for name in ("length", "alive", "source", "day", "chunk_id"):
-            getattr(new, name)[:n] = getattr(self, name)[keep]
-        new.used, new.rows, new.tokens = n, self.rows, self.tokens
-        new.slot_of = {int(c): s for s, c in enumerate(new.chunk_id[:n]) if new.alive[s]}
-        return new
-
-
-@dataclass
-class Postings:
-    """A copy's live chunks (by slot) and every stem's postings, flat: stem k's are
-    ``slots[sum(counts[:k]) : sum(counts[:k + 1])]`` (ascending), the same of freq2."""
-
-    length: npt.NDArray[np.float64]
-    source: npt.NDArray[np.int8]
-    day: npt.NDArray[np.int32]
-    chunk_id: npt.NDArray[np.int64]
-    rows: int
-    tokens: int
-    stems: list[str]
-    counts: npt.NDArray[np.int64]
-    slots: npt.NDArray[np.uint32]
-    freq2: npt.NDArray[np.uint16]
-
-
-def _sliced(
-    stems: list[str],
-    counts: npt.NDArray[np.int64],
-    flat_slots: npt.NDArray[np.uint32],
-    flat_f2: npt.NDArray[np.uint16],
-    used: int,
-    capacity: int,
-) -> dict[str, _Postings]:
-    """Each stem's postings as slices of the flat arrays: no per-stem copies (and no heap
-    they would fragment); a stem's first append after this copies its slice out. Stems in
-    over 1/DENSE_SHARE of the ``used`` slots get a dense array of ``capacity`` slots."""
-    if not stems:
-        return {}
-    n = counts.tolist()
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    starts = bounds[:-1].tolist()
-    top = np.maximum.reduceat(flat_f2, bounds[:-1]).tolist()  # every stem has a posting
-    is_dense = [n[k] * DENSE_SHARE > used and top[k] <= 0xFF for k in range(len(stems))]
-    out: dict[str, _Postings] = {}
-    for k, stem in enumerate(stems):
-        if is_dense[k]:
-            dense = np.zeros(capacity, np.uint8)
-            a, b = starts[k], starts[k] + n[k]
-            dense[flat_slots[a:b]] = flat_f2[a:b]
-            out[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n[k], n[k], dense, top[k])
-    # The lists' slices must not keep the dense stems' postings alive: new flat arrays.
-    sparse = np.repeat(~np.array(is_dense), counts)
-    flat_slots, flat_f2 = flat_slots[sparse], flat_f2[sparse]
-    at = 0
-    for k, stem in enumerate(stems):
-        if not is_dense[k]:
-            out[stem] = _Postings(
-                flat_slots[at : at + n[k]], flat_f2[at : at + n[k]], n[k], n[k], None, top[k]
-            )
-            at += n[k]
-    return out
 
 
 class KeywordMirror(StagedMirror[_Op]):
@@ -202,16 +77,17 @@ class KeywordMirror(StagedMirror[_Op]):
         self.prune_from = prune_from  # chunks (slots) from which ``top`` tries _pruned
         # Writer thread only. Any connection has FTS5's tokenizers: a private one.
         self._stems = stems or fts5_stems(apsw.Connection(":memory:"))
-        self._post: dict[str, _Postings] = {}
-        self._docs = _Docs.empty(0)
+        self._post: dict[str, StemPostings] = {}
+        self._docs = Docs.empty(0)
         self._postings = 0  # entries in the arrays (live or dead)
         self._posting_bytes = 0  # the arrays' size, for the budget
         self._dead_postings = 0  # entries of deleted chunks still in the arrays
         self._compactions = 0
         self._pruned_tops = 0  # top answers scored from the rarer words' candidates only
         self._suspended = False  # a bulk sync: nothing followed until the next load
+        self._stream: Stream | None = None  # a bulk sync's copy, built as it commits
         # (docs, used, avgdl, norm, its minimum): what _norm computed last; readers share it
-        self._norm_cache: tuple[_Docs, int, float, npt.NDArray[np.float64], float] | None = None
+        self._norm_cache: tuple[Docs, int, float, npt.NDArray[np.float64], float] | None = None
 
     # -------------------------------------------------------------- writer side
 
@@ -228,9 +104,9 @@ class KeywordMirror(StagedMirror[_Op]):
         ``expected``, the number of chunks, sizes the arrays.
 
         The postings are gathered as flat arrays, sorted by stem once, and each stem's list
-        is a slice of one array (``_sliced``)."""
+        is a slice of one array (``sliced``)."""
         self._begin_load()
-        self._suspended = False
+        self._suspended, self._stream = False, None
         if self.max_bytes > 0:
             try:
                 built = self._build(rows, expected)
@@ -250,128 +126,39 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def _build(
         self, rows: Iterable[tuple[int, str, str, str, str]], expected: int
-    ) -> tuple[_Docs, dict[str, _Postings]] | None:
-        """What ``analyze`` and ``_add_doc`` gave chunk by chunk, ``_BUILD_CHUNKS`` chunks at
-        a time: their tokens in one list, numbered through a dict in C, counted per (stem,
-        chunk) by numpy. Stems are numbered by first use, as chunk by chunk would, and the
-        size is checked where that did (every ``_CHECK_POSTINGS`` postings), so the copy
-        and the over-budget verdict are the same, in 0.6x the CPU (3.8 -> 2.3 s at 30k chunks:
-        a dict and a Counter per chunk, a Python loop per posting)."""
-        docs = _Docs.empty(expected + expected // 8 + 64)
-        number: dict[str, int] = {}  # stem -> its number in the flat arrays
-        parts: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32], npt.NDArray[np.uint16]]]
-        parts = []
-        counts = np.zeros(0, np.int64)  # postings by stem number, as of the last check
+    ) -> tuple[Docs, dict[str, StemPostings]] | None:
+        """What ``analyze`` and ``_add_doc`` gave chunk by chunk, counted ``_BUILD_CHUNKS``
+        chunks at a time (keyword_counts) and merged (keyword_build.Build). The size is
+        checked where chunk by chunk did (every ``_CHECK_POSTINGS`` postings), so the copy
+        and the over-budget verdict are the same, in 0.6x the CPU (3.8 -> 2.3 s at 30k)."""
+        build = Build(expected)
         pending = 0  # postings since the last check
-        uncounted: list[npt.NDArray[np.int32]] = []  # their stem numbers, from earlier batches
         it = iter(rows)
         while batch := list(islice(it, _BUILD_CHUNKS)):
-            first = docs.used
-            docs, stems, slots, f2, per_doc = self._count_batch(batch, docs, number)
-            parts.append((stems, slots, f2))
+            counted = count_chunks([(r[1], r[2]) for r in batch], self._stems)
+            first = build.docs.used
+            stems = build.add(
+                counted, [r[0] for r in batch], [r[3] for r in batch], [r[4] for r in batch]
+            )
             # Size checks where chunk by chunk made them: after the chunk that brought the
             # postings since the last check to _CHECK_POSTINGS, and after the last chunk.
-            doc_of = slots - np.uint32(first)
+            doc_of = counted.chunk
             lo = 0  # this batch's chunks from lo on are not counted yet
-            for k, n in enumerate(per_doc.tolist()):
+            for k, n in enumerate(counted.per_chunk().tolist()):
                 pending += n
                 if pending < _CHECK_POSTINGS and first + k + 1 != expected:
                     continue
                 pending = 0
-                uncounted.append(stems[(doc_of >= lo) & (doc_of <= k)])
-                new = np.concatenate(uncounted)
-                uncounted, lo = [], k + 1
-                seen = max(len(counts), int(new.max(initial=-1)) + 1)  # stems numbered so far
-                counts = np.bincount(new, minlength=seen) + np.pad(counts, (0, seen - len(counts)))
-                used = first + k + 1
+                build.uncounted.append(stems[(doc_of >= lo) & (doc_of <= k)])
+                lo = k + 1
                 # A large index that will not fit says so early: no building it up to the
                 # budget only to throw it away.
-                per_stem = np.minimum(counts * POSTING_BYTES, used)  # sparse or dense
-                size = int(per_stem.sum()) + seen * STEM_BYTES
-                if used >= 2048 and size * max(expected, used) > self.max_bytes * used:
+                used = first + k + 1
+                if used >= 2048 and build.size(used) * max(expected, used) > self.max_bytes * used:
                     return None
             if lo < len(batch):
-                uncounted.append(stems[doc_of >= lo])
-        # Long-lived small objects made last, after the load's garbage is gone, so they do not
-        # pin its heap pages (malloc_trim can only give back whole free pages).
-        docs.slot_of = dict(zip(docs.chunk_id[: docs.used].tolist(), range(docs.used), strict=True))
-        if not parts:
-            return docs, {}
-        flat_stems = np.concatenate([p[0] for p in parts])
-        order = np.argsort(flat_stems, kind="stable")  # by stem; slots ascending within one
-        flat_slots = np.concatenate([p[1] for p in parts])[order]
-        flat_f2 = np.concatenate([p[2] for p in parts])[order]
-        del parts, order
-        counts = np.bincount(flat_stems, minlength=len(number))
-        post = _sliced(list(number), counts, flat_slots, flat_f2, docs.used, len(docs.length))
-        size = sum(p.nbytes for p in post.values()) + len(post) * STEM_BYTES
-        return None if size + len(docs.length) * SLOT_BYTES > self.max_bytes else (docs, post)
-
-    def _count_batch(
-        self,
-        batch: list[tuple[int, str, str, str, str]],
-        docs: _Docs,
-        number: dict[str, int],
-    ) -> tuple[
-        _Docs,
-        npt.NDArray[np.int32],
-        npt.NDArray[np.uint32],
-        npt.NDArray[np.uint16],
-        npt.NDArray[np.int64],
-    ]:
-        """Add ``batch``'s chunks to ``docs`` (the next slots; new arrays when full) and give
-        their postings: (stem number, slot, doubled weighted frequency) ordered by stem, then
-        slot, and how many each chunk has. ``number`` gets the new stems, by first use."""
-        lengths: list[int] = []  # tokens per column: text, heading, text, heading, ...
-        tokens: list[str] = []
-        heading_stems: dict[str, list[str]] = {}  # a section's chunks share a heading
-        for _, text, heading, _, _ in batch:
-            t = self._stems(text)
-            h = heading_stems.get(heading)
-            if h is None:
-                h = heading_stems[heading] = self._stems(heading) if heading else []
-            lengths += (len(t), len(h))
-            tokens += t
-            tokens += h
-        ids = list(map(number.get, tokens))
-        if None in ids:  # stems not seen before, numbered in the order they come
-            for stem in dict.fromkeys(compress(tokens, map(is_, ids, repeat(None)))):
-                number[stem] = len(number)
-            ids = list(map(number.__getitem__, tokens))
-        n = len(batch)
-        by_column = np.array(lengths, np.int64)
-        length = by_column[0::2] + by_column[1::2]
-        # One sort of (stem, chunk, column) keys: a chunk's postings are its runs of equal
-        # key // 2, and the low bit says which column (and so which weight) each token is.
-        doc = np.repeat(np.arange(n, dtype=np.int64), length)
-        column = np.repeat(np.tile(np.array([0, 1], np.int64), n), by_column)
-        key = np.sort((np.array(ids, np.int64) * n + doc) * 2 + column)
-        weight = _COLUMN_WEIGHTS2[key & 1]
-        key >>= 1
-        starts = np.flatnonzero(np.diff(key, prepend=-1))
-        f2 = np.minimum(np.add.reduceat(weight, starts), 0xFFFF) if len(key) else weight
-        key = key[starts]
-        first = docs.used
-        capacity = len(docs.length)
-        while first + n > capacity:  # grown as _add_doc grows it, chunk by chunk
-            capacity = max(1024, capacity + capacity // 2)
-        if capacity > len(docs.length):
-            docs = docs.take(np.arange(first), capacity)
-        docs.length[first : first + n] = length
-        docs.source[first : first + n] = [SOURCE_CODES.get(r[3], -1) for r in batch]
-        docs.day[first : first + n] = [day_number(r[4]) for r in batch]
-        docs.chunk_id[first : first + n] = [r[0] for r in batch]
-        docs.alive[first : first + n] = True
-        docs.used += n
-        docs.rows += n
-        docs.tokens += int(length.sum())
-        return (
-            docs,
-            (key // n).astype(np.int32),
-            (key % n + first).astype(np.uint32),
-            f2.astype(np.uint16),
-            np.bincount(key % n, minlength=n),
-        )
+                build.uncounted.append(stems[doc_of >= lo])
+        return build.finish(self.max_bytes)
 
     def _count_postings(self) -> None:
         self._postings = sum(p.n for p in self._post.values())
@@ -422,15 +209,15 @@ class KeywordMirror(StagedMirror[_Op]):
     def adopt(self, saved: Postings) -> None:
         """Load what ``export`` gave (read back by keyword_sidecar.load). Writer thread."""
         self._begin_load()
-        self._suspended = False
+        self._suspended, self._stream = False, None
         n = len(saved.chunk_id)
-        docs = _Docs.empty(n + n // 8 + 64)
+        docs = Docs.empty(n + n // 8 + 64)
         for name in ("length", "source", "day", "chunk_id"):
             getattr(docs, name)[:n] = getattr(saved, name)
         docs.alive[:n] = True
         docs.used, docs.rows, docs.tokens = n, saved.rows, saved.tokens
         docs.slot_of = dict(zip(saved.chunk_id.tolist(), range(n), strict=True))
-        post = _sliced(saved.stems, saved.counts, saved.slots, saved.freq2, n, len(docs.length))
+        post = sliced(saved.stems, saved.counts, saved.slots, saved.freq2, n, len(docs.length))
         with self._lock:
             self._docs, self._post = docs, post
             self._norm_cache = None
@@ -482,23 +269,74 @@ class KeywordMirror(StagedMirror[_Op]):
         with self._lock:
             self._drop()
             self._loaded = False
-            self._suspended = True
+            self._suspended, self._stream = True, None
 
     @property
     def suspended(self) -> bool:
         return self._suspended
 
+    def stream(self) -> None:
+        """While suspended, on an empty index: build the copy as the writes commit
+        (keyword_build.Stream), and ``finish_stream`` installs it. Writer thread."""
+        if self._suspended and self.max_bytes > 0:
+            self._stream = Stream(self._stems, self.max_bytes)
+
+    def expect(self, chunks: list[tuple[str, str]], counted: Counted) -> None:
+        """A streamed sync staged rows of these (text, heading) chunks, counted already."""
+        if self._stream is not None:
+            self._stream.expect(chunks, counted)
+
+    def finish_stream(self) -> str | None:
+        """Install what the stream built: None when done, else why not ("" when nothing
+        streamed); the caller then loads the copy from the chunks. Writer thread, after the
+        sync."""
+        stream, self._stream = self._stream, None
+        if stream is None or stream.broken is not None:
+            return "" if stream is None else stream.broken
+        built = stream.finish()
+        self._begin_load()
+        self._suspended = False
+        with self._lock:
+            if built is None:
+                self._too_big = True
+            else:
+                self._docs, self._post = built
+                self._norm_cache = None
+                self._count_postings()
+            self._loaded = True
+        return None
+
     def stage_put(self, chunk_id: int, text: str, heading: str, source: str, day: str) -> None:
-        if self.max_bytes > 0 and not self._too_big and not self._suspended:
+        if self._stream is not None:
+            self._stream.stage((chunk_id, text, heading, source, day))
+        elif self.max_bytes > 0 and not self._too_big and not self._suspended:
             length, freq = self.analyze(text, heading)
             self._stage([("put", chunk_id, length, freq, source, day)])
 
     def stage_delete(self, chunk_id: int, text: str, heading: str) -> None:
-        if self.max_bytes > 0 and not self._too_big and not self._suspended:
+        if self._stream is not None:
+            self._stream.fail("a chunk was deleted")
+        elif self.max_bytes > 0 and not self._too_big and not self._suspended:
             self._stage([("del", chunk_id, 0, self.analyze(text, heading)[1], "", "")])
 
+    def _stage_missed(self) -> None:
+        if self._stream is not None:
+            self._stream.fail("a change could not be followed")
+        else:
+            super()._stage_missed()
+
+    def commit(self) -> bool:
+        if self._stream is not None:
+            self._stream.apply()
+        return super().commit()
+
+    def rollback(self) -> None:
+        if self._stream is not None:
+            self._stream.fail("a transaction rolled back")
+        super().rollback()
+
     def _drop(self) -> None:
-        self._post, self._docs = {}, _Docs.empty(0)
+        self._post, self._docs = {}, Docs.empty(0)
         self._norm_cache = None
         self._postings = self._posting_bytes = self._dead_postings = 0
 
@@ -537,8 +375,8 @@ class KeywordMirror(StagedMirror[_Op]):
             f2s.append(min(f2, 0xFFFF))
 
     @staticmethod
-    def _add_doc(docs: _Docs, chunk_id: int, length: int, source: str, day: str) -> _Docs:
-        """Give the chunk the next slot; returns the _Docs now in use (new arrays when full:
+    def _add_doc(docs: Docs, chunk_id: int, length: int, source: str, day: str) -> Docs:
+        """Give the chunk the next slot; returns the Docs now in use (new arrays when full:
         readers may hold the old ones)."""
         if chunk_id in docs.slot_of:  # the triggers delete first: the copy is off
             raise ValueError(f"chunk {chunk_id} is already in the keyword mirror")
@@ -583,7 +421,7 @@ class KeywordMirror(StagedMirror[_Op]):
             if max(f2) > 0xFF:  # a frequency a byte cannot hold: back to a list
                 nz = np.flatnonzero(dense).astype(np.uint32)
                 self._posting_bytes -= p.nbytes
-                p = self._post[stem] = _Postings(
+                p = self._post[stem] = StemPostings(
                     nz, dense[nz].astype(np.uint16), len(nz), p.df, None, p.top_f2
                 )
                 self._posting_bytes += p.nbytes
@@ -593,8 +431,8 @@ class KeywordMirror(StagedMirror[_Op]):
                     grown[: len(dense)] = dense
                     self._posting_bytes += len(grown) - len(dense)
                     dense = grown
-                    p = self._post[stem] = _Postings(
-                        _NO_SLOTS, _NO_FREQ, p.n, p.df, dense, p.top_f2
+                    p = self._post[stem] = StemPostings(
+                        NO_SLOTS, NO_FREQ, p.n, p.df, dense, p.top_f2
                     )
                 dense[slots] = f2  # new slots only: past what any reader scores
                 p.top_f2 = max(p.top_f2, max(f2))
@@ -602,7 +440,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 p.df += k
                 return
         if p is None:
-            p = self._post[stem] = _Postings(
+            p = self._post[stem] = StemPostings(
                 np.empty(k, np.uint32), np.empty(k, np.uint16), top_f2=0
             )
             self._posting_bytes += p.nbytes
@@ -612,7 +450,7 @@ class KeywordMirror(StagedMirror[_Op]):
             f2_new = np.empty(cap, np.uint16)
             slots_new[: p.n], f2_new[: p.n] = p.slots[: p.n], p.freq2[: p.n]
             self._posting_bytes += (cap - len(p.slots)) * POSTING_BYTES
-            p = self._post[stem] = _Postings(slots_new, f2_new, p.n, p.df, None, p.top_f2)
+            p = self._post[stem] = StemPostings(slots_new, f2_new, p.n, p.df, None, p.top_f2)
         p.slots[p.n : p.n + k] = slots
         p.freq2[p.n : p.n + k] = f2
         p.top_f2 = max(p.top_f2, max(f2))
@@ -626,7 +464,7 @@ class KeywordMirror(StagedMirror[_Op]):
         renumber = np.zeros(max(docs.used, 1), np.uint32)
         renumber[live] = np.arange(len(live), dtype=np.uint32)
         capacity = max(1024, len(live) + len(live) // 2)
-        post: dict[str, _Postings] = {}
+        post: dict[str, StemPostings] = {}
         for stem, p in self._post.items():
             if p.dense is not None:
                 by_slot = np.zeros(docs.used, np.uint8)
@@ -637,12 +475,12 @@ class KeywordMirror(StagedMirror[_Op]):
                 if n:
                     dense = np.zeros(capacity, np.uint8)
                     dense[: len(live)] = kept
-                    post[stem] = _Postings(_NO_SLOTS, _NO_FREQ, n, p.df, dense, p.top_f2)
+                    post[stem] = StemPostings(NO_SLOTS, NO_FREQ, n, p.df, dense, p.top_f2)
                 continue
             keep = docs.alive[p.slots[: p.n]]
             n = int(np.count_nonzero(keep))
             if n:
-                post[stem] = _Postings(
+                post[stem] = StemPostings(
                     renumber[p.slots[: p.n][keep]], p.freq2[: p.n][keep], n, p.df, None, p.top_f2
                 )
         self._post = post
@@ -686,7 +524,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 s: (p.df if (p := self._post.get(s)) is not None else 0) for s in stems
             }
 
-    def _norm(self, docs: _Docs, used: int, avgdl: float) -> tuple[npt.NDArray[np.float64], float]:
+    def _norm(self, docs: Docs, used: int, avgdl: float) -> tuple[npt.NDArray[np.float64], float]:
         """Per slot, ``k1 * (1 - b + b * D / avgdl)``: BM25's length normalisation, the same
         for every term until a write changes avgdl, so kept between searches (with its
         minimum). Element by element the same doubles as computing it per posting."""

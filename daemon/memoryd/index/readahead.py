@@ -1,44 +1,44 @@
-"""The next files of a bulk sync read and chunked on a thread of their own.
+"""The next files of a bulk sync handed out ahead of their turn (prepare.py does the work).
 
-The writer thread spends a first index's time in SQLite (which lets go of the GIL) and the
-chunker in Python and the tokenizer (which lets go of it too): on two cores they overlap.
 Files are handed out in order, a few megabytes ahead at most, and each result is taken by
-the writer, which writes the files in their order as before: the index is the same.
+the writer, which writes the files in their order as before: the index is the same. The
+workers start at the first file handed out; ``close`` drops what was not taken.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 K = TypeVar("K")
 
-AHEAD_BYTES = 8 << 20  # of files read and chunked, not yet written
-AHEAD_FILES = 16
+AHEAD_BYTES = 24 << 20  # of files handed out, not yet written
+AHEAD_FILES = 96
 
 
 class ReadAhead(Generic[K, T]):
-    def __init__(self, work: Callable[[K], T]) -> None:
-        self._work = work
-        self._pool: ThreadPoolExecutor | None = None  # started at the first file handed out
-        self._pending: dict[K, tuple[Future[T], int]] = {}
+    def __init__(self, start: Callable[[], Executor]) -> None:
+        self._start = start
+        self._pool: Executor | None = None
+        self._pending: dict[K, tuple[T, int]] = {}
         self._bytes = 0
 
     def room(self) -> bool:
         """More may be handed out (always one at least)."""
         return not self._pending or (self._bytes < AHEAD_BYTES and len(self._pending) < AHEAD_FILES)
 
-    def add(self, key: K, size: int) -> None:
+    def add(self, key: K, size: int, hand_out: Callable[[Executor], T]) -> None:
+        """``hand_out`` submits the work on ``key`` to the workers (started now if need be)
+        and gives what ``take`` returns for it."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="memoryd-chunker")
-        self._pending[key] = (self._pool.submit(self._work, key), size)
+            self._pool = self._start()
+        self._pending[key] = (hand_out(self._pool), size)
         self._bytes += size
 
-    def take(self, key: K) -> Future[T] | None:
-        """The work on ``key``, if it was handed out; its result (or exception) is the
-        caller's."""
+    def take(self, key: K) -> T | None:
+        """What was handed out for ``key``, if it was."""
         got = self._pending.pop(key, None)
         if got is None:
             return None
@@ -46,7 +46,7 @@ class ReadAhead(Generic[K, T]):
         return got[0]
 
     def close(self) -> None:
-        """Drop what was not taken (waits for the file in hand, if any)."""
+        """Drop what was not taken; the workers finish the files in hand and exit."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None

@@ -20,7 +20,8 @@ import numpy as np
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index import db
-from memoryd.index.keyword_mirror import HEADING_WEIGHT, TEXT_WEIGHT, KeywordMirror
+from memoryd.index.keyword_counts import HEADING_WEIGHT, TEXT_WEIGHT
+from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.query import fts_match, query_days, query_terms
 from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
 from memoryd.index.store import VEC_TABLE

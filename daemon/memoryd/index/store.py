@@ -83,7 +83,7 @@ def upsert_file(conn: apsw.Connection, row: FileRow) -> None:
 def embed_input(chunk: Chunk) -> str:
     """What the embedding model sees: the heading path gives a chunk its context (dates!)."""
     if chunk.heading_path:
-        return " > ".join(chunk.heading_path) + "\n" + chunk.text
+        return chunk.heading + "\n" + chunk.text
     return chunk.text
 
 
@@ -200,6 +200,16 @@ def create_staging(conn: apsw.Connection) -> None:
     )
 
 
+# (start_line, end_line, heading, text_hash, text): a chunk as its row holds it
+ChunkRow = tuple[int, int, str, str, str]
+
+
+def chunk_rows(chunks: Iterable[Chunk]) -> list[ChunkRow]:
+    return [
+        (c.start_line, c.end_line, c.heading, text_hash(embed_input(c)), c.text) for c in chunks
+    ]
+
+
 def insert_chunks(
     conn: apsw.Connection,
     path: str,
@@ -208,30 +218,28 @@ def insert_chunks(
     chunks: Sequence[Chunk],
     defer: bool = False,
 ) -> int:
+    return insert_rows(conn, path, source, day, chunk_rows(chunks), defer)
+
+
+def insert_rows(
+    conn: apsw.Connection,
+    path: str,
+    source: str,
+    day: str,
+    rows: Sequence[ChunkRow],
+    defer: bool = False,
+) -> int:
     """Add a file's chunks (ids in order). ``defer``: leave them staged for
     ``move_staged`` (a bulk batch's commit); a later write of chunks moves them first, so
     ids come out as they would have one file at a time."""
     now = time.time()
     conn.executemany(
         f"INSERT INTO {_STAGED}({_CHUNK_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
-        [
-            (
-                path,
-                source,
-                day,
-                c.start_line,
-                c.end_line,
-                " > ".join(c.heading_path),
-                text_hash(embed_input(c)),
-                c.text,
-                now,
-            )
-            for c in chunks
-        ],
+        [(path, source, day, *row, now) for row in rows],
     )
     if not defer:
         move_staged(conn)
-    return len(chunks)
+    return len(rows)
 
 
 def move_staged(conn: apsw.Connection) -> None:

@@ -15,7 +15,7 @@ import errno
 import hashlib
 import os
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future
+from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
@@ -32,6 +32,7 @@ from memoryd.index.chunker import (
     chunk_markdown_state,
 )
 from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.store import FileRow
 from memoryd.index.tails import TailStates, replace_tail
@@ -71,12 +72,11 @@ TRANSCRIPT_STEP_BYTES = 1 << 20
 
 @dataclass(frozen=True)
 class _Chunked:
-    """A markdown file read and chunked ahead of its turn (readahead.py)."""
+    """A markdown file read ahead of its turn, and its chunking (prepare.py) under way."""
 
     row: FileRow
     size: int
-    state: MarkdownState
-    chunks: list[Chunk]
+    prepared: Future[Prepared]
 
 
 def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
@@ -89,7 +89,9 @@ def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
 class Syncer:
     conn: apsw.Connection
     layout: Layout
-    tokenizer: Callable[[], Tokenizer]  # asked for when a file is chunked (loaded on demand)
+    # Asked for when a file is chunked (loaded on demand): the bundled one, which the
+    # chunking workers of a bulk run (prepare.py) load too.
+    tokenizer: Callable[[], Tokenizer]
     chunk_tokens: int
     chunk_overlap: int
     max_file_bytes: int
@@ -157,8 +159,10 @@ class Syncer:
             bulk = max(bulk, int(self.keywords.stats()["chunks"]) // 2)
         if self.keywords is not None and sum(rel not in known for rel, _ in targets) > 256:
             self.keywords.suspend()  # a first index, or most of one: bulk from the start
+            if not self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchall():
+                self.keywords.stream()  # built as the batches commit (keyword_build.Stream)
         try:
-            with contextlib.closing(ReadAhead(self._chunk_ahead)) as ahead:
+            with contextlib.closing(ReadAhead[IndexedFile, _Chunked](start_pool)) as ahead:
                 self._run_ahead(targets, known, full, bulk, report, progress, ahead)
         except BaseException:
             self._end_batch(commit=False)
@@ -174,10 +178,19 @@ class Syncer:
         bulk: int,
         report: SyncReport,
         progress: Callable[[SyncProgress], None] | None,
-        ahead: ReadAhead[IndexedFile, _Chunked | None],
+        ahead: ReadAhead[IndexedFile, _Chunked],
     ) -> None:
         total = len(targets)
         handed = 0  # targets considered for reading ahead
+        whole = [
+            i
+            for i, (rel, f) in enumerate(targets)
+            if f is not None and self._chunks_whole(f, known.get(rel), full)
+        ]
+        # The chunker's state is kept (tails.py) for the files written last: ask only for
+        # theirs, not every file's (a second copy of each file's lines to send back).
+        keep_state = set(whole[-self.tails.files :])
+        ahead_ok = True
         for done, (rel, f) in enumerate(targets, 1):
             if self.stopping():
                 log.info("sync_stopped", done=done - 1, total=total, reason="closing")
@@ -196,12 +209,11 @@ class Syncer:
                 self._begin_batch()
             if self._batch is not None:  # bulk: the next new files chunked meanwhile
                 handed = max(handed, done - 1)
-                while handed < total and ahead.room():
+                while ahead_ok and handed < total and ahead.room():
                     nxt_rel, nxt = targets[handed]
                     handed += 1
                     if nxt is not None and self._chunks_whole(nxt, known.get(nxt_rel), full):
-                        with contextlib.suppress(OSError):  # gone: its turn says so
-                            ahead.add(nxt, nxt.path.stat().st_size)
+                        ahead_ok = self._hand_out(ahead, nxt, handed - 1 in keep_state)
             if f is None:
                 if rel in known:
                     with self.conn:
@@ -215,8 +227,11 @@ class Syncer:
                 except apsw.Error:  # the index itself: the caller's to handle
                     raise
                 except Exception as exc:  # an input nobody foresaw: the other files go on
-                    if self._batch is not None and self.mirror is not None:
-                        self.mirror.missed()  # it may have staged what the savepoint undid
+                    if self._batch is not None:  # they may have staged what the savepoint undid
+                        if self.mirror is not None:
+                            self.mirror.missed()
+                        if self.keywords is not None:
+                            self.keywords.missed()
                     self._failed(f, exc, report)
             if progress is not None and (done == total or done % 20 == 0):
                 progress(SyncProgress("indexing", done, total))
@@ -227,15 +242,20 @@ class Syncer:
         row: FileRow | None,
         full: bool,
         report: SyncReport,
-        ahead: Future[_Chunked | None] | None = None,
+        ahead: _Chunked | None = None,
     ) -> None:
-        """``ahead``: ``f`` read and chunked already (``_chunk_ahead``); its exception is
-        raised here, as chunking here would."""
-        chunked = ahead.result() if ahead is not None else None
-        if chunked is not None:
-            c = chunked
-            self._write_markdown(f, c.row, c.size, c.state, c.chunks, None, report)
-            return
+        """``ahead``: ``f`` read, and handed to the chunking workers (``_hand_out``); their
+        exception is raised here, as chunking here would."""
+        if ahead is not None:
+            try:
+                p = ahead.prepared.result()
+            except BrokenExecutor as exc:  # a worker died (killed?): chunk it here
+                log.warning("chunking_workers_failed", path=f.rel, error=repr(exc))
+            else:
+                self._write_markdown(f, ahead.row, ahead.size, p.state, p.rows, None, report)
+                if self.keywords is not None:  # its rows come with the batch's commit
+                    self.keywords.expect([(r[4], r[2]) for r in p.rows], p.counted)
+                return
         try:
             st = f.path.stat()
         except OSError:  # vanished between listing and stat: the next event removes it
@@ -289,23 +309,33 @@ class Syncer:
         holds: new, or a full reindex."""
         return f.source != SOURCE_SESSIONS and f.name_error is None and (row is None or full)
 
-    def _chunk_ahead(self, f: IndexedFile) -> _Chunked | None:
-        """What ``_sync_one`` reads and chunks of ``f`` (one that ``_chunks_whole``), on the
-        read-ahead thread; None leaves the file to ``_sync_one`` (gone, skipped, unreadable:
-        it says why there)."""
+    def _hand_out(
+        self, ahead: ReadAhead[IndexedFile, _Chunked], f: IndexedFile, keep_state: bool
+    ) -> bool:
+        """Read ``f`` (one that ``_chunks_whole``) and hand it to the chunking workers;
+        a file that cannot be read is left to ``_sync_one`` (it says why there). False
+        when the workers cannot take more: the rest is chunked here, as without them."""
         try:
             st = f.path.stat()
         except OSError:
-            return None
+            return True
         data = self._read(f, st, quiet=True)
         if not isinstance(data, bytes):
-            return None
+            return True
         digest = hashlib.sha256(data).hexdigest()
         text = self._decode(f.rel, data, digest)
-        chunks, state = chunk_markdown_state(
-            text, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
-        )
-        return _Chunked(_markdown_row(f, st, digest), len(data), state, chunks)
+        row = _markdown_row(f, st, digest)
+        args = (text, self.chunk_tokens, self.chunk_overlap, keep_state)
+        try:
+            ahead.add(
+                f,
+                len(data),
+                lambda pool: _Chunked(row, len(data), pool.submit(prepare_markdown, *args)),
+            )
+        except Exception as exc:  # no processes here (a sandbox, a limit): chunk it here
+            log.warning("chunking_workers_unavailable", error=repr(exc))
+            return False
+        return True
 
     def _open(self, f: IndexedFile) -> BinaryIO:
         """``f`` opened beneath the workspace by the rule ``get`` reads with (a link swapped
@@ -398,27 +428,28 @@ class Syncer:
                 self.chunk_tokens,
                 self.chunk_overlap,
             )
-        self._write_markdown(f, new_row, len(data), state, chunks, tail, report)
+        rows = store.chunk_rows(chunks)
+        self._write_markdown(f, new_row, len(data), state, rows, tail, report)
 
     def _write_markdown(
         self,
         f: IndexedFile,
         new_row: FileRow,
         size: int,
-        state: MarkdownState,
-        chunks: list[Chunk],
+        state: MarkdownState | None,
+        rows: list[store.ChunkRow],
         tail: tuple[int, list[Chunk]] | None,
         report: SyncReport,
     ) -> None:
-        """Write a markdown file's ``chunks`` whole, or (``tail``: chunk_appended's) the
-        chunks after those it keeps; ``state`` is kept for the next append."""
+        """Write a markdown file's chunks (``rows``) whole, or (``tail``: chunk_appended's)
+        the chunks after those it keeps; ``state`` is kept for the next append."""
         with self.conn:
             store.upsert_file(self.conn, new_row)
             if tail is None:
                 report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
                 # In a bulk batch the rows wait for its commit: one FTS5 segment for the batch.
-                report.chunks_written += store.insert_chunks(
-                    self.conn, f.rel, f.source, new_row.day, chunks, defer=self._batch is not None
+                report.chunks_written += store.insert_rows(
+                    self.conn, f.rel, f.source, new_row.day, rows, defer=self._batch is not None
                 )
             else:
                 removed, written = replace_tail(
@@ -426,7 +457,10 @@ class Syncer:
                 )
                 report.chunks_removed += removed
                 report.chunks_written += written
-        self.tails.put(f.rel, new_row.hash, size, state)
+        if state is None:  # not asked of the chunking workers (prepare.py)
+            self.tails.drop(f.rel)
+        else:
+            self.tails.put(f.rel, new_row.hash, size, state)
         report.files_changed += 1
         self._committed(f.rel, new_row)
 

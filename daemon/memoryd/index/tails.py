@@ -112,7 +112,7 @@ def replace_tail(
     ]
     same = 0
     for row, c in zip(rows, chunks, strict=False):
-        if row[1:] != (c.start_line, c.end_line, " > ".join(c.heading_path), c.text):
+        if row[1:] != (c.start_line, c.end_line, c.heading, c.text):
             break
         same += 1
     removed = store.delete_ids(conn, [cast(int, r[0]) for r in rows[same:]], mirror)

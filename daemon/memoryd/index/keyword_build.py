@@ -1,0 +1,330 @@
+"""The in-memory BM25's arrays, and how a whole copy is built at once.
+
+A load counts the chunks a run at a time (keyword_counts) and merges the runs (``Build``);
+a bulk sync that starts on an empty index streams the same merge from its commits
+(``Stream``), with the runs counted by its chunking processes (prepare.py), so the copy is
+ready when the sync ends instead of being built from the chunks after it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import compress, repeat
+from operator import is_
+
+import numpy as np
+import numpy.typing as npt
+
+from memoryd.index.keyword_counts import Counted, Stems, count_chunks
+from memoryd.index.vector_mirror import SOURCE_CODES, day_number
+
+POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
+DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
+STEM_BYTES = 250  # a dict entry and two small arrays
+SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
+
+
+@dataclass
+class StemPostings:
+    slots: npt.NDArray[np.uint32]  # chunks, as slots of Docs
+    freq2: npt.NDArray[np.uint16]  # 2 x (TEXT_WEIGHT x tf(text) + HEADING_WEIGHT x tf(heading))
+    n: int = 0  # entries in use (live or dead)
+    df: int = 0  # live chunks containing the stem: FTS5's nHit
+    # A common stem's freq2 by slot instead (0: not in that chunk; slots and freq2 empty):
+    # stems in most chunks hold most postings, and one add over all slots scores them faster
+    # than a scatter. Beyond its end, nothing.
+    dense: npt.NDArray[np.uint8] | None = None
+    # No posting's freq2 is above this (deleted ones may have been): what bounds the stem's
+    # contribution to a score when ``top`` skips chunks that lack rarer query words.
+    top_f2: int = 0xFFFF
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.slots) * POSTING_BYTES + (0 if self.dense is None else len(self.dense))
+
+
+NO_SLOTS = np.zeros(0, np.uint32)
+NO_FREQ = np.zeros(0, np.uint16)
+
+
+@dataclass
+class Docs:
+    """Per chunk, by slot: slots are handed out in order and never reused until compaction,
+    so a deleted chunk's postings can stay in place (hidden by ``alive``) even when SQLite
+    gives its id to a new chunk."""
+
+    length: npt.NDArray[np.float64]  # tokens in all columns: FTS5's D
+    alive: npt.NDArray[np.bool_]
+    source: npt.NDArray[np.int8]
+    day: npt.NDArray[np.int32]
+    chunk_id: npt.NDArray[np.int64]
+    slot_of: dict[int, int] = field(default_factory=dict)  # live chunks only
+    used: int = 0
+    rows: int = 0
+    tokens: int = 0
+
+    @classmethod
+    def empty(cls, capacity: int) -> Docs:
+        return cls(
+            np.zeros(capacity, np.float64),
+            np.zeros(capacity, np.bool_),
+            np.zeros(capacity, np.int8),
+            np.zeros(capacity, np.int32),
+            np.zeros(capacity, np.int64),
+        )
+
+    def take(self, keep: npt.NDArray[np.intp], capacity: int, index: bool = True) -> Docs:
+        """A new Docs with room for ``capacity`` slots holding the slots ``keep``, in order;
+        ``index``: with ``slot_of`` (a build makes it once, at its end)."""
+        new = Docs.empty(capacity)
+        n = len(keep)
+        for name in ("length", "alive", "source", "day", "chunk_id"):
+            getattr(new, name)[:n] = getattr(self, name)[keep]
+        new.used, new.rows, new.tokens = n, self.rows, self.tokens
+        if index:
+            new.slot_of = {int(c): s for s, c in enumerate(new.chunk_id[:n]) if new.alive[s]}
+        return new
+
+
+@dataclass
+class Postings:
+    """A copy's live chunks (by slot) and every stem's postings, flat: stem k's are
+    ``slots[sum(counts[:k]) : sum(counts[:k + 1])]`` (ascending), the same of freq2."""
+
+    length: npt.NDArray[np.float64]
+    source: npt.NDArray[np.int8]
+    day: npt.NDArray[np.int32]
+    chunk_id: npt.NDArray[np.int64]
+    rows: int
+    tokens: int
+    stems: list[str]
+    counts: npt.NDArray[np.int64]
+    slots: npt.NDArray[np.uint32]
+    freq2: npt.NDArray[np.uint16]
+
+
+def sliced(
+    stems: list[str],
+    counts: npt.NDArray[np.int64],
+    flat_slots: npt.NDArray[np.uint32],
+    flat_f2: npt.NDArray[np.uint16],
+    used: int,
+    capacity: int,
+) -> dict[str, StemPostings]:
+    """Each stem's postings as slices of the flat arrays: no per-stem copies (and no heap
+    they would fragment); a stem's first append after this copies its slice out. Stems in
+    over 1/DENSE_SHARE of the ``used`` slots get a dense array of ``capacity`` slots."""
+    if not stems:
+        return {}
+    n = counts.tolist()
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    starts = bounds[:-1].tolist()
+    top = np.maximum.reduceat(flat_f2, bounds[:-1]).tolist()  # every stem has a posting
+    is_dense = [n[k] * DENSE_SHARE > used and top[k] <= 0xFF for k in range(len(stems))]
+    out: dict[str, StemPostings] = {}
+    for k, stem in enumerate(stems):
+        if is_dense[k]:
+            dense = np.zeros(capacity, np.uint8)
+            a, b = starts[k], starts[k] + n[k]
+            dense[flat_slots[a:b]] = flat_f2[a:b]
+            out[stem] = StemPostings(NO_SLOTS, NO_FREQ, n[k], n[k], dense, top[k])
+    # The lists' slices must not keep the dense stems' postings alive: new flat arrays.
+    sparse = np.repeat(~np.array(is_dense), counts)
+    flat_slots, flat_f2 = flat_slots[sparse], flat_f2[sparse]
+    at = 0
+    for k, stem in enumerate(stems):
+        if not is_dense[k]:
+            out[stem] = StemPostings(
+                flat_slots[at : at + n[k]], flat_f2[at : at + n[k]], n[k], n[k], None, top[k]
+            )
+            at += n[k]
+    return out
+
+
+class Build:
+    """A copy built from runs of counted chunks given in slot order: each run's stems are
+    renumbered into the copy's (by first use, as counting chunk by chunk numbers them) and
+    its postings kept flat until ``finish`` sorts them by stem, once."""
+
+    def __init__(self, expected: int) -> None:
+        self.docs = Docs.empty(expected + expected // 8 + 64)
+        self.number: dict[str, int] = {}  # stem -> its number in the flat arrays
+        self._parts: list[
+            tuple[npt.NDArray[np.int32], npt.NDArray[np.uint32], npt.NDArray[np.uint16]]
+        ] = []
+        self._counts = np.zeros(0, np.int64)  # postings by stem number, as of ``size``
+        self.uncounted: list[npt.NDArray[np.int32]] = []  # stem numbers ``size`` adds in
+        self.postings = 0
+
+    def add(
+        self, counted: Counted, ids: Sequence[int], sources: Sequence[str], days: Sequence[str]
+    ) -> npt.NDArray[np.int32]:
+        """Give the run's chunks the next slots; returns its postings' stem numbers."""
+        number = self.number
+        found = list(map(number.get, counted.stems))
+        if None in found:  # stems not seen before, numbered in the order they come
+            for stem in compress(counted.stems, map(is_, found, repeat(None))):
+                number[stem] = len(number)
+            found = list(map(number.__getitem__, counted.stems))
+        stems = np.array(found, np.int32)[counted.stem]
+        docs = self.docs
+        first, n = docs.used, counted.chunks
+        capacity = len(docs.length)
+        while first + n > capacity:  # grown as chunk by chunk grows it
+            capacity = max(1024, capacity + capacity // 2)
+        if capacity > len(docs.length):
+            docs = self.docs = docs.take(np.arange(first), capacity, index=False)
+        length = counted.lengths()
+        docs.length[first : first + n] = length
+        docs.source[first : first + n] = [SOURCE_CODES.get(s, -1) for s in sources]
+        docs.day[first : first + n] = [day_number(d) for d in days]
+        docs.chunk_id[first : first + n] = ids
+        docs.alive[first : first + n] = True
+        docs.used += n
+        docs.rows += n
+        docs.tokens += int(length.sum())
+        self._parts.append((stems, counted.chunk + np.uint32(first), counted.freq2))
+        self.postings += len(stems)
+        return stems
+
+    def size(self, used: int) -> int:
+        """Bytes of the postings and stems as they stand, with ``used`` slots: what bounds
+        a dense stem's array. Counts what ``uncounted`` holds first."""
+        if self.uncounted:
+            new = np.concatenate(self.uncounted)
+            self.uncounted = []
+            seen = max(len(self._counts), int(new.max(initial=-1)) + 1)  # stems numbered
+            self._counts = np.bincount(new, minlength=seen) + np.pad(
+                self._counts, (0, seen - len(self._counts))
+            )
+        per_stem = np.minimum(self._counts * POSTING_BYTES, used)  # sparse or dense
+        return int(per_stem.sum()) + len(self._counts) * STEM_BYTES
+
+    def finish(self, max_bytes: int) -> tuple[Docs, dict[str, StemPostings]] | None:
+        """The copy; None when it takes more than ``max_bytes``."""
+        docs = self.docs
+        want = docs.used + docs.used // 8 + 64  # the room a load of this many chunks makes
+        if len(docs.length) != want:
+            docs = docs.take(np.arange(docs.used), want, index=False)
+        # Long-lived small objects made last, after the build's garbage is gone, so they do
+        # not pin its heap pages (malloc_trim can only give back whole free pages).
+        docs.slot_of = dict(zip(docs.chunk_id[: docs.used].tolist(), range(docs.used), strict=True))
+        if not self._parts:
+            return docs, {}
+        parts, self._parts = self._parts, []
+        flat_stems = np.concatenate([p[0] for p in parts])
+        # By stem, slots ascending within one: a radix sort when the stems fit 16 bits (a
+        # year of notes has tens of thousands), 0.1 s instead of 1.2 s at 100k chunks.
+        keys = flat_stems.astype(np.uint16) if len(self.number) <= 1 << 16 else flat_stems
+        order = np.argsort(keys, kind="stable")
+        del keys
+        flat_slots = np.concatenate([p[1] for p in parts])[order]
+        flat_f2 = np.concatenate([p[2] for p in parts])[order]
+        del parts, order
+        counts = np.bincount(flat_stems, minlength=len(self.number))
+        post = sliced(list(self.number), counts, flat_slots, flat_f2, docs.used, len(docs.length))
+        size = sum(p.nbytes for p in post.values()) + len(post) * STEM_BYTES
+        return None if size + len(docs.length) * SLOT_BYTES > max_bytes else (docs, post)
+
+
+@dataclass(frozen=True)
+class _Expected:
+    """A file's chunks as staged, counted already: the rows its commit will insert."""
+
+    chunks: list[tuple[str, str]]  # (text, heading)
+    counted: Counted
+
+
+# (chunk id, text, heading, source, day): a row the chunks trigger saw inserted
+Row = tuple[int, str, str, str, str]
+_CHECK_POSTINGS = 1 << 20  # a stream checks its size every this many postings
+
+
+@dataclass
+class Stream:
+    """A copy built as a bulk sync on an empty index commits, instead of after it.
+
+    The sync says which rows it staged counted already (``expect``, in staging order); the
+    insert trigger hands over each row (``stage``), and a commit (``apply``) merges its
+    rows in id order: a file's from the run counted ahead, any other row (a transcript's)
+    counted here. What a stream cannot follow (a deleted row, a rolled-back transaction, a
+    change it missed) breaks it, and the copy is loaded from the chunks after the sync, as
+    without a stream."""
+
+    stems: Stems
+    max_bytes: int
+    build: Build = field(default_factory=lambda: Build(0))
+    broken: str | None = None  # why the copy must be loaded instead
+    over_budget: bool = False
+    _expected: deque[_Expected] = field(default_factory=deque)
+    _staged: list[Row] = field(default_factory=list)
+    _checked: int = 0  # postings at the last size check
+
+    @property
+    def following(self) -> bool:
+        return self.broken is None and not self.over_budget
+
+    def expect(self, chunks: list[tuple[str, str]], counted: Counted) -> None:
+        if self.following and chunks:
+            self._expected.append(_Expected(chunks, counted))
+
+    def stage(self, row: Row) -> None:
+        if self.following:
+            self._staged.append(row)
+
+    def fail(self, why: str) -> None:
+        if self.broken is None:
+            self.broken = why
+            self.build, self._expected, self._staged = Build(0), deque(), []
+
+    def apply(self) -> None:
+        """A commit: merge its rows. Never raises (a commit hook)."""
+        rows, self._staged = self._staged, []
+        if not rows or not self.following:
+            return
+        try:
+            self._merge(rows)
+        except Exception as exc:  # the copy is worth less than the commit: load it later
+            self.fail(f"merging failed: {exc!r}")
+            return
+        build = self.build
+        if build.postings - self._checked >= _CHECK_POSTINGS:  # too big: give up early
+            self._checked = build.postings
+            if build.size(build.docs.used) > self.max_bytes:
+                self.over_budget = True
+                self.build, self._expected = Build(0), deque()
+
+    def _merge(self, rows: list[Row]) -> None:
+        loose: list[Row] = []  # rows no counted file gave: counted here
+        i = 0
+        while i < len(rows):
+            exp = self._expected[0] if self._expected else None
+            n = len(exp.chunks) if exp is not None else 0
+            run = rows[i : i + n]
+            if (
+                exp is None
+                or len(run) < n
+                or any(r[1:3] != c for r, c in zip(run, exp.chunks, strict=True))
+            ):
+                loose.append(rows[i])
+                i += 1
+                continue
+            self._add(loose)
+            loose = []
+            self._add(run, exp.counted)
+            self._expected.popleft()
+            i += n
+        self._add(loose)
+
+    def _add(self, rows: list[Row], counted: Counted | None = None) -> None:
+        if rows:
+            if counted is None:
+                counted = count_chunks([(r[1], r[2]) for r in rows], self.stems)
+            ids, sources, days = [r[0] for r in rows], [r[3] for r in rows], [r[4] for r in rows]
+            self.build.uncounted.append(self.build.add(counted, ids, sources, days))
+
+    def finish(self) -> tuple[Docs, dict[str, StemPostings]] | None:
+        """The copy, or None when it takes more than ``max_bytes``."""
+        return None if self.over_budget else self.build.finish(self.max_bytes)

@@ -1,0 +1,86 @@
+"""A bulk sync's markdown chunked and counted in processes of their own.
+
+A first index of 100k chunks spent its time in Python on both sides of one GIL: chunking
+(~6 s of CPU), and the in-memory BM25 built from the chunks after the sync (~9 s, mostly
+tokenizing them again). The writer meanwhile waited for the GIL each time SQLite gave it
+back. Here the files the writer hands out (readahead.py) are chunked, and the chunks
+tokenized and counted for the BM25 copy (keyword_counts), in worker processes: the writer
+keeps one core for SQLite, the copy is merged as the batches commit (keyword_build.Stream),
+and both cores work.
+
+The chunker's tokenizer is the bundled one (embeddings/tokenizer.py), as the writer's.
+Only the text crosses: the writer reads, hashes and decodes the file (the workspace's
+rules for opening files stay on its side), and gets back the chunks, their counts and,
+when asked, the chunker's state for appends (tails.py). Chunks come back as row tuples:
+as dataclass instances they cost the writer 1.7 s of unpickling at 100k chunks.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index.chunker import MarkdownState, chunk_markdown_state
+from memoryd.index.keyword_counts import Counted, Stems, count_chunks, fts5_stems
+from memoryd.index.store import ChunkRow, chunk_rows
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
+
+
+@dataclass(frozen=True)
+class Prepared:
+    rows: list[ChunkRow]  # the chunks as their rows hold them (tuples: cheap to send)
+    state: MarkdownState | None  # when asked for: the files an append may come to soon
+    counted: Counted  # the chunks' keyword postings (keyword_counts)
+
+
+_worker: tuple[Tokenizer, Stems] | None = None
+
+
+def _start() -> None:
+    """A worker's initializer: the chunker's tokenizer (for chunk budgets) and FTS5's."""
+    global _worker
+    import apsw
+
+    parent = multiprocessing.parent_process()
+    if parent is not None:  # exit with the daemon, even a kill -9 of it
+        threading.Thread(target=_exit_with, args=(parent.sentinel,), daemon=True).start()
+
+    _worker = (load_tokenizer(), fts5_stems(apsw.Connection(":memory:")))
+
+
+def _exit_with(sentinel: int) -> None:
+    """A worker waits on its task queue, whose pipe it holds both ends of: the daemon's
+    death closes nothing it reads. The parent's sentinel does become readable then."""
+    multiprocessing.connection.wait([sentinel])
+    os._exit(0)
+
+
+def prepare_markdown(text: str, chunk_tokens: int, overlap: int, keep_state: bool) -> Prepared:
+    """In a worker: what the writer would make of ``text`` itself (sync._sync_markdown)."""
+    assert _worker is not None, "prepare_markdown runs in a pool started by start_pool"
+    tokenizer, stems = _worker
+    chunks, state = chunk_markdown_state(text, tokenizer, chunk_tokens, overlap)
+    rows = chunk_rows(chunks)
+    counted = count_chunks([(r[4], r[2]) for r in rows], stems)
+    return Prepared(rows, state if keep_state else None, counted)
+
+
+def start_pool() -> ProcessPoolExecutor:
+    """Worker processes, started fresh ("spawn": the daemon has threads, and a fork of a
+    process with threads may inherit a lock held mid-operation). They exit with the pool,
+    or when the daemon dies (``_exit_with``). A program that indexes in process
+    must guard its ``__main__`` as multiprocessing asks: a worker imports it."""
+    workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
+    return ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start
+    )
