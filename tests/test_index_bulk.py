@@ -54,7 +54,8 @@ def count_commits(ix: WorkspaceIndex) -> list[int]:
         return False
 
     assert ix._wconn is not None
-    ix._wconn.set_commit_hook(hook, id="test_commits")
+    conn = ix._wconn  # on the writer thread: it may still be loading the copies
+    ix._writer.submit(lambda: conn.set_commit_hook(hook, id="test_commits")).result()
     return commits
 
 
@@ -122,7 +123,12 @@ def count_chunk_inserts(ix: WorkspaceIndex) -> list[int]:
         return True
 
     assert ix._wconn is not None
-    ix._wconn.exec_trace = tracer
+    conn = ix._wconn
+
+    def trace() -> None:
+        conn.exec_trace = tracer
+
+    ix._writer.submit(trace).result()
     return runs
 
 

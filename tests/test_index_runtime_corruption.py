@@ -113,3 +113,47 @@ def test_a_read_that_finds_the_index_damaged_answers_unavailable_and_has_it_rebu
     assert wait_for(lambda: ix.status()["files"] == 20, 30)
     assert paths(search(ix, "kiwi7", mode="keyword")) == ["memory/n7.md"]
     assert any("damaged at run time" in d for d in ix.status()["degraded"])
+
+
+def _pages_of(index: Path, table: str) -> list[int]:
+    conn = db.connect(index, readonly=True)
+    try:
+        return [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("table", "when"), [("chunks_fts_data", "after opening"), ("files", "while opening")]
+)
+def test_damage_past_the_schema_is_found_and_rebuilt(
+    make_index: IndexFactory, table: str, when: str
+) -> None:
+    """The check of every page runs once the index is open (opening.IntegrityCheck), not
+    before the first search: damage the open itself does not read (FTS5's segments) is
+    found then and handled as damage found at run time; damage it reads (the files table)
+    has the file rebuilt at once, as a damaged header does."""
+    for i in range(NOTES):
+        body = "".join(f"line {j} about kestrel{i} and the harbour {j}\n" for j in range(30))
+        make_index.write(f"memory/n{i}.md", f"# Note {i}\n\n{body}")
+    ix = make_index()
+    ix.sync()
+    ix.close()
+    make_index.made.remove(ix)
+    _checkpoint(make_index.db)
+    pages = _pages_of(make_index.db, table)
+    assert pages
+    with open(make_index.db, "r+b") as f:
+        rnd = random.Random(7)
+        for page in pages:
+            f.seek((page - 1) * 4096)
+            f.write(rnd.randbytes(4096))
+    again = make_index()
+    aside = make_index.db.with_name(make_index.db.name + ".corrupt")
+    assert wait_for(aside.exists, 30)
+    if when == "while opening":
+        assert aside.exists()  # before open returned
+        again.sync()
+    assert wait_for(lambda: paths(search(again, "kestrel7")) == ["memory/n7.md"], 60)
+    degraded = again.status()["degraded"]
+    assert any("corrupt" in d or "quick_check" in d for d in degraded), degraded

@@ -1,10 +1,21 @@
 """Opening an index file: create or migrate it, tell damage (moved aside, rebuilt from the
 markdown) from a file that cannot be used right now (an error, the file untouched), and
 compare its fingerprints with the settings (a change re-chunks or re-embeds in the
-background, keyword search answering meanwhile)."""
+background, keyword search answering meanwhile).
+
+A file whose header or schema is damaged fails to open and is rebuilt at once. The full
+check of every page (``PRAGMA quick_check``) reads the whole file: 1.0 s at 100k chunks,
+which every search at start waited for. It runs once the index is open, on a thread of its
+own (``IntegrityCheck``), and what it finds goes the way of damage found at run time
+(damage.py: moved aside and rebuilt while serving).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
@@ -38,9 +49,8 @@ def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
     opened: apsw.Connection | None = None
     try:
         opened = db.connect(db_path)
-        problem = db.quick_check(opened)
-        if problem is None:
-            schema.migrate(opened)
+        problem = None
+        schema.migrate(opened)  # reads the header and the schema: a garbage file fails here
     except NOT_CORRUPTION as exc:
         # Not corruption: moving the file aside would throw a good index away.
         if opened is not None:
@@ -52,11 +62,64 @@ def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
         return opened, None
     if opened is not None:
         opened.close()
-    problem = problem or "could not open"
+    return rebuild(db_path, problem or "could not open")
+
+
+def rebuild(db_path: Path, problem: str) -> tuple[apsw.Connection, str]:
+    """A damaged index (closed) moved aside and a new one made: (its connection, why)."""
     _move_aside(db_path, problem)
     opened = db.connect(db_path)
     schema.migrate(opened)
     return opened, f"index was corrupt ({problem}); rebuilt from the files"
+
+
+class IntegrityCheck:
+    """``PRAGMA quick_check`` of an open index on a read-only connection and a thread of
+    its own; ``on_damage`` gets what it finds as a CorruptError."""
+
+    def __init__(self, db_path: Path, on_damage: Callable[[BaseException], None]) -> None:
+        self.db_path = db_path
+        self.on_damage = on_damage
+        self._lock = threading.Lock()
+        self._conn: apsw.Connection | None = None
+        self._closed = False
+        self._thread = threading.Thread(target=self._run, name="memoryd-check", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                self._conn = db.connect(self.db_path, readonly=True)
+            inode = os.stat(self.db_path).st_ino  # the file checked: a swap makes another
+            problem = db.quick_check(self._conn)
+        except db.CORRUPTION as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        except (apsw.Error, OSError) as exc:  # closing (interrupted), busy...: not damage
+            if not self._closed:
+                log.warning("index_check_skipped", path=str(self.db_path), error=repr(exc))
+            return
+        finally:
+            with self._lock:
+                conn, self._conn = self._conn, None
+            if conn is not None:
+                conn.close()
+        with contextlib.suppress(OSError):
+            if problem is not None and not self._closed and os.stat(self.db_path).st_ino == inode:
+                self.on_damage(apsw.CorruptError(f"quick_check: {problem}"))
+
+    def close(self) -> None:
+        """Stop a check under way (its query is interrupted) and wait for the thread."""
+        with self._lock:
+            self._closed = True
+            if self._conn is not None:
+                with contextlib.suppress(apsw.Error):
+                    self._conn.interrupt()
+        if self._thread.is_alive():
+            self._thread.join()
 
 
 def _move_aside(db_path: Path, problem: str) -> None:

@@ -106,6 +106,9 @@ class WorkspaceIndex:
             self.vec, provider, provider_reason, fallback, pending=provider_pending
         )
         self.damage = Damage(self.root, db_path, retry=self._sync_soon)
+        self._check = opening.IntegrityCheck(
+            db_path, lambda exc: self._found_corrupt(exc, "checking the file after opening it")
+        )
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="memoryd-writer")
         self._wconn: apsw.Connection | None = None
         self.readers = ReaderPool(
@@ -188,6 +191,7 @@ class WorkspaceIndex:
         self._writer.submit(self.copies.load_vectors)
         self._writer.submit(self.copies.load_keywords)
         self._writer.submit(self._upgrade_keyword_text)
+        self._check.start()
 
     def _on_writer(self, call: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # closing
@@ -215,6 +219,17 @@ class WorkspaceIndex:
 
     def _open_writer(self) -> None:
         conn, self._rebuilt_reason = opening.open_or_rebuild(self.db_path)
+        try:
+            self._use_writer(conn)
+        except db.CORRUPTION as exc:  # damage past what opening reads (IntegrityCheck's)
+            self._wconn = None
+            conn.close()
+            conn, self._rebuilt_reason = opening.rebuild(
+                self.db_path, f"{type(exc).__name__}: {exc}"
+            )
+            self._use_writer(conn)
+
+    def _use_writer(self, conn: apsw.Connection) -> None:
         self.copies.follow(conn)
         try:
             opening.apply_fingerprint(
@@ -293,6 +308,7 @@ class WorkspaceIndex:
     def close(self) -> None:
         with self._lock:
             self._closed = True
+        self._check.close()
         self.damage.close()
         if self.embedder is not None:
             self.embedder.close()
