@@ -363,3 +363,19 @@ def test_without_worker_processes_the_writer_chunks_everything(
     assert [e["event"] for e in logs].count("chunking_workers_unavailable") == 1
     fts5 = make_index({"index": {"keyword_memory_mb": 0}})
     assert top(ix, "coffee budget hiking") == top(fts5, "coffee budget hiking")
+
+
+def test_the_chunking_processes_run_at_a_lower_priority(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from memoryd.index import sync
+    from memoryd.runtime.priority import BACKGROUND_NICE
+
+    monkeypatch.setattr(sync, "prepare_markdown", worker_faults.tells_its_priority)
+    write_days(make_index)
+    make_index.write("memory/2023-12-31.md", f"- {worker_faults.MARKER}\n")
+    report = make_index().sync()
+    lowered = min(19, os.nice(0) + BACKGROUND_NICE)  # the writer's own stays
+    assert f"worker nice {lowered}" in report.skipped["memory/2023-12-31.md"]

@@ -42,6 +42,16 @@ def lower_this_thread() -> None:
         log.warning("thread_priority_unchanged", error=str(exc))
 
 
+def lower_this_process() -> None:
+    """Make a worker process of its own (a bulk sync's chunking, index/prepare.py) yield to
+    the daemon's threads: its writer and its searches. Any platform: the process is the
+    worker's alone."""
+    try:
+        os.nice(BACKGROUND_NICE)
+    except OSError as exc:
+        log.warning("process_priority_unchanged", error=str(exc))
+
+
 def run_lowered(fn: Callable[[], T]) -> T:
     """``fn()`` on a new thread of lowered priority: what it creates (onnxruntime's
     workers) inherits that priority. The caller's own priority is untouched (a thread
