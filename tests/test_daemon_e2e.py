@@ -269,11 +269,16 @@ def test_sigterm_during_a_long_startup_scan_stops_it_at_a_file_boundary(home: Pa
     assert proc.wait(60) == EXIT_OK
     stopped = [e for e in proc.logs() if e.get("event") == "sync_stopped"]
     assert stopped and stopped[0]["done"] < stopped[0]["total"], proc.logs()[-5:]
+    _restart_indexes_all(home, 3001)
+
+
+def _restart_indexes_all(home: Path, files: int) -> None:
+    """The next start indexes what the last one did not get to."""
     again = Proc(home)
     try:
         again.ready()
         with RawConn(again.socket) as c:
-            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 3001, 120)
+            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == files, 120)
     finally:
         again.kill()
 
@@ -315,10 +320,4 @@ def test_the_chunking_processes_of_a_first_index_go_when_the_daemon_is_killed(
     assert wait_for(lambda: not any(_alive(k) for k in kids), 20), [
         Path(f"/proc/{k}/cmdline").read_bytes() for k in kids if _alive(k)
     ]
-    again = Proc(home)
-    try:
-        again.ready()
-        with RawConn(again.socket) as c:
-            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 3001, 120)
-    finally:
-        again.kill()
+    _restart_indexes_all(home, 3001)

@@ -24,6 +24,7 @@ from memoryd.index.keyword_counts import count_chunks, fts5_stems
 from memoryd.index.keyword_mirror import KeywordMirror
 from memoryd.index.store import FileRow
 from memoryd.index.sync import BATCH_FILES
+from memoryd.index.types import SyncReport
 from memoryd.index.workspace import WorkspaceIndex
 
 FILES = 300  # past the 256 new files that make a run bulk from its start
@@ -94,17 +95,25 @@ def test_small_syncs_keep_one_transaction_per_file_and_follow_the_copy(
     ]
 
 
-def test_a_file_failing_inside_a_batch_is_skipped_and_the_batch_commits(
-    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _bulk_with_a_marked_file(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch, stand_in: Callable[..., Any]
+) -> tuple[WorkspaceIndex, SyncReport]:
+    """A first index whose workers chunk with ``stand_in`` (worker_faults), one file
+    holding its marker: memory/2023-12-31.md."""
     from memoryd.index import sync
 
-    # It fails in a chunking process: the exception comes back with the file's turn.
-    monkeypatch.setattr(sync, "prepare_markdown", worker_faults.fails_on_marker)
+    monkeypatch.setattr(sync, "prepare_markdown", stand_in)
     write_days(make_index)
     make_index.write("memory/2023-12-31.md", f"- 09:00 {worker_faults.MARKER} and garden\n")
     ix = make_index()
-    report = ix.sync()
+    return ix, ix.sync()
+
+
+def test_a_file_failing_inside_a_batch_is_skipped_and_the_batch_commits(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # It fails in a chunking process: the exception comes back with the file's turn.
+    ix, report = _bulk_with_a_marked_file(make_index, monkeypatch, worker_faults.fails_on_marker)
     assert report.files_changed == FILES
     assert list(report.skipped) == ["memory/2023-12-31.md"]
     assert "chunker exploded" in report.skipped["memory/2023-12-31.md"]
@@ -370,12 +379,8 @@ def test_the_chunking_processes_run_at_a_lower_priority(
 ) -> None:
     import os
 
-    from memoryd.index import sync
     from memoryd.runtime.priority import BACKGROUND_NICE
 
-    monkeypatch.setattr(sync, "prepare_markdown", worker_faults.tells_its_priority)
-    write_days(make_index)
-    make_index.write("memory/2023-12-31.md", f"- {worker_faults.MARKER}\n")
-    report = make_index().sync()
+    _, report = _bulk_with_a_marked_file(make_index, monkeypatch, worker_faults.tells_its_priority)
     lowered = min(19, os.nice(0) + BACKGROUND_NICE)  # the writer's own stays
     assert f"worker nice {lowered}" in report.skipped["memory/2023-12-31.md"]

@@ -115,14 +115,18 @@ class KeywordMirror(StagedMirror[_Op]):
                     self._failed = self._loaded = True  # FTS5 answers: no "loading" for good
                 raise
             with self._lock:
-                if built is None:
-                    self._too_big = True
-                else:
-                    self._docs, self._post = built
-                    self._norm_cache = None
-                    self._count_postings()
+                self._install(built)
         with self._lock:
             self._loaded = True
+
+    def _install(self, built: tuple[Docs, dict[str, StemPostings]] | None) -> None:
+        """What a build gave (None: over budget); called with the lock held."""
+        if built is None:
+            self._too_big = True
+        else:
+            self._docs, self._post = built
+            self._norm_cache = None
+            self._count_postings()
 
     def _build(
         self, rows: Iterable[tuple[int, str, str, str, str]], expected: int
@@ -297,12 +301,7 @@ class KeywordMirror(StagedMirror[_Op]):
         self._begin_load()
         self._suspended = False
         with self._lock:
-            if built is None:
-                self._too_big = True
-            else:
-                self._docs, self._post = built
-                self._norm_cache = None
-                self._count_postings()
+            self._install(built)
             self._loaded = True
         return None
 
