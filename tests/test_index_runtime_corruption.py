@@ -154,6 +154,13 @@ def test_damage_past_the_schema_is_found_and_rebuilt(
     if when == "while opening":
         assert aside.exists()  # before open returned
         again.sync()
-    assert wait_for(lambda: paths(search(again, "kestrel7")) == ["memory/n7.md"], 60)
+
+    def found() -> bool:
+        try:
+            return paths(search(again, "kestrel7")) == ["memory/n7.md"]
+        except IndexUnavailable:  # during the swap itself: "try again in a moment"
+            return False
+
+    assert wait_for(found, 60)
     degraded = again.status()["degraded"]
     assert any("corrupt" in d or "quick_check" in d for d in degraded), degraded
