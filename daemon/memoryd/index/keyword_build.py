@@ -163,11 +163,12 @@ class Build:
     ) -> npt.NDArray[np.int32]:
         """Give the run's chunks the next slots; returns its postings' stem numbers."""
         number = self.number
-        found = list(map(number.get, counted.stems))
+        names = counted.stem_list()
+        found = list(map(number.get, names))
         if None in found:  # stems not seen before, numbered in the order they come
-            for stem in compress(counted.stems, map(is_, found, repeat(None))):
+            for stem in compress(names, map(is_, found, repeat(None))):
                 number[stem] = len(number)
-            found = list(map(number.__getitem__, counted.stems))
+            found = list(map(number.__getitem__, names))
         stems = np.array(found, np.int32)[counted.stem]
         docs = self.docs
         first, n = docs.used, counted.chunks

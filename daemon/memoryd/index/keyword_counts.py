@@ -51,7 +51,11 @@ class Counted:
     """The postings of a run of chunks, ordered by (stem, chunk). Picklable: a chunking
     process sends it back with the chunks."""
 
-    stems: list[str]  # the run's stems, by first use: the numbers below index this list
+    # The run's stems, by first use: the numbers below index this list (``stem_list``).
+    # Sent joined by spaces (a stem never holds one: unicode61 separates on it): 3.7M short
+    # strings cost 2.8 s to pickle at 100k chunks, and made on arrival, in the pool's thread,
+    # they pinned ~40 MB of the writer process's small-object arenas for good.
+    stems: list[str] | str
     by_column: npt.NDArray[np.int32]  # tokens per chunk and column: text, heading, text, ...
     stem: npt.NDArray[np.int32]  # per posting: its stem's number in ``stems``
     chunk: npt.NDArray[np.uint32]  # per posting: its chunk's position in the run
@@ -61,11 +65,15 @@ class Counted:
     def chunks(self) -> int:
         return len(self.by_column) // 2
 
-    def __reduce__(self) -> tuple[Callable[..., Counted], tuple[object, ...]]:
-        # Sent as one string, not a list of them: pickling 3.7M short strings cost a bulk
-        # sync 2.8 s of CPU at 100k chunks. A stem never holds a space (unicode61's
-        # separator whatever the options), so split() gives the list back.
-        return _unpickle, (" ".join(self.stems), self.by_column, self.stem, self.chunk, self.freq2)
+    def stem_list(self) -> list[str]:
+        """The stems as a list (split here, by their user, when sent joined)."""
+        if isinstance(self.stems, str):
+            return self.stems.split(" ") if self.stems else []
+        return self.stems
+
+    def __reduce__(self) -> tuple[type[Counted], tuple[object, ...]]:
+        stems = self.stems if isinstance(self.stems, str) else " ".join(self.stems)
+        return Counted, (stems, self.by_column, self.stem, self.chunk, self.freq2)
 
     def lengths(self) -> npt.NDArray[np.int64]:
         """Tokens per chunk, both columns: FTS5's document length."""
@@ -115,13 +123,3 @@ def count_chunks(chunks: Sequence[tuple[str, str]], stems: Stems) -> Counted:
         (key % max(n, 1)).astype(np.uint32),
         f2.astype(np.uint16),
     )
-
-
-def _unpickle(
-    stems: str,
-    by_column: npt.NDArray[np.int32],
-    stem: npt.NDArray[np.int32],
-    chunk: npt.NDArray[np.uint32],
-    freq2: npt.NDArray[np.uint16],
-) -> Counted:
-    return Counted(stems.split(" ") if stems else [], by_column, stem, chunk, freq2)

@@ -13,9 +13,11 @@ a search must not wait behind chunking.
 
 The chunker's tokenizer is the bundled one (embeddings/tokenizer.py), as the writer's.
 Only the text crosses: the writer reads, hashes and decodes the file (the workspace's
-rules for opening files stay on its side), and gets back the chunks, their counts and,
-when asked, the chunker's state for appends (tails.py). Chunks come back as row tuples:
-as dataclass instances they cost the writer 1.7 s of unpickling at 100k chunks.
+rules for opening files stay on its side), and gets back the chunks and their counts.
+Chunks come back as row tuples: as dataclass instances they cost the writer 1.7 s of
+unpickling at 100k chunks. What comes back is few, large objects: small ones made on the
+pool's thread outlive the run scattered over the small-object heap (the chunker's states
+for appends did: the writer chunks the few files it keeps those for itself, sync.py).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.index.chunker import MarkdownState, chunk_markdown_state
+from memoryd.index.chunker import chunk_markdown_state
 from memoryd.index.keyword_counts import Counted, Stems, count_chunks, fts5_stems
 from memoryd.index.store import ChunkRow, chunk_rows
 from memoryd.runtime.priority import lower_this_process
@@ -43,7 +45,6 @@ MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
 @dataclass(frozen=True)
 class Prepared:
     rows: list[ChunkRow]  # the chunks as their rows hold them (tuples: cheap to send)
-    state: MarkdownState | None  # when asked for: the files an append may come to soon
     counted: Counted  # the chunks' keyword postings (keyword_counts)
 
 
@@ -71,14 +72,14 @@ def _exit_with(sentinel: int) -> None:
     os._exit(0)
 
 
-def prepare_markdown(text: str, chunk_tokens: int, overlap: int, keep_state: bool) -> Prepared:
+def prepare_markdown(text: str, chunk_tokens: int, overlap: int) -> Prepared:
     """In a worker: what the writer would make of ``text`` itself (sync._sync_markdown)."""
     assert _worker is not None, "prepare_markdown runs in a pool started by start_pool"
     tokenizer, stems = _worker
-    chunks, state = chunk_markdown_state(text, tokenizer, chunk_tokens, overlap)
+    chunks, _ = chunk_markdown_state(text, tokenizer, chunk_tokens, overlap)
     rows = chunk_rows(chunks)
     counted = count_chunks([(r[4], r[2]) for r in rows], stems)
-    return Prepared(rows, state if keep_state else None, counted)
+    return Prepared(rows, counted)
 
 
 def start_pool() -> ProcessPoolExecutor:

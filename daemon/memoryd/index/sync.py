@@ -187,9 +187,10 @@ class Syncer:
             for i, (rel, f) in enumerate(targets)
             if f is not None and self._chunks_whole(f, known.get(rel), full)
         ]
-        # The chunker's state is kept (tails.py) for the files written last: ask only for
-        # theirs, not every file's (a second copy of each file's lines to send back).
-        keep_state = set(whole[-self.tails.files :])
+        # The chunker's state is kept (tails.py) for the files written last: those are
+        # chunked here. From the workers it came as many small objects made on the pool's
+        # thread, and pinned ~85 MB of the small-object heap for good (10k or 100k chunks).
+        to_workers = set(whole[: max(0, len(whole) - self.tails.files)])
         ahead_ok = True
         for done, (rel, f) in enumerate(targets, 1):
             if self.stopping():
@@ -210,10 +211,10 @@ class Syncer:
             if self._batch is not None:  # bulk: the next new files chunked meanwhile
                 handed = max(handed, done - 1)
                 while ahead_ok and handed < total and ahead.room():
-                    nxt_rel, nxt = targets[handed]
+                    nxt = targets[handed][1]
+                    if nxt is not None and handed in to_workers:
+                        ahead_ok = self._hand_out(ahead, nxt)
                     handed += 1
-                    if nxt is not None and self._chunks_whole(nxt, known.get(nxt_rel), full):
-                        ahead_ok = self._hand_out(ahead, nxt, handed - 1 in keep_state)
             if f is None:
                 if rel in known:
                     with self.conn:
@@ -252,7 +253,7 @@ class Syncer:
             except BrokenExecutor as exc:  # a worker died (killed?): chunk it here
                 log.warning("chunking_workers_failed", path=f.rel, error=repr(exc))
             else:
-                self._write_markdown(f, ahead.row, ahead.size, p.state, p.rows, None, report)
+                self._write_markdown(f, ahead.row, ahead.size, None, p.rows, None, report)
                 if self.keywords is not None:  # its rows come with the batch's commit
                     self.keywords.expect([(r[4], r[2]) for r in p.rows], p.counted)
                 return
@@ -309,9 +310,7 @@ class Syncer:
         holds: new, or a full reindex."""
         return f.source != SOURCE_SESSIONS and f.name_error is None and (row is None or full)
 
-    def _hand_out(
-        self, ahead: ReadAhead[IndexedFile, _Chunked], f: IndexedFile, keep_state: bool
-    ) -> bool:
+    def _hand_out(self, ahead: ReadAhead[IndexedFile, _Chunked], f: IndexedFile) -> bool:
         """Read ``f`` (one that ``_chunks_whole``) and hand it to the chunking workers;
         a file that cannot be read is left to ``_sync_one`` (it says why there). False
         when the workers cannot take more: the rest is chunked here, as without them."""
@@ -325,7 +324,7 @@ class Syncer:
         digest = hashlib.sha256(data).hexdigest()
         text = self._decode(f.rel, data, digest)
         row = _markdown_row(f, st, digest)
-        args = (text, self.chunk_tokens, self.chunk_overlap, keep_state)
+        args = (text, self.chunk_tokens, self.chunk_overlap)
         try:
             ahead.add(
                 f,
