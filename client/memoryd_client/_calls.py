@@ -123,14 +123,12 @@ def search(
     until: DateLike | None = None,
     fleet: bool = False,
 ) -> Call[SearchResult]:
-    if isinstance(sources, str):
-        sources = [sources]
     params = _params(
         query=query,
         workspace=workspace,
         max_results=max_results,
         min_score=min_score,
-        sources=None if sources is None else list(sources),
+        sources=_sources(sources),
         mode=mode,
         fusion=fusion,
         path_prefix=path_prefix,
@@ -140,6 +138,13 @@ def search(
     if fleet:  # every workspace published in the fleet (docs/fleet.md)
         params["fleet"] = True
     return Call("search", params, SearchResult.from_wire)
+
+
+def _sources(sources: str | Iterable[str] | None) -> list[str] | None:
+    """One source or several, as the wire's list."""
+    if sources is None:
+        return None
+    return [sources] if isinstance(sources, str) else list(sources)
 
 
 def get(
@@ -174,14 +179,12 @@ def recall(
     min_score: float | None = None,
     sources: str | Iterable[str] | None = None,
 ) -> Call[RecallResult]:
-    if isinstance(sources, str):
-        sources = [sources]
     params = _params(
         query=query,
         workspace=workspace,
         budget_tokens=budget_tokens,
         min_score=min_score,
-        sources=None if sources is None else list(sources),
+        sources=_sources(sources),
     )
     return Call("recall", params, RecallResult.from_wire)
 

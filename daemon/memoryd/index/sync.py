@@ -182,15 +182,7 @@ class Syncer:
     ) -> None:
         total = len(targets)
         handed = 0  # targets considered for reading ahead
-        whole = [
-            i
-            for i, (rel, f) in enumerate(targets)
-            if f is not None and self._chunks_whole(f, known.get(rel), full)
-        ]
-        # The chunker's state is kept (tails.py) for the files written last: those are
-        # chunked here. From the workers it came as many small objects made on the pool's
-        # thread, and pinned ~85 MB of the small-object heap for good (10k or 100k chunks).
-        to_workers = set(whole[: max(0, len(whole) - self.tails.files)])
+        to_workers: set[int] | None = None  # the targets the workers chunk: bulk runs only
         ahead_ok = True
         for done, (rel, f) in enumerate(targets, 1):
             if self.stopping():
@@ -210,6 +202,8 @@ class Syncer:
                 self._begin_batch()
             if self._batch is not None:  # bulk: the next new files chunked meanwhile
                 handed = max(handed, done - 1)
+                if to_workers is None:
+                    to_workers = self._for_workers(targets, known, full)
                 while ahead_ok and handed < total and ahead.room():
                     nxt = targets[handed][1]
                     if nxt is not None and handed in to_workers:
@@ -309,6 +303,20 @@ class Syncer:
         """``f`` is markdown that ``_sync_one`` would read and chunk whole, whatever it
         holds: new, or a full reindex."""
         return f.source != SOURCE_SESSIONS and f.name_error is None and (row is None or full)
+
+    def _for_workers(
+        self, targets: list[tuple[str, IndexedFile | None]], known: dict[str, FileRow], full: bool
+    ) -> set[int]:
+        """The targets (by index) the chunking workers take: those chunked whole, but the
+        last few. The chunker's state is kept (tails.py) for the files written last, and
+        they are chunked here: from the workers it came as many small objects made on the
+        pool's thread, which pinned ~85 MB of the small-object heap for good."""
+        whole = [
+            i
+            for i, (rel, f) in enumerate(targets)
+            if f is not None and self._chunks_whole(f, known.get(rel), full)
+        ]
+        return set(whole[: max(0, len(whole) - self.tails.files)])
 
     def _hand_out(self, ahead: ReadAhead[IndexedFile, _Chunked], f: IndexedFile) -> bool:
         """Read ``f`` (one that ``_chunks_whole``) and hand it to the chunking workers;
