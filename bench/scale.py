@@ -154,8 +154,11 @@ def search_ms(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) ->
     return {**summarize(ms), "cpu_ms": cpu_ms, "mode_used": ",".join(sorted(used))}
 
 
-def start_phases(d: Daemon, ws: str, query: str, timeout: float = 600) -> dict[str, Any]:
-    """Spawn → hello answered → first keyword search answered → copies loaded."""
+def start_phases(
+    d: Daemon, ws: str, query: str, vectors: bool, timeout: float = 600
+) -> dict[str, Any]:
+    """Spawn → hello answered → first keyword search answered → copies loaded (with
+    ``vectors``, the vector copy too: no scan is named while the provider loads)."""
     t0 = time.perf_counter()
     ready = d.start()
     with d.client() as c:
@@ -164,8 +167,10 @@ def start_phases(d: Daemon, ws: str, query: str, timeout: float = 600) -> dict[s
         deadline = time.monotonic() + timeout
         while True:
             w = next(x for x in c.status().workspaces if x.name == ws)
-            vec_done = w.vector_scan in (None, "memory") or (
-                w.pending_vectors == 0 and (time.perf_counter() - t0 > 60)
+            vec_done = (
+                w.vector_scan == "memory"
+                or (not vectors and w.vector_scan is None)
+                or (w.pending_vectors == 0 and (time.perf_counter() - t0 > 60))
             )  # over its budget: sqlite-vec for good
             if (
                 w.keyword_scan not in (None, "loading") and vec_done
@@ -358,7 +363,7 @@ def run_size(
     provider = "openai" if vectors else "none"
     d = daemon(home, provider, code_env, url)
     try:
-        r["start_embedding"] = start_phases(d, ws, queries[0])
+        r["start_embedding"] = start_phases(d, ws, queries[0], vectors)
         r["embed_s"] = wait_vectors(d, ws) if vectors else None
         log(f"  [{code}] {size}: vectors in {r['embed_s'] or 0:.0f} s")
     finally:
@@ -371,7 +376,7 @@ def run_size(
         )
     d = daemon(home, provider, code_env, url)
     try:
-        r["start"] = start_phases(d, ws, queries[0])
+        r["start"] = start_phases(d, ws, queries[0], vectors)
         r["rss_loaded_mb"] = rss_mb(d)
         r["keyword"] = search_ms(d, ws, queries, "keyword", args.rounds)
         if vectors:

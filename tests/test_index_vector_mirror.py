@@ -9,6 +9,7 @@ import pytest
 from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.index.scratch import SCRATCH
 from memoryd.index.types import SearchRequest
 from memoryd.index.vector_mirror import (
     QUANTISED_FROM,
@@ -166,6 +167,52 @@ def test_above_quantised_from_the_bit_scan_finds_what_the_exact_scan_finds() -> 
         found += len(set(got) & set(exact.tolist()))
     assert found >= 0.95 * 20 * 24
     assert mirror.knn(vecs[77], 1) == [77]
+
+
+def sparse(rng: np.random.Generator, n: int, words: int) -> np.ndarray:
+    """Unit vectors with ``words`` nonzero dimensions of WIDE: hashed bags of words, as the
+    fake OpenAI endpoint answers (and no embedding model does)."""
+    vecs = np.zeros((n, WIDE), np.float32)
+    for row in vecs:
+        row[rng.choice(WIDE, words, replace=False)] = rng.integers(1, 4, words)
+    return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+
+def test_the_bit_scan_weighs_each_rows_bits_by_its_factor() -> None:
+    # Short bags of words and long ones: a long row has as many of the query's bits set as
+    # a short one, but is far less near it. Its sign bits alone cannot say so (the short
+    # rows come first here, so where the estimates tie the newer, long rows were kept);
+    # the factor (|r|^2 / |r|_1, larger for a row whose weight sits on few dimensions) does.
+    rng = np.random.default_rng(6)
+    n = QUANTISED_FROM + 1000
+    vecs = np.vstack([sparse(rng, n // 2, 4), sparse(rng, n - n // 2, 40)])
+    mirror, conn = loaded()
+    put_all(conn, mirror, dict(enumerate(vecs)))
+    found = 0
+    for q in sparse(np.random.default_rng(9), 20, 3):
+        exact = np.argsort(-(vecs @ q), kind="stable")[:24]
+        found += len(set(mirror.knn(q, 24, shortlist=1000) or []) & set(exact.tolist()))
+    assert found >= 0.3 * 20 * 24  # .41 (the bits alone: .008)
+
+
+def test_a_shortlist_is_never_longer_than_asked_when_estimates_tie() -> None:
+    # A query of two words: most rows' estimates tie. All the tied rows were rescored
+    # before: several times the shortlist's length, at the cost of the exact scan.
+    rng = np.random.default_rng(6)
+    n = QUANTISED_FROM + 1000
+    vecs = sparse(rng, n, 8)
+    mirror, conn = loaded()
+    put_all(conn, mirror, dict(enumerate(vecs)))
+    rows = mirror._rows
+    assert rows is not None
+    q = sparse(rng, 1, 2)[0]
+    keep = rows.ids[: rows.n] >= 0
+    with SCRATCH.borrow() as sc:
+        at = VectorMirror._shortlist(rows, rows.n, q, keep, 300, sc)
+    assert len(at) == 300 and len(set(at.tolist())) == 300
+    assert np.all(np.diff(at) > 0)
+    got = mirror.knn(q, 24) or []
+    assert len(got) == 24 and len(set(got)) == 24
 
 
 def test_the_bit_scan_keeps_filters_and_deletes() -> None:
