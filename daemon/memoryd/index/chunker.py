@@ -52,6 +52,7 @@ _LEADS = frozenset(" #`~")  # what a line that _FENCE or _HEADING can match star
 # a text's count is the sum of its space-separated words' counts (tests pin this).
 _CACHE_ENTRIES = 100_000
 _CACHE_MAX_CHARS = 64
+_UNSEEN = -(1 << 40)  # a word's cost until it is known: makes its text's sum negative
 _WORDS_PER_ENCODE = 2_000
 _caches: dict[int, tuple[Tokenizer, dict[str, int]]] = {}
 on_release(_caches.clear)  # ~100 bytes a word: it goes with the tokenizer
@@ -272,10 +273,8 @@ def _costs(
     texts: Sequence[str], tokenizer: Tokenizer, keep_over: int | None = None
 ) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
     """Costs, and the token pieces of the texts costing more than keep_over (to split them).
-
-    All the texts' words in one list (" ".join then split(" ") gives each text's
-    split(" ") in turn), looked up in C (map, accumulate): the per-line Python loops this
-    replaced were most of a first index's chunking time."""
+    Each word's cost is looked up in a cache kept across calls, in C (map, sum): per-word
+    Python loops were most of a first index's chunking time."""
     if not texts:
         return [], {}
     entry = _caches.get(id(tokenizer))
@@ -283,6 +282,29 @@ def _costs(
         # A new dict, never one cleared in place: another thread may be reading the old one.
         entry = _caches[id(tokenizer)] = (tokenizer, {})
     cache = entry[1]
+    # Each text's costs summed in C, a word not seen before counting _UNSEEN: the texts
+    # with one (a few, once a few files are chunked) are costed again, learning them.
+    get, unseen = cache.get, repeat(_UNSEEN)
+    out = [sum(map(get, t.split(" "), unseen)) for t in texts]
+    again = [i for i, c in enumerate(out) if c < 0]
+    if again:
+        learnt = _costs_learning([texts[i] for i in again], tokenizer, cache)
+        for i, c in zip(again, learnt, strict=True):
+            out[i] = c
+    kept: dict[int, list[tuple[int, int]]] = {}
+    over = [] if keep_over is None else [i for i, c in enumerate(out) if c > keep_over]
+    if over:
+        encs = tokenizer.encode_batch([texts[i] for i in over], add_special_tokens=False)
+        for i, enc in zip(over, encs, strict=True):
+            kept[i] = _pieces(enc)
+            out[i] = len(kept[i])
+    return out, kept
+
+
+def _costs_learning(texts: Sequence[str], tokenizer: Tokenizer, cache: dict[str, int]) -> list[int]:
+    """The texts' costs, the words not seen before costed (and cached) on the way: all the
+    texts' words in one list (" ".join then split(" ") gives each text's split(" ") in
+    turn), so that the new ones go to the tokenizer in one call."""
     words = " ".join(texts).split(" ")
     costs = list(map(cache.get, words))
     if None in costs:  # words not seen before
@@ -298,15 +320,7 @@ def _costs(
             costs = [long[w] if c is None else c for w, c in zip(words, costs, strict=True)]
     prefix = [0, *accumulate(cast("list[int]", costs))]
     ends = list(accumulate(t.count(" ") + 1 for t in texts))
-    out = [prefix[e] - prefix[s] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
-    kept: dict[int, list[tuple[int, int]]] = {}
-    over = [] if keep_over is None else [i for i, c in enumerate(out) if c > keep_over]
-    if over:
-        encs = tokenizer.encode_batch([texts[i] for i in over], add_special_tokens=False)
-        for i, enc in zip(over, encs, strict=True):
-            kept[i] = _pieces(enc)
-            out[i] = len(kept[i])
-    return out, kept
+    return [prefix[e] - prefix[s] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _word_costs(words: Sequence[str], tokenizer: Tokenizer) -> list[int]:
