@@ -3,21 +3,31 @@ a whole re-chunk would, the head's rows (ids, vectors) stay, any other edit re-c
 
 from __future__ import annotations
 
+import os
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import apsw
 from hypothesis import HealthCheck, given, settings
+from structlog.testing import capture_logs
 
+from daemon_util import DaemonThread, RawConn, wait_for
 from engine_util import IndexFactory, paths, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index.chunker import MarkdownState, chunk_markdown_state
+from memoryd.index.tails import WARM_MIN_BYTES, WARM_WITHIN_S, TailStates
+from memoryd.index.types import SyncProgress
 from memoryd.index.workspace import WorkspaceIndex
 from test_chunker_append import appends
 
 DAY = "memory/2024-05-01.md"
 SMALL = {"index": {"chunk_tokens": 64, "chunk_overlap": 16}}
+LONG = 2200  # sections: a log long enough for its state to be warmed after a restart
 
 
 def rows(db: Path, rel: str = DAY) -> list[tuple[Any, ...]]:
@@ -104,20 +114,99 @@ def test_an_edit_before_the_tail_rechunks_the_file_whole(make_index: IndexFactor
     assert after == content(make_index.db)
 
 
-def test_after_a_restart_the_first_append_rechunks_whole_then_tails(
-    make_index: IndexFactory,
-) -> None:
-    make_index.write(DAY, log_of(100))
-    ix = make_index(SMALL)
+def restarted(factory: IndexFactory, *days: str) -> WorkspaceIndex:
+    """Index ``days`` (long logs, worth a warmed state), close, and open again: a restart
+    with no chunker state in memory."""
+    for day in days:
+        factory.write(day, log_of(LONG))
+        assert (factory.ws / day).stat().st_size >= WARM_MIN_BYTES
+    ix = factory(SMALL)
     ix.sync()
     ix.close()
-    whole = len(rows(make_index.db))
-    ix = make_index(SMALL)  # no chunker state kept across a restart
-    append(make_index, "\n## 12:00 lunch\n\n- Soup.\n")
-    assert ix.sync([make_index.ws / DAY]).chunks_removed == whole
+    return factory(SMALL)
+
+
+def test_after_a_restart_the_first_append_rechunks_only_the_tail(
+    make_index: IndexFactory,
+) -> None:
+    ix = restarted(make_index, DAY)
+    before = rows(make_index.db)
+    assert ix.sync().files_changed == 0  # the start-up scan; the states are warmed after it
+    assert ix.wait_warmed(timeout=60)
     append(make_index, "\n## 13:00 review\n\n- Walrus.\n")
-    assert ix.sync([make_index.ws / DAY]).chunks_removed <= 1
+    report = ix.sync([make_index.ws / DAY])
+    after = rows(make_index.db)
+    assert report.chunks_written <= 2 and report.chunks_removed <= 1
+    assert after[: len(before) - 1] == before[:-1]  # same ids, same rows
     assert paths(search(ix, "walrus")) == [DAY]
+    ix.sync(full=True)
+    assert [r[1:8] for r in after] == content(make_index.db)
+
+
+def test_a_file_changed_while_the_daemon_was_down_is_rechunked_whole(
+    make_index: IndexFactory,
+) -> None:
+    ix = restarted(make_index, DAY)
+    ix.close()
+    path = make_index.ws / DAY
+    st = path.stat()
+    # Same size and mtime: the scan takes it for unchanged, only its hash tells.
+    path.write_text(path.read_text().replace("build number 7.", "kayak number 7."))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    ix = make_index(SMALL)
+    assert ix.sync().files_changed == 0
+    assert ix.wait_warmed(timeout=60)
+    assert ix._syncer is not None and DAY not in ix._syncer.tails
+    whole = len(rows(make_index.db))
+    append(make_index, "\n## 13:00 review\n\n- Walrus.\n")
+    assert ix.sync([make_index.ws / DAY]).chunks_removed == whole
+    assert paths(search(ix, "kayak")) == paths(search(ix, "walrus")) == [DAY]
+    after = content(make_index.db)
+    ix.sync(full=True)
+    assert after == content(make_index.db)
+
+
+def test_a_log_not_written_lately_is_not_warmed(make_index: IndexFactory) -> None:
+    ix = restarted(make_index, DAY, "memory/2024-05-02.md")
+    old = time.time() - WARM_WITHIN_S - 3600
+    os.utime(make_index.ws / DAY, (old, old))
+    ix.sync()  # the new mtime noted, the file unchanged
+    ix.close()
+    ix = make_index(SMALL)
+    assert ix.sync().files_changed == 0
+    assert ix.wait_warmed(timeout=60)
+    assert ix._syncer is not None
+    tails = ix._syncer.tails
+    assert len(tails) == 1 and "memory/2024-05-02.md" in tails
+
+
+def test_a_sync_pending_goes_before_the_warm_up(make_index: IndexFactory) -> None:
+    days = [f"memory/2024-05-0{d}.md" for d in (1, 2, 3)]
+    ix = restarted(make_index, *days)
+    blocked, go = threading.Event(), threading.Event()
+    kept_then: list[int] = []
+    futures = []
+
+    def block(p: SyncProgress) -> None:  # the writer thread busy, the warm-up queued
+        blocked.set()
+        assert go.wait(30)
+
+    def at_scan_end(p: SyncProgress) -> None:
+        if p.done == p.total and not futures:
+            futures.append(ix.submit_sync([make_index.ws / days[0]], progress=block))
+
+    def record(p: SyncProgress) -> None:
+        assert ix._syncer is not None
+        kept_then.append(len(ix._syncer.tails))
+
+    scan = ix.submit_sync(progress=at_scan_end)
+    assert blocked.wait(30)
+    futures.append(ix.submit_sync([make_index.ws / days[1]], progress=record))
+    go.set()
+    assert scan.result().files_changed == 0 and all(f.result() for f in futures)
+    assert ix.wait_warmed(timeout=60)
+    assert kept_then == [0]  # queued after the first warm step, it ran before it
+    assert ix._syncer is not None and len(ix._syncer.tails) == len(days)
 
 
 def test_appended_chunks_are_embedded_and_the_head_keeps_its_vectors(
@@ -164,3 +253,42 @@ def test_an_append_that_completes_a_character_or_follows_bad_bytes(
     assert any("half a café then more" in r[3] for r in after)
     ix.sync(full=True)
     assert after == content(make_index.db)
+
+
+def test_a_restarted_daemon_warms_the_states_and_appends_rechunk_the_tail(
+    md_home: Path,
+) -> None:
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / DAY).write_text(log_of(LONG))
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        assert wait_for(lambda: c.result("status")["workspaces"][0]["chunks"] > 0, timeout=30)
+    with capture_logs() as logs, DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+
+        def events(name: str) -> list[Any]:
+            return [e for e in logs if e["event"] == name]
+
+        # The start-up scan finds nothing changed; then the writer warms the day's state.
+        assert wait_for(lambda: events("tail_states_warmed"), timeout=30)
+        assert events("tail_states_warmed")[0]["files"] == 1
+        c.result("append", {"text": "remember the walrus", "date": "2024-05-01"})
+        assert [r["path"] for r in c.result("search", {"query": "walrus"})["results"]] == [DAY]
+        assert wait_for(lambda: events("index_synced"), timeout=30)
+        [synced] = events("index_synced")
+        assert synced["files_changed"] == 1 and synced["chunks_removed"] <= 1
+
+
+def test_a_warmed_state_is_kept_as_the_oldest_and_never_drops_another() -> None:
+    tok = load_tokenizer()
+
+    def state(lines: int) -> MarkdownState:
+        return chunk_markdown_state("- note\n" * (lines - 1), tok, 64, 16)[1]
+
+    tails = TailStates(files=3, lines=100)
+    tails.put("new.md", "h", 1, state(40))
+    assert tails.put_older("warm.md", "h", 1, state(40))
+    assert not tails.put_older("big.md", "h", 1, state(30))  # 110 lines: no room
+    assert not tails.put_older("new.md", "h", 1, state(10))  # kept already
+    tails.put("newer.md", "h", 1, state(30))  # over the lines: the warmed one goes first
+    assert "warm.md" not in tails and "new.md" in tails and "newer.md" in tails

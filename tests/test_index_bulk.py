@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -104,7 +105,10 @@ def _bulk_with_a_marked_file(
 
     monkeypatch.setattr(sync, "prepare_markdown", stand_in)
     write_days(make_index)
-    make_index.write("memory/2023-12-31.md", f"- 09:00 {worker_faults.MARKER} and garden\n")
+    marked = make_index.write(
+        "memory/2023-12-31.md", f"- 09:00 {worker_faults.MARKER} and garden\n"
+    )
+    os.utime(marked, (0, 0))  # not among the files written last, which the writer chunks
     ix = make_index()
     return ix, ix.sync()
 
@@ -389,3 +393,20 @@ def test_the_chunking_processes_run_at_a_lower_priority(
     _, report = _bulk_with_a_marked_file(make_index, monkeypatch, worker_faults.tells_its_priority)
     lowered = min(19, os.nice(0) + BACKGROUND_NICE)  # the writer's own stays
     assert f"worker nice {lowered}" in report.skipped["memory/2023-12-31.md"]
+
+
+def test_a_bulk_run_keeps_the_states_of_the_files_modified_last(
+    make_index: IndexFactory,
+) -> None:
+    # Those an append would find kept had the daemon seen them written (what a restart's
+    # warm-up keeps too), not the last in the listing's order.
+    write_days(make_index)
+    days = sorted(p for p in (make_index.ws / "memory").iterdir())
+    for age, path in enumerate(days):  # the first listed modified last
+        os.utime(path, (1_700_000_000 - age, 1_700_000_000 - age))
+    ix = make_index()
+    assert ix.sync().files_changed == FILES
+    assert ix._syncer is not None
+    tails = ix._syncer.tails
+    assert len(tails) == tails.files
+    assert all(f"memory/{p.name}" in tails for p in days[: tails.files])

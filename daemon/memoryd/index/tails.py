@@ -5,8 +5,17 @@ markdown files it chunked lately. When such a file changed only by growing (its 
 hash to what was indexed), ``chunk_appended`` gives the chunks from its last intact
 top-level section on, and only the rows that differ are rewritten: the rows before keep
 their ids and vectors, and an append to a 20,000-line daily log costs about what one to a
-100-line log does. Any other change, a state not kept (a restart, evicted) or an append
-that changes the top-level split re-chunks the file whole, as before.
+100-line log does. Any other change, a state not kept (evicted) or an append that changes
+the top-level split re-chunks the file whole, as before.
+
+The states live in memory only. After a restart, once the start-up scan is done, the
+writer warms them (``Syncer.warm``, one file at a time and after any sync waiting): the
+markdown files modified last, as many as the states would hold had the daemon seen them
+written, are read and chunked again, without writing anything, and a state is kept when the
+bytes still hash to the files row and give the chunks the index holds. Only long files
+modified lately are (``WARM_MIN_BYTES``, ``WARM_WITHIN_S``): a short one re-chunks whole
+cheaply, an old one is seldom appended to, and an index that holds only those never loads
+the tokenizer for it.
 """
 
 from __future__ import annotations
@@ -25,6 +34,13 @@ from memoryd.index.vector_mirror import VectorMirror
 
 KEEP_FILES = 16  # the files written lately: a day's logs, MEMORY.md, a few topics
 KEEP_LINES = 100_000  # ~120 bytes a line: at most ~12 MB of states in all
+# Warmed after a restart: files of this size and up (~1,500 lines; smaller ones re-chunk
+# whole at their next change in ~0.1 s or less), modified within this long (being written:
+# today's log, yesterday's). The warm-up loads the tokenizer, which an index whose files
+# do not change never needs, and leaves the daemon ~20-35 MB larger (1,500-20,000 lines):
+# what the first append to such a file costs anyway.
+WARM_MIN_BYTES = 128 * 1024
+WARM_WITHIN_S = 2 * 86400
 
 
 @dataclass(frozen=True)
@@ -81,8 +97,29 @@ class TailStates:
             _, old = self._kept.popitem(last=False)
             total -= old.state.lines
 
+    def room(self, lines: int) -> bool:
+        """Whether a state of ``lines`` lines fits without dropping one kept."""
+        total = sum(k.state.lines for k in self._kept.values())
+        return len(self._kept) < self.files and total + lines <= self.lines
+
+    def put_older(self, rel: str, digest: str, size: int, state: MarkdownState) -> bool:
+        """Keep ``state`` as the least recently used one, if it fits without dropping
+        another: a warmed state, of a file written before any whose state is kept."""
+        if rel in self._kept or not self.room(state.lines):
+            return False
+        self._kept[rel] = _Kept(digest, size, state)
+        self._kept.move_to_end(rel, last=False)
+        return True
+
     def drop(self, rel: str) -> None:
         self._kept.pop(rel, None)
+
+    def lines_of(self, rel: str) -> int:
+        kept = self._kept.get(rel)
+        return 0 if kept is None else kept.state.lines
+
+    def __contains__(self, rel: str) -> bool:
+        return rel in self._kept
 
     def __len__(self) -> int:
         return len(self._kept)

@@ -130,6 +130,12 @@ class WorkspaceIndex:
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
         )
         self._syncer: Syncer | None = None
+        # The files whose append states (tails.py) are still to warm after a whole scan,
+        # the newest last; set while none are.
+        self._to_warm: list[str] = []
+        self._warm_tally = [0, 0, 0.0]  # files, lines, seconds
+        self._warmed = threading.Event()
+        self._warmed.set()
         self.copies = Copies(
             self.root,
             db_path,
@@ -313,6 +319,7 @@ class WorkspaceIndex:
         if self.embedder is not None:
             self.embedder.close()
         self._writer.shutdown(wait=True, cancel_futures=True)
+        self._warmed.set()  # a warm-up still to do was cancelled
         self.readers.close()
         if self._wconn is not None:
             self.copies.save_keywords(self._wconn)
@@ -372,6 +379,7 @@ class WorkspaceIndex:
                 # need again; a daemon with many workspaces would keep each one's for good.
                 self._wconn.execute("PRAGMA shrink_memory")
                 release_free_memory()
+            self._warm_tails()
         self._last_sync = time.time()
         if report.files_changed or report.files_removed:
             log.info(
@@ -381,6 +389,64 @@ class WorkspaceIndex:
             )
         self._kick_embedder()
         return report
+
+    def _warm_tails(self) -> None:
+        """Writer thread, after a whole scan: warm the chunker states that appends resume
+        from (tails.py), which a restart lost, so that the first append to a long daily
+        log re-chunks only its tail. One file per writer task, each queued behind what
+        waits there, and none while a sync is pending: syncs go first."""
+        if self._syncer is None:
+            return
+        self._to_warm = self._syncer.warm_targets()
+        if self._to_warm and self._warmed.is_set():  # else the warm-up under way goes on
+            self._warmed.clear()
+            self._warm_tally = [0, 0, 0.0]
+            self._warm_next_soon()
+
+    def _warm_next_soon(self) -> None:
+        try:
+            self._writer.submit(self._warm_next)
+        except RuntimeError:  # closing
+            self._warmed.set()
+
+    def _warm_next(self) -> None:
+        syncer = self._syncer
+        with self._lock:
+            waiting = self._pending_syncs > 0
+        if self._closed or syncer is None:
+            self._to_warm = []
+        elif not waiting:
+            rel = self._to_warm.pop()
+            started = time.perf_counter()
+            try:
+                if syncer.warm(rel):
+                    self._warm_tally[0] += 1
+                    self._warm_tally[1] += syncer.tails.lines_of(rel)
+            except apsw.Error as exc:  # the index: damage is rebuilt; else left to syncs
+                log.warning("tail_state_warm_failed", path=rel, error=str(exc))
+                self._check_corrupt(exc, "warming append states")
+            except Exception as exc:  # reading a file: its next change chunks it whole
+                log.warning("tail_state_warm_failed", path=rel, error=repr(exc))
+            self._warm_tally[2] += time.perf_counter() - started
+        if self._to_warm:  # behind the syncs pending, if any
+            self._warm_next_soon()
+            return
+        files, lines, seconds = self._warm_tally
+        if files:
+            release_free_memory()  # the texts read and chunked: a burst, as after a scan
+            log.info(
+                "tail_states_warmed",
+                workspace=str(self.root),
+                files=files,
+                lines=lines,
+                ms=round(seconds * 1000, 1),
+            )
+        self._warmed.set()
+
+    def wait_warmed(self, timeout: float | None = None) -> bool:
+        """Block until no warm-up of append states (``_warm_tails``) is under way; False
+        on timeout."""
+        return self._warmed.wait(timeout)
 
     def _sync_or_rebuild(
         self, paths: list[Path] | None, full: bool, progress: Callable[[SyncProgress], None] | None
