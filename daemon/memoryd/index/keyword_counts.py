@@ -108,9 +108,12 @@ def count_chunks(chunks: Sequence[tuple[str, str]], stems: Stems) -> Counted:
     # key // 2, and the low bit says which column (and so which weight) each token is.
     doc = np.repeat(np.arange(n, dtype=np.int64), by_column[0::2] + by_column[1::2])
     column = np.repeat(np.tile(np.array([0, 1], np.int64), n), by_column)
-    key = np.sort(
-        (np.array(list(map(number.__getitem__, tokens)), np.int64) * n + doc) * 2 + column
-    )
+    key = (np.fromiter(map(number.__getitem__, tokens), np.int64, len(tokens)) * n + doc) * 2
+    key += column
+    if len(first_use) * n * 2 <= 1 << 32:  # sorted as 32-bit keys: ~1.5x faster
+        key = np.sort(key.astype(np.uint32)).astype(np.int64)
+    else:
+        key.sort()
     weight = _COLUMN_WEIGHTS2[key & 1]
     key >>= 1
     starts = np.flatnonzero(np.diff(key, prepend=-1))
