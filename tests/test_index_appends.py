@@ -98,6 +98,21 @@ def test_an_append_rewrites_only_the_tail_rows(make_index: IndexFactory) -> None
     assert [r[1:8] for r in after] == content(make_index.db)
 
 
+def test_a_touched_log_keeps_its_state_for_the_next_append(make_index: IndexFactory) -> None:
+    make_index.write(DAY, log_of(200))
+    ix = make_index(SMALL)
+    ix.sync()
+    make_index.bump_mtime(DAY)  # touched: a new mtime, the same bytes
+    assert ix.sync([make_index.ws / DAY]).chunks_written == 0
+    before = rows(make_index.db)
+    append(make_index, "\n## 11:00 standup\n\n- The zeppelin deploy went fine.\n")
+    report = ix.sync([make_index.ws / DAY])
+    assert report.chunks_written <= 2 and report.chunks_removed <= 1  # the tail only
+    assert rows(make_index.db)[: len(before) - 1] == before[:-1]
+    ix.sync(full=True)
+    assert len(content(make_index.db)) == len(before) + report.chunks_written - 1
+
+
 def test_an_edit_before_the_tail_rechunks_the_file_whole(make_index: IndexFactory) -> None:
     make_index.write(DAY, log_of(50))
     ix = make_index(SMALL)

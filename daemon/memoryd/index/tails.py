@@ -5,8 +5,9 @@ markdown files it chunked lately. When such a file changed only by growing (its 
 hash to what was indexed), ``chunk_appended`` gives the chunks from its last intact
 top-level section on, and only the rows that differ are rewritten: the rows before keep
 their ids and vectors, and an append to a 20,000-line daily log costs about what one to a
-100-line log does. Any other change, a state not kept (evicted) or an append that changes
-the top-level split re-chunks the file whole, as before.
+100-line log does. A file touched (a new mtime, the same bytes) keeps its state. Any
+other change, a state not kept (evicted) or an append that changes the top-level split
+re-chunks the file whole, as before.
 
 The states live in memory only. After a restart, once the start-up scan is done, the
 writer warms them (``Syncer.warm``, one file at a time and after any sync waiting): the
@@ -72,7 +73,10 @@ class TailStates:
         index holds (``indexed_hash``, the files row's); None otherwise. Taken out: the state
         is put back once the new chunks are written, so a failed write leaves none behind."""
         kept = self._kept.pop(rel, None)
-        if kept is None or kept.digest != indexed_hash or len(data) <= kept.size:
+        if kept is None or kept.digest != indexed_hash or len(data) < kept.size:
+            return None
+        if len(data) == kept.size:  # touched (or edited in place): kept, as the last used
+            self._kept[rel] = kept  # (a new state replaces it if the bytes did change)
             return None
         hasher = hashlib.sha256(memoryview(data)[: kept.size])
         if hasher.hexdigest() != kept.digest:
