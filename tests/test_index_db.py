@@ -29,6 +29,19 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
     conn.close()
 
 
+def test_fts5_merges_a_level_at_sixteen_segments_on_new_and_existing_indexes(
+    tmp_path: Path,
+) -> None:
+    conn = db.connect(tmp_path / "old.sqlite")  # an index made before 0003
+    db.migrate(conn, schema.MIGRATIONS[:2])
+    assert not conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchall()
+    assert schema.migrate(conn) == ["0003_fts_automerge"]
+    assert conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchall() == [
+        (16,)
+    ]
+    conn.close()
+
+
 def test_without_sqlite_vec_keyword_search_works_and_status_says_why(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     (ws / "memory").mkdir(parents=True)
