@@ -83,19 +83,26 @@ def test_the_index_after_appends_is_what_a_whole_reindex_gives(
             factory.close_all()
 
 
+def append_rewrites_the_tail(
+    ix: WorkspaceIndex, factory: IndexFactory, before: list[tuple[Any, ...]], word: str
+) -> None:
+    """Append a section naming ``word``: only the tail rows are rewritten (the head keeps
+    its ids), ``word`` is found, and the rows are what a whole re-chunk gives."""
+    append(factory, f"\n## 13:00 review\n\n- The {word} deploy went fine.\n")
+    report = ix.sync([factory.ws / DAY])
+    after = rows(factory.db)
+    assert report.chunks_written <= 2 and report.chunks_removed <= 1
+    assert after[: len(before) - 1] == before[:-1]  # same ids, same rows
+    assert paths(search(ix, word)) == [DAY]
+    ix.sync(full=True)
+    assert [r[1:8] for r in after] == content(factory.db)
+
+
 def test_an_append_rewrites_only_the_tail_rows(make_index: IndexFactory) -> None:
     make_index.write(DAY, log_of(200))
     ix = make_index(SMALL)
     ix.sync()
-    before = rows(make_index.db)
-    append(make_index, "\n## 11:00 standup\n\n- The zeppelin deploy went fine.\n")
-    report = ix.sync([make_index.ws / DAY])
-    after = rows(make_index.db)
-    assert report.chunks_written <= 2 and report.chunks_removed <= 1
-    assert after[: len(before) - 1] == before[:-1]  # same ids, same rows
-    assert paths(search(ix, "zeppelin")) == [DAY]
-    ix.sync(full=True)
-    assert [r[1:8] for r in after] == content(make_index.db)
+    append_rewrites_the_tail(ix, make_index, rows(make_index.db), "zeppelin")
 
 
 def test_a_touched_log_keeps_its_state_for_the_next_append(make_index: IndexFactory) -> None:
@@ -104,13 +111,7 @@ def test_a_touched_log_keeps_its_state_for_the_next_append(make_index: IndexFact
     ix.sync()
     make_index.bump_mtime(DAY)  # touched: a new mtime, the same bytes
     assert ix.sync([make_index.ws / DAY]).chunks_written == 0
-    before = rows(make_index.db)
-    append(make_index, "\n## 11:00 standup\n\n- The zeppelin deploy went fine.\n")
-    report = ix.sync([make_index.ws / DAY])
-    assert report.chunks_written <= 2 and report.chunks_removed <= 1  # the tail only
-    assert rows(make_index.db)[: len(before) - 1] == before[:-1]
-    ix.sync(full=True)
-    assert len(content(make_index.db)) == len(before) + report.chunks_written - 1
+    append_rewrites_the_tail(ix, make_index, rows(make_index.db), "zeppelin")
 
 
 def test_an_edit_before_the_tail_rechunks_the_file_whole(make_index: IndexFactory) -> None:
@@ -148,14 +149,7 @@ def test_after_a_restart_the_first_append_rechunks_only_the_tail(
     before = rows(make_index.db)
     assert ix.sync().files_changed == 0  # the start-up scan; the states are warmed after it
     assert ix.wait_warmed(timeout=60)
-    append(make_index, "\n## 13:00 review\n\n- Walrus.\n")
-    report = ix.sync([make_index.ws / DAY])
-    after = rows(make_index.db)
-    assert report.chunks_written <= 2 and report.chunks_removed <= 1
-    assert after[: len(before) - 1] == before[:-1]  # same ids, same rows
-    assert paths(search(ix, "walrus")) == [DAY]
-    ix.sync(full=True)
-    assert [r[1:8] for r in after] == content(make_index.db)
+    append_rewrites_the_tail(ix, make_index, before, "walrus")
 
 
 def test_a_file_changed_while_the_daemon_was_down_is_rechunked_whole(
