@@ -13,9 +13,8 @@ bytes at 384 dims). A search first estimates every row's score from them, the qu
 at 3 bits a dimension (QUERY_BITS bit planes: popcounts of ANDs, ~2 ms at 100k; closer
 than the Hamming distance between sign bits, which loses the query's magnitudes), each
 estimate scaled by the row's own factor (below), then scores the best SHORTLIST rows
-exactly and returns the best of those. It misses a true
-neighbour only when that is not in the shortlist; bench/vector_recall.py measures how
-often (docs/benchmarks.md).
+exactly and returns the best of those. It misses a true neighbour only when that is not
+in the shortlist; bench/vector_recall.py measures how often (docs/benchmarks.md).
 
 The factor is RaBitQ's (Gao and Long, SIGMOD 2024): with r = x - center and s its signs,
 q.r is estimated as (q.s) x |r|^2 / |r|_1 (r's length over how well its signs align with
