@@ -95,14 +95,12 @@ class Copies:
         def load(conn: apsw.Connection) -> dict[str, Any]:
             found: dict[str, Any] = {"origin": "sidecar"}
             saved = keyword_sidecar.path_for(self.db_path)
-            if sidecar and keyword_sidecar.load(self.keywords, saved, conn):
-                pass
-            elif (unstreamed := self.keywords.finish_stream()) is None:
-                found["origin"] = "stream"  # built as a bulk sync committed
-            else:
-                found["origin"] = "chunks"
+            if not (sidecar and keyword_sidecar.load(self.keywords, saved, conn)):
+                unstreamed = self.keywords.finish_stream()  # None: a bulk sync built it
+                found["origin"] = "stream" if unstreamed is None else "chunks"
                 if unstreamed:
-                    found["unstreamed"] = unstreamed
+                    found["unstreamed"] = unstreamed  # why the stream broke
+            if found["origin"] == "chunks":
                 self.keywords.load(
                     conn.execute("SELECT id, text, heading, source, day FROM chunks"),
                     int(db.scalar(conn, "SELECT count(*) FROM chunks")),

@@ -49,20 +49,15 @@ def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
     opened: apsw.Connection | None = None
     try:
         opened = db.connect(db_path)
-        problem = None
         schema.migrate(opened)  # reads the header and the schema: a garbage file fails here
-    except NOT_CORRUPTION as exc:
-        # Not corruption: moving the file aside would throw a good index away.
+    except apsw.Error as exc:
         if opened is not None:
             opened.close()
-        raise IndexUnavailable(f"cannot open index {db_path}: {exc}") from None
-    except apsw.Error as exc:
-        problem = f"{type(exc).__name__}: {exc}"
-    if problem is None and opened is not None:
-        return opened, None
-    if opened is not None:
-        opened.close()
-    return rebuild(db_path, problem or "could not open")
+        if isinstance(exc, NOT_CORRUPTION):
+            # Not corruption: moving the file aside would throw a good index away.
+            raise IndexUnavailable(f"cannot open index {db_path}: {exc}") from None
+        return rebuild(db_path, f"{type(exc).__name__}: {exc}")
+    return opened, None
 
 
 def rebuild(db_path: Path, problem: str) -> tuple[apsw.Connection, str]:
