@@ -35,7 +35,7 @@ def test_fts5_merges_a_level_at_sixteen_segments_on_new_and_existing_indexes(
     conn = db.connect(tmp_path / "old.sqlite")  # an index made before 0003
     db.migrate(conn, schema.MIGRATIONS[:2])
     assert not conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchall()
-    assert schema.migrate(conn) == ["0003_fts_automerge"]
+    assert schema.migrate(conn)[:1] == ["0003_fts_automerge"]
     assert conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchall() == [
         (16,)
     ]

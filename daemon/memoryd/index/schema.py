@@ -91,6 +91,20 @@ MIGRATIONS: list[db.Migration] = [
         # less time; FTS5's own queries over the result were as fast (16 ms p50 either way).
         "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('automerge', 16);",
     ),
+    (
+        "0004_line_meta",
+        # What memory knows about single lines (docs/provenance.md): annotations, provenance
+        # from the ledger, supersession. Sparse: rows only for lines that have any, so a
+        # workspace written by hand without annotations has none and searches as before.
+        """
+        CREATE TABLE line_meta(
+            path TEXT NOT NULL, line INTEGER NOT NULL,
+            importance INTEGER, triggers TEXT, project TEXT, key TEXT,
+            origin TEXT, session_id TEXT, session_kind TEXT,
+            superseded_by TEXT,            -- 'path#Lnn' of the line that stands (26)
+            PRIMARY KEY(path, line)) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 

@@ -1,0 +1,361 @@
+"""Where each written line came from: the provenance ledger beside the markdown.
+
+Where: ``memory/.provenance.jsonl`` inside the workspace. Hidden, so never indexed and never
+readable by ``get`` (like ``memory/.history``). Markdown is the truth and the ledger travels
+with it (git, sync, backup, export); it survives a reindex, a deleted index, a lost state
+folder and a restart; it is plain text a person can read.
+
+One JSON object a line, appended (O_APPEND, fsync) by the daemon only, while the append lock
+of the markdown file it describes is held, and BEFORE the markdown line is written: a crash
+in between leaves a record with no line (harmless, dropped at compaction); the other order
+would leave an untrusted line with no record, counted as the owner's.
+
+A line is found by ``line_key`` (lines.py), workspace-wide: a line moved to another file by
+hand keeps its record. A line with no record counts as ``owner`` (written by hand, inside
+the user's trust boundary). Several records for one key: the LEAST trusted origin wins. A
+line edited by hand gets a new key, loses its record and counts as ``owner``: the person who
+edited it took it over. The text never sets provenance: the daemon decides.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.errors import InvalidParams
+from memoryd.workspace.beneath import open_beneath
+from memoryd.workspace.fsutil import atomic_write_at
+
+__all__ = [
+    "HAND_WRITTEN",
+    "LEDGER_NAME",
+    "LEDGER_REL",
+    "ORIGINS",
+    "SESSION_KINDS",
+    "VIAS",
+    "Ledger",
+    "Provenance",
+    "Record",
+    "check_provenance",
+    "least_trusted",
+    "ledger_for",
+]
+
+LEDGER_NAME: Final = ".provenance.jsonl"
+LEDGER_DIR: Final = "memory"
+LEDGER_REL: Final = f"{LEDGER_DIR}/{LEDGER_NAME}"
+VERSION: Final = 1
+# Most trusted first. The least trusted of several sources is what a line is.
+ORIGINS: Final = ("owner", "agent", "system", "untrusted")
+_TRUST: Final = {o: len(ORIGINS) - i for i, o in enumerate(ORIGINS)}
+SESSION_KINDS: Final = ("interactive", "cron", "heartbeat", "subagent")
+VIAS: Final = ("append", "flush", "hippocampus", "import")
+MAX_SESSION_ID: Final = 200
+_WRITE_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+
+
+def least_trusted(a: str, b: str) -> str:
+    return a if _TRUST.get(a, 0) <= _TRUST.get(b, 0) else b
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the daemon knows of a line's source."""
+
+    origin: str
+    session_id: str | None = None
+    session_kind: str | None = None
+
+    def merged(self, other: Provenance) -> Provenance:
+        """The less trusted of the two (the first on a tie)."""
+        return other if _TRUST.get(other.origin, 0) < _TRUST.get(self.origin, 0) else self
+
+
+HAND_WRITTEN: Final = Provenance("owner")  # a line with no record
+
+
+def check_provenance(
+    origin: object, session_id: object, session_kind: object, *, default_origin: str
+) -> Provenance:
+    """Wire params as a Provenance, or InvalidParams naming the bad one."""
+    if origin is None:
+        origin = default_origin
+    if origin not in ORIGINS:
+        raise InvalidParams(
+            f"origin must be one of {', '.join(ORIGINS)}", {"param": "origin", "got": origin}
+        )
+    if session_id is not None and (
+        not isinstance(session_id, str)
+        or not session_id
+        or len(session_id) > MAX_SESSION_ID
+        or not session_id.isprintable()
+    ):
+        raise InvalidParams(
+            f"session_id must be a printable string of 1 to {MAX_SESSION_ID} characters",
+            {"param": "session_id"},
+        )
+    if session_kind is not None and session_kind not in SESSION_KINDS:
+        raise InvalidParams(
+            f"session_kind must be one of {', '.join(SESSION_KINDS)}",
+            {"param": "session_kind", "got": session_kind},
+        )
+    assert isinstance(origin, str)
+    return Provenance(
+        origin,
+        session_id if isinstance(session_id, str) else None,
+        session_kind if isinstance(session_kind, str) else None,
+    )
+
+
+@dataclass(frozen=True)
+class Record:
+    """One ledger line. ``op`` "add": line ``k`` was written to ``path``; "forget_session":
+    issue 26's mark that a session is never flushed or indexed again (``k`` and ``path`` '')."""
+
+    k: str
+    path: str
+    origin: str
+    session_id: str | None = None
+    session_kind: str | None = None
+    via: str = "append"
+    at: float = 0.0
+    op: str = "add"
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance(self.origin, self.session_id, self.session_kind)
+
+    def to_json(self) -> str:
+        if self.op == "forget_session":
+            body: dict[str, Any] = {"v": VERSION, "op": self.op, "session_id": self.session_id}
+        else:
+            body = {
+                "v": VERSION,
+                "op": self.op,
+                "k": self.k,
+                "path": self.path,
+                "origin": self.origin,
+                "session_id": self.session_id,
+                "session_kind": self.session_kind,
+                "via": self.via,
+            }
+        body["at"] = round(self.at, 3)
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, line: str) -> Record | None:
+        """The record of one ledger line, or None when it is not a valid one."""
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(obj, dict) or obj.get("v") != VERSION:
+            return None
+        at = obj.get("at", 0.0)
+        at = float(at) if isinstance(at, int | float) else 0.0
+        sid = obj.get("session_id")
+        sid = sid if isinstance(sid, str) and sid else None
+        if obj.get("op") == "forget_session":
+            return cls("", "", "owner", sid, None, "", at, "forget_session") if sid else None
+        k, path, origin = obj.get("k"), obj.get("path"), obj.get("origin")
+        if obj.get("op") != "add" or not isinstance(k, str) or not k or origin not in ORIGINS:
+            return None
+        kind = obj.get("session_kind")
+        via = obj.get("via")
+        return cls(
+            k,
+            path if isinstance(path, str) else "",
+            str(origin),
+            sid,
+            kind if kind in SESSION_KINDS else None,
+            via if isinstance(via, str) else "append",
+            at,
+        )
+
+
+class Ledger:
+    """One workspace's ledger in memory, reloaded when the file's (mtime, size) changed.
+
+    Thread-safe. Lookups are dict reads; ``add`` appends and fsyncs before returning.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.RLock()
+        self._records: list[Record] = []
+        self._by_key: dict[str, Provenance] = {}
+        self._forgotten: set[str] = set()
+        self._signature: tuple[int, int] | None = None  # (mtime_ns, size) last loaded
+        self.malformed = 0  # lines skipped at the last load
+        self.generation = 0  # bumped on every change seen: derived data can tell it is stale
+
+    # -- reading ------------------------------------------------------------------------
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.root / LEDGER_REL)
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def refresh(self) -> bool:
+        """Load the file again when it changed since last seen; True when it did."""
+        with self._lock:
+            sig = self._stat()
+            if sig == self._signature and (sig is not None or not self._records):
+                return False
+            self._load(sig)
+            return True
+
+    def _load(self, sig: tuple[int, int] | None) -> None:
+        data = b""
+        if sig is not None:
+            with contextlib.suppress(FileNotFoundError):
+                opened = open_beneath(self.root, LEDGER_REL, os.O_RDONLY | os.O_CLOEXEC)
+                with os.fdopen(opened.fd, "rb") as f:
+                    data = f.read()
+                    st = os.fstat(f.fileno())
+                    sig = (st.st_mtime_ns, st.st_size)
+        records: list[Record] = []
+        malformed = 0
+        for raw in data.decode("utf-8", "replace").splitlines():
+            if not raw.strip():
+                continue
+            rec = Record.from_json(raw)
+            if rec is None:
+                malformed += 1  # a torn last line after a crash, or a hand edit
+            else:
+                records.append(rec)
+        self._records = []
+        self._by_key = {}
+        self._forgotten = set()
+        self._index(records)
+        self._signature = sig
+        self.malformed = malformed
+
+    def _index(self, records: Iterable[Record]) -> None:
+        for rec in records:
+            self._records.append(rec)
+            if rec.op == "forget_session":
+                if rec.session_id:
+                    self._forgotten.add(rec.session_id)
+                continue
+            prior = self._by_key.get(rec.k)
+            self._by_key[rec.k] = rec.provenance if prior is None else prior.merged(rec.provenance)
+        self.generation += 1
+
+    def lookup(self, key: str) -> Provenance | None:
+        """The provenance of line ``key`` (None: no record, the line counts as the owner's).
+        Call ``refresh`` first where the file may have changed (once per batch, not per line)."""
+        return self._by_key.get(key)
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @property
+    def empty(self) -> bool:
+        return not self._by_key
+
+    def records(self) -> list[Record]:
+        with self._lock:
+            return list(self._records)
+
+    def records_for_session(self, session_id: str) -> list[Record]:
+        with self._lock:
+            return [r for r in self._records if r.op == "add" and r.session_id == session_id]
+
+    @property
+    def forgotten_sessions(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._forgotten)
+
+    # -- writing ------------------------------------------------------------------------
+    def add(self, records: Sequence[Record]) -> None:
+        """Append ``records`` durably (write + fsync) before returning. The caller holds the
+        append lock of the markdown file they describe and writes that file after this."""
+        if not records:
+            return
+        payload = "".join(r.to_json() + "\n" for r in records).encode("utf-8")
+        with self._lock:
+            self.refresh()
+            opened = open_beneath(self.root, LEDGER_REL, _WRITE_FLAGS, 0o600, make_dirs=True)
+            try:
+                size = os.fstat(opened.fd).st_size
+                # A torn last line (a crash mid-write) must not swallow our first record.
+                if size and os.pread(opened.fd, 1, size - 1) != b"\n":
+                    payload = b"\n" + payload
+                view = memoryview(payload)
+                done = 0
+                while done < len(payload):
+                    done += os.write(opened.fd, view[done:])
+                os.fsync(opened.fd)
+                st = os.fstat(opened.fd)
+            finally:
+                os.close(opened.fd)
+            expected = size + len(payload)
+            self._index(records)
+            # Someone else wrote too (another daemon on this workspace): reload next time.
+            self._signature = (st.st_mtime_ns, st.st_size) if st.st_size == expected else None
+
+    def forget_session(self, session_id: str, at: float | None = None) -> None:
+        """Issue 26: record that ``session_id`` is never flushed or indexed again."""
+        self.add(
+            [
+                Record(
+                    "",
+                    "",
+                    "owner",
+                    session_id,
+                    None,
+                    "",
+                    time.time() if at is None else at,
+                    "forget_session",
+                )
+            ]
+        )
+
+    def rewrite(self, without: Callable[[Record], bool]) -> int:
+        """Replace the file, atomically, with the records ``without`` does not drop
+        (forget_session marks are always kept); returns how many were dropped."""
+        with self._lock:
+            self.refresh()
+            kept = [r for r in self._records if r.op != "add" or not without(r)]
+            dropped = len(self._records) - len(kept)
+            if not dropped:
+                return 0
+            data = "".join(r.to_json() + "\n" for r in kept).encode("utf-8")
+            opened = open_beneath(
+                self.root, LEDGER_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+            )
+            try:
+                atomic_write_at(opened.fd, LEDGER_NAME, data, mode=0o600)
+            finally:
+                os.close(opened.fd)
+            self._load(self._stat())
+            return dropped
+
+    def compact(self, live_keys: Collection[str]) -> int:
+        """Drop the records of lines no longer in any memory file (``live_keys``: the keys
+        of every line now in the workspace); returns how many went."""
+        return self.rewrite(lambda r: r.k not in live_keys)
+
+
+_LEDGERS: dict[Path, Ledger] = {}
+_LEDGERS_LOCK = threading.Lock()
+
+
+def ledger_for(root: Path) -> Ledger:
+    """The process's one in-memory ledger of the workspace at ``root`` (resolved): the
+    appender writes through it and the index reads it, so both see the same records."""
+    with _LEDGERS_LOCK:
+        ledger = _LEDGERS.get(root)
+        if ledger is None:
+            ledger = _LEDGERS[root] = Ledger(root)
+    ledger.refresh()
+    return ledger

@@ -1,0 +1,125 @@
+"""The provenance ledger: durable, least trusted wins, torn lines tolerated, atomic rewrite."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from memoryd.errors import InvalidParams
+from memoryd.files.lines import line_key
+from memoryd.files.provenance import (
+    LEDGER_REL,
+    Ledger,
+    Provenance,
+    Record,
+    check_provenance,
+    ledger_for,
+)
+
+
+def _rec(text: str, origin: str, sid: str | None = None, path: str = "memory/d.md") -> Record:
+    return Record(line_key(text), path, origin, sid, "interactive" if sid else None, at=1.0)
+
+
+def test_a_line_with_no_record_has_no_provenance_and_the_file_is_not_created(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.refresh()
+    assert ledger.lookup(line_key("anything")) is None
+    assert not (tmp_path / LEDGER_REL).exists()
+
+
+def test_records_survive_a_new_ledger_object_as_after_a_restart(tmp_path: Path) -> None:
+    Ledger(tmp_path).add([_rec("- web says X", "untrusted", "s1")])
+    again = Ledger(tmp_path)
+    again.refresh()
+    assert again.lookup(line_key("web says x")) == Provenance("untrusted", "s1", "interactive")
+    assert (tmp_path / LEDGER_REL).stat().st_mode & 0o777 == 0o600
+
+
+def test_the_least_trusted_record_of_a_line_wins(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("fact", "owner"), _rec("fact", "untrusted", "web"), _rec("fact", "agent")])
+    found = ledger.lookup(line_key("fact"))
+    assert found is not None and found.origin == "untrusted" and found.session_id == "web"
+
+
+def test_a_torn_last_line_is_skipped_counted_and_not_glued_to_the_next_record(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("one", "agent")])
+    with open(tmp_path / LEDGER_REL, "ab") as f:
+        f.write(b'{"v":1,"op":"add","k":"abc')  # a crash mid-write
+    ledger.add([_rec("two", "system")])
+    fresh = Ledger(tmp_path)
+    fresh.refresh()
+    assert fresh.malformed == 1
+    assert fresh.lookup(line_key("one")) == Provenance("agent")
+    assert fresh.lookup(line_key("two")) == Provenance("system")
+
+
+def test_an_edit_by_another_process_is_seen_on_refresh(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("one", "agent")])
+    other = Ledger(tmp_path)
+    other.add([_rec("two", "untrusted")])
+    assert ledger.refresh()
+    assert ledger.lookup(line_key("two")) == Provenance("untrusted")
+    assert not ledger.refresh()
+
+
+def test_sessions_are_listed_forgotten_and_rewrite_is_atomic_and_keeps_marks(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("a", "agent", "s1"), _rec("b", "agent", "s2"), _rec("c", "owner", "s1")])
+    assert [r.k for r in ledger.records_for_session("s1")] == [line_key("a"), line_key("c")]
+    ledger.forget_session("s1", at=2.0)
+    assert ledger.forgotten_sessions == {"s1"}
+    assert ledger.rewrite(lambda r: r.session_id == "s1") == 2
+    fresh = Ledger(tmp_path)
+    fresh.refresh()
+    assert fresh.records_for_session("s1") == []
+    assert fresh.forgotten_sessions == {"s1"}
+    assert fresh.lookup(line_key("b")) is not None
+    assert [n for n in os.listdir(tmp_path / "memory") if n.endswith(".tmp")] == []
+
+
+def test_compact_drops_records_of_lines_no_longer_in_memory(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("kept", "agent"), _rec("gone", "agent")])
+    assert ledger.compact({line_key("kept")}) == 1
+    assert ledger.lookup(line_key("gone")) is None and len(ledger) == 1
+
+
+def test_ledger_for_gives_one_copy_per_workspace(tmp_path: Path) -> None:
+    assert ledger_for(tmp_path) is ledger_for(tmp_path)
+
+
+def test_a_ledger_link_leading_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("")
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / LEDGER_REL).symlink_to(outside)
+    with pytest.raises(Exception, match="outside|leads"):
+        Ledger(ws).add([_rec("x", "agent")])
+    assert outside.read_text() == ""
+
+
+def test_provenance_params_are_checked_with_the_default_origin_when_absent() -> None:
+    assert check_provenance(None, None, None, default_origin="agent") == Provenance("agent")
+    got = check_provenance("untrusted", "s-1", "cron", default_origin="agent")
+    assert got == Provenance("untrusted", "s-1", "cron")
+    for bad in (
+        ("root", None, None),
+        ("agent", "", None),
+        ("agent", "x\n", None),
+        ("agent", None, "daily"),
+    ):
+        with pytest.raises(InvalidParams):
+            check_provenance(*bad, default_origin="agent")
