@@ -34,6 +34,9 @@ def ix(make_index: IndexFactory) -> Reader:
     make_index.write("memory/2024-05-01.md", "a\nb\n")
     make_index.write("secret.txt", "api key\n")
     make_index.write("sessions/s1.jsonl", '{"type": "session"}\n')
+    make_index.write("memory/qmd/current.json", '{"collection": "x"}\n')
+    make_index.write("memory/.history/MEMORY.md.1", "old\n")
+    make_index.write("memory/.hidden/note.md", "hidden\n")
     (make_index.tmp / "outside.md").write_text("outside\n")
     return Reader(Layout(make_index.ws.resolve()))
 
@@ -78,6 +81,9 @@ def test_absolute_path_through_a_link_to_the_workspace(ix, make_index: IndexFact
         "secret.txt",
         "/etc/passwd",
         "sessions/s1.jsonl",
+        "memory/qmd/current.json",  # not markdown: not indexed, so not read either
+        "memory/.history/MEMORY.md.1",
+        "memory/.hidden/note.md",
         "",
         "memory/\x00x.md",
     ],

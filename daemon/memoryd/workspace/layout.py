@@ -110,15 +110,10 @@ class Layout:
         return None
 
     def readable(self, rel: str) -> bool:
-        """Whether ``get`` may read ``rel`` (and a link may lead there to be indexed)."""
-        parts = PurePosixPath(rel).parts
-        if not parts or ".." in parts:
-            return False
-        if rel in MEMORY_FILES or parts[0] == MEMORY_DIR:
-            return True
-        if self.sessions and parts[0] == SESSIONS_DIR and rel.endswith(TRANSCRIPT_SUFFIX):
-            return True
-        return any(rel == e or rel.startswith(e + "/") for e in self._extras())
+        """Whether ``get`` may read ``rel`` (and a link may lead there to be indexed): exactly
+        what is indexed by name (``classify``), so a ``memory/qmd/current.json`` or a backup
+        in ``memory/.history`` is neither."""
+        return self.classify(rel) is not None
 
     def indexed(self, rel: str) -> IndexedFile | None:
         """The indexed file at ``rel`` if there is one now: memory by its name, and by what
@@ -251,7 +246,8 @@ class Layout:
             raise ForbiddenPath(f"{requested}: '..' is not allowed")
         if not self.readable(rel):
             raise ForbiddenPath(
-                f"{requested}: only MEMORY.md, memory/** and configured extra paths can be read"
+                f"{requested}: only MEMORY.md, memory/**/*.md, the configured extra paths' "
+                "markdown and (when indexed) sessions/*.jsonl can be read"
             )
         return rel
 
