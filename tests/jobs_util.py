@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from daemon_util import DaemonThread
 from fakes.clock import FakeClock
 from memoryd.index.workspace import WorkspaceIndex
+from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.runner import Runner
 from memoryd.runtime.config import Config, config_from_mapping
@@ -119,6 +120,21 @@ class JobHarness:
                 force=force,
             )
             return await task
+
+        return asyncio.run(go())
+
+    def flush(self, transcript: Path, session_id: str) -> RunRecord:
+        """A flush of ``transcript`` as the daemon's flush queue starts it."""
+
+        async def go() -> RunRecord:
+            return await self.runner().start(
+                "flush",
+                self.workspace(),
+                trigger="manual",
+                scheduled_for=None,
+                params={"transcript": str(transcript), "session_id": session_id},
+                spec=FLUSH,
+            )
 
         return asyncio.run(go())
 

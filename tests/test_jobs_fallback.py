@@ -274,3 +274,21 @@ def test_a_session_that_cannot_be_handled_does_not_stop_the_others(
     assert outside.read_text() == "not ours\n"
     assert harness.history.session_outcome(harness.root, "sessions/s1.jsonl") is None
     assert harness.history.session_outcome(harness.root, "sessions/s2.jsonl") == "summarised"
+
+
+def test_a_session_flush_took_notes_of_is_not_summarised_again(
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
+    path = add_session(harness, "s1", NOW - dt.timedelta(hours=2), NOW - dt.timedelta(hours=1))
+    openai_server.respond_chat("- Adopt the kiwi protocol.")
+    flushed = harness.flush(path, "s1")
+    assert flushed.status == "ok", flushed.message
+    calls = len(openai_server.requests_to("chat"))
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    assert record.report["left_alone"] == [
+        {"session": "sessions/s1.jsonl", "reason": "flush already took notes of it (lines 1-3)"}
+    ]
+    assert len(openai_server.requests_to("chat")) == calls
+    daily = (harness.root / DAILY).read_text()
+    assert "## Session notes (s1, lines 1-3)" in daily and "Session summary" not in daily

@@ -161,7 +161,11 @@ def summary_budget(ctx: JobContext) -> tuple[int, int]:
 
 
 def wrote_daily(ctx: JobContext, s: Session) -> str | None:
-    """Why the session counts as having written its daily note, or None."""
+    """Why the session counts as having written its daily note, or None. A session a
+    ``flush`` took notes of has its notes already (the hooks flush it at its end)."""
+    flushed = ctx.history.flushed_lines(s.path)
+    if flushed:
+        return f"flush already took notes of it (lines 1-{flushed})"
     tz = ctx.now.tzinfo
     first = dt.datetime.fromtimestamp(s.start, tz).date()
     last = dt.datetime.fromtimestamp(s.end, tz).date()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -267,6 +268,18 @@ class History:
                 (str(transcript), session),
             ).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def flushed_lines(self, transcript: Path) -> int:
+        """How many lines of ``transcript`` a flush took notes of, any session (0: none);
+        the path as given or with its links resolved, as flush may have named it."""
+        names = sorted({str(transcript), os.path.realpath(transcript)})
+        with self.lock:
+            row = self.conn.execute(
+                f"SELECT max(line) FROM flush_offsets WHERE transcript IN "
+                f"({', '.join('?' * len(names))})",
+                names,
+            ).fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
 
     def set_flush_offset(
         self, transcript: Path, session: str, offset: int, line: int, root: Path, when: float
