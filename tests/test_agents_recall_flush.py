@@ -367,6 +367,29 @@ def test_memctl_flush_waits_prints_the_run_and_exits_1_when_it_failed(
     assert code == 1 and "is not a file" in err
 
 
+def test_jobs_list_history_shows_flush_runs_by_hook_and_by_hand(
+    daemon: DaemonThread, md_home: Path, openai_server: FakeOpenAIServer
+) -> None:
+    t = md_home / "s-h.jsonl"
+    claude_code_transcript(t, [("user", "The release train leaves on Thursdays.")])
+    openai_server.respond_chat("- Release train: Thursdays.")
+    assert flush(daemon, t)["trigger"] == "hook"  # the client library's default: a hook
+    claude_code_transcript(t, [("user", "And the freeze starts Tuesday.")], mode="a")
+    openai_server.respond_chat("- Freeze: Tuesdays.")
+    code, _, err = memctl(daemon, "flush", str(t), "--session-id", "s-1", "--wait", "-w", "alice")
+    assert (code, err) == (0, "")
+
+    code, out, _ = memctl(daemon, "jobs", "list", "--history", "5", "--json", "-w", "alice")
+    assert code == 0
+    entry = next(j for j in json.loads(out)["jobs"] if j["name"] == "flush")
+    assert (entry["schedule"], entry["next_run"], entry["uses_llm"]) == ("", None, True)
+    assert [r["trigger"] for r in entry["history"]] == ["manual", "hook"]
+    assert entry["last_run"]["trigger"] == "manual"
+    code, text, _ = memctl(daemon, "jobs", "list", "--history", "5", "-w", "alice")
+    assert code == 0 and "flush" in text and "on request" in text
+    assert "manual   ok: lines 2-2" in text and "hook     ok: lines 1-1" in text
+
+
 # ---------------------------------------------------------------- transcript reader
 
 

@@ -51,7 +51,7 @@ def test_jobs_list_shows_schedule_next_run_and_llm_per_workspace(daemon: DaemonT
     assert result["timezone"] == "Europe/Berlin"
     assert result["llm"]["configured"] is True and result["llm"]["model"] == "fake-chat"
     jobs = by_name(result["jobs"])
-    assert set(jobs) == {"hippocampus", "retention", "fallback_summary"}
+    assert set(jobs) == {"hippocampus", "retention", "fallback_summary", "flush"}
     hippo = jobs["hippocampus"]
     assert (hippo["workspace"], hippo["schedule"], hippo["enabled"]) == ("alice", "0 3 * * *", True)
     assert hippo["next_run"] == "2025-03-13T03:00:00+01:00"
@@ -140,7 +140,12 @@ def test_memctl_jobs_list_json_and_human(daemon: DaemonThread) -> None:
     code, out, _ = memctl(daemon, "jobs", "list", "--json")
     assert code == 0
     data = json.loads(out)
-    assert {j["name"] for j in data["jobs"]} == {"hippocampus", "retention", "fallback_summary"}
+    assert {j["name"] for j in data["jobs"]} == {
+        "hippocampus",
+        "retention",
+        "fallback_summary",
+        "flush",
+    }
     code, out, _ = memctl(daemon, "jobs", "list")
     assert code == 0
     lines = out.splitlines()
@@ -185,6 +190,7 @@ def test_the_client_library_runs_and_lists_jobs(daemon: DaemonThread) -> None:
             "hippocampus",
             "retention",
             "fallback_summary",
+            "flush",
         }
 
 

@@ -195,6 +195,7 @@ def flush(
     *,
     workspace: str | None = None,
     wait: bool = False,
+    trigger: str | None = None,
 ) -> Call[FlushResult]:
     # The daemon reads the file itself: it wants an absolute path. Not resent after a
     # dropped connection (the run may be queued); with wait it lasts an LLM call.
@@ -203,6 +204,7 @@ def flush(
         session_id=session_id,
         workspace=workspace,
         wait=wait or None,
+        trigger=trigger,
     )
     return Call("flush", params, FlushResult.from_wire, idempotent=False, long=wait)
 

@@ -65,6 +65,8 @@ def _job_line(job: JobInfo, width: int) -> str:
     head = f"{job.name:<{width}}  "
     if not job.enabled:
         head += "disabled"
+    elif not job.schedule:  # flush: when a hook or a person asks
+        head += "on request"
     else:
         head += f"{job.schedule}  next {_stamp(job.next_run)}"
     if job.running:

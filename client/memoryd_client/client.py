@@ -214,12 +214,15 @@ class MemoryClient:
         *,
         workspace: str | None = None,
         wait: bool = False,
+        trigger: str | None = None,
     ) -> FlushResult:
         """Queue a flush of an agent's transcript (OpenClaw or Claude Code JSONL): the
         daemon's LLM writes its durable facts to the day's daily file, from where the last
         flush of ``session_id`` stopped. Returns at once, or with ``wait`` when the run
-        ended (``result.run``). Not resent if the connection drops."""
-        return self._run(_calls.flush(transcript, session_id, workspace=workspace, wait=wait))
+        ended (``result.run``). Not resent if the connection drops. ``trigger`` is how
+        the run is recorded: ``hook`` (the default, an agent's hook) or ``manual``."""
+        call = _calls.flush(transcript, session_id, workspace=workspace, wait=wait, trigger=trigger)
+        return self._run(call)
 
     def reindex(
         self,

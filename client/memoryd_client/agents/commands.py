@@ -242,7 +242,9 @@ def cmd_flush(args: argparse.Namespace, ctx: Context) -> int:
     session_id = args.session_id or transcript.name.removesuffix(".jsonl")
     if not session_id.strip():
         raise UsageError("--session-id is empty")
-    result = ctx.client.flush(transcript, session_id, workspace=ctx.workspace(), wait=args.wait)
+    result = ctx.client.flush(
+        transcript, session_id, workspace=ctx.workspace(), wait=args.wait, trigger="manual"
+    )
     if args.json:
         ctx.print_json(result.raw)
     elif result.run is not None:

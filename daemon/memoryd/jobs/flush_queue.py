@@ -45,20 +45,26 @@ class FlushQueue:
         self._locks: dict[Path, asyncio.Lock] = {}
         self._tasks: set[asyncio.Task[RunRecord]] = set()
 
-    def submit(self, ws: Workspace, transcript: Path, session_id: str) -> asyncio.Task[RunRecord]:
-        task = asyncio.create_task(self._run(ws, transcript, session_id), name=f"flush-{ws.name}")
+    def submit(
+        self, ws: Workspace, transcript: Path, session_id: str, trigger: str = "hook"
+    ) -> asyncio.Task[RunRecord]:
+        task = asyncio.create_task(
+            self._run(ws, transcript, session_id, trigger), name=f"flush-{ws.name}"
+        )
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
 
-    async def _run(self, ws: Workspace, transcript: Path, session_id: str) -> RunRecord:
+    async def _run(
+        self, ws: Workspace, transcript: Path, session_id: str, trigger: str
+    ) -> RunRecord:
         lock = self._locks.setdefault(ws.root, asyncio.Lock())
         async with lock:
             await ws.opened.wait()  # so that the notes reach the index at once
             run = self.runner.start(
                 "flush",
                 ws,
-                trigger="hook",
+                trigger=trigger,
                 scheduled_for=None,
                 params={"transcript": str(transcript), "session_id": session_id},
                 spec=FLUSH,

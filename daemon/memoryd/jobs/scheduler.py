@@ -24,6 +24,7 @@ from typing import Any, Final
 from memoryd.jobs.base import JobSpec
 from memoryd.jobs.clock import Clock
 from memoryd.jobs.cron import latest_at_or_before, next_after
+from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.history import History, RunRecord, iso
 from memoryd.jobs.registry import JOBS
 from memoryd.jobs.runner import AlreadyRunning, Runner
@@ -69,6 +70,12 @@ class Scheduler:
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
         self.sleeping = False  # waiting for the next due time or a wake-up (tests watch it)
+
+    @property
+    def listed(self) -> dict[str, JobSpec]:
+        """The jobs ``jobs.list`` and ``status`` show: the scheduled ones, then flush (run
+        when an agent or a person asks, with no schedule)."""
+        return {**self.jobs, FLUSH.name: FLUSH}
 
     @property
     def tz(self) -> dt.tzinfo:
@@ -213,8 +220,9 @@ class Scheduler:
         return next_after(settings.schedule, self.clock.now(), self.tz)
 
     def describe(self, job: str, ws: Workspace, history: int = 0) -> dict[str, Any]:
-        spec = self.runner.spec(job)
-        settings = spec.settings(self.config())
+        spec = self.listed[job]
+        scheduled = job in self.jobs
+        settings = spec.settings(self.config()) if scheduled else None
         running = self.runner.running(job, ws.root)
         runs = self.history.recent(job, ws.root, max(1, history))
         last = runs[0] if runs else None
@@ -223,10 +231,10 @@ class Scheduler:
             "workspace": ws.name,
             "path": str(ws.root),
             "summary": spec.summary,
-            "schedule": settings.schedule,
-            "enabled": settings.enabled,
+            "schedule": settings.schedule if settings else "",  # "": when asked
+            "enabled": settings.enabled if settings else True,
             "uses_llm": spec.uses_llm,
-            "next_run": _iso(self.next_run(job, ws)),
+            "next_run": _iso(self.next_run(job, ws)) if scheduled else None,
             "running": running is not None,
             "last_run": self._brief(last),
         }
@@ -249,7 +257,7 @@ class Scheduler:
     def status_of(self, ws: Workspace) -> list[dict[str, Any]]:
         """Each job's schedule, next run and last result, for ``status``."""
         out = []
-        for job in self.jobs:
+        for job in self.listed:
             d = self.describe(job, ws)
             out.append(
                 {

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from memoryd.rpc.methods import Handler, Methods
 
 MAX_SESSION_ID = 200
+FLUSH_TRIGGERS = ("hook", "manual")  # an agent's hook (the default), or a person (memctl)
 
 
 class AgentMethods:
@@ -65,6 +66,7 @@ class AgentMethods:
         transcript = p.required_path("transcript")
         session_id = p.required_text("session_id")
         wait = p.flag("wait")
+        trigger = p.choice("trigger", FLUSH_TRIGGERS, default="hook") or "hook"
         p.done()
         if len(session_id) > MAX_SESSION_ID:
             raise InvalidParams(
@@ -78,7 +80,7 @@ class AgentMethods:
         ws = self.m.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
         assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
-        queued = self.m.flushes.submit(ws, path, session_id)
+        queued = self.m.flushes.submit(ws, path, session_id, trigger)
         if not wait:
             return {"queued": True, "workspace": ws.name}
         record = await queued

@@ -307,7 +307,7 @@ class Methods:
 
     async def jobs_list(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
-        jobs = self.scheduler.jobs
+        jobs = self.scheduler.listed
         name = p.choice("name", tuple(jobs))
         history = p.integer("history", lo=0, hi=100, default=0) or 0
         p.done()
