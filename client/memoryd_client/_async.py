@@ -215,9 +215,10 @@ class AsyncMemoryClient:
         workspace: str | None = None,
         from_line: int | None = None,
         lines: int | None = None,
+        raw: bool = False,
     ) -> GetResult:
         return await self._run(
-            _calls.get(path, workspace=workspace, from_line=from_line, lines=lines)
+            _calls.get(path, workspace=workspace, from_line=from_line, lines=lines, raw=raw)
         )
 
     async def append(

@@ -153,10 +153,13 @@ def get(
     workspace: str | None = None,
     from_line: int | None = None,
     lines: int | None = None,
+    raw: bool = False,
 ) -> Call[GetResult]:
     params = _params(path=path, workspace=workspace, lines=lines)
     if from_line is not None:
         params["from"] = from_line
+    if raw:  # the file as it is: secrets written by hand not masked
+        params["raw"] = True
     return Call("get", params, GetResult.from_wire)
 
 

@@ -85,7 +85,11 @@ def _print_search(result: SearchResult, args: argparse.Namespace, ctx: Context) 
 
 def get(args: argparse.Namespace, ctx: Context) -> int:
     result = ctx.client.get(
-        args.path, workspace=ctx.workspace(), from_line=args.from_line, lines=args.lines
+        args.path,
+        workspace=ctx.workspace(),
+        from_line=args.from_line,
+        lines=args.lines,
+        raw=args.raw,
     )
     if args.from_line and args.from_line > max(result.total_lines, 1):
         raise ClientError(

@@ -259,6 +259,11 @@ def _note_commands(sub: Any) -> None:
         help="first line to print (1-based; default 1)",
     )
     p.add_argument(
+        "--raw",
+        action="store_true",
+        help="the file as it is: secrets written in it are not masked",
+    )
+    p.add_argument(
         "--lines", type=positive_int, metavar="N", help="how many lines (default: to the end)"
     )
 

@@ -172,8 +172,11 @@ class MemoryClient:
         workspace: str | None = None,
         from_line: int | None = None,
         lines: int | None = None,
+        raw: bool = False,
     ) -> GetResult:
-        return self._run(_calls.get(path, workspace=workspace, from_line=from_line, lines=lines))
+        return self._run(
+            _calls.get(path, workspace=workspace, from_line=from_line, lines=lines, raw=raw)
+        )
 
     def append(
         self,

@@ -285,6 +285,7 @@ class GetResult(_Wire):
     lines: int = field(metadata=_absent(0))
     text: str
     total_lines: int = field(metadata=_absent(0))
+    masked: int = field(metadata=_absent(0))  # secrets masked in ``text`` (not with raw)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -298,6 +299,7 @@ class AppendResult(_Wire):
     start_line: int = field(metadata=_absent(0))
     end_line: int = field(metadata=_absent(0))
     bytes: int = field(metadata=_absent(0))
+    redacted: list[str] = field(default_factory=list)  # kinds of secret replaced
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

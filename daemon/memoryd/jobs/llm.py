@@ -16,6 +16,7 @@ from typing import Any, Final
 from memoryd.errors import Unavailable
 from memoryd.openai_endpoint import Endpoint
 from memoryd.runtime.config import LlmConfig, resolve_secret
+from memoryd.secrets import redact
 
 # finish_reason values that mean "the model ended its answer" across compatible servers.
 FINISHED: Final = frozenset({"stop", "eos", "end_turn", "stop_sequence"})
@@ -77,6 +78,7 @@ class LlmClient:
                 " LLM calls already; raise it"
             )
         self.calls += 1
+        user = redact(user).text  # no secret ever reaches a model (memoryd/secrets.py)
         payload = self._endpoint.call_json(
             lambda client: client.chat.completions.with_raw_response.create(
                 model=self.cfg.model,

@@ -29,6 +29,7 @@ from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.secrets import mask_snippets, mask_text_of
 from memoryd.workspace.append import Appender, normalise_heading
 from memoryd.workspace.layout import Layout
 from memoryd.workspace.reader import read_lines
@@ -242,22 +243,30 @@ class Methods:
             # Another host's workspace, or every published one: through Postgres (fleet/).
             check_search_request(sreq)
             req.log_fields["workspace"] = "fleet" if everywhere else ref
-            return await self._fleet().answer_search(
+            found = await self._fleet().answer_search(
                 sreq,
                 None if everywhere else ref,
                 self.registry.provider,
                 self.searches.query_embedder,
             )
+            return mask_snippets(found)
         answer = await self.searches.search(ref, sreq)
         req.log_fields["workspace"] = answer.workspace
-        return answer.result
+        return mask_snippets(answer.result)
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")
         ref = p.path("workspace")
         from_line = p.integer("from", lo=1)
         lines = p.integer("lines", lo=1)
+        raw = p.flag("raw")
         p.done()
+        answer = await self._get(req, path, ref, from_line, lines)
+        return answer if raw else mask_text_of(answer)
+
+    async def _get(
+        self, req: Request, path: str, ref: str | None, from_line: int | None, lines: int | None
+    ) -> dict[str, Any]:
         if self.fleet is not None and (remote := self.fleet.split_ref(ref)):
             req.log_fields["workspace"] = ref
             return await self.fleet.get(*remote, path, from_line, lines)

@@ -27,6 +27,8 @@ from typing import Any, Final, TextIO
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from memoryd.secrets import mask
+
 LEVELS: Final = ("debug", "info", "warning", "error", "critical")
 _SECRET_KEY = re.compile(
     r"(api_?key|token|secret|password|passwd|authorization|credential)", re.IGNORECASE
@@ -55,9 +57,9 @@ class _StderrLogger:
 def _scrub(text: str) -> str:
     # Both alternatives of the pattern need one of these substrings; testing for them first
     # is far cheaper than a regex pass over every string of every event (one per request).
-    if "sk-" not in text and "Bearer" not in text:
-        return text
-    return _SECRET_VALUE.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
+    if "sk-" in text or "Bearer" in text:
+        text = _SECRET_VALUE.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
+    return mask(text)  # any other secret a message quotes (memoryd/secrets.py)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -184,8 +186,8 @@ def configure_logging(
             structlog.processors.add_log_level,
             RepeatLimiter(),
             structlog.processors.TimeStamper(fmt="iso", utc=False),
-            _redact,
             structlog.processors.format_exc_info,
+            _redact,  # after the traceback is text: a secret quoted in it is masked too
             renderer,
             *journal,
         ],

@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unavailable
 from memoryd.runtime.logs import get_logger
+from memoryd.secrets import redact
 from memoryd.workspace.fsutil import fsync_dir
 from memoryd.workspace.layout import Layout, daily_path, daily_rel
 from memoryd.workspace.reader import read_all
@@ -69,14 +70,18 @@ class AppendResult:
     start_line: int  # first line written (the heading when one was added), 1-based
     end_line: int
     bytes: int  # bytes added to the file
+    redacted: tuple[str, ...] = ()  # the kinds of secret replaced before writing
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "path": self.path,
             "start_line": self.start_line,
             "end_line": self.end_line,
             "bytes": self.bytes,
         }
+        if self.redacted:
+            out["redacted"] = list(self.redacted)
+        return out
 
 
 def _last_heading(content: bytes, block: int = 1 << 16) -> bytes | None:
@@ -176,9 +181,12 @@ class Appender:
         heading: str | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     ) -> AppendResult:
-        """Blocking: run it in a thread. ``root`` is the workspace's resolved root."""
+        """Blocking: run it in a thread. ``root`` is the workspace's resolved root. A secret
+        in ``text`` is replaced by ``[REDACTED:kind]`` before anything is written."""
         check_text(text)
         heading = normalise_heading(heading)
+        clean = redact(text)
+        text = clean.text
         root = root.resolve()
         if not root.is_dir():  # never create a missing (unmounted?) workspace folder
             raise Unavailable(f"workspace folder {root} is missing")
@@ -213,7 +221,7 @@ class Appender:
             os.close(opened.fd)
             if opened.created:
                 fsync_dir(real.parent)
-            return AppendResult(path=rel, abs_path=real, start_line=start, end_line=end, bytes=size)
+            return AppendResult(rel, real, start, end, size, clean.kinds)
         raise MemorydError(f"{rel} kept changing while appending; try again")
 
     @staticmethod

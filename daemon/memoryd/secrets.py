@@ -1,0 +1,278 @@
+"""Secrets kept out of memory: find them in a text, and replace each by ``[REDACTED:kind]``.
+
+The rule set is Yelp's detect-secrets (offline, no verification calls): its regex detectors
+(cloud keys, GitHub/GitLab/Slack/Stripe/OpenAI/npm/PyPI/... tokens, JWTs, private keys,
+passwords in URLs), plus two rules of ours built on its parts, for text written as prose
+rather than code: a value after a keyword (``password``, ``secret``, ``token``, ``api_key``,
+... followed by ``:``, ``=`` or ``is``) that looks like a secret, and a long high-entropy
+base64 run (detect-secrets' entropy, its sequence/UUID/template filters).
+
+One call, two uses: what enters memory through the daemon is redacted before it reaches the
+disk or an LLM (append, flush, hippocampus, import); what a person wrote by hand stays in
+the file and is masked in what the daemon answers (snippets, recall, ``get`` unless raw).
+
+Cost: a text is first matched against one cheap pattern (a long token-like run, a keyword,
+``://...@``, ``PRIVATE KEY``); prose without any goes back untouched after that one scan.
+The detectors load on the first text that passes it (detect-secrets takes ~0.1 s to import,
+which a daemon's start-up need not pay).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "redact"]
+
+# Every rule below needs one of these in the line it matches; prose usually has none, and
+# plain substring tests on the lower-cased text are ~10x cheaper than one regex with them.
+_HINTS: Final = (
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "key",
+    "auth",
+    "credential",
+    "bearer",
+    "contrase",
+)
+_RUN: Final = re.compile(r"\S{16,}")  # every detector's secret is a run this long
+_DIGIT: Final = re.compile(r"\d")  # ... and has a digit (a long path or URL often has none)
+_KEYWORDS: Final = (
+    r"api_?key|auth_?key|service_?key|account_?key|db_?key|database_?key|priv_?key|"
+    r"private_?key|client_?key|access_?key|secret_?key|db_?pass|database_?pass|key_?pass|"
+    r"password|passwd|passphrase|pwd|secret|token|credentials?|contraseña|contrasena"
+)
+# keyword[-_ suffix] then := / = / : / "is", then the value up to a space or quote.
+_ASSIGNED: Final = re.compile(  # matched at a word start only (_keyword_values)
+    rf"[\w-]*?(?:{_KEYWORDS})[\w-]*[\]'\"]{{0,2}}[ \t]*(?::=|=>|==?|:|[ \t]is\b|[ \t]was\b)[ \t]*"
+    r"[@'\"`]?(?P<value>[^\s'\"`,;]+)",
+    re.IGNORECASE,
+)
+_WORD_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+_BEARER: Final = re.compile(r"\bbearer[ \t]+(?P<value>[A-Za-z0-9_\-.~+/=]{16,})", re.IGNORECASE)
+_LONG_RUN: Final = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
+_PRIVATE_KEY: Final = re.compile(
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
+)
+_BASE64: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
+ENTROPY_LIMIT: Final = 4.5  # detect-secrets' default for base64 strings
+VALUE_ENTROPY_LIMIT: Final = 3.0  # a value named by a keyword needs less to be believed
+MIN_VALUE_CHARS: Final = 8
+# detect-secrets' kinds that are not secrets (a public IP) or that ours replace.
+_SKIPPED_DETECTORS: Final = frozenset({"IPPublicDetector"})
+
+
+@dataclass(frozen=True)
+class Redacted:
+    text: str
+    kinds: tuple[str, ...]  # one per replacement, in order; () when nothing was found
+
+    @property
+    def found(self) -> bool:
+        return bool(self.kinds)
+
+
+def _kind(secret_type: str) -> str:
+    """'GitHub Token' -> 'github_token': the short name shown in ``[REDACTED:kind]``."""
+    return re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")
+
+
+@functools.cache
+def _detectors() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
+    """(kind, patterns) of detect-secrets' regex detectors, loaded once, on first use."""
+    # Imported here, not at the top: ~0.1 s that the daemon's start need not pay.
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    found = []
+    mapping: dict[str, type] = get_mapping_from_secret_type_to_class()
+    for secret_type, cls in sorted(mapping.items()):
+        if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _SKIPPED_DETECTORS:
+            continue
+        if cls.__name__ == "PrivateKeyDetector":
+            continue  # a key spans lines: _PRIVATE_KEY takes the whole block
+        denylist: Iterable[object] = getattr(cls, "denylist", ())  # a list on each class
+        patterns = tuple(p for p in denylist if isinstance(p, re.Pattern))
+        found.append((_kind(secret_type), patterns))
+    return tuple(found)
+
+
+@functools.cache
+def _filters() -> tuple[object, ...]:
+    from detect_secrets.filters import heuristic
+
+    return (
+        heuristic.is_sequential_string,
+        heuristic.is_potential_uuid,
+        heuristic.is_templated_secret,
+        heuristic.is_prefixed_with_dollar_sign,
+    )
+
+
+def _filtered(value: str) -> bool:
+    """detect-secrets' heuristics: a sequence, a UUID, a ``${template}``, a ``$VAR``."""
+    return any(f(value) for f in _filters())  # type: ignore[operator]
+
+
+def entropy(value: str) -> float:
+    """Shannon entropy in bits per character (detect-secrets' measure)."""
+    if not value:
+        return 0.0
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in Counter(value).values())
+
+
+def _secret_like(value: str) -> bool:
+    """A keyword's value that reads as a secret: long enough, not a plain word, varied."""
+    if len(value) < MIN_VALUE_CHARS or _filtered(value):
+        return False
+    if value.isalpha() and (value.islower() or value.istitle()):
+        return False  # "password: forgotten", "token was Expired"
+    if value.startswith(("http://", "https://", "[REDACTED:")):
+        return False
+    return entropy(value) >= VALUE_ENTROPY_LIMIT
+
+
+def _random_run(value: str) -> bool:
+    """A long base64-like run with no keyword near it: only a high-entropy, mixed one (a
+    hex hash, a path or a long word stays)."""
+    if entropy(value) < ENTROPY_LIMIT or _filtered(value):
+        return False
+    kinds = (
+        any(c.isupper() for c in value),
+        any(c.islower() for c in value),
+        any(c.isdigit() for c in value),
+    )
+    return all(kinds)
+
+
+def _line_spans(line: str, at: int, low: str) -> list[tuple[int, int, int, str]]:
+    """(start, end, rank, kind) of the secrets in one line starting at offset ``at``; the
+    rank orders two finds of one span: a named detector before a keyword or entropy rule."""
+    spans: list[tuple[int, int, int, str]] = []
+    has_run = any(_DIGIT.search(run) for run in _RUN.findall(line))
+    if has_run or "://" in line:
+        for kind, patterns in _detectors():
+            for pattern in patterns:
+                for m in pattern.finditer(line):
+                    start, end = _secret_span(m)
+                    spans.append((at + start, at + end, 0, kind))
+    for m in _keyword_values(line, low):
+        if _secret_like(m.group("value")):
+            spans.append((at + m.start("value"), at + m.end("value"), 1, "secret_keyword"))
+    if has_run:
+        for m in _LONG_RUN.finditer(line):
+            if _random_run(m.group()):
+                spans.append((at + m.start(), at + m.end(), 2, "high_entropy_string"))
+    return spans
+
+
+def _keyword_values(line: str, low: str) -> list[re.Match[str]]:
+    """The keyword rules' matches, tried only at the starts of words holding a hint: one
+    regex over the whole line, alternation and all, costs ~10x more."""
+    starts: set[int] = set()
+    for hint in _HINTS:
+        i = low.find(hint)
+        while i >= 0:
+            w = i
+            while w and low[w - 1] in _WORD_CHARS:
+                w -= 1
+            starts.add(w)
+            i = low.find(hint, i + len(hint))
+    found = [m for w in sorted(starts) if (m := _ASSIGNED.match(line, w))]
+    if "bearer" in low:
+        found += _BEARER.finditer(line)
+    return found
+
+
+def _spans(text: str, low: str) -> list[tuple[int, int, int, str]]:
+    spans: list[tuple[int, int, int, str]] = []
+    if "private key" in low:
+        spans += [(m.start(), m.end(), 0, "private_key") for m in _PRIVATE_KEY.finditer(text)]
+    at = 0
+    for line in text.splitlines(keepends=True):
+        line_low = low[at : at + len(line)]
+        if "://" in line or _RUN.search(line) or any(h in line_low for h in _HINTS):
+            spans += _line_spans(line, at, line_low)
+        at += len(line)
+    return spans
+
+
+def _secret_span(m: re.Match[str]) -> tuple[int, int]:
+    """The part of a detector's match that is the secret: its longest group when that is
+    long enough (``://user:PASSWORD@``), else the whole match (``ghp_...``)."""
+    best = max(
+        (i for i in range(1, (m.re.groups or 0) + 1) if m.group(i)),
+        key=lambda i: len(m.group(i)),
+        default=0,
+    )
+    if best and len(m.group(best)) >= MIN_VALUE_CHARS:
+        return m.start(best), m.end(best)
+    start, end = m.span()
+    while start < end and text_is_space(m.string[start]):  # detectors anchor on a space
+        start += 1
+    while end > start and text_is_space(m.string[end - 1]):
+        end -= 1
+    return start, end
+
+
+def text_is_space(ch: str) -> bool:
+    return ch in " \t\r\n\"'=:"
+
+
+def redact(text: str) -> Redacted:
+    """``text`` with every secret found replaced by ``[REDACTED:kind]``."""
+    low = text.lower()
+    if not ("://" in text or _RUN.search(text) or any(h in low for h in _HINTS)):
+        return Redacted(text, ())
+    spans = sorted(_spans(text, low))
+    if not spans:
+        return Redacted(text, ())
+    out: list[str] = []
+    kinds: list[str] = []
+    at = 0
+    for start, end, _rank, kind in spans:
+        if start < at:  # inside (or overlapping) one already replaced
+            at = max(at, end)
+            continue
+        out.append(text[at:start])
+        out.append(f"[REDACTED:{kind}]")
+        kinds.append(kind)
+        at = end
+    out.append(text[at:])
+    return Redacted("".join(out), tuple(kinds))
+
+
+def mask(text: str) -> str:
+    """What the daemon shows of a text a person may have written a secret into."""
+    return redact(text).text
+
+
+def mask_snippets(answer: dict[str, Any]) -> dict[str, Any]:
+    """A search answer with the secrets in its hits' snippets masked (in place)."""
+    for hit in answer.get("results", ()):
+        snippet = hit.get("snippet")
+        if isinstance(snippet, str):
+            hit["snippet"] = mask(snippet)
+    return answer
+
+
+def mask_text_of(answer: dict[str, Any]) -> dict[str, Any]:
+    """A ``get`` answer with the secrets in its text masked (in place); ``masked`` says how
+    many (``get`` with ``raw`` shows the file as it is)."""
+    text = answer.get("text")
+    if isinstance(text, str):
+        found = redact(text)
+        if found.kinds:
+            answer["text"] = found.text
+            answer["masked"] = len(found.kinds)
+    return answer
