@@ -1,0 +1,86 @@
+// A real memoryd for the tests: `python -m memoryd.cli run` from the repository's venv
+// (or MEMORYD_PYTHON) with its own MEMORYD_HOME under /tmp (socket paths must stay short),
+// keyword search only (MEMORYD_EMBEDDING_PROVIDER=none) so it starts in a second.
+
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+
+export function pythonForMemoryd() {
+  if (process.env.MEMORYD_PYTHON) return process.env.MEMORYD_PYTHON;
+  const venv = path.join(REPO, ".venv", "bin", "python");
+  if (fs.existsSync(venv)) return venv;
+  throw new Error("no memoryd to run: create the repository's .venv (see README) or set MEMORYD_PYTHON");
+}
+
+/** A fresh folder under /tmp. @param {string} [prefix] */
+export function tempDir(prefix = "mdoc") {
+  return fs.mkdtempSync(path.join("/tmp", prefix));
+}
+
+/**
+ * @param {string} dir
+ * @param {Record<string, string>} files relative path -> text
+ */
+export function writeFiles(dir, files) {
+  for (const [rel, text] of Object.entries(files)) {
+    const p = path.join(dir, rel);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, text);
+  }
+}
+
+/**
+ * Start memoryd and wait until its socket accepts.
+ * @param {{ home?: string, config?: string, env?: Record<string, string> }} [opts]
+ */
+export async function startDaemon(opts = {}) {
+  const home = opts.home ?? tempDir("mdh");
+  if (opts.config !== undefined) fs.writeFileSync(path.join(home, "config.toml"), opts.config);
+  const env = { ...process.env, MEMORYD_HOME: home, MEMORYD_EMBEDDING_PROVIDER: "none", ...(opts.env ?? {}) };
+  delete env.MEMORYD_SOCKET;
+  delete env.MEMORYD_CONFIG;
+  const logPath = path.join(home, "daemon.log");
+  const log = fs.openSync(logPath, "w");
+  const child = spawn(pythonForMemoryd(), ["-m", "memoryd.cli", "run"], { env, stdio: ["ignore", "ignore", log] });
+  const socket = path.join(home, "run", "memoryd.sock");
+  const deadline = Date.now() + 30_000;
+  while (!(await accepts(socket))) {
+    if (child.exitCode !== null) throw new Error(`memoryd exited: ${fs.readFileSync(logPath, "utf8")}`);
+    if (Date.now() > deadline) throw new Error(`memoryd did not start: ${fs.readFileSync(logPath, "utf8")}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    home,
+    socket,
+    child,
+    logPath,
+    async stop() {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        child.kill("SIGTERM");
+        await exited;
+      }
+      fs.closeSync(log);
+    },
+    remove() {
+      fs.rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+/** @param {string} socket */
+function accepts(socket) {
+  return new Promise((resolve) => {
+    const c = net.createConnection({ path: socket });
+    c.once("connect", () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once("error", () => resolve(false));
+  });
+}
