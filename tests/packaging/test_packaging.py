@@ -22,7 +22,7 @@ import pytest
 import memoryd
 import memoryd_client
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _build_wheel(project: Path, out: Path) -> Path:

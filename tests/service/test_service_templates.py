@@ -33,7 +33,7 @@ from memoryd.service.render import (
 )
 from memoryd_client.paths import default_paths
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CANONICAL = {
     SERVICE_UNIT: ROOT / "systemd" / SERVICE_UNIT,
     SOCKET_UNIT: ROOT / "systemd" / SOCKET_UNIT,

@@ -43,7 +43,7 @@ from memoryd.service.manager import (
 from memoryd.service.render import find_memoryd
 
 pytestmark = pytest.mark.timeout(60)
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 SYSTEMD = Availability("systemd", True, "systemd user instance (running)")
 
 

@@ -29,7 +29,7 @@ from memoryd_client.cli import (
 
 pytestmark = pytest.mark.timeout(30)
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 # The positional arguments each command needs; a new command must be added here.
 REQUIRED_ARGS: dict[str, list[str]] = {

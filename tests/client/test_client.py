@@ -538,7 +538,7 @@ def write_executable(path: Path, text: str) -> Path:
 def test_autostart_starts_memoryd_run_and_waits_for_its_socket(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    script = FAKE_DAEMON_SCRIPT.format(python=sys.executable, tests=str(Path(__file__).parent))
+    script = FAKE_DAEMON_SCRIPT.format(python=sys.executable, tests=str(Path(__file__).parents[1]))
     exe = write_executable(short_tmp / "memoryd", script)
     monkeypatch.setattr(_autostart, "find_memoryd", lambda: str(exe))
     monkeypatch.setenv("MEMORYD_HOME", str(short_tmp / "home"))
