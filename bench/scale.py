@@ -23,6 +23,9 @@ fresh MEMORYD_HOME, and a real ``memoryd run`` through the socket:
    ``--storm-seconds``: search p50/p99 and rate, writes/s, searches answered stale
    (read-your-writes gave up waiting) and with files still pending.
 
+``--corpus chatter`` uses bench/chatter.py's workspaces and questions instead: a vocabulary
+of ~70 words, so every posting list is long (the keyword-growth case of issue 27).
+
 ``--qmd CMD`` also times qmd's cold index of each size's workspace (``CMD collection add``
 into fresh cache and config folders, wall clock of the whole command; CMD is how to run
 qmd, for example "node .../@tobilu/qmd/bin/qmd" with a node qmd supports): the peer the
@@ -55,6 +58,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from chatter import chatter_queries, make_chatter_workspace
 from latency import Daemon, log, note_load, percentile, summarize
 from memoryd_client import MemoryClient
 from synth import make_queries, make_workspace
@@ -341,7 +345,9 @@ def run_size(
     args: argparse.Namespace,
     embedded: Embedded | None,
 ) -> tuple[dict[str, Any], Embedded | None]:
-    queries = make_queries(QPS_QUERIES)
+    queries = (
+        chatter_queries(QPS_QUERIES) if args.corpus == "chatter" else make_queries(QPS_QUERIES)
+    )
     r: dict[str, Any] = {"code": code, "size": size}
     root = Path(shutil.copytree(root, home.parent / f"{home.name}-ws"))  # the storm writes
     d = daemon(home, "none", code_env)
@@ -575,6 +581,12 @@ def main() -> None:
         help="pace the writers to this many appends a second in all (0: back to back)",
     )
     ap.add_argument("--qmd", metavar="CMD", help="also time qmd's cold index (see above)")
+    ap.add_argument(
+        "--corpus",
+        choices=("synthetic", "chatter"),
+        default="synthetic",
+        help="chatter: bench/chatter.py's small vocabulary (long posting lists), its questions",
+    )
     ap.add_argument("--corpus-dir", type=Path, help="keep the synthetic workspaces here")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (daemon logs)")
     ap.add_argument("--json", action="store_true")
@@ -590,11 +602,12 @@ def main() -> None:
             envs = {name: stack.enter_context(code_at(rev, tmp)) for name, rev in codes}
             url = stack.enter_context(fake_openai())
             for size in sizes:
-                root = corpus / f"ws{size}"
+                root = corpus / f"{args.corpus}{size}"
                 stamp = root / ".bench-synth"
                 if not stamp.exists() or stamp.read_text() != str(size):
-                    log(f"synthetic workspace of {size} chunks")
-                    make_workspace(root, size, 1)
+                    log(f"{args.corpus} workspace of {size} chunks")
+                    make = make_chatter_workspace if args.corpus == "chatter" else make_workspace
+                    make(root, size, 1)
                     stamp.write_text(str(size))
                 embedded: Embedded | None = None
                 for name, _ in codes:
@@ -621,7 +634,8 @@ def main() -> None:
     if args.json:
         print(json.dumps(rows, indent=2))
     print_report(rows, args)
-    print(f"\n{date.today().isoformat()}; corpus by bench/synth.py (seed 1)")
+    by = "bench/chatter.py" if args.corpus == "chatter" else "bench/synth.py"
+    print(f"\n{date.today().isoformat()}; corpus by {by} (seed 1)")
 
 
 if __name__ == "__main__":
