@@ -153,12 +153,18 @@ class JobHarness:
 
 @contextmanager
 def llm_daemon(
-    md_home: Path, workspace: Path, name: str, base_url: str, *, indexed: bool = True
+    md_home: Path,
+    workspace: Path,
+    name: str,
+    base_url: str,
+    *,
+    indexed: bool = True,
+    env: dict[str, str] | None = None,
 ) -> Iterator[DaemonThread]:
     """A daemon at NOW serving one workspace, its LLM the fake OpenAI server at base_url;
     indexed: the startup scan done first, whatever the machine's load."""
     config = {"workspaces": [{"path": str(workspace), "name": name}], "llm": llm_config(base_url)}
-    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
+    with DaemonThread(md_home, config, env, clock=FakeClock(NOW)) as d:
         if indexed:
             with MemoryClient(d.socket_path) as c:
                 c.reindex(workspace=name)

@@ -48,7 +48,7 @@ def payload(ws: Path, name: str, **extra: Any) -> str:
     return json.dumps(
         {
             "session_id": "cc-42",
-            "transcript_path": str(ws / "t.jsonl"),
+            "transcript_path": str(ws / "sessions" / "t.jsonl"),  # flush reads sessions/
             "cwd": str(ws),
             "hook_event_name": name,
             **extra,
@@ -173,7 +173,8 @@ def test_pre_compact_and_session_end_hand_the_transcript_to_a_flush(
     event: str,
     name: str,
 ) -> None:
-    (workspace / "t.jsonl").write_text(
+    (workspace / "sessions").mkdir()
+    (workspace / "sessions" / "t.jsonl").write_text(
         json.dumps(
             {
                 "type": "user",

@@ -16,7 +16,7 @@ import pytest
 from daemon_util import DaemonThread, RawConn
 from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import NOW, llm_daemon
+from jobs_util import NOW, llm_config, llm_daemon
 from memoryd.workspace.transcripts import parse_transcript
 from memoryd_client import (
     AsyncMemoryClient,
@@ -47,10 +47,19 @@ def workspace(md_home: Path) -> Path:
 
 
 @pytest.fixture
+def projects(md_home: Path) -> Path:
+    """Claude Code's folder of a project's transcripts, in the daemon's home."""
+    folder = md_home / ".claude" / "projects" / "app"
+    folder.mkdir(parents=True)
+    return folder
+
+
+@pytest.fixture
 def daemon(
-    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer, projects: Path
 ) -> Iterator[DaemonThread]:
-    with llm_daemon(md_home, workspace, "alice", openai_server.base_url) as d:
+    env = {"HOME": str(md_home)}  # the daemon finds ~/.claude/projects there
+    with llm_daemon(md_home, workspace, "alice", openai_server.base_url, env=env) as d:
         yield d
 
 
@@ -160,9 +169,13 @@ def flush(daemon: DaemonThread, transcript: Path, session: str = "s-1") -> dict[
 
 
 def test_flush_appends_the_notes_once_and_never_the_same_range_twice(
-    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
+    daemon: DaemonThread,
+    workspace: Path,
+    md_home: Path,
+    openai_server: FakeOpenAIServer,
+    projects: Path,
 ) -> None:
-    t = md_home / "claude.jsonl"
+    t = projects / "claude.jsonl"
     claude_code_transcript(
         t,
         [
@@ -224,10 +237,11 @@ def test_a_bad_answer_writes_nothing_and_the_range_is_tried_again(
     openai_server: FakeOpenAIServer,
     answer: str,
     finish: str,
+    projects: Path,
 ) -> None:
     (workspace / DAILY).write_text("# 2025-03-12\n\n- morning note\n")
     before = (workspace / DAILY).read_bytes()
-    t = md_home / "claude.jsonl"
+    t = projects / "claude.jsonl"
     claude_code_transcript(t, [("user", "Remember that the staging DB is read-only.")])
     openai_server.respond_chat(answer, finish)
     run = flush(daemon, t)
@@ -240,9 +254,13 @@ def test_a_bad_answer_writes_nothing_and_the_range_is_tried_again(
 
 
 def test_nothing_worth_remembering_writes_nothing_and_moves_on(
-    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
+    daemon: DaemonThread,
+    workspace: Path,
+    md_home: Path,
+    openai_server: FakeOpenAIServer,
+    projects: Path,
 ) -> None:
-    t = md_home / "claude.jsonl"
+    t = projects / "claude.jsonl"
     claude_code_transcript(t, [("user", "hi"), ("assistant", "Hello!")])
     openai_server.respond_chat("NOTHING")
     run = flush(daemon, t)
@@ -284,21 +302,62 @@ def test_flush_reads_openclaw_session_jsonl_too(
     assert "## Session notes (oc-7, lines 1-3)" in (workspace / DAILY).read_text()
 
 
-def test_flush_without_an_llm_is_skipped_with_the_reason(md_home: Path, workspace: Path) -> None:
-    t = md_home / "claude.jsonl"
+def test_flush_without_an_llm_is_skipped_with_the_reason(
+    md_home: Path, workspace: Path, projects: Path
+) -> None:
+    t = projects / "claude.jsonl"
     claude_code_transcript(t, [("user", "Remember the wifi password is in 1Password.")])
     config = {"workspaces": [{"path": str(workspace), "name": "alice"}]}
-    with DaemonThread(md_home, config, clock=FakeClock(NOW)) as d:
+    with DaemonThread(md_home, config, {"HOME": str(md_home)}, clock=FakeClock(NOW)) as d:
         run = flush(d, t)
     assert run["status"] == "skipped" and "no LLM configured" in run["message"]
 
 
-def test_flush_refuses_a_relative_or_missing_transcript(daemon: DaemonThread) -> None:
+def test_flush_refuses_a_relative_or_missing_transcript(
+    daemon: DaemonThread, projects: Path
+) -> None:
     with RawConn(daemon.socket_path) as conn:
-        for path in ("relative.jsonl", "/nonexistent/t.jsonl"):
+        for path in ("relative.jsonl", str(projects / "missing.jsonl")):
             frame = conn.call("flush", {"transcript": path, "session_id": "s"})
             assert frame["error"]["code"] == "invalid_params"
             assert frame["error"]["data"]["param"] == "transcript"
+
+
+def test_flush_reads_only_the_agents_transcript_folders(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer, projects: Path
+) -> None:
+    """Bob's transcript named with workspace alice is refused, however it is reached; a
+    folder the configuration adds is read."""
+    bob = md_home / "bob" / "sessions"
+    bob.mkdir(parents=True)
+    secret = bob / "b1.jsonl"
+    claude_code_transcript(secret, [("user", "Bob's salary is 90k.")], session="b1")
+    (projects / "link.jsonl").symlink_to(secret)  # a link from an allowed folder
+    extra = md_home / "exports"
+    extra.mkdir()
+    claude_code_transcript(extra / "e1.jsonl", [("user", "Exports run nightly.")], session="e1")
+    config = {
+        "workspaces": [{"path": str(workspace), "name": "alice"}],
+        "llm": llm_config(openai_server.base_url),
+        "agents": {"transcript_folders": [str(extra)]},
+    }
+    env = {"HOME": str(md_home)}
+    openai_server.respond_chat("- Exports run nightly.")
+    with DaemonThread(md_home, config, env, clock=FakeClock(NOW)) as d:
+        with RawConn(d.socket_path) as conn:
+            for path in (secret, projects / "link.jsonl", projects / ".." / ".." / "x.jsonl"):
+                frame = conn.call(
+                    "flush", {"transcript": str(path), "session_id": "b1", "workspace": "alice"}
+                )
+                assert frame["error"]["code"] == "forbidden_path", frame
+                message = frame["error"]["message"]
+                assert "not in an agent's transcript folder" in message
+                assert "agents.transcript_folders" in message
+        assert flush(d, extra / "e1.jsonl", "e1")["status"] == "ok"
+    assert not any(
+        "salary" in r.body["messages"][-1]["content"] for r in openai_server.requests_to("chat")
+    )
+    assert "Exports run nightly." in (workspace / DAILY).read_text()
 
 
 def test_client_flush_is_typed_queued_or_waited_for_and_takes_a_relative_path(
@@ -307,9 +366,10 @@ def test_client_flush_is_typed_queued_or_waited_for_and_takes_a_relative_path(
     md_home: Path,
     openai_server: FakeOpenAIServer,
     monkeypatch: pytest.MonkeyPatch,
+    projects: Path,
 ) -> None:
-    claude_code_transcript(md_home / "claude.jsonl", [("user", "Ship on Fridays, never Mondays.")])
-    monkeypatch.chdir(md_home)  # the daemon wants an absolute path: the client makes it so
+    claude_code_transcript(projects / "claude.jsonl", [("user", "Ship on Fridays, never Mondays.")])
+    monkeypatch.chdir(projects)  # the daemon wants an absolute path: the client makes it so
     openai_server.respond_chat("- Releases ship on Fridays.")
 
     async def main() -> FlushResult:
@@ -320,7 +380,7 @@ def test_client_flush_is_typed_queued_or_waited_for_and_takes_a_relative_path(
     assert waited.queued and waited.run is not None
     assert (waited.run.status, waited.run.workspace) == ("ok", "alice")
     assert "- Releases ship on Fridays." in (workspace / DAILY).read_text()
-    claude_code_transcript(md_home / "claude.jsonl", [("user", "Q3: hire two.")], mode="a")
+    claude_code_transcript(projects / "claude.jsonl", [("user", "Q3: hire two.")], mode="a")
     openai_server.respond_chat("- Q3 plan: hire two.")
     with MemoryClient(daemon.socket_path) as c:
         queued = c.flush("claude.jsonl", "s-9", workspace="alice")
@@ -339,9 +399,13 @@ def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
 
 
 def test_memctl_flush_waits_prints_the_run_and_exits_1_when_it_failed(
-    daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
+    daemon: DaemonThread,
+    workspace: Path,
+    md_home: Path,
+    openai_server: FakeOpenAIServer,
+    projects: Path,
 ) -> None:
-    t = md_home / "2f1c-session.jsonl"
+    t = projects / "2f1c-session.jsonl"
     claude_code_transcript(t, [("user", "The on-call rota starts with Priya.")])
     # Queued, not waited for: it runs first (one flush at a time per workspace, in order).
     openai_server.respond_chat("NOTHING")
@@ -363,14 +427,14 @@ def test_memctl_flush_waits_prints_the_run_and_exits_1_when_it_failed(
     answer = json.loads(out)
     assert answer["queued"] is True and answer["run"]["status"] == "failed"
     assert (workspace / DAILY).read_bytes() == before
-    code, _, err = memctl(daemon, "flush", os.fspath(md_home / "nope.jsonl"), "-w", "alice")
+    code, _, err = memctl(daemon, "flush", os.fspath(projects / "nope.jsonl"), "-w", "alice")
     assert code == 1 and "is not a file" in err
 
 
 def test_jobs_list_history_shows_flush_runs_by_hook_and_by_hand(
-    daemon: DaemonThread, md_home: Path, openai_server: FakeOpenAIServer
+    daemon: DaemonThread, md_home: Path, openai_server: FakeOpenAIServer, projects: Path
 ) -> None:
-    t = md_home / "s-h.jsonl"
+    t = projects / "s-h.jsonl"
     claude_code_transcript(t, [("user", "The release train leaves on Thursdays.")])
     openai_server.respond_chat("- Release train: Thursdays.")
     assert flush(daemon, t)["trigger"] == "hook"  # the client library's default: a hook

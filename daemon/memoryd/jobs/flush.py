@@ -21,10 +21,12 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
+from memoryd.errors import ForbiddenPath
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
+from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.workspace.append import daily_path
 from memoryd.workspace.transcripts import parse_transcript
 
@@ -82,6 +84,10 @@ def run(ctx: JobContext) -> JobResult:
     problem = llm_problem(ctx.config.llm, ctx.env)
     if problem:
         raise JobSkipped(f"no LLM configured: {problem}")
+    try:  # asked for by an allowed path; the run opens what it really is now
+        check_transcript(transcript, ctx.root, ctx.config.agents, ctx.env)
+    except ForbiddenPath as exc:
+        raise JobFailed(exc.message) from None
     offset, line = ctx.history.flush_offset(transcript, session)
     report: dict[str, Any] = {
         "transcript": str(transcript),

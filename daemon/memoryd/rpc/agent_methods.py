@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
 from memoryd.index import recall as _recall
+from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd_client.search_terms import SOURCES
@@ -75,9 +76,10 @@ class AgentMethods:
         if not os.path.isabs(transcript):
             raise InvalidParams("transcript must be an absolute path", {"param": "transcript"})
         path = Path(transcript)
+        ws = self.m.registry.resolve(ref)
+        check_transcript(path, ws.root, self.m.config().agents, self.m.env)
         if not path.is_file():
             raise InvalidParams(f"transcript {transcript} is not a file", {"param": "transcript"})
-        ws = self.m.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
         assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
         queued = self.m.flushes.submit(ws, path, session_id, trigger)

@@ -217,6 +217,13 @@ class FleetConfig:
 
 
 @dataclass(frozen=True)
+class AgentsConfig:
+    # Folders (absolute, or ~/...) whose transcripts ``flush`` may read besides the agents'
+    # own (~/.claude/projects, ~/.openclaw) and each workspace's sessions/.
+    transcript_folders: tuple[str, ...] = _opt(())
+
+
+@dataclass(frozen=True)
 class WorkspaceConfig:
     path: str = _opt("")
     name: str = _opt("")
@@ -231,6 +238,7 @@ class Config:
     server: ServerConfig = field(default_factory=ServerConfig)
     jobs: JobsConfig = field(default_factory=JobsConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
     workspaces: tuple[WorkspaceConfig, ...] = ()
     source: str = ""  # where it was loaded from, for status and error messages
 
@@ -242,6 +250,7 @@ SECTIONS: dict[str, type[Any]] = {
     "llm": LlmConfig,
     "server": ServerConfig,
     "fleet": FleetConfig,
+    "agents": AgentsConfig,
 }
 
 # [jobs.<name>] tables; MEMORYD_JOBS_<NAME>_<KEY> in the environment.
@@ -445,6 +454,12 @@ def _check_consistency(cfg: Config) -> None:
             "search.sources includes sessions but index.sessions is false: transcripts are "
             "not indexed (set index.sessions = true)"
         )
+    for folder in cfg.agents.transcript_folders:
+        if not (folder.startswith(("/", "~/")) and folder.strip("/~")):
+            raise ConfigError(
+                f"agents.transcript_folders: {folder!r} must be an absolute folder (or ~/...), "
+                "not the whole file system"
+            )
     if cfg.llm.context_tokens <= cfg.llm.max_output_tokens:
         raise ConfigError(
             f"llm.context_tokens ({cfg.llm.context_tokens}) must be larger than "
@@ -490,6 +505,7 @@ def redacted(cfg: Any) -> dict[str, Any]:
 
 
 __all__ = [
+    "AgentsConfig",
     "Config",
     "EmbeddingConfig",
     "FallbackSummaryConfig",
