@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import json
 import os
 from collections.abc import Iterator
@@ -311,6 +312,74 @@ def test_flush_without_an_llm_is_skipped_with_the_reason(
     with DaemonThread(md_home, config, {"HOME": str(md_home)}, clock=FakeClock(NOW)) as d:
         run = flush(d, t)
     assert run["status"] == "skipped" and "no LLM configured" in run["message"]
+
+
+def test_a_transcript_longer_than_a_run_is_flushed_in_steps_that_keep_their_offset(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer, projects: Path
+) -> None:
+    """A run takes what its llm.max_calls_per_run calls can read, writes those notes and
+    moves the offset there; the next flush goes on. Nothing is refused, nothing repeated."""
+    t = projects / "long.jsonl"
+    turns = [
+        ("user", f"Fact {i:03d}: " + "the build cache lives on disk two. " * 6) for i in range(60)
+    ]
+    claude_code_transcript(t, turns)
+    config = {
+        "workspaces": [{"path": str(workspace), "name": "alice"}],
+        # ~1,500 characters a call, 3 calls a run: ~20 of the 60 messages a run
+        "llm": llm_config(
+            openai_server.base_url, context_tokens=1024, max_output_tokens=128, max_calls_per_run=3
+        ),
+    }
+    openai_server.respond_chat("- The build cache lives on disk two.")
+    prompts: list[str] = []
+    runs = []
+    with DaemonThread(md_home, config, {"HOME": str(md_home)}, clock=FakeClock(NOW)) as d:
+        for _ in range(10):
+            run = flush(d, t)
+            assert run["status"] == "ok", run
+            runs.append(run)
+            if "nothing new" in run["message"]:
+                break
+    chats = openai_server.requests_to("chat")
+    prompts = [r.body["messages"][-1]["content"] for r in chats]
+    assert all(r["report"].get("llm_calls", 0) <= 3 for r in runs)
+    steps = [r for r in runs if "nothing new" not in r["message"]]
+    assert len(steps) >= 3 and all(r["report"]["more"] for r in steps[:-1])
+    assert "the next flush continues there" in steps[0]["message"]
+    assert "more" not in steps[-1]["report"] and steps[-1]["report"]["to_line"] == 60
+    for before, after in itertools.pairwise(steps):  # ranges follow each other
+        assert after["report"]["from_line"] == before["report"]["to_line"] + 1
+    for i in range(60):  # every message was read, once
+        assert sum(f"Fact {i:03d}:" in p for p in prompts) == 1
+    daily = (workspace / DAILY).read_text()
+    assert daily.count("## Session notes (s-1, lines ") == len(steps)
+
+
+def test_a_single_message_longer_than_a_run_is_read_from_its_beginning(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer, projects: Path
+) -> None:
+    t = projects / "huge.jsonl"
+    claude_code_transcript(
+        t, [("user", "START " + "x" * 200_000), ("user", "NEXT " + "y" * 200_000)]
+    )
+    config = {
+        "workspaces": [{"path": str(workspace), "name": "alice"}],
+        "llm": llm_config(
+            openai_server.base_url, context_tokens=1024, max_output_tokens=128, max_calls_per_run=2
+        ),
+    }
+    openai_server.respond_chat("NOTHING")
+    with DaemonThread(md_home, config, {"HOME": str(md_home)}, clock=FakeClock(NOW)) as d:
+        first = flush(d, t)
+        second = flush(d, t)
+    assert first["status"] == "ok" and first["report"]["cut_line"] == 1
+    assert first["report"]["to_line"] == 1 and first["report"]["llm_calls"] <= 2
+    assert first["report"]["more"] is True
+    assert second["status"] == "ok" and second["report"]["cut_line"] == 2
+    assert second["report"]["to_line"] == 2 and second["report"]["llm_calls"] <= 2
+    prompts = [r.body["messages"][-1]["content"] for r in openai_server.requests_to("chat")]
+    assert "START" in prompts[0] and "NEXT" in prompts[-2]
 
 
 def test_flush_refuses_a_relative_or_missing_transcript(

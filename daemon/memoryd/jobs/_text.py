@@ -79,6 +79,32 @@ def pack(blocks: list[str], max_chars: int, sep: str = "\n\n") -> list[str]:
     return parts
 
 
+class PartBudget:
+    """``pack``'s parts counted as blocks arrive, to stop before a block would need more
+    than ``max_parts`` parts (the same parts ``pack`` makes of the blocks taken)."""
+
+    def __init__(self, max_chars: int, max_parts: int, sep: str = "\n\n") -> None:
+        self.max_chars, self.max_parts, self.sep = max_chars, max_parts, sep
+        self.closed = 0  # parts full
+        self.current = 0  # characters in the part being filled
+
+    def take(self, block: str) -> bool:
+        """Count ``block`` in when it fits within ``max_parts``; False (nothing counted)
+        when it does not."""
+        closed, current = self.closed, self.current
+        long = len(block) > self.max_chars
+        for piece in split_text(block, self.max_chars) if long else [block]:
+            joined = current + len(self.sep) + len(piece) if current else len(piece)
+            if joined > self.max_chars and current:
+                closed += 1
+                joined = len(piece)
+            current = joined
+        if closed + (1 if current else 0) > self.max_parts:
+            return False
+        self.closed, self.current = closed, current
+        return True
+
+
 def unwrap(answer: str) -> str:
     """The answer without surrounding blank lines or a code fence around all of it."""
     text = answer.strip("\n").strip()

@@ -7,6 +7,11 @@ to its last complete line, asks the configured LLM for what is worth remembering
 (decisions, preferences, todos, names, dates) and appends the answer to the daily file
 under a heading naming the session and the lines read, through the serialised append.
 
+A run reads no more than its LLM calls (``llm.max_calls_per_run``) can take: a longer
+stretch is flushed up to that point, the offset moves there, and the next flush goes on
+from it. Reading stops there too, so a transcript of any size costs a bounded amount of
+memory, and a single message longer than a whole run is cut to its beginning.
+
 Never the same range twice: the offset moves only once the notes are written (or the LLM
 found nothing durable); a heading already in the file (a run that stopped between the
 append and the offset) is taken as written. An answer failing the checks of the other
@@ -18,8 +23,9 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from memoryd.errors import ForbiddenPath
 from memoryd.jobs import _text
@@ -27,12 +33,12 @@ from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.jobs.transcript_folders import check_transcript
+from memoryd.runtime.config import LlmConfig
 from memoryd.workspace.append import daily_path
-from memoryd.workspace.transcripts import parse_transcript
+from memoryd.workspace.transcripts import stream_transcript
 
 NAME: Final = "flush"
 NOTHING: Final = "NOTHING"
-MAX_READ_BYTES: Final = 32 * 1024 * 1024  # per run; the rest waits for the next flush
 PROMPT_RESERVE_TOKENS: Final = 400
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
@@ -53,20 +59,63 @@ def heading_for(session_id: str, first_line: int, last_line: int) -> str:
     return f"Session notes ({_session_label(session_id)}, lines {first_line}-{last_line})"
 
 
+def part_chars(cfg: LlmConfig) -> int:
+    """Characters of conversation one LLM call takes (0: the window leaves no room)."""
+    return _text.chars_for(cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS)
+
+
+@dataclass
+class NewLines:
+    """What a run takes of the transcript after the offset."""
+
+    messages: list[str] = field(default_factory=list)
+    consumed: int = 0  # bytes, up to a line end
+    lines: int = 0
+    malformed: int = 0
+    more: bool = False  # lines are left that this run's LLM calls cannot take
+    cut_line: int | None = None  # a message longer than a whole run: its beginning only
+
+
+def read_new(fh: BinaryIO, budget: _text.PartBudget, first_line: int) -> NewLines:
+    """The complete lines from ``fh``'s position whose messages fit ``budget``, read a
+    block at a time and no further than they fit."""
+    out = NewLines()
+    for raws, parsed in stream_transcript(fh, partial_last=False):
+        block_first = out.lines + 1  # the block's first line, counted from the offset
+        for lineno, text in parsed.messages:
+            if budget.take(text):
+                out.messages.append(text)
+                continue
+            if not out.messages:  # alone longer than a run can read: its beginning
+                while not budget.take(text):
+                    text = text[: len(text) // 2]
+                out.messages.append(text)
+                out.cut_line = first_line + lineno - 1
+                continue
+            skipped = lineno - block_first  # the lines before this message's
+            out.consumed += sum(len(r) + 1 for r in raws[:skipped])
+            out.lines += skipped
+            out.more = True
+            return out
+        out.consumed += parsed.consumed
+        out.lines += parsed.lines_consumed
+        out.malformed += parsed.malformed
+    return out
+
+
 def extract(ctx: JobContext, llm: LlmClient, messages: list[str]) -> str:
     """The notes for these messages ('' when the LLM found nothing durable); a range too
     long for one prompt is asked in parts and the notes joined."""
-    cfg = ctx.config.llm
-    budget = cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS
-    if budget <= 0:
+    chars = part_chars(ctx.config.llm)
+    if chars <= 0:
         raise LlmError("llm.context_tokens leaves no room for the conversation; raise it")
-    parts = _text.pack(messages, _text.chars_for(budget))
+    parts = _text.pack(messages, chars)
     notes: list[str] = []
     for i, part in enumerate(parts, 1):
         ctx.check_cancelled()
         where = f", part {i} of {len(parts)}" if len(parts) > 1 else ""
         answer = llm.chat(SYSTEM, f"Conversation{where}:\n\n{part}")
-        text = _text.unwrap(answer.finished_text("notes", cfg.max_output_tokens)).strip()
+        text = _text.unwrap(answer.finished_text("notes", ctx.config.llm.max_output_tokens)).strip()
         if text.strip(". \n").upper() == NOTHING:
             continue
         problem = _text.not_markdown(text)
@@ -95,6 +144,62 @@ def run(ctx: JobContext) -> JobResult:
         "from_byte": offset,
         "from_line": line + 1,
     }
+    chars = part_chars(ctx.config.llm)
+    if chars <= 0:
+        raise JobFailed("llm.context_tokens leaves no room for the conversation; raise it")
+    budget = _text.PartBudget(chars, ctx.config.llm.max_calls_per_run)
+    new = _read(transcript, offset, line, budget, report)
+    if new.lines == 0:
+        return JobResult("nothing new in the transcript since the last flush", report)
+    first, last = line + 1, line + new.lines
+    new_offset = offset + new.consumed
+    report.update(to_line=last, messages=len(new.messages), malformed=new.malformed)
+    rest = ""
+    if new.more:  # the next flush goes on from here
+        report["more"] = True
+        rest = f"; the transcript goes on after line {last}: the next flush continues there"
+    if new.cut_line is not None:
+        report["cut_line"] = new.cut_line
+    now = ctx.now.timestamp()
+
+    def moved(message: str) -> JobResult:
+        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
+        return JobResult(f"lines {first}-{last}: {message}{rest}", report)
+
+    if not new.messages:
+        return moved("no user or assistant text")
+    day = ctx.now.date()
+    target = daily_path(ctx.root, day)
+    heading = heading_for(session, first, last)
+    if _text.has_heading(target, heading):  # written by a run that stopped before the offset
+        report["note"] = "already there"
+        return moved("already flushed")
+    llm = ctx.llm()
+    ctx.progress("asking the LLM")
+    try:
+        notes = extract(ctx, llm, new.messages)
+    except LlmError as exc:
+        report["llm_calls"] = llm.calls
+        raise JobFailed(
+            f"lines {first}-{last}: {exc.message}; nothing written, the next flush tries again",
+            report,
+        ) from None
+    report["llm_calls"] = llm.calls
+    if not notes:
+        return moved("nothing worth remembering")
+    ctx.check_cancelled()
+    result = ctx.appender.append(ctx.root, notes, day, heading)
+    report.update(into=result.path, start_line=result.start_line, end_line=result.end_line)
+    done = moved(f"notes appended to {result.path}")
+    note = ctx.reindex([result.abs_path])
+    if note:
+        report["index"] = note
+    return done
+
+
+def _read(
+    transcript: Path, offset: int, line: int, budget: _text.PartBudget, report: dict[str, Any]
+) -> NewLines:
     try:
         with open(transcript, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -105,48 +210,8 @@ def run(ctx: JobContext) -> JobResult:
                     report,
                 )
             f.seek(offset)
-            data = f.read(MAX_READ_BYTES)
+            return read_new(f, budget, line + 1)
     except OSError as exc:
         raise JobFailed(
             f"cannot read the transcript {transcript}: {exc.strerror or exc}", report
         ) from None
-    parsed = parse_transcript(data, first_line=line + 1)
-    if parsed.lines_consumed == 0:
-        return JobResult("nothing new in the transcript since the last flush", report)
-    first, last = line + 1, line + parsed.lines_consumed
-    new_offset = offset + parsed.consumed
-    report.update(to_line=last, messages=len(parsed.messages), malformed=parsed.malformed)
-    now = ctx.now.timestamp()
-    messages = [text for _, text in parsed.messages]
-    if not messages:
-        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
-        return JobResult(f"lines {first}-{last}: no user or assistant text", report)
-    day = ctx.now.date()
-    target = daily_path(ctx.root, day)
-    heading = heading_for(session, first, last)
-    if _text.has_heading(target, heading):  # written by a run that stopped before the offset
-        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
-        report["note"] = "already there"
-        return JobResult(f"lines {first}-{last} were already flushed", report)
-    llm = ctx.llm()
-    ctx.progress("asking the LLM")
-    try:
-        notes = extract(ctx, llm, messages)
-    except LlmError as exc:
-        report["llm_calls"] = llm.calls
-        raise JobFailed(
-            f"lines {first}-{last}: {exc.message}; nothing written, the next flush tries again",
-            report,
-        ) from None
-    report["llm_calls"] = llm.calls
-    if not notes:
-        ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
-        return JobResult(f"lines {first}-{last}: nothing worth remembering", report)
-    ctx.check_cancelled()
-    result = ctx.appender.append(ctx.root, notes, day, heading)
-    ctx.history.set_flush_offset(transcript, session, new_offset, last, ctx.root, now)
-    report.update(into=result.path, start_line=result.start_line, end_line=result.end_line)
-    note = ctx.reindex([result.abs_path])
-    if note:
-        report["index"] = note
-    return JobResult(f"lines {first}-{last}: notes appended to {result.path}", report)

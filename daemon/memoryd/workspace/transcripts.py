@@ -112,12 +112,17 @@ def _text(content: Any) -> str:
 
 
 def stream_transcript(
-    fh: BinaryIO, block: int = READ_BLOCK, max_line_bytes: int = MAX_LINE_BYTES
+    fh: BinaryIO,
+    block: int = READ_BLOCK,
+    max_line_bytes: int = MAX_LINE_BYTES,
+    *,
+    partial_last: bool = True,
 ) -> Iterator[tuple[list[bytes], TranscriptChunkInput]]:
     """The transcript from ``fh``'s position, a block of whole lines at a time: (the raw
     lines, what they parse to). Memory stays around ``block`` plus one line; a line longer
     than ``max_line_bytes`` is stepped over (counted as malformed), and a last line without
-    its newline counts as complete."""
+    its newline counts as complete unless ``partial_last`` is False (a line still being
+    written: a reader keeping an offset reads it once it ends)."""
     line_no = 1
     carry = b""
     skipping = False  # inside a line too long to keep
@@ -146,6 +151,8 @@ def stream_transcript(
             parsed = parse_transcript(chunk, first_line=line_no)
             line_no += parsed.lines_consumed
             yield chunk.split(b"\n")[:-1], parsed
+    if not partial_last:
+        return
     if skipping:
         yield [], TranscriptChunkInput(lines_consumed=1, malformed=1)
     elif carry.strip():
