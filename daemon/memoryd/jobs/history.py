@@ -273,6 +273,10 @@ class History:
         """How many lines of ``transcript`` a flush took notes of, any session (0: none);
         the path as given or with its links resolved, as flush may have named it."""
         names = sorted({str(transcript), os.path.realpath(transcript)})
+        # flush is named its path in JSON: a name that is not UTF-8 was never flushed
+        names = [n for n in names if _utf8(n)]
+        if not names:
+            return 0
         with self.lock:
             row = self.conn.execute(
                 f"SELECT max(line) FROM flush_offsets WHERE transcript IN "
@@ -290,6 +294,14 @@ class History:
                 "workspace_path, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (str(transcript), session, offset, line, str(root), when),
             )
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _wrote(root: Path, writing: Any) -> bool:
