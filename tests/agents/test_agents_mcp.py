@@ -11,9 +11,8 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,56 +21,14 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.types import CallToolResult, TextContent
 
 from daemon_util import DaemonThread
+from mcp_util import MEMCTL, child_env, daemon_with, make_workspace, stdio_session, text_of
 from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(120)
 
-MEMCTL = str(Path(sys.executable).parent / "memctl")
 TOOLS = {"memory_search", "memory_get", "memory_append", "memory_status"}
-
-
-def make_workspace(root: Path, name: str = "proj") -> Path:
-    ws = root / name
-    (ws / "memory").mkdir(parents=True)
-    (ws / "MEMORY.md").write_text("# Memory\n\n- The user prefers tabs over spaces.\n")
-    (ws / "memory" / "2025-03-01.md").write_text(
-        "# 2025-03-01\n\nWe decided the billing schema keeps invoices immutable.\n"
-    )
-    return ws
-
-
-@contextlib.contextmanager
-def daemon_with(home: Path, *workspaces: Path) -> Iterator[DaemonThread]:
-    with DaemonThread(home) as d:
-        with MemoryClient(d.socket_path) as c:
-            for ws in workspaces:
-                c.workspace_add(ws)
-            for ws in workspaces:
-                c.reindex(workspace=str(ws))
-        yield d
-
-
-def child_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env["MEMORYD_HOME"] = str(home)
-    return env
-
-
-@contextlib.asynccontextmanager
-async def stdio_session(home: Path, cwd: Path, *extra: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=MEMCTL, args=["mcp", *extra], env=child_env(home), cwd=str(cwd)
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
 def test_stdio_lists_the_four_tools_with_camelcase_params_and_output_schemas(

@@ -14,10 +14,10 @@ import pytest
 from daemon_util import DaemonThread
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import llm_daemon
+from mcp_util import daemon_with, make_workspace, stdio_session, text_of
 from memoryd.runtime.logs import configure_logging, get_logger
 from memoryd.secrets import mask, redact
 from memoryd_client import MemoryClient, cli
-from test_agents_mcp import daemon_with, make_workspace, stdio_session, text_of
 
 pytestmark = pytest.mark.timeout(60)
 
