@@ -17,12 +17,14 @@ from typing import Any
 import pytest
 
 from fakes.memoryd_server import Fail, FakeMemoryd, FakeRequest, stale_socket_file
-from memoryd_client import _commands, _doctor, cli
+from memoryd_client import cli
 from memoryd_client.cli import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
+    _commands,
+    _doctor,
     build_parser,
     command_names,
 )
@@ -418,7 +420,7 @@ def test_status_human_and_json(fake_memoryd: FakeMemoryd) -> None:
 def test_status_says_where_the_knn_and_bm25_run(fake_memoryd: FakeMemoryd) -> None:
     import copy
 
-    from memoryd_client._format import format_status
+    from memoryd_client.cli._format import format_status
     from memoryd_client.types import Status
 
     wire = copy.deepcopy(fake_memoryd.results["status"])

@@ -38,7 +38,7 @@ def test_using_every_public_name_loads_nothing_heavy() -> None:
     loaded = loaded_after(
         "import memoryd_client as m\n"
         "[getattr(m, name) for name in m.__all__]\n"
-        "import memoryd_client._doctor, memoryd_client._autostart"
+        "import memoryd_client.cli._doctor, memoryd_client._autostart"
     )
     assert loaded.isdisjoint(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -87,7 +87,7 @@ def test_only_memctl_mcp_loads_the_mcp_sdk() -> None:
     light = loaded_after(
         "import memoryd_client.cli as c\n"
         "c.build_parser().parse_args(['search', 'x'])\n"
-        "import memoryd_client.agents.commands, memoryd_client.agents.bridge"
+        "import memoryd_client.cli._agents, memoryd_client.agents.bridge"
     )
     assert light.isdisjoint({"mcp", "pydantic", "starlette", "anyio", "uvicorn"}), sorted(
         light & {"mcp", "pydantic", "starlette", "anyio", "uvicorn"}

@@ -20,7 +20,7 @@ from memoryd.fleet import lease
 from memoryd.fleet.schema import ensure_schema
 from memoryd.runtime.config import config_from_mapping
 from memoryd_client import MemoryClient
-from memoryd_client._format import format_search
+from memoryd_client.cli._format import format_search
 
 NOTE = "# Decisions\n\nThe zeppelin hangar moves to Tromso in March.\n"
 

@@ -4,3 +4,7 @@ Claude Code hooks, ``memctl setup`` and the shell skill (SKILL.md).
 Only :mod:`memoryd_client.agents.mcp_server` imports the ``mcp`` SDK (the ``mcp`` extra);
 everything else here is as light as the rest of the client.
 """
+
+CLIENTS = ("claude-code", "cursor", "codex", "claude-desktop", "openclaw", "skill")
+"""The agents ``memctl setup`` knows (setup.py); here, so memctl's parser can offer them
+without importing setup."""

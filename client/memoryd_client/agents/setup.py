@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd_client.agents.commands import CLIENTS
+from memoryd_client.agents import CLIENTS
 
 SERVER_NAME: Final = "memoryd"
 HOOK_TIMEOUT_S: Final = 10

@@ -11,7 +11,7 @@ import argparse
 from dataclasses import replace
 from typing import Any, TextIO
 
-from memoryd_client._cli_base import UsageError
+from memoryd_client.cli._base import UsageError
 from memoryd_client.client import MemoryClient
 from memoryd_client.types import SearchHit, SearchResult
 

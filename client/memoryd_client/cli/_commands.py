@@ -1,5 +1,6 @@
 """memctl's commands: each takes the parsed options and a :class:`~memoryd_client.cli.Context`
-and returns the exit code; errors are raised for the edge (``cli.main``) to report."""
+and returns the exit code; errors are raised for the edge (``_main.main``) to report. The
+agents' commands are in ``_agents``."""
 
 from __future__ import annotations
 
@@ -10,21 +11,22 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memoryd_client._cli_base import (
+from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
     EXIT_OK,
+    Context,
     UsageError,
     text_argument,
+    workspace_param,
 )
-from memoryd_client._format import format_jobs, format_run, format_search, format_status
-from memoryd_client._progress import progress_reporter
-from memoryd_client._search import read_query, search_many
+from memoryd_client.cli._format import format_jobs, format_run, format_search, format_status
+from memoryd_client.cli._progress import progress_reporter
+from memoryd_client.cli._search import read_query, search_many
 from memoryd_client.errors import ClientError
 from memoryd_client.paths import socket_path as resolve_socket_path
 
 if TYPE_CHECKING:
-    from memoryd_client.cli import Context
     from memoryd_client.types import SearchResult
 
 
@@ -185,8 +187,6 @@ def layout_warnings(path: Path) -> list[str]:
 
 
 def workspace_remove(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client.cli import workspace_param
-
     result = ctx.client.workspace_remove(
         workspace_param(args.target), delete_index=args.delete_index
     )
@@ -268,7 +268,7 @@ def jobs_run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def doctor(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client._doctor import run_doctor
+    from memoryd_client.cli._doctor import run_doctor
 
     report = run_doctor(resolve_socket_path(override=args.socket), args.socket, args.timeout)
     if args.json:
@@ -284,8 +284,7 @@ def doctor(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def completion(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client._completion import script
-    from memoryd_client.cli import build_parser
+    from memoryd_client.cli._completion import script
 
-    ctx.stdout.write(script(args.shell, build_parser()))
+    ctx.stdout.write(script(args.shell, ctx.parser))
     return EXIT_OK

@@ -1,8 +1,8 @@
-"""The memctl commands for agents: ``mcp``, ``recall``, ``hook`` and ``setup``.
+"""The memctl commands for agents: ``mcp``, ``recall``, ``flush``, ``hook`` and ``setup``.
 
-Registered by :func:`add_commands` from memctl's parser; each handler imports what it
-needs when it runs, so ``memctl search`` pays nothing for them (and only ``memctl mcp``
-loads the MCP SDK).
+Registered by :func:`add_commands` from memctl's parser; each handler imports the agent
+module it drives (:mod:`memoryd_client.agents`) when it runs, so ``memctl search`` pays
+nothing for them (and only ``memctl mcp`` loads the MCP SDK).
 """
 
 from __future__ import annotations
@@ -11,17 +11,20 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+from memoryd_client.agents import CLIENTS
+from memoryd_client.cli._base import (
+    EXIT_ERROR,
+    EXIT_OK,
+    Context,
+    Handler,
+    UsageError,
+    text_argument,
+)
 from memoryd_client.errors import ClientError
 
-if TYPE_CHECKING:
-    from memoryd_client.cli import Context, Handler
-
 MCP_TOKEN_ENV = "MEMCTL_MCP_TOKEN"
-CLIENTS = ("claude-code", "cursor", "codex", "claude-desktop", "openclaw", "skill")
-"""What ``memctl setup`` knows (agents/setup.py), named here so memctl's parser need not
-import it."""
 
 
 class _Command(Protocol):
@@ -175,8 +178,6 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 
 def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client.cli import EXIT_OK, UsageError
-
     try:
         from memoryd_client.agents import mcp_server
     except ImportError as exc:
@@ -219,8 +220,6 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
-    from memoryd_client._cli_base import EXIT_OK, text_argument
-
     text = text_argument(args.text, "nothing to recall for: the text is empty")
     result = ctx.client.recall(
         text, workspace=ctx.workspace(), budget_tokens=args.budget, min_score=args.min_score
@@ -235,8 +234,7 @@ def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_flush(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
-    from memoryd_client._format import format_run
-    from memoryd_client.cli import EXIT_ERROR, EXIT_OK, UsageError
+    from memoryd_client.cli._format import format_run
 
     transcript = Path(args.transcript).expanduser()
     session_id = args.session_id or transcript.name.removesuffix(".jsonl")
@@ -268,7 +266,6 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
     from pathlib import Path
 
     from memoryd_client.agents import setup
-    from memoryd_client.cli import EXIT_OK, UsageError
 
     try:
         if args.print or args.client != "claude-code":

@@ -1,14 +1,11 @@
-"""``memctl``: the command line for memoryd (a thin layer over :class:`MemoryClient`).
-
-This module is the edge: it runs the parser (``_parser``: the commands, their options and
-help), gives each command a ``Context``, and turns every failure into one line on stderr
+"""memctl's edge: it runs the parser (``_parser``: the commands, their options and help),
+gives each command a ``Context``, and turns every failure into one line on stderr
 (``memctl: error: ...``), or with ``--json`` one JSON object on stdout, with a stable exit
-code and never a traceback. The commands themselves are in ``_commands``.
+code and never a traceback. The commands themselves are in ``_commands`` and ``_agents``.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import os
@@ -16,17 +13,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from memoryd_client._cli_base import (
+from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_NOT_RUNNING,
-    EXIT_OK,
     EXIT_USAGE,
     PROG,
+    Context,
+    Handler,
     UsageError,
 )
-from memoryd_client._parser import Handler, build_parser, command, command_names
-from memoryd_client.client import MemoryClient
+from memoryd_client.cli._parser import build_parser
 from memoryd_client.errors import (
     ClientError,
     ClientTimeout,
@@ -36,88 +33,6 @@ from memoryd_client.errors import (
     RemoteError,
     SocketUnusable,
 )
-from memoryd_client.types import WorkspaceInfo
-
-__all__ = [
-    "EXIT_ERROR",
-    "EXIT_INTERRUPTED",
-    "EXIT_NOT_RUNNING",
-    "EXIT_OK",
-    "EXIT_USAGE",
-    "PROG",
-    "Context",
-    "Handler",
-    "UsageError",
-    "build_parser",
-    "command",
-    "command_names",
-    "main",
-    "workspace_param",
-]
-
-
-# ---------------------------------------------------------------- context
-
-
-class Context:
-    """What a command needs: the parsed options and a client, connected lazily."""
-
-    def __init__(self, args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
-        self.args = args
-        self.stdout = stdout
-        self.stderr = stderr
-        self._client: MemoryClient | None = None
-        self._workspaces: list[WorkspaceInfo] | None = None
-
-    @property
-    def client(self) -> MemoryClient:
-        if self._client is None:
-            self._client = MemoryClient(
-                self.args.socket, timeout=self.args.timeout, client_name=PROG
-            )
-        return self._client
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-
-    def workspaces(self) -> list[WorkspaceInfo]:
-        if self._workspaces is None:
-            self._workspaces = self.client.workspace_list()
-        return self._workspaces
-
-    def workspace(self) -> str | None:
-        """``--workspace``, or the current directory when it lies in a registered one."""
-        given: str | None = self.args.workspace
-        if given:
-            return workspace_param(given)
-        cwd = os.path.realpath(os.getcwd())
-        for ws in self.workspaces():
-            root = os.path.realpath(ws.path)
-            if cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep):
-                return os.getcwd()
-        return None
-
-    def print(self, text: str = "") -> None:
-        print(text, file=self.stdout)
-
-    def note(self, text: str) -> None:
-        """Something the user should know beside the result: stderr, never mixed in."""
-        print(f"{PROG}: note: {text}", file=self.stderr)
-
-    def print_json(self, obj: Any) -> None:
-        import json  # here: most runs of a human command never need it
-
-        json.dump(obj, self.stdout, indent=2, ensure_ascii=False, default=str)
-        self.stdout.write("\n")
-
-
-def workspace_param(value: str) -> str:
-    """A name stays a name; a path (has a '/', or starts with '.' or '~') goes absolute."""
-    if os.sep in value or "/" in value or value.startswith((".", "~")):
-        return os.path.abspath(os.path.expanduser(value))
-    return value
-
 
 # ---------------------------------------------------------------- entry point
 
@@ -146,7 +61,7 @@ def main(
         return _fail(
             out, err, as_json, "usage", f"missing command (try `{PROG} --help`)", EXIT_USAGE
         )
-    ctx = Context(args, out, err)
+    ctx = Context(args, out, err, parser)
     try:
         return handler(args, ctx)
     except UsageError as exc:
@@ -232,7 +147,3 @@ def _fail(
     else:
         print(f"{PROG}: error: {one_line}", file=err)
     return exit_code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,28 +2,30 @@
 
 Every command is added through ``command()``, which gives it the common options (``--json``,
 ``--socket``, ``--timeout``, and ``--workspace`` for one-workspace commands) so they cannot
-drift apart, and an example for its ``--help``. ``cli`` is the edge that runs the parser;
-the handlers are in ``_commands`` (and ``agents.commands`` for the agent commands).
+drift apart, and an example for its ``--help``. ``_main`` is the edge that runs the parser;
+the handlers are in ``_commands`` (and ``_agents`` for the agent commands).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
-from memoryd_client import _commands as cmd
-from memoryd_client._cli_base import EXIT_CODES_HELP, EXIT_OK, PROG, Parser, UsageError
+from memoryd_client.cli import _commands as cmd
+from memoryd_client.cli._base import (
+    EXIT_CODES_HELP,
+    EXIT_OK,
+    PROG,
+    Context,
+    Handler,
+    Parser,
+    UsageError,
+)
 from memoryd_client.client import DEFAULT_TIMEOUT
 from memoryd_client.protocol import PROTOCOL_VERSION
 from memoryd_client.search_terms import FUSIONS, MODES, SOURCES
-
-if TYPE_CHECKING:
-    from memoryd_client.cli import Context
-
-Handler = Callable[[argparse.Namespace, "Context"], int]
-
 
 # ---------------------------------------------------------------- shared options
 
@@ -162,9 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     _fleet_commands(sub)
     _jobs_commands(sub)
     _tool_commands(sub)
-    from memoryd_client.agents.commands import add_commands as add_agent_commands
+    from memoryd_client.cli._agents import add_commands as add_agent_commands
 
-    add_agent_commands(sub, command)  # mcp, recall, flush, hook, setup (agents/commands.py)
+    add_agent_commands(sub, command)  # mcp, recall, flush, hook, setup (_agents.py)
     return parser
 
 

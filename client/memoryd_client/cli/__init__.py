@@ -1,0 +1,47 @@
+"""``memctl``: the command line for memoryd (a thin layer over :class:`MemoryClient`).
+
+- ``_main``: the edge, :func:`main`: runs the parser, hands each command a ``Context``, and
+  turns every failure into one line (or one JSON object) with a stable exit code;
+- ``_base``: what every part shares (exit codes, ``UsageError``, ``Context``, ``Handler``);
+  a leaf;
+- ``_parser``: the commands, their options and help; ``_commands`` and ``_agents`` (mcp,
+  recall, flush, hook, setup): the handlers; ``_format``, ``_progress``, ``_search``,
+  ``_doctor`` and ``_completion``: what those handlers use.
+
+Importing this package loads the parser and the client, nothing heavy: the agent modules,
+``json`` and the MCP SDK are imported by the commands that need them.
+"""
+
+from __future__ import annotations
+
+from memoryd_client.cli._base import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    Context,
+    Handler,
+    UsageError,
+    workspace_param,
+)
+from memoryd_client.cli._main import main
+from memoryd_client.cli._parser import build_parser, command, command_names
+
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
+    "EXIT_NOT_RUNNING",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "PROG",
+    "Context",
+    "Handler",
+    "UsageError",
+    "build_parser",
+    "command",
+    "command_names",
+    "main",
+    "workspace_param",
+]
