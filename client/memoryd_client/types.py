@@ -1,4 +1,5 @@
-"""Typed results of the client calls, built from the wire maps (docs/protocol.md).
+"""Typed results of the client calls, built from the wire maps (docs/protocol.md) by
+``_wire``: each field is read by its type, or by the reader or wire default in its metadata.
 
 Forward compatible: keys this client does not know are ignored (and kept in ``raw`` on the
 top-level results, which is what ``memctl --json`` prints); a missing optional key takes its
@@ -11,107 +12,12 @@ dataclasses describe with ``inspect.signature``) cost twice the import time, whi
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
-from typing import Any, ClassVar, Self, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-from memoryd_client.errors import BadResponse
+from memoryd_client._wire import Reader, _absent, _Fields, _read, _Wire
 
-
-class _Fields:
-    """Typed access to one wire map; ``what`` names it in error messages."""
-
-    def __init__(self, data: Any, what: str) -> None:
-        if not isinstance(data, dict):
-            raise BadResponse(f"malformed {what} from the daemon: expected a map, got {data!r}")
-        self.data: dict[str, Any] = data
-        self.what = what
-
-    def _bad(self, key: str, expected: str) -> BadResponse:
-        return BadResponse(
-            f"malformed {self.what} from the daemon: {key!r} should be {expected}, "
-            f"got {self.data.get(key)!r}"
-        )
-
-    def get_str(self, key: str, default: str | None = None) -> str:
-        value = self.data.get(key, default)
-        if not isinstance(value, str):
-            raise self._bad(key, "a string")
-        return value
-
-    def get_opt_str(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self._bad(key, "a string")
-        return value
-
-    def get_int(self, key: str, default: int | None = None) -> int:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "an integer")
-        return value
-
-    def get_opt_int(self, key: str) -> int | None:
-        return None if self.data.get(key) is None else self.get_int(key)
-
-    def get_float(self, key: str, default: float | None = None) -> float:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._bad(key, "a number")
-        return float(value)
-
-    def get_opt_float(self, key: str) -> float | None:
-        return None if self.data.get(key) is None else self.get_float(key)
-
-    def get_bool(self, key: str, default: bool = False) -> bool:
-        return bool(self.data.get(key, default))
-
-    def get_list(self, key: str) -> list[Any]:
-        value = self.data.get(key)
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise self._bad(key, "a list")
-        return value
-
-    def get_dict(self, key: str) -> dict[str, Any]:
-        value = self.data.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self._bad(key, "a map")
-        return value
-
-    def get_strs(self, key: str) -> list[str]:
-        """A list of strings; a single string is accepted as a list of one."""
-        value = self.data.get(key)
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [value]
-        if not isinstance(value, list):
-            raise self._bad(key, "a list of strings")
-        return [str(v) for v in value]
-
-
-# ---------------------------------------------------------------- reading a result
-
-
-_MISSING: Any = object()
-Reader = Callable[[_Fields, str], Any]  # (the map, the key) -> the field's value
-
-
-def _absent(value: Any, *, key: str | None = None) -> dict[str, Any]:
-    """A field's metadata: its value when the daemon leaves the key out (``value``), and
-    its key on the wire when that is not its name."""
-    return {"absent": value, "key": key}
-
-
-def _read(reader: Reader) -> dict[str, Any]:
-    """A field's metadata: read by ``reader`` instead of by its type."""
-    return {"read": reader}
+# ---------------------------------------------------------------- field readers
 
 
 def _any_str(f: _Fields, key: str) -> str | None:
@@ -139,85 +45,6 @@ def _embedding(name: str) -> Reader:
         return float(value) if isinstance(value, int | float) else None
 
     return read
-
-
-def _by_type(hint: Any, absent: Any) -> Reader:
-    """How a field of this type is read; ``absent``: its value when the key is missing
-    (_MISSING: the key is required)."""
-    default = None if absent is _MISSING else absent
-    args = get_args(hint)
-    if hint is str:
-        return lambda f, k: f.get_str(k, default)
-    if hint is int:
-        return lambda f, k: f.get_int(k, default)
-    if hint is float:
-        return lambda f, k: f.get_float(k, default)
-    if hint is bool:
-        return lambda f, k: f.get_bool(k, bool(default))
-    if args and type(None) in args and len(args) == 2:  # X | None
-        inner = args[0] if args[1] is type(None) else args[1]
-        if inner is str:
-            return _Fields.get_opt_str
-        if inner is int:
-            return _Fields.get_opt_int
-        if inner is float:
-            return _Fields.get_opt_float
-        if isinstance(inner, type) and issubclass(inner, _Wire):
-            return lambda f, k: None if f.data.get(k) is None else inner.from_wire(f.data[k])
-    origin = get_origin(hint)
-    if origin is list and args == (str,):
-        return _Fields.get_strs
-    if origin is list and isinstance(args[0], type) and issubclass(args[0], _Wire):
-        item: type[_Wire] = args[0]
-        return lambda f, k: [item.from_wire(v) for v in f.get_list(k)]
-    if origin is dict:
-        return _Fields.get_dict
-    if isinstance(hint, type) and issubclass(hint, _Wire):  # a nested result, {} if absent
-        nested = hint
-        return lambda f, k: nested.from_wire({} if f.data.get(k) is None else f.data[k])
-    raise TypeError(f"no wire reader for {hint!r}")  # a field added with a new type
-
-
-class _Wire:
-    """A result read from its wire map field by field, each by its type (or its metadata:
-    ``_absent``, ``_read``), so a field is declared once; ``raw`` keeps the map."""
-
-    _what: ClassVar[str]
-    _readers: ClassVar[list[tuple[str, str, Reader]] | None] = None  # per class, at first use
-
-    @classmethod
-    def from_wire(cls, data: Any) -> Self:
-        readers = cls.__dict__.get("_readers")
-        if readers is None:
-            readers = cls._readers = _readers_of(cls)
-        f = _Fields(data, cls._what)
-        values = {name: read(f, key) for name, key, read in readers}
-        if "raw" in cls.__dataclass_fields__:  # type: ignore[attr-defined]
-            values["raw"] = f.data
-        return cls(**values)
-
-
-def _readers_of(cls: type[_Wire]) -> list[tuple[str, str, Reader]]:
-    hints = get_type_hints(cls)
-    out = []
-    for fl in fields(cls):  # type: ignore[arg-type]
-        if fl.name == "raw":
-            continue
-        meta = fl.metadata
-        if "read" in meta:
-            read = meta["read"]
-        else:
-            if "absent" in meta:
-                absent = meta["absent"]
-            elif fl.default is not MISSING:
-                absent = fl.default
-            elif fl.default_factory is not MISSING:
-                absent = fl.default_factory()
-            else:
-                absent = _MISSING
-            read = _by_type(hints[fl.name], absent)
-        out.append((fl.name, meta.get("key") or fl.name, read))
-    return out
 
 
 @dataclass
