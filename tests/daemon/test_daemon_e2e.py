@@ -163,6 +163,27 @@ def test_invalid_config_at_start_exits_with_the_config_code_naming_the_key(home:
     assert line["event"] == "config_error" and "search.max_results" in line["error"]
 
 
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        ("[index]\nextra_paths = " + "[" * 2000 + "]" * 2000 + "\n", "nested too deeply"),
+        ('[[workspaces]]\npath = "/"\n', "the file system's root"),
+        ('[[workspaces]]\npath = "notes/alice"\n', "must be absolute"),
+        ('[llm]\nbase_url = "file:///etc/passwd"\n', "llm.base_url must be an http://"),
+        ('[embedding]\nbase_url = "file:///x"\n', "embedding.base_url must be an http://"),
+        ("[server]\nidle_timeout = 0\n", "server.idle_timeout must be between 1.0"),
+    ],
+)
+def test_a_config_that_cannot_work_exits_with_the_config_code_and_the_reason(
+    home: Path, toml: str, said: str
+) -> None:
+    (home / "config.toml").write_text(toml)
+    proc = Proc(home)
+    assert proc.wait() == EXIT_CONFIG
+    [line] = proc.logs()
+    assert line["event"] == "config_error" and said in line["error"], line
+
+
 def test_socket_dir_open_to_others_exits_with_the_socket_code(home: Path) -> None:
     (home / "run").mkdir(mode=0o755)
     os.chmod(home / "run", 0o755)

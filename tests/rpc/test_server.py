@@ -82,6 +82,8 @@ def test_unknown_method_is_refused_and_connection_stays_usable(md_daemon: Daemon
         ("reindex", {"full": "yes"}, "full", "true or false"),
         ("workspace.add", {}, "path", "required"),
         ("workspace.add", {"path": "relative/dir"}, "path", "absolute"),
+        ("workspace.add", {"path": "/"}, "path", "the file system's root"),
+        ("workspace.add", {"path": "/tmp/../"}, "path", "the file system's root"),
         ("workspace.add", {"path": "/tmp/\x00x"}, "path", "NUL"),
         ("status", {"workspace": "/tmp/\x00x"}, "workspace", "NUL"),
         ("workspace.remove", {"workspace": "w", "delete": True}, "delete", "unknown param"),

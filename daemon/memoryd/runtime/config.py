@@ -51,11 +51,21 @@ def _opt(
     return field(default=default, metadata=meta)
 
 
+def _http_url(value: str) -> str | None:
+    """An endpoint's base_url: empty (the provider's own) or http(s)://host..."""
+    if not value:
+        return None
+    scheme, sep, rest = value.partition("://")
+    if not sep or scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        return "must be an http:// or https:// URL (an OpenAI-compatible endpoint)"
+    return None
+
+
 @dataclass(frozen=True)
 class EmbeddingConfig:
     provider: str = _opt("auto", choices=("auto", "local", "openai", "none"))
     model: str = _opt("")  # openai: default text-embedding-3-small; local: the bundled model
-    base_url: str = _opt("")  # any OpenAI-compatible endpoint
+    base_url: str = _opt("", check=_http_url)  # any OpenAI-compatible endpoint
     api_key: str = _opt("", secret=True)
     api_key_env: str = _opt("OPENAI_API_KEY")
     dimensions: int = _opt(0, lo=0, hi=8192)  # openai only: ask for this many dims (0: model's)
@@ -114,7 +124,7 @@ class SearchConfig:
 
 @dataclass(frozen=True)
 class LlmConfig:
-    base_url: str = _opt("")
+    base_url: str = _opt("", check=_http_url)
     model: str = _opt("")
     api_key: str = _opt("", secret=True)
     api_key_env: str = _opt("")
@@ -185,8 +195,9 @@ class ServerConfig:
     # file limit (raised to its hard limit at start), so accepting never runs out of fds.
     max_connections: int = _opt(1000, lo=1, hi=1_000_000)
     # A connection with nothing in flight that neither sends nor reads for this long is
-    # closed (clients reconnect on their next call). 0: never.
-    idle_timeout: float = _opt(300.0, lo=0.0, hi=86400 * 7)
+    # closed (clients reconnect on their next call). At least a second: idle connections
+    # must free their places (the cap closes the longest idle one anyway).
+    idle_timeout: float = _opt(300.0, lo=1.0, hi=86400 * 7)
     # Unsent answers and large frame bodies held for one connection, and for all of them:
     # beyond it a connection is not read (and large answers wait) until its peer reads.
     connection_buffer_mb: int = _opt(32, lo=1, hi=1 << 16)
@@ -477,9 +488,14 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+        except RecursionError:  # tomllib parses nested arrays and tables recursively
+            raise ConfigError(f"{file}: arrays or tables nested too deeply") from None
         except OSError as exc:  # a folder, no permission...
             raise ConfigError(f"{file}: cannot read the config file: {exc}") from None
-    return config_from_mapping(data, env, source=str(file))
+    try:
+        return config_from_mapping(data, env, source=str(file))
+    except RecursionError:  # a value nested deep enough to exhaust the stack when shown
+        raise ConfigError(f"{file}: a value is nested too deeply") from None
 
 
 def resolve_secret(value: str, env_name: str, env: dict[str, str] | None = None) -> str:

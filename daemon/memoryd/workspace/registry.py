@@ -61,7 +61,17 @@ def config_entries(config: Config) -> list[tuple[Path, str]]:
     """The config's workspaces as (resolved root, name or ""); ConfigError when invalid."""
     out: list[tuple[Path, str]] = []
     for i, wc in enumerate(config.workspaces):
-        root = Path(wc.path).expanduser().resolve()
+        given = Path(wc.path).expanduser()
+        if not given.is_absolute():  # relative to what? the daemon's cwd is not the user's
+            raise ConfigError(
+                f"workspaces[{i}].path {wc.path!r} must be absolute (or start with ~/)"
+            )
+        root = given.resolve()
+        if root == root.parent:
+            raise ConfigError(
+                f"workspaces[{i}].path {wc.path!r} is the file system's root: a workspace is "
+                "a folder of its own (its memory/ and MEMORY.md), not the whole disk"
+            )
         if any(r == root for r, _ in out):
             raise ConfigError(f"workspaces[{i}].path {wc.path} is declared twice")
         nested = next((r for r, _ in out if root.is_relative_to(r) or r.is_relative_to(root)), None)
@@ -403,6 +413,11 @@ class Registry:
         if not root.is_absolute():
             raise InvalidParams(f"path must be absolute, got {path!r}", {"param": "path"})
         root = root.resolve()
+        if root == root.parent:
+            raise InvalidParams(
+                f"path {path} is the file system's root: a workspace is a folder of its own",
+                {"param": "path"},
+            )
         if not root.is_dir():
             raise InvalidParams(f"path {path} is not an existing directory", {"param": "path"})
         for ws in self._items.values():
