@@ -171,7 +171,7 @@ def test_invalid_config_at_start_exits_with_the_config_code_naming_the_key(home:
         ('[[workspaces]]\npath = "notes/alice"\n', "must be absolute"),
         ('[llm]\nbase_url = "file:///etc/passwd"\n', "llm.base_url must be an http://"),
         ('[embedding]\nbase_url = "file:///x"\n', "embedding.base_url must be an http://"),
-        ("[server]\nidle_timeout = 0\n", "server.idle_timeout must be between 1.0"),
+        ("[server]\nidle_timeout = 0\n", "server.idle_timeout must be between 0.1"),
     ],
 )
 def test_a_config_that_cannot_work_exits_with_the_config_code_and_the_reason(

@@ -11,8 +11,9 @@ read from a connection whose unsent answers fill its byte budget; a request abou
 a large answer (a whole file) reserves its size first, and a large frame body reserves its
 length before it is read, from the connection's budget and the daemon's. So a client that
 pipelines without reading its answers, or sends huge frames it never finishes, holds at
-most its budget. Beyond ``max_connections`` a new connection is told so and closed; one
-that shows no progress either way for ``idle_timeout`` seconds is closed.
+most its budget. At ``max_connections`` the connection idle longest makes room for a new
+one (told so and closed only when all are busy); one that shows no progress either way
+for ``idle_timeout`` seconds is closed.
 """
 
 from __future__ import annotations
@@ -297,52 +298,26 @@ class Server:
         conn.serving = asyncio.current_task()
         if creds is None:  # fail closed: a peer we cannot identify is not let in
             log.warning("peer_refused", reason="peer credentials unavailable")
-            await conn.send(
-                protocol.pack(
-                    protocol.error(
-                        None,
-                        ErrorCode.PROTOCOL_ERROR,
-                        "connection refused: the daemon cannot verify who is connecting",
-                    )
-                )
-            )
-            conn.close()
-            return
+            why = "connection refused: the daemon cannot verify who is connecting"
+            return await self._turn_away(conn, ErrorCode.PROTOCOL_ERROR, why)
         if creds.uid != self._uid:
             log.warning(
                 "peer_refused", peer_uid=creds.uid, peer_pid=creds.pid, reason="foreign uid"
             )
-            await conn.send(
-                protocol.pack(
-                    protocol.error(
-                        None,
-                        ErrorCode.PROTOCOL_ERROR,
-                        f"connections from uid {creds.uid} are refused: this daemon serves uid "
-                        f"{self._uid} only",
-                    )
-                )
-            )
-            conn.close()
-            return
-        if len(self._conns) >= self.limits.max_connections:
+            why = f"connections from uid {creds.uid} are refused: this daemon serves uid "
+            return await self._turn_away(conn, ErrorCode.PROTOCOL_ERROR, f"{why}{self._uid} only")
+        if len(self._conns) >= self.limits.max_connections and not self._make_room():
             self.refused_connections += 1
             log.warning(
                 "connection_refused",
-                reason="too many connections",
+                reason="too many connections, each with a request in flight",
                 max_connections=self.limits.max_connections,
             )
-            await conn.send(
-                protocol.pack(
-                    protocol.error(
-                        None,
-                        ErrorCode.UNAVAILABLE,
-                        f"memoryd serves at most {self.limits.max_connections} connections at once "
-                        "(server.max_connections); close idle ones or try again later",
-                    )
-                )
+            why = (
+                f"memoryd serves at most {self.limits.max_connections} connections at once "
+                "(server.max_connections), all busy now; try again later"
             )
-            conn.close()
-            return
+            return await self._turn_away(conn, ErrorCode.UNAVAILABLE, why)
         self._conns.add(conn)
         try:
             await self._read_loop(reader, conn)
@@ -361,6 +336,30 @@ class Server:
             finally:
                 conn.close()
                 self._conns.discard(conn)
+
+    @staticmethod
+    async def _turn_away(conn: _Connection, code: str, message: str) -> None:
+        await conn.send(protocol.pack(protocol.error(None, code, message)))
+        conn.close()
+
+    def _make_room(self) -> bool:
+        """At the cap, close the connection idle longest (no request in flight) so that a
+        new agent is served at once, not after the idle timeout; False when all are busy.
+        Its client reconnects on its next call, as after the idle timeout."""
+        now = time.monotonic()
+        idle = [c for c in self._conns if not c.closed and not c.tasks and not c.computing]
+        if not idle:
+            return False
+        oldest = max(idle, key=lambda c: c.idle_for(now))
+        self.idle_closed += 1
+        log.warning(  # a warning: a flood of new clients is written a few times, then counted
+            "connection_closed_idle",
+            reason="connection cap reached",
+            peer_pid=oldest.peer_pid,
+        )
+        oldest.abort()
+        self._conns.discard(oldest)
+        return True
 
     async def _read_loop(self, reader: asyncio.StreamReader, conn: _Connection) -> None:
         """Read and dispatch frames until the end of stream or the first bad frame."""

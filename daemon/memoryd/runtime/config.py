@@ -195,9 +195,9 @@ class ServerConfig:
     # file limit (raised to its hard limit at start), so accepting never runs out of fds.
     max_connections: int = _opt(1000, lo=1, hi=1_000_000)
     # A connection with nothing in flight that neither sends nor reads for this long is
-    # closed (clients reconnect on their next call). At least a second: idle connections
-    # must free their places (the cap closes the longest idle one anyway).
-    idle_timeout: float = _opt(300.0, lo=1.0, hi=86400 * 7)
+    # closed (clients reconnect on their next call). Never 0: an idle connection must
+    # free its file descriptor some time.
+    idle_timeout: float = _opt(300.0, lo=0.1, hi=86400 * 7)
     # Unsent answers and large frame bodies held for one connection, and for all of them:
     # beyond it a connection is not read (and large answers wait) until its peer reads.
     connection_buffer_mb: int = _opt(32, lo=1, hi=1 << 16)
