@@ -20,8 +20,7 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
+from types import ModuleType
 
 APP = "memoryd"
 SOCKET_NAME = "memoryd.sock"
@@ -56,6 +55,14 @@ class Paths:
         return self.runtime_dir / LOCK_NAME
 
 
+def _platformdirs() -> ModuleType:
+    """Imported when first needed: it pulls in tempfile, random and shutil, which a
+    ``memctl`` run under ``MEMORYD_HOME`` (or with ``XDG_RUNTIME_DIR``) never uses."""
+    import platformdirs
+
+    return platformdirs
+
+
 def default_paths(env: dict[str, str] | None = None) -> Paths:
     """The paths in force for this environment (``MEMORYD_HOME`` or platformdirs)."""
     env = dict(os.environ) if env is None else env
@@ -69,13 +76,13 @@ def default_paths(env: dict[str, str] | None = None) -> Paths:
             runtime_dir=root / "run",
             log_dir=root / "log",
         )
-    state_dir = Path(platformdirs.user_state_dir(APP))
+    state_dir = Path(_platformdirs().user_state_dir(APP))
     return Paths(
-        config_file=Path(platformdirs.user_config_dir(APP)) / "config.toml",
-        data_dir=Path(platformdirs.user_data_dir(APP)),
+        config_file=Path(_platformdirs().user_config_dir(APP)) / "config.toml",
+        data_dir=Path(_platformdirs().user_data_dir(APP)),
         state_dir=state_dir,
         runtime_dir=runtime_dir(env, fallback=state_dir / "run"),
-        log_dir=Path(platformdirs.user_log_dir(APP)),
+        log_dir=Path(_platformdirs().user_log_dir(APP)),
     )
 
 
@@ -87,11 +94,16 @@ def runtime_dir(
 ) -> Path:
     """The socket's folder: in the session's runtime directory, else ``fallback``."""
     if sys.platform == "darwin":  # ~/Library/Caches/TemporaryItems: per user, never warns
-        return Path(platformdirs.user_runtime_dir(APP))
+        return Path(_platformdirs().user_runtime_dir(APP))
+    return _session_runtime_dir(env, login_base) or fallback
+
+
+def _session_runtime_dir(env: dict[str, str], login_base: Path = LOGIN_RUNTIME_BASE) -> Path | None:
+    """Our folder in the session's runtime directory, when there is a usable one."""
     for base in (env.get("XDG_RUNTIME_DIR"), login_base / str(os.geteuid())):
         if base and private_dir_problem(Path(base)) is None:
             return Path(base) / APP
-    return fallback
+    return None
 
 
 def private_dir_problem(path: Path) -> str | None:
@@ -126,6 +138,11 @@ def socket_path(env: dict[str, str] | None = None, override: str | None = None) 
         return Path(override).expanduser()
     if env.get("MEMORYD_SOCKET"):
         return Path(env["MEMORYD_SOCKET"]).expanduser()
+    if not env.get("MEMORYD_HOME") and sys.platform != "darwin":
+        # default_paths' answer, without resolving the folders a socket does not need
+        found = _session_runtime_dir(env)
+        if found is not None:
+            return found / SOCKET_NAME
     return default_paths(env).socket
 
 

@@ -100,3 +100,22 @@ def test_the_daemon_loads_no_model_runtime_or_numpy_before_its_socket_listens() 
     loaded = loaded_after("import memoryd.cli, memoryd.app, memoryd.runtime.config")
     heavy = {"numpy", "onnxruntime", "openai", "tokenizers", "croniter", "watchfiles"}
     assert loaded.isdisjoint(heavy), sorted(loaded & heavy)
+
+
+def test_finding_the_socket_in_the_session_runtime_dir_does_not_load_platformdirs(
+    tmp_path,  # type: ignore[no-untyped-def]
+) -> None:
+    # platformdirs brings tempfile, random and shutil: a fifth of memctl's own start.
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    statement = (
+        "import os\n"
+        "os.environ.pop('MEMORYD_HOME', None); os.environ.pop('MEMORYD_SOCKET', None)\n"
+        f"os.environ['XDG_RUNTIME_DIR'] = {str(runtime)!r}\n"
+        "from memoryd_client.paths import socket_path\n"
+        f"assert str(socket_path()) == {str(runtime / 'memoryd' / 'memoryd.sock')!r}"
+    )
+    assert "platformdirs" not in loaded_after(statement)
+    assert "platformdirs" in loaded_after(
+        "from memoryd_client.paths import default_paths\ndefault_paths({})"
+    )
