@@ -150,7 +150,7 @@ def case_race(args: argparse.Namespace) -> Row:
 
 
 def case_full_disk(args: argparse.Namespace) -> Row:
-    from memoryd.workspace.append import Appender
+    from memoryd.files.append import Appender
 
     if os.geteuid() != 0:
         return _row("full_disk", 0, 0, 0, "skipped: mounting a tmpfs needs root")

@@ -54,7 +54,7 @@ def _hashes(conn: Any, rel: str) -> dict[str, int]:
 def child(workspace: Path, provider_name: str) -> dict[str, Any]:
     """One measured run, in this (fresh) process."""
     from memoryd.embeddings.factory import choose_provider
-    from memoryd.index import db
+    from memoryd.index import schema
     from memoryd.index.workspace import WorkspaceIndex
     from memoryd.runtime.config import config_from_mapping
     from memoryd.runtime.logs import configure_logging
@@ -78,7 +78,7 @@ def child(workspace: Path, provider_name: str) -> dict[str, Any]:
         out["sync_s"] = time.perf_counter() - started
         out["files"] = report.files_changed
         out["chunks"] = report.chunks_written
-        conn = db.connect(Path(tmp) / "index.sqlite", readonly=True)
+        conn = schema.connect(Path(tmp) / "index.sqlite", readonly=True)
         out["embed_s"] = 0.0
         out["windows"] = 0
         if choice.provider is not None:

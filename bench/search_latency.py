@@ -47,8 +47,8 @@ from typing import Any, cast
 import numpy as np
 
 from memoryd.embeddings.base import Vectors
-from memoryd.index import db
-from memoryd.index.query import fts_match, query_terms
+from memoryd.index import schema
+from memoryd.index.search.query import fts_match, query_terms
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime import heap
@@ -159,7 +159,7 @@ def build(
 
 def keyword_matches(ix: WorkspaceIndex, queries: list[str]) -> list[int]:
     """How many chunks each query's FTS OR-query matches (the work BM25 ranking does)."""
-    conn = db.connect(ix.db_path, readonly=True)
+    conn = schema.connect(ix.db_path, readonly=True)
     try:
         sql = "SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?"
         return [

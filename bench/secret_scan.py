@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from memoryd.secrets import redact
-from memoryd.workspace.append import Appender
+from memoryd.files.append import Appender
 
 PROSE = (
     "- Caroline went to the LGBTQ support group on 7 May 2023 and felt inspired by the "

@@ -41,8 +41,8 @@ import numpy.typing as npt
 
 from memoryd.embeddings.base import embed_query
 from memoryd.embeddings.factory import choose_provider
-from memoryd.index import db
-from memoryd.index.vector_mirror import VectorMirror, default_shortlist
+from memoryd.index import schema
+from memoryd.index.vectors.mirror import VectorMirror, default_shortlist
 from memoryd.runtime.config import config_from_mapping
 from memoryd.runtime.logs import configure_logging
 from search_latency import BenchProvider
@@ -65,7 +65,7 @@ def mirror_of(vectors: Matrix) -> VectorMirror:
 
 
 def index_vectors(path: Path, windows: bool) -> Matrix:
-    conn = db.connect(path, readonly=True)
+    conn = schema.connect(path, readonly=True)
     try:
         chunk = [bytes(b) for (b,) in conn.execute("SELECT embedding FROM chunks_vec")]
         out = [np.frombuffer(b"".join(chunk), np.float32).reshape(len(chunk), -1)]

@@ -19,13 +19,13 @@ from zoneinfo import ZoneInfo
 
 from daemon_util import DaemonThread
 from fakes.clock import FakeClock
+from memoryd.files.append import Appender
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.runner import Runner
 from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.append import Appender
 from memoryd.workspace.registry import Workspace
 from memoryd_client import MemoryClient
 

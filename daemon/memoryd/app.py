@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import memoryd
 from memoryd.errors import MemorydError
+from memoryd.files.append import Appender
 from memoryd.fleet.configured import fleet_configured
-from memoryd.index.db import make_private_dir
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.jobs.flush_queue import FlushQueue
 from memoryd.jobs.history import History
@@ -43,7 +43,7 @@ from memoryd.service.notify import (
     Notifier,
     startup_status,
 )
-from memoryd.workspace.append import Appender
+from memoryd.sqlite import make_private_dir
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher, WatchTarget

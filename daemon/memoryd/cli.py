@@ -101,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     """Exit 0 when it stopped or was not running (said which), 1 when it outlived the
     timeout, 5 when the socket cannot be used."""
-    from memoryd.runtime.stop import StopTimeout, stop_daemon
+    from memoryd.stop import StopTimeout, stop_daemon
     from memoryd_client import ClientError, SocketUnusable
 
     path = socket_path(dict(os.environ), args.socket)
@@ -181,7 +181,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from memoryd.runtime.doctor import run_checks
+    from memoryd.doctor import run_checks
 
     env = dict(os.environ)
     checks = run_checks(config_path(env, args.config), socket_path(env, args.socket), env)

@@ -18,7 +18,7 @@ from daemon_util import DaemonThread, RawConn
 from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import NOW, llm_config, llm_daemon
-from memoryd.workspace.transcripts import parse_transcript
+from memoryd.files.transcripts import parse_transcript
 from memoryd_client import (
     AsyncMemoryClient,
     FlushResult,

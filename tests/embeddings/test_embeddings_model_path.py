@@ -14,7 +14,7 @@ from memoryd.embeddings.base import embed_query
 from memoryd.embeddings.factory import choose_provider
 from memoryd.embeddings.local import LocalProvider
 from memoryd.errors import ConfigError, EmbeddingError
-from memoryd.index import db, schema
+from memoryd.index import schema
 from memoryd.runtime.config import config_from_mapping
 from onnx_util import DIMS, expected, write_model
 
@@ -138,7 +138,7 @@ def test_changing_the_model_re_embeds_every_chunk(make_index: IndexFactory) -> N
     ix.sync()
     assert ix.wait_embedded(30)
     ix.close()
-    conn = db.connect(make_index.db)
+    conn = schema.connect(make_index.db)
     before = schema.get_meta(conn)["embedding"]
     old = dict(conn.execute("SELECT id, embedding FROM window_vectors"))
     conn.close()
@@ -149,7 +149,7 @@ def test_changing_the_model_re_embeds_every_chunk(make_index: IndexFactory) -> N
     again = make_index({"embedding": {"provider": "local"}}, provider=second)
     again.sync()
     assert again.wait_embedded(30)
-    conn = db.connect(make_index.db)
+    conn = schema.connect(make_index.db)
     assert schema.get_meta(conn)["embedding"] != before
     new = dict(conn.execute("SELECT id, embedding FROM window_vectors"))
     assert new.keys() == old.keys() and all(new[i] != old[i] for i in new)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from daemon_util import DaemonThread, RawConn, error_code
 from memoryd.errors import ForbiddenPath, InvalidParams, Unavailable
-from memoryd.workspace.append import Appender, _last_heading, daily_path
-from memoryd.workspace.fsutil import atomic_write
+from memoryd.files.append import Appender, _last_heading, daily_path
+from memoryd.files.fsutil import atomic_write
 
 DAY = dt.date(2024, 3, 9)
 

@@ -17,8 +17,8 @@ import pytest
 
 from daemon_util import DaemonThread, RawConn, error_code, wait_for
 from memoryd.errors import MemorydError
-from memoryd.workspace import append as append_module
-from memoryd.workspace.append import Appender, daily_path
+from memoryd.files import append as append_module
+from memoryd.files.append import Appender, daily_path
 
 DAY = dt.date(2024, 3, 9)
 

@@ -1,4 +1,4 @@
-"""Incremental session-transcript parsing (workspace/transcripts.py)."""
+"""Incremental session-transcript parsing (files/transcripts.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.workspace.transcripts import parse_transcript
+from memoryd.files.transcripts import parse_transcript
 
 
 def jl(obj: Any) -> bytes:

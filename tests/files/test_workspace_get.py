@@ -9,8 +9,8 @@ import pytest
 
 from engine_util import IndexFactory
 from memoryd.errors import ForbiddenPath, InvalidParams, NotFound
-from memoryd.workspace.layout import Layout
-from memoryd.workspace.reader import LinesRead, read_lines
+from memoryd.files.layout import Layout
+from memoryd.files.reader import LinesRead, read_lines
 
 
 @dataclass

@@ -18,11 +18,11 @@ from structlog.testing import capture_logs
 
 import worker_faults
 from engine_util import IndexFactory, paths, search
-from memoryd.index import db, schema, store
+from memoryd.index import schema, store
 from memoryd.index.chunker import Chunk
-from memoryd.index.keyword_build import Postings
-from memoryd.index.keyword_counts import count_chunks, fts5_stems
-from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.keyword.build import Postings
+from memoryd.index.keyword.counts import count_chunks, fts5_stems
+from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.store import FileRow
 from memoryd.index.sync import BATCH_FILES
 from memoryd.index.types import SyncReport
@@ -174,7 +174,7 @@ def test_staged_rows_take_the_ids_they_would_have_taken_at_once(tmp_path: Path) 
     # Deleting the chunks that hold the last ids before the staged rows go in would hand
     # those ids out again: staged rows go in first.
     def ids(defer: bool) -> list[tuple[Any, ...]]:
-        conn = db.connect(tmp_path / f"{defer}.sqlite")
+        conn = schema.connect(tmp_path / f"{defer}.sqlite")
         schema.migrate(conn)
         store.create_staging(conn)
         one = [Chunk(1, 1, "alpha", ()), Chunk(2, 2, "beta", ("H",))]

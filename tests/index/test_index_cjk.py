@@ -8,8 +8,9 @@ import apsw
 import pytest
 
 from engine_util import IndexFactory, paths, search
-from memoryd.index import db, schema
-from memoryd.index.keyword_text import CJK_RUN, keyword_text, with_offsets
+from memoryd import sqlite
+from memoryd.index import schema
+from memoryd.index.keyword.text import CJK_RUN, keyword_text, with_offsets
 from memoryd.index.schema import FTS_TOKENIZER
 
 ZH = "memory/2024-05-01.md"
@@ -119,7 +120,7 @@ def test_an_index_made_before_cjk_bigrams_upgrades_without_losing_a_note(
     ix.sync()
     ix.close()
     # Turn it back into what the previous release left: 0001_core's triggers, raw text.
-    conn = db.connect(make_index.db)
+    conn = schema.connect(make_index.db)
     with conn:
         conn.execute(
             """
@@ -145,7 +146,7 @@ def test_an_index_made_before_cjk_bigrams_upgrades_without_losing_a_note(
     again.sync()
     for query, path in (("缓存", ZH), ("東京", JA), ("서울", KO), ("oolong", EN)):
         assert paths(search(again, query, mode="keyword"))[:1] == [path], query
-    conn = db.connect(make_index.db)
+    conn = schema.connect(make_index.db)
     assert conn.execute("SELECT id, text FROM chunks ORDER BY id").fetchall() == chunks
     assert schema.get_meta(conn)["keyword_text"] == "cjk-bigrams-1"
     # FTS5 itself (not only the in-memory copy) finds the words; deleting every chunk
@@ -155,7 +156,7 @@ def test_an_index_made_before_cjk_bigrams_upgrades_without_losing_a_note(
     with conn:
         conn.execute("DELETE FROM chunks")
     assert conn.execute("SELECT count(*) FROM chunks_vocab").fetchall() == [(0,)]
-    assert db.quick_check(conn) is None
+    assert sqlite.quick_check(conn) is None
 
 
 def test_a_cjk_run_becomes_bigrams_a_single_character_stays_itself() -> None:

@@ -11,16 +11,17 @@ from pathlib import Path
 
 import apsw
 
-from memoryd.index import db, schema
+from memoryd import sqlite
+from memoryd.index import schema
 
 
 def test_sqlite_vec_loads_and_answers_a_real_knn_query() -> None:
-    support = db.probe_vec()
+    support = sqlite.probe_vec()
     assert support.ok and support.version.startswith("v") and support.reason == ""
 
 
 def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
-    conn = db.connect(tmp_path / "i.sqlite")
+    conn = schema.connect(tmp_path / "i.sqlite")
     first = schema.migrate(conn)
     assert first == [name for name, _ in schema.MIGRATIONS]
     assert schema.migrate(conn) == []
@@ -32,8 +33,8 @@ def test_migrations_are_recorded_and_idempotent(tmp_path: Path) -> None:
 def test_fts5_merges_a_level_at_sixteen_segments_on_new_and_existing_indexes(
     tmp_path: Path,
 ) -> None:
-    conn = db.connect(tmp_path / "old.sqlite")  # an index made before 0003
-    db.migrate(conn, schema.MIGRATIONS[:2])
+    conn = schema.connect(tmp_path / "old.sqlite")  # an index made before 0003
+    sqlite.migrate(conn, schema.MIGRATIONS[:2])
     assert not conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchall()
     assert schema.migrate(conn)[:1] == ["0003_fts_automerge"]
     assert conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'automerge'").fetchall() == [
@@ -99,7 +100,7 @@ def test_two_connections_migrating_a_new_index_at_once(tmp_path: Path) -> None:
     # the index's open took for corruption (the new file was moved aside).
     for trial in range(10):
         path = tmp_path / f"{trial}.sqlite"
-        conns = [db.connect(path) for _ in range(2)]
+        conns = [schema.connect(path) for _ in range(2)]
         results: list[object] = []
 
         def run(conn: apsw.Connection, out: list[object] = results) -> None:

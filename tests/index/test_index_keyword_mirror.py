@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from engine_util import IndexFactory, search
-from memoryd.index import db, schema
-from memoryd.index.keyword_build import Postings
-from memoryd.index.keyword_counts import fts5_stems
-from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.query import fts_match, query_terms
+from memoryd import sqlite
+from memoryd.index import schema
+from memoryd.index.keyword.build import Postings
+from memoryd.index.keyword.counts import fts5_stems
+from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.search.query import fts_match, query_terms
 from memoryd.index.types import SearchRequest
 
 _WORD_TEXT = """
@@ -31,7 +32,7 @@ SELECT = "SELECT id, text, heading, source, day FROM chunks"
 def index(
     tmp_path: Path, max_bytes: int = 1 << 30, prune_from: int = 0
 ) -> tuple[KeywordMirror, apsw.Connection]:
-    conn = db.connect(tmp_path / "ix.sqlite")
+    conn = schema.connect(tmp_path / "ix.sqlite")
     schema.migrate(conn)
     schema.upgrade_keyword_text(conn)
     conn.execute(
@@ -87,7 +88,7 @@ def assert_same(mirror: KeywordMirror, conn: apsw.Connection, rng: random.Random
             assert mirror.top(stems_of(words), limit) == fts_top(conn, words, limit), words
     n, df = mirror.doc_freqs(stems_of(["kids", "zebra"])) or (0, {})
     vocab = dict(conn.execute("SELECT term, doc FROM chunks_vocab WHERE term IN ('kid', 'zebra')"))
-    assert n == db.scalar(conn, "SELECT count(*) FROM chunks")
+    assert n == sqlite.scalar(conn, "SELECT count(*) FROM chunks")
     assert df == {"kid": vocab.get("kid", 0), "zebra": 0}
 
 
@@ -447,7 +448,7 @@ def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(
             raise RuntimeError("tokenizer exploded")
         return real(text)
 
-    conn = db.connect(tmp_path / "ix.sqlite")
+    conn = schema.connect(tmp_path / "ix.sqlite")
     schema.migrate(conn)
     schema.upgrade_keyword_text(conn)
     conn.execute(
@@ -476,6 +477,6 @@ def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(
 
 def test_the_python_tokenizer_is_the_one_chunks_fts_was_created_with(tmp_path: Path) -> None:
     _, conn = index(tmp_path)
-    sql = db.scalar(conn, "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'")
+    sql = sqlite.scalar(conn, "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'")
     name, args = FTS_TOKENIZER
     assert f"tokenize='{' '.join([name, *args])}'" in str(sql)

@@ -12,7 +12,8 @@ import structlog
 from structlog.testing import capture_logs
 
 from engine_util import IndexFactory, search
-from memoryd.index import db, keyword_sidecar
+from memoryd.index import schema
+from memoryd.index.keyword import sidecar as keyword_sidecar
 from memoryd.index.workspace import WorkspaceIndex
 
 QUERIES = ("bicycle dentist", "garden", "coffee budget lisbon", "note3 hiking")
@@ -77,7 +78,7 @@ def test_chunks_changed_behind_its_back_make_it_rebuild(make_index: IndexFactory
     make_index.made.remove(ix)
     # Another writer (an older daemon, a crash after the save) replaces the last chunk: the
     # new one reuses its id and the row count stays the same.
-    conn = db.connect(make_index.db)
+    conn = schema.connect(make_index.db)
     with conn:
         (last,) = conn.execute("SELECT max(id) FROM chunks").fetchone()
         row = conn.execute("SELECT path, source, day FROM chunks WHERE id = ?", (last,)).fetchone()

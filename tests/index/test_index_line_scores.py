@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.index.schema import FTS_TOKENIZER
-from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores
+from memoryd.index.search.snippets import LineStems, TokenizeOffsets, line_scores
 
 
 @pytest.fixture(scope="module")

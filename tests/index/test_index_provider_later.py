@@ -14,7 +14,7 @@ from daemon_util import run_daemon
 from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
-from memoryd.index.query_vectors import PROVIDER_LOADING
+from memoryd.index.vectors.query_vectors import PROVIDER_LOADING
 from memoryd.index.workspace import WorkspaceIndex
 
 NOTES = {

@@ -13,7 +13,7 @@ import pytest
 from daemon_util import Proc, RawConn, wait_for
 from engine_util import IndexFactory, paths, search
 from memoryd.errors import IndexUnavailable
-from memoryd.index import db
+from memoryd.index import schema
 
 NOTES = 60
 
@@ -41,7 +41,7 @@ def _damage(index: Path, how: str) -> None:
 
 def _checkpoint(index: Path) -> None:
     """Everything into the main file (WAL emptied), so the damage hits what is read."""
-    conn = db.connect(index)
+    conn = schema.connect(index)
     try:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     finally:
@@ -116,7 +116,7 @@ def test_a_read_that_finds_the_index_damaged_answers_unavailable_and_has_it_rebu
 
 
 def _pages_of(index: Path, table: str) -> list[int]:
-    conn = db.connect(index, readonly=True)
+    conn = schema.connect(index, readonly=True)
     try:
         return [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,))]
     finally:

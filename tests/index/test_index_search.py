@@ -163,7 +163,7 @@ def test_snippet_shows_the_head_of_the_line_after_its_window(make_index: IndexFa
 
 
 def test_a_partial_line_needs_room_for_more_than_a_label() -> None:
-    from memoryd.index.snippets import MIN_PARTIAL, fill_after
+    from memoryd.index.search.snippets import MIN_PARTIAL, fill_after
 
     lines = ["- [D1:1] A: short question?", "- [D1:2] B: " + "a long answer " * 30]
     body = lines[0]
@@ -207,7 +207,7 @@ def test_search_reports_generation_and_timing(ix) -> None:  # type: ignore[no-un
     ],
 )
 def test_full_dates_in_a_query_are_recognised(query: str, days: list[str]) -> None:
-    from memoryd.index.query import query_days
+    from memoryd.index.search.query import query_days
 
     assert query_days(query) == days
 
@@ -248,8 +248,13 @@ def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFac
     """keyword_ranked leaves words found in >= half the chunks out of its first query; the
     BM25 top must be the one of the whole OR query, including when the other words find
     fewer chunks than asked for."""
-    from memoryd.index.query import fts_match, query_terms
-    from memoryd.index.search import Filters, doc_freqs, keyword_candidates, keyword_ranked
+    from memoryd.index.search.fusion import (
+        Filters,
+        doc_freqs,
+        keyword_candidates,
+        keyword_ranked,
+    )
+    from memoryd.index.search.query import fts_match, query_terms
 
     for day in range(1, 29):
         lines = [f"- Caroline: item {day}-{i} about the weather and walks" for i in range(30)]

@@ -11,11 +11,12 @@ from typing import Any
 import apsw
 
 from engine_util import IndexFactory, paths, search
+from memoryd import sqlite
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.index import db, opening, store
+from memoryd.files.layout import Layout
+from memoryd.index import opening, store
 from memoryd.index.sync import TRANSCRIPT_STEP_BYTES, Syncer
 from memoryd.runtime.config import MiB
-from memoryd.workspace.layout import Layout
 
 HEADER = {"type": "session", "version": 1, "id": "s1", "timestamp": "2024-05-01T10:00:00Z"}
 
@@ -205,7 +206,7 @@ def _transcript_syncer(
 
 
 def _stored(conn: apsw.Connection) -> tuple[Any, ...]:
-    chunks = db.rows(
+    chunks = sqlite.rows(
         conn, "SELECT start_line, end_line, text FROM chunks ORDER BY start_line, end_line"
     )
     row = store.read_files(conn)["sessions/s1.jsonl"]

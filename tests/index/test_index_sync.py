@@ -247,13 +247,13 @@ def test_a_busy_index_is_not_mistaken_for_a_corrupt_one(make_index: IndexFactory
     holder = apsw.Connection(str(make_index.db))
     holder.execute("BEGIN EXCLUSIVE")  # another process holds the write lock
     try:
-        from memoryd.index import db
+        from memoryd import sqlite
 
-        db.BUSY_TIMEOUT_MS = 50  # type: ignore[misc]
+        sqlite.BUSY_TIMEOUT_MS = 50  # type: ignore[misc]
         with pytest.raises(IndexUnavailable):
             make_index()
     finally:
-        db.BUSY_TIMEOUT_MS = 5000  # type: ignore[misc]
+        sqlite.BUSY_TIMEOUT_MS = 5000  # type: ignore[misc]
         holder.execute("ROLLBACK")
         holder.close()
     assert not make_index.db.with_name("ws.sqlite.corrupt").exists()

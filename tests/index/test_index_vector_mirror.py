@@ -11,7 +11,7 @@ from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.types import SearchRequest
-from memoryd.index.vector_mirror import (
+from memoryd.index.vectors.mirror import (
     QUANTISED_FROM,
     VectorMirror,
     VectorWidthError,

@@ -10,7 +10,7 @@ from daemon_util import wait_for
 from engine_util import IndexFactory, paths, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
-from memoryd.index import db
+from memoryd.index import schema
 
 NOTES = {
     "memory/2024-05-01.md": "# 2024-05-01\n\n- Bought a blue bicycle for commuting to work.\n",
@@ -166,7 +166,7 @@ def test_vectors_follow_deleted_files(
     assert ix.wait_embedded(timeout=30)
     p.unlink()
     ix.sync()
-    conn = db.connect(make_index.db, readonly=True)  # with sqlite-vec loaded
+    conn = schema.connect(make_index.db, readonly=True)  # with sqlite-vec loaded
     try:
         assert conn.execute("SELECT count(*) FROM window_vectors").fetchall()[0][0] == 0
         assert conn.execute("SELECT count(*) FROM chunks_vec").fetchall()[0][0] == 0

@@ -23,7 +23,7 @@ import apsw
 from engine_util import IndexFactory, paths, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
-from memoryd.index import db
+from memoryd.index import schema
 
 CHILD = """
 import json, sys
@@ -80,7 +80,7 @@ def run_child(make_index: IndexFactory, provider: str, base_url: str) -> dict[st
 
 def vector_rows(index: Path) -> tuple[set[int], set[int]]:
     """(chunk ids, chunk ids with a vec0 row), read with sqlite-vec loaded."""
-    conn = db.connect(index, readonly=True)
+    conn = schema.connect(index, readonly=True)
     try:
         chunks = {int(r[0]) for r in conn.execute("SELECT id FROM chunks")}
         vecs = {int(r[0]) for r in conn.execute("SELECT chunk_id FROM chunks_vec")}

@@ -17,7 +17,7 @@ import pytest
 from engine_util import IndexFactory
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import NOW, JobHarness, llm_config, set_mtime, transcript
-from memoryd.workspace.transcripts import stream_transcript
+from memoryd.files.transcripts import stream_transcript
 
 OLD = "# Memory\n\n## People\n- Alice likes tea.\n"
 

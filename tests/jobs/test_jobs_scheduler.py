@@ -15,16 +15,16 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from fakes.clock import FakeClock
+from memoryd.cron import latest_at_or_before, next_after
 from memoryd.errors import ConfigError
+from memoryd.files.append import Appender
+from memoryd.files.fsutil import atomic_write
 from memoryd.jobs.base import JobContext, JobFn, JobResult, JobSettings, JobSpec
-from memoryd.jobs.cron import latest_at_or_before, next_after
 from memoryd.jobs.history import History
 from memoryd.jobs.runner import AlreadyRunning, Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.append import Appender
-from memoryd.workspace.fsutil import atomic_write
 from memoryd.workspace.registry import Workspace
 
 pytestmark = pytest.mark.timeout(30)

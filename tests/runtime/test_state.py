@@ -191,13 +191,13 @@ def test_a_failing_migration_is_an_error_not_damage(tmp_path: Path) -> None:
 
 
 def test_state_and_index_files_are_private_whatever_the_umask(tmp_path: Path) -> None:
-    from memoryd.index import db
+    from memoryd.index import schema
 
     old = os.umask(0o022)
     try:
         state = StateDB(tmp_path / "state" / "state.sqlite")
         state.add_workspace("w", Path("/w"))
-        conn = db.connect(tmp_path / "data" / "index" / "w.sqlite")
+        conn = schema.connect(tmp_path / "data" / "index" / "w.sqlite")
         conn.execute("CREATE TABLE t(x)")
     finally:
         os.umask(old)
@@ -218,7 +218,7 @@ def test_state_and_index_files_are_private_whatever_the_umask(tmp_path: Path) ->
 def test_the_daemon_starts_on_a_scribbled_state_database_and_says_so(tmp_path: Path) -> None:
     """It refused to start (exit 1, which systemd retried five times)."""
     from daemon_util import DaemonThread, RawConn, short_home
-    from memoryd.runtime.doctor import check_state
+    from memoryd.doctor import check_state
 
     with short_home() as home:
         ws = home / "ws"

@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from daemon_util import DaemonThread, RawConn, wait_for
 from engine_util import IndexFactory
-from memoryd.workspace.fsutil import atomic_write
+from memoryd.files.fsutil import atomic_write
 from memoryd.workspace.watcher import Watcher, WatchTarget, is_editor_temp
 from memoryd_client.client import MemoryClient
 
@@ -330,9 +330,9 @@ def test_a_search_waits_for_the_writes_before_it_not_for_those_after(
 
 
 def test_a_search_waits_only_for_the_files_its_filters_let_through(tmp_path: Path) -> None:
+    from memoryd.files.layout import Layout
     from memoryd.index.freshness import Freshness
     from memoryd.index.types import SearchRequest
-    from memoryd.workspace.layout import Layout
 
     root = tmp_path / "ws"
     fresh = Freshness(Layout(root, sessions=True))

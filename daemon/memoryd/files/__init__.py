@@ -1,1 +1,2 @@
-"""The markdown files themselves: what a memory line says about itself and where it came from."""
+"""The workspace's files as files: layout, reading, transcripts, safe writes and appends; what
+a memory line says about itself and where it came from."""

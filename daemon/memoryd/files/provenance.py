@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.errors import InvalidParams
-from memoryd.workspace.beneath import open_beneath
-from memoryd.workspace.fsutil import atomic_write_at
+from memoryd.files.beneath import open_beneath
+from memoryd.files.fsutil import atomic_write_at
 
 __all__ = [
     "HAND_WRITTEN",

@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from memoryd.fleet import lease
-from memoryd.fleet.local import FilePayload, LocalIndexReader, Version
+from memoryd.fleet.local_reader import FilePayload, LocalIndexReader, Version
 
 BATCH_CHUNKS = 2000  # chunks per transaction: big enough for throughput, short for readers
 

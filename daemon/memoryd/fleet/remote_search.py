@@ -20,11 +20,11 @@ from psycopg import sql
 
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
-from memoryd.index.bm25 import K1, MIN_IDF, B
-from memoryd.index.keyword_text import with_offsets
-from memoryd.index.query import query_days, query_terms
+from memoryd.files.reader import LinesRead
+from memoryd.index.keyword.bm25 import K1, MIN_IDF, B
+from memoryd.index.keyword.text import with_offsets
 from memoryd.index.schema import FTS_TOKENIZER
-from memoryd.index.search import (
+from memoryd.index.search.fusion import (
     KEYWORD_OVERFETCH,
     Candidate,
     Filters,
@@ -32,10 +32,10 @@ from memoryd.index.search import (
     idf_weights,
     shown_hits,
 )
-from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores
+from memoryd.index.search.query import query_days, query_terms
+from memoryd.index.search.snippets import LineStems, TokenizeOffsets, line_scores
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.runtime.config import SearchConfig
-from memoryd.workspace.reader import LinesRead
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ class RemoteIndex:
         qvec: Vectors | None,
         window_budget: int,
     ) -> tuple[list[SearchHit], Mode]:
-        """The local engine's ranking (index/search.py run_search) over candidates from
+        """The local engine's ranking (index/search/fusion.py run_search) over candidates from
         Postgres. ``qvec``: the query embedded with this workspace's model, or None."""
         max_results = req.max_results or cfg.max_results
         min_score = cfg.min_score if req.min_score is None else req.min_score

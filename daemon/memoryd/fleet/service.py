@@ -22,18 +22,18 @@ from pgvector.psycopg import register_vector
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.errors import Unavailable
+from memoryd.files.reader import read_lines
 from memoryd.fleet import lease
-from memoryd.fleet.local import LocalIndexReader
+from memoryd.fleet.local_reader import LocalIndexReader
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
 from memoryd.fleet.schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.settings import FleetSettings
-from memoryd.index.search import as_query_vector
+from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.reader import read_lines
 from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.fleet")

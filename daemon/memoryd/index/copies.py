@@ -1,11 +1,11 @@
 """The in-memory copies of one index, and how they are loaded from its file.
 
-The vectors (vector_mirror.py: the KNN), the BM25 postings (keyword_mirror.py) and the
-snippets' line stems (snippets.py) rank searches without SQLite; the file stays the store.
+The vectors (vectors/mirror.py: the KNN), the BM25 postings (keyword/mirror.py) and the
+snippets' line stems (search/snippets.py) rank searches without SQLite; the file stays the store.
 Both mirrors load on the writer thread after the index opens (sqlite-vec and FTS5 answer
 meanwhile), follow its commits, and are loaded again when one may be off. The BM25 copy is
 saved beside the index at a clean close and read back at the next open when it still
-matches (keyword_sidecar.py). A rebuilt file starts with new, empty copies (its chunk ids
+matches (keyword/sidecar.py). A rebuilt file starts with new, empty copies (its chunk ids
 start over).
 """
 
@@ -19,10 +19,12 @@ from typing import Any
 
 import apsw
 
-from memoryd.index import db, keyword_sidecar, store
-from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.snippets import LineStems
-from memoryd.index.vector_mirror import VectorMirror
+from memoryd import sqlite
+from memoryd.index import store
+from memoryd.index.keyword import sidecar as keyword_sidecar
+from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.index.search.snippets import LineStems
+from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.config import IndexConfig, MiB
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
@@ -103,7 +105,7 @@ class Copies:
             if found["origin"] == "chunks":
                 self.keywords.load(
                     conn.execute("SELECT id, text, heading, source, day FROM chunks"),
-                    int(db.scalar(conn, "SELECT count(*) FROM chunks")),
+                    int(sqlite.scalar(conn, "SELECT count(*) FROM chunks")),
                 )
             # The load read every chunk through the writer's page cache, and its garbage
             # peaked at ~2x the copy: give both back.

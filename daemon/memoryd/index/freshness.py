@@ -13,9 +13,7 @@ from collections.abc import Callable, Iterable
 from datetime import date, timedelta
 from pathlib import Path
 
-from memoryd.index.store import FileRow
-from memoryd.index.types import SearchRequest
-from memoryd.workspace.layout import (
+from memoryd.files.layout import (
     MEMORY_DIR,
     MEMORY_FILES,
     SESSIONS_DIR,
@@ -24,6 +22,8 @@ from memoryd.workspace.layout import (
     day_of,
     display_name,
 )
+from memoryd.index.store import FileRow
+from memoryd.index.types import SearchRequest
 from memoryd_client.search_terms import SOURCE_MEMORY
 
 HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...

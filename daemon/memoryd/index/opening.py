@@ -20,10 +20,11 @@ from pathlib import Path
 
 import apsw
 
+from memoryd import sqlite
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.errors import IndexUnavailable
-from memoryd.index import db, schema, store
-from memoryd.index.vector_mirror import VectorMirror
+from memoryd.index import schema, store
+from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.config import IndexConfig
 from memoryd.runtime.logs import get_logger
 
@@ -48,7 +49,7 @@ def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
     db_path.parent.mkdir(parents=True, exist_ok=True)
     opened: apsw.Connection | None = None
     try:
-        opened = db.connect(db_path)
+        opened = schema.connect(db_path)
         schema.migrate(opened)  # reads the header and the schema: a garbage file fails here
     except apsw.Error as exc:
         if opened is not None:
@@ -63,7 +64,7 @@ def open_or_rebuild(db_path: Path) -> tuple[apsw.Connection, str | None]:
 def rebuild(db_path: Path, problem: str) -> tuple[apsw.Connection, str]:
     """A damaged index (closed) moved aside and a new one made: (its connection, why)."""
     _move_aside(db_path, problem)
-    opened = db.connect(db_path)
+    opened = schema.connect(db_path)
     schema.migrate(opened)
     return opened, f"index was corrupt ({problem}); rebuilt from the files"
 
@@ -88,10 +89,10 @@ class IntegrityCheck:
             with self._lock:
                 if self._closed:
                     return
-                self._conn = db.connect(self.db_path, readonly=True)
+                self._conn = schema.connect(self.db_path, readonly=True)
             inode = os.stat(self.db_path).st_ino  # the file checked: a swap makes another
-            problem = db.quick_check(self._conn)
-        except db.CORRUPTION as exc:
+            problem = sqlite.quick_check(self._conn)
+        except sqlite.CORRUPTION as exc:
             problem = f"{type(exc).__name__}: {exc}"
         except (apsw.Error, OSError) as exc:  # closing (interrupted), busy...: not damage
             if not self._closed:
@@ -118,7 +119,7 @@ class IntegrityCheck:
 
 
 def _move_aside(db_path: Path, problem: str) -> None:
-    aside = db.move_aside(db_path)
+    aside = sqlite.move_aside(db_path)
     log.error(
         "index_corrupt",
         path=str(db_path),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index.chunker import chunk_markdown_state
-from memoryd.index.keyword_counts import Counted, Stems, count_chunks, fts5_stems
+from memoryd.index.keyword.counts import Counted, Stems, count_chunks, fts5_stems
 from memoryd.index.store import ChunkRow, chunk_rows
 from memoryd.runtime.priority import lower_this_process
 

@@ -16,10 +16,11 @@ from pathlib import Path
 
 import apsw
 
+from memoryd import sqlite
 from memoryd.errors import IndexUnavailable
-from memoryd.index import db, schema
-from memoryd.index.keyword_text import with_offsets
-from memoryd.index.snippets import TokenizeOffsets
+from memoryd.index import schema
+from memoryd.index.keyword.text import with_offsets
+from memoryd.index.search.snippets import TokenizeOffsets
 
 
 class Reader:
@@ -27,7 +28,7 @@ class Reader:
     offsets into the chunk's text, for snippets."""
 
     def __init__(self, path: Path) -> None:
-        self.conn = db.connect(path, readonly=True)
+        self.conn = schema.connect(path, readonly=True)
         try:
             # Read the schema first: a damaged file says so here (SQLITE_CORRUPT), where the
             # FTS5 lookup below would call it NoFTS5Error.
@@ -56,7 +57,7 @@ def corruption_in(exc: BaseException) -> BaseException | None:
     seen: set[int] = set()
     found: BaseException | None = exc
     while found is not None and id(found) not in seen:
-        if isinstance(found, db.CORRUPTION):
+        if isinstance(found, sqlite.CORRUPTION):
             return found
         seen.add(id(found))
         found = found.__cause__ or found.__context__

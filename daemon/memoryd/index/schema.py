@@ -6,16 +6,26 @@ The vector table is not a migration: its width is the provider's dims, so it is 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import apsw
 
-from memoryd.index import db, keyword_text
+from memoryd import sqlite
+from memoryd.index.keyword import text as keyword_text
 
 SCHEMA_VERSION = 1
 # chunks_fts's tokenizer (as 0001_core creates it): the line scores and the in-memory BM25
 # must stem exactly as FTS5 indexes, so they build theirs from this.
 FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 
-MIGRATIONS: list[db.Migration] = [
+
+def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -> apsw.Connection:
+    """A connection to an index file: the one factory (memoryd/sqlite.py), with the SQL
+    function that chunks_fts's triggers call."""
+    return sqlite.connect(path, readonly=readonly, vectors=vectors, setup=keyword_text.register)
+
+
+MIGRATIONS: list[sqlite.Migration] = [
     (
         "0001_core",
         """
@@ -110,7 +120,7 @@ MIGRATIONS: list[db.Migration] = [
 
 def migrate(conn: apsw.Connection) -> list[str]:
     """Apply the index migrations not yet recorded; returns the names applied."""
-    return db.migrate(conn, MIGRATIONS)
+    return sqlite.migrate(conn, MIGRATIONS)
 
 
 def get_meta(conn: apsw.Connection) -> dict[str, str]:
@@ -147,7 +157,7 @@ _KEYWORD_TRIGGERS = f"""
 def upgrade_keyword_text(conn: apsw.Connection) -> int | None:
     """Make chunks_fts index keyword_text(): the chunks whose text it changes (those with
     CJK) are indexed again; None when already done, else how many. One transaction, so
-    readers (WAL) search the old rows until it commits; ``conn`` needs db.connect's
+    readers (WAL) search the old rows until it commits; ``conn`` needs connect's
     keyword_text function. The writer runs it after the in-memory copies load (workspace),
     and they already tokenize the new way, so CJK is found meanwhile too."""
     fn = keyword_text.SQL_FUNCTION

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 import apsw
 import numpy as np
 
+from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
-from memoryd.index import db
 from memoryd.index.chunker import Chunk
-from memoryd.index.vector_mirror import VectorMirror
-from memoryd.index.windows import WINDOW_SLOTS, centroid
+from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.index.vectors.windows import WINDOW_SLOTS, centroid
 
 VEC_TABLE = "chunks_vec"
 
@@ -50,7 +50,7 @@ def read_files(conn: apsw.Connection, path: str | None = None) -> dict[str, File
     """Every file row, or the one of ``path``."""
     where, args = ("WHERE path = ?", (path,)) if path is not None else ("", ())
     return {
-        r[0]: FileRow(*r) for r in db.rows(conn, f"SELECT {FILE_COLS} FROM files {where}", args)
+        r[0]: FileRow(*r) for r in sqlite.rows(conn, f"SELECT {FILE_COLS} FROM files {where}", args)
     }
 
 
@@ -102,12 +102,12 @@ def has_vec_table(conn: apsw.Connection) -> bool:
 def vec_table_writable(conn: apsw.Connection) -> bool:
     """A vector table exists and this process has sqlite-vec: without the vec0 module every
     statement on the table fails, DROP included."""
-    return db.probe_vec().ok and has_vec_table(conn)
+    return sqlite.probe_vec().ok and has_vec_table(conn)
 
 
 def vec_table_dims(conn: apsw.Connection) -> int | None:
     """The width of the vector table, or None when there is none."""
-    sql = db.scalar(
+    sql = sqlite.scalar(
         conn, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (VEC_TABLE,)
     )
     if not sql:
@@ -120,7 +120,7 @@ def create_vec_table(conn: apsw.Connection, dims: int) -> None:
     conn.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {VEC_TABLE} USING vec0("
         # L2 on unit vectors ranks exactly as cosine does, and sqlite-vec scans it a third
-        # faster; search.py turns the distance back into a cosine where it needs one.
+        # faster; search/fusion.py turns the distance back into a cosine where it needs one.
         f"chunk_id INTEGER PRIMARY KEY, embedding float[{int(dims)}], "
         "source TEXT, day TEXT)"
     )
@@ -131,7 +131,7 @@ def drop_vectors(conn: apsw.Connection, mirror: VectorMirror | None = None) -> N
 
     Without sqlite-vec the vec0 table cannot be dropped; it is left for the first open that
     has sqlite-vec again, which finds the fingerprint "vectors off" and drops it then."""
-    if db.probe_vec().ok:
+    if sqlite.probe_vec().ok:
         conn.execute(f"DROP TABLE IF EXISTS {VEC_TABLE}")
     if mirror is not None:
         mirror.stage_clear()
@@ -278,7 +278,7 @@ def read_pending(conn: apsw.Connection, limit: int, after_id: int = 0) -> list[P
 
 
 def count_pending(conn: apsw.Connection) -> int:
-    return int(db.scalar(conn, "SELECT count(*) FROM chunks WHERE embedded = 0"))
+    return int(sqlite.scalar(conn, "SELECT count(*) FROM chunks WHERE embedded = 0"))
 
 
 @dataclass(frozen=True)
@@ -293,7 +293,7 @@ def read_cached(
 ) -> dict[str, Vectors]:
     out: dict[str, Vectors] = {}
     for h in set(hashes):
-        blob = db.scalar(
+        blob = sqlite.scalar(
             conn,
             "SELECT embedding FROM embedding_cache WHERE provider = ? AND model = ? "
             "AND provider_key = ? AND text_hash = ? AND dims = ?",
@@ -367,7 +367,7 @@ def write_vectors(
 
 
 def evict_cache(conn: apsw.Connection, max_entries: int) -> int:
-    count = int(db.scalar(conn, "SELECT count(*) FROM embedding_cache"))
+    count = int(sqlite.scalar(conn, "SELECT count(*) FROM embedding_cache"))
     excess = count - max_entries
     if excess <= 0:
         return 0

@@ -23,8 +23,18 @@ from typing import TYPE_CHECKING, BinaryIO
 
 import apsw
 
+from memoryd import sqlite
 from memoryd.errors import MemorydError
-from memoryd.index import db, store
+from memoryd.files.layout import (
+    ISO_DAY,
+    IndexedFile,
+    Layout,
+    day_of,
+    display_name,
+)
+from memoryd.files.reader import read_all
+from memoryd.files.transcripts import parse_transcript
+from memoryd.index import store
 from memoryd.index.chunker import (
     Chunk,
     MarkdownState,
@@ -32,23 +42,14 @@ from memoryd.index.chunker import (
     chunk_lines,
     chunk_markdown_state,
 )
-from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.store import FileRow
 from memoryd.index.tails import WARM_MIN_BYTES, WARM_WITHIN_S, TailStates, replace_tail
 from memoryd.index.types import SyncProgress, SyncReport
-from memoryd.index.vector_mirror import VectorMirror
+from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import (
-    ISO_DAY,
-    IndexedFile,
-    Layout,
-    day_of,
-    display_name,
-)
-from memoryd.workspace.reader import read_all
-from memoryd.workspace.transcripts import parse_transcript
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
@@ -376,8 +377,8 @@ class Syncer:
         )
         # Cheap to compare where a state meets the rows: their count, and the last one,
         # which an append replaces or follows.
-        count = db.scalar(self.conn, "SELECT count(*) FROM chunks WHERE path = ?", (rel,))
-        last = db.rows(
+        count = sqlite.scalar(self.conn, "SELECT count(*) FROM chunks WHERE path = ?", (rel,))
+        last = sqlite.rows(
             self.conn,
             "SELECT start_line, end_line, text FROM chunks WHERE path = ? ORDER BY id DESC LIMIT 1",
             (rel,),

@@ -31,7 +31,7 @@ import apsw
 
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, MarkdownState
-from memoryd.index.vector_mirror import VectorMirror
+from memoryd.index.vectors.mirror import VectorMirror
 
 KEEP_FILES = 16  # the files written lately: a day's logs, MEMORY.md, a few topics
 KEEP_LINES = 100_000  # ~120 bytes a line: at most ~12 MB of states in all

@@ -4,14 +4,14 @@ Threading contract:
 - All mutations run on this index's single writer thread (``submit_sync`` / ``sync``).
 - ``search`` and ``get`` are thread-safe and use read-only connections from a pool, so
   they never wait behind indexing. They block; the daemon calls them in a thread.
-- Embedding runs on a background thread after keyword rows are committed (embedder.py):
+- Embedding runs on a background thread after keyword rows are committed (vectors/embedder.py):
   a file is searchable by keyword as soon as its sync returns, by vector a little later.
 
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
 fingerprints), the reader pool (readers.py), what the index holds of each file and which were
 written lately (freshness.py), the in-memory copies that rank searches (copies.py), the
-embedder and its query cache (embedder.py), the query's vector and why a search gets none
-(query_vectors.py), and damage found at run time (damage.py).
+embedder and its query cache (vectors/embedder.py), the query's vector and why a search gets none
+(vectors/query_vectors.py), and damage found at run time (damage.py).
 
 Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
 as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
@@ -32,18 +32,19 @@ from typing import Any
 
 import apsw
 
+from memoryd import sqlite
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import IndexUnavailable
-from memoryd.index import db, opening, schema, store
+from memoryd.files.layout import Layout
+from memoryd.index import opening, schema, store
 from memoryd.index.copies import Copies
 from memoryd.index.damage import Damage
-from memoryd.index.embedder import Embedded, Embedder
 from memoryd.index.freshness import Freshness
-from memoryd.index.query_vectors import PROVIDER_LOADING, PreparedQuery, QueryVectors
 from memoryd.index.readers import ReaderPool, corruption_in
-from memoryd.index.search import NotInMemory, SearchEnv, run_search
+from memoryd.index.search.fusion import NotInMemory, SearchEnv, run_search
+from memoryd.index.search.validate import check_search_request
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.types import (
@@ -52,12 +53,12 @@ from memoryd.index.types import (
     SyncProgress,
     SyncReport,
 )
-from memoryd.index.validate import check_search_request
-from memoryd.index.vector_mirror import VectorWidthError
+from memoryd.index.vectors.embedder import Embedded, Embedder
+from memoryd.index.vectors.mirror import VectorWidthError
+from memoryd.index.vectors.query_vectors import PROVIDER_LOADING, PreparedQuery, QueryVectors
 from memoryd.runtime.config import Config, SearchConfig
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import Layout
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
@@ -101,7 +102,7 @@ class WorkspaceIndex:
         self.search_settings = search_settings or (lambda: config.search)
         self.layout = Layout(self.root, config.index.sessions, config.index.extra_paths)
         self.generation = 0
-        self.vec = db.probe_vec()
+        self.vec = sqlite.probe_vec()
         self.queries = QueryVectors(
             self.vec, provider, provider_reason, fallback, pending=provider_pending
         )
@@ -160,7 +161,7 @@ class WorkspaceIndex:
             self.queries.compare_fallback_soon,
         )
 
-    # The query side (query_vectors.py) holds the provider as it stands.
+    # The query side (vectors/query_vectors.py) holds the provider as it stands.
     @property
     def provider(self) -> EmbeddingProvider | None:
         return self.queries.provider
@@ -227,7 +228,7 @@ class WorkspaceIndex:
         conn, self._rebuilt_reason = opening.open_or_rebuild(self.db_path)
         try:
             self._use_writer(conn)
-        except db.CORRUPTION as exc:  # damage past what opening reads (IntegrityCheck's)
+        except sqlite.CORRUPTION as exc:  # damage past what opening reads (IntegrityCheck's)
             self._wconn = None
             conn.close()
             conn, self._rebuilt_reason = opening.rebuild(
@@ -514,7 +515,7 @@ class WorkspaceIndex:
                 conn.close(True)
         try:
             self.copies.drop_sidecar()
-            aside = db.move_aside(self.db_path)
+            aside = sqlite.move_aside(self.db_path)
             self.copies.renew()
             self._open_writer()
         except Exception as exc:
@@ -706,15 +707,17 @@ class WorkspaceIndex:
         skipped: dict[str, str] = {}
         try:
             with self.readers.borrow() as r:
-                files = int(db.scalar(r.conn, "SELECT count(*) FROM files"))
-                chunks = int(db.scalar(r.conn, "SELECT count(*) FROM chunks"))
+                files = int(sqlite.scalar(r.conn, "SELECT count(*) FROM files"))
+                chunks = int(sqlite.scalar(r.conn, "SELECT count(*) FROM chunks"))
                 pending = store.count_pending(r.conn)
                 skipped = dict(
                     r.conn.execute(
                         "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"
                     )
                 )
-                malformed = int(db.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files"))
+                malformed = int(
+                    sqlite.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files")
+                )
         except IndexUnavailable:  # damaged, being rebuilt: degraded says so below
             pass
         degraded = self.damage.words()

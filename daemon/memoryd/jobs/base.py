@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memoryd.files.append import Appender
+from memoryd.files.layout import Layout, display_name
 from memoryd.jobs.history import History
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.append import Appender
-from memoryd.workspace.layout import Layout, display_name
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex

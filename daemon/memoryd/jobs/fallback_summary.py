@@ -24,6 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from memoryd.files.layout import (
+    MEMORY_DIR,
+    TRANSCRIPT_SUFFIX,
+    Layout,
+    daily_path,
+    daily_rel,
+    display_name,
+    transcripts_dir,
+)
+from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import (
     JobContext,
@@ -36,16 +46,6 @@ from memoryd.jobs.base import (
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.layout import (
-    MEMORY_DIR,
-    TRANSCRIPT_SUFFIX,
-    Layout,
-    daily_path,
-    daily_rel,
-    display_name,
-    transcripts_dir,
-)
-from memoryd.workspace.transcripts import stream_transcript
 
 log = get_logger("memoryd.jobs")
 

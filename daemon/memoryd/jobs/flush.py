@@ -34,8 +34,8 @@ from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.runtime.config import LlmConfig
-from memoryd.workspace.append import daily_path
-from memoryd.workspace.transcripts import stream_transcript
+from memoryd.files.append import daily_path
+from memoryd.files.transcripts import stream_transcript
 
 NAME: Final = "flush"
 NOTHING: Final = "NOTHING"

@@ -25,13 +25,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.errors import ForbiddenPath, NotFound
-from memoryd.jobs import _text
-from memoryd.jobs._git import Git, GitError
-from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
-from memoryd.jobs.llm import LlmClient, LlmError
-from memoryd.runtime.config import HippocampusConfig
-from memoryd.workspace.fsutil import atomic_write_at
-from memoryd.workspace.layout import (
+from memoryd.files.fsutil import atomic_write_at
+from memoryd.files.layout import (
     HISTORY_DIR,
     MEMORY_DIR,
     MEMORY_FILES,
@@ -41,8 +36,13 @@ from memoryd.workspace.layout import (
     archived_daily_dir,
     transcripts_dir,
 )
-from memoryd.workspace.reader import read_all
-from memoryd.workspace.transcripts import stream_transcript
+from memoryd.files.reader import read_all
+from memoryd.files.transcripts import stream_transcript
+from memoryd.jobs import _text
+from memoryd.jobs._git import Git, GitError
+from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.jobs.llm import LlmClient, LlmError
+from memoryd.runtime.config import HippocampusConfig
 
 NAME: Final = "hippocampus"
 PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs

@@ -30,8 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from memoryd.errors import MemorydError
-from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
-from memoryd.workspace.layout import (
+from memoryd.files.layout import (
     ARCHIVE_DIR,
     DAY_RE,
     MEMORY_DIR,
@@ -41,6 +40,7 @@ from memoryd.workspace.layout import (
     archived_daily_dir,
     transcripts_dir,
 )
+from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 
 DAY_S: Final = 86400.0
 CHUNK: Final = 1 << 20

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memoryd.errors import InvalidParams, MemorydError, Unavailable
+from memoryd.files.append import Appender
 from memoryd.jobs.base import JobContext, JobOutcome, JobSpec, LlmNotConfigured
 from memoryd.jobs.clock import Clock
 from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.registry import JOBS
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.append import Appender
 from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.jobs")

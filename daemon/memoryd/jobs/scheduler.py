@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from memoryd.cron import latest_at_or_before, next_after
 from memoryd.jobs.base import JobSpec
 from memoryd.jobs.clock import Clock
-from memoryd.jobs.cron import latest_at_or_before, next_after
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.history import History, RunRecord, iso
 from memoryd.jobs.registry import JOBS

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memoryd.errors import ForbiddenPath
 from memoryd.runtime.config import AgentsConfig
-from memoryd.workspace.layout import transcripts_dir
+from memoryd.files.layout import transcripts_dir
 
 # Claude Code keeps a project's sessions in ~/.claude/projects/<project>/<session>.jsonl;
 # OpenClaw keeps its agents' sessions under ~/.openclaw.

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
-from memoryd.index import recall as _recall
+from memoryd.index.search import recall as _recall
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request

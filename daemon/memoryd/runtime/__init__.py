@@ -1,1 +1,1 @@
-"""Process concerns: configuration, logs, the state database, the heap, thread pools, doctor."""
+"""Process concerns: configuration, logs, the state database, the heap, thread pools."""

@@ -139,7 +139,7 @@ class LlmConfig:
 
 
 def _cron(value: str) -> str | None:
-    from memoryd.jobs.cron import cron_problem  # croniter: loaded only when one is given
+    from memoryd.cron import cron_problem  # croniter: loaded only when one is given
 
     return cron_problem(value)
 

@@ -1,6 +1,6 @@
 """The daemon's own state database (``Paths.state_db``): registered workspaces, job history.
 
-Opened by the one connection factory and migrated by the one runner (index/db.py). To add
+Opened by the one connection factory and migrated by the one runner (sqlite.py). To add
 a migration, append ``(name, sql)`` to ``MIGRATIONS`` (never edit or reorder applied ones):
 the next start applies it.
 
@@ -25,14 +25,14 @@ from typing import Any, Final
 
 import apsw
 
+from memoryd import sqlite
 from memoryd.errors import MemorydError
-from memoryd.index import db
 from memoryd.runtime.logs import get_logger
 
 log = get_logger("memoryd.runtime.state")
 REGISTRY_COPY = "workspaces.json"
 
-MIGRATIONS: Final[list[db.Migration]] = [
+MIGRATIONS: Final[list[sqlite.Migration]] = [
     (
         "0001_workspaces",
         """
@@ -132,7 +132,7 @@ class StateDB:
     jobs/history.py) holds ``lock``, an RLock so that methods may call each other.
     """
 
-    def __init__(self, path: Path, migrations: list[db.Migration] | None = None) -> None:
+    def __init__(self, path: Path, migrations: list[sqlite.Migration] | None = None) -> None:
         self.path = path
         self.copy_path = path.with_name(REGISTRY_COPY)
         self.lock = threading.RLock()
@@ -140,15 +140,15 @@ class StateDB:
         existed = path.exists() and path.stat().st_size > 0
         try:
             self.conn, self.applied = self._open(migrations)
-        except db.CORRUPTION as exc:
-            aside = db.move_aside(path)
+        except sqlite.CORRUPTION as exc:
+            aside = sqlite.move_aside(path)
             self.recovered = (
                 f"the state database was damaged ({type(exc).__name__}: {exc}); "
                 f"moved to {aside.name} and rebuilt"
             )
             self.conn, self.applied = self._open(migrations)
         except _Damaged as exc:
-            aside = db.move_aside(path)
+            aside = sqlite.move_aside(path)
             self.recovered = (
                 f"the state database was damaged ({exc}); moved to {aside.name} and rebuilt"
             )
@@ -165,20 +165,20 @@ class StateDB:
         else:
             self._write_copy()  # a copy from before this version, or none yet
 
-    def _open(self, migrations: list[db.Migration] | None) -> tuple[apsw.Connection, list[str]]:
+    def _open(self, migrations: list[sqlite.Migration] | None) -> tuple[apsw.Connection, list[str]]:
         try:
-            conn = db.connect(self.path, vectors=False)
-        except db.CORRUPTION:
+            conn = sqlite.connect(self.path, vectors=False)
+        except sqlite.CORRUPTION:
             raise
         except apsw.Error as exc:
             raise StateError(f"cannot open the state database {self.path}: {exc}") from None
         try:
             with self.lock:
-                problem = db.quick_check(conn)
+                problem = sqlite.quick_check(conn)
                 if problem is not None:
                     raise _Damaged(problem)
-                return conn, db.migrate(conn, MIGRATIONS if migrations is None else migrations)
-        except (*db.CORRUPTION, _Damaged):
+                return conn, sqlite.migrate(conn, MIGRATIONS if migrations is None else migrations)
+        except (*sqlite.CORRUPTION, _Damaged):
             conn.close()
             raise
         except apsw.Error as exc:

@@ -1,1 +1,1 @@
-"""Workspaces on disk: the registry, the file layout, transcripts, watching and appending."""
+"""Workspaces served: the registry, search across them, and watching their files."""

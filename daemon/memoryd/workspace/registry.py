@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import ConfigError, InvalidParams, MemorydError, Unavailable, UnknownWorkspace
+from memoryd.files.fsutil import remove_stale_temps
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.fsutil import remove_stale_temps
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
     from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice

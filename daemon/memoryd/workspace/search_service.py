@@ -25,15 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.index.notices import search_notices
+from memoryd.index.search.notices import search_notices
+from memoryd.index.search.validate import check_search_request
 from memoryd.index.types import SearchRequest, SearchResponse
-from memoryd.index.validate import check_search_request
 from memoryd.runtime.config import Config
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
-    from memoryd.index.query_vectors import PreparedQuery
+    from memoryd.index.vectors.query_vectors import PreparedQuery
     from memoryd.index.workspace import WorkspaceIndex
 
 

@@ -23,10 +23,10 @@ from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable
 from memoryd.index import store
 from memoryd.index.readers import ReaderPool
-from memoryd.index.search import as_query_vector
+from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.store import CacheKey, PendingChunk
 from memoryd.index.types import SyncProgress
-from memoryd.index.windows import vector_windows
+from memoryd.index.vectors.windows import vector_windows
 from memoryd.runtime.config import EmbeddingConfig
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.priority import lower_this_thread

@@ -41,9 +41,9 @@ from typing import Any, Final
 from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unavailable
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import redact
-from memoryd.workspace.fsutil import fsync_dir
-from memoryd.workspace.layout import Layout, daily_path, daily_rel
-from memoryd.workspace.reader import read_all
+from memoryd.files.fsutil import fsync_dir
+from memoryd.files.layout import Layout, daily_path, daily_rel
+from memoryd.files.reader import read_all
 
 __all__ = [
     "MAX_APPEND_BYTES",
@@ -54,7 +54,7 @@ __all__ = [
     "normalise_heading",
 ]
 
-log = get_logger("memoryd.workspace.append")
+log = get_logger("memoryd.files.append")
 
 MAX_ATTEMPTS: Final = 5
 MAX_APPEND_BYTES: Final = 1 << 20  # one note; a bigger one is a file of its own

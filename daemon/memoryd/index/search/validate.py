@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memoryd.errors import InvalidParams
+from memoryd.files.layout import ISO_DAY
 from memoryd.index.types import SearchRequest
-from memoryd.workspace.layout import ISO_DAY
 from memoryd_client.search_terms import (
     FUSIONS,
     MAX_QUERY_CHARS,

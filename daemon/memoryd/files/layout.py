@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
-from memoryd.workspace.beneath import Opened, open_beneath
+from memoryd.files.beneath import Opened, open_beneath
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 MEMORY_FILES = ("MEMORY.md", "memory.md")

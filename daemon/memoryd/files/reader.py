@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from memoryd.errors import InvalidParams, NotFound, Unavailable
-from memoryd.workspace.layout import Layout
+from memoryd.files.layout import Layout
 
 _READ_CHUNK = 1 << 20
 

@@ -71,7 +71,7 @@ def check_state(state_db: Path) -> Check:
     be running)."""
     import apsw
 
-    from memoryd.index import db
+    from memoryd import sqlite
     from memoryd.runtime.state import REGISTRY_COPY
 
     copy = state_db.with_name(REGISTRY_COPY)
@@ -93,9 +93,9 @@ def check_state(state_db: Path) -> Check:
             return Check("state", False, f"{state_db} is empty (truncated)", fix)
         return Check("state", True, f"{state_db} is empty: no workspace registered yet{note}")
     try:
-        conn = db.connect(state_db, readonly=True, vectors=False)
+        conn = sqlite.connect(state_db, readonly=True, vectors=False)
         try:
-            problem = db.quick_check(conn)
+            problem = sqlite.quick_check(conn)
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         finally:
             conn.close()
@@ -110,7 +110,7 @@ def check_state(state_db: Path) -> Check:
 
 
 def check_sqlite_vec() -> Check:
-    from memoryd.index.db import probe_vec
+    from memoryd.sqlite import probe_vec
 
     vec = probe_vec()
     if vec.ok:

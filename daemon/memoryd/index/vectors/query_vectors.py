@@ -15,11 +15,11 @@ from typing import NamedTuple
 from memoryd.embeddings.base import EmbeddingProvider, Vectors
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.errors import EmbeddingError
-from memoryd.index.db import VecSupport
-from memoryd.index.embedder import Embedder
-from memoryd.index.keyword_text import has_cjk
-from memoryd.index.search import as_query_vector
+from memoryd.index.keyword.text import has_cjk
+from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import SearchRequest
+from memoryd.index.vectors.embedder import Embedder
+from memoryd.sqlite import VecSupport
 
 PROVIDER_LOADING = "the embedding provider is still loading: keyword results only"
 

@@ -2,7 +2,7 @@
 
 The arithmetic is fts5_aux.c's, in its order (k1 1.2, b 0.75, the IDF floored at 1e-6, one
 term after another in query order), so the scores are FTS5's bit for bit whichever way a
-top is found. keyword_mirror.py holds the postings and picks the way; the fleet's remote
+top is found. keyword/mirror.py holds the postings and picks the way; the fleet's remote
 search uses the same constants in SQL.
 """
 

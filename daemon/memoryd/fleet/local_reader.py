@@ -11,9 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from memoryd.index import db
-from memoryd.index.keyword_counts import HEADING_WEIGHT, TEXT_WEIGHT, Stems, fts5_stems
-from memoryd.index.windows import WINDOW_SLOTS, centroid
+from memoryd.index import schema
+from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT, Stems, fts5_stems
+from memoryd.index.vectors.windows import WINDOW_SLOTS, centroid
 
 Version = tuple[str, int]  # (file hash, chunks with vectors): what the fleet compares
 
@@ -52,7 +52,7 @@ class LocalIndexReader:
 
     def __init__(self, db_path: Path, read_text: Callable[[str], str | None]) -> None:
         self.db_path = db_path
-        self.conn = db.connect(db_path, readonly=True)
+        self.conn = schema.connect(db_path, readonly=True)
         self.stems: Stems = fts5_stems(self.conn)
         self.read_text = read_text
         self.owner: object = None  # the WorkspaceIndex it reads for (the fleet service's)

@@ -19,8 +19,8 @@ from pathlib import Path
 import apsw
 import numpy as np
 
-from memoryd.index.keyword_build import Postings
-from memoryd.index.keyword_mirror import KeywordMirror
+from memoryd.index.keyword.build import Postings
+from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.runtime.logs import get_logger
 
 log = get_logger("memoryd.index")

@@ -11,7 +11,7 @@ as fts5_aux.c (k1 1.2, b 0.75, IDF floored at 1e-6, document length and avgdl ov
 columns, one term after another in query order). A test checks the top against FTS5's
 through inserts, deletes and reused ids.
 
-How the copy follows commits is in mirror.py. Readers never block on the writer: postings
+How the copy follows commits is in staged.py. Readers never block on the writer: postings
 are only appended past the count a reader saw, and growing builds new arrays. A deleted
 chunk's postings stay until compaction; its ``alive`` flag hides them. When the postings
 would take more than ``max_bytes``, or while loading, ``top`` answers None and the caller
@@ -29,8 +29,8 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.index.bm25 import K1, B, Term, idf, pruned, scored_all, scores_of
-from memoryd.index.keyword_build import (
+from memoryd.index.keyword.bm25 import K1, B, Term, idf, pruned, scored_all, scores_of
+from memoryd.index.keyword.build import (
     NO_FREQ,
     NO_SLOTS,
     POSTING_BYTES,
@@ -43,7 +43,7 @@ from memoryd.index.keyword_build import (
     Stream,
     sliced,
 )
-from memoryd.index.keyword_counts import (
+from memoryd.index.keyword.counts import (
     HEADING_WEIGHT,
     TEXT_WEIGHT,
     Counted,
@@ -51,9 +51,9 @@ from memoryd.index.keyword_counts import (
     count_chunks,
     fts5_stems,
 )
-from memoryd.index.mirror import StagedMirror
 from memoryd.index.scratch import SCRATCH
-from memoryd.index.vector_mirror import NO_DAY, SOURCE_CODES, day_number
+from memoryd.index.staged import StagedMirror
+from memoryd.index.vectors.mirror import NO_DAY, SOURCE_CODES, day_number
 
 _BUILD_CHUNKS = 512  # chunks counted at a time by a load
 _CHECK_POSTINGS = 1 << 14  # a load checks its projected size every this many postings

@@ -9,10 +9,11 @@ English words. FTS5's trigram tokenizer was the other candidate: it cannot find 
 character words (most Chinese words) and would have changed English tokens too.
 
 The rewrite happens before the porter/unicode61 tokenizer, which stays FTS5's own C code:
-chunks_fts's triggers call ``keyword_text`` (a deterministic SQL function db.connect
-registers) and text without CJK (ASCII in particular) passes through unchanged, so English
-indexing and scores do not move. The same function feeds the in-memory BM25 copy, the
-snippets' line stems and the query terms, so all four see the same tokens.
+chunks_fts's triggers call ``keyword_text`` (a deterministic SQL function registered by
+index/schema.py's connect) and text without CJK (ASCII in particular) passes through
+unchanged, so English indexing and scores do not move. The same function feeds the
+in-memory BM25 copy, the snippets' line stems and the query terms, so all four see the
+same tokens.
 """
 
 from __future__ import annotations
@@ -20,8 +21,10 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import apsw
+
 if TYPE_CHECKING:  # snippets imports numpy: not before the daemon's socket listens
-    from memoryd.index.snippets import TokenizeOffsets
+    from memoryd.index.search.snippets import TokenizeOffsets
 
 # Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, kana
 # (katakana's middle dot ・ is punctuation: left out), half-width katakana, Hangul
@@ -117,3 +120,15 @@ def _add_between(
     if raw.strip():
         out.extend((s + at, e + at, tok) for s, e, tok in tokenize(raw))
     return at + len(raw)
+
+
+def _keyword_text_sql(*args: apsw.SQLiteValue) -> apsw.SQLiteValue:
+    (text,) = args
+    return keyword_text(text) if isinstance(text, str) else text
+
+
+def register(conn: apsw.Connection) -> None:
+    """Give ``conn`` the SQL function chunks_fts's triggers call (schema.upgrade_keyword_text)."""
+    conn.create_scalar_function(
+        SQL_FUNCTION, _keyword_text_sql, 1, deterministic=True, flags=apsw.SQLITE_INNOCUOUS
+    )

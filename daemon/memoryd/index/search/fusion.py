@@ -17,17 +17,22 @@ from typing import Any, cast
 import apsw
 import numpy as np
 
+from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.index import db
-from memoryd.index.keyword_counts import HEADING_WEIGHT, TEXT_WEIGHT
-from memoryd.index.keyword_mirror import KeywordMirror
-from memoryd.index.query import fts_match, query_days, query_terms
-from memoryd.index.snippets import LineStems, TokenizeOffsets, line_scores, make_snippet
+from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
+from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.index.search.query import fts_match, query_days, query_terms
+from memoryd.index.search.snippets import (
+    LineStems,
+    TokenizeOffsets,
+    line_scores,
+    make_snippet,
+)
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
-from memoryd.index.vector_mirror import VectorMirror, VectorWidthError
-from memoryd.index.windows import WINDOW_SLOTS, window_spans
+from memoryd.index.vectors.mirror import VectorMirror, VectorWidthError
+from memoryd.index.vectors.windows import WINDOW_SLOTS, window_spans
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
 
@@ -386,7 +391,7 @@ def doc_freqs(
     fts5vocab's (which walks each stem's whole doclist)."""
     if keywords is not None and (known := keywords.doc_freqs(stems)) is not None:
         return known
-    n = int(db.scalar(conn, "SELECT count(*) FROM chunks"))
+    n = int(sqlite.scalar(conn, "SELECT count(*) FROM chunks"))
     if not stems:
         return n, {}
     found = dict(

@@ -17,7 +17,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.index.keyword_text import keyword_text
+from memoryd.index.keyword.text import keyword_text
 from memoryd.index.schema import FTS_TOKENIZER
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading

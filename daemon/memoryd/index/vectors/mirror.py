@@ -31,7 +31,7 @@ instead of 0.6.
 Readers never block on the writer: rows are only ever appended past the row count a
 reader saw, deletions flip the row's id to -1, and growing or compacting builds new
 arrays, so a reader's snapshot stays valid for its whole scan. How it follows commits:
-mirror.py.
+staged.py.
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
-from memoryd.index import db
-from memoryd.index.mirror import StagedMirror
+from memoryd.files.layout import ISO_DAY
 from memoryd.index.scratch import SCRATCH, Scratch
-from memoryd.workspace.layout import ISO_DAY
+from memoryd.index.staged import StagedMirror
 
 SOURCE_CODES = {"memory": 0, "sessions": 1}
 NO_DAY = 0
@@ -175,7 +175,7 @@ class VectorMirror(StagedMirror[_Op]):
     def _read(self, conn: apsw.Connection, table: str) -> _Rows | None:
         """Every row of ``table``, a batch at a time; None when there is none, or no room
         (then ``_too_big``). Nobody reads the mirror meanwhile (it is not loaded)."""
-        total = int(db.scalar(conn, f"SELECT count(*) FROM {table}"))
+        total = int(sqlite.scalar(conn, f"SELECT count(*) FROM {table}"))
         cursor = conn.execute(f"SELECT chunk_id, embedding, source, day FROM {table}")
         rows: _Rows | None = None
         while batch := list(itertools.islice(cursor, LOAD_BATCH)):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from memoryd.index.keyword_text import keyword_text
+from memoryd.index.keyword.text import keyword_text
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being

@@ -16,14 +16,12 @@ import functools
 import os
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import apsw
-
-from memoryd.index.keyword_text import SQL_FUNCTION, keyword_text
 
 BUSY_TIMEOUT_MS = 5000
 # A named migration: (name, SQL). Applied once each, in order, recorded in `migrations`.
@@ -73,11 +71,6 @@ def probe_vec() -> VecSupport:
     return VecSupport(True, version, "")
 
 
-def _keyword_text_sql(*args: apsw.SQLiteValue) -> apsw.SQLiteValue:
-    (text,) = args
-    return keyword_text(text) if isinstance(text, str) else text
-
-
 def make_private_dir(directory: Path) -> None:
     """Create ``directory`` (and missing parents) 0700; tighten it if it is ours and open."""
     missing = []
@@ -106,9 +99,16 @@ def _tighten(path: Path, mode: int) -> None:
             os.chmod(path, stat.S_IMODE(st.st_mode) & ~0o077 | mode & 0o700)
 
 
-def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -> apsw.Connection:
+def connect(
+    path: Path | str,
+    *,
+    readonly: bool = False,
+    vectors: bool = True,
+    setup: Callable[[apsw.Connection], None] | None = None,
+) -> apsw.Connection:
     """A configured connection; sqlite-vec is loaded when the probe says it works (and
-    ``vectors``: the state database has no use for it)."""
+    ``vectors``: the state database has no use for it). ``setup`` adds what one kind of
+    database needs (the index's SQL functions: index/schema.py's ``connect``)."""
     flags = (
         apsw.SQLITE_OPEN_READONLY
         if readonly
@@ -124,10 +124,8 @@ def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -
             _set_wal(conn)  # the first read: NotADBError here
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
-        # chunks_fts's triggers call it (schema.upgrade_keyword_text).
-        conn.create_scalar_function(
-            SQL_FUNCTION, _keyword_text_sql, 1, deterministic=True, flags=apsw.SQLITE_INNOCUOUS
-        )
+        if setup is not None:
+            setup(conn)
         if vectors and probe_vec().ok:
             _load_vec(conn)
     except BaseException:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memoryd.index.query import stopwords_only
+from memoryd.index.search.query import stopwords_only
 from memoryd.index.types import SearchRequest
 
 

@@ -1,0 +1,1 @@
+"""A search: query parsing, validation, fusion, snippets, notices and recall."""

@@ -1,0 +1,1 @@
+"""The vector side: the vector copy, chunk windows, the embedder and query vectors."""
