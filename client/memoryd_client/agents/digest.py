@@ -11,7 +11,7 @@ from typing import Any
 from memoryd_client.client import MemoryClient
 from memoryd_client.errors import NotFound
 
-CHARS_PER_TOKEN = 4  # the daemon's recall counts the same way (index/recall.py)
+CHARS_PER_TOKEN = 4  # the daemon's recall counts the same way (index/search/recall.py)
 DEFAULT_DIGEST_TOKENS = 600
 MEMORY_HEAD_LINES = 60
 DAYS = 2  # today's and yesterday's notes
