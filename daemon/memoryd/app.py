@@ -28,6 +28,7 @@ from memoryd.jobs.history import History
 from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.methods import Methods
 from memoryd.rpc.server import Limits, Outcome, Request, Server
@@ -434,7 +435,7 @@ class Daemon:
         )
 
     def _make_methods(self, registry: Registry, scheduler: Scheduler) -> Methods:
-        return Methods(
+        methods = Methods(
             registry=registry,
             searches=SearchService(
                 registry, self.watcher, self.readers, self.query_embedder, lambda: self.config
@@ -466,6 +467,8 @@ class Daemon:
             fleet=self.fleet,
             fleet_off=self.fleet_off,
         )
+        methods.table.update(AgentMethods(methods).table())  # recall, flush
+        return methods
 
     # -- the watch -------------------------------------------------------------------------
 

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from memoryd.embeddings.fallback import QueryFallback
 
 Vectors = npt.NDArray[np.float32]
 
@@ -49,13 +45,3 @@ def embed_query(provider: EmbeddingProvider, query: str) -> Vectors:
         return vec
     found: Vectors = provider.embed([query])[0]
     return found
-
-
-@dataclass(frozen=True)
-class ProviderChoice:
-    """What ``auto`` (or an explicit setting) resolved to, and why; ``status`` reports it."""
-
-    provider: EmbeddingProvider | None  # None: keyword-only
-    requested: str
-    reason: str
-    fallback: QueryFallback | None = None  # embeds queries while an openai provider fails

@@ -8,11 +8,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
+from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.errors import EmbeddingError
 from memoryd.runtime.config import EmbeddingConfig
+
+if TYPE_CHECKING:
+    from memoryd.embeddings.fallback import QueryFallback
+
+
+@dataclass(frozen=True)
+class ProviderChoice:
+    """What ``auto`` (or an explicit setting) resolved to, and why; ``status`` reports it."""
+
+    provider: EmbeddingProvider | None  # None: keyword-only
+    requested: str
+    reason: str
+    fallback: QueryFallback | None = None  # embeds queries while an openai provider fails
 
 
 def choose_provider(cfg: EmbeddingConfig, env: Mapping[str, str] | None = None) -> ProviderChoice:

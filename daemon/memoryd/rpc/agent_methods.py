@@ -1,8 +1,9 @@
 """The methods agents' hooks call: ``recall`` (memory for a prompt) and ``flush`` (a
 transcript's durable facts into the daily file, by the LLM, in the background).
 
-Kept apart from the core method table (methods.py) and added to it: recall is a search
-with its own selection on top, flush hands a run to the flush queue and returns.
+Kept apart from the core method table (methods.py) and added to it by the daemon (app.py):
+recall is a search with its own selection on top, flush hands a run to the flush queue
+and returns.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from memoryd.index.search.validate import check_search_request
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
-from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.rpc.status import StatusReport
@@ -146,7 +145,6 @@ class Methods:
             "fleet.status": self.fleet_status,
             "shutdown": self.shutdown,
         }
-        self.table.update(AgentMethods(self).table())  # recall, flush (agent_methods.py)
 
     async def dispatch(self, req: Request) -> Outcome:
         handler = self.table.get(req.method)

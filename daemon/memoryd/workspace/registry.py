@@ -28,7 +28,8 @@ from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
-    from memoryd.embeddings.base import EmbeddingProvider, ProviderChoice
+    from memoryd.embeddings.base import EmbeddingProvider
+    from memoryd.embeddings.factory import ProviderChoice
     from memoryd.index.workspace import WorkspaceIndex
 
 log = get_logger("memoryd.workspace.registry")
@@ -224,7 +225,7 @@ class Registry:
         try:
             self.choice = await asyncio.to_thread(_choose_provider, self.config)
         except MemorydError as exc:
-            from memoryd.embeddings.base import ProviderChoice
+            from memoryd.embeddings.factory import ProviderChoice
 
             self.choice = ProviderChoice(
                 None, self.config.embedding.provider, f"keyword only: {exc.message}"
