@@ -21,6 +21,7 @@ from memoryd.fleet.schema import ensure_schema
 from memoryd.runtime.config import config_from_mapping
 from memoryd_client import MemoryClient
 from memoryd_client.cli._format import format_search
+from onnx_util import write_model
 
 NOTE = "# Decisions\n\nThe zeppelin hangar moves to Tromso in March.\n"
 
@@ -308,6 +309,57 @@ def test_remote_hybrid_search_ranks_with_the_published_vectors_as_locally(
                 for r in remote["results"]
             ] == [
                 (r["path"], round(r["score"], 5), round(r["vector_score"], 3))
+                for r in local["results"]
+            ], query
+
+
+def test_a_model_with_a_query_prefix_ranks_the_same_locally_and_through_the_fleet(
+    fleet_dsn: str, tmp_path: Path
+) -> None:
+    """The fleet embeds a query as a local search does (embed_query: the query prefix, not
+    the passage prefix a chunk gets)."""
+    write_model(tmp_path / "e5")
+    embedding = {
+        "provider": "local",
+        "model_path": str(tmp_path / "e5"),
+        "query_prefix": "query: ",
+        "passage_prefix": "passage: ",
+    }
+    words = ["kayak", "trip", "sunday", "tax", "return", "april"]
+    files = {
+        f"memory/2024-05-{d:02d}.md": " ".join(words[(d * k) % 6] for k in range(1, 2 + d % 4))
+        + "\n"
+        for d in range(1, 13)
+    }
+    ws = make_workspace(tmp_path / "a", files)
+    with (
+        short_home() as home,
+        DaemonThread(
+            home,
+            {**fleet_config(fleet_dsn, "A", ws), "embedding": embedding},
+            {"MEMORYD_EMBEDDING_PROVIDER": "local"},
+        ) as d,
+        RawConn(d.socket_path) as a,
+    ):
+
+        def published() -> bool:
+            st = a.result("status")
+            return (
+                st["workspaces"][0]["pending_vectors"] == 0
+                and st["fleet"]["workspaces"]["notes"].get("state") == "published"
+            )
+
+        assert wait_for(published, 20)
+        for query in ("kayak", "tax return", "sunday trip april"):
+            params = {"query": query, "max_results": 12, "min_score": 0}
+            local = a.result("search", {**params, "workspace": "notes"})
+            remote = a.result("search", {**params, "workspace": "A:notes"})
+            assert remote["mode_used"] == local["mode_used"] == "hybrid"
+            assert [
+                (r["path"], round(r["score"], 5), round(r["vector_score"], 4))
+                for r in remote["results"]
+            ] == [
+                (r["path"], round(r["score"], 5), round(r["vector_score"], 4))
                 for r in local["results"]
             ], query
 

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import psycopg
 from pgvector.psycopg import register_vector
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors
+from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
 from memoryd.errors import Unavailable
 from memoryd.files.reader import read_lines
 from memoryd.fleet import lease
@@ -330,13 +330,14 @@ class FleetService:
         embedder: Executor,
     ) -> dict[str, Any]:
         """The ``search`` method for "host:name" (ref) or the whole fleet (ref None): the
-        query is embedded here, with this daemon's provider, on ``embedder``."""
+        query is embedded here, with this daemon's provider, on ``embedder``, as a query (a
+        model with a query prefix embeds it so, as a local search does)."""
         qvec, failed = None, None
         if req.mode != "keyword" and provider is not None:
             loop = asyncio.get_running_loop()
             try:
                 qvec = await loop.run_in_executor(
-                    embedder, lambda: as_query_vector(provider.embed([req.query])[0])
+                    embedder, lambda: as_query_vector(embed_query(provider, req.query))
                 )
             except Exception as exc:  # the provider down: keyword results, as locally
                 failed = f"query embedding failed: {_error_text(exc)}"
