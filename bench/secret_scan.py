@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from memoryd.secrets import redact
 from memoryd.files.append import Appender
+from memoryd.secrets import redact
 
 PROSE = (
     "- Caroline went to the LGBTQ support group on 7 May 2023 and felt inspired by the "

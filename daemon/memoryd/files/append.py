@@ -39,11 +39,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unavailable
-from memoryd.runtime.logs import get_logger
-from memoryd.secrets import redact
 from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
 from memoryd.files.reader import read_all
+from memoryd.runtime.logs import get_logger
+from memoryd.secrets import redact
 
 __all__ = [
     "MAX_APPEND_BYTES",

@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from memoryd.errors import ForbiddenPath
+from memoryd.files.append import daily_path
+from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.runtime.config import LlmConfig
-from memoryd.files.append import daily_path
-from memoryd.files.transcripts import stream_transcript
 
 NAME: Final = "flush"
 NOTHING: Final = "NOTHING"

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memoryd.errors import ForbiddenPath
-from memoryd.runtime.config import AgentsConfig
 from memoryd.files.layout import transcripts_dir
+from memoryd.runtime.config import AgentsConfig
 
 # Claude Code keeps a project's sessions in ~/.claude/projects/<project>/<session>.jsonl;
 # OpenClaw keeps its agents' sessions under ~/.openclaw.

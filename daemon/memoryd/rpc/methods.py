@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import memoryd
 from memoryd.errors import InvalidParams, MemorydError
-from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
+from memoryd.files.append import Appender, normalise_heading
+from memoryd.files.layout import Layout
+from memoryd.files.reader import read_lines
 from memoryd.index.search.validate import check_search_request
+from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
@@ -29,9 +32,6 @@ from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import mask_snippets, mask_text_of
-from memoryd.files.append import Appender, normalise_heading
-from memoryd.files.layout import Layout
-from memoryd.files.reader import read_lines
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
