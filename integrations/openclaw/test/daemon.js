@@ -1,5 +1,5 @@
 // A real memoryd for the tests: `python -m memoryd.cli run` from the repository's venv
-// (or MEMORYD_PYTHON) with its own MEMORYD_HOME under /tmp (socket paths must stay short),
+// (or PLUGIN_TEST_PYTHON) with its own MEMORYD_HOME under /tmp (socket paths must stay short),
 // keyword search only (MEMORYD_EMBEDDING_PROVIDER=none) so it starts in a second.
 
 import { spawn } from "node:child_process";
@@ -11,10 +11,10 @@ import { fileURLToPath } from "node:url";
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 
 export function pythonForMemoryd() {
-  if (process.env.MEMORYD_PYTHON) return process.env.MEMORYD_PYTHON;
+  if (process.env.PLUGIN_TEST_PYTHON) return process.env.PLUGIN_TEST_PYTHON;
   const venv = path.join(REPO, ".venv", "bin", "python");
   if (fs.existsSync(venv)) return venv;
-  throw new Error("no memoryd to run: create the repository's .venv (see README) or set MEMORYD_PYTHON");
+  throw new Error("no memoryd to run: create the repository's .venv (see README) or set PLUGIN_TEST_PYTHON");
 }
 
 /** A fresh folder under /tmp. @param {string} [prefix] */

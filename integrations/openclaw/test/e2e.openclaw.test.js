@@ -1,0 +1,123 @@
+// End to end with the real, pinned `openclaw` package: one `openclaw agent --local` turn whose
+// model (a fake OpenAI-compatible server) calls memory_search; the tool answer must hold a
+// note only memoryd's index has, appended through memoryd a moment before, found by a
+// Chinese word. Runs when OPENCLAW_BIN points at the openclaw executable (CI installs it).
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { MemorydClient } from "../src/client.js";
+import { startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { startFakeModel } from "./fake-model.js";
+
+const OPENCLAW = process.env.OPENCLAW_BIN;
+const PLUGIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const NOTE = "- The staging database password rotates on 鲸鱼 day, every second Friday.";
+
+/** @type {Awaited<ReturnType<typeof startDaemon>>} */
+let daemon;
+/** @type {Awaited<ReturnType<typeof startFakeModel>>} */
+let model;
+let home = "";
+let workspace = "";
+
+before(async () => {
+  if (!OPENCLAW) return;
+  daemon = await startDaemon();
+  home = tempDir("ochome");
+  workspace = path.join(home, "workspace");
+  writeFiles(workspace, { "MEMORY.md": "# Memory\n\n- The team meets on Mondays.\n" });
+  // OpenClaw keeps plugin tools behind Tool Search by default: the model calls them by name.
+  model = await startFakeModel({ tool: "tool_call", args: { id: "memory_search", args: { query: "鲸鱼" } }, answer: "It rotates on whale day." });
+});
+
+after(async () => {
+  if (!OPENCLAW) return;
+  await model.close();
+  await daemon.stop();
+  daemon.remove();
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+test("OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 240_000 }, async () => {
+  const client = new MemorydClient({ socket: daemon.socket });
+  await client.call("workspace.add", { path: workspace, name: "openclaw" });
+  const at = await client.append({ text: NOTE, workspace: "openclaw" });
+  client.close();
+
+  const config = {
+    models: {
+      mode: "merge",
+      providers: {
+        fake: {
+          baseUrl: model.baseUrl,
+          apiKey: "not-a-real-key",
+          api: "openai-completions",
+          models: [
+            {
+              id: "fake-model",
+              name: "Fake",
+              api: "openai-completions",
+              reasoning: false,
+              input: ["text"],
+              cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+              contextWindow: 128000,
+              maxTokens: 4096,
+            },
+          ],
+        },
+      },
+    },
+    agents: { defaults: { model: { primary: "fake/fake-model" }, workspace } },
+    plugins: {
+      load: { paths: [PLUGIN_DIR] },
+      slots: { memory: "memoryd" },
+      entries: { memoryd: { enabled: true, hooks: { allowConversationAccess: true }, config: { socket: daemon.socket } } },
+    },
+  };
+  // The user's own config file: an embedded turn (`agent --local`) runs the plugin's
+  // hooks as a Gateway would (`agent exec` runs no prompt hooks).
+  fs.mkdirSync(path.join(home, ".openclaw"), { recursive: true });
+  fs.writeFileSync(path.join(home, ".openclaw", "openclaw.json"), JSON.stringify(config, null, 2));
+  const run = await runOpenClaw(
+    ["agent", "--local", "--agent", "main", "--message", "What do my notes say about the 鲸鱼 day?", "--json", "--timeout", "180"],
+    { HOME: home },
+  );
+  const results = model.toolResults();
+  assert.ok(results.length > 0, `the model never got a tool result\n${run.out}\n${run.err}`);
+  // Tool Search wraps the answer: which tool ran, and what it returned.
+  const wrapped = JSON.parse(results[0]);
+  assert.equal(wrapped.tool.id, "openclaw:memoryd:memory_search", results[0]);
+  const details = wrapped.result.details;
+  assert.equal(details.backend, "memoryd", results[0]);
+  const hit = details.results.find((/** @type {any} */ r) => r.snippet.includes("鲸鱼 day"));
+  assert.ok(hit, results[0]);
+  assert.equal(hit.path, at.path);
+  assert.equal(hit.corpus, "memory");
+  assert.match(hit.citation, new RegExp(`^${at.path}#L\\d+`));
+  // Recall put the same note before the turn.
+  const firstPrompt = JSON.stringify(model.requests[0].messages);
+  assert.match(firstPrompt, /Relevant memory \(memoryd recall/);
+  assert.match(firstPrompt, /鲸鱼 day, every second Friday/);
+  assert.equal(run.code, 0, `${run.out}\n${run.err}`);
+  assert.match(run.out, /whale day/);
+});
+
+/**
+ * @param {string[]} args
+ * @param {Record<string, string>} env
+ * @returns {Promise<{ code: number | null, out: string, err: string }>}
+ */
+function runOpenClaw(args, env) {
+  return new Promise((resolve) => {
+    const child = spawn(/** @type {string} */ (OPENCLAW), args, { env: { ...process.env, ...env }, cwd: workspace });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (err += c));
+    child.on("close", (code) => resolve({ code, out, err }));
+  });
+}
