@@ -6,7 +6,7 @@ remote search latency, each beside the local engine on the same index in the sam
 
 For each size a synthetic workspace (bench/synth.py) is indexed with the deterministic
 BenchProvider (search_latency.py: 384-dim vectors in seconds; latency, not quality), then
-published in full to a scratch Postgres (memoryd/fleet/scratch.py: the pgserver wheel's
+published in full to a scratch Postgres (tests/scratch_postgres.py: the pgserver wheel's
 Postgres 16 + pgvector on a Unix socket), then 50 queries are searched ``--rounds`` times
 per mode locally (WorkspaceIndex.search, in-memory copies) and remotely (RemoteIndex.search
 over one connection, query embedding excluded in both). ``--big`` adds 100k chunks.
@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from pgvector.psycopg import register_vector
@@ -33,7 +33,6 @@ from memoryd.fleet.local_reader import LocalIndexReader
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex
 from memoryd.fleet.schema import ensure_schema
-from memoryd.fleet.scratch import ScratchPostgres
 from memoryd.fleet.service import text_reader
 from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import Mode, SearchRequest
@@ -41,6 +40,9 @@ from memoryd.runtime.config import config_from_mapping
 from memoryd.runtime.logs import configure_logging
 from search_latency import BenchProvider, build, summarize
 from synth import make_queries
+
+if TYPE_CHECKING:
+    from scratch_postgres import ScratchPostgres
 
 SCHEMA = "memoryd_fleet"
 
@@ -163,6 +165,10 @@ def main() -> None:
     ap.add_argument("--index-dir", type=Path, help="--locomo: keep the indexes here")
     args = ap.parse_args()
     configure_logging("warning", json=True)
+    # The tests' throwaway Postgres (test-only code: it is not in the wheel).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from scratch_postgres import ScratchPostgres
+
     if args.locomo:
         with tempfile.TemporaryDirectory() as tmp, ScratchPostgres() as pg:
             found = locomo(args.locomo, args.index_dir or Path(tmp), pg)

@@ -119,4 +119,4 @@ def fleet_dsn(pg_server: ScratchPostgres) -> str:
 
 
 if TYPE_CHECKING:
-    from memoryd.fleet.scratch import ScratchPostgres
+    from scratch_postgres import ScratchPostgres

@@ -1,4 +1,4 @@
-"""A real Postgres with pgvector for the fleet tests (memoryd.fleet.scratch).
+"""A real Postgres with pgvector for the fleet tests (scratch_postgres.py).
 
 Where none can be had the tests skip with the reason, except when FLEET_TESTS_POSTGRES is
 ``required`` (.ci/run sets it): there a missing Postgres fails them.
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from memoryd.fleet.scratch import PostgresUnavailable, ScratchPostgres
+from scratch_postgres import PostgresUnavailable, ScratchPostgres
 
 _names = itertools.count(1)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memoryd.fleet.scratch import PostgresUnavailable, ScratchPostgres, find_bin_dir
+from scratch_postgres import PostgresUnavailable, ScratchPostgres, find_bin_dir
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="only as root does the server run as nobody")

@@ -117,6 +117,8 @@ def test_daemon_wheel_depends_on_the_client_and_owns_none_of_its_files(
     daemon_files = _files(wheels["daemon"])
     assert not daemon_files & _files(wheels["client"])
     assert {f.split("/")[0] for f in daemon_files} == {"memoryd"}
+    assert "memoryd/fleet/scratch.py" not in daemon_files  # the tests' Postgres stays there
+    assert "memoryd/fleet/service.py" in daemon_files
     entry_points = _entry_points(wheels["daemon"])
     assert "memoryd = memoryd.cli:main" in entry_points
     assert "memctl" not in entry_points  # one owner per script too

@@ -1,5 +1,6 @@
-"""A throwaway Postgres with pgvector for tests and benchmarks: initdb in a folder, one
-server on a Unix socket in it, no TCP port, stopped and removed by its owner.
+"""A throwaway Postgres with pgvector for the fleet tests and bench/fleet.py (test-only: not
+in the wheel): initdb in a folder, one server on a Unix socket in it, no TCP port, stopped
+and removed by its owner.
 
 The binaries come from ``MEMORYD_PG_BIN`` (a folder with initdb and postgres), else the
 ``pgserver`` wheel (it ships Postgres 16 with pgvector; pip-installable, so CI needs no
