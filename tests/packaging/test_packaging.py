@@ -21,6 +21,7 @@ import pytest
 
 import memoryd
 import memoryd_client
+from memoryd.service.render import TEMPLATES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,6 +120,8 @@ def test_daemon_wheel_depends_on_the_client_and_owns_none_of_its_files(
     assert {f.split("/")[0] for f in daemon_files} == {"memoryd"}
     assert "memoryd/fleet/scratch.py" not in daemon_files  # the tests' Postgres stays there
     assert "memoryd/fleet/service.py" in daemon_files
+    # The service templates' only copy: `memoryd service install` renders them from here.
+    assert {f"memoryd/service/templates/{name}" for name in TEMPLATES} <= daemon_files
     entry_points = _entry_points(wheels["daemon"])
     assert "memoryd = memoryd.cli:main" in entry_points
     assert "memctl" not in entry_points  # one owner per script too

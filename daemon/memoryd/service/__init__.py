@@ -1,7 +1,7 @@
 """Running memoryd under a service manager (systemd user units, launchd LaunchAgents).
 
-- ``templates/``: the unit files and the plist (canonical copies also at the repository's
-  top level, ``systemd/`` and ``launchd/``; a test keeps them identical).
+- ``templates/``: the unit files and the plist, the only copy (``memoryd service install
+  --dry-run`` prints them as rendered for this installation).
 - ``render.py``: fills the templates in with the installed ``memoryd``.
 - ``manager.py``: ``memoryd service install | uninstall | status``.
 - ``notify.py``: sd_notify(3): readiness, status lines, stopping, watchdog pings.
