@@ -430,7 +430,8 @@ def _accept(listener: socket.socket) -> object:
 
 def test_readme_documents_running_as_a_service() -> None:
     text = README.read_text()
-    section = text[text.index("## Running as a service") : text.index("## Development")]
+    start = text.index("## Running as a service")
+    section = text[start : text.index("\n## ", start)]
     for needle in (
         "memoryd service install",
         "--socket-activation",

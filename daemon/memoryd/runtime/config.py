@@ -110,7 +110,7 @@ class SearchConfig:
     max_results: int = _opt(6, lo=1, hi=MAX_RESULTS)
     min_score: float = _opt(0.35, lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1])
     fusion: str = _opt(DEFAULT_FUSION, choices=FUSIONS)
-    # Chosen on LoCoMo (bench/retrieval.py, README): OpenClaw's 0.7/0.3 plus a third
+    # Chosen on LoCoMo (bench/retrieval.py, docs/search.md): OpenClaw's 0.7/0.3 plus a third
     # signal, the best single line's share of the query's IDF.
     vector_weight: float = _opt(0.5, lo=0.0, hi=1.0)
     text_weight: float = _opt(0.3, lo=0.0, hi=1.0)
