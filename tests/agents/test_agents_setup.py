@@ -91,8 +91,8 @@ def test_a_settings_file_that_is_not_json_is_left_alone_with_a_clear_error(
 
 
 def test_printed_snippets_have_each_clients_documented_shape() -> None:
-    def printed(client: str) -> str:
-        code, out, err = run("setup", client, "--print")
+    def printed(client: str, *more: str) -> str:
+        code, out, err = run("setup", client, "--print", *more)
         assert code == 0, err
         return "\n".join(line for line in out.splitlines() if not line.startswith("#"))
 
@@ -101,7 +101,8 @@ def test_printed_snippets_have_each_clients_documented_shape() -> None:
     assert codex["mcp_servers"]["memoryd"]["args"] == ["mcp"]
     desktop = json.loads(printed("claude-desktop"))["mcpServers"]["memoryd"]
     assert Path(desktop["command"]).is_absolute()
-    assert json.loads(printed("openclaw"))["mcp"]["servers"]["memoryd"]["args"] == ["mcp"]
+    openclaw_mcp = json.loads(printed("openclaw", "--mcp"))["mcp"]["servers"]["memoryd"]
+    assert openclaw_mcp["args"] == ["mcp"] and openclaw_mcp["env"]["MEMORYD_SOCKET"]
     assert run("setup", "cursor")[0] == 2  # writing is for claude-code only: --print
 
 

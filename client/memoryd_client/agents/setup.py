@@ -235,8 +235,14 @@ def snippet(client: str) -> str:
             {"mcpServers": {SERVER_NAME: mcp_entry(memctl_command(True))}}
         )
     if client == "openclaw":
-        return "# ~/.openclaw/openclaw.json (or: openclaw mcp set memoryd ...)\n" + _dump(
-            {"mcp": {"servers": {SERVER_NAME: mcp_entry(short)}}}
+        # OpenClaw hands an MCP server only HOME, PATH, PWD, SHELL and TERM: name the socket.
+        from memoryd_client.paths import socket_path
+
+        entry = {**mcp_entry(short), "env": {"MEMORYD_SOCKET": str(socket_path())}}
+        return (
+            "# ~/.openclaw/openclaw.json (or: openclaw mcp set memoryd ...); "
+            "memctl setup openclaw puts memoryd in the memory slot instead\n"
+            + _dump({"mcp": {"servers": {SERVER_NAME: entry}}})
         )
     raise SetupError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
 

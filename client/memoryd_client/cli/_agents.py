@@ -160,6 +160,22 @@ def _add_setup(sub: Any, command: _Command) -> None:
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--print", action="store_true", help="print the snippet to paste")
+    p.add_argument(
+        "--undo",
+        action="store_true",
+        help="openclaw: give the memory slot back to memory-core (the plugin stays installed)",
+    )
+    p.add_argument(
+        "--plugin",
+        metavar="SPEC",
+        help="openclaw: the plugin to install (default: integrations/openclaw of this checkout)",
+    )
+    p.add_argument("--openclaw-bin", metavar="PATH", help="openclaw: its executable")
+    p.add_argument(
+        "--mcp",
+        action="store_true",
+        help="openclaw: print the MCP server snippet instead (memoryd beside memory-core)",
+    )
 
 
 def parse_listen(value: str) -> tuple[str, int]:
@@ -267,6 +283,8 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
 
     from memoryd_client.agents import setup
 
+    if args.client == "openclaw" and not args.mcp:
+        return cmd_setup_openclaw(args, ctx)
     try:
         if args.print or args.client != "claude-code":
             if not args.print:
@@ -289,4 +307,62 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
             ctx.print(f"{change.path}: updated")
     if not args.dry_run and any(c.changed for c in changes):
         ctx.print("restart Claude Code (or run /mcp and /hooks) to load it")
+    return EXIT_OK
+
+
+def cmd_setup_openclaw(args: argparse.Namespace, ctx: Context) -> int:
+    """Register the workspace, install the plugin, merge openclaw.json (or --undo it)."""
+    from pathlib import Path
+
+    from memoryd_client.agents import openclaw_setup as oc
+    from memoryd_client.agents.setup import SetupError, write
+
+    env = dict(os.environ)
+    known = None
+    if not args.undo:
+        try:
+            known = [Path(w.path) for w in ctx.client.workspace_list()]
+        except ClientError as exc:
+            if not (args.dry_run or args.print):
+                raise ClientError(f"{exc} (memoryd must run to register the workspace)") from None
+    try:
+        p = oc.plan(
+            env=env,
+            socket=ctx.client.socket_path,
+            known_workspaces=known,
+            plugin=args.plugin,
+            openclaw_bin=args.openclaw_bin,
+            undo=args.undo,
+        )
+    except SetupError as exc:
+        raise ClientError(str(exc)) from None
+    if args.print:
+        ctx.stdout.write(oc.print_snippet(p))
+        return EXIT_OK
+    if args.dry_run:
+        ctx.stdout.write(p.describe() + (p.change.diff() if p.change.changed else ""))
+        return EXIT_OK
+    try:
+        if p.create_workspace:
+            p.workspace.mkdir(parents=True, exist_ok=True)
+        if p.register:
+            added = ctx.client.workspace_add(p.workspace, oc.WORKSPACE_NAME)
+            ctx.print(f"memoryd: workspace {added.name} = {added.path}")
+        if p.install:
+            oc.run_install(p.install, env)
+            ctx.print(f"openclaw: plugin {oc.PLUGIN_ID} installed")
+            # the install rewrote openclaw.json: merge into what it wrote
+            p.change = oc.merge_config(p.change.path, ctx.client.socket_path, env, undo=False)
+    except SetupError as exc:
+        raise ClientError(str(exc)) from None
+    if p.change.changed:
+        write(p.change)
+        ctx.print(f"{p.change.path}: updated")
+    else:
+        ctx.print(f"{p.change.path}: already set up")
+    ctx.print(
+        "memory-core is back in the memory slot: restart the gateway"
+        if args.undo
+        else "memoryd is OpenClaw's memory: restart the gateway (openclaw gateway restart)"
+    )
     return EXIT_OK

@@ -1,5 +1,6 @@
-// End to end with the real, pinned `openclaw` package: one `openclaw agent --local` turn whose
-// model (a fake OpenAI-compatible server) calls memory_search; the tool answer must hold a
+// End to end with the real, pinned `openclaw` package: `memctl setup openclaw` on a fresh
+// OpenClaw home, then one `openclaw agent --local` turn whose model (a fake
+// OpenAI-compatible server) calls memory_search; the tool answer must hold a
 // note only memoryd's index has, appended through memoryd a moment before, found by a
 // Chinese word. Runs when OPENCLAW_BIN points at the openclaw executable (CI installs it).
 
@@ -10,7 +11,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MemorydClient } from "../src/client.js";
-import { startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { pythonForMemoryd, startDaemon, tempDir, writeFiles } from "./daemon.js";
 import { startFakeModel } from "./fake-model.js";
 
 const OPENCLAW = process.env.OPENCLAW_BIN;
@@ -42,12 +43,8 @@ after(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-test("OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 240_000 }, async () => {
-  const client = new MemorydClient({ socket: daemon.socket });
-  await client.call("workspace.add", { path: workspace, name: "openclaw" });
-  const at = await client.append({ text: NOTE, workspace: "openclaw" });
-  client.close();
-
+test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+  // A fresh OpenClaw home that knows only its model.
   const config = {
     models: {
       mode: "merge",
@@ -72,22 +69,26 @@ test("OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW
       },
     },
     agents: { defaults: { model: { primary: "fake/fake-model" }, workspace } },
-    plugins: {
-      load: { paths: [PLUGIN_DIR] },
-      slots: { memory: "memoryd" },
-      entries: { memoryd: { enabled: true, hooks: { allowConversationAccess: true }, config: { socket: daemon.socket } } },
-    },
   };
-  // The user's own config file: an embedded turn (`agent --local`) runs the plugin's
-  // hooks as a Gateway would (`agent exec` runs no prompt hooks).
   fs.mkdirSync(path.join(home, ".openclaw"), { recursive: true });
   fs.writeFileSync(path.join(home, ".openclaw", "openclaw.json"), JSON.stringify(config, null, 2));
-  const run = await runOpenClaw(
+
+  const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW), "--plugin", PLUGIN_DIR], { HOME: home });
+  assert.equal(setup.code, 0, `${setup.out}\n${setup.err}`);
+
+  const client = new MemorydClient({ socket: daemon.socket });
+  const at = await client.append({ text: NOTE, workspace: "openclaw" });
+  client.close();
+
+  // An embedded turn (`agent --local`) runs the plugin's hooks as a Gateway would
+  // (`agent exec` runs no prompt hooks).
+  const turn = await run(
+    /** @type {string} */ (OPENCLAW),
     ["agent", "--local", "--agent", "main", "--message", "What do my notes say about the 鲸鱼 day?", "--json", "--timeout", "180"],
     { HOME: home },
   );
   const results = model.toolResults();
-  assert.ok(results.length > 0, `the model never got a tool result\n${run.out}\n${run.err}`);
+  assert.ok(results.length > 0, `the model never got a tool result\n${turn.out}\n${turn.err}`);
   // Tool Search wraps the answer: which tool ran, and what it returned.
   const wrapped = JSON.parse(results[0]);
   assert.equal(wrapped.tool.id, "openclaw:memoryd:memory_search", results[0]);
@@ -102,18 +103,24 @@ test("OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW
   const firstPrompt = JSON.stringify(model.requests[0].messages);
   assert.match(firstPrompt, /Relevant memory \(memoryd recall/);
   assert.match(firstPrompt, /鲸鱼 day, every second Friday/);
-  assert.equal(run.code, 0, `${run.out}\n${run.err}`);
-  assert.match(run.out, /whale day/);
+  assert.equal(turn.code, 0, `${turn.out}\n${turn.err}`);
+  assert.match(turn.out, /whale day/);
 });
 
+/** memctl from the repository's venv (beside the python the daemon runs from). */
+function memctl() {
+  return path.join(path.dirname(pythonForMemoryd()), "memctl");
+}
+
 /**
+ * @param {string} command
  * @param {string[]} args
  * @param {Record<string, string>} env
  * @returns {Promise<{ code: number | null, out: string, err: string }>}
  */
-function runOpenClaw(args, env) {
+function run(command, args, env) {
   return new Promise((resolve) => {
-    const child = spawn(/** @type {string} */ (OPENCLAW), args, { env: { ...process.env, ...env }, cwd: workspace });
+    const child = spawn(command, args, { env: { ...process.env, ...env }, cwd: workspace });
     let out = "";
     let err = "";
     child.stdout.on("data", (c) => (out += c));
