@@ -151,7 +151,8 @@ def test_memctl_get_masks_and_get_raw_shows_the_file(daemon: DaemonThread) -> No
 def test_flush_sends_no_secret_to_the_model_and_writes_none(
     daemon: DaemonThread, workspace: Path, md_home: Path, openai_server: FakeOpenAIServer
 ) -> None:
-    t = md_home / "s.jsonl"
+    t = workspace / "sessions" / "s.jsonl"  # flush reads only the agents' transcript folders
+    t.parent.mkdir(exist_ok=True)
     t.write_text(
         json.dumps(
             {
