@@ -321,7 +321,12 @@ class WorkspaceIndex:
             self.embedder.close()
         self._writer.shutdown(wait=True, cancel_futures=True)
         self._warmed.set()  # a warm-up still to do was cancelled
-        self.readers.close()
+        # A search that found this index before it was closed (a workspace.remove racing
+        # it, whose index file may be deleted next) is told so, not CantOpenError.
+        self.readers.suspend(
+            f"the index of {self.root} is closed (the workspace was removed, or the daemon "
+            "is stopping)"
+        )
         if self._wconn is not None:
             self.copies.save_keywords(self._wconn)
             self._wconn.close()

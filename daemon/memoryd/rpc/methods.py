@@ -26,6 +26,7 @@ from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.rpc.status import StatusReport
@@ -165,6 +166,10 @@ class Methods:
         except MemorydError as exc:
             return Outcome(protocol.error(req.id, exc.code, exc.message, exc.data), exc.code)
         except Exception as exc:
+            failure = known_failure(exc)
+            if failure is not None:
+                log.warning("request_failed", method=req.method, id=req.id, error=failure.message)
+                return Outcome(protocol.error(req.id, failure.code, failure.message), failure.code)
             log.exception("internal_error", method=req.method, id=req.id)
             text = f"{type(exc).__name__}: {exc}"
             return Outcome(
