@@ -117,3 +117,35 @@ def test_sessions_are_readable_when_that_source_is_on(make_index: IndexFactory) 
     make_index.write("sessions/s1.jsonl", '{"type": "session"}\n')
     ix = Reader(Layout(make_index.ws.resolve(), sessions=True))
     assert ix.get("sessions/s1.jsonl").text == '{"type": "session"}'
+
+
+def test_a_file_over_max_file_bytes_is_read_for_the_asked_lines_only(
+    make_index: IndexFactory,
+) -> None:
+    """``lines: 2`` of a file over index.max_file_bytes was invalid_params (the docs said
+    to ask for fewer lines); the range is now read in a stream, the same as from a small
+    file, and only the whole file or a range over the limit is refused."""
+    body = "".join(f"line {i} é\r\n" if i % 3 else f"line {i}\n" for i in range(1, 200_001))
+    for text in (body, body.rstrip("\n")):  # with and without a final newline
+        make_index.write("memory/big.md", text)
+        small = Reader(Layout(make_index.ws.resolve()), max_bytes=1 << 20)
+        big = Reader(Layout(make_index.ws.resolve()), max_bytes=4096)
+        assert len(text.encode()) > 2 << 20  # several blocks of the stream
+        for start, count in [
+            (1, 2),
+            (2, 1),
+            (80_123, 40),
+            (199_999, 5),
+            (200_000, 1),
+            (200_001, 3),
+        ]:
+            assert big.get("memory/big.md", start, count) == small.get(
+                "memory/big.md", start, count
+            )
+        got = big.get("memory/big.md", 1, 2)
+        assert (got.text, got.total_lines) == ("line 1 é\r\nline 2 é\r", 200_000)
+        with pytest.raises(InvalidParams, match="ask for a range") as whole:
+            big.get("memory/big.md")
+        assert whole.value.data == {"param": "lines"}
+        with pytest.raises(InvalidParams, match="ask for fewer lines"):
+            big.get("memory/big.md", 10, 1000)

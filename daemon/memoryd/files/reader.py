@@ -1,7 +1,9 @@
 """``get``: a line range of a memory file, read from the layout (no index involved).
 
 The file is opened beneath the workspace (``Layout.open_memory``), then checked as opened:
-a regular file, within ``index.max_file_bytes``; what is read is what was checked.
+a regular file; what is read is what was checked. A file within ``index.max_file_bytes``
+is read whole; a larger one only in a stream, a block at a time, for the asked-for lines
+(which must fit that size themselves): memory stays bounded whatever the file's size.
 """
 
 from __future__ import annotations
@@ -60,21 +62,65 @@ def read_lines(
     if not layout.root.is_dir():
         raise Unavailable(f"workspace folder {layout.root} is missing")
     opened = layout.open_memory(rel)
+    start = from_line or 1
     try:
         st = os.fstat(opened.fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotFound(f"{rel} is not a file")
         if st.st_size > max_bytes:
-            raise InvalidParams(
-                f"{rel} is {st.st_size} bytes, above index.max_file_bytes ({max_bytes})",
-                {"param": "path"},
-            )
+            if lines is None:
+                raise InvalidParams(
+                    f"{rel} is {st.st_size} bytes, above index.max_file_bytes ({max_bytes}): "
+                    "ask for a range of it (lines)",
+                    {"param": "lines"},
+                )
+            picked, total = _stream_range(opened.fd, start - 1, start - 1 + lines, max_bytes)
+            chosen = _split(picked)
+            return LinesRead(rel, start, len(chosen), "\n".join(chosen), total)
         data = read_all(opened.fd, st.st_size)
     finally:
         os.close(opened.fd)
-    all_lines = data.decode("utf-8", errors="replace").split("\n")
-    if all_lines and all_lines[-1] == "":
-        all_lines.pop()  # a final newline ends the last line; it does not start another
-    start = from_line or 1
+    all_lines = _split(data)
     chosen = all_lines[start - 1 :] if lines is None else all_lines[start - 1 : start - 1 + lines]
     return LinesRead(rel, start, len(chosen), "\n".join(chosen), len(all_lines))
+
+
+def _split(data: bytes) -> list[str]:
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # a final newline ends the last line; it does not start another
+    return lines
+
+
+def _stream_range(fd: int, first: int, end: int, max_bytes: int) -> tuple[bytes, int]:
+    """The bytes of lines ``first``..``end - 1`` (0-based) of open file ``fd`` and its
+    number of lines, read a block at a time; InvalidParams when the range alone is over
+    ``max_bytes``. Blocks before or after the range are only counted."""
+    picked = bytearray()
+    line = 0  # the line the next byte belongs to
+    offset = 0
+    last = b"\n"
+    while chunk := os.pread(fd, _READ_CHUNK, offset):
+        offset += len(chunk)
+        last = chunk[-1:]
+        newlines = chunk.count(b"\n")
+        if line + newlines < first or line >= end:
+            line += newlines
+            continue
+        pos = 0
+        while pos < len(chunk):
+            nl = chunk.find(b"\n", pos)
+            stop = len(chunk) if nl < 0 else nl + 1
+            if first <= line < end:
+                picked += chunk[pos:stop]
+                if len(picked) > max_bytes:
+                    raise InvalidParams(
+                        f"lines {first + 1}-{end} are more than index.max_file_bytes "
+                        f"({max_bytes}): ask for fewer lines",
+                        {"param": "lines"},
+                    )
+            if nl < 0:
+                break
+            line += 1
+            pos = stop
+    return bytes(picked), line + (0 if last == b"\n" else 1)
