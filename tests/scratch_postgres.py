@@ -6,19 +6,25 @@ The binaries come from ``MEMORYD_PG_BIN`` (a folder with initdb and postgres), e
 ``pgserver`` wheel (it ships Postgres 16 with pgvector; pip-installable, so CI needs no
 system packages), else the system's ``pg_config --bindir`` when that install has pgvector.
 Postgres refuses to run as root: as root the server runs as ``nobody`` (its folder is
-handed to that user), which is what a CI container usually is.
+handed to that user), which is what a CI container usually is. A checkout in a folder
+closed to others (/root, a ``mktemp -d`` folder) hides the wheel's binaries from that user:
+then they run from a copy of the install in a temp folder open to it (one copy per
+process, removed at exit), and the data folder is made where it can reach too.
 """
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
 import pwd
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 START_TIMEOUT_S = 30.0
 
@@ -53,6 +59,68 @@ def find_bin_dir(env: dict[str, str] | None = None) -> Path:
     )
 
 
+_COPIES: dict[Path, Path] = {}  # bin folder -> its copy that another user can run
+
+
+def _as(user: str | None) -> dict[str, Any]:
+    """subprocess arguments to run as ``user`` with its own group only: root's groups kept
+    would make a folder's group bits (root's) apply instead of the bits for others."""
+    if user is None:
+        return {}
+    entry = pwd.getpwnam(user)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _runs_as(user: str, bin_dir: Path) -> bool:
+    try:
+        done = subprocess.run(
+            [str(bin_dir / "postgres"), "--version"], capture_output=True, timeout=60, **_as(user)
+        )
+    except (PermissionError, FileNotFoundError):
+        return False
+    return done.returncode == 0
+
+
+def _open_to_others(folder: Path) -> None:
+    """Let any user read the folder's files and enter its folders (and run what runs)."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode
+        extra = stat.S_IROTH | (stat.S_IXOTH if path.is_dir() or mode & stat.S_IXUSR else 0)
+        path.chmod(stat.S_IMODE(mode) | extra)
+
+
+def bin_dir_for(user: str | None, bin_dir: Path) -> Path:
+    """``bin_dir``, or when ``user`` cannot run its postgres (a folder on the way closed to
+    it), the bin folder of a copy of its install (bin, lib, share) that it can run."""
+    if user is None or _runs_as(user, bin_dir):
+        return bin_dir
+    if bin_dir not in _COPIES:
+        root = bin_dir.resolve().parent  # the wheel's .../site-packages/pgserver/pginstall
+        copy = Path(tempfile.mkdtemp(prefix="memoryd-pg-bin-", dir=_shared_tmp()))
+        atexit.register(shutil.rmtree, copy, True)
+        into = copy / root.parent.name / root.name
+        for part in ("bin", "lib", "share"):
+            if (root / part).is_dir():
+                shutil.copytree(root / part, into / part, symlinks=True)
+        # the wheel's binaries find its own libraries at $ORIGIN/../../../pgserver.libs
+        libs = root.parent.parent / f"{root.parent.name}.libs"
+        if libs.is_dir():
+            shutil.copytree(libs, copy / libs.name, symlinks=True)
+        _open_to_others(copy)
+        _COPIES[bin_dir] = into / "bin"
+    return _COPIES[bin_dir]
+
+
+def _shared_tmp() -> str:
+    """The temp folder, if every folder on its way lets others in; else /tmp."""
+    temp = Path(tempfile.gettempdir()).resolve()
+    if all(p.stat().st_mode & stat.S_IXOTH for p in [temp, *temp.parents]):
+        return str(temp)
+    return "/tmp"
+
+
 class ScratchPostgres:
     """``with ScratchPostgres() as pg: pg.create_database("db")``; ``stop()``/``start()`` in
     between stand for an outage (the data survives). Its folder is a new one under the
@@ -60,16 +128,17 @@ class ScratchPostgres:
     removed on exit."""
 
     def __init__(self, bin_dir: Path | None = None) -> None:
-        self.bin = bin_dir or find_bin_dir()
-        self.folder = Path(tempfile.mkdtemp(prefix="memoryd-pg-"))
-        self.data = self.folder / "data"
         self.user: str | None = "nobody" if os.geteuid() == 0 else None
+        self.bin = bin_dir_for(self.user, bin_dir or find_bin_dir())
+        where = _shared_tmp() if self.user else None
+        self.folder = Path(tempfile.mkdtemp(prefix="memoryd-pg-", dir=where))
+        self.data = self.folder / "data"
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _run(self, args: list[str]) -> None:
         try:
             done = subprocess.run(
-                args, capture_output=True, user=self.user, check=False, timeout=120
+                args, capture_output=True, check=False, timeout=120, **_as(self.user)
             )
         except PermissionError as exc:
             raise PostgresUnavailable(self._unreachable(exc)) from None
@@ -129,7 +198,7 @@ class ScratchPostgres:
                 ],
                 stdout=log,
                 stderr=log,
-                user=self.user,
+                **_as(self.user),
             )
         except PermissionError as exc:
             raise PostgresUnavailable(self._unreachable(exc)) from None
