@@ -125,7 +125,7 @@ def locomo(root: Path, index_dir: Path, pg: ScratchPostgres) -> list[dict[str, A
     ]
     convs = sorted({q["conv"] for q in qrels})
     indexes = build_indexes(root.resolve(), convs, cfg, index_dir)
-    provider = next(iter(indexes.values())).provider
+    provider = next(iter(indexes.values())).queries.provider
     assert provider is not None
     dsn = pg.create_database("locomo")
     local_m, fleet_m = [], []

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from memoryd.embeddings.base import EmbeddingProvider
-from memoryd.index.types import SearchRequest, SearchResponse
+from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config, config_from_mapping
 
@@ -59,6 +59,14 @@ class IndexFactory:
 
 def search(ix: WorkspaceIndex, query: str, **kw: Any) -> SearchResponse:
     return ix.search(SearchRequest(query, **kw))
+
+
+def in_memory(ix: WorkspaceIndex, req: SearchRequest) -> SearchResponse | None:
+    """ix.search(req, in_memory=True), None when the in-memory copies cannot answer it."""
+    try:
+        return ix.search(req, in_memory=True)
+    except NotInMemory:
+        return None
 
 
 def paths(resp: SearchResponse) -> list[str]:

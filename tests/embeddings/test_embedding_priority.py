@@ -39,8 +39,10 @@ def test_the_embedding_thread_runs_lowered_and_the_caller_does_not(
     assert ix.wait_embedded(timeout=30)
     seen: list[int] = []
     done = threading.Event()
-    assert ix.embedder is not None
-    ix.embedder.run_later(lambda: (seen.append(nice_of(threading.get_native_id())), done.set()))
+    assert ix.queries.embedder is not None
+    ix.queries.embedder.run_later(
+        lambda: (seen.append(nice_of(threading.get_native_id())), done.set())
+    )
     assert done.wait(10)
     assert seen == [lowered(base)]
     assert nice_of(threading.get_native_id()) == base

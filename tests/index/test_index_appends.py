@@ -148,7 +148,7 @@ def test_after_a_restart_the_first_append_rechunks_only_the_tail(
     ix = restarted(make_index, DAY)
     before = rows(make_index.db)
     assert ix.sync().files_changed == 0  # the start-up scan; the states are warmed after it
-    assert ix.wait_warmed(timeout=60)
+    assert ix.warmer.wait(timeout=60)
     append_rewrites_the_tail(ix, make_index, before, "walrus")
 
 
@@ -164,7 +164,7 @@ def test_a_file_changed_while_the_daemon_was_down_is_rechunked_whole(
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
     ix = make_index(SMALL)
     assert ix.sync().files_changed == 0
-    assert ix.wait_warmed(timeout=60)
+    assert ix.warmer.wait(timeout=60)
     assert ix._syncer is not None and DAY not in ix._syncer.tails
     whole = len(rows(make_index.db))
     append(make_index, "\n## 13:00 review\n\n- Walrus.\n")
@@ -183,7 +183,7 @@ def test_a_log_not_written_lately_is_not_warmed(make_index: IndexFactory) -> Non
     ix.close()
     ix = make_index(SMALL)
     assert ix.sync().files_changed == 0
-    assert ix.wait_warmed(timeout=60)
+    assert ix.warmer.wait(timeout=60)
     assert ix._syncer is not None
     tails = ix._syncer.tails
     assert len(tails) == 1 and "memory/2024-05-02.md" in tails
@@ -213,7 +213,7 @@ def test_a_sync_pending_goes_before_the_warm_up(make_index: IndexFactory) -> Non
     futures.append(ix.submit_sync([make_index.ws / days[1]], progress=record))
     go.set()
     assert scan.result().files_changed == 0 and all(f.result() for f in futures)
-    assert ix.wait_warmed(timeout=60)
+    assert ix.warmer.wait(timeout=60)
     assert kept_then == [0]  # queued after the first warm step, it ran before it
     assert ix._syncer is not None and len(ix._syncer.tails) == len(days)
 

@@ -9,7 +9,7 @@ import apsw
 import numpy as np
 import pytest
 
-from engine_util import IndexFactory, search
+from engine_util import IndexFactory, in_memory, search
 from memoryd import sqlite
 from memoryd.index import schema
 from memoryd.index.keyword.build import Postings
@@ -429,13 +429,13 @@ def test_search_in_memory_answers_as_search_does_or_declines(make_index: IndexFa
     for q in SEARCHES[:-1]:
         for kw in ({}, {"since": "2024-05-02", "min_score": 0.0}, {"sources": ("memory",)}):
             req = SearchRequest(q, mode="keyword", **kw)  # type: ignore[arg-type]
-            got = ix.search_in_memory(req)
+            got = in_memory(ix, req)
             assert got is not None
             assert got.results == ix.search(req).results
-    assert ix.search_in_memory(SearchRequest("garden", path_prefix="memory/")) is None
-    assert ix.search_in_memory(SearchRequest("deploy_notes deploy", mode="keyword")) is None
+    assert in_memory(ix, SearchRequest("garden", path_prefix="memory/")) is None
+    assert in_memory(ix, SearchRequest("deploy_notes deploy", mode="keyword")) is None
     no_copy = make_index({"index": {"keyword_memory_mb": 0}})
-    assert no_copy.search_in_memory(SearchRequest("garden", mode="keyword")) is None
+    assert in_memory(no_copy, SearchRequest("garden", mode="keyword")) is None
 
 
 def test_a_change_it_cannot_stage_never_fails_the_write_and_makes_it_reload(

@@ -101,7 +101,7 @@ def test_a_second_attach_is_ignored(
     ix = pending_index(make_index)
     ix.attach_provider(None, "embedding.provider = none")
     ix.attach_provider(provider(openai_server), "too late")
-    assert ix.provider is None and ix.embedder is None
+    assert ix.queries.provider is None and ix.queries.embedder is None
     assert ix.status()["provider"]["name"] == "none"
 
 
@@ -135,7 +135,7 @@ def test_with_provider_none_indexes_open_knowing_it(md_home: Path) -> None:
     async def main() -> None:
         async with run_daemon(md_home, {"workspaces": [{"path": str(ws)}]}) as d:
             index = d.registry.list()[0].index
-            assert index is not None and not index.provider_pending
+            assert index is not None and not index.queries.pending
 
     with capture_logs() as logs:
         asyncio.run(main())

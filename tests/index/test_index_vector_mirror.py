@@ -6,7 +6,7 @@ import apsw
 import numpy as np
 import pytest
 
-from engine_util import IndexFactory, search
+from engine_util import IndexFactory, in_memory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
 from memoryd.index.scratch import SCRATCH
@@ -259,12 +259,12 @@ def results(make_index: IndexFactory, server: FakeOpenAIServer, memory_mb: int) 
     assert ix.status()["vector_scan"] == ("memory" if memory_mb else "sqlite-vec")
     out: list[object] = []
     # The event loop's path never runs the model: a query not embedded yet is declined.
-    assert ix.search_in_memory(SearchRequest("a query never asked", mode="hybrid")) is None
+    assert in_memory(ix, SearchRequest("a query never asked", mode="hybrid")) is None
     for q in QUERIES:
         for mode in ("vector", "hybrid"):
             resp = search(ix, q, mode=mode, min_score=0.0, max_results=3)
             assert resp.mode_used == mode and resp.degraded is None
-            inline = ix.search_in_memory(SearchRequest(q, mode=mode, min_score=0.0, max_results=3))
+            inline = in_memory(ix, SearchRequest(q, mode=mode, min_score=0.0, max_results=3))
             assert (inline.results if inline else None) == (resp.results if memory_mb else None)
             out.append([(h.path, round(h.score, 6)) for h in resp.results])
         out.append(

@@ -424,7 +424,7 @@ def _remote_row(w: RemoteWorkspace, now: dt.datetime) -> dict[str, Any]:
 
 
 def _fingerprint(index: WorkspaceIndex) -> Fingerprint:
-    p = index.provider
+    p = index.queries.provider
     return Fingerprint(p.name, p.model, p.dims or 0) if p is not None else Fingerprint()
 
 

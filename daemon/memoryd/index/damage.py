@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from memoryd import sqlite
 from memoryd.index.types import SyncProgress
 from memoryd.runtime.logs import get_logger
 
@@ -21,6 +22,19 @@ log = get_logger("memoryd.index")
 # doubling up to the maximum, as the watcher retries a failed sync.
 REBUILD_RETRY_FIRST_S = 1.0
 REBUILD_RETRY_MAX_S = 300.0
+
+
+def corruption_in(exc: BaseException) -> BaseException | None:
+    """The SQLITE_CORRUPT / SQLITE_NOTADB error behind ``exc`` (itself, or what it was raised
+    from or during, e.g. a ROLLBACK after a failed write), or None."""
+    seen: set[int] = set()
+    found: BaseException | None = exc
+    while found is not None and id(found) not in seen:
+        if isinstance(found, sqlite.CORRUPTION):
+            return found
+        seen.add(id(found))
+        found = found.__cause__ or found.__context__
+    return None
 
 
 class Damage:
@@ -55,6 +69,17 @@ class Damage:
             action="moving it aside and rebuilding from the markdown files while serving",
         )
         return True
+
+    def check(self, exc: BaseException, where: str) -> None:
+        """Any thread: when ``exc`` says the file is damaged, as ``spotted``."""
+        if (found := corruption_in(exc)) is not None:
+            self.spotted(found, where)
+
+    def spotted(self, exc: BaseException, where: str, schedule: bool = True) -> None:
+        """Any thread: a read or a write found the file damaged. The writer thread moves it
+        aside and rebuilds it at its next sync (``schedule``: one is queued now)."""
+        if self.report(exc, where) and schedule:
+            self._retry()
 
     def message(self) -> str:
         return (

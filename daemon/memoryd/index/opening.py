@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -185,3 +186,27 @@ def apply_embedding(
         schema.set_meta(conn, {"embedding": embedding})
         if provider is not None and provider.dims and vec_ok:
             store.create_vec_table(conn, provider.dims)
+
+
+def upgrade_keyword_text(
+    conn: apsw.Connection | None, root: Path, on_error: Callable[[BaseException, str], None]
+) -> None:
+    """Writer thread: an index made before CJK bigrams re-indexes its CJK chunks' keywords
+    (once; schema.upgrade_keyword_text). ``on_error``: a failure (rolled back: the old
+    keywords keep answering), for damage to judge."""
+    if conn is None:
+        return
+    started = time.perf_counter()
+    try:
+        redone = schema.upgrade_keyword_text(conn)
+    except apsw.Error as exc:
+        log.error("keyword_upgrade_failed", workspace=str(root), error=str(exc))
+        on_error(exc, "upgrading the keywords")
+        return
+    if redone:  # None: done before; 0: nothing in CJK
+        log.info(
+            "keyword_text_upgraded",
+            workspace=str(root),
+            chunks=redone,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import apsw
 
-from memoryd import sqlite
 from memoryd.errors import IndexUnavailable
 from memoryd.index import schema
+from memoryd.index.damage import corruption_in
 from memoryd.index.keyword.text import with_offsets
 from memoryd.index.search.snippets import TokenizeOffsets
 
@@ -49,19 +49,6 @@ class Reader:
             return found  # type: ignore[return-value]  # offsets on, colocated off: (s, e, tok)
 
         self.tokenize: TokenizeOffsets = with_offsets(tokenize)
-
-
-def corruption_in(exc: BaseException) -> BaseException | None:
-    """The SQLITE_CORRUPT / SQLITE_NOTADB error behind ``exc`` (itself, or what it was raised
-    from or during, e.g. a ROLLBACK after a failed write), or None."""
-    seen: set[int] = set()
-    found: BaseException | None = exc
-    while found is not None and id(found) not in seen:
-        if isinstance(found, sqlite.CORRUPTION):
-            return found
-        seen.add(id(found))
-        found = found.__cause__ or found.__context__
-    return None
 
 
 class ReaderPool:

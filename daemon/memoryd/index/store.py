@@ -139,6 +139,16 @@ def drop_vectors(conn: apsw.Connection, mirror: VectorMirror | None = None) -> N
     conn.execute("UPDATE chunks SET embedded = 0, windows = 0 WHERE embedded != 0")
 
 
+def drop_other_width(conn: apsw.Connection, dims: int, mirror: VectorMirror | None) -> int | None:
+    """When the vector table holds vectors of another width than ``dims`` (the endpoint now
+    answers with another): forget them all (drop_vectors) and return the old width."""
+    table = vec_table_dims(conn)
+    if table is None or table == dims:
+        return None
+    drop_vectors(conn, mirror)
+    return table
+
+
 def delete_chunks(
     conn: apsw.Connection,
     path: str,

@@ -22,16 +22,23 @@ the tokenizer for it.
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from pathlib import Path
+from typing import Protocol, cast
 
 import apsw
 
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, MarkdownState
 from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.runtime.heap import release_free_memory
+from memoryd.runtime.logs import get_logger
+
+log = get_logger("memoryd.index")
 
 KEEP_FILES = 16  # the files written lately: a day's logs, MEMORY.md, a few topics
 KEEP_LINES = 100_000  # ~120 bytes a line: at most ~12 MB of states in all
@@ -159,3 +166,100 @@ def replace_tail(
     removed = store.delete_ids(conn, [cast(int, r[0]) for r in rows[same:]], mirror)
     written = store.insert_chunks(conn, path, source, day, chunks[same:])
     return removed, written
+
+
+class Warmable(Protocol):
+    """What warms the states: the writer's Syncer (sync.py)."""
+
+    tails: TailStates
+
+    def warm_targets(self) -> list[str]: ...
+
+    def warm(self, rel: str) -> bool: ...
+
+
+class TailWarmer:
+    """The warm-up after a whole scan, on the writer thread: the chunker states that
+    appends resume from, which a restart lost, so that the first append to a long daily
+    log re-chunks only its tail. One file per writer task, each queued behind what waits
+    there, and none while a sync is pending: syncs go first."""
+
+    def __init__(
+        self,
+        root: Path,
+        submit: Callable[[Callable[[], None]], object],
+        syncer: Callable[[], Warmable | None],
+        waiting: Callable[[], bool],
+        closed: Callable[[], bool],
+        on_index_error: Callable[[BaseException, str], None],
+    ) -> None:
+        """``submit``: queues a task on the writer thread (RuntimeError once closing);
+        ``waiting``: a sync is pending; ``on_index_error``: an apsw error met warming."""
+        self.root = root
+        self._submit = submit
+        self._syncer = syncer
+        self._waiting = waiting
+        self._closed = closed
+        self._on_index_error = on_index_error
+        # The files whose states are still to warm, the newest last; set while none are.
+        self._to_warm: list[str] = []
+        self._tally = [0, 0, 0.0]  # files, lines, seconds
+        self._warmed = threading.Event()
+        self._warmed.set()
+
+    def start(self) -> None:
+        """Writer thread, after a whole scan."""
+        syncer = self._syncer()
+        if syncer is None:
+            return
+        self._to_warm = syncer.warm_targets()
+        if self._to_warm and self._warmed.is_set():  # else the warm-up under way goes on
+            self._warmed.clear()
+            self._tally = [0, 0, 0.0]
+            self._next_soon()
+
+    def _next_soon(self) -> None:
+        try:
+            self._submit(self._next)
+        except RuntimeError:  # closing
+            self._warmed.set()
+
+    def _next(self) -> None:
+        syncer = self._syncer()
+        if self._closed() or syncer is None:
+            self._to_warm = []
+        elif not self._waiting():
+            rel = self._to_warm.pop()
+            started = time.perf_counter()
+            try:
+                if syncer.warm(rel):
+                    self._tally[0] += 1
+                    self._tally[1] += syncer.tails.lines_of(rel)
+            except apsw.Error as exc:  # the index: damage is rebuilt; else left to syncs
+                log.warning("tail_state_warm_failed", path=rel, error=str(exc))
+                self._on_index_error(exc, "warming append states")
+            except Exception as exc:  # reading a file: its next change chunks it whole
+                log.warning("tail_state_warm_failed", path=rel, error=repr(exc))
+            self._tally[2] += time.perf_counter() - started
+        if self._to_warm:  # behind the syncs pending, if any
+            self._next_soon()
+            return
+        files, lines, seconds = self._tally
+        if files:
+            release_free_memory()  # the texts read and chunked: a burst, as after a scan
+            log.info(
+                "tail_states_warmed",
+                workspace=str(self.root),
+                files=files,
+                lines=lines,
+                ms=round(seconds * 1000, 1),
+            )
+        self._warmed.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no warm-up is under way; False on timeout."""
+        return self._warmed.wait(timeout)
+
+    def cancelled(self) -> None:
+        """The writer shut down: a warm-up still to do will not run."""
+        self._warmed.set()

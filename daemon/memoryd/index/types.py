@@ -10,6 +10,11 @@ from memoryd_client.search_terms import Fusion as Fusion  # the vocabulary, for 
 from memoryd_client.search_terms import Mode as Mode  # callers
 
 
+class NotInMemory(Exception):
+    """A search asked of the in-memory copies alone (``in_memory``) would have to ask SQLite
+    for more than a few rows, or run the embedding model."""
+
+
 @dataclass(frozen=True)
 class SearchRequest:
     query: str

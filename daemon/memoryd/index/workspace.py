@@ -2,23 +2,24 @@
 
 Threading contract:
 - All mutations run on this index's single writer thread (``submit_sync`` / ``sync``).
-- ``search`` and ``get`` are thread-safe and use read-only connections from a pool, so
-  they never wait behind indexing. They block; the daemon calls them in a thread.
+- ``search`` is thread-safe and uses read-only connections from a pool, so it never waits
+  behind indexing. It blocks; the daemon calls it in a thread, or on the event loop with
+  ``in_memory`` (only what the in-memory copies rank, never the model).
 - Embedding runs on a background thread after keyword rows are committed (vectors/embedder.py):
   a file is searchable by keyword as soon as its sync returns, by vector a little later.
 
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
 fingerprints), the reader pool (readers.py), what the index holds of each file and which were
 written lately (freshness.py), the in-memory copies that rank searches (copies.py), the
-embedder and its query cache (vectors/embedder.py), the query's vector and why a search gets none
-(vectors/query_vectors.py), and damage found at run time (damage.py).
+embedder and its query cache (vectors/embedder.py), the query's vector and why a search gets
+none (``queries``: vectors/query_vectors.py), damage found at run time (damage.py), the
+warm-up of append states (tails.py) and what status says (status.py).
 
 Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
 as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
 opened and every file indexed into it again. Searches answer from the new file as it fills
 (their ``degraded`` says the results may be incomplete), as they do while a first scan runs;
-only the moment of the swap itself answers ``unavailable``.
-"""
+only the moment of the swap itself answers ``unavailable``."""
 
 from __future__ import annotations
 
@@ -40,14 +41,17 @@ from memoryd.errors import IndexUnavailable
 from memoryd.files.layout import Layout
 from memoryd.index import opening, schema, store
 from memoryd.index.copies import Copies
-from memoryd.index.damage import Damage
+from memoryd.index.damage import Damage, corruption_in
 from memoryd.index.freshness import Freshness
-from memoryd.index.readers import ReaderPool, corruption_in
-from memoryd.index.search.fusion import NotInMemory, SearchEnv, run_search
+from memoryd.index.readers import ReaderPool
+from memoryd.index.search.fusion import SearchEnv, run_search
 from memoryd.index.search.validate import check_search_request
+from memoryd.index.status import index_status
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
+from memoryd.index.tails import TailWarmer
 from memoryd.index.types import (
+    NotInMemory,
     SearchRequest,
     SearchResponse,
     SyncProgress,
@@ -55,7 +59,7 @@ from memoryd.index.types import (
 )
 from memoryd.index.vectors.embedder import Embedded, Embedder
 from memoryd.index.vectors.mirror import VectorWidthError
-from memoryd.index.vectors.query_vectors import PROVIDER_LOADING, PreparedQuery, QueryVectors
+from memoryd.index.vectors.query_vectors import PreparedQuery, QueryVectors
 from memoryd.runtime.config import Config, SearchConfig
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
@@ -108,12 +112,12 @@ class WorkspaceIndex:
         )
         self.damage = Damage(self.root, db_path, retry=self._sync_soon)
         self._check = opening.IntegrityCheck(
-            db_path, lambda exc: self._found_corrupt(exc, "checking the file after opening it")
+            db_path, lambda exc: self.damage.spotted(exc, "checking the file after opening it")
         )
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="memoryd-writer")
         self._wconn: apsw.Connection | None = None
         self.readers = ReaderPool(
-            db_path, on_corrupt=lambda exc: self._found_corrupt(exc, "reading")
+            db_path, on_corrupt=lambda exc: self.damage.spotted(exc, "reading")
         )
         self.freshness = Freshness(self.layout)
         # None without a provider or without sqlite-vec: keyword search only.
@@ -121,22 +125,24 @@ class WorkspaceIndex:
         self._lock = threading.Lock()
         self._closed = False
         self._attaching = False  # attach_provider was called
-        self._pending_syncs = 0
+        self.pending_syncs = 0
         self._targeted = False
-        self._last_sync: float | None = None
-        self._last_report: SyncReport | None = None
-        self._has_vec_table = False
-        self._rebuilt_reason: str | None = None
+        self.last_sync: float | None = None
+        self.has_vec_table = False
+        self.rebuilt_reason: str | None = None
         self._indexed_sources = (
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
         )
         self._syncer: Syncer | None = None
-        # The files whose append states (tails.py) are still to warm after a whole scan,
-        # the newest last; set while none are.
-        self._to_warm: list[str] = []
-        self._warm_tally = [0, 0, 0.0]  # files, lines, seconds
-        self._warmed = threading.Event()
-        self._warmed.set()
+        # The append states (tails.py) warmed after a whole scan.
+        self.warmer = TailWarmer(
+            self.root,
+            self._writer.submit,
+            lambda: self._syncer,
+            lambda: self.pending_syncs > 0,
+            lambda: self._closed,
+            self.damage.check,
+        )
         self.copies = Copies(
             self.root,
             db_path,
@@ -144,7 +150,7 @@ class WorkspaceIndex:
             self.vec.ok,
             conn=lambda: self._wconn,
             on_writer=self._on_writer,
-            on_error=self._check_corrupt,
+            on_error=self.damage.check,
         )
 
     def _make_embedder(self, provider: EmbeddingProvider | None) -> Embedder | None:
@@ -157,36 +163,9 @@ class WorkspaceIndex:
             self.config.index.vector_window_tokens,
             self.readers,
             self._write_vectors_now,
-            lambda: self._pending_syncs > 0,
+            lambda: self.pending_syncs > 0,
             self.queries.compare_fallback_soon,
         )
-
-    # The query side (vectors/query_vectors.py) holds the provider as it stands.
-    @property
-    def provider(self) -> EmbeddingProvider | None:
-        return self.queries.provider
-
-    @property
-    def provider_reason(self) -> str:
-        return self.queries.reason
-
-    @property
-    def embedder(self) -> Embedder | None:
-        return self.queries.embedder
-
-    @property
-    def provider_pending(self) -> bool:
-        """The provider is still being chosen: keyword search only, for now."""
-        return self.queries.pending
-
-    def embeds_query(self, req: SearchRequest) -> bool:
-        """Whether searching ``req`` would run the embedding model (its vector is not cached):
-        the daemon then prepares it on another thread than the searches'."""
-        return self.queries.embeds(req)
-
-    def prepare_query(self, req: SearchRequest) -> PreparedQuery:
-        """The query vector ``req`` needs (None for keyword), or why there is none."""
-        return self.queries.prepare(req)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -197,41 +176,23 @@ class WorkspaceIndex:
         self._writer.submit(self._open_writer).result()
         self._writer.submit(self.copies.load_vectors)
         self._writer.submit(self.copies.load_keywords)
-        self._writer.submit(self._upgrade_keyword_text)
+        self._writer.submit(
+            lambda: opening.upgrade_keyword_text(self._wconn, self.root, self.damage.check)
+        )
         self._check.start()
 
     def _on_writer(self, call: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # closing
             self._writer.submit(call)
 
-    def _upgrade_keyword_text(self) -> None:
-        """An index made before CJK bigrams re-indexes its CJK chunks' keywords (once)."""
-        conn = self._wconn
-        if conn is None:
-            return
-        started = time.perf_counter()
-        try:
-            redone = schema.upgrade_keyword_text(conn)
-        except apsw.Error as exc:  # rolled back: the old keywords keep answering
-            log.error("keyword_upgrade_failed", workspace=str(self.root), error=str(exc))
-            self._check_corrupt(exc, "upgrading the keywords")
-            return
-        if redone:  # None: done before; 0: nothing in CJK
-            log.info(
-                "keyword_text_upgraded",
-                workspace=str(self.root),
-                chunks=redone,
-                ms=round((time.perf_counter() - started) * 1000, 1),
-            )
-
     def _open_writer(self) -> None:
-        conn, self._rebuilt_reason = opening.open_or_rebuild(self.db_path)
+        conn, self.rebuilt_reason = opening.open_or_rebuild(self.db_path)
         try:
             self._use_writer(conn)
         except sqlite.CORRUPTION as exc:  # damage past what opening reads (IntegrityCheck's)
             self._wconn = None
             conn.close()
-            conn, self._rebuilt_reason = opening.rebuild(
+            conn, self.rebuilt_reason = opening.rebuild(
                 self.db_path, f"{type(exc).__name__}: {exc}"
             )
             self._use_writer(conn)
@@ -242,16 +203,16 @@ class WorkspaceIndex:
             opening.apply_fingerprint(
                 conn,
                 self.config.index,
-                self.provider,
+                self.queries.provider,
                 self.vec.ok,
                 self.copies.vectors,
-                provider_known=not self.provider_pending,
+                provider_known=not self.queries.pending,
             )
         except opening.NOT_CORRUPTION as exc:
             conn.close()
             raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
         self._wconn = conn
-        self._has_vec_table = store.has_vec_table(conn)
+        self.has_vec_table = store.has_vec_table(conn)
         self.freshness.load(store.read_files(conn).values())
         self._syncer = Syncer(
             conn,
@@ -277,7 +238,7 @@ class WorkspaceIndex:
         sync queued there; when the stored ones fit (a restart), vector search starts now.
         A second call, or one after close, does nothing."""
         with self._lock:
-            if self._closed or self._attaching or not self.provider_pending:
+            if self._closed or self._attaching or not self.queries.pending:
                 return
             self._attaching = True
         try:
@@ -296,11 +257,10 @@ class WorkspaceIndex:
             opening.apply_embedding(
                 conn, self.config.index, provider, self.vec.ok, self.copies.vectors
             )
-            self._has_vec_table = store.has_vec_table(conn)
+            self.has_vec_table = store.has_vec_table(conn)
             self._use_provider(provider, reason, fallback)
 
-        with contextlib.suppress(RuntimeError):  # closing
-            self._writer.submit(on_writer)
+        self._on_writer(on_writer)
 
     def _use_provider(
         self, provider: EmbeddingProvider | None, reason: str, fallback: QueryFallback | None
@@ -308,7 +268,7 @@ class WorkspaceIndex:
         self.queries.use(provider, reason, fallback, self._make_embedder(provider))
         log.debug("index_provider_attached", workspace=str(self.root), reason=reason)
         with self._lock:
-            syncing = self._pending_syncs > 0
+            syncing = self.pending_syncs > 0
         if not syncing:  # else the sync's end starts the embedder
             self._kick_embedder()
 
@@ -317,10 +277,10 @@ class WorkspaceIndex:
             self._closed = True
         self._check.close()
         self.damage.close()
-        if self.embedder is not None:
-            self.embedder.close()
+        if self.queries.embedder is not None:
+            self.queries.embedder.close()
         self._writer.shutdown(wait=True, cancel_futures=True)
-        self._warmed.set()  # a warm-up still to do was cancelled
+        self.warmer.cancelled()
         # A search that found this index before it was closed (a workspace.remove racing
         # it, whose index file may be deleted next) is told so, not CantOpenError.
         self.readers.suspend(
@@ -346,12 +306,12 @@ class WorkspaceIndex:
         with self._lock:
             if self._closed:
                 raise IndexUnavailable(f"index of {self.root} is closed")
-            self._pending_syncs += 1
+            self.pending_syncs += 1
         try:
             return self._writer.submit(self._run_sync, path_list, full, progress)
         except RuntimeError:
             with self._lock:
-                self._pending_syncs -= 1
+                self.pending_syncs -= 1
             raise IndexUnavailable(f"index of {self.root} is closed") from None
 
     def sync(
@@ -373,20 +333,19 @@ class WorkspaceIndex:
             report, paths = self._sync_or_rebuild(paths, full, progress)
         finally:
             with self._lock:
-                self._pending_syncs -= 1
+                self.pending_syncs -= 1
             if self.copies.keywords.suspended:  # a bulk run: one load now (FTS5 meanwhile)
                 self.copies.load_keywords(sidecar=False)
         report.seconds = time.monotonic() - started
         if paths is None:
             self.freshness.scanned()
-            self._last_report = report
             if self._wconn is not None:
                 # A whole scan fills the writer's page cache with rows later writes rarely
                 # need again; a daemon with many workspaces would keep each one's for good.
                 self._wconn.execute("PRAGMA shrink_memory")
                 release_free_memory()
-            self._warm_tails()
-        self._last_sync = time.time()
+            self.warmer.start()
+        self.last_sync = time.time()
         if report.files_changed or report.files_removed:
             log.info(
                 "index_synced",
@@ -396,64 +355,6 @@ class WorkspaceIndex:
         self._kick_embedder()
         return report
 
-    def _warm_tails(self) -> None:
-        """Writer thread, after a whole scan: warm the chunker states that appends resume
-        from (tails.py), which a restart lost, so that the first append to a long daily
-        log re-chunks only its tail. One file per writer task, each queued behind what
-        waits there, and none while a sync is pending: syncs go first."""
-        if self._syncer is None:
-            return
-        self._to_warm = self._syncer.warm_targets()
-        if self._to_warm and self._warmed.is_set():  # else the warm-up under way goes on
-            self._warmed.clear()
-            self._warm_tally = [0, 0, 0.0]
-            self._warm_next_soon()
-
-    def _warm_next_soon(self) -> None:
-        try:
-            self._writer.submit(self._warm_next)
-        except RuntimeError:  # closing
-            self._warmed.set()
-
-    def _warm_next(self) -> None:
-        syncer = self._syncer
-        with self._lock:
-            waiting = self._pending_syncs > 0
-        if self._closed or syncer is None:
-            self._to_warm = []
-        elif not waiting:
-            rel = self._to_warm.pop()
-            started = time.perf_counter()
-            try:
-                if syncer.warm(rel):
-                    self._warm_tally[0] += 1
-                    self._warm_tally[1] += syncer.tails.lines_of(rel)
-            except apsw.Error as exc:  # the index: damage is rebuilt; else left to syncs
-                log.warning("tail_state_warm_failed", path=rel, error=str(exc))
-                self._check_corrupt(exc, "warming append states")
-            except Exception as exc:  # reading a file: its next change chunks it whole
-                log.warning("tail_state_warm_failed", path=rel, error=repr(exc))
-            self._warm_tally[2] += time.perf_counter() - started
-        if self._to_warm:  # behind the syncs pending, if any
-            self._warm_next_soon()
-            return
-        files, lines, seconds = self._warm_tally
-        if files:
-            release_free_memory()  # the texts read and chunked: a burst, as after a scan
-            log.info(
-                "tail_states_warmed",
-                workspace=str(self.root),
-                files=files,
-                lines=lines,
-                ms=round(seconds * 1000, 1),
-            )
-        self._warmed.set()
-
-    def wait_warmed(self, timeout: float | None = None) -> bool:
-        """Block until no warm-up of append states (``_warm_tails``) is under way; False
-        on timeout."""
-        return self._warmed.wait(timeout)
-
     def _sync_or_rebuild(
         self, paths: list[Path] | None, full: bool, progress: Callable[[SyncProgress], None] | None
     ) -> tuple[SyncReport, list[Path] | None]:
@@ -461,29 +362,28 @@ class WorkspaceIndex:
         new file gets every file, which covers the paths asked for. Returns what ran."""
         for attempt in range(2):  # damage found again during a rebuild: once more, then wait
             try:
-                if self._swap_if_corrupt():
+                swapped = self._swap_if_corrupt()
+                syncer = self._syncer
+                if syncer is None:  # a rebuild could not open the new file
+                    raise IndexUnavailable(self.damage.message())
+                if swapped:
                     self._targeted = False
-                    report = self._syncer_now().run(None, True, self.damage.progress_to(progress))
+                    report = syncer.run(None, True, self.damage.progress_to(progress))
                     self.damage.finished()
                     return report, None
                 self._targeted = paths is not None
-                return self._syncer_now().run(paths, full, progress), paths
+                return syncer.run(paths, full, progress), paths
             except Exception as exc:
                 found = corruption_in(exc)
                 if found is None:
                     if (cause := _unmasked(exc)) is not exc:
                         raise cause from None
                     raise
-                self._found_corrupt(found, "writing", schedule=False)
+                self.damage.spotted(found, "writing", schedule=False)
                 if attempt == 1:  # the new file is damaged too (the disk?): back off
                     self._rebuild_failed(found)
                     raise IndexUnavailable(self.damage.message()) from exc
         raise AssertionError("unreachable")
-
-    def _syncer_now(self) -> Syncer:
-        if self._syncer is None:  # a rebuild could not open the new file
-            raise IndexUnavailable(self.damage.message())
-        return self._syncer
 
     def _on_commit(self, rel: str, row: FileRow | None) -> None:
         self.freshness.committed(rel, row, self._targeted)
@@ -491,16 +391,6 @@ class WorkspaceIndex:
             self.generation += 1
 
     # ------------------------------------------------------------------ damage at run time
-
-    def _check_corrupt(self, exc: BaseException, where: str) -> None:
-        if (found := corruption_in(exc)) is not None:
-            self._found_corrupt(found, where)
-
-    def _found_corrupt(self, exc: BaseException, where: str, schedule: bool = True) -> None:
-        """Any thread: a read or a write found the file damaged. The writer thread moves it
-        aside and rebuilds it at its next sync (``schedule``: one is queued now)."""
-        if self.damage.report(exc, where) and schedule:
-            self._sync_soon()
 
     def _sync_soon(self) -> None:
         with contextlib.suppress(IndexUnavailable):  # closing
@@ -543,8 +433,8 @@ class WorkspaceIndex:
     # ------------------------------------------------------------------ vectors
 
     def _kick_embedder(self) -> None:
-        if self.embedder is not None:
-            self.embedder.kick()
+        if self.queries.embedder is not None:
+            self.queries.embedder.kick()
 
     def _write_vectors_now(self, key: CacheKey, items: Embedded) -> None:
         """The embedder's way to the writer thread: returns once the vectors are committed."""
@@ -556,35 +446,25 @@ class WorkspaceIndex:
             raise IndexUnavailable(self.damage.message())
         if not items or not items[0][1]:
             return
+        dims = int(items[0][1][0][1].shape[0])
         try:
-            self._write_vectors_in(conn, key, items)
+            with conn:
+                old = store.drop_other_width(conn, dims, self.copies.vectors)
+                if old is not None:
+                    log.warning(
+                        "embedding_dims_changed", workspace=str(self.root), old=old, new=dims
+                    )
+                if store.vec_table_dims(conn) is None:
+                    store.create_vec_table(conn, dims)
+                store.write_vectors(
+                    conn, key, items, self.config.embedding.cache_max_entries, self.copies.vectors
+                )
         except Exception as exc:
             if (found := corruption_in(exc)) is None:
                 raise
-            self._found_corrupt(found, "writing vectors")
+            self.damage.spotted(found, "writing vectors")
             raise IndexUnavailable(self.damage.message()) from exc
-
-    def _write_vectors_in(self, conn: apsw.Connection, key: CacheKey, items: Embedded) -> None:
-        dims = int(items[0][1][0][1].shape[0])
-        with conn:
-            table_dims = store.vec_table_dims(conn)
-            if table_dims is not None and table_dims != dims:
-                # The endpoint now answers with another width: start the vectors over.
-                log.warning(
-                    "embedding_dims_changed", workspace=str(self.root), old=table_dims, new=dims
-                )
-                store.drop_vectors(conn, self.copies.vectors)
-                table_dims = None
-            if table_dims is None:
-                store.create_vec_table(conn, dims)
-                self._has_vec_table = True
-            store.write_vectors(
-                conn,
-                key,
-                items,
-                self.config.embedding.cache_max_entries,
-                self.copies.vectors,
-            )
+        self.has_vec_table = True
         with self._lock:
             self.generation += 1
 
@@ -595,16 +475,14 @@ class WorkspaceIndex:
             conn = self._wconn
             if conn is None:  # being rebuilt
                 return
-            table = store.vec_table_dims(conn)
-            if table is not None and table != dims:
-                log.warning("embedding_dims_changed", workspace=str(self.root), old=table, new=dims)
-                with conn:
-                    store.drop_vectors(conn, self.copies.vectors)
-                self._has_vec_table = False
+            with conn:
+                old = store.drop_other_width(conn, dims, self.copies.vectors)
+            if old is not None:
+                log.warning("embedding_dims_changed", workspace=str(self.root), old=old, new=dims)
+                self.has_vec_table = False
             self._kick_embedder()
 
-        with contextlib.suppress(RuntimeError):  # closing
-            self._writer.submit(rebuild)
+        self._on_writer(rebuild)
 
     def wait_embedded(
         self, timeout: float | None = None, progress: Callable[[SyncProgress], None] | None = None
@@ -614,52 +492,38 @@ class WorkspaceIndex:
         while not self.queries.wait_known(0.2):
             if self._closed or (deadline is not None and time.monotonic() > deadline):
                 return False
-        if self.embedder is None:
+        if self.queries.embedder is None:
             return True
         if deadline is not None:
             timeout = max(0.0, deadline - time.monotonic())
-        return self.embedder.wait_done(timeout, progress)
+        return self.queries.embedder.wait_done(timeout, progress)
 
     # ------------------------------------------------------------------ reading
 
-    def search(self, req: SearchRequest, prepared: PreparedQuery | None = None) -> SearchResponse:
-        """``prepared``: prepare_query(req) done beforehand (elsewhere); None: done here."""
-        check_search_request(req)
-        return self.search_checked(req, prepared)
-
-    def search_checked(
-        self, req: SearchRequest, prepared: PreparedQuery | None = None
+    def search(
+        self, req: SearchRequest, prepared: PreparedQuery | None = None, *, in_memory: bool = False
     ) -> SearchResponse:
-        """search() of a request that passed check_search_request already."""
-        resp = self._search(req, prepared, memory_only=False)
-        assert resp is not None
-        return resp
-
-    def search_in_memory(
-        self, req: SearchRequest, prepared: PreparedQuery | None = None
-    ) -> SearchResponse | None:
-        """search(), when the in-memory copies can rank it (search.answers_from_memory); else
-        None, having done nothing costly. It never runs the embedding model: without a
-        ``prepared`` query vector, only a cached one will do."""
+        """The index's one search. ``prepared``: the query's vector (queries.prepare), made
+        beforehand on another thread; None: made here. ``in_memory``: answer only when the
+        in-memory copies can rank it (search.answers_from_memory), else raise NotInMemory
+        having done nothing costly; it never runs the embedding model then: without a
+        ``prepared`` vector, only a cached one will do."""
         check_search_request(req)
-        return self.search_in_memory_checked(req, prepared)
-
-    def search_in_memory_checked(
-        self, req: SearchRequest, prepared: PreparedQuery | None = None
-    ) -> SearchResponse | None:
-        """search_in_memory() of a request that passed check_search_request already."""
-        if prepared is None:
+        if in_memory and prepared is None:
             prepared = self.queries.prepare_cached(req)
             if prepared is None:
-                return None
-        return self._search(req, prepared, memory_only=True)
+                raise NotInMemory
+        resp = self._search(req, prepared, in_memory)
+        if resp is None:
+            raise NotInMemory
+        return resp
 
     def _search(
         self, req: SearchRequest, prepared: PreparedQuery | None, memory_only: bool
     ) -> SearchResponse | None:
         started = time.perf_counter()
-        qvec, degraded = prepared or self.prepare_query(req)
-        usable = self.vec.ok and self._has_vec_table
+        qvec, degraded = prepared or self.queries.prepare(req)
+        usable = self.vec.ok and self.has_vec_table
         env = SearchEnv(
             self.search_settings(),
             self.copies.line_stems,
@@ -693,7 +557,7 @@ class WorkspaceIndex:
         rebuilding = self.damage.rebuilding
         if rebuilding is not None:  # found damaged: answering from the new file
             degraded = f"{rebuilding}; {degraded}" if degraded else rebuilding
-        p = self.provider
+        p = self.queries.provider
         return SearchResponse(
             results=hits,
             provider=p.name if p else "none",
@@ -701,89 +565,11 @@ class WorkspaceIndex:
             mode_used=mode_used,
             took_ms=(time.perf_counter() - started) * 1000,
             index_generation=self.generation,
-            pending_files=self._pending_syncs,
+            pending_files=self.pending_syncs,
             degraded=degraded,
         )
 
     # ------------------------------------------------------------------ status
 
     def status(self) -> dict[str, Any]:
-        files = chunks = pending = malformed = 0
-        skipped: dict[str, str] = {}
-        try:
-            with self.readers.borrow() as r:
-                files = int(sqlite.scalar(r.conn, "SELECT count(*) FROM files"))
-                chunks = int(sqlite.scalar(r.conn, "SELECT count(*) FROM chunks"))
-                pending = store.count_pending(r.conn)
-                skipped = dict(
-                    r.conn.execute(
-                        "SELECT path, skipped_reason FROM files WHERE skipped_reason IS NOT NULL"
-                    )
-                )
-                malformed = int(
-                    sqlite.scalar(r.conn, "SELECT coalesce(sum(malformed), 0) FROM files")
-                )
-        except IndexUnavailable:  # damaged, being rebuilt: degraded says so below
-            pass
-        degraded = self.damage.words()
-        if not self.vec.ok:
-            degraded.append(f"vectors off: {self.vec.reason}")
-        if self.provider_pending:
-            degraded.append(PROVIDER_LOADING)
-        elif self.provider is None:
-            degraded.append(f"keyword only: {self.provider_reason or 'no embedding provider'}")
-        failure = self.embedder.failure if self.embedder is not None else None
-        if failure is not None:
-            degraded.append(
-                f"embedding provider failing: {failure.reason} "
-                f"(retry in {max(0.0, failure.retry_at - time.monotonic()):.0f}s)"
-            )
-        if rebuilt := self.damage.rebuilt or self._rebuilt_reason:
-            degraded.append(rebuilt)
-        p = self.provider
-        waiting = pending if (p is not None or self.provider_pending) and self.vec.ok else 0
-        return {
-            "path": str(self.root),
-            "index": str(self.db_path),
-            "files": files,
-            "chunks": chunks,
-            # While the provider loads, the chunks it will embed (none: known at once).
-            "pending_vectors": waiting,
-            "pending_files": self._pending_syncs,
-            "index_generation": self.generation,
-            "last_sync": self._last_sync,
-            "malformed_lines": malformed,
-            # Who embeds queries now: the provider, its fallback while it fails, or nobody.
-            "query_provider": self.queries.last_by if p is not None and self.vec.ok else "none",
-            "provider": {
-                "name": p.name if p else "loading" if self.provider_pending else "none",
-                "model": p.model if p else "",
-                "dims": p.dims if p else None,
-                "reason": self.provider_reason,
-            },
-            "vector_ready": bool(
-                p is not None and self.vec.ok and self._has_vec_table and pending == 0
-            ),
-            "sqlite_vec": self.vec.version or None,
-            # The KNN's engine: the in-memory copy once loaded and within index.vector_memory_mb
-            "vector_scan": (
-                None
-                if p is None or not self.vec.ok
-                else "memory"
-                if self.copies.vectors.usable
-                else "sqlite-vec"
-            ),
-            # BM25's engine: the in-memory copy once loaded and within index.keyword_memory_mb
-            "keyword_scan": self.copies.keywords.scan,
-            "degraded": degraded,
-            "skipped": {**self.layout.links_outside(), **skipped},
-            **self._embedding_progress(waiting),
-        }
-
-    def _embedding_progress(self, pending: int) -> dict[str, Any]:
-        """``embedding: {rate_per_s, eta_s}`` while chunks wait for vectors and some got
-        them within the last seconds (chunks per second; the model's pace on this machine)."""
-        rate = self.embedder.rate.per_second() if pending and self.embedder else None
-        if rate is None:
-            return {}
-        return {"embedding": {"rate_per_s": round(rate, 2), "eta_s": round(pending / rate, 1)}}
+        return index_status(self)

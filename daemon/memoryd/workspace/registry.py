@@ -247,7 +247,7 @@ class Registry:
         """Give the chosen provider to an index opened before it was known (once)."""
         await ws.opened.wait()
         choice, index = self.choice, ws.index
-        if choice is None or index is None or not index.provider_pending:
+        if choice is None or index is None or not index.queries.pending:
             return
         await asyncio.to_thread(
             index.attach_provider, choice.provider, choice.reason, choice.fallback
@@ -281,7 +281,7 @@ class Registry:
                     "workspace_opened",
                     workspace=ws.name,
                     ms=round((time.perf_counter() - started) * 1000, 1),
-                    provider="loading" if index.provider_pending else None,
+                    provider="loading" if index.queries.pending else None,
                 )
                 self._start_scan(ws)
         finally:

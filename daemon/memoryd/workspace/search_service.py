@@ -18,6 +18,7 @@ model, 5-20 ms) goes to a thread of its own first, so it never holds up a reader
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.index.search.notices import search_notices
 from memoryd.index.search.validate import check_search_request
-from memoryd.index.types import SearchRequest, SearchResponse
+from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
 from memoryd.runtime.config import Config
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.watcher import Watcher
@@ -75,8 +76,8 @@ class SearchService:
         fresh = await self.watcher.wait_synced(ws.name, budget, concerns)
         loop = asyncio.get_running_loop()
         prepared = None
-        if index.embeds_query(req):
-            prepared = await loop.run_in_executor(self.query_embedder, index.prepare_query, req)
+        if index.queries.embeds(req):
+            prepared = await loop.run_in_executor(self.query_embedder, index.queries.prepare, req)
 
         stale: list[Path] = []
         resp = None
@@ -90,9 +91,10 @@ class SearchService:
             left = budget - (time.monotonic() - started)
             fresh = await self.watcher.sync_now(ws.name, index, stale, left, concerns) and fresh
             if cfg.inline_searches:  # the sync done, the copies may answer now
-                resp = index.search_in_memory_checked(req, prepared)
+                with contextlib.suppress(NotInMemory):
+                    resp = index.search(req, prepared, in_memory=True)
             if resp is None:
-                resp = await loop.run_in_executor(self.readers, index.search_checked, req, prepared)
+                resp = await loop.run_in_executor(self.readers, index.search, req, prepared)
         out = resp.to_dict()
         out["pending_files"] = max(resp.pending_files, self.watcher.pending(ws.name))
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
@@ -110,6 +112,9 @@ def _fresh_then_search(
     stale = index.freshness.stale_hot_paths()
     if stale:
         return stale, None
-    if in_memory:
-        return [], index.search_in_memory_checked(req, prepared)
-    return [], index.search_checked(req, prepared)
+    if not in_memory:
+        return [], index.search(req, prepared)
+    try:
+        return [], index.search(req, prepared, in_memory=True)
+    except NotInMemory:
+        return [], None

@@ -30,7 +30,7 @@ from memoryd.index.search.snippets import (
     make_snippet,
 )
 from memoryd.index.store import VEC_TABLE
-from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
+from memoryd.index.types import Fusion, Mode, NotInMemory, SearchHit, SearchRequest
 from memoryd.index.vectors.mirror import VectorMirror, VectorWidthError
 from memoryd.index.vectors.windows import WINDOW_SLOTS, window_spans
 from memoryd.runtime.config import SearchConfig
@@ -71,10 +71,6 @@ class SearchEnv:
     window_budget: int = 128  # tokens per vector window (index.vector_window_tokens)
     indexed_sources: tuple[str, ...] = SOURCES  # what the index can hold
     keywords: KeywordMirror | None = None  # in-memory BM25; None: FTS5's
-
-
-class NotInMemory(Exception):
-    """run_search(memory_only=True) would have to ask SQLite for more than a few rows."""
 
 
 def answers_from_memory(
