@@ -29,9 +29,10 @@ from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.rpc.agent_methods import AgentMethods
+from memoryd.rpc.connection import Limits
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.methods import Methods
-from memoryd.rpc.server import Limits, Outcome, Request, Server
+from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile

@@ -1,4 +1,5 @@
-"""The markdown chunker and the transcript line packer (index/chunker.py)."""
+"""The markdown chunker and the transcript line packer (index/chunker.py), and the token costs
+it budgets with (index/token_costs.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd.embeddings.tokenizer import load_tokenizer
-from memoryd.index import chunker
-from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown, count_tokens
+from memoryd.index import token_costs
+from memoryd.index.chunker import Chunk, chunk_lines, chunk_markdown
+from memoryd.index.token_costs import count_tokens
 
 TOK = load_tokenizer()
 
@@ -327,7 +329,7 @@ def test_count_tokens_matches_tokenizer_for_ordinary_text() -> None:
 def test_a_batch_of_texts_counts_each_text_as_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     # The words of all texts are looked up together; each text still gets its own sum, with
     # over-long (uncached) words, empty texts and a cache that overflows between calls.
-    monkeypatch.setattr(chunker, "_CACHE_ENTRIES", 8)
+    monkeypatch.setattr(token_costs, "_CACHE_ENTRIES", 8)
     texts = ["", " ", "alpha beta  gamma", "x" * 70 + " tail", "a\nb c", "beta", "日本語 text"]
     for _ in range(3):
         assert count_tokens(texts, TOK) == [ntokens(t) for t in texts]
@@ -338,7 +340,7 @@ def test_counting_from_two_threads_at_once_gives_the_tokenizer_counts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # A full cache is replaced, never cleared in place, while another thread may be reading it.
-    monkeypatch.setattr(chunker, "_CACHE_ENTRIES", 16)
+    monkeypatch.setattr(token_costs, "_CACHE_ENTRIES", 16)
     lines = [" ".join(f"w{k}x{i}" for i in range(k % 7 + 1)) for k in range(300)]
     want = [ntokens(t) for t in lines]
     with ThreadPoolExecutor(2) as pool:

@@ -15,7 +15,8 @@ from memoryd import sqlite
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.files.layout import Layout
 from memoryd.index import opening, store
-from memoryd.index.sync import TRANSCRIPT_STEP_BYTES, Syncer
+from memoryd.index.sync import Syncer
+from memoryd.index.transcript_steps import TRANSCRIPT_STEP_BYTES
 from memoryd.runtime.config import MiB
 
 HEADER = {"type": "session", "version": 1, "id": "s1", "timestamp": "2024-05-01T10:00:00Z"}

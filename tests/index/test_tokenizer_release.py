@@ -13,21 +13,21 @@ import pytest
 
 from engine_util import IndexFactory, paths, search
 from memoryd.embeddings import tokenizer
-from memoryd.index import chunker
+from memoryd.index import token_costs
 
 
 def test_release_drops_the_tokenizer_and_the_word_costs_built_on_it() -> None:
     tok = tokenizer.load_tokenizer()
     assert tokenizer.load_tokenizer() is tok
-    chunker.count_tokens(["several words to count"], tok)
-    assert chunker._caches
+    token_costs.count_tokens(["several words to count"], tok)
+    assert token_costs._caches
     assert not tokenizer.release_tokenizer(idle_s=3600)  # just used: kept
     assert tokenizer.release_tokenizer(idle_s=0)
-    assert not chunker._caches
+    assert not token_costs._caches
     assert tokenizer.load_tokenizer() is not tok
-    assert chunker.count_tokens(
+    assert token_costs.count_tokens(
         ["several words to count"], tokenizer.load_tokenizer()
-    ) == chunker.count_tokens(["several words to count"], tok)
+    ) == token_costs.count_tokens(["several words to count"], tok)
 
 
 def test_it_goes_by_itself_once_idle_and_indexing_loads_it_again(

@@ -21,8 +21,9 @@ import memoryd
 from daemon_util import DaemonThread, RawConn, error_code, run_daemon, short_home, wait_for
 from memoryd.app import Daemon
 from memoryd.files.append import daily_path
+from memoryd.rpc.connection import MAX_IN_FLIGHT_PER_CONNECTION
 from memoryd.rpc.params import Params
-from memoryd.rpc.server import MAX_IN_FLIGHT_PER_CONNECTION, Request
+from memoryd.rpc.server import Request
 from memoryd_client import protocol
 
 

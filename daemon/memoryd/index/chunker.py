@@ -14,9 +14,7 @@ to resume at the last segment that an append leaves intact; an append that chang
 top-level rule (a heading above every heading so far, a first paragraph break) does not
 resume.
 
-Token cost is the bundled WordPiece tokenizer's count, with one correction: WordPiece turns
-any word longer than 100 characters into a single [UNK], so such a token is costed as one
-token per 4 characters (roughly what subword tokenizers spend) and can be split.
+Token cost is the bundled WordPiece tokenizer's count (token_costs.py).
 """
 
 from __future__ import annotations
@@ -25,19 +23,15 @@ import bisect
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress, pairwise, repeat
-from operator import is_
-from typing import TYPE_CHECKING, cast, overload
+from itertools import pairwise
+from typing import TYPE_CHECKING, overload
 
-import numpy as np
-
-from memoryd.embeddings.tokenizer import on_release
+from memoryd.index import token_costs
+from memoryd.index.token_costs import count_tokens
 
 if TYPE_CHECKING:
-    from tokenizers import Encoding, Tokenizer
+    from tokenizers import Tokenizer
 
-_MAX_WORD_CHARS = 100  # WordPiece's max_input_chars_per_word: longer words become one [UNK]
-_CHARS_PER_PIECE = 4
 _SPACE = re.compile(r"\s")
 # Chinese and Japanese sentences end without a space after them: a line of them is cut
 # after one of these, as between words, rather than mid-word.
@@ -45,17 +39,6 @@ _CJK_STOPS = frozenset("。！？；…")
 _HEADING = re.compile(r" {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*\r?$")
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _LEADS = frozenset(" #`~")  # what a line that _FENCE or _HEADING can match starts with
-
-# Word -> cost, per tokenizer (kept alive so its id is never reused). The tokenizer costs
-# ~1 µs per token; words repeat, so counting through this cache is many times faster. It is
-# exact: BERT normalization is per character and a space always separates pre-tokens, so
-# a text's count is the sum of its space-separated words' counts (tests pin this).
-_CACHE_ENTRIES = 100_000
-_CACHE_MAX_CHARS = 64
-_UNSEEN = -(1 << 40)  # a word's cost until it is known: makes its text's sum negative
-_WORDS_PER_ENCODE = 2_000
-_caches: dict[int, tuple[Tokenizer, dict[str, int]]] = {}
-on_release(_caches.clear)  # ~100 bytes a word: it goes with the tokenizer
 
 
 @dataclass(frozen=True)
@@ -263,82 +246,6 @@ def chunk_lines(
     return doc.pack([(i, i + 1, False) for i in range(len(lines))], chunk_tokens, overlap_tokens)
 
 
-def count_tokens(texts: Sequence[str], tokenizer: Tokenizer) -> list[int]:
-    """The token cost the chunker budgets with: the tokenizer's count, an over-long word's
-    [UNK] costed per 4 characters. One encode call for the words not seen before."""
-    return _costs(texts, tokenizer)[0]
-
-
-def _costs(
-    texts: Sequence[str], tokenizer: Tokenizer, keep_over: int | None = None
-) -> tuple[list[int], dict[int, list[tuple[int, int]]]]:
-    """Costs, and the token pieces of the texts costing more than keep_over (to split them).
-    Each word's cost is looked up in a cache kept across calls, in C (map, sum): per-word
-    Python loops were most of a first index's chunking time."""
-    if not texts:
-        return [], {}
-    entry = _caches.get(id(tokenizer))
-    if entry is None or len(entry[1]) > _CACHE_ENTRIES:
-        # A new dict, never one cleared in place: another thread may be reading the old one.
-        entry = _caches[id(tokenizer)] = (tokenizer, {})
-    cache = entry[1]
-    # Each text's costs summed in C, a word not seen before counting _UNSEEN: the texts
-    # with one (a few, once a few files are chunked) are costed again, learning them.
-    get, unseen = cache.get, repeat(_UNSEEN)
-    out = [sum(map(get, t.split(" "), unseen)) for t in texts]
-    again = [i for i, c in enumerate(out) if c < 0]
-    if again:
-        learnt = _costs_learning([texts[i] for i in again], tokenizer, cache)
-        for i, c in zip(again, learnt, strict=True):
-            out[i] = c
-    kept: dict[int, list[tuple[int, int]]] = {}
-    over = [] if keep_over is None else [i for i, c in enumerate(out) if c > keep_over]
-    if over:
-        encs = tokenizer.encode_batch([texts[i] for i in over], add_special_tokens=False)
-        for i, enc in zip(over, encs, strict=True):
-            kept[i] = _pieces(enc)
-            out[i] = len(kept[i])
-    return out, kept
-
-
-def _costs_learning(texts: Sequence[str], tokenizer: Tokenizer, cache: dict[str, int]) -> list[int]:
-    """The texts' costs, the words not seen before costed (and cached) on the way: all the
-    texts' words in one list (" ".join then split(" ") gives each text's split(" ") in
-    turn), so that the new ones go to the tokenizer in one call."""
-    words = " ".join(texts).split(" ")
-    costs = list(map(cache.get, words))
-    if None in costs:  # words not seen before
-        long: dict[str, int] = {}  # too long to cache: this call's only
-        new = list(set(compress(words, map(is_, costs, repeat(None)))))
-        for w, c in zip(new, _word_costs(new, tokenizer), strict=True):
-            if len(w) <= _CACHE_MAX_CHARS:
-                cache[w] = c
-            else:
-                long[w] = c
-        costs = list(map(cache.get, words))
-        if long:
-            costs = [long[w] if c is None else c for w, c in zip(words, costs, strict=True)]
-    prefix = [0, *accumulate(cast("list[int]", costs))]
-    ends = list(accumulate(t.count(" ") + 1 for t in texts))
-    return [prefix[e] - prefix[s] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
-
-
-def _word_costs(words: Sequence[str], tokenizer: Tokenizer) -> list[int]:
-    """Costs of words, encoded joined by spaces in a few large batch items: a batch of
-    many tiny inputs costs several times more per token."""
-    parts = [words[i : i + _WORDS_PER_ENCODE] for i in range(0, len(words), _WORDS_PER_ENCODE)]
-    encs = tokenizer.encode_batch([" ".join(p) for p in parts], add_special_tokens=False)
-    out: list[int] = []
-    for part, enc in zip(parts, encs, strict=True):
-        starts = np.cumsum([0, *(len(w) + 1 for w in part[:-1])])
-        offsets = np.array(enc.offsets, dtype=np.int64).reshape(-1, 2)
-        span = offsets[:, 1] - offsets[:, 0]
-        cost = np.where(span > _MAX_WORD_CHARS, -(-span // _CHARS_PER_PIECE), 1)  # as _pieces
-        owner = np.searchsorted(starts, offsets[:, 0], side="right") - 1
-        out.extend(int(c) for c in np.bincount(owner, weights=cost, minlength=len(part)))
-    return out
-
-
 def _check_budget(chunk_tokens: int, overlap_tokens: int) -> None:
     if chunk_tokens < 1 or overlap_tokens < 0:
         raise ValueError(
@@ -358,7 +265,7 @@ class _Doc:
         self.budget = budget
         n = len(texts)
         self.blank = [not t or t.isspace() for t in texts]
-        costs, self.long_pieces = _costs(texts, tokenizer, keep_over=budget)
+        costs, self.long_pieces = token_costs.costs(texts, tokenizer, keep_over=budget)
         self.prefix = [0]
         for c in costs:
             self.prefix.append(self.prefix[-1] + c)
@@ -378,7 +285,7 @@ class _Doc:
         new = texts[start:]
         del self.blank[start:]
         self.blank += [not t or t.isspace() for t in new]
-        costs, pieces = _costs(new, tokenizer, keep_over=self.budget)
+        costs, pieces = token_costs.costs(new, tokenizer, keep_over=self.budget)
         self.long_pieces = {i: p for i, p in self.long_pieces.items() if i < start}
         self.long_pieces.update((start + i, p) for i, p in pieces.items())
         del self.prefix[start + 1 :]
@@ -555,24 +462,12 @@ class _Doc:
             out.append(Chunk(self.numbers[lo], self.numbers[hi - 1], text, self.paths[lo]))
 
 
-def _pieces(enc: Encoding) -> list[tuple[int, int]]:
-    """Character spans of the tokens, an over-long word's [UNK] cut into 4-character pieces."""
-    out: list[tuple[int, int]] = []
-    for s, e in enc.offsets:
-        if e - s > _MAX_WORD_CHARS:
-            starts = range(s, e, _CHARS_PER_PIECE)
-            out.extend(zip(starts, [*starts[1:], e], strict=True))
-        else:
-            out.append((s, e))
-    return out
-
-
 def _fragments(
     text: str, tokenizer: Tokenizer, budget: int, pieces: list[tuple[int, int]] | None = None
 ) -> list[str]:
     """Split one over-budget line at whitespace (at token boundaries inside a huge word)."""
     if pieces is None:
-        pieces = _pieces(tokenizer.encode(text, add_special_tokens=False))
+        pieces = token_costs.pieces(tokenizer.encode(text, add_special_tokens=False))
     cuts, torn = [0], [False]  # torn: the cut splits a word
     i = 0
     while len(pieces) - i > budget:

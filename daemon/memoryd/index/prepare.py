@@ -5,7 +5,7 @@ A first index of 100k chunks spent its time in Python on both sides of one GIL: 
 tokenizing them again). The writer meanwhile waited for the GIL each time SQLite gave it
 back. Here the files the writer hands out (readahead.py) are chunked, and the chunks
 tokenized and counted for the BM25 copy (keyword_counts), in worker processes: the writer
-keeps one core for SQLite, the copy is merged as the batches commit (keyword_build.Stream),
+keeps one core for SQLite, the copy is merged as the batches commit (keyword/build.py's Stream),
 and both cores work. The workers run at a lower priority (runtime/priority.py): the writer
 is the critical path (at 100k chunks, 14.1-14.3 s at nice +10 against 15.0 at +5 and
 14.5-17.8 at +0; a third worker only adds contention: 14.6-16.8 s against 13.6-14.3), and

@@ -11,7 +11,6 @@ only grew re-chunks its tail (tails.py).
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import time
@@ -19,20 +18,17 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING
 
 import apsw
 
 from memoryd import sqlite
-from memoryd.errors import MemorydError
 from memoryd.files.layout import (
-    ISO_DAY,
     IndexedFile,
     Layout,
     day_of,
     display_name,
 )
-from memoryd.files.reader import read_all
 from memoryd.files.transcripts import parse_transcript
 from memoryd.index import store
 from memoryd.index.chunker import (
@@ -42,11 +38,19 @@ from memoryd.index.chunker import (
     chunk_lines,
     chunk_markdown_state,
 )
+from memoryd.index.file_reads import FileReads
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.store import FileRow
 from memoryd.index.tails import WARM_MIN_BYTES, WARM_WITHIN_S, TailStates, replace_tail
+from memoryd.index.transcript_steps import (
+    Step,
+    find_newline,
+    long_line_row,
+    read_step,
+    transcript_row,
+)
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.logs import get_logger
@@ -57,8 +61,6 @@ if TYPE_CHECKING:
 
 log = get_logger("memoryd.index")
 
-BINARY_SNIFF_BYTES = 8192
-SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten, not appended
 # A run that writes more chunks than this (and than half the in-memory BM25 holds) suspends
 # that copy and leaves it to be loaded once after the run: cheaper than following each commit.
 BULK_CHUNKS = 2000
@@ -66,10 +68,6 @@ BULK_CHUNKS = 2000
 # transaction per file cost a cold index a third of its time in commits and FTS5 inserts.
 # Their chunk rows reach chunks (and FTS5) in one statement at the commit (store.move_staged).
 BATCH_FILES = 64
-# A transcript is ingested this much at a time (each step one transaction with its offsets),
-# or up to max_file_bytes when one line is longer: a 16 MiB step took 7.5 s, and SIGTERM
-# waited for it; 1 MiB takes about half a second.
-TRANSCRIPT_STEP_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -103,12 +101,14 @@ class Syncer:
     # True once the index is closing: a scan stops at the next file (or the next step of a
     # long transcript), each committed as it went, so SIGTERM never waits for a whole scan.
     stopping: Callable[[], bool] = lambda: False
-    _warned: set[tuple[str, str]] = field(default_factory=set)
     _batch: list[tuple[str, FileRow | None]] | None = None  # done, not yet committed
     tails: TailStates = field(default_factory=TailStates)  # for appends to markdown files
 
+    reads: FileReads = field(init=False)
+
     def __post_init__(self) -> None:
         store.create_staging(self.conn)
+        self.reads = FileReads(self.layout, self.max_file_bytes)
 
     def _committed(self, rel: str, row: FileRow | None) -> None:
         """A file's writes are done: tell on_commit now, or when the open batch commits."""
@@ -162,7 +162,7 @@ class Syncer:
         if self.keywords is not None and sum(rel not in known for rel, _ in targets) > 256:
             self.keywords.suspend()  # a first index, or most of one: bulk from the start
             if not self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchall():
-                self.keywords.stream()  # built as the batches commit (keyword_build.Stream)
+                self.keywords.stream()  # built as the batches commit (keyword/build.py's Stream)
         try:
             with contextlib.closing(ReadAhead[IndexedFile, _Chunked](start_pool)) as ahead:
                 self._run_ahead(targets, known, full, bulk, report, progress, ahead)
@@ -276,30 +276,11 @@ class Syncer:
             while self._sync_transcript(f, row, st, full, report) and not self.stopping():
                 row, full = self._row(f.rel), False
             return
-        data = self._read(f, st)
+        data = self.reads.read(f, st)
         if isinstance(data, str):
             self._skip(f, st, data, report)
         elif data is not None:
             self._sync_markdown(f, row, st, data, full, report)
-
-    def _read(self, f: IndexedFile, st: os.stat_result, quiet: bool = False) -> bytes | str | None:
-        """A markdown file's bytes; why it is skipped; or None when it cannot be read."""
-        if st.st_size > self.max_file_bytes:
-            return f"too large: {st.st_size} bytes > index.max_file_bytes {self.max_file_bytes}"
-        try:
-            with self._open(f) as fh:
-                # Never more than the limit (it may have grown since the stat), and never a
-                # buffer of the limit's size either: fh.read(n) allocates n bytes up front.
-                data = read_all(fh.fileno(), self.max_file_bytes + 1)
-        except OSError as exc:
-            if not quiet:
-                log.warning("file_unreadable", path=f.rel, error=str(exc))
-            return None
-        if len(data) > self.max_file_bytes:
-            return f"too large: over index.max_file_bytes {self.max_file_bytes}"
-        if b"\x00" in data[:BINARY_SNIFF_BYTES]:
-            return "binary: contains NUL bytes"
-        return data
 
     def _chunks_whole(self, f: IndexedFile, row: FileRow | None, full: bool) -> bool:
         """``f`` is markdown that ``_sync_one`` would read and chunk whole, whatever it
@@ -363,7 +344,7 @@ class Syncer:
             return False
         if st.st_size != row.size:
             return False
-        data = self._read(f, st, quiet=True)
+        data = self.reads.read(f, st, quiet=True)
         if not isinstance(data, bytes) or not self.tails.room(data.count(b"\n") + 1):
             return False
         if hashlib.sha256(data).hexdigest() != row.hash:
@@ -397,11 +378,11 @@ class Syncer:
             st = f.path.stat()
         except OSError:
             return True
-        data = self._read(f, st, quiet=True)
+        data = self.reads.read(f, st, quiet=True)
         if not isinstance(data, bytes):
             return True
         digest = hashlib.sha256(data).hexdigest()
-        text = self._decode(f.rel, data, digest)
+        text = self.reads.decode(f.rel, data, digest)
         row = _markdown_row(f, st, digest)
         args = (text, self.chunk_tokens, self.chunk_overlap)
         try:
@@ -414,14 +395,6 @@ class Syncer:
             log.warning("chunking_workers_unavailable", error=repr(exc))
             return False
         return True
-
-    def _open(self, f: IndexedFile) -> BinaryIO:
-        """``f`` opened beneath the workspace by the rule ``get`` reads with (a link swapped
-        in since the listing is not followed out of it); OSError when it cannot be."""
-        try:
-            return os.fdopen(self.layout.open_memory(f.rel).fd, "rb")
-        except MemorydError as exc:  # gone, or no longer memory: the next listing says which
-            raise OSError(errno.ENOENT, exc.message) from None
 
     def _failed(self, f: IndexedFile, exc: Exception, report: SyncReport) -> None:
         """Skip a file indexing failed on, saying why in status; it is tried again when it
@@ -460,20 +433,6 @@ class Syncer:
         report.skipped[f.rel] = reason
         self._committed(f.rel, row)
 
-    def _decode(self, rel: str, data: bytes, digest: str) -> str:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            if (rel, digest) not in self._warned:  # once per file version, not per sync
-                self._warned.add((rel, digest))
-                log.warning(
-                    "invalid_utf8",
-                    path=rel,
-                    position=exc.start,
-                    action="decoded with replacement characters",
-                )
-            return data.decode("utf-8", errors="replace")
-
     def _sync_markdown(
         self,
         f: IndexedFile,
@@ -497,11 +456,11 @@ class Syncer:
         chunks: list[Chunk] = []
         if resume is not None:  # only grew: decode and chunk from where the chunker resumes
             state = resume.state
-            text = self._decode(f.rel, data[resume.offset :], digest)
+            text = self.reads.decode(f.rel, data[resume.offset :], digest)
             tail = chunk_appended(state, text, self.tokenizer(), resume.first)
         if state is None or tail is None:
             chunks, state = chunk_markdown_state(
-                self._decode(f.rel, data, digest),
+                self.reads.decode(f.rel, data, digest),
                 self.tokenizer(),
                 self.chunk_tokens,
                 self.chunk_overlap,
@@ -554,105 +513,58 @@ class Syncer:
         it grows), a step (TRANSCRIPT_STEP_BYTES, up to ``max_file_bytes`` for a longer line)
         at a time; True when more is left to read."""
         try:
-            with self._open(f) as fh:
-                prefix = fh.read(SESSION_PREFIX_BYTES)
-                # Only the first line decides: a crash can leave a run of NULs after the
-                # lines already written, and that is one malformed line, not a binary file.
-                if b"\x00" in prefix.split(b"\n", 1)[0]:
-                    self._skip(f, st, "binary: contains NUL bytes", report)
-                    return False
-                old_prefix_ok = (
-                    row is not None
-                    and not row.skipped_reason
-                    and row.ingested <= st.st_size
-                    and row.hash
-                    == hashlib.sha256(prefix[: min(SESSION_PREFIX_BYTES, row.ingested)]).hexdigest()
-                )
-                restart = full or row is None or not old_prefix_ok
-                start_off = 0 if restart or row is None else row.tail_offset
-                start_line = 1 if restart or row is None else row.tail_line
-                old_end = 0 if restart or row is None else row.ingested
-                fh.seek(start_off)
-                step = min(TRANSCRIPT_STEP_BYTES, self.max_file_bytes)
-                want = old_end - start_off + step
-                buf = fh.read(want)
-                if len(buf) == want and step < self.max_file_bytes and b"\n" not in buf[-step:]:
-                    # A line longer than a step: read on up to the limit to find its end.
-                    more = fh.read(self.max_file_bytes - step)
-                    buf, want = buf + more, want + self.max_file_bytes - step
+            with self.reads.open(f) as fh:
+                s = read_step(fh, row, st, full, self.max_file_bytes)
         except OSError as exc:
             log.warning("file_unreadable", path=f.rel, error=str(exc))
             return False
+        if s is None:
+            self._skip(f, st, "binary: contains NUL bytes", report)
+            return False
         # The old tail region was counted already; only lines after it add to `malformed`.
-        head = parse_transcript(buf[: old_end - start_off], first_line=start_line)
-        new = buf[old_end - start_off :]
+        head = parse_transcript(s.buf[: s.old_end - s.start_off], first_line=s.start_line)
+        new = s.buf[s.old_end - s.start_off :]
         if len(new) >= self.max_file_bytes and b"\n" not in new:
             # One line longer than a whole read (a tool's output pasted whole): reading from
             # here would never reach its end, and the lines after it would never be indexed.
-            return self._skip_long_line(
-                f, row, st, prefix, restart, old_end, start_line + head.lines_consumed, report
-            )
-        tail = parse_transcript(new, first_line=start_line + head.lines_consumed)
-        if row is not None and not restart and tail.consumed == 0:
+            return self._skip_long_line(f, row, st, s, s.start_line + head.lines_consumed, report)
+        tail = parse_transcript(new, first_line=s.start_line + head.lines_consumed)
+        if row is not None and not s.restart and tail.consumed == 0:
             with self.conn:  # nothing new but a torn last line: remember the stat only
                 store.upsert_file(self.conn, replace(row, mtime_ns=st.st_mtime_ns, size=st.st_size))
             return False
-        messages = head.messages + tail.messages
         chunks: list[Chunk] = chunk_lines(
-            messages, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
+            head.messages + tail.messages, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
         )
-        ingested = old_end + tail.consumed
-        lines = start_line - 1 + head.lines_consumed + tail.lines_consumed
-        tail_line, tail_offset = lines + 1, ingested
-        if chunks:
-            tail_line = chunks[-1].start_line
-            tail_offset = start_off + _line_offset(buf, 0, start_line, tail_line)
-        day = (row.day if row is not None and not restart else "") or _day(
-            head.started_at or tail.started_at
-        )
-        malformed = (0 if restart or row is None else row.malformed) + tail.malformed
-        digest = hashlib.sha256(prefix[: min(SESSION_PREFIX_BYTES, ingested)]).hexdigest()
-        new_row = FileRow(
-            f.rel,
-            f.source,
-            digest,
-            st.st_mtime_ns,
-            st.st_size,
-            day,
-            ingested,
-            lines,
-            tail_offset,
-            tail_line,
-            malformed,
-            None,
-        )
+        new_row = transcript_row(f, row, st, s, head, tail, chunks)
         with self.conn:
             report.chunks_removed += store.delete_chunks(
-                self.conn, f.rel, None if restart else start_line, self.mirror
+                self.conn, f.rel, None if s.restart else s.start_line, self.mirror
             )
             store.upsert_file(self.conn, new_row)
-            report.chunks_written += store.insert_chunks(self.conn, f.rel, f.source, day, chunks)
+            report.chunks_written += store.insert_chunks(
+                self.conn, f.rel, f.source, new_row.day, chunks
+            )
         report.files_changed += 1
         self._committed(f.rel, new_row)
-        return len(buf) >= want and ingested < st.st_size
+        return len(s.buf) >= s.want and new_row.ingested < st.st_size
 
     def _skip_long_line(
         self,
         f: IndexedFile,
         row: FileRow | None,
         st: os.stat_result,
-        prefix: bytes,
-        restart: bool,
-        start: int,
+        s: Step,
         line: int,
         report: SyncReport,
     ) -> bool:
-        """Step over transcript line ``line`` (at byte ``start``, longer than max_file_bytes),
-        counted as malformed. The chunks before it stay as they are and the next message
-        starts a new chunk. False while the line has no newline yet (still being written)."""
+        """Step over transcript line ``line`` (where step ``s`` left off, longer than
+        max_file_bytes), counted as malformed. The chunks before it stay as they are and the
+        next message starts a new chunk. False while the line has no newline yet (still
+        being written)."""
         try:
-            with self._open(f) as fh:
-                end = _find_newline(fh, start + self.max_file_bytes)
+            with self.reads.open(f) as fh:
+                end = find_newline(fh, s.old_end + self.max_file_bytes)
         except OSError as exc:
             log.warning("file_unreadable", path=f.rel, error=str(exc))
             return False
@@ -662,32 +574,17 @@ class Syncer:
             "session_line_too_long",
             path=f.rel,
             line=line,
-            bytes=end - start,
+            bytes=end - s.old_end,
             max_file_bytes=self.max_file_bytes,
         )
-        kept = row is not None and not restart
-        ingested = end + 1
-        new_row = FileRow(
-            f.rel,
-            f.source,
-            hashlib.sha256(prefix[: min(SESSION_PREFIX_BYTES, ingested)]).hexdigest(),
-            st.st_mtime_ns,
-            st.st_size,
-            row.day if row is not None and kept else "",
-            ingested,
-            line,
-            ingested,
-            line + 1,
-            (row.malformed if row is not None and kept else 0) + 1,
-            None,
-        )
+        new_row = long_line_row(f, row, st, s, end, line)
         with self.conn:
-            if not kept:  # a rewritten transcript: its old chunks go
+            if row is None or s.restart:  # a rewritten transcript: its old chunks go
                 report.chunks_removed += store.delete_chunks(self.conn, f.rel, None, self.mirror)
             store.upsert_file(self.conn, new_row)
         report.files_changed += 1
         self._committed(f.rel, new_row)
-        return ingested < st.st_size
+        return new_row.ingested < st.st_size
 
 
 def _mtime_ns(f: IndexedFile | None) -> int:
@@ -695,32 +592,3 @@ def _mtime_ns(f: IndexedFile | None) -> int:
         return f.path.stat().st_mtime_ns if f is not None else 0
     except OSError:
         return 0
-
-
-def _find_newline(fh: BinaryIO, offset: int, block: int = 1 << 20) -> int | None:
-    """Byte offset of the first newline at or after ``offset``, read a block at a time; None
-    when the file ends first."""
-    fh.seek(offset)
-    while data := fh.read(block):
-        nl = data.find(b"\n")
-        if nl >= 0:
-            return offset + nl
-        offset += len(data)
-    return None
-
-
-def _line_offset(data: bytes, start_off: int, start_line: int, line: int) -> int:
-    """Byte offset of physical ``line``, counting newlines from (start_off, start_line)."""
-    off = start_off
-    for _ in range(line - start_line):
-        nl = data.find(b"\n", off)
-        if nl < 0:
-            break
-        off = nl + 1
-    return off
-
-
-def _day(timestamp: str | None) -> str:
-    """The ISO date a transcript's timestamp starts with, or '' (filters compare days as
-    strings, and the vector mirror as numbers: both need exactly YYYY-MM-DD)."""
-    return timestamp[:10] if timestamp and ISO_DAY.match(timestamp) else ""

@@ -5,7 +5,7 @@ Per connection: check the peer's uid, then read frames. A bad frame is answered
 on. Each request runs as its own task, so pipelined requests are served concurrently and
 answered in completion order, each response carrying its request id.
 
-Memory is bounded by back-pressure (budget.py), never by buffering: at most
+Memory is bounded by back-pressure (connection.py, budget.py), never by buffering: at most
 ``Limits.max_in_flight`` requests of one connection run at once, and no further frame is
 read from a connection whose unsent answers fill its byte budget; a request about to build
 a large answer (a whole file) reserves its size first, and a large frame body reserves its
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import mmap
 import os
 import socket
 import sys
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memoryd.rpc.budget import ByteBudget
+from memoryd.rpc.connection import LARGE_BODY_BYTES, Connection, Limits, read_body
 from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
 from memoryd.runtime.logs import get_logger
@@ -41,22 +41,6 @@ log = get_logger("memoryd.rpc.server")
 _OUR_FAILURES = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.TOO_LARGE})
 
 Emit = Callable[[str, dict[str, Any]], None]
-MAX_IN_FLIGHT_PER_CONNECTION = 64
-MiB = 1024 * 1024
-# A frame body above this reserves its length before it is read; smaller ones are covered
-# by the in-flight cap (64 of them are a few MiB at most).
-LARGE_BODY_BYTES = 64 * 1024
-BODY_PIECE_BYTES = 1024 * 1024  # a large body is taken from the stream this much at a time
-
-
-@dataclass(frozen=True)
-class Limits:
-    max_frame_bytes: int
-    max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION  # requests per connection
-    max_connections: int = 1000
-    connection_bytes: int = 32 * MiB  # unsent answers + large bodies, per connection
-    total_bytes: int = 256 * MiB  # the same, all connections together
-    idle_timeout: float = 300.0  # seconds without progress before a connection is closed; 0: never
 
 
 @dataclass
@@ -66,7 +50,7 @@ class Request:
     params: Any  # a map when well-formed; the dispatcher refuses anything else
     emit: Emit  # sends an event frame (e.g. progress) for this request, before its response
     log_fields: dict[str, Any] = field(default_factory=dict)  # handlers add e.g. workspace
-    conn: _Connection | None = None
+    conn: Connection | None = None
     reserved: int = 0  # budget bytes reserved for the answer (released once it is sent)
 
     async def reserve(self, nbytes: int) -> None:
@@ -87,120 +71,6 @@ class Outcome:
 Dispatch = Callable[[Request], Awaitable[Outcome]]
 
 
-class _Connection:
-    def __init__(
-        self, writer: asyncio.StreamWriter, peer_pid: int | None, limits: Limits, total: ByteBudget
-    ) -> None:
-        self.writer = writer
-        self.peer_pid = peer_pid
-        self.lock = asyncio.Lock()
-        self.slots = asyncio.Semaphore(limits.max_in_flight)  # a request in flight holds one
-        self.budget = ByteBudget(limits.connection_bytes)
-        self.total = total  # the daemon's, shared by every connection
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.serving: asyncio.Task[Any] | None = None  # the task reading this connection
-        self.closed = False
-        self.aborted = False  # closed by us for want of progress: pending answers are dropped
-        self.computing = 0  # requests being worked on (not waiting for budget or the peer)
-        self.last_progress = time.monotonic()
-        self._last_buffered = 0
-
-    def write_nowait(self, frame: bytes) -> None:
-        """Queue a whole frame; frames never interleave because each is one write() call."""
-        if not self.closed and not self.writer.is_closing():
-            self.writer.write(frame)
-
-    async def reserve(self, nbytes: int) -> None:
-        """Room for ``nbytes`` in this connection's budget, then in the daemon's."""
-        self.computing -= 1  # waiting for room is not work: the idle check may close us
-        try:
-            await self.budget.acquire(nbytes)
-            try:
-                await self.total.acquire(nbytes)
-            except BaseException:
-                self.budget.release(nbytes)
-                raise
-        finally:
-            self.computing += 1
-
-    def charge(self, nbytes: int) -> None:
-        self.budget.charge(nbytes)
-        self.total.charge(nbytes)
-
-    def release(self, nbytes: int) -> None:
-        if nbytes:
-            self.budget.release(nbytes)
-            self.total.release(nbytes)
-
-    async def send(self, frame: bytes, held: int = 0) -> None:
-        """Queue a whole frame; the ``held`` budget bytes are released once the peer has
-        taken it (all but the transport's low-water mark of it)."""
-        try:
-            if not self.lock.locked() and not self.closed and not self.writer.is_closing():
-                self.writer.write(frame)
-                if not self.writer.transport.get_write_buffer_size():
-                    self.last_progress = time.monotonic()
-                    return  # the kernel took all of it (the usual case): nothing to drain
-                frame = b""  # queued; what is left is waiting for the peer to read it
-            async with self.lock:
-                if self.closed or self.writer.is_closing():
-                    return
-                self.writer.write(frame)  # nothing for b""
-                with contextlib.suppress(ConnectionError, OSError):
-                    await self.writer.drain()
-                self.last_progress = time.monotonic()
-        finally:
-            self.release(held)
-
-    def idle_for(self, now: float) -> float:
-        """Seconds without progress: no frame read, no byte taken by the peer, no request
-        being worked on."""
-        buffered = self.writer.transport.get_write_buffer_size()
-        if buffered != self._last_buffered or self.computing > 0:
-            self._last_buffered = buffered
-            self.last_progress = now
-        return now - self.last_progress
-
-    def abort(self) -> None:
-        """Close without flushing (the peer is not reading) and stop its reader."""
-        self.aborted = True
-        self.closed = True
-        self.writer.transport.abort()
-        if self.serving is not None:
-            self.serving.cancel()
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.writer.close()
-
-
-async def _read_body(reader: asyncio.StreamReader, length: int) -> dict[str, Any] | None:
-    """A frame body of ``length`` bytes, decoded; None when the stream ends first.
-
-    A large body is gathered in an anonymous mapping of its length (pages are used only as
-    bytes arrive, and unmapped at once after), not by ``readexactly``: its buffer grew by
-    reallocation, and a peer that hung up left a copy of what it had sent in the
-    IncompleteReadError, kept with the connection's exceptions in reference cycles until a
-    full garbage collection. 40 unfinished 16 MiB frames left the daemon 100+ MB larger
-    after their connections closed."""
-    if length <= LARGE_BODY_BYTES:
-        try:
-            return protocol.unpack(await reader.readexactly(length))
-        except asyncio.IncompleteReadError:
-            return None
-    with mmap.mmap(-1, length) as body:
-        got = 0
-        while got < length:
-            piece = await reader.read(min(length - got, BODY_PIECE_BYTES))
-            if not piece:
-                return None
-            body[got : got + len(piece)] = piece
-            got += len(piece)
-        with memoryview(body) as view:
-            return protocol.unpack(view)
-
-
 class Server:
     def __init__(self, dispatch: Dispatch, limits: Limits) -> None:
         self.dispatch = dispatch
@@ -208,7 +78,7 @@ class Server:
         self.shutting_down = False
         self.total = ByteBudget(limits.total_bytes)
         self._server: asyncio.AbstractServer | None = None
-        self._conns: set[_Connection] = set()
+        self._conns: set[Connection] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
@@ -294,7 +164,7 @@ class Server:
     ) -> None:
         sock = writer.get_extra_info("socket")
         creds = peer_credentials(sock) if sock is not None else None
-        conn = _Connection(writer, creds.pid if creds else None, self.limits, self.total)
+        conn = Connection(writer, creds.pid if creds else None, self.limits, self.total)
         conn.serving = asyncio.current_task()
         if creds is None:  # fail closed: a peer we cannot identify is not let in
             log.warning("peer_refused", reason="peer credentials unavailable")
@@ -338,7 +208,7 @@ class Server:
                 self._conns.discard(conn)
 
     @staticmethod
-    async def _turn_away(conn: _Connection, code: str, message: str) -> None:
+    async def _turn_away(conn: Connection, code: str, message: str) -> None:
         await conn.send(protocol.pack(protocol.error(None, code, message)))
         conn.close()
 
@@ -361,7 +231,7 @@ class Server:
         self._conns.discard(oldest)
         return True
 
-    async def _read_loop(self, reader: asyncio.StreamReader, conn: _Connection) -> None:
+    async def _read_loop(self, reader: asyncio.StreamReader, conn: Connection) -> None:
         """Read and dispatch frames until the end of stream or the first bad frame."""
         while True:
             await conn.slots.acquire()  # a free slot before reading: back-pressure
@@ -375,7 +245,7 @@ class Server:
             if not dispatched:
                 return
 
-    async def _read_one(self, reader: asyncio.StreamReader, conn: _Connection) -> bool:
+    async def _read_one(self, reader: asyncio.StreamReader, conn: Connection) -> bool:
         """Read one frame and start its request (True), or answer a bad frame or see the
         end of stream (False: stop reading). The started request releases its slot."""
         try:
@@ -396,7 +266,7 @@ class Server:
                     conn.computing -= 1
                 held = length
             try:
-                msg = await _read_body(reader, length)
+                msg = await read_body(reader, length)
             finally:
                 conn.release(held)
             if msg is None:
@@ -427,7 +297,7 @@ class Server:
 
     async def _refuse(
         self,
-        conn: _Connection,
+        conn: Connection,
         code: str,
         message: str,
         req_id: int | None = None,
@@ -440,7 +310,7 @@ class Server:
             await asyncio.gather(*list(conn.tasks), return_exceptions=True)
         await conn.send(protocol.pack(protocol.error(req_id, code, message, data)))
 
-    def _parse(self, msg: dict[str, Any], conn: _Connection) -> Request:
+    def _parse(self, msg: dict[str, Any], conn: Connection) -> Request:
         req_id = msg.get("id")
         if isinstance(req_id, bool) or not isinstance(req_id, int):
             raise _BadRequest("a request needs an integer id")
@@ -465,7 +335,7 @@ class Server:
 
     # -- requests ----------------------------------------------------------------------
 
-    async def _handle(self, conn: _Connection, req: Request) -> None:
+    async def _handle(self, conn: Connection, req: Request) -> None:
         started = time.perf_counter()
         if self.shutting_down:
             outcome = Outcome(
@@ -518,7 +388,7 @@ class Server:
         await conn.send(frame, len(frame))
 
     @staticmethod
-    def _log_request(conn: _Connection, req: Request, code: str, started: float) -> None:
+    def _log_request(conn: Connection, req: Request, code: str, started: float) -> None:
         ms = round((time.perf_counter() - started) * 1000, 3)
         # One line per request is debug: thousands a minute under load would drown the
         # journal. A refused request is info (the caller got the reason already); only

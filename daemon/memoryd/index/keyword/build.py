@@ -105,6 +105,51 @@ class Postings:
     freq2: npt.NDArray[np.uint16]
 
 
+def flat_postings(
+    docs: Docs,
+    rows: int,
+    tokens: int,
+    lists: Sequence[
+        tuple[str, npt.NDArray[np.uint32], npt.NDArray[np.uint16], npt.NDArray[np.uint8] | None]
+    ],
+    alive: npt.NDArray[np.bool_],
+    used: int,
+) -> Postings:
+    """The live chunks of ``docs`` and their postings (``lists``: stem, slots, freq2 and the
+    dense column of a common stem) as flat arrays, deleted chunks dropped and slots
+    renumbered: what the sidecar saves (KeywordMirror.export)."""
+    live = np.flatnonzero(alive)
+    renumber = np.zeros(max(used, 1), np.uint32)
+    renumber[live] = np.arange(len(live), dtype=np.uint32)
+    stems: list[str] = []
+    counts: list[int] = []
+    slot_parts: list[npt.NDArray[np.uint32]] = []
+    f2_parts: list[npt.NDArray[np.uint16]] = []
+    for stem, slots, f2, dense in lists:
+        if dense is not None:
+            slots = np.flatnonzero(dense[:used]).astype(np.uint32)
+            f2 = dense[slots].astype(np.uint16)
+        keep = alive[slots]
+        n = int(np.count_nonzero(keep))
+        if n:
+            stems.append(stem)
+            counts.append(n)
+            slot_parts.append(renumber[slots[keep]])
+            f2_parts.append(f2[keep])
+    return Postings(
+        docs.length[live],
+        docs.source[live],
+        docs.day[live],
+        docs.chunk_id[live],
+        rows,
+        tokens,
+        stems,
+        np.array(counts, np.int64),
+        np.concatenate(slot_parts) if slot_parts else np.zeros(0, np.uint32),
+        np.concatenate(f2_parts) if f2_parts else np.zeros(0, np.uint16),
+    )
+
+
 def sliced(
     stems: list[str],
     counts: npt.NDArray[np.int64],

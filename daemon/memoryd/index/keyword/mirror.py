@@ -41,6 +41,7 @@ from memoryd.index.keyword.build import (
     Postings,
     StemPostings,
     Stream,
+    flat_postings,
     sliced,
 )
 from memoryd.index.keyword.counts import (
@@ -132,7 +133,7 @@ class KeywordMirror(StagedMirror[_Op]):
         self, rows: Iterable[tuple[int, str, str, str, str]], expected: int
     ) -> tuple[Docs, dict[str, StemPostings]] | None:
         """What ``analyze`` and ``_add_doc`` gave chunk by chunk, counted ``_BUILD_CHUNKS``
-        chunks at a time (keyword_counts) and merged (keyword_build.Build). The size is
+        chunks at a time (counts.py) and merged (build.Build). The size is
         checked where chunk by chunk did (every ``_CHECK_POSTINGS`` postings), so the copy
         and the over-budget verdict are the same, in 0.6x the CPU (3.8 -> 2.3 s at 30k)."""
         build = Build(expected)
@@ -171,7 +172,7 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def export(self) -> Postings | None:
         """The live chunks and their postings as flat arrays (deleted ones dropped, slots
-        renumbered), or None when the copy cannot answer. For keyword_sidecar.save."""
+        renumbered), or None when the copy cannot answer. For sidecar.save."""
         with self._lock:
             if not self.usable:
                 return None
@@ -179,39 +180,10 @@ class KeywordMirror(StagedMirror[_Op]):
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             lists = [(s, p.slots[: p.n], p.freq2[: p.n], p.dense) for s, p in self._post.items()]
             alive = docs.alive[:used].copy()
-        live = np.flatnonzero(alive)
-        renumber = np.zeros(max(used, 1), np.uint32)
-        renumber[live] = np.arange(len(live), dtype=np.uint32)
-        stems: list[str] = []
-        counts: list[int] = []
-        slot_parts: list[npt.NDArray[np.uint32]] = []
-        f2_parts: list[npt.NDArray[np.uint16]] = []
-        for stem, slots, f2, dense in lists:
-            if dense is not None:
-                slots = np.flatnonzero(dense[:used]).astype(np.uint32)
-                f2 = dense[slots].astype(np.uint16)
-            keep = alive[slots]
-            n = int(np.count_nonzero(keep))
-            if n:
-                stems.append(stem)
-                counts.append(n)
-                slot_parts.append(renumber[slots[keep]])
-                f2_parts.append(f2[keep])
-        return Postings(
-            docs.length[live],
-            docs.source[live],
-            docs.day[live],
-            docs.chunk_id[live],
-            rows,
-            tokens,
-            stems,
-            np.array(counts, np.int64),
-            np.concatenate(slot_parts) if slot_parts else np.zeros(0, np.uint32),
-            np.concatenate(f2_parts) if f2_parts else np.zeros(0, np.uint16),
-        )
+        return flat_postings(docs, rows, tokens, lists, alive, used)
 
     def adopt(self, saved: Postings) -> None:
-        """Load what ``export`` gave (read back by keyword_sidecar.load). Writer thread."""
+        """Load what ``export`` gave (read back by sidecar.load). Writer thread."""
         self._begin_load()
         self._suspended, self._stream = False, None
         n = len(saved.chunk_id)
@@ -281,7 +253,7 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def stream(self) -> None:
         """While suspended, on an empty index: build the copy as the writes commit
-        (keyword_build.Stream), and ``finish_stream`` installs it. Writer thread."""
+        (build.Stream), and ``finish_stream`` installs it. Writer thread."""
         if self._suspended and self.max_bytes > 0:
             self._stream = Stream(self._stems, self.max_bytes)
 

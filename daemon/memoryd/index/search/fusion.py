@@ -334,9 +334,6 @@ def fuse(
     def dated(s: float, c: Candidate) -> float:
         return (1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days) if days else s
 
-    def scored(s: float, c: Candidate, v: float | None, t: float) -> Scored:
-        return (s, v, t if mode != "vector" else None, c)
-
     # RRF scores ranks: the first of a list gets 1.0 however weak it is. With no query word
     # in any candidate only the vector list is left, and that would make min_score pass the
     # nearest chunks of any nonsense query; the cosine itself decides then, as in weighted.
@@ -344,23 +341,35 @@ def fuse(
         full = [(c, v, t, line_signal(c)) for c, v, t in rows]
         out = [(dated(s, c), v, t, c) for s, v, t, c in _rrf(full, cfg.rrf_k)]
     else:
-        # Best possible score first; stop once even l = 1 cannot reach the keep-th best.
-        bounded = sorted(
-            ((score(c, v, t, 1.0), c, v, t) for c, v, t in rows), key=lambda r: (-r[0], r[1].id)
-        )
-        out = []
-        best: list[float] = []  # a min-heap of the top ``keep`` exact scores
-        for bound, c, v, t in bounded:
-            if len(best) >= keep and bound < best[0]:
-                break
-            s = score(c, v, t, line_signal(c))
-            out.append(scored(s, c, v, t))
-            if len(best) < keep:
-                heapq.heappush(best, s)
-            elif s > best[0]:
-                heapq.heapreplace(best, s)
+        out = _weighted_top(rows, score, line_signal, mode == "vector", keep)
     out.sort(key=lambda x: (-x[0], x[3].id))
     return out[:keep]
+
+
+def _weighted_top(
+    rows: list[tuple[Candidate, float | None, float]],
+    score: Callable[[Candidate, float | None, float, float], float],
+    line_signal: Callable[[Candidate], float],
+    vector_only: bool,
+    keep: int,
+) -> list[Scored]:
+    """Weighted fusion's scores, best possible score first; stops once even l = 1 cannot
+    reach the ``keep``-th best, so no line is scored for a candidate that cannot make it."""
+    bounded = sorted(
+        ((score(c, v, t, 1.0), c, v, t) for c, v, t in rows), key=lambda r: (-r[0], r[1].id)
+    )
+    out: list[Scored] = []
+    best: list[float] = []  # a min-heap of the top ``keep`` exact scores
+    for bound, c, v, t in bounded:
+        if len(best) >= keep and bound < best[0]:
+            break
+        s = score(c, v, t, line_signal(c))
+        out.append((s, v, None if vector_only else t, c))
+        if len(best) < keep:
+            heapq.heappush(best, s)
+        elif s > best[0]:
+            heapq.heapreplace(best, s)
+    return out
 
 
 def _rrf(rows: list[tuple[Candidate, float | None, float, float]], k: int) -> list[Scored]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from memoryd.embeddings.base import Vectors
-from memoryd.index.chunker import count_tokens
+from memoryd.index.token_costs import count_tokens
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
