@@ -21,6 +21,7 @@ the next flush tries that range again.
 
 from __future__ import annotations
 
+import io
 import os
 import re
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from memoryd.errors import ForbiddenPath
+from memoryd.files import openclaw_store
 from memoryd.files.append import daily_path
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
@@ -148,7 +150,7 @@ def run(ctx: JobContext) -> JobResult:
     if chars <= 0:
         raise JobFailed("llm.context_tokens leaves no room for the conversation; raise it")
     budget = _text.PartBudget(chars, ctx.config.llm.max_calls_per_run)
-    new = _read(transcript, offset, line, budget, report)
+    new = _read(transcript, session, offset, line, budget, report)
     if new.lines == 0:
         return JobResult("nothing new in the transcript since the last flush", report)
     first, last = line + 1, line + new.lines
@@ -198,8 +200,15 @@ def run(ctx: JobContext) -> JobResult:
 
 
 def _read(
-    transcript: Path, offset: int, line: int, budget: _text.PartBudget, report: dict[str, Any]
+    transcript: Path,
+    session: str,
+    offset: int,
+    line: int,
+    budget: _text.PartBudget,
+    report: dict[str, Any],
 ) -> NewLines:
+    if openclaw_store.is_store(transcript):
+        return _read_store(transcript, session, line, budget, report)
     try:
         with open(transcript, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -215,3 +224,24 @@ def _read(
         raise JobFailed(
             f"cannot read the transcript {transcript}: {exc.strerror or exc}", report
         ) from None
+
+
+def _read_store(
+    store: Path, session: str, line: int, budget: _text.PartBudget, report: dict[str, Any]
+) -> NewLines:
+    """An OpenClaw session in its SQLite store: one event a line, so the offset's line count
+    is the number of the session's rows already flushed."""
+    report["store"] = "openclaw"
+    try:
+        with openclaw_store.open_store(store) as conn:
+            rows = openclaw_store.session_rows(conn, session)
+            if rows < line:
+                raise JobSkipped(
+                    f"session {session} has {rows} events in {store}, fewer than already "
+                    f"flushed ({line}): it was reset or archived; nothing is read twice",
+                    report,
+                )
+            reader = io.BufferedReader(openclaw_store.SessionReader(conn, session, line))
+            return read_new(reader, budget, line + 1)
+    except openclaw_store.StoreError as exc:
+        raise JobFailed(str(exc), report) from None

@@ -1,0 +1,79 @@
+"""flush of an OpenClaw session kept in OpenClaw's SQLite store (2026.9+): named by the
+store's path and the session id, read from the rows after the last flush, the notes headed
+with the session."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon_util import DaemonThread
+from fakes.openai_server import FakeOpenAIServer
+from fakes.openclaw_store import add_events, create_store, message, store_path
+from jobs_util import llm_daemon
+from memoryd_client import MemoryClient
+
+pytestmark = pytest.mark.timeout(60)
+
+DAILY = "memory/2025-03-12.md"  # NOW's day
+SESSION = "5ed66a62-6f48-41d3-b041-e75e1f1e365d"
+
+
+@pytest.fixture
+def workspace(md_home: Path) -> Path:
+    ws = md_home / "alice"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n")
+    return ws
+
+
+@pytest.fixture
+def daemon(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> Iterator[DaemonThread]:
+    env = {"HOME": str(md_home)}  # ~/.openclaw is an agent's transcript folder
+    with llm_daemon(md_home, workspace, "alice", openai_server.base_url, env=env) as d:
+        yield d
+
+
+def flush(daemon: DaemonThread, store: Path) -> dict[str, Any]:
+    with MemoryClient(daemon.socket_path) as c:
+        out = c.flush(store, SESSION, workspace="alice", wait=True)
+    assert out.run is not None
+    return out.run.raw
+
+
+def test_an_openclaw_session_in_its_store_is_flushed_once_then_only_its_new_rows(
+    daemon: DaemonThread, md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> None:
+    store = store_path(md_home)
+    oc = create_store(store)
+    add_events(
+        oc, SESSION, [{"type": "session", "id": SESSION}, message("user", "Deploys move to Oslo.")]
+    )
+    add_events(oc, SESSION, [message("assistant", "Noted: Oslo for deploys.")], zstd=True)
+    add_events(oc, "other", [message("user", "NOT THIS SESSION")])
+    openai_server.respond_chat("- Deploys run from Oslo.")
+    run = flush(daemon, store)
+    assert run["status"] == "ok", run
+    text = (workspace / DAILY).read_text()
+    assert f"## Session notes ({SESSION[:8]}" in text or f"## Session notes ({SESSION}" in text
+    assert "lines 1-3)" in text and "- Deploys run from Oslo." in text
+    prompt = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    assert "Deploys move to Oslo." in prompt and "Noted: Oslo for deploys." in prompt
+    assert "NOT THIS SESSION" not in prompt
+    assert run["report"]["store"] == "openclaw"
+
+    again = flush(daemon, store)
+    assert again["status"] == "ok" and "nothing new" in again["message"]
+
+    add_events(oc, SESSION, [message("user", "The freeze starts 2025-04-01.")])
+    openai_server.respond_chat("- Freeze from 2025-04-01.")
+    third = flush(daemon, store)
+    assert third["status"] == "ok", third
+    assert "lines 4-4)" in (workspace / DAILY).read_text()
+    last = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    assert "freeze starts" in last and "Oslo" not in last
