@@ -13,7 +13,7 @@ fingerprints), the reader pool (readers.py), what the index holds of each file a
 written lately (freshness.py), the in-memory copies that rank searches (copies.py), the
 embedder and its query cache (vectors/embedder.py), the query's vector and why a search gets
 none (``queries``: vectors/query_vectors.py), damage found at run time (damage.py), the
-warm-up of append states (tails.py) and what status says (status.py).
+warm-up of append states (tails.py) and what status says of it (health.py).
 
 Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
 as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
@@ -43,10 +43,10 @@ from memoryd.index import opening, schema, store
 from memoryd.index.copies import Copies
 from memoryd.index.damage import Damage, corruption_in
 from memoryd.index.freshness import Freshness
+from memoryd.index.health import index_status
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search.fusion import SearchEnv, run_search
 from memoryd.index.search.validate import check_search_request
-from memoryd.index.status import index_status
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.tails import TailWarmer
