@@ -46,6 +46,7 @@ from memoryd.index.freshness import Freshness
 from memoryd.index.health import index_status
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search.fusion import SearchEnv, run_search
+from memoryd.index.search.rows import ChunkRows, ParsedQueries
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
@@ -120,6 +121,8 @@ class WorkspaceIndex:
             db_path, on_corrupt=lambda exc: self.damage.spotted(exc, "reading")
         )
         self.freshness = Freshness(self.layout)
+        self.rows = ChunkRows()  # candidates' rows, kept for one generation
+        self.parsed = ParsedQueries()
         # None without a provider or without sqlite-vec: keyword search only.
         self.queries.embedder = self._make_embedder(provider)
         self._lock = threading.Lock()
@@ -531,6 +534,9 @@ class WorkspaceIndex:
             self.config.index.vector_window_tokens,
             self._indexed_sources,
             self.copies.keywords,
+            self.rows,
+            self.generation,  # before any row is read (rows.py)
+            self.parsed,
         )
         with self.readers.borrow() as r:
             if qvec is not None:

@@ -22,7 +22,8 @@ from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
 from memoryd.index.keyword.mirror import KeywordMirror
-from memoryd.index.search.query import fts_match, query_days, query_terms
+from memoryd.index.search.query import fts_match
+from memoryd.index.search.rows import ChunkRows, ParsedQueries, read_rows
 from memoryd.index.search.snippets import (
     LineStems,
     TokenizeOffsets,
@@ -71,6 +72,9 @@ class SearchEnv:
     window_budget: int = 128  # tokens per vector window (index.vector_window_tokens)
     indexed_sources: tuple[str, ...] = SOURCES  # what the index can hold
     keywords: KeywordMirror | None = None  # in-memory BM25; None: FTS5's
+    rows: ChunkRows | None = None  # candidates' rows kept until the index changes
+    generation: int = 0  # the index's, read before any row (rows.py)
+    parsed: ParsedQueries | None = None  # the latest queries, parsed
 
 
 def answers_from_memory(
@@ -218,21 +222,12 @@ def day_candidates(
     return [int(i) for (i,) in conn.execute(sql, [*days, *args, limit])]
 
 
-def load_candidates(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, Candidate]:
-    out: dict[int, Candidate] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        rows = conn.execute(
-            "SELECT id, path, source, day, start_line, end_line, heading, text, embedded "
-            "FROM chunks "
-            f"WHERE id IN ({','.join('?' * len(part))})",
-            list(part),
-        )
-        for r in rows:
-            out[int(r[0])] = Candidate(
-                int(r[0]), r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7], bool(r[8])
-            )
-    return out
+def load_candidates(
+    conn: apsw.Connection, ids: Sequence[int], rows: ChunkRows | None = None, generation: int = 0
+) -> dict[int, Candidate]:
+    """The chunks' rows as candidates (rows.read_rows: kept ones for ``generation``)."""
+    found = read_rows(conn, ids, rows, generation)
+    return {i: Candidate(i, *row) for i in ids if (row := found.get(i)) is not None}
 
 
 def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Vectors) -> None:
@@ -491,8 +486,10 @@ def run_search(
     fusion: Fusion = req.fusion or cfg.fusion  # type: ignore[assignment]
     mode: Mode = req.mode if (qvec is not None and vectors_usable) else "keyword"
     filters = Filters(req.sources, req.path_prefix, req.since, req.until, env.indexed_sources)
-    terms = query_terms(req.query)
-    term_stems = {t: [s for _, _, s in tokenize(t.encode())] for t in terms}
+    parsed = (env.parsed or ParsedQueries(1)).get(
+        req.query, lambda t: [s for _, _, s in tokenize(t.encode())]
+    )
+    terms, term_stems = parsed.terms, parsed.term_stems
     if memory_only and not answers_from_memory(env, mode, term_stems, filters, qvec):
         raise NotInMemory
     stems = list(dict.fromkeys(s for ts in term_stems.values() for s in ts))
@@ -500,7 +497,7 @@ def run_search(
     weights = idf_weights(n_chunks, df)
     n = max_results * cfg.candidate_multiplier
 
-    days = query_days(req.query) if mode != "vector" else []
+    days = parsed.days if mode != "vector" else ()
     found: dict[int, None] = {}  # candidate ids, in order of discovery
     bm25: dict[int, float] = {}  # over-fetched, so vector and day candidates get their t
     if terms and mode != "vector":
@@ -515,7 +512,7 @@ def run_search(
         found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
     if days:
         found.update((i, None) for i in day_candidates(conn, days, filters, n))
-    loaded = load_candidates(conn, list(found))
+    loaded = load_candidates(conn, list(found), env.rows, env.generation)
     cands = []
     for i in found:
         full = loaded.get(i)
@@ -551,7 +548,7 @@ def shown_hits(
     max_results: int,
     fill_lines: Callable[[Candidate], None],
     window_budget: int,
-    terms: list[str],
+    terms: Sequence[str],
     cfg: SearchConfig,
 ) -> list[SearchHit]:
     """The fused candidates an answer shows, with their snippets (local and fleet search)."""

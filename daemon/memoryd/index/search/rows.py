@@ -1,0 +1,128 @@
+"""What a search keeps between searches until the index changes: the candidates' rows, and
+the parsed queries.
+
+Reading a search's ~24 candidate rows from SQLite was a tenth of a small workspace's search
+(one statement, a row object per chunk); the same chunks come back in the next searches.
+The rows are kept for one index generation (``WorkspaceIndex.generation``: every commit,
+vector write and rebuild moves it), so a kept row is never older than the index it was read
+from: the generation is read before the rows, and rows read under an older one are dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import apsw
+
+from memoryd.index.search.query import query_days, query_terms
+
+ROWS_KEPT = 2048  # ~1.5 KB of text each: a few MB at most, then the oldest go
+QUERIES_KEPT = 256
+
+
+class Row(NamedTuple):
+    path: str
+    source: str
+    day: str
+    start_line: int
+    end_line: int
+    heading: str
+    text: str
+    embedded: bool
+
+
+class ChunkRows:
+    """Rows by chunk id, valid for one generation of the index; thread-safe."""
+
+    def __init__(self, capacity: int = ROWS_KEPT) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._generation = -1
+        self._rows: OrderedDict[int, Row] = OrderedDict()
+
+    def get_many(self, ids: Sequence[int], generation: int) -> dict[int, Row]:
+        """The kept rows of ``ids`` read at ``generation`` (those of an older one are gone)."""
+        with self._lock:
+            if generation != self._generation:
+                if generation < self._generation:
+                    return {}  # a search that started before the last change: read it all
+                self._rows.clear()
+                self._generation = generation
+            rows = self._rows
+            found = {}
+            for i in ids:
+                row = rows.get(i)
+                if row is not None:
+                    rows.move_to_end(i)
+                    found[i] = row
+            return found
+
+    def put_many(self, rows: dict[int, Row], generation: int) -> None:
+        """Keep ``rows``, read from the index at ``generation`` (or later)."""
+        with self._lock:
+            if generation != self._generation:
+                return  # the index changed meanwhile (or get_many saw a newer one)
+            self._rows.update(rows)
+            while len(self._rows) > self.capacity:
+                self._rows.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rows.clear()
+
+
+def read_rows(
+    conn: apsw.Connection, ids: Sequence[int], rows: ChunkRows | None, generation: int
+) -> dict[int, Row]:
+    """The rows of ``ids``: those ``rows`` keeps for ``generation``, the others read from
+    ``conn`` (and kept)."""
+    kept = rows.get_many(ids, generation) if rows is not None else {}
+    missing = [i for i in ids if i not in kept]
+    read: dict[int, Row] = {}
+    for start in range(0, len(missing), 500):
+        part = missing[start : start + 500]
+        for r in conn.execute(
+            "SELECT id, path, source, day, start_line, end_line, heading, text, embedded "
+            f"FROM chunks WHERE id IN ({','.join('?' * len(part))})",
+            list(part),
+        ):
+            read[int(r[0])] = Row(r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7], bool(r[8]))
+    if rows is not None and read:
+        rows.put_many(read, generation)
+    return kept | read
+
+
+class ParsedQuery(NamedTuple):
+    """Shared by every search of the same text: read only."""
+
+    terms: tuple[str, ...]  # query.query_terms
+    term_stems: dict[str, list[str]]  # each term's stems (the index's tokenizer)
+    days: tuple[str, ...]  # query.query_days
+
+
+class ParsedQueries:
+    """The latest queries, parsed: the same question is often asked again (an agent's
+    recall, a retry), and parsing it is words, regexes and a tokenizer call per word."""
+
+    def __init__(self, capacity: int = QUERIES_KEPT) -> None:
+        self.capacity = capacity
+        self._lock = threading.Lock()
+        self._items: OrderedDict[str, ParsedQuery] = OrderedDict()
+
+    def get(self, query: str, stems_of: Callable[[str], list[str]]) -> ParsedQuery:
+        """``stems_of``: a term's stems by the index's tokenizer (the same for every reader)."""
+        with self._lock:
+            found = self._items.get(query)
+            if found is not None:
+                self._items.move_to_end(query)
+                return found
+        terms = tuple(query_terms(query))
+        found = ParsedQuery(terms, {t: stems_of(t) for t in terms}, tuple(query_days(query)))
+        with self._lock:
+            self._items[query] = found
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+        return found

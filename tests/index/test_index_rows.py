@@ -1,0 +1,67 @@
+"""What a search keeps for the next ones (index/search/rows.py) never outlives a change."""
+
+from __future__ import annotations
+
+from engine_util import IndexFactory, search
+from memoryd.index.search.rows import ChunkRows, ParsedQueries, Row
+
+
+def _row(text: str) -> Row:
+    return Row("memory/a.md", "memory", "", 1, 1, "", text, False)
+
+
+def test_rows_are_kept_for_their_generation_only() -> None:
+    rows = ChunkRows()
+    assert rows.get_many([1], 3) == {}
+    rows.put_many({1: _row("old")}, 3)
+    assert rows.get_many([1, 2], 3) == {1: _row("old")}
+    assert rows.get_many([1], 4) == {}  # the index changed: nothing kept is used
+    rows.put_many({1: _row("new")}, 3)  # read before the change: dropped
+    assert rows.get_many([1], 4) == {}
+
+
+def test_a_search_older_than_the_last_change_neither_reads_nor_keeps() -> None:
+    rows = ChunkRows()
+    rows.get_many([1], 5)
+    rows.put_many({1: _row("at 5")}, 5)
+    assert rows.get_many([1], 4) == {}
+    rows.put_many({1: _row("at 4")}, 4)
+    assert rows.get_many([1], 5) == {1: _row("at 5")}
+
+
+def test_rows_beyond_capacity_drop_the_least_recently_used() -> None:
+    rows = ChunkRows(capacity=2)
+    rows.get_many([], 1)
+    rows.put_many({1: _row("a"), 2: _row("b")}, 1)
+    rows.get_many([1], 1)  # 1 used: 2 is the oldest now
+    rows.put_many({3: _row("c")}, 1)
+    assert set(rows.get_many([1, 2, 3], 1)) == {1, 3}
+
+
+def test_a_query_is_parsed_once() -> None:
+    calls: list[str] = []
+
+    def stems(term: str) -> list[str]:
+        calls.append(term)
+        return [term.rstrip("s")]
+
+    parsed = ParsedQueries()
+    first = parsed.get("teas and kites on 2024-05-01", stems)
+    again = parsed.get("teas and kites on 2024-05-01", stems)
+    assert again is first
+    assert first.terms == ("teas", "kites", "2024", "05", "01")
+    assert first.term_stems["teas"] == ["tea"]
+    assert first.days == ("2024-05-01",)
+    assert calls.count("teas") == 1
+
+
+def test_a_search_after_a_rewrite_shows_the_new_text(make_index: IndexFactory) -> None:
+    make_index.write("memory/2024-05-01.md", "# 2024-05-01\n\n- Oolong tea ran out.\n")
+    ix = make_index()
+    ix.sync()
+    assert "ran out" in search(ix, "oolong tea").results[0].snippet
+    make_index.write("memory/2024-05-01.md", "# 2024-05-01\n\n- Oolong tea restocked.\n")
+    make_index.bump_mtime("memory/2024-05-01.md")
+    ix.sync()
+    snippet = search(ix, "oolong tea").results[0].snippet
+    assert "restocked" in snippet and "ran out" not in snippet
