@@ -14,6 +14,8 @@ Importing this package loads the parser and the client, nothing heavy: the agent
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -27,7 +29,20 @@ from memoryd_client.cli._base import (
     workspace_param,
 )
 from memoryd_client.cli._main import main
-from memoryd_client.cli._parser import build_parser, command, command_names
+
+if TYPE_CHECKING:
+    from memoryd_client.cli._parser import build_parser, command, command_names
+
+
+def __getattr__(name: str) -> Any:
+    # The parser is built from every command module: imported when first used, so that
+    # `memctl --version` (and the console script's import of main) need not load it.
+    if name in ("build_parser", "command", "command_names"):
+        from memoryd_client.cli import _parser
+
+        return getattr(_parser, name)
+    raise AttributeError(f"module 'memoryd_client.cli' has no attribute {name!r}")
+
 
 __all__ = [
     "EXIT_ERROR",

@@ -7,13 +7,15 @@ it imports none of them.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
-from typing import Any, Final, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO, TypeAlias
 
-from memoryd_client.client import MemoryClient
-from memoryd_client.types import WorkspaceInfo
+if TYPE_CHECKING:  # argparse and the client load with the parser and the first call
+    import argparse
+
+    from memoryd_client.client import MemoryClient
+    from memoryd_client.types import WorkspaceInfo
 
 PROG: Final = "memctl"
 
@@ -30,20 +32,20 @@ EXIT_CODES_HELP: Final = (
 )
 
 
+def version_line() -> str:
+    """What ``memctl --version`` prints."""
+    from memoryd_client import __version__
+    from memoryd_client.protocol import PROTOCOL_VERSION
+
+    return f"{PROG} {__version__} (protocol {PROTOCOL_VERSION})"
+
+
 class UsageError(Exception):
     """A problem with the command line (exit code 2); ``parser`` prints its usage."""
 
     def __init__(self, message: str, parser: argparse.ArgumentParser | None = None) -> None:
         super().__init__(message)
         self.parser = parser
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is raised for memctl's edge to report (as JSON with
-    ``--json``) instead of printed and exited on the spot. Subparsers share the class."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message, self)
 
 
 def text_argument(words: list[str], empty: str) -> str:
@@ -78,6 +80,8 @@ class Context:
     @property
     def client(self) -> MemoryClient:
         if self._client is None:
+            from memoryd_client.client import MemoryClient
+
             self._client = MemoryClient(
                 self.args.socket, timeout=self.args.timeout, client_name=PROG
             )
@@ -125,5 +129,5 @@ def workspace_param(value: str) -> str:
     return value
 
 
-Handler = Callable[[argparse.Namespace, Context], int]
+Handler: TypeAlias = "Callable[[argparse.Namespace, Context], int]"
 """A command: the parsed options and a context in, the exit code out."""

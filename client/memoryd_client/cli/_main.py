@@ -17,13 +17,13 @@ from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_NOT_RUNNING,
+    EXIT_OK,
     EXIT_USAGE,
     PROG,
     Context,
     Handler,
     UsageError,
 )
-from memoryd_client.cli._parser import build_parser
 from memoryd_client.errors import (
     ClientError,
     ClientTimeout,
@@ -45,7 +45,14 @@ def main(
     err = stderr or sys.stderr
     argv = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in argv  # known before parsing, so a usage error is JSON too
-    parser = build_parser()
+    if argv == ["--version"]:  # before the parser: its command modules need not load
+        from memoryd_client.cli._base import version_line
+
+        print(version_line(), file=out)
+        return EXIT_OK
+    from memoryd_client.cli._parser import build_parser
+
+    parser = build_parser(_named_command(argv))
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:
@@ -102,6 +109,11 @@ def main(
         )
     finally:
         ctx.close()
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The top-level command the words name (memctl's own options take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None)
 
 
 def _remote_message(exc: RemoteError) -> str:

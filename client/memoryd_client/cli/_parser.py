@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from memoryd_client.cli import _commands as cmd
@@ -20,12 +20,20 @@ from memoryd_client.cli._base import (
     PROG,
     Context,
     Handler,
-    Parser,
     UsageError,
+    version_line,
 )
 from memoryd_client.client import DEFAULT_TIMEOUT
-from memoryd_client.protocol import PROTOCOL_VERSION
 from memoryd_client.search_terms import FUSIONS, MODES, SOURCES
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is raised for memctl's edge to report (as JSON with
+    ``--json``) instead of printed and exited on the spot. Subparsers share the class."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, self)
+
 
 # ---------------------------------------------------------------- shared options
 
@@ -106,14 +114,8 @@ class _VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        print(f"{PROG} {version()} (protocol {PROTOCOL_VERSION})")
+        print(version_line())
         parser.exit(EXIT_OK)
-
-
-def version() -> str:
-    from memoryd_client import __version__
-
-    return __version__
 
 
 # ---------------------------------------------------------------- parser
@@ -141,7 +143,9 @@ def command(
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """memctl's parser; ``only``: a top-level command whose group alone is built, when it
+    is one of ``_GROUPS`` (a search need not build ~35 subparsers before it runs)."""
     parser = Parser(
         prog=PROG,
         description="Talk to the memoryd daemon: search, read and append agent memory.",
@@ -157,7 +161,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
+    group = _GROUPS.get(only) if only else None
+    if group is not None:
+        group(sub)
+        return parser
     _search_commands(sub)
     _note_commands(sub)
     _workspace_commands(sub)
@@ -442,3 +449,18 @@ def _missing_action(
         raise UsageError(f"missing action: {actions}", parser)
 
     return handler
+
+
+# Top-level commands built alone when the command line names them; every other (the agent
+# commands, doctor, completion, which writes its scripts from the whole parser, a name that
+# is no command) gets the whole parser.
+_GROUPS: dict[str, Callable[[Any], None]] = {
+    "status": _search_commands,
+    "search": _search_commands,
+    "get": _note_commands,
+    "append": _note_commands,
+    "reindex": _note_commands,
+    "workspace": _workspace_commands,
+    "fleet": _fleet_commands,
+    "jobs": _jobs_commands,
+}
