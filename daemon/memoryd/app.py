@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -28,9 +29,12 @@ from memoryd.jobs.history import History
 from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.lifecycle import journal
+from memoryd.lifecycle.forget_run import redo_meta
 from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.connection import Limits
 from memoryd.rpc.instance import Instance
+from memoryd.rpc.lifecycle_methods import LifecycleMethods
 from memoryd.rpc.methods import Methods
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.status import StatusReport
@@ -176,6 +180,7 @@ class Daemon:
             )
             self._flushes = FlushQueue(runner)
             self._scheduler.recover()
+            self._finish_changes()
             self._start_fleet()
             self._methods = self._make_methods(self._registry, self._scheduler)
             await self.server.start(sock)
@@ -202,6 +207,18 @@ class Daemon:
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
             self.announce.flush()
+
+    def _finish_changes(self) -> None:
+        """Finish the forgets and imports a kill interrupted, before anything reads the
+        files (lifecycle/journal.py); drop the pre-images older than forget.keep_days."""
+        now = time.time()
+        for ws in self.registry.list():
+            root = ws.root
+            try:
+                journal.recover(root, after=functools.partial(redo_meta, root))
+                journal.prune(root, self.config.forget.keep_days, now)
+            except Exception:  # one workspace's journal must not stop the daemon
+                log.exception("change_recovery_failed", workspace=ws.name)
 
     def _start_fleet(self) -> None:
         """Fleet mode when [fleet] has a DSN; psycopg is imported only then (memoryd[fleet])."""
@@ -469,6 +486,7 @@ class Daemon:
             fleet_off=self.fleet_off,
         )
         methods.table.update(AgentMethods(methods).table())  # recall, flush
+        methods.table.update(LifecycleMethods(methods).table())  # forget
         return methods
 
     # -- the watch -------------------------------------------------------------------------

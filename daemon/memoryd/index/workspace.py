@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import apsw
 
@@ -67,6 +67,7 @@ from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
+T = TypeVar("T")
 
 
 def _unmasked(exc: Exception) -> Exception:
@@ -183,6 +184,16 @@ class WorkspaceIndex:
             lambda: opening.upgrade_keyword_text(self._wconn, self.root, self.damage.check)
         )
         self._check.start()
+
+    def on_writer(self, fn: Callable[[apsw.Connection], T]) -> Future[T | None]:
+        """Run ``fn`` with the writer's connection on the writer thread, after everything
+        queued before it (forget: its embedding-cache purge after its re-sync)."""
+
+        def call() -> T | None:
+            conn = self._wconn
+            return None if conn is None else fn(conn)
+
+        return self._writer.submit(call)
 
     def _on_writer(self, call: Callable[[], None]) -> None:
         with contextlib.suppress(RuntimeError):  # closing

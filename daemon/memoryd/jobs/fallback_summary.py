@@ -33,6 +33,7 @@ from memoryd.files.layout import (
     display_name,
     transcripts_dir,
 )
+from memoryd.files.provenance import ledger_for
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import (
@@ -260,6 +261,8 @@ def run(ctx: JobContext) -> JobResult:
         except Exception as exc:  # one bad transcript must not stop the others
             _failed(ctx, failed, ctx.rel(path), exc)
             continue
+        if not reason and s.id in ledger_for(ctx.root).forgotten_sessions:
+            reason = "forgotten (memctl forget --session): never summarised again"
         if s.too_long and not reason:
             cap = ctx.config.llm.max_calls_per_run
             reason = (

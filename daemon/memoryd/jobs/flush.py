@@ -31,6 +31,7 @@ from typing import Any, BinaryIO, Final
 from memoryd.errors import ForbiddenPath
 from memoryd.files import openclaw_store
 from memoryd.files.append import daily_path
+from memoryd.files.provenance import ledger_for
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
@@ -132,6 +133,8 @@ def run(ctx: JobContext) -> JobResult:
     session = str(ctx.params["session_id"])
     if not ctx.root.is_dir():
         raise JobSkipped(f"workspace folder {ctx.root} is missing")
+    if session in ledger_for(ctx.root).forgotten_sessions:
+        raise JobSkipped(f"session {session} was forgotten (memctl forget): never flushed again")
     problem = llm_problem(ctx.config.llm, ctx.env)
     if problem:
         raise JobSkipped(f"no LLM configured: {problem}")

@@ -269,6 +269,14 @@ class History:
             ).fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
+    def transcripts_of(self, session: str) -> list[str]:
+        """The transcripts flush read for ``session`` (forget --session)."""
+        with self.lock:
+            rows = self.conn.execute(
+                "SELECT DISTINCT transcript FROM flush_offsets WHERE session = ?", (session,)
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
     def flushed_lines(self, transcript: Path) -> int:
         """How many lines of ``transcript`` a flush took notes of, any session (0: none);
         the path as given or with its links resolved, as flush may have named it."""

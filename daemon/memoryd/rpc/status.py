@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import memoryd
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.lifecycle import journal
 from memoryd.runtime.config import Config
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
@@ -116,4 +117,7 @@ class StatusReport:
         if ws.scan_error is not None:
             scan["error"] = ws.scan_error
         out["startup_scan"] = scan
+        kept = await loop.run_in_executor(self.readers, journal.kept, ws.root)
+        if kept.changes:  # what forget keeps (docs/lifecycle.md); absent when nothing
+            out["forget_kept"] = {**kept.to_dict(), "keep_days": self.config().forget.keep_days}
         return out

@@ -172,6 +172,12 @@ class FallbackSummaryConfig:
 
 
 @dataclass(frozen=True)
+class ForgetConfig:
+    keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)  # pre-images of a forget (docs/lifecycle.md)
+    max_import_bytes: int = _opt(256 * MiB, lo=1024, hi=1 << 40)  # an archive, unpacked
+
+
+@dataclass(frozen=True)
 class JobsConfig:
     hippocampus: HippocampusConfig = field(default_factory=HippocampusConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
@@ -250,6 +256,7 @@ class Config:
     jobs: JobsConfig = field(default_factory=JobsConfig)
     fleet: FleetConfig = field(default_factory=FleetConfig)
     agents: AgentsConfig = field(default_factory=AgentsConfig)
+    forget: ForgetConfig = field(default_factory=ForgetConfig)
     workspaces: tuple[WorkspaceConfig, ...] = ()
     source: str = ""  # where it was loaded from, for status and error messages
 
@@ -262,6 +269,7 @@ SECTIONS: dict[str, type[Any]] = {
     "server": ServerConfig,
     "fleet": FleetConfig,
     "agents": AgentsConfig,
+    "forget": ForgetConfig,
 }
 
 # [jobs.<name>] tables; MEMORYD_JOBS_<NAME>_<KEY> in the environment.

@@ -1,0 +1,268 @@
+"""Forget: what to remove (a line range, a search's matches, a session), and the change that
+removes it.
+
+Selection reads the files as they are; the change is computed again from the bytes read
+under the append locks of every file it touches (the same serialised writer as append), so
+a line that moved or changed since it was shown is never removed blindly: the request fails
+and says so. The change itself is the journal's (journal.py): whole or absent across a
+kill -9, its pre-image kept for ``forget.keep_days`` unless ``purge``.
+
+A session is forgotten whole: the lines the provenance ledger says it wrote (flush, append
+with its session id), the sections flush and the fallback summary wrote for it (their
+headings name it), and its transcript when it lies in the workspace's ``sessions/`` folder.
+The ledger keeps a ``forget_session`` mark, so it is never flushed or summarised again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.errors import InvalidParams, NotFound
+from memoryd.files.beneath import open_beneath
+from memoryd.files.layout import SESSIONS_DIR, TRANSCRIPT_SUFFIX, Layout, transcripts_dir
+from memoryd.files.lines import line_key
+from memoryd.files.provenance import Ledger
+from memoryd.jobs.flush import heading_for
+from memoryd.lifecycle.journal import Change, FileChange
+from memoryd.secrets import mask
+
+__all__ = ["Removal", "Selection", "build_change", "by_hits", "by_range", "by_session"]
+
+MAX_LINES: Final = 10_000  # one forget; more is a file to delete by hand
+_HEADING: Final = re.compile(r"^(#{1,6})\s")
+_RANGE: Final = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+))?\s*$")
+
+
+@dataclass
+class Removal:
+    """Lines of one file to remove (1-based), with the text each had when selected."""
+
+    rel: str
+    lines: dict[int, str] = field(default_factory=dict)
+    whole_file: bool = False  # a transcript: the file goes
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"path": self.rel}
+        if self.whole_file:
+            out["whole_file"] = True
+            return out
+        out["lines"] = _ranges(sorted(self.lines))
+        out["text"] = mask("\n".join(self.lines[n] for n in sorted(self.lines)))
+        return out
+
+
+@dataclass
+class Selection:
+    removals: list[Removal]
+    session: str | None = None
+    left: list[str] = field(default_factory=list)  # transcripts outside the workspace
+
+    @property
+    def line_count(self) -> int:
+        return sum(len(r.lines) for r in self.removals)
+
+
+def _ranges(lines: list[int]) -> list[str]:
+    out: list[str] = []
+    start = prev = None
+    for n in lines:
+        if prev is not None and n == prev + 1:
+            prev = n
+            continue
+        if start is not None:
+            out.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = n
+    if start is not None:
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+    return out
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    m = _RANGE.match(text)
+    if m is None:
+        raise InvalidParams("lines must be N or A-B (1-based, inclusive)", {"param": "lines"})
+    first, last = int(m.group(1)), int(m.group(2) or m.group(1))
+    if first < 1 or last < first:
+        raise InvalidParams("lines must be A-B with 1 <= A <= B", {"param": "lines"})
+    return first, last
+
+
+def read_file(layout: Layout, rel: str) -> bytes:
+    """A memory file's bytes, opened beneath the workspace by the reading rule."""
+    opened = layout.open_memory(rel)
+    with os.fdopen(opened.fd, "rb") as f:
+        return f.read()
+
+
+def _lines(data: bytes) -> list[str]:
+    return data.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+
+
+def by_range(layout: Layout, rel: str, first: int, last: int) -> Selection:
+    rel = layout.requested_rel(rel)
+    if layout.classify(rel) != "memory":
+        raise InvalidParams(f"{rel} is not a memory file", {"param": "path"})
+    lines = _lines(read_file(layout, rel))
+    if first > len(lines):
+        raise InvalidParams(f"{rel} has {len(lines)} lines", {"param": "lines"})
+    last = min(last, len(lines))
+    if last - first + 1 > MAX_LINES:
+        raise InvalidParams(f"at most {MAX_LINES} lines at once", {"param": "lines"})
+    chosen = {n: lines[n - 1].rstrip("\r\n") for n in range(first, last + 1)}
+    return Selection([Removal(rel, chosen)])
+
+
+def by_hits(layout: Layout, hits: Iterable[dict[str, Any]]) -> Selection:
+    """The lines a search's hits show (their snippets' ranges), blank and heading lines left."""
+    found: dict[str, Removal] = {}
+    cache: dict[str, list[str]] = {}
+    for hit in hits:
+        if hit.get("source", "memory") != "memory":
+            continue
+        rel = str(hit["path"])
+        first = int(hit.get("snippet_start_line") or hit["start_line"])
+        last = int(hit.get("snippet_end_line") or hit["end_line"])
+        if rel not in cache:
+            try:
+                cache[rel] = _lines(read_file(layout, rel))
+            except (NotFound, OSError):
+                continue
+        lines = cache[rel]
+        removal = found.setdefault(rel, Removal(rel))
+        for n in range(first, min(last, len(lines)) + 1):
+            text = lines[n - 1].rstrip("\r\n")
+            if text.strip() and not _HEADING.match(text):
+                removal.lines[n] = text
+    return Selection([r for r in found.values() if r.lines])
+
+
+def _memory_files(layout: Layout) -> Iterator[str]:
+    for f in layout.iter_files():
+        if f.source == "memory":
+            yield f.rel
+
+
+def by_session(
+    layout: Layout, ledger: Ledger, session: str, flushed: Iterable[str] = ()
+) -> Selection:
+    """Every line the session wrote, the sections written for it, its transcript(s).
+    ``flushed``: the transcripts flush read for it (absolute paths, from the state)."""
+    ledger.refresh()
+    keys = {r.k for r in ledger.records_for_session(session)}
+    headings = (
+        heading_for(session, 1, 1).rsplit(", lines ", 1)[0] + ", lines ",  # flush's
+        f"Session summary ({session})",  # the fallback summary's
+    )
+    removals: list[Removal] = []
+    for rel in _memory_files(layout):
+        try:
+            lines = _lines(read_file(layout, rel))
+        except (NotFound, OSError):
+            continue
+        chosen = _session_lines(lines, keys, headings)
+        if chosen:
+            removals.append(Removal(rel, chosen))
+    left: list[str] = []
+    for rel in _transcripts_of(layout, session, flushed, left):
+        removals.append(Removal(rel, whole_file=True))
+    return Selection(removals, session=session, left=left)
+
+
+def _session_lines(lines: list[str], keys: set[str], headings: tuple[str, ...]) -> dict[int, str]:
+    chosen: dict[int, str] = {}
+    section_level = 0  # inside a section written for the session: its heading's level
+    for n, raw in enumerate(lines, 1):
+        text = raw.rstrip("\r\n")
+        m = _HEADING.match(text)
+        if m is not None:
+            level = len(m.group(1))
+            if section_level and level <= section_level:
+                section_level = 0
+            title = text[level:].strip()
+            if not section_level and title.startswith(headings):
+                section_level = level
+        if section_level or (keys and text.strip() and line_key(text) in keys):
+            chosen[n] = text
+    return chosen
+
+
+def _transcripts_of(
+    layout: Layout, session: str, flushed: Iterable[str], left: list[str]
+) -> list[str]:
+    found: set[str] = set()
+    folder = transcripts_dir(layout.root)
+    if folder.is_dir():
+        for entry in os.scandir(folder):
+            if entry.name.endswith(TRANSCRIPT_SUFFIX) and entry.is_file(follow_symlinks=False):
+                rel = f"{SESSIONS_DIR}/{entry.name}"
+                if entry.name[: -len(TRANSCRIPT_SUFFIX)] == session or _names(layout, rel, session):
+                    found.add(rel)
+    for path in flushed:
+        inside = layout.rel(Path(path))
+        if inside is None:
+            left.append(path)
+        elif inside.startswith(f"{SESSIONS_DIR}/"):
+            found.add(inside)
+    return sorted(found)
+
+
+def _names(layout: Layout, rel: str, session: str) -> bool:
+    """Whether transcript ``rel``'s first line names ``session`` (OpenClaw's session line
+    ``id``, Claude Code's ``sessionId``)."""
+    try:
+        opened = open_beneath(layout.root, rel, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    with os.fdopen(opened.fd, "rb") as f:
+        head = f.readline(1 << 16)
+    try:
+        first = json.loads(head)
+    except ValueError:
+        return False
+    return isinstance(first, dict) and session in (first.get("id"), first.get("sessionId"))
+
+
+def cut(data: bytes, removal: Removal) -> bytes:
+    """``data`` without the removal's lines; a blank line left doubled by the cut is dropped.
+    InvalidParams when a line no longer reads as it did when selected."""
+    lines = _lines(data)
+    for n, text in removal.lines.items():
+        if n > len(lines) or lines[n - 1].rstrip("\r\n") != text:
+            raise InvalidParams(
+                f"{removal.rel} changed since its lines were selected (line {n}): "
+                "nothing was forgotten; run the forget again",
+                {"path": removal.rel},
+            )
+    kept: list[str] = []
+    for n, line in enumerate(lines, 1):
+        if n in removal.lines:
+            continue
+        if not line.strip() and kept and not kept[-1].strip() and n - 1 in removal.lines:
+            continue  # the cut joined two blank lines
+        kept.append(line)
+    while kept and not kept[0].strip() and 1 in removal.lines:
+        kept.pop(0)
+    return "".join(kept).encode("utf-8", "surrogateescape")
+
+
+def build_change(layout: Layout, sel: Selection, keep: bool, meta: dict[str, Any]) -> Change:
+    """The journal change removing ``sel``, from the files as they are now (the caller holds
+    their append locks)."""
+    files: list[FileChange] = []
+    for r in sel.removals:
+        if r.whole_file:
+            with contextlib.suppress(FileNotFoundError):
+                opened = open_beneath(layout.root, r.rel, os.O_RDONLY | os.O_CLOEXEC)
+                with os.fdopen(opened.fd, "rb") as f:
+                    files.append(FileChange(r.rel, f.read(), None))
+            continue
+        before = read_file(layout, r.rel)
+        files.append(FileChange(r.rel, before, cut(before, r)))
+    return Change("forget", files, meta, keep)

@@ -1,0 +1,152 @@
+"""Carrying out a forget: the locks, the journal, the ledger, and what the index keeps.
+
+Blocking (run in a thread). The index side: the files are synced again (their chunks, FTS
+rows and vectors of the removed lines go; the fleet publisher sends the changed files on
+its next pass, as for any edit), then the embedding cache's vectors of the chunks that held
+a removed line are deleted, so not even a vector of the forgotten text stays.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.errors import InvalidParams
+from memoryd.files.append import Appender
+from memoryd.files.layout import Layout
+from memoryd.files.lines import line_key
+from memoryd.files.provenance import Ledger, ledger_for
+from memoryd.index.store import text_hash
+from memoryd.index.vectors.windows import vector_windows
+from memoryd.lifecycle import journal
+from memoryd.lifecycle.forget import Selection, build_change
+
+__all__ = ["Forgotten", "apply_forget", "cache_hashes", "purge_cache", "redo_meta"]
+
+
+@dataclass
+class Forgotten:
+    answer: dict[str, Any]
+    paths: list[Path] = field(default_factory=list)  # changed files, for the index
+
+
+def describe(sel: Selection, dry_run: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "dry_run": dry_run,
+        "removed": [r.to_dict() for r in sel.removals],
+        "lines": sel.line_count,
+        "files": len(sel.removals),
+    }
+    if sel.session is not None:
+        out["session_id"] = sel.session
+    if sel.left:
+        out["left_outside"] = sel.left  # transcripts outside the workspace: not deleted
+    return out
+
+
+@contextlib.contextmanager
+def _locked(appender: Appender, root: Path, rels: list[str]) -> Iterator[None]:
+    """The append locks of every file the change touches, in one order (no deadlock)."""
+    locks: list[threading.Lock] = [
+        appender.lock_for((root / rel).resolve()) for rel in sorted(set(rels))
+    ]
+    with contextlib.ExitStack() as stack:
+        for lock in locks:
+            stack.enter_context(lock)
+        yield
+
+
+def redo_meta(root: Path, meta: dict[str, Any]) -> None:
+    """What a forget does beside its files (idempotent: run again by recovery)."""
+    ledger = ledger_for(root)
+    session = meta.get("session")
+    if isinstance(session, str) and session:
+        if session not in ledger.forgotten_sessions:
+            ledger.forget_session(session)
+        ledger.rewrite(lambda r: r.session_id == session)
+    keys = set(meta.get("keys") or ())
+    paths = set(meta.get("paths") or ())
+    if keys:
+        ledger.rewrite(lambda r: r.k in keys and r.path in paths)
+
+
+def apply_forget(
+    root: Path, sel: Selection, appender: Appender, *, purge: bool, keep_days: float
+) -> Forgotten:
+    """Remove ``sel`` for good (pre-image kept unless ``purge``)."""
+    layout = Layout(root)
+    answer = describe(sel, dry_run=False)
+    if not sel.removals and sel.session is None:
+        return Forgotten(answer)
+    keys = sorted(
+        {line_key(t) for r in sel.removals for t in r.lines.values()} - {""},
+    )
+    meta: dict[str, Any] = {
+        "keys": keys,
+        "paths": sorted({r.rel for r in sel.removals}),
+    }
+    if sel.session is not None:
+        meta["session"] = sel.session
+    ledger: Ledger = ledger_for(root)
+    with _locked(appender, root, [r.rel for r in sel.removals]):
+        change = build_change(layout, sel, keep=not purge, meta=meta)
+
+        def mark() -> None:  # durable before any file is touched: never flushed again
+            if sel.session is not None and sel.session not in ledger.forgotten_sessions:
+                ledger.forget_session(sel.session)
+
+        try:
+            folder = journal.apply(root, change, on_planned=mark)
+        except journal.Conflict as exc:
+            raise InvalidParams(f"{exc}: nothing was forgotten; run the forget again") from None
+    redo_meta(root, meta)
+    answer["kept"] = None if purge else folder
+    answer["pruned"] = journal.prune(root, keep_days, time.time())
+    return Forgotten(answer, [root / r.rel for r in sel.removals])
+
+
+def cache_hashes(conn: apsw.Connection, sel: Selection, window_tokens: int | None) -> list[str]:
+    """The embedding-cache keys of the chunks holding a line to forget (writer thread)."""
+    hashes: set[str] = set()
+    tokenizer = load_tokenizer() if window_tokens else None
+    for r in sel.removals:
+        if r.whole_file:
+            rows = conn.execute(
+                "SELECT heading, text, text_hash FROM chunks WHERE path = ?", (r.rel,)
+            )
+        elif r.lines:
+            rows = conn.execute(
+                "SELECT heading, text, text_hash FROM chunks WHERE path = ? "
+                "AND end_line >= ? AND start_line <= ?",
+                (r.rel, min(r.lines), max(r.lines)),
+            )
+        else:
+            continue
+        for heading, text, digest in rows:
+            hashes.add(str(digest))
+            if tokenizer is not None and window_tokens:
+                hashes.update(
+                    text_hash(w) for w in vector_windows(heading, text, tokenizer, window_tokens)
+                )
+    return sorted(hashes)
+
+
+def purge_cache(conn: apsw.Connection, hashes: list[str]) -> int:
+    """Delete the cached vectors of ``hashes`` (writer thread); how many went."""
+    gone = 0
+    for i in range(0, len(hashes), 500):
+        part = hashes[i : i + 500]
+        conn.execute(
+            f"DELETE FROM embedding_cache WHERE text_hash IN ({','.join('?' * len(part))})",
+            part,
+        )
+        gone += conn.changes()
+    return gone

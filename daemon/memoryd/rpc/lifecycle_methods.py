@@ -1,0 +1,98 @@
+"""The methods that change what memory holds as a whole: ``forget``, ``export``, ``import``
+(docs/lifecycle.md). Added to the core method table (methods.py) like the agents' methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from memoryd.errors import InvalidParams
+from memoryd.files.layout import Layout
+from memoryd.files.provenance import ledger_for
+from memoryd.lifecycle import forget as select
+from memoryd.lifecycle.forget_run import apply_forget, cache_hashes, describe, purge_cache
+from memoryd.rpc.params import Params
+from memoryd.rpc.server import Request
+from memoryd_client.search_terms import SOURCE_MEMORY
+
+if TYPE_CHECKING:
+    from memoryd.rpc.methods import Handler, Methods
+
+MAX_QUERY_HITS = 50
+
+
+class LifecycleMethods:
+    def __init__(self, methods: Methods) -> None:
+        self.m = methods
+
+    def table(self) -> dict[str, Handler]:
+        return {"forget": self.forget}
+
+    async def forget(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        path = p.path("path")
+        lines = p.text("lines")
+        query = p.text("query")
+        session = p.text("session_id")
+        max_results = p.integer("max_results", lo=1, hi=MAX_QUERY_HITS, default=5)
+        dry_run = p.flag("dry_run")
+        purge = p.flag("purge")
+        p.done()
+        given = [n for n, v in (("path", path), ("query", query), ("session_id", session)) if v]
+        if len(given) != 1:
+            raise InvalidParams(
+                "give exactly one of: path (with lines), query, session_id",
+                {"param": given[1] if len(given) > 1 else "path"},
+            )
+        if path and not lines:
+            raise InvalidParams("path needs lines (N or A-B)", {"param": "lines"})
+        ws, index = await self.m.registry.index_of(ref)
+        req.log_fields["workspace"] = ws.name
+        cfg = self.m.config()
+        layout = Layout(ws.root, cfg.index.sessions, cfg.index.extra_paths)
+        if query:
+            found = await self.m.table["search"](
+                Params(
+                    "search",
+                    {
+                        "query": query,
+                        "workspace": ws.name,
+                        "max_results": max_results,
+                        "sources": [SOURCE_MEMORY],
+                    },
+                ),
+                req,
+            )
+            sel = await asyncio.to_thread(select.by_hits, layout, found["results"])
+        elif path:
+            assert lines is not None
+            first, last = select.parse_range(lines)
+            sel = await asyncio.to_thread(select.by_range, layout, path, first, last)
+        else:
+            assert session is not None
+            flushed = self.m.scheduler.runner.history.transcripts_of(session)
+            sel = await asyncio.to_thread(
+                select.by_session, layout, ledger_for(ws.root), session, flushed
+            )
+        if dry_run:
+            return describe(sel, dry_run=True)
+        embedder = index.embedder
+        window = embedder.window_tokens if embedder is not None else None
+        hashes = await asyncio.wrap_future(index.on_writer(lambda c: cache_hashes(c, sel, window)))
+        done = await asyncio.to_thread(
+            apply_forget,
+            ws.root,
+            sel,
+            self.m.appender,
+            purge=purge,
+            keep_days=cfg.forget.keep_days,
+        )
+        if done.paths:
+            # Synced before answering: a search right after never finds a forgotten line.
+            await asyncio.wrap_future(index.submit_sync(done.paths))
+            gone = await asyncio.wrap_future(
+                index.on_writer(lambda c: purge_cache(c, hashes or []))
+            )
+            done.answer["cache_entries_removed"] = gone or 0
+        return done.answer
