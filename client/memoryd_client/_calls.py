@@ -32,6 +32,7 @@ from memoryd_client.paths import check_socket_path_length
 from memoryd_client.types import (
     AppendResult,
     FlushResult,
+    ForgetResult,
     GetResult,
     Hello,
     JobRun,
@@ -172,6 +173,30 @@ def append(
 ) -> Call[AppendResult]:
     params = _params(text=text, workspace=workspace, date=_date(date), heading=heading)
     return Call("append", params, AppendResult.from_wire, idempotent=False)
+
+
+def forget(
+    *,
+    workspace: str | None = None,
+    path: str | None = None,
+    lines: str | None = None,
+    query: str | None = None,
+    session_id: str | None = None,
+    max_results: int | None = None,
+    dry_run: bool = False,
+    purge: bool = False,
+) -> Call[ForgetResult]:
+    params = _params(
+        workspace=workspace,
+        path=path,
+        lines=lines,
+        query=query,
+        session_id=session_id,
+        max_results=max_results,
+        dry_run=dry_run or None,
+        purge=purge or None,
+    )
+    return Call("forget", params, ForgetResult.from_wire, idempotent=False)
 
 
 def recall(

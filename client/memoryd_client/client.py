@@ -40,6 +40,7 @@ from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.types import (
     AppendResult,
     FlushResult,
+    ForgetResult,
     GetResult,
     Hello,
     JobRun,
@@ -187,6 +188,34 @@ class MemoryClient:
         heading: str | None = None,
     ) -> AppendResult:
         return self._run(_calls.append(text, workspace=workspace, date=date, heading=heading))
+
+    def forget(
+        self,
+        *,
+        workspace: str | None = None,
+        path: str | None = None,
+        lines: str | None = None,
+        query: str | None = None,
+        session_id: str | None = None,
+        max_results: int | None = None,
+        dry_run: bool = False,
+        purge: bool = False,
+    ) -> ForgetResult:
+        """Remove lines from memory for good (docs/lifecycle.md): ``path`` with ``lines``
+        ("A-B"), the matches of ``query``, or everything of ``session_id``. ``dry_run``:
+        only say what would go."""
+        return self._run(
+            _calls.forget(
+                workspace=workspace,
+                path=path,
+                lines=lines,
+                query=query,
+                session_id=session_id,
+                max_results=max_results,
+                dry_run=dry_run,
+                purge=purge,
+            )
+        )
 
     def recall(
         self,

@@ -117,6 +117,37 @@ class GetResult(_Wire):
 
 
 @dataclass
+class Forgotten(_Wire):
+    """One file's part of a forget: its lines (ranges) and their text (secrets masked), or
+    the whole file (a transcript)."""
+
+    _what: ClassVar[str] = "forgotten lines"
+
+    path: str
+    text: str = field(metadata=_absent(""))
+    lines: list[str] = field(default_factory=list)  # "12" or "12-15"
+    whole_file: bool = False
+
+
+@dataclass
+class ForgetResult(_Wire):
+    """The answer to ``forget``: what went (or, with ``dry_run``, what would go)."""
+
+    _what: ClassVar[str] = "forget result"
+
+    dry_run: bool
+    removed: list[Forgotten]
+    lines: int = field(metadata=_absent(0))
+    files: int = field(metadata=_absent(0))
+    pruned: int = field(metadata=_absent(0))
+    cache_entries_removed: int = field(metadata=_absent(0))
+    session_id: str | None = None
+    left_outside: list[str] = field(default_factory=list)  # transcripts not deleted
+    kept: str | None = None  # where the pre-image is kept (None: dry run or purge)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
 class AppendResult(_Wire):
     """The answer to ``append``: where the text was written."""
 
@@ -372,6 +403,8 @@ class WorkspaceChange:
 
 __all__ = [
     "AppendResult",
+    "ForgetResult",
+    "Forgotten",
     "GetResult",
     "Hello",
     "JobInfo",

@@ -53,6 +53,7 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "flush": ["/tmp/session.jsonl"],
     "hook": ["claude-code", "session-start"],
     "setup": ["skill"],
+    "forget": ["--query", "old fact"],
 }
 ONE_WORKSPACE_COMMANDS = {
     "status",
@@ -65,6 +66,7 @@ ONE_WORKSPACE_COMMANDS = {
     "mcp",
     "recall",
     "flush",
+    "forget",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

@@ -23,6 +23,7 @@ from memoryd_client.cli._base import (
     UsageError,
     version_line,
 )
+from memoryd_client.cli._lifecycle import add_commands as add_lifecycle_commands
 from memoryd_client.client import DEFAULT_TIMEOUT
 from memoryd_client.search_terms import FUSIONS, MODES, SOURCES
 
@@ -174,6 +175,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     from memoryd_client.cli._agents import add_commands as add_agent_commands
 
     add_agent_commands(sub, command)  # mcp, recall, flush, hook, setup (_agents.py)
+    add_lifecycle_commands(sub, command)  # forget, export, import (_lifecycle.py)
     return parser
 
 

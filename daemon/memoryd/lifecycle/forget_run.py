@@ -16,20 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import apsw
-
-from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import InvalidParams
 from memoryd.files.append import Appender
 from memoryd.files.layout import Layout
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, ledger_for
-from memoryd.index.store import text_hash
-from memoryd.index.vectors.windows import vector_windows
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget import Selection, build_change
 
-__all__ = ["Forgotten", "apply_forget", "cache_hashes", "purge_cache", "redo_meta"]
+__all__ = ["Forgotten", "apply_forget", "describe", "redo_meta"]
 
 
 @dataclass
@@ -111,42 +106,3 @@ def apply_forget(
     answer["kept"] = None if purge else folder
     answer["pruned"] = journal.prune(root, keep_days, time.time())
     return Forgotten(answer, [root / r.rel for r in sel.removals])
-
-
-def cache_hashes(conn: apsw.Connection, sel: Selection, window_tokens: int | None) -> list[str]:
-    """The embedding-cache keys of the chunks holding a line to forget (writer thread)."""
-    hashes: set[str] = set()
-    tokenizer = load_tokenizer() if window_tokens else None
-    for r in sel.removals:
-        if r.whole_file:
-            rows = conn.execute(
-                "SELECT heading, text, text_hash FROM chunks WHERE path = ?", (r.rel,)
-            )
-        elif r.lines:
-            rows = conn.execute(
-                "SELECT heading, text, text_hash FROM chunks WHERE path = ? "
-                "AND end_line >= ? AND start_line <= ?",
-                (r.rel, min(r.lines), max(r.lines)),
-            )
-        else:
-            continue
-        for heading, text, digest in rows:
-            hashes.add(str(digest))
-            if tokenizer is not None and window_tokens:
-                hashes.update(
-                    text_hash(w) for w in vector_windows(heading, text, tokenizer, window_tokens)
-                )
-    return sorted(hashes)
-
-
-def purge_cache(conn: apsw.Connection, hashes: list[str]) -> int:
-    """Delete the cached vectors of ``hashes`` (writer thread); how many went."""
-    gone = 0
-    for i in range(0, len(hashes), 500):
-        part = hashes[i : i + 500]
-        conn.execute(
-            f"DELETE FROM embedding_cache WHERE text_hash IN ({','.join('?' * len(part))})",
-            part,
-        )
-        gone += conn.changes()
-    return gone

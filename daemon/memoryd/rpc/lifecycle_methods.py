@@ -11,7 +11,7 @@ from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
 from memoryd.files.provenance import ledger_for
 from memoryd.lifecycle import forget as select
-from memoryd.lifecycle.forget_run import apply_forget, cache_hashes, describe, purge_cache
+from memoryd.lifecycle.forget_run import apply_forget, describe
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd_client.search_terms import SOURCE_MEMORY
@@ -77,6 +77,10 @@ class LifecycleMethods:
             )
         if dry_run:
             return describe(sel, dry_run=True)
+        # The index side loads numpy and the tokenizer: here, as the index itself is loaded
+        # after the socket listens (registry.py), never at the daemon's start.
+        from memoryd.index.forget_cache import cache_hashes, purge_cache
+
         embedder = index.embedder
         window = embedder.window_tokens if embedder is not None else None
         hashes = await asyncio.wrap_future(index.on_writer(lambda c: cache_hashes(c, sel, window)))

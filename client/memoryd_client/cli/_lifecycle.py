@@ -1,0 +1,103 @@
+"""memctl's commands that change what memory holds as a whole: forget, export, import
+(docs/lifecycle.md). Registered by :func:`add_commands` from memctl's parser."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any, Protocol
+
+from memoryd_client.cli._base import EXIT_OK, Context, Handler
+from memoryd_client.errors import ClientError
+
+if TYPE_CHECKING:
+    from memoryd_client.types import ForgetResult
+
+
+class _Command(Protocol):
+    def __call__(
+        self,
+        subparsers: Any,
+        name: str,
+        handler: Handler,
+        help: str,
+        *,
+        workspace: bool = True,
+        example: str | None = None,
+    ) -> argparse.ArgumentParser: ...
+
+
+def add_commands(sub: Any, command: _Command) -> None:
+    """forget, with its options."""
+    p = command(
+        sub,
+        "forget",
+        cmd_forget,
+        "remove lines from memory for good (shows what would go unless --yes)",
+        example="  memctl forget --path memory/2025-03-11.md --lines 4-6\n"
+        "  memctl forget --query 'old deploy target' --yes\n"
+        "  memctl forget --session 2f1c-abc --yes --purge",
+    )
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--path", metavar="PATH", help="a memory file (with --lines)")
+    what.add_argument("--query", metavar="TEXT", help="the lines a search finds (shown first)")
+    what.add_argument(
+        "--session",
+        metavar="ID",
+        help="every line that session wrote, its notes and summaries, and its transcript",
+    )
+    p.add_argument("--lines", metavar="A-B", help="with --path: the lines, e.g. 4-6 or 12")
+    p.add_argument(
+        "--max-results", type=int, metavar="N", help="with --query: at most N hits (default 5)"
+    )
+    p.add_argument("--yes", action="store_true", help="remove them (default: only show them)")
+    p.add_argument("--dry-run", action="store_true", help="only show what would go (the default)")
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="keep no pre-image (default: kept under memory/.history for forget.keep_days)",
+    )
+
+
+def cmd_forget(args: argparse.Namespace, ctx: Context) -> int:
+    if args.path and not args.lines:
+        raise ClientError("--path needs --lines (e.g. --lines 4-6)")
+    if args.lines and not args.path:
+        raise ClientError("--lines goes with --path")
+    apply = args.yes and not args.dry_run
+    result = ctx.client.forget(
+        workspace=ctx.workspace(),
+        path=args.path,
+        lines=args.lines,
+        query=args.query,
+        session_id=args.session,
+        max_results=args.max_results,
+        dry_run=not apply,
+        purge=args.purge,
+    )
+    if args.json:
+        ctx.print_json(result.raw)
+        return EXIT_OK
+    print_forget(ctx, result)
+    return EXIT_OK
+
+
+def print_forget(ctx: Context, result: ForgetResult) -> None:
+    verb = "would forget" if result.dry_run else "forgot"
+    for r in result.removed:
+        if r.whole_file:
+            ctx.print(f"{verb} {r.path} (the whole transcript)")
+            continue
+        ctx.print(f"{verb} {r.path}:{','.join(r.lines)}")
+        for line in r.text.splitlines():
+            ctx.print(f"    {line}")
+    for path in result.left_outside:
+        ctx.note(f"{path} is outside the workspace: not deleted (the session is never flushed)")
+    if not result.removed:
+        ctx.print(
+            "nothing to forget" + (" (session marked forgotten)" if result.session_id else "")
+        )
+    if result.dry_run:
+        if result.removed:
+            ctx.note(f"dry run: {result.lines} line(s) in {result.files} file(s); add --yes")
+    elif result.kept:
+        ctx.note(f"pre-image kept in {result.kept} (forget.keep_days; --purge keeps none)")
