@@ -4,18 +4,12 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
-import os
-import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.types import CallToolResult, TextContent
 
 from daemon_util import DaemonThread
 from fakes.openai_server import FakeOpenAIServer
@@ -24,11 +18,6 @@ from mcp_util import daemon_with, make_workspace, stdio_session, text_of
 from memoryd.runtime.logs import configure_logging, get_logger
 from memoryd.secrets import mask, redact
 from memoryd_client import MemoryClient, cli
-<<<<<<<< HEAD:tests/secrets/test_secrets.py
-========
-
-MEMCTL = str(Path(sys.executable).parent / "memctl")
->>>>>>>> deff6f2 (forget: a line range, a search's matches or a session, removed from the markdown (append's locks), the index, the embedding cache and the ledger through a journal that a kill -9 cannot leave half done; pre-images kept for forget.keep_days (status shows them, --purge keeps none); a forgotten session is never flushed or summarised again; memctl forget (dry run unless --yes)):tests/lifecycle/test_secrets.py
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -184,25 +173,10 @@ def test_flush_sends_no_secret_to_the_model_and_writes_none(
     assert AWS not in daily and "[REDACTED:aws_access_key]" in daily
 
 
-@contextlib.asynccontextmanager
-async def stdio_session(home: Path, cwd: Path) -> AsyncIterator[ClientSession]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
-    env["MEMORYD_HOME"] = str(home)
-    params = StdioServerParameters(command=MEMCTL, args=["mcp"], env=env, cwd=str(cwd))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-def text_of(result: CallToolResult) -> str:
-    return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
-
-
 def test_mcp_search_and_get_show_a_hand_written_secret_masked(md_home: Path) -> None:
     # The MCP server (memctl mcp) answers from the daemon's answers: masked there, for every
     # client (the OpenClaw plugin too).
-    ws = md_home / "proj"
-    (ws / "memory").mkdir(parents=True)
+    ws = make_workspace(md_home)
     (ws / "memory" / "2025-03-02.md").write_text(f"- The release signing token is {GITHUB}.\n")
 
     async def main() -> None:
@@ -216,8 +190,5 @@ def test_mcp_search_and_get_show_a_hand_written_secret_masked(md_home: Path) -> 
             got = await s.call_tool("memory_get", {"path": "memory/2025-03-02.md"})
             assert GITHUB not in text_of(got) and "[REDACTED:github_token]" in text_of(got)
 
-    with DaemonThread(md_home) as d:
-        with MemoryClient(d.socket_path) as c:
-            c.workspace_add(ws)
-            c.reindex(workspace=str(ws))
+    with daemon_with(md_home, ws):
         asyncio.run(main())
