@@ -148,7 +148,7 @@ def test_forget_a_session_removes_its_lines_sections_and_transcript_and_flush_re
     ledger.refresh()
     assert "s-9" in ledger.forgotten_sessions and not ledger.records_for_session("s-9")
 
-    t = md_home / "again.jsonl"
+    t = workspace / "sessions" / "again.jsonl"
     t.write_text(
         json.dumps(
             {
