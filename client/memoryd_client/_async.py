@@ -36,10 +36,12 @@ from memoryd_client.errors import (
 from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.types import (
     AppendResult,
+    ExportResult,
     FlushResult,
     ForgetResult,
     GetResult,
     Hello,
+    ImportResult,
     JobRun,
     JobsList,
     RecallResult,
@@ -231,6 +233,18 @@ class AsyncMemoryClient:
         heading: str | None = None,
     ) -> AppendResult:
         return await self._run(_calls.append(text, workspace=workspace, date=date, heading=heading))
+
+    async def export(self, output: str | Path, *, workspace: str | None = None) -> ExportResult:
+        """Write the workspace's memory (markdown, provenance, a manifest with hashes) to
+        the .tar.gz ``output`` (docs/lifecycle.md)."""
+        return await self._run(_calls.export(output, workspace=workspace))
+
+    async def import_archive(
+        self, archive: str | Path, *, workspace: str | None = None, dry_run: bool = False
+    ) -> ImportResult:
+        """Merge an export into the workspace, adding no line twice; ``dry_run``: only
+        count what it would add."""
+        return await self._run(_calls.import_archive(archive, workspace=workspace, dry_run=dry_run))
 
     async def forget(
         self,

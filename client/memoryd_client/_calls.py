@@ -31,10 +31,12 @@ from memoryd_client.errors import (
 from memoryd_client.paths import check_socket_path_length
 from memoryd_client.types import (
     AppendResult,
+    ExportResult,
     FlushResult,
     ForgetResult,
     GetResult,
     Hello,
+    ImportResult,
     JobRun,
     JobsList,
     Progress,
@@ -197,6 +199,18 @@ def forget(
         purge=purge or None,
     )
     return Call("forget", params, ForgetResult.from_wire, idempotent=False)
+
+
+def export(output: str | Path, *, workspace: str | None = None) -> Call[ExportResult]:
+    params = _params(path=os.path.abspath(output), workspace=workspace)
+    return Call("export", params, ExportResult.from_wire, idempotent=False)
+
+
+def import_archive(
+    archive: str | Path, *, workspace: str | None = None, dry_run: bool = False
+) -> Call[ImportResult]:
+    params = _params(path=os.path.abspath(archive), workspace=workspace, dry_run=dry_run or None)
+    return Call("import", params, ImportResult.from_wire, idempotent=False)
 
 
 def recall(

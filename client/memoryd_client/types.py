@@ -148,6 +148,35 @@ class ForgetResult(_Wire):
 
 
 @dataclass
+class ExportResult(_Wire):
+    """The answer to ``export``: the archive written and how many files it holds."""
+
+    _what: ClassVar[str] = "export result"
+
+    path: str
+    files: int = field(metadata=_absent(0))
+    bytes: int = field(metadata=_absent(0))
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
+class ImportResult(_Wire):
+    """The answer to ``import``: what the archive added (nothing twice)."""
+
+    _what: ClassVar[str] = "import result"
+
+    files_created: int = field(metadata=_absent(0))
+    files_merged: int = field(metadata=_absent(0))
+    lines_added: int = field(metadata=_absent(0))
+    lines_already_there: int = field(metadata=_absent(0))
+    redacted: int = field(metadata=_absent(0))
+    ledger_records_added: int = field(metadata=_absent(0))
+    dry_run: bool = False
+    kept: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
 class AppendResult(_Wire):
     """The answer to ``append``: where the text was written."""
 
@@ -403,10 +432,12 @@ class WorkspaceChange:
 
 __all__ = [
     "AppendResult",
+    "ExportResult",
     "ForgetResult",
     "Forgotten",
     "GetResult",
     "Hello",
+    "ImportResult",
     "JobInfo",
     "JobRun",
     "JobsList",

@@ -54,6 +54,8 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "hook": ["claude-code", "session-start"],
     "setup": ["skill"],
     "forget": ["--query", "old fact"],
+    "export": ["-o", "/tmp/x.tar.gz"],
+    "import": ["/tmp/x.tar.gz"],
 }
 ONE_WORKSPACE_COMMANDS = {
     "status",
@@ -67,6 +69,8 @@ ONE_WORKSPACE_COMMANDS = {
     "recall",
     "flush",
     "forget",
+    "export",
+    "import",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

@@ -27,7 +27,28 @@ class _Command(Protocol):
 
 
 def add_commands(sub: Any, command: _Command) -> None:
-    """forget, with its options."""
+    """forget, export and import, each with its options."""
+    p = command(
+        sub,
+        "export",
+        cmd_export,
+        "write the workspace's memory to a .tar.gz (markdown, provenance, manifest)",
+        example="  memctl export -w alice -o alice-memory.tar.gz",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the .tar.gz to write")
+    p = command(
+        sub,
+        "import",
+        cmd_import,
+        "merge an export into the workspace (no line twice)",
+        example="  memctl import alice-memory.tar.gz -w alice",
+    )
+    p.add_argument("archive", metavar="FILE", help="a .tar.gz written by memctl export")
+    p.add_argument("--dry-run", action="store_true", help="only count what it would add")
+    _add_forget(sub, command)
+
+
+def _add_forget(sub: Any, command: _Command) -> None:
     p = command(
         sub,
         "forget",
@@ -101,3 +122,29 @@ def print_forget(ctx: Context, result: ForgetResult) -> None:
             ctx.note(f"dry run: {result.lines} line(s) in {result.files} file(s); add --yes")
     elif result.kept:
         ctx.note(f"pre-image kept in {result.kept} (forget.keep_days; --purge keeps none)")
+
+
+def cmd_export(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.export(args.output, workspace=ctx.workspace())
+    if args.json:
+        ctx.print_json(result.raw)
+    else:
+        ctx.print(f"exported {result.files} file(s) to {result.path} ({result.bytes} bytes)")
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace, ctx: Context) -> int:
+    result = ctx.client.import_archive(
+        args.archive, workspace=ctx.workspace(), dry_run=args.dry_run
+    )
+    if args.json:
+        ctx.print_json(result.raw)
+        return EXIT_OK
+    verb = "would add" if result.dry_run else "added"
+    ctx.print(
+        f"{verb} {result.lines_added} line(s): {result.files_created} new file(s), "
+        f"{result.files_merged} merged; {result.lines_already_there} already there"
+    )
+    if result.redacted:
+        ctx.note(f"{result.redacted} secret(s) replaced by [REDACTED:kind] on the way in")
+    return EXIT_OK

@@ -106,3 +106,20 @@ def apply_forget(
     answer["kept"] = None if purge else folder
     answer["pruned"] = journal.prune(root, keep_days, time.time())
     return Forgotten(answer, [root / r.rel for r in sel.removals])
+
+
+def apply_import(root: Path, merged: Any, appender: Appender, keep_days: float) -> dict[str, Any]:
+    """Write an import's change (importing.py) under the append locks of its files."""
+    change: journal.Change = merged.change
+    answer = dict(merged.report)
+    if not change.files:
+        answer["kept"] = None
+        return answer
+    with _locked(appender, root, [f.rel for f in change.files]):
+        try:
+            folder = journal.apply(root, change)
+        except journal.Conflict as exc:
+            raise InvalidParams(f"{exc}: nothing was imported; run the import again") from None
+    answer["kept"] = folder
+    answer["pruned"] = journal.prune(root, keep_days, time.time())
+    return answer

@@ -5,13 +5,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
 from memoryd.files.provenance import ledger_for
+from memoryd.lifecycle import archive, importing
 from memoryd.lifecycle import forget as select
-from memoryd.lifecycle.forget_run import apply_forget, describe
+from memoryd.lifecycle.forget_run import apply_forget, apply_import, describe
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd_client.search_terms import SOURCE_MEMORY
@@ -27,7 +30,7 @@ class LifecycleMethods:
         self.m = methods
 
     def table(self) -> dict[str, Handler]:
-        return {"forget": self.forget}
+        return {"forget": self.forget, "export": self.export, "import": self.import_}
 
     async def forget(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
@@ -100,3 +103,38 @@ class LifecycleMethods:
             )
             done.answer["cache_entries_removed"] = gone or 0
         return done.answer
+
+    async def export(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        out = _absolute(p.required_path("path"))
+        p.done()
+        ws = self.m.registry.resolve(ref)
+        req.log_fields["workspace"] = ws.name
+        if not out.parent.is_dir():
+            raise InvalidParams(f"{out.parent} is not a folder", {"param": "path"})
+        return await asyncio.to_thread(archive.write_archive, ws.root, ws.name, out)
+
+    async def import_(self, p: Params, req: Request) -> dict[str, Any]:
+        ref = p.path("workspace")
+        src = _absolute(p.required_path("path"))
+        dry_run = p.flag("dry_run")
+        p.done()
+        ws = self.m.registry.resolve(ref)
+        req.log_fields["workspace"] = ws.name
+        found = await asyncio.to_thread(archive.read_archive, src)
+        merged = await asyncio.to_thread(importing.plan_import, ws.root, found)
+        if dry_run:
+            return {**merged.report, "dry_run": True}
+        answer = await asyncio.to_thread(
+            apply_import, ws.root, merged, self.m.appender, self.m.config().forget.keep_days
+        )
+        paths = [ws.root / f.rel for f in merged.change.files]
+        if paths:
+            self.m.watcher.submit(ws.name, paths)  # searchable without waiting for inotify
+        return {**answer, "dry_run": False}
+
+
+def _absolute(path: str) -> Path:
+    if not os.path.isabs(path):
+        raise InvalidParams("path must be absolute (memctl makes it so)", {"param": "path"})
+    return Path(path)
