@@ -187,6 +187,9 @@ class AppendResult(_Wire):
     end_line: int = field(metadata=_absent(0))
     bytes: int = field(metadata=_absent(0))
     redacted: list[str] = field(default_factory=list)  # kinds of secret replaced
+    # Every line was already in that day's note or MEMORY.md: nothing written; ``path`` and
+    # ``start_line`` say where it is (``existing``).
+    duplicate: bool = False
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -217,7 +217,10 @@ class Bridge:
             )
         ws = await self.workspace(workspace)
         result = await self.client.append(text, workspace=ws, date=date, heading=heading)
-        return {"path": result.path, "startLine": result.start_line, "endLine": result.end_line}
+        out = {"path": result.path, "startLine": result.start_line, "endLine": result.end_line}
+        if result.duplicate:
+            out["duplicate"] = True
+        return out
 
     async def status(self) -> dict[str, Any]:
         status = await self.client.status()
@@ -274,6 +277,8 @@ def get_text(result: dict[str, Any]) -> str:
 
 
 def append_text(result: dict[str, Any]) -> str:
+    if result.get("duplicate"):
+        return f"Already in memory at {result['path']}:{result['startLine']}; nothing written."
     return f"Appended to {result['path']}:{result['startLine']}-{result['endLine']}."
 
 

@@ -66,6 +66,7 @@ class AppendOut(BaseModel):
     path: str
     startLine: int
     endLine: int
+    duplicate: bool = False  # already there (path:startLine): nothing written
 
 
 class ProviderOut(BaseModel):

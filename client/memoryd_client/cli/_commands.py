@@ -113,6 +113,8 @@ def append(args: argparse.Namespace, ctx: Context) -> int:
     )
     if args.json:
         ctx.print_json(result.raw)
+    elif result.duplicate:
+        ctx.print(f"already there: {result.path}:{result.start_line} (nothing written)")
     else:
         ctx.print(f"appended to {result.path}:{result.start_line}-{result.end_line}")
     return EXIT_OK

@@ -34,11 +34,12 @@ import errno
 import os
 import stat
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unavailable
+from memoryd.files.duplicates import Duplicates
 from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
 from memoryd.files.reader import read_all
@@ -71,6 +72,13 @@ class AppendResult:
     end_line: int
     bytes: int  # bytes added to the file
     redacted: tuple[str, ...] = ()  # the kinds of secret replaced before writing
+    # Lines of the text already in the day or MEMORY.md, not written again ({text, path,
+    # line}); when every line was, nothing was written (``bytes`` 0): ``duplicate``.
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def duplicate(self) -> bool:
+        return self.bytes == 0 and bool(self.dropped)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -81,6 +89,11 @@ class AppendResult:
         }
         if self.redacted:
             out["redacted"] = list(self.redacted)
+        if self.duplicate:
+            out["duplicate"] = True
+            out["existing"] = {"path": self.path, "line": self.start_line}
+        elif self.dropped:
+            out["duplicates_dropped"] = self.dropped
         return out
 
 
@@ -166,6 +179,7 @@ class Appender:
     def __init__(self) -> None:
         self._locks: dict[Path, threading.Lock] = {}
         self._guard = threading.Lock()
+        self.duplicates = Duplicates()
 
     def lock_for(self, path: Path) -> threading.Lock:
         """The lock serialising writes to the daily file ``path`` (resolved); other writers
@@ -210,18 +224,36 @@ class Appender:
             real = root / opened.rel
             try:
                 with self.lock_for(real):
-                    start, end, size = self._append_to(
-                        opened.fd, rel, text, heading, max_file_bytes
+                    # Lines already in the day or MEMORY.md are not written again.
+                    found = self.duplicates.filter(
+                        root, opened.rel, read_all(opened.fd, os.fstat(opened.fd).st_size), text
                     )
+                    if not found.duplicate:
+                        start, end, size = self._append_to(
+                            opened.fd, rel, found.text, heading, max_file_bytes
+                        )
             except BaseException:
                 os.close(opened.fd)
                 if opened.created:
                     _remove_if_empty(layout, opened.rel)
                 raise
             os.close(opened.fd)
+            if found.duplicate:
+                if opened.created:
+                    _remove_if_empty(layout, opened.rel)
+                first = found.dropped[0]
+                return AppendResult(
+                    str(first["path"]),
+                    root / str(first["path"]),
+                    int(first["line"]),
+                    int(first["line"]),
+                    0,
+                    clean.kinds,
+                    found.dropped,
+                )
             if opened.created:
                 fsync_dir(real.parent)
-            return AppendResult(rel, real, start, end, size, clean.kinds)
+            return AppendResult(rel, real, start, end, size, clean.kinds, found.dropped)
         raise MemorydError(f"{rel} kept changing while appending; try again")
 
     @staticmethod
