@@ -31,6 +31,7 @@ from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget_run import redo_meta
+from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.connection import Limits
 from memoryd.rpc.instance import Instance
@@ -118,6 +119,7 @@ class Daemon:
         self.server = Server(self._dispatch, self._limits(config.server))
         self._methods: Methods | None = None
         self.state: StateDB | None = None
+        self.hits: HitCounter | None = None
         self._registry: Registry | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
         self._scheduler: Scheduler | None = None
@@ -171,6 +173,7 @@ class Daemon:
             for folder in (self.paths.data_dir, self.paths.index_dir, self.paths.state_dir):
                 make_private_dir(folder)  # notes live in there: 0700 whatever the umask
             self.state = StateDB(self.paths.state_db)
+            self.hits = HitCounter(self.state)
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
             history = History(self.state)
@@ -470,6 +473,7 @@ class Daemon:
                 self.degraded,
                 self.fleet,
                 self.fleet_off,
+                self.hits,
             ),
             appender=self.appender,
             watcher=self.watcher,
@@ -486,7 +490,8 @@ class Daemon:
             fleet_off=self.fleet_off,
         )
         methods.table.update(AgentMethods(methods).table())  # recall, flush
-        methods.table.update(LifecycleMethods(methods).table())  # forget
+        methods.table.update(LifecycleMethods(methods).table())  # forget, export, import
+        methods.hits = self.hits  # search and recall count what they return
         return methods
 
     # -- the watch -------------------------------------------------------------------------

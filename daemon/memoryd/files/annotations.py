@@ -31,7 +31,8 @@ IMPORTANCE_MAX = 10
 _TRAILING = re.compile(r"\s*<!--(?P<body>(?:(?!-->).)*)-->\s*$", re.DOTALL)
 _NAMED = re.compile(r"^\s*(?P<name>[A-Za-z_-]+)\s*(?::\s*(?P<value>.*?))?\s*$", re.DOTALL)
 _PHRASE_SPLIT = re.compile(r"[,;]")
-_OURS = frozenset({"importance", "trigger", "triggers", "project", "key", "promote"})
+# "source": where hippocampus took a promoted line from (issue 26; not kept, only stripped).
+_OURS = frozenset({"importance", "trigger", "triggers", "project", "key", "promote", "source"})
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ def _apply(name: str, value: str | None, acc: dict[str, object]) -> bool:
     if name == "promote":
         acc["promote"] = True
         return True
+    if name == "source":
+        acc.setdefault("source", True)  # marks the line annotated; the path is read by eye
+        return bool((value or "").strip())
     return False
 
 

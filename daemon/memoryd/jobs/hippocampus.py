@@ -38,11 +38,13 @@ from memoryd.files.layout import (
 )
 from memoryd.files.reader import read_all
 from memoryd.files.transcripts import stream_transcript
-from memoryd.jobs import _text
+from memoryd.jobs import _text, curation
 from memoryd.jobs._git import Git, GitError
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
+from memoryd.jobs.llm_config import llm_problem
 from memoryd.runtime.config import HippocampusConfig
+from memoryd.secrets import redact
 
 NAME: Final = "hippocampus"
 PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs
@@ -149,7 +151,9 @@ class _Notes:
         )
 
 
-def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dict[str, Any]]:
+def read_notes(
+    ctx: JobContext, opts: HippocampusConfig, gate: curation.Gate | None = None
+) -> tuple[list[str], dict[str, Any]]:
     """Blocks of notes, oldest first: daily files of the window, then transcript highlights.
     Each file is read within index.max_file_bytes (a transcript a block at a time), and all
     of them within what llm.max_calls_per_run can condense: JobFailed beyond."""
@@ -171,6 +175,8 @@ def read_notes(ctx: JobContext, opts: HippocampusConfig) -> tuple[list[str], dic
                 too_large.append(ctx.rel(path))
                 continue
             text = data.decode("utf-8", errors="replace").strip()
+            if gate is not None:  # untrusted, system and non-interactive lines never go
+                text = gate.filter_text(text).strip()
             if text:
                 files.append(ctx.rel(path))
                 if not notes.add(f"=== {ctx.rel(path)} ===\n{text}\n"):
@@ -349,9 +355,13 @@ def run(ctx: JobContext) -> JobResult:
     opts = ctx.config.jobs.hippocampus
     if not ctx.root.is_dir():
         raise JobSkipped(f"workspace folder {ctx.root} is missing")
-    llm = ctx.llm()
     memory = read_memory(ctx.root, ctx.config.index.max_file_bytes)
-    notes, report = read_notes(ctx, opts)
+    candidates, gate = curation.gather(ctx, window_files(ctx, opts.lookback_days))
+    problem = llm_problem(ctx.config.llm, ctx.env)
+    if problem:  # a default install curates too: the deterministic part only
+        return _curate(ctx, memory, candidates, gate, f"no LLM ({problem})")
+    llm = ctx.llm()
+    notes, report = read_notes(ctx, opts, gate)
     if not notes:
         raise JobSkipped(
             f"nothing to consolidate: no notes from the last {opts.lookback_days} days", report
@@ -373,29 +383,93 @@ def run(ctx: JobContext) -> JobResult:
     finally:
         report["llm_calls"] = llm.calls
     new = _text.unwrap(answer)
-    check_answer(memory.text, new, opts.max_drop_ratio, ctx.force, report)
+    try:
+        check_answer(memory.text, new, opts.max_drop_ratio, ctx.force, report)
+    except JobFailed as refused:
+        if "dropped_ratio" not in report or report["dropped_ratio"] <= opts.max_drop_ratio:
+            raise  # not markdown, or a heading removed: nothing written
+        # A rewrite that drops too much: this run appends instead, and rewrites nothing.
+        return _curate(ctx, memory, candidates, gate, f"append-only: {refused.message}", True)
+    new = _restore_secrets(memory.text, curation.curate(new, [], dt.date.min).text)
+    report.update(curation.describe_rewrite(memory.text, new, candidates))
+    return _finish(ctx, memory, new, report, "llm", candidates, gate)
+
+
+def window_files(ctx: JobContext, lookback_days: int) -> list[tuple[str, Path, dt.date]]:
+    first = ctx.now.date() - dt.timedelta(days=lookback_days - 1)
+    days = (first + dt.timedelta(days=i) for i in range(lookback_days))
+    return [(ctx.rel(p), p, day) for day in days for p in _daily_files(ctx.root, day)]
+
+
+def _restore_secrets(old: str, new: str) -> str:
+    """The model saw MEMORY.md with secrets redacted; a line it kept as it was gets the
+    owner's original back (a secret written by hand stays in the file)."""
+    originals = {redact(line).text: line for line in old.splitlines() if redact(line).found}
+    if not originals:
+        return new
+    return "".join(
+        originals.get(line.rstrip("\n"), line.rstrip("\n")) + "\n"
+        for line in new.splitlines(keepends=True)
+    )
+
+
+def _curate(
+    ctx: JobContext,
+    memory: Memory,
+    candidates: list[curation.Candidate],
+    gate: curation.Gate,
+    mode: str,
+    append_only: bool = False,
+) -> JobResult:
+    """The deterministic run (no model, or the model's rewrite refused)."""
+    day = (
+        dt.datetime.fromtimestamp(memory.path.stat().st_mtime, ctx.now.tzinfo).date()
+        if memory.data is not None
+        else dt.date.min
+    )
+    extra = [c for c in candidates if c.hits or c.days > 1][: curation.TOP_IN_REPORT]
+    done = curation.curate(memory.text, candidates, day, extra if append_only else None)
+    report: dict[str, Any] = {"memory_sha256_before": memory.sha, **done.report()}
+    return _finish(ctx, memory, done.text, report, mode, candidates, gate)
+
+
+def _finish(
+    ctx: JobContext,
+    memory: Memory,
+    new: str,
+    report: dict[str, Any],
+    mode: str,
+    candidates: list[curation.Candidate],
+    gate: curation.Gate,
+) -> JobResult:
+    report["mode"] = mode
+    report["candidates"] = [c.brief() for c in candidates[: curation.TOP_IN_REPORT]]
+    report["gate_refused"] = dict(gate.refused)
+    text = curation.report_markdown(ctx.now.isoformat(timespec="seconds"), mode, report)
     new_bytes = new.encode("utf-8")
     if ctx.dry_run:
-        diff = unified_diff(memory, new)
-        report["diff"] = diff
+        report["diff"] = unified_diff(memory, new)
+        report["report"] = text
         changed = sum(
             1
-            for line in diff.splitlines()
+            for line in report["diff"].splitlines()
             if line[:1] in "+-" and not line.startswith(("+++", "---"))
         )
         return JobResult(
             f"dry run: would change {changed} line(s) of {memory.rel}; nothing written", report
         )
-    if new_bytes == memory.data:
+    if new_bytes == (memory.data or b""):
         report["memory_sha256_after"] = memory.sha
-        return JobResult(f"{memory.rel} already up to date", report)
+        report["report_file"] = curation.write_report(ctx, text)
+        return JobResult(f"{memory.rel} already up to date ({mode})", report)
     ctx.check_cancelled()
     _write(ctx, memory, new_bytes, report)
     report["memory_sha256_after"] = _sha(new_bytes)
+    report["report_file"] = curation.write_report(ctx, text)  # once MEMORY.md is written
+    counts = ", ".join(f"{len(report[k])} {k}" for k in ("promoted", "merged", "retired"))
     return JobResult(
-        f"{memory.rel} updated from {len(report['daily_files'])} daily file(s): "
-        f"{report['lines_before']} -> {report['lines_after']} lines"
-        + (f", previous version in {report['backup']}" if report.get("backup") else ""),
+        f"{memory.rel} curated ({mode}): {counts}"
+        + (f"; previous version in {report['backup']}" if report.get("backup") else ""),
         report,
     )
 

@@ -95,6 +95,7 @@ class History:
     (the event loop and job threads share it; apsw refuses concurrent use)."""
 
     def __init__(self, state: StateDB) -> None:
+        self.state = state  # other readers of the state (hippocampus: the hit counts)
         self.conn = state.conn
         self.lock = state.lock
 

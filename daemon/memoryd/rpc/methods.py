@@ -26,6 +26,7 @@ from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
@@ -131,6 +132,7 @@ class Methods:
         self.fleet = fleet
         self.fleet_off = fleet_off
         self.flushes = flushes  # flush's queue (agent_methods.py)
+        self.hits: HitCounter | None = None  # set by the daemon (app.py)
         self.table: dict[str, Handler] = {
             "hello": self.hello,
             "status": self.status,
@@ -255,6 +257,10 @@ class Methods:
             return mask_snippets(found)
         answer = await self.searches.search(ref, sreq)
         req.log_fields["workspace"] = answer.workspace
+        if self.hits is not None:  # a deque append; counted off the hot path (lifecycle/hits.py)
+            self.hits.record(
+                self.registry.resolve(answer.workspace).root, query, answer.result["results"]
+            )
         return mask_snippets(answer.result)
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:

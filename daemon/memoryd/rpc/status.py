@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import memoryd
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle import journal
+from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
@@ -36,6 +37,7 @@ class StatusReport:
     degraded: Callable[[], list[str]]  # the daemon's own problems (a workspace has its own)
     fleet: FleetService | None = None  # fleet mode when [fleet] is set...
     fleet_off: str | None = None  # ...else why not
+    hits: HitCounter | None = None  # how often search/recall returned each line
 
     async def build(self, items: list[Workspace]) -> dict[str, Any]:
         return {
@@ -117,6 +119,10 @@ class StatusReport:
         if ws.scan_error is not None:
             scan["error"] = ws.scan_error
         out["startup_scan"] = scan
+        if self.hits is not None:
+            counted = await loop.run_in_executor(self.readers, self.hits.summary, ws.root)
+            if counted is not None:  # absent until a search returned a memory line
+                out["line_hits"] = counted
         kept = await loop.run_in_executor(self.readers, journal.kept, ws.root)
         if kept.changes:  # what forget keeps (docs/lifecycle.md); absent when nothing
             out["forget_kept"] = {**kept.to_dict(), "keep_days": self.config().forget.keep_days}

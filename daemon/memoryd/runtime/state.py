@@ -104,6 +104,25 @@ MIGRATIONS: Final[list[sqlite.Migration]] = [
         );
     """,
     ),
+    (
+        "0006_line_hits",
+        """
+        CREATE TABLE line_hits (  -- how often search/recall returned a memory line (26)
+            workspace_path TEXT NOT NULL,
+            key TEXT NOT NULL,  -- files/lines.py line_key
+            sample TEXT NOT NULL,  -- the line as last seen, for status
+            hits INTEGER NOT NULL,
+            last_at REAL NOT NULL,
+            PRIMARY KEY (workspace_path, key)
+        ) WITHOUT ROWID;
+        CREATE TABLE line_hit_queries (  -- the distinct queries that returned it
+            workspace_path TEXT NOT NULL,
+            key TEXT NOT NULL,
+            query TEXT NOT NULL,  -- a hash of the normalised query
+            PRIMARY KEY (workspace_path, key, query)
+        ) WITHOUT ROWID;
+    """,
+    ),
 ]
 
 

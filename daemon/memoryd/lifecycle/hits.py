@@ -1,0 +1,146 @@
+"""How often search and recall returned each memory line, and to how many different queries:
+a signal only the daemon has, which hippocampus ranks its candidates by (docs/lifecycle.md).
+
+Counted per workspace and ``line_key`` (lines.py) in the state database, so a line keeps its
+count when it moves and across restarts. Recording costs a search one ``deque.append``: a
+background thread keys the snippets' lines and writes the counts in batches, off the hot path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.files.lines import line_key, normalize_line
+from memoryd.runtime.logs import get_logger
+from memoryd.runtime.state import StateDB
+
+__all__ = ["HitCounter"]
+
+log = get_logger("memoryd.lifecycle.hits")
+
+MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest are dropped
+SAMPLE_CHARS: Final = 200
+
+
+class HitCounter:
+    def __init__(self, state: StateDB) -> None:
+        self.state = state
+        self._queue: deque[tuple[str, str, list[str], float]] = deque(maxlen=MAX_QUEUED)
+        self._wake = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._closed = False
+        self._thread: threading.Thread | None = None
+
+    def record(self, root: Path, query: str, hits: Iterable[dict[str, Any]]) -> None:
+        """Count a search's hits (memory lines only); returns at once."""
+        snippets = [
+            str(h.get("snippet") or "") for h in hits if h.get("source", "memory") == "memory"
+        ]
+        if not snippets or self._closed:
+            return
+        self._queue.append((str(root), query, snippets, time.time()))
+        self._idle.clear()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="memoryd-hits", daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float = 5.0) -> bool:
+        """Until what was recorded is counted (tests, and a job that reads the counts)."""
+        if self._queue:
+            self._wake.set()
+        return self._idle.wait(timeout)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._closed:
+            self._wake.wait(1.0)
+            self._wake.clear()
+            batch = []
+            while self._queue:
+                batch.append(self._queue.popleft())
+            if batch:
+                try:
+                    self._write(batch)
+                except Exception:  # counting must never take the daemon down
+                    log.exception("hit_count_failed", searches=len(batch))
+            if not self._queue:
+                self._idle.set()
+
+    def _write(self, batch: list[tuple[str, str, list[str], float]]) -> None:
+        rows: list[tuple[str, str, str, float]] = []
+        queries: list[tuple[str, str, str]] = []
+        for root, query, snippets, at in batch:
+            qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
+            seen: dict[str, str] = {}
+            for snippet in snippets:
+                for line in snippet.splitlines():
+                    k = line_key(line)
+                    if k and k not in seen:
+                        seen[k] = line.strip()[:SAMPLE_CHARS]
+            for k, text in seen.items():
+                rows.append((root, k, text, at))
+                queries.append((root, k, qhash))
+        with self.state.lock, self.state.conn:
+            self.state.conn.executemany(
+                "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
+                "VALUES (?, ?, ?, 1, ?) ON CONFLICT(workspace_path, key) DO UPDATE SET "
+                "hits = hits + 1, last_at = excluded.last_at",
+                rows,
+            )
+            self.state.conn.executemany(
+                "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query) "
+                "VALUES (?, ?, ?)",
+                queries,
+            )
+
+    # -- reading -----------------------------------------------------------------------
+    def counts(self, root: Path, keys: Iterable[str]) -> dict[str, tuple[int, int]]:
+        """(hits, distinct queries) of each of ``keys`` that was ever returned."""
+        wanted = sorted(set(keys))
+        out: dict[str, tuple[int, int]] = {}
+        with self.state.lock:
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for k, hits, queries in self.state.conn.execute(
+                    f"SELECT h.key, h.hits, (SELECT count(*) FROM line_hit_queries q "
+                    f"WHERE q.workspace_path = h.workspace_path AND q.key = h.key) "
+                    f"FROM line_hits h WHERE h.workspace_path = ? AND h.key IN ({marks})",
+                    (str(root), *part),
+                ):
+                    out[str(k)] = (int(hits), int(queries))
+        return out
+
+    def summary(self, root: Path, top: int = 3) -> dict[str, Any] | None:
+        """What status shows: lines counted, searches' hits, the most returned lines."""
+        with self.state.lock:
+            row = self.state.conn.execute(
+                "SELECT count(*), coalesce(sum(hits), 0) FROM line_hits WHERE workspace_path = ?",
+                (str(root),),
+            ).fetchone()
+            if not row or not row[0]:
+                return None
+            best = self.state.conn.execute(
+                "SELECT h.sample, h.hits, (SELECT count(*) FROM line_hit_queries q "
+                "WHERE q.workspace_path = h.workspace_path AND q.key = h.key) "
+                "FROM line_hits h WHERE h.workspace_path = ? ORDER BY h.hits DESC LIMIT ?",
+                (str(root), top),
+            ).fetchall()
+        return {
+            "lines": int(str(row[0])),
+            "hits": int(str(row[1])),
+            "top": [
+                {"line": str(s), "hits": int(str(h)), "queries": int(str(q))} for s, h, q in best
+            ],
+        }
