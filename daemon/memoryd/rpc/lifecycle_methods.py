@@ -84,8 +84,7 @@ class LifecycleMethods:
         # after the socket listens (registry.py), never at the daemon's start.
         from memoryd.index.forget_cache import cache_hashes, purge_cache
 
-        embedder = index.embedder
-        window = embedder.window_tokens if embedder is not None else None
+        window = cfg.index.vector_window_tokens  # the vector windows' size (their cache keys)
         hashes = await asyncio.wrap_future(index.on_writer(lambda c: cache_hashes(c, sel, window)))
         done = await asyncio.to_thread(
             apply_forget,
