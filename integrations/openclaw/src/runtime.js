@@ -1,6 +1,7 @@
 // OpenClaw's MemoryPluginRuntime over memoryd: the search manager OpenClaw's own callers
 // (`openclaw memory`, Active Memory, status pages) use, and the session-hit authorisation.
 
+import { classifyWorkspaceMemoryPaths } from "./classify.js";
 import { authorizeHits } from "./shape.js";
 
 /**
@@ -23,6 +24,11 @@ export function createRuntime(memory) {
     async authorizeSearchHits(params) {
       return authorizeHits(params);
     },
+    // OpenClaw injects MEMORY.md / USER.md by itself only for files classified as the
+    // owner's or the agent's; without this it leaves them out ("does not support provenance
+    // classification").
+    supportsWorkspaceMemoryReadSources: true,
+    classifyWorkspaceMemoryPaths,
     async closeMemorySearchManager() {},
     async closeAllMemorySearchManagers() {
       memory.close();

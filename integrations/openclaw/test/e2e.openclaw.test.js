@@ -103,6 +103,8 @@ test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { s
   const firstPrompt = JSON.stringify(model.requests[0].messages);
   assert.match(firstPrompt, /Relevant memory \(memoryd recall/);
   assert.match(firstPrompt, /鲸鱼 day, every second Friday/);
+  // OpenClaw's own MEMORY.md injection still works: the plugin classifies the file as the agent's.
+  assert.match(firstPrompt, /The team meets on Mondays/);
   assert.equal(turn.code, 0, `${turn.out}\n${turn.err}`);
   assert.match(turn.out, /whale day/);
 });

@@ -235,3 +235,35 @@ describe("without a daemon", () => {
     api.hooks.get("gateway_stop")();
   });
 });
+
+describe("workspace paths OpenClaw may inject by itself", () => {
+  test("curated files and daily notes are the agent's, dreaming output the system's, the rest untrusted", async () => {
+    const { classifyWorkspaceMemoryPaths } = await import("../src/classify.js");
+    const ws = tempDir("mdcl");
+    writeFiles(ws, { "MEMORY.md": "m", "USER.md": "u", "memory/2026-01-02.md": "d", "DREAMS.md": "x", "notes.md": "n" });
+    fs.symlinkSync("/etc/hostname", `${ws}/memory/out.md`);
+    try {
+      const got = await classifyWorkspaceMemoryPaths({
+        workspaceDir: ws,
+        relativePaths: ["MEMORY.md", "USER.md", "memory/2026-01-02.md", "DREAMS.md", "notes.md", "memory/out.md", "../x.md"],
+      });
+      assert.deepEqual(Object.fromEntries(got.map((c) => [c.relativePath, c.originClass])), {
+        "MEMORY.md": "agent",
+        "USER.md": "agent",
+        "memory/2026-01-02.md": "agent",
+        "DREAMS.md": "system",
+        "notes.md": "untrusted",
+        "memory/out.md": "untrusted",
+        "../x.md": "untrusted",
+      });
+      const fromSources = await classifyWorkspaceMemoryPaths({
+        workspaceDir: ws,
+        relativePaths: ["MEMORY.md", "a"],
+        readSources: [{ relativePath: "MEMORY.md", canonicalRelativePath: "MEMORY.md" }, { relativePath: "a", canonicalRelativePath: "../a" }],
+      });
+      assert.deepEqual(fromSources.map((c) => c.originClass), ["agent", "untrusted"]);
+    } finally {
+      fs.rmSync(ws, { recursive: true, force: true });
+    }
+  });
+});
