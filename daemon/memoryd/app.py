@@ -304,7 +304,9 @@ class Daemon:
     async def _load_provider(self) -> None:
         # Loading a model takes both cores (and the GIL while onnxruntime is imported) for
         # a second or more: the startup scans first, which make keyword search current (on
-        # a restart they take milliseconds; a first index's vectors wait for its scan anyway).
+        # a restart they take milliseconds; a first index's vectors wait for its scan anyway),
+        # and the keyword copies, so that the first searches after a start rank in memory
+        # instead of sharing the cores with the model's graph optimisation.
         await self.registry.scans_done(PROVIDER_AFTER_SCANS_S)
         await self.registry.load_provider()
 

@@ -211,10 +211,13 @@ class Registry:
         await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
 
     async def scans_done(self, timeout: float) -> None:
-        """Until every startup scan has ended, for at most ``timeout`` seconds."""
+        """Until every startup scan has ended and every in-memory keyword copy is loaded
+        (searches rank in memory from then on), for at most ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and any(
-            ws.scan is not None and not ws.scan.done() for ws in self._items.values()
+            (ws.scan is not None and not ws.scan.done())
+            or (ws.index is not None and ws.index.copies.keywords.scan == "loading")
+            for ws in self._items.values()
         ):
             await asyncio.sleep(0.02)
 

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from memoryd.runtime.logs import get_logger
@@ -170,7 +171,9 @@ class Watcher:
         return sorted(out)
 
     async def _run(self, stop: asyncio.Event) -> None:
-        import watchfiles  # its Rust extension and anyio load after the socket is up
+        # Its Rust extension and anyio (whose asyncio backend awatch imports on first use)
+        # load in a thread: on the event loop they held up the first searches after a start.
+        watchfiles = await asyncio.to_thread(_import_watchfiles)
 
         # The folders the last start watched (None: this is the first, after the
         # workspaces' own scans).
@@ -418,3 +421,11 @@ def _undecodable_name(exc: BaseException) -> BaseException | None:
 async def _relay(source: asyncio.Event, target: asyncio.Event) -> None:
     await source.wait()
     target.set()
+
+
+def _import_watchfiles() -> ModuleType:
+    with contextlib.suppress(ImportError):  # anyio's private module: a later one may move it
+        import anyio._backends._asyncio  # noqa: F401  # what awatch would import on the loop
+    import watchfiles
+
+    return watchfiles
