@@ -95,6 +95,8 @@ def test_jobs_run_refuses_unknown_jobs_and_params(daemon: DaemonThread) -> None:
             == "invalid_params"
         )
         assert error_code(conn.call("jobs.run", {})) == "invalid_params"
+        frame = conn.call("jobs.run", {"name": "flush"})  # listed, but run on a transcript
+        assert error_code(frame) == "invalid_params" and "memctl flush" in frame["error"]["message"]
         assert error_code(conn.call("jobs.list", {"history": 1000})) == "invalid_params"
         assert (
             error_code(conn.call("jobs.run", {"name": "retention", "workspace": "bob"}))

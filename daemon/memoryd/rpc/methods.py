@@ -24,6 +24,7 @@ from memoryd.files.reader import read_lines
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
 from memoryd.jobs.clock import Clock, zone_name
+from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle.hits import HitCounter
@@ -348,6 +349,11 @@ class Methods:
         dry_run = p.flag("dry_run")
         force = p.flag("force")
         p.done()
+        if name == FLUSH.name:  # listed by jobs.list, but it needs a transcript
+            raise InvalidParams(
+                "flush runs on a transcript: use the flush method (memctl flush PATH)",
+                {"param": "name"},
+            )
         self.scheduler.runner.spec(name)  # unknown job: invalid_params before anything else
         ws = self.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, job=name)
