@@ -262,9 +262,17 @@ def reindex(
     return Call("reindex", params, ReindexResult.from_wire, on_progress=on_progress, long=True)
 
 
-def workspace_add(path: str | Path, name: str | None = None) -> Call[WorkspaceChange]:
+def workspace_add(
+    path: str | Path,
+    name: str | None = None,
+    *,
+    wait: bool = False,
+    on_progress: ProgressCallback | None = None,
+) -> Call[WorkspaceChange]:
+    """``wait``: answer once the workspace is indexed, its vectors too (as reindex wait)."""
+    params = _params(path=str(path), name=name, wait=wait or None)
     return Call(
-        "workspace.add", _params(path=str(path), name=name), WorkspaceChange.from_wire_added
+        "workspace.add", params, WorkspaceChange.from_wire_added, on_progress=on_progress, long=wait
     )
 
 

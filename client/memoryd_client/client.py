@@ -283,9 +283,18 @@ class MemoryClient:
         )
 
     def workspace_add(
-        self, path: str | os.PathLike[str], name: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        name: str | None = None,
+        *,
+        wait: bool = False,
+        on_progress: ProgressCallback | None = None,
     ) -> WorkspaceChange:
-        return self._run(_calls.workspace_add(os.fspath(path), name))
+        """``wait``: return once the workspace is indexed (vectors too): a first index in one
+        call, ``indexed`` saying what it did."""
+        return self._run(
+            _calls.workspace_add(os.fspath(path), name, wait=wait, on_progress=on_progress)
+        )
 
     def workspace_remove(
         self, workspace: str | os.PathLike[str], *, delete_index: bool = False

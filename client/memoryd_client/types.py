@@ -414,12 +414,18 @@ class WorkspaceChange:
     path: str
     changed: bool
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    indexed: ReindexResult | None = None  # workspace.add with wait: the sync it waited for
 
     @classmethod
     def from_wire_added(cls, data: Any) -> WorkspaceChange:
         f = _Fields(data, "workspace.add result")
+        indexed = f.data.get("indexed")
         return cls(
-            name=f.get_str("name"), path=f.get_str("path"), changed=f.get_bool("added"), raw=f.data
+            name=f.get_str("name"),
+            path=f.get_str("path"),
+            changed=f.get_bool("added"),
+            raw=f.data,
+            indexed=None if indexed is None else ReindexResult.from_wire(indexed),
         )
 
     @classmethod

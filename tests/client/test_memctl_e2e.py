@@ -251,6 +251,20 @@ def test_the_locomo_evaluation_commands_work(daemon: Daemon) -> None:
     assert "[D1:1]" in results[0]["snippet"]
 
 
+def test_workspace_add_wait_answers_with_the_workspace_indexed(daemon: Daemon) -> None:
+    ws = make_workspace(
+        daemon.root, "carol", {"2025-02-01": "## Garden\n\n- Carol planted quince trees.\n"}
+    )
+    added = daemon.json("workspace", "add", str(ws), "--wait")
+    assert added["added"] is True and added["name"] == "carol"
+    assert added["indexed"]["files_scanned"] == 2 and added["indexed"]["vectors_pending"] == 0
+    # no reindex, no polling: the answer came once the notes were searchable
+    hits = daemon.json("search", "-w", "carol", "quince")["results"]
+    assert [h["path"] for h in hits] == ["memory/2025-02-01.md"]
+    again = daemon.memctl("workspace", "add", str(ws), "--wait").stdout
+    assert "was already registered" in again
+
+
 def test_unknown_workspace_is_a_one_line_error(daemon: Daemon, workspace: Path) -> None:
     proc = daemon.memctl("search", "-w", "nobody", "x", check=False)
     assert proc.returncode == 1

@@ -159,13 +159,22 @@ def workspace_add(args: argparse.Namespace, ctx: Context) -> int:
     path = os.path.abspath(os.path.expanduser(args.path))
     if not os.path.isdir(path):
         raise ClientError(f"not a directory: {path}")
-    result = ctx.client.workspace_add(path, args.name)
+    if args.wait:
+        progress = progress_reporter(ctx.stderr, args.json)
+        try:
+            result = ctx.client.workspace_add(path, args.name, wait=True, on_progress=progress)
+        finally:
+            progress.finish()
+    else:
+        result = ctx.client.workspace_add(path, args.name)
     for warning in layout_warnings(Path(path)):
         ctx.note(warning)
+    done = result.indexed
     if args.json:
         ctx.print_json(result.raw)
     elif result.changed:
-        ctx.print(f"added workspace {result.name} at {result.path} (indexing in the background)")
+        how = "indexing in the background" if done is None else f"indexed in {done.seconds:.2f}s"
+        ctx.print(f"added workspace {result.name} at {result.path} ({how})")
     else:
         ctx.print(f"workspace {result.name} at {result.path} was already registered")
     return EXIT_OK

@@ -318,7 +318,8 @@ def _workspace_commands(sub: Any) -> None:
         cmd.workspace_add,
         "register a workspace",
         workspace=False,
-        example="  memctl workspace add ~/agents/alice --name alice",
+        example="  memctl workspace add ~/agents/alice --name alice\n"
+        "  memctl workspace add ~/agents/bob --wait   # and index it now",
     )
     p.add_argument(
         "path",
@@ -326,6 +327,11 @@ def _workspace_commands(sub: Any) -> None:
         help="the agent's folder: the one holding MEMORY.md, memory/, sessions/",
     )
     p.add_argument("--name", help="(default: the directory's name)")
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="return once it is indexed, embeddings too (reindex --wait in the same call)",
+    )
     p = command(
         ws_sub,
         "remove",

@@ -209,12 +209,16 @@ class Methods:
     async def workspace_add(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")
         name = p.text("name")
+        wait = p.flag("wait")
         p.done()
         ws, added = await self.registry.add(path, name)
         req.log_fields["workspace"] = ws.name
         if added:
             await self.workspaces_changed()
-        return {"name": ws.name, "path": str(ws.root), "added": added}
+        out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "added": added}
+        if wait:  # reindex wait=true in the same call: a first index in one round trip
+            out["indexed"] = await self._sync(ws.name, req, full=False, wait=True)
+        return out
 
     async def workspace_remove(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.required_path("workspace")
@@ -312,6 +316,11 @@ class Methods:
         full = p.flag("full")
         wait = p.flag("wait")
         p.done()
+        return await self._sync(ref, req, full, wait)
+
+    async def _sync(self, ref: str | None, req: Request, full: bool, wait: bool) -> dict[str, Any]:
+        """A sync of workspace ``ref`` now (after its first scan, on the same writer),
+        with ``wait`` until every vector is embedded: reindex's answer."""
         ws, index = await self.registry.index_of(ref)
         req.log_fields["workspace"] = ws.name
         progress = progress_callback(req.emit)
