@@ -284,7 +284,9 @@ class Daemon:
     async def _background_start(self) -> None:
         self._log_llm_state()
         try:
-            await self.registry.open_all()
+            # The engine (numpy, the index modules) imports now, beside the indexes opening:
+            # without a workspace yet, the first workspace.add would wait for it instead.
+            await asyncio.gather(self.registry.open_all(), asyncio.to_thread(_import_engine))
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
                 self.refresh_watch(), self._load_provider(), return_exceptions=True
@@ -536,3 +538,7 @@ def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]
         error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
         exc_info=exc if isinstance(exc, BaseException) else None,
     )
+
+
+def _import_engine() -> None:
+    import memoryd.index.workspace  # noqa: F401
