@@ -18,7 +18,7 @@ import pytest
 from daemon_util import DaemonThread, Proc, RawConn, short_tmp
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, Record
-from memoryd.lifecycle.archive import MAX_IMPORT_BYTES
+from memoryd.lifecycle.archive import MAX_IMPORT_BYTES, write_archive
 from memoryd_client import InvalidParams, MemoryClient, RemoteError, cli, protocol
 
 pytestmark = pytest.mark.timeout(120)
@@ -213,8 +213,6 @@ def test_an_import_killed_at_any_moment_is_whole_or_absent_after_the_restart() -
                 f"- imported fact {i} about the walrus\n"
             )
         archive = work / "a.tar.gz"
-        from memoryd.lifecycle.archive import write_archive
-
         write_archive(src, "src", archive)
         rng = random.Random(26)
         took = _import_and_kill(work, archive, -1)
@@ -246,6 +244,8 @@ def _import_and_kill(work: Path, archive: Path, delay: float) -> float:
     again = Proc(home)
     try:
         again.ready()
+        with RawConn(again.socket) as c:
+            c.result("hello")  # answered once the start (and its recovery) is done
     finally:
         again.kill()
     present = sum("walrus" in p.read_text() for p in (ws / "memory").glob("*.md"))

@@ -211,19 +211,14 @@ def curate(
         additions.append(_entry(c))
         out.promoted.append({"line": additions[-1], "source": c.source})
     text = [line for line in keep if line is not None]
-    if additions:
-        if PROMOTED_HEADING not in text:
-            text += (
-                ["", PROMOTED_HEADING, ""] if text and text[-1].strip() else [PROMOTED_HEADING, ""]
-            )
-            if text[0] == "":
-                text = text[1:]
-        at = len(text)
-        for i in range(text.index(PROMOTED_HEADING) + 1, len(text)):
-            if _HEADING.match(text[i]):
-                at = i
-                break
-        while at > 0 and not text[at - 1].strip() and at - 1 > text.index(PROMOTED_HEADING):
+    while text and not text[-1].strip():
+        text.pop()
+    if additions and PROMOTED_HEADING not in text:
+        text += [*([""] if text else []), PROMOTED_HEADING, "", *additions]
+    elif additions:  # at the end of the section, before the next heading
+        start = text.index(PROMOTED_HEADING) + 1
+        at = next((i for i in range(start, len(text)) if _HEADING.match(text[i])), len(text))
+        while at > start and not text[at - 1].strip():
             at -= 1
         text[at:at] = additions
     out.text = "\n".join(text) + ("\n" if text else "")
@@ -245,15 +240,15 @@ def report_markdown(when: str, mode: str, data: dict[str, Any]) -> str:
     ):
         out.append(f"## {title} ({len(rows)})")
         out += [
-            f"- {r['line']}"
+            f"- {_MARKER.sub('', r['line'])}"
             + "".join(f" ({k}: {r[k]})" for k in ("source", "into", "by", "key") if k in r)
             for r in rows
         ] or ["- none"]
         out.append("")
     out.append("## Best candidates")
     out += [
-        f"- {c['line']} ({c['source']}; returned {c['hits']}x to {c['queries']} queries, "
-        f"on {c['days']} day(s), score {c['score']})"
+        f"- {_MARKER.sub('', c['line'])} ({c['source']}; returned {c['hits']}x to "
+        f"{c['queries']} queries, on {c['days']} day(s), score {c['score']})"
         for c in data.get("candidates", [])
     ] or ["- none"]
     refused = data.get("gate_refused") or {}

@@ -9,6 +9,7 @@ background thread keys the snippets' lines and writes the counts in batches, off
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 from collections import deque
@@ -26,6 +27,52 @@ log = get_logger("memoryd.lifecycle.hits")
 
 MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest are dropped
 SAMPLE_CHARS: Final = 200
+
+
+_WORD: Final = re.compile(r"\w{3,}")
+_COMMON: Final = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "are",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "how",
+        "did",
+        "does",
+        "you",
+        "your",
+        "with",
+        "that",
+        "this",
+        "from",
+        "have",
+        "has",
+        "had",
+        "not",
+        "but",
+        "all",
+        "any",
+        "can",
+        "our",
+        "out",
+        "they",
+        "them",
+        "their",
+        "there",
+    }
+)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.casefold()) if w not in _COMMON}
 
 
 class HitCounter:
@@ -82,11 +129,16 @@ class HitCounter:
         queries: list[tuple[str, str, str]] = []
         for root, query, snippets, at in batch:
             qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
+            words = _words(query)
             seen: dict[str, str] = {}
             for snippet in snippets:
-                for line in snippet.splitlines():
+                lines = [line for line in snippet.splitlines() if line_key(line)]
+                # The lines the query matched (a snippet shows its neighbours too); none of
+                # them (a vector hit): the snippet's first line.
+                matched = [line for line in lines if words & _words(line)] or lines[:1]
+                for line in matched:
                     k = line_key(line)
-                    if k and k not in seen:
+                    if k not in seen:
                         seen[k] = line.strip()[:SAMPLE_CHARS]
             for k, text in seen.items():
                 rows.append((root, k, text, at))
