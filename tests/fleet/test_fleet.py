@@ -17,7 +17,7 @@ from fakes.openai_server import FakeOpenAIServer
 from fleet_util import scratch_postgres
 from memoryd.errors import ConfigError
 from memoryd.fleet import lease
-from memoryd.fleet.schema import ensure_schema
+from memoryd.fleet.postgres_schema import ensure_schema
 from memoryd.runtime.config import config_from_mapping
 from memoryd_client import MemoryClient
 from memoryd_client.cli._format import format_search

@@ -22,7 +22,7 @@ from memoryd.fleet.local_reader import FilePayload, LocalIndexReader, Version
 BATCH_CHUNKS = 2000  # chunks per transaction: big enough for throughput, short for readers
 
 
-# The COPY columns of each published table, as (name, Postgres type): fleet/schema.py.
+# The COPY columns of each published table, as (name, Postgres type): fleet/postgres_schema.py.
 CHUNK_COLUMNS = (
     ("workspace_id", "int8"),
     ("chunk_id", "int8"),

@@ -25,9 +25,9 @@ from memoryd.errors import Unavailable
 from memoryd.files.reader import read_lines
 from memoryd.fleet import lease
 from memoryd.fleet.local_reader import LocalIndexReader
+from memoryd.fleet.postgres_schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
-from memoryd.fleet.schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.settings import FleetSettings
 from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import SearchRequest
