@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -14,6 +15,10 @@ from fakes.openai_server import FakeOpenAIServer
 # busy machine (CI, parallel workers) failed them on input generation alone.
 settings.register_profile("memoryd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("memoryd")
+
+# memctl's hooks, `memctl mcp` and `memctl setup` start a daemon when none runs; in tests that
+# would leave daemons behind. The tests of that start one on purpose (and stop it).
+os.environ["MEMCTL_NO_AUTOSTART"] = "1"
 
 
 @pytest.fixture

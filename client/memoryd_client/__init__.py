@@ -40,6 +40,7 @@ _LAZY = {  # name -> the module that defines it: imported on first use (memctl's
     "UnknownWorkspace": "memoryd_client.errors",
     "PROTOCOL_VERSION": "memoryd_client.protocol",
     "ErrorCode": "memoryd_client.protocol",
+    "AgentFlushResult": "memoryd_client.types",
     "AppendResult": "memoryd_client.types",
     "FlushResult": "memoryd_client.types",
     "ForgetResult": "memoryd_client.types",
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
     )
     from memoryd_client.protocol import PROTOCOL_VERSION, ErrorCode
     from memoryd_client.types import (
+        AgentFlushResult,
         AppendResult,
         ExportResult,
         FlushResult,
@@ -132,6 +134,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "PROTOCOL_VERSION",
+    "AgentFlushResult",
     "AppendResult",
     "AsyncMemoryClient",
     "AutostartFailed",

@@ -30,6 +30,7 @@ from memoryd_client.errors import (
 )
 from memoryd_client.paths import check_socket_path_length
 from memoryd_client.types import (
+    AgentFlushResult,
     AppendResult,
     ExportResult,
     FlushResult,
@@ -249,6 +250,18 @@ def flush(
         trigger=trigger,
     )
     return Call("flush", params, FlushResult.from_wire, idempotent=False, long=wait)
+
+
+def flush_agent(
+    transcript: str | Path, session_id: str, *, workspace: str | None = None
+) -> Call[AgentFlushResult]:
+    # Not resent after a dropped connection: the offset may have moved.
+    params = _params(
+        transcript=os.path.abspath(os.path.expanduser(transcript)),
+        session_id=session_id,
+        workspace=workspace,
+    )
+    return Call("flush.agent", params, AgentFlushResult.from_wire, idempotent=False)
 
 
 def reindex(

@@ -38,6 +38,7 @@ from memoryd_client.errors import (
 )
 from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.types import (
+    AgentFlushResult,
     AppendResult,
     ExportResult,
     FlushResult,
@@ -269,6 +270,14 @@ class MemoryClient:
         the run is recorded: ``hook`` (the default, an agent's hook) or ``manual``."""
         call = _calls.flush(transcript, session_id, workspace=workspace, wait=wait, trigger=trigger)
         return self._run(call)
+
+    def flush_agent(
+        self, transcript: str | Path, session_id: str, *, workspace: str | None = None
+    ) -> AgentFlushResult:
+        """Whether the agent's own model should save this session's durable facts now
+        (``.due``): enough new conversation since the last flush of ``session_id``. When
+        due, the daemon has moved the offset: the same lines are never asked about twice."""
+        return self._run(_calls.flush_agent(transcript, session_id, workspace=workspace))
 
     def reindex(
         self,

@@ -305,6 +305,23 @@ class FlushResult(_Wire):
 
 
 @dataclass
+class AgentFlushResult(_Wire):
+    """The answer to ``flush.agent``: whether the agent's own model should save the
+    session's durable facts now (lines ``from_line``..``to_line``, ``chars`` of user and
+    assistant text); when ``due``, the daemon has already moved the session's offset."""
+
+    _what: ClassVar[str] = "flush.agent result"
+
+    due: bool
+    workspace: str | None = None
+    from_line: int = 0
+    to_line: int = 0
+    chars: int = 0
+    min_chars: int = 0
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
 class JobInfo(_Wire):
     """One job for one workspace: schedule, next run, last result (``jobs.list``, ``status``)."""
 

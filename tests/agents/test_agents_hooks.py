@@ -17,6 +17,8 @@ import pytest
 from daemon_util import DaemonThread
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import llm_daemon
+from memoryd_client import MemoryClient
+from memoryd_client.paths import default_paths
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -24,19 +26,26 @@ MEMCTL = str(Path(sys.executable).parent / "memctl")
 EVENTS = ("user-prompt-submit", "session-start", "pre-compact", "session-end")
 
 
-def env_for(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+def env_for(home: Path, autostart: bool = False) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYD_", "MEMCTL_"))}
     env["MEMORYD_HOME"] = str(home)
+    if not autostart:  # a hook starts a missing daemon: only the test of that may
+        env["MEMCTL_NO_AUTOSTART"] = "1"
     return env
 
 
 def hook(
-    home: Path, event: str, stdin: str, cwd: Path | None = None
+    home: Path,
+    event: str,
+    stdin: str,
+    cwd: Path | None = None,
+    *args: str,
+    autostart: bool = False,
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [MEMCTL, "hook", "claude-code", event],
+        [MEMCTL, "hook", "claude-code", event, *args],
         input=stdin,
-        env=env_for(home),
+        env=env_for(home, autostart),
         cwd=cwd or home,
         capture_output=True,
         text=True,
@@ -222,3 +231,174 @@ def test_memctl_recall_prints_the_block_or_nothing(
     assert data["tokens"] <= 100
     nothing = recall("explain", "monads")
     assert (nothing.returncode, nothing.stdout) == (0, "")
+
+
+# ---------------------------------------------------------------- issue 28
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["hook", "claude-code", "user-prompt-submit", "--budget", "300"],
+        ["hook", "claude-code"],
+        ["hook"],
+        ["hook", "claude-code", "user-prompt-submit", "-w"],
+        ["hook", "claude-code", "user-prompt-submit", "extra", "words"],
+        ["hook", "claude-code", "user-prompt-submit", "--timeout", "soon"],
+    ],
+)
+def test_a_mistyped_hook_command_exits_0_and_logs_one_line(md_home: Path, argv: list[str]) -> None:
+    # Exit 2 makes Claude Code block every prompt ("UserPromptSubmit operation blocked").
+    proc = subprocess.run(
+        [MEMCTL, *argv],
+        input=payload(md_home, "UserPromptSubmit", prompt="hi"),
+        env=env_for(md_home),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    assert 1 <= len(log_lines(md_home)) <= 2  # the argument, and the missing daemon
+
+
+def test_an_unknown_option_is_logged_and_the_prompt_still_gets_its_recall(
+    daemon: DaemonThread, md_home: Path, workspace: Path
+) -> None:
+    proc = hook(
+        md_home,
+        "user-prompt-submit",
+        payload(workspace, "UserPromptSubmit", prompt="Who cuts releases, and when?"),
+        None,
+        "--budget",
+        "300",
+    )
+    assert proc.returncode == 0
+    assert "Priya" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    [line] = log_lines(md_home)
+    assert "unknown option --budget" in line
+
+
+def two_workspaces(md_home: Path, workspace: Path) -> Path:
+    other = md_home / "other"
+    (other / "memory").mkdir(parents=True)
+    (other / "MEMORY.md").write_text("# Memory\n\n- The billing service is owned by Omar.\n")
+    with MemoryClient(default_paths({"MEMORYD_HOME": str(md_home)}).socket) as c:
+        c.workspace_add(other, name="other")
+        c.reindex(workspace="other", wait=True)
+    return other
+
+
+def test_workspace_option_picks_the_workspace_when_the_cwd_is_in_none(
+    daemon: DaemonThread, md_home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    two_workspaces(md_home, workspace)
+    event = payload(tmp_path, "UserPromptSubmit", prompt="Who owns the billing service?")
+    assert hook(md_home, "user-prompt-submit", event).stdout == ""  # several: which one?
+    assert "name one with -w" in log_lines(md_home)[-1]
+    for ws in ("other", str(md_home / "other" / "memory")):
+        proc = hook(md_home, "user-prompt-submit", event, None, "-w", ws)
+        assert "Omar" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def stop_daemon_in(home: Path) -> None:
+    subprocess.run(
+        [str(Path(sys.executable).parent / "memoryd"), "stop"],
+        env=env_for(home),
+        capture_output=True,
+        timeout=60,
+    )
+
+
+def test_a_hook_starts_the_daemon_when_none_runs_and_logs_it(md_home: Path) -> None:
+    ws = md_home / "solo"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- Deploys freeze on Fridays.\n")
+    (md_home / "config.toml").write_text(
+        f'[embedding]\nprovider = "none"\n\n[[workspaces]]\nname = "solo"\npath = "{ws}"\n'
+    )
+    try:
+        proc = hook(
+            md_home,
+            "session-start",
+            payload(ws, "SessionStart", source="startup"),
+            autostart=True,
+        )
+        assert proc.returncode == 0
+        assert "Deploys freeze on Fridays" in proc.stdout
+        assert "starting it" in log_lines(md_home)[0]
+        with MemoryClient(default_paths({"MEMORYD_HOME": str(md_home)}).socket) as c:
+            assert c.status().version  # the daemon outlives the hook
+    finally:
+        stop_daemon_in(md_home)
+
+
+@pytest.mark.parametrize("event", ["pre-compact", "session-end", "stop"])
+def test_a_missing_transcript_is_a_quiet_no_op(md_home: Path, event: str) -> None:
+    # `claude mcp list` ends a session that never wrote a transcript.
+    proc = hook(md_home, event, payload(md_home / "nowhere", "SessionEnd", reason="other"))
+    assert (proc.returncode, proc.stdout) == (0, "")
+    assert log_lines(md_home) == []
+
+
+def chat(path: Path, exchanges: int, session: str = "cc-42") -> None:
+    """Claude Code transcript lines: user and assistant text, with a tool result between."""
+    with path.open("a") as f:
+        for i in range(exchanges):
+            for role, content in (
+                ("user", f"Question {i}: we decided the cache TTL is {i} minutes. " * 8),
+                ("assistant", [{"type": "text", "text": f"Noted, TTL {i} minutes. " * 10}]),
+                ("user", [{"type": "tool_result", "content": "x" * 2000}]),
+            ):
+                f.write(
+                    json.dumps(
+                        {
+                            "type": role,
+                            "sessionId": session,
+                            "message": {"role": role, "content": content},
+                        }
+                    )
+                    + "\n"
+                )
+
+
+def stop_event(workspace: Path, active: bool = False) -> str:
+    return payload(workspace, "Stop", stop_hook_active=active)
+
+
+def test_stop_asks_claude_to_save_once_enough_new_conversation_accumulated(
+    md_home: Path, workspace: Path
+) -> None:
+    (workspace / "sessions").mkdir()
+    transcript = workspace / "sessions" / "t.jsonl"
+    chat(transcript, 2)  # a short exchange: not worth a turn yet
+    with DaemonThread(md_home, {"workspaces": [{"path": str(workspace), "name": "proj"}]}):
+        assert hook(md_home, "stop", stop_event(workspace)).stdout == ""
+        chat(transcript, 10)
+        proc = hook(md_home, "stop", stop_event(workspace))
+        answer = json.loads(proc.stdout)
+        assert answer["decision"] == "block"
+        assert "memory_append" in answer["reason"]
+        assert "lines 1-36" in answer["reason"]
+        # Claude continues and stops again: stop_hook_active, never a loop.
+        assert hook(md_home, "stop", stop_event(workspace, active=True)).stdout == ""
+        # Those lines were handed over: the next stop does not ask about them again.
+        assert hook(md_home, "stop", stop_event(workspace)).stdout == ""
+        chat(transcript, 12)
+        again = json.loads(hook(md_home, "stop", stop_event(workspace)).stdout)
+        assert "lines 37-72" in again["reason"]
+    assert log_lines(md_home) == []
+
+
+def test_stop_moves_the_offset_a_daemon_flush_resumes_from(
+    md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> None:
+    (workspace / "sessions").mkdir()
+    transcript = workspace / "sessions" / "t.jsonl"
+    chat(transcript, 12)
+    with llm_daemon(md_home, workspace, "proj", openai_server.base_url) as d:
+        assert json.loads(hook(md_home, "stop", stop_event(workspace)).stdout)["decision"]
+        chat(transcript, 1)
+        openai_server.respond_chat("- The cache TTL is 0 minutes.")
+        with MemoryClient(d.socket_path) as c:
+            run = c.flush(transcript, "cc-42", workspace="proj", wait=True).run
+        assert run is not None and run.raw["report"]["from_line"] == 37

@@ -37,7 +37,7 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
     settings.write_text(json.dumps(FOREIGN_SETTINGS))
     (tmp_path / ".mcp.json").write_text(json.dumps(FOREIGN_MCP))
 
-    code, out, err = run("setup", "claude-code", "--project", str(tmp_path))
+    code, out, err = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
     assert code == 0, err
     assert out.count(": updated") == 2
     mcp = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
@@ -58,13 +58,15 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
         assert group["hooks"][0]["command"].endswith(f"hook claude-code {arg}")
 
     files = {p: p.read_bytes() for p in (settings, tmp_path / ".mcp.json")}
-    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path))
+    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
     assert code == 0 and out.count("already set up") == 2
     assert {p: p.read_bytes() for p in files} == files
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
-    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path), "--dry-run")
+    code, out, _ = run(
+        "setup", "claude-code", "--project", str(tmp_path), "--dry-run", "--flush", "daemon"
+    )
     assert code == 0
     assert "+++ " in out and '"memoryd"' in out and "hook claude-code session-end" in out
     assert not (tmp_path / ".mcp.json").exists()
@@ -74,7 +76,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
 def test_user_setup_writes_under_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 7, **FOREIGN_MCP}))
-    code, _, err = run("setup", "claude-code", "--user")
+    code, _, err = run("setup", "claude-code", "--user", "--flush", "daemon")
     assert code == 0, err
     state = json.loads((tmp_path / ".claude.json").read_text())
     assert state["numStartups"] == 7 and set(state["mcpServers"]) == {"github", "memoryd"}
@@ -114,3 +116,54 @@ def test_the_skill_is_shipped_in_agent_skills_format() -> None:
     assert fields["name"] == "memoryd-memory" and len(fields["description"]) < 1024
     for command in ("memctl search --json", "memctl get --json", "memctl append --json"):
         assert command in body
+
+
+# ---------------------------------------------------------------- issue 28
+
+
+def test_setup_writes_the_workspace_into_the_hooks_and_the_mcp_entry(tmp_path: Path) -> None:
+    code, _, err = run("setup", "claude-code", "--project", str(tmp_path), "-w", "alice")
+    assert code == 0, err
+    mcp = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["memoryd"]
+    assert mcp["args"] == ["mcp", "-w", "alice"]
+    hooks = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
+    for groups in hooks.values():
+        assert groups[0]["hooks"][0]["command"].endswith(" -w alice")
+    # Run again without -w: the same hooks, rewritten in place, not added twice.
+    run("setup", "claude-code", "--project", str(tmp_path))
+    hooks = json.loads((tmp_path / ".claude" / "settings.json").read_text())["hooks"]
+    assert all(len(groups) == 1 for groups in hooks.values())
+    assert not any("-w" in g[0]["hooks"][0]["command"] for g in hooks.values())
+
+
+def test_without_an_llm_setup_installs_a_stop_hook_instead_of_the_daemon_flush(
+    tmp_path: Path, md_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from daemon_util import DaemonThread
+
+    monkeypatch.setenv("MEMORYD_HOME", str(md_home))
+    settings = tmp_path / ".claude" / "settings.json"
+    with DaemonThread(md_home):  # no [llm]
+        code, out, err = run("setup", "claude-code", "--project", str(tmp_path))
+    assert code == 0, err
+    assert "Stop hook" in out
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    assert hooks["Stop"][0]["hooks"][0]["command"].endswith("hook claude-code stop")
+    # Chosen the other way later: the Stop hook goes, the daemon's flush hooks come.
+    run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    hooks = json.loads(settings.read_text())["hooks"]
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PreCompact", "SessionEnd"}
+
+
+def test_setup_skill_writes_the_skill_in_a_fresh_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = run("setup", "skill", "--user")
+    assert code == 0, err
+    skill = tmp_path / ".claude" / "skills" / "memoryd-memory" / "SKILL.md"
+    assert skill.read_text() == skill_text()
+    code, _, _ = run("setup", "skill", "--project", str(tmp_path / "app"))
+    assert code == 0
+    assert (tmp_path / "app" / ".claude" / "skills" / "memoryd-memory" / "SKILL.md").is_file()

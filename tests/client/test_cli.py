@@ -71,6 +71,8 @@ ONE_WORKSPACE_COMMANDS = {
     "forget",
     "export",
     "import",
+    "hook",
+    "setup",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

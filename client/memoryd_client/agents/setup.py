@@ -35,7 +35,16 @@ HOOK_EVENTS: Final = {
     "SessionStart": "session-start",
     "PreCompact": "pre-compact",
     "SessionEnd": "session-end",
+    "Stop": "stop",
 }
+FLUSH_EVENTS: Final = {
+    # who writes a session's notes: the daemon's LLM at compaction and exit, or the
+    # agent's own model when a Stop hook asks it to (no LLM configured)
+    "daemon": ("PreCompact", "SessionEnd"),
+    "agent": ("Stop",),
+}
+FLUSH_MODES: Final = ("auto", "agent", "daemon")
+SKILL_DIR: Final = Path(".claude") / "skills" / "memoryd-memory"
 
 
 class SetupError(Exception):
@@ -53,16 +62,23 @@ def memctl_command(absolute: bool = False) -> str:
     return str(here)
 
 
-def mcp_entry(command: str) -> dict[str, Any]:
-    return {"command": command, "args": ["mcp"]}
+def mcp_entry(command: str, workspace: str | None = None) -> dict[str, Any]:
+    return {"command": command, "args": ["mcp", *(["-w", workspace] if workspace else [])]}
 
 
-def hook_entry(command: str, event: str) -> dict[str, Any]:
+def hook_entry(command: str, event: str, workspace: str | None = None) -> dict[str, Any]:
+    where = f" -w {shlex.quote(workspace)}" if workspace else ""
     return {
         "type": "command",
-        "command": f"{shlex.quote(command)} hook claude-code {event}",  # a path with spaces
+        "command": f"{shlex.quote(command)} hook claude-code {event}{where}",  # a path with spaces
         "timeout": HOOK_TIMEOUT_S,
     }
+
+
+def hook_events(flush: str) -> dict[str, str]:
+    """The Claude Code events setup installs for a flush mode (``agent`` or ``daemon``)."""
+    left_out = {e for mode, events in FLUSH_EVENTS.items() if mode != flush for e in events}
+    return {name: event for name, event in HOOK_EVENTS.items() if name not in left_out}
 
 
 @dataclass
@@ -115,39 +131,54 @@ def _object(parent: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def merge_mcp(path: Path, command: str) -> Change:
+def merge_mcp(path: Path, command: str, workspace: str | None = None) -> Change:
     before, data = _load(path)
-    _object(data, "mcpServers", path)[SERVER_NAME] = mcp_entry(command)
+    _object(data, "mcpServers", path)[SERVER_NAME] = mcp_entry(command, workspace)
     after = _dump(data)
     return Change(path, before, before if _same(before, after) else after)
 
 
 def _ours(hook: Any, event: str) -> bool:
-    return isinstance(hook, dict) and str(hook.get("command", "")).endswith(
-        f"hook claude-code {event}"
-    )
+    """Whether ``hook`` is memctl's for ``event`` (with or without -w, by name or path)."""
+    if not isinstance(hook, dict):
+        return False
+    try:
+        words = shlex.split(str(hook.get("command", "")))
+    except ValueError:  # someone else's command with unbalanced quotes
+        return False
+    return words[1:4] == ["hook", "claude-code", event]
 
 
-def merge_hooks(path: Path, command: str) -> Change:
-    """Our hook for each event: replaced where it is, else added as a group of its own."""
+def merge_hooks(
+    path: Path, command: str, workspace: str | None = None, flush: str = "daemon"
+) -> Change:
+    """Our hook for each event: replaced where it is, else added as a group of its own;
+    ours for the other flush mode's events are taken out (a group left empty goes too)."""
     before, data = _load(path)
     hooks = _object(data, "hooks", path)
+    wanted = hook_events(flush)
     for name, event in HOOK_EVENTS.items():
-        groups = hooks.setdefault(name, [])
+        groups = hooks.get(name, [])
         if not isinstance(groups, list):
             raise SetupError(f"{path}: hooks.{name} is not a list; fix it, then run setup again")
-        entry = hook_entry(command, event)
+        entry = hook_entry(command, event, workspace) if name in wanted else None
         placed = False
         for group in groups:
             inner = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(inner, list):
                 continue
-            for i, hook in enumerate(inner):
-                if _ours(hook, event):
-                    inner[i] = entry
-                    placed = True
-        if not placed:
+            kept = [h for h in inner if not _ours(h, event)]
+            if len(kept) != len(inner) and entry is not None and not placed:
+                kept.insert(next(i for i, h in enumerate(inner) if _ours(h, event)), entry)
+                placed = True
+            inner[:] = kept
+        groups = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
+        if entry is not None and not placed:
             groups.append({"hooks": [entry]})
+        if groups:
+            hooks[name] = groups
+        else:
+            hooks.pop(name, None)
     after = _dump(data)
     return Change(path, before, before if _same(before, after) else after)
 
@@ -162,16 +193,30 @@ def _same(before: str, after: str) -> bool:
         return False
 
 
-def claude_code_changes(*, project: Path | None, home: Path, command: str) -> list[Change]:
-    if project is not None:
-        return [
-            merge_mcp(project / ".mcp.json", command),
-            merge_hooks(project / ".claude" / "settings.json", command),
-        ]
+def claude_code_changes(
+    *,
+    project: Path | None,
+    home: Path,
+    command: str,
+    workspace: str | None = None,
+    flush: str = "daemon",
+) -> list[Change]:
+    mcp = project / ".mcp.json" if project is not None else home / ".claude.json"
+    settings = (project if project is not None else home) / ".claude" / "settings.json"
     return [
-        merge_mcp(home / ".claude.json", command),
-        merge_hooks(home / ".claude" / "settings.json", command),
+        merge_mcp(mcp, command, workspace),
+        merge_hooks(settings, command, workspace, flush),
     ]
+
+
+def skill_change(*, project: Path | None, home: Path) -> Change:
+    """SKILL.md where Claude Code finds skills: the project's .claude/skills or ~/.claude's."""
+    path = (project if project is not None else home) / SKILL_DIR / "SKILL.md"
+    try:
+        before = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        before = ""
+    return Change(path, before, skill_text())
 
 
 def write(change: Change) -> None:
@@ -211,10 +256,12 @@ def snippet(client: str) -> str:
                 {
                     "hooks": {
                         name: [{"hooks": [hook_entry(short, event)]}]
-                        for name, event in HOOK_EVENTS.items()
+                        for name, event in hook_events("daemon").items()
                     }
                 }
             )
+            + "# without an LLM configured ([llm]) the agent saves its notes itself: a Stop hook\n"
+            + "# instead of PreCompact and SessionEnd (memctl setup claude-code --flush agent)\n"
         )
     if client == "cursor":
         return "# .cursor/mcp.json (project) or ~/.cursor/mcp.json (every project)\n" + _dump(

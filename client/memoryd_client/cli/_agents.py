@@ -122,15 +122,15 @@ def _add_hook(sub: Any, command: _Command) -> None:
         cmd_hook,
         "answer an agent's hook: memctl hook claude-code EVENT (event JSON on stdin); "
         "always exits 0",
-        workspace=False,
-        example="  memctl hook claude-code user-prompt-submit < event.json",
+        example="  memctl hook claude-code user-prompt-submit < event.json\n"
+        "  memctl hook claude-code stop -w alice < event.json",
     )
     # No argparse choices: a usage error would exit 2, which Claude Code takes as "block".
     p.add_argument("agent", metavar="AGENT", help="claude-code")
     p.add_argument(
         "event",
         metavar="EVENT",
-        help="user-prompt-submit, session-start, pre-compact or session-end",
+        help="user-prompt-submit, session-start, pre-compact, session-end or stop",
     )
 
 
@@ -139,10 +139,11 @@ def _add_setup(sub: Any, command: _Command) -> None:
         sub,
         "setup",
         cmd_setup,
-        "connect an agent to memoryd: write Claude Code's settings, or --print a client's "
-        "snippet (cursor, codex, claude-desktop, openclaw, skill)",
-        workspace=False,
+        "connect an agent to memoryd: write Claude Code's settings (or the skill), or "
+        "--print a client's snippet (cursor, codex, claude-desktop, openclaw, skill)",
         example="  memctl setup claude-code --dry-run   # this project; --user for all\n"
+        "  memctl setup claude-code -w alice    # hooks and MCP for workspace alice\n"
+        "  memctl setup skill --user            # ~/.claude/skills/memoryd-memory/SKILL.md\n"
         "  memctl setup cursor --print",
     )
     p.add_argument("client", metavar="CLIENT", choices=CLIENTS, help=", ".join(CLIENTS))
@@ -175,6 +176,14 @@ def _add_setup(sub: Any, command: _Command) -> None:
         "--mcp",
         action="store_true",
         help="openclaw: print the MCP server snippet instead (memoryd beside memory-core)",
+    )
+    p.add_argument(
+        "--flush",
+        choices=("auto", "agent", "daemon"),
+        default="auto",
+        help="claude-code: who writes a session's notes: the daemon's LLM at compaction and "
+        "exit (daemon), or Claude itself when a Stop hook asks (agent: no LLM needed, one "
+        "extra model turn now and then); auto (default): daemon when [llm] is configured",
     )
 
 
@@ -274,7 +283,13 @@ def cmd_hook(args: argparse.Namespace, ctx: Context) -> int:
 
     timeout = min(args.timeout, TIMEOUT_S)  # the agent waits on us
     return run_hook(
-        args.agent, args.event, sys.stdin, ctx.stdout, socket=args.socket, timeout=timeout
+        args.agent,
+        args.event,
+        sys.stdin,
+        ctx.stdout,
+        socket=args.socket,
+        timeout=timeout,
+        workspace=args.workspace,
     )
 
 
@@ -285,16 +300,24 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
 
     if args.client == "openclaw" and not args.mcp:
         return cmd_setup_openclaw(args, ctx)
+    project = None if args.user else Path(args.project or os.getcwd()).resolve()
     try:
-        if args.print or args.client != "claude-code":
+        if args.print or args.client not in ("claude-code", "skill"):
             if not args.print:
                 raise UsageError(f"memctl setup {args.client} only prints its snippet: add --print")
             ctx.stdout.write(setup.snippet(args.client))
             return EXIT_OK
-        project = None if args.user else Path(args.project or os.getcwd()).resolve()
-        changes = setup.claude_code_changes(
-            project=project, home=Path.home(), command=setup.memctl_command()
-        )
+        if args.client == "skill":
+            changes = [setup.skill_change(project=project, home=Path.home())]
+        else:
+            flush = args.flush if args.flush != "auto" else _flush_mode(ctx)
+            changes = setup.claude_code_changes(
+                project=project,
+                home=Path.home(),
+                command=setup.memctl_command(),
+                workspace=args.workspace,
+                flush=flush,
+            )
     except setup.SetupError as exc:
         raise ClientError(str(exc)) from None
     for change in changes:
@@ -366,3 +389,23 @@ def cmd_setup_openclaw(args: argparse.Namespace, ctx: Context) -> int:
         else "memoryd is OpenClaw's memory: restart the gateway (openclaw gateway restart)"
     )
     return EXIT_OK
+
+
+def _flush_mode(ctx: Context) -> str:
+    """``--flush auto``: the daemon's flush when it has an LLM, else the agent's (Stop)."""
+    from memoryd_client.client import MemoryClient
+
+    try:
+        autostart = not os.environ.get("MEMCTL_NO_AUTOSTART")
+        with MemoryClient(ctx.args.socket, timeout=10.0, autostart=autostart) as client:
+            configured = bool(client.jobs_list().llm.get("configured"))
+    except ClientError as exc:
+        ctx.print(f"cannot ask memoryd whether an LLM is configured ({exc}): flush by the agent")
+        return "agent"
+    mode = "daemon" if configured else "agent"
+    ctx.print(
+        "flush: by memoryd's LLM at compaction and exit"
+        if configured
+        else "flush: no LLM configured ([llm]); a Stop hook asks Claude to save the notes"
+    )
+    return mode

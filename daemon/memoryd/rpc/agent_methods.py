@@ -8,6 +8,7 @@ and returns.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
 from memoryd.index.search import recall as _recall
+from memoryd.jobs import agent_flush
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
@@ -22,6 +24,7 @@ from memoryd_client.search_terms import SOURCES
 
 if TYPE_CHECKING:
     from memoryd.rpc.methods import Handler, Methods
+    from memoryd.workspace.registry import Workspace
 
 MAX_SESSION_ID = 200
 FLUSH_TRIGGERS = ("hook", "manual")  # an agent's hook (the default), or a person (memctl)
@@ -32,7 +35,7 @@ class AgentMethods:
         self.m = methods
 
     def table(self) -> dict[str, Handler]:
-        return {"recall": self.recall, "flush": self.flush}
+        return {"recall": self.recall, "flush": self.flush, "flush.agent": self.flush_agent}
 
     async def recall(self, p: Params, req: Request) -> dict[str, Any]:
         query = p.required_text("query")
@@ -70,6 +73,43 @@ class AgentMethods:
         wait = p.flag("wait")
         trigger = p.choice("trigger", FLUSH_TRIGGERS, default="hook") or "hook"
         p.done()
+        ws, path = self._transcript(ref, transcript, session_id)
+        req.log_fields.update(workspace=ws.name, session=session_id[:80])
+        assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
+        queued = self.m.flushes.submit(ws, path, session_id, trigger)
+        if not wait:
+            return {"queued": True, "workspace": ws.name}
+        record = await queued
+        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.m.clock.tz)}
+
+    async def flush_agent(self, p: Params, req: Request) -> dict[str, Any]:
+        """Whether the agent's own model should save the session's facts now (a Stop hook
+        without an LLM configured); when it should, the offset moves past those lines."""
+        ref = p.path("workspace")
+        transcript = p.required_path("transcript")
+        session_id = p.required_text("session_id")
+        p.done()
+        ws, path = self._transcript(ref, transcript, session_id)
+        req.log_fields.update(workspace=ws.name, session=session_id[:80])
+        assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
+        history = self.m.flushes.runner.history
+        now = self.m.clock.now().timestamp()
+        try:
+            found = await asyncio.to_thread(
+                agent_flush.check, history, path, session_id, ws.root, now
+            )
+        except OSError as exc:
+            raise InvalidParams(
+                f"cannot read the transcript {path}: {exc.strerror or exc}",
+                {"param": "transcript"},
+            ) from None
+        return {"workspace": ws.name, **found.to_wire()}
+
+    def _transcript(
+        self, ref: str | None, transcript: str, session_id: str
+    ) -> tuple[Workspace, Path]:
+        """The workspace and the transcript a flush may read (refused: InvalidParams, or
+        ForbiddenPath outside the agents' transcript folders)."""
         if len(session_id) > MAX_SESSION_ID:
             raise InvalidParams(
                 f"session_id is longer than {MAX_SESSION_ID} characters", {"param": "session_id"}
@@ -81,10 +121,4 @@ class AgentMethods:
         check_transcript(path, ws.root, self.m.config().agents, self.m.env)
         if not path.is_file():
             raise InvalidParams(f"transcript {transcript} is not a file", {"param": "transcript"})
-        req.log_fields.update(workspace=ws.name, session=session_id[:80])
-        assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
-        queued = self.m.flushes.submit(ws, path, session_id, trigger)
-        if not wait:
-            return {"queued": True, "workspace": ws.name}
-        record = await queued
-        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.m.clock.tz)}
+        return ws, path

@@ -1,0 +1,22 @@
+"""The ``memctl`` executable: ``memctl hook ...`` straight to the hook, the rest to the CLI.
+
+Claude Code runs ``memctl hook claude-code user-prompt-submit`` before every prompt a
+person types, so that path imports the blocking client and the hook only, not memctl's
+parser and its commands.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["hook"]:
+        from memoryd_client.agents.hooks import main as hook_main
+
+        return hook_main(args[1:])
+    from memoryd_client.cli import main as cli_main
+
+    return cli_main(argv)
