@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
 import os
 import socket
@@ -93,6 +94,7 @@ def test_stdio_tools_search_get_append_status_against_a_real_daemon(md_home: Pat
                 "text": "- The user prefers tabs over spaces.",
                 "from": 3,
                 "lines": 1,
+                "totalLines": 3,
             }
 
             missing = await s.call_tool("memory_get", {"path": "memory/2031-01-01.md"})
@@ -167,7 +169,7 @@ def test_daemon_stopped_then_restarted_mid_session(md_home: Path) -> None:
             daemon.__exit__(None, None, None)
             down = await s.call_tool("memory_search", {"query": "tabs"})
             assert down.isError
-            assert "memoryd is not running" in text_of(down)
+            assert text_of(down).count("memoryd is not running") == 1, text_of(down)
             daemon = DaemonThread(md_home).__enter__()
             back = await s.call_tool("memory_search", {"query": "tabs"})
             assert not back.isError, text_of(back)
@@ -339,16 +341,24 @@ def test_http_beyond_loopback_without_a_token_is_refused_at_start(md_home: Path)
 class RawServer:
     """``memctl mcp`` on real pipes, spoken to line by line (JSON-RPC as bytes)."""
 
-    def __init__(self, home: Path, cwd: Path) -> None:
-        self.proc = subprocess.Popen(
-            [MEMCTL, "mcp"],
-            env=child_env(home),
-            cwd=cwd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+    def __init__(
+        self, home: Path, cwd: Path, *, initialize: bool = True, stderr: bool = False
+    ) -> None:
+        self.errlog = home / f"mcp-stderr-{time.monotonic_ns()}.txt"
+        with self.errlog.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [MEMCTL, "mcp"],
+                env=child_env(home),
+                cwd=cwd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err if stderr else subprocess.DEVNULL,
+            )
         self.next_id = 0
+        self.last: dict[str, Any] = {}
+        self.initialized: dict[str, Any] = {}
+        if not initialize:
+            return
         self.send(
             {
                 "method": "initialize",
@@ -359,8 +369,11 @@ class RawServer:
                 },
             }
         )
-        assert "result" in self.answer()
+        self.initialized = self.answer()["result"]
         self.send({"method": "notifications/initialized"}, request=False)
+
+    def stderr(self) -> bytes:
+        return self.errlog.read_bytes()
 
     def write(self, data: bytes) -> None:
         assert self.proc.stdin is not None
@@ -381,6 +394,7 @@ class RawServer:
             assert line.endswith(b"\n"), line[-200:]
             message: dict[str, Any] = json.loads(line)
             if "id" in message:
+                self.last = message
                 return message
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -403,8 +417,10 @@ class RawServer:
 
 
 @contextlib.contextmanager
-def raw_server(home: Path, cwd: Path) -> Iterator[RawServer]:
-    raw = RawServer(home, cwd)
+def raw_server(
+    home: Path, cwd: Path, *, initialize: bool = True, stderr: bool = False
+) -> Iterator[RawServer]:
+    raw = RawServer(home, cwd, initialize=initialize, stderr=stderr)
     try:
         yield raw
     finally:
@@ -419,10 +435,13 @@ def test_stdio_garbage_lines_are_answered_or_skipped_and_the_server_goes_on(
     with daemon_with(md_home, ws):
         raw = RawServer(md_home, ws)
         raw.write(b'this is not json\n\n{"jsonrpc": "2.0", "id": \n')
+        for _ in range(2):  # JSON-RPC's parse error, without an id to answer to
+            assert raw.answer()["error"]["code"] == -32700
         raw.write(b'{"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": 5}}\n')
         refused = raw.answer()
         assert refused["id"] == 77 and "error" in refused
         raw.write(b"\xff\xfe not utf-8 \xc3\n")
+        assert raw.answer()["error"]["code"] == -32700
         # A query whose bytes are not valid UTF-8 is read with them replaced, as the SDK's
         # transport reads it, and answered.
         raw.write(
@@ -460,9 +479,9 @@ def test_stdio_an_answer_bigger_than_the_pipe_reaches_a_client_that_reads_late(
         assert raw.close() == 0
 
 
-def test_stdio_from_a_file_goes_through_the_sdk_transport(md_home: Path) -> None:
-    """Not a pipe (a file, a terminal): the SDK's own transport, so O_NONBLOCK is never set
-    on a descriptor the server may share with a shell."""
+def test_stdio_from_a_file_is_read_by_a_thread(md_home: Path) -> None:
+    """Not a pipe (a file, a terminal): read and written by a worker thread, so O_NONBLOCK
+    is never set on a descriptor the server may share with a shell."""
     ws = make_workspace(md_home)
     requests = md_home / "requests.jsonl"
     requests.write_text(
@@ -490,35 +509,156 @@ def test_stdio_from_a_file_goes_through_the_sdk_transport(md_home: Path) -> None
     assert first["id"] == 1 and first["result"]["serverInfo"]["name"] == "memoryd"
 
 
-def test_stdio_transport_drops_an_overlong_line_and_restores_blocking_pipes() -> None:
-    from mcp.shared.message import SessionMessage
-    from mcp.types import JSONRPCMessage, JSONRPCNotification
-
-    from memoryd_client.agents.stdio import stdio_streams
+def test_stdio_transport_answers_an_overlong_line_with_its_id_and_restores_blocking_pipes(
+    md_home: Path,
+) -> None:
+    from memoryd_client.agents.bridge import Bridge
+    from memoryd_client.agents.mcp_protocol import McpServer
+    from memoryd_client.agents.stdio import serve, stdio_pipes
 
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
-    ping = b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}\n'
 
-    async def main() -> list[Any]:
-        got: list[Any] = []
-        async with stdio_streams(in_r, out_w, line_limit=1024) as (read, write):
+    async def main() -> None:
+        from memoryd_client import AsyncMemoryClient
+
+        client = AsyncMemoryClient(md_home / "no.sock")
+        async with stdio_pipes(in_r, out_w) as (read, write):
             os.write(in_w, b'{"jsonrpc": "2.0", "id": 1, "method": "' + b"x" * 5000 + b'"}\n')
-            os.write(in_w, ping)
+            os.write(in_w, b'{"jsonrpc": "2.0", "id": 3, "method": "ping"}')  # no newline
             os.close(in_w)
-            async with read:  # as the SDK's session holds it
-                got.extend([message async for message in read])
-            note = JSONRPCNotification(jsonrpc="2.0", method="notifications/hi")
-            await write.send(SessionMessage(JSONRPCMessage(note)))
-            await write.aclose()
-        return got
+            await serve(McpServer(Bridge(client)), read, write, line_limit=1024)
+        await client.close()
 
-    got = asyncio.run(main())
-    assert isinstance(got[0], ValueError) and "1024 bytes" in str(got[0])
-    assert isinstance(got[1], SessionMessage) and got[1].message.root.id == 3  # type: ignore[union-attr]
-    assert len(got) == 2
+    asyncio.run(main())
     assert os.get_blocking(in_r) and os.get_blocking(out_w)
     os.close(out_w)
     with os.fdopen(out_r, "rb") as out:
-        assert json.loads(out.read())["method"] == "notifications/hi"
+        first, second = (json.loads(line) for line in out.read().splitlines())
+    assert first["id"] == 1 and "1024 bytes" in first["error"]["message"]
+    assert second == {"jsonrpc": "2.0", "id": 3, "result": {}}
     os.close(in_r)
+
+
+# ---------------------------------------------------------------- issue 28
+
+
+def test_server_info_capabilities_and_tool_annotations(md_home: Path) -> None:
+    import memoryd_client
+
+    ws = make_workspace(md_home)
+    with daemon_with(md_home, ws), raw_server(md_home, ws) as raw:
+        info = raw.initialized
+        assert info["serverInfo"]["name"] == "memoryd"
+        assert info["serverInfo"]["version"] == memoryd_client.__version__  # not the SDK's
+        assert info["capabilities"] == {"tools": {"listChanged": False}}  # no empty extras
+        raw.send({"method": "tools/list"})
+        tools = {t["name"]: t for t in raw.answer()["result"]["tools"]}
+        for name in ("memory_search", "memory_get", "memory_status"):
+            hints = tools[name]["annotations"]
+            assert hints["readOnlyHint"] is True and hints["idempotentHint"] is True
+        append = tools["memory_append"]["annotations"]
+        assert append["readOnlyHint"] is False and append["destructiveHint"] is False
+        assert all(t["title"] and t["annotations"]["title"] for t in tools.values())
+        assert raw.close() == 0
+
+
+def test_results_carry_line_ranges_notices_iso_times_and_past_the_end(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+
+    async def main() -> None:
+        async with stdio_session(md_home, ws) as s:
+            found = await s.call_tool("memory_search", {"query": "billing schema invoices"})
+            hit = (found.structuredContent or {})["results"][0]
+            with MemoryClient(socket_path) as c:  # the same hit, as the CLI gets it
+                plain = c.search("billing schema invoices", workspace="proj").results[0]
+            want = (plain.snippet_start_line, plain.snippet_end_line)
+            assert (hit["snippetStartLine"], hit["snippetEndLine"]) == want
+            assert f"memory/2025-03-01.md:{want[0]}-{want[1]}" in text_of(found)
+            stop = await s.call_tool("memory_search", {"query": "the and of"})
+            data = stop.structuredContent or {}
+            assert data["results"] == [] and data["notices"], data
+            assert data["notices"][0] in text_of(stop)
+            past = await s.call_tool("memory_get", {"path": "MEMORY.md", "from": 40})
+            assert not past.isError
+            assert "MEMORY.md has 3 lines: from 40 is past the end" in text_of(past)
+            assert "does not exist" not in text_of(past)
+            status = await s.call_tool("memory_status", {})
+            last = (status.structuredContent or {})["workspaces"][0]["lastSync"]
+            assert dt.datetime.fromisoformat(last).tzinfo is not None
+
+    with daemon_with(md_home, ws) as d:
+        socket_path = d.socket_path
+        asyncio.run(main())
+
+
+def test_workspace_option_confines_the_server_unless_all_workspaces(md_home: Path) -> None:
+    a, b = make_workspace(md_home, "alpha"), make_workspace(md_home, "beta")
+
+    async def main() -> None:
+        async with stdio_session(md_home, md_home, "-w", "alpha") as s:
+            other = await s.call_tool("memory_search", {"query": "tabs", "workspace": "beta"})
+            assert other.isError and "serves workspace alpha only" in text_of(other)
+            path = await s.call_tool("memory_get", {"path": "MEMORY.md", "workspace": str(b)})
+            assert path.isError
+            own = await s.call_tool("memory_search", {"query": "tabs", "workspace": str(a)})
+            assert not own.isError, text_of(own)
+            status = await s.call_tool("memory_status", {})
+            assert [w["name"] for w in (status.structuredContent or {})["workspaces"]] == ["alpha"]
+        async with stdio_session(md_home, md_home, "-w", "alpha", "--all-workspaces") as s:
+            other = await s.call_tool("memory_search", {"query": "tabs", "workspace": "beta"})
+            assert not other.isError, text_of(other)
+
+    with daemon_with(md_home, a, b):
+        asyncio.run(main())
+
+
+def test_stdio_bad_requests_get_a_reply_with_their_id_and_stderr_stays_clean(
+    md_home: Path,
+) -> None:
+    ws = make_workspace(md_home)
+    with daemon_with(md_home, ws), raw_server(md_home, ws, stderr=True) as raw:
+        raw.write(b'{"jsonrpc": "2.0", "id": 41, "method": "tools/list", "params": \n')
+        assert (raw.answer()["id"], raw.last["error"]["code"]) == (41, -32700)
+        deep = b'{"jsonrpc": "2.0", "id": 42, "method": "ping", "params": {"a": ' + b"[" * 100_000
+        raw.write(deep + b"]" * 100_000 + b"}}\n")
+        assert (raw.answer()["id"], raw.last["error"]["code"]) == (42, -32700)
+        raw.write(b'{"jsonrpc": "2.0", "id": 43, "method": "ping", "params": {"q": "')
+        raw.write(b"x" * (5 * 1024 * 1024) + b'"}}\n')  # over the 4 MB line limit
+        assert (raw.answer()["id"], raw.last["error"]["code"]) == (43, -32600)
+        raw.write(b'{"jsonrpc": "2.0", "id": 44}\n')
+        assert (raw.answer()["id"], raw.last["error"]["code"]) == (44, -32600)
+        for method in ("resources/list", "prompts/list", "logging/setLevel", "bogus"):
+            raw.send({"method": method, "params": {}})
+            assert raw.answer()["error"]["code"] == -32601
+        huge = raw.call("memory_get", {"path": "MEMORY.md", "lines": 10**30})
+        assert huge["isError"] and "argument lines: must be at most" in huge["content"][0]["text"]
+        assert raw.call("memory_search", {"query": "tabs"})["isError"] is False
+        assert raw.close() == 0
+        assert raw.stderr() == b""
+
+
+def test_protocol_2026_07_28_discover_then_stateless_calls(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    with daemon_with(md_home, ws), raw_server(md_home, ws, initialize=False, stderr=True) as raw:
+        raw.send({"method": "server/discover", "params": {"_meta": meta}})
+        found = raw.answer()["result"]
+        assert "2026-07-28" in found["supportedVersions"]
+        assert found["resultType"] == "complete"
+        assert found["capabilities"] == {"tools": {"listChanged": False}}
+        assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "memoryd"
+        raw.send({"method": "tools/list", "params": {"_meta": meta}})
+        listed = raw.answer()["result"]
+        assert listed["resultType"] == "complete" and len(listed["tools"]) == 4
+        raw.send(
+            {
+                "method": "tools/call",
+                "params": {"name": "memory_search", "arguments": {"query": "tabs"}, "_meta": meta},
+            }
+        )
+        called = raw.answer()["result"]
+        assert called["resultType"] == "complete"
+        assert called["structuredContent"]["results"][0]["path"] == "MEMORY.md"
+        assert raw.close() == 0
+        assert raw.stderr() == b""

@@ -19,13 +19,15 @@ HEAVY = [
 ]
 
 
-def loaded_after(statement: str) -> set[str]:
-    """Top-level module names in sys.modules after running ``statement`` in a fresh Python."""
+def loaded_after(statement: str, *, top_level: bool = True) -> set[str]:
+    """Module names (top-level ones, or all) in sys.modules after running ``statement`` in a
+    fresh Python."""
     code = f"{statement}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
-    return {name.split(".")[0] for name in json.loads(proc.stdout.splitlines()[-1])}
+    names = json.loads(proc.stdout.splitlines()[-1])
+    return {name.split(".")[0] for name in names} if top_level else set(names)
 
 
 def test_importing_the_client_and_memctl_loads_nothing_heavy() -> None:
@@ -81,18 +83,30 @@ def test_memctl_does_not_pay_for_json_until_it_prints_some() -> None:
     assert proc.stdout.strip() == "False"
 
 
-def test_only_memctl_mcp_loads_the_mcp_sdk() -> None:
-    # The agent commands are registered in memctl's parser, but their modules load the SDK
-    # (and pydantic, starlette, anyio) only when `memctl mcp` runs.
+HEAVY_MCP = {"mcp", "pydantic", "starlette", "anyio", "uvicorn", "httpx", "jsonschema"}
+
+
+def test_memctl_mcp_serves_stdio_without_the_sdk_or_pydantic() -> None:
+    # The agent commands are registered in memctl's parser; `memctl mcp` over stdio speaks
+    # the protocol itself (issue 28: importing the SDK was ~1 s of every agent's start).
     light = loaded_after(
         "import memoryd_client.cli as c\n"
         "c.build_parser().parse_args(['search', 'x'])\n"
         "import memoryd_client.cli._agents, memoryd_client.agents.bridge"
     )
-    assert light.isdisjoint({"mcp", "pydantic", "starlette", "anyio", "uvicorn"}), sorted(
-        light & {"mcp", "pydantic", "starlette", "anyio", "uvicorn"}
+    assert light.isdisjoint(HEAVY_MCP), sorted(light & HEAVY_MCP)
+    stdio = loaded_after("import memoryd_client.agents.mcp_server")
+    assert stdio.isdisjoint(HEAVY_MCP), sorted(stdio & HEAVY_MCP)
+
+
+def test_memctl_hook_loads_neither_memctls_parser_nor_asyncio() -> None:
+    # `memctl hook` runs before every prompt a person types: the lean path.
+    loaded = loaded_after(
+        "from memoryd_client._memctl import main\nimport memoryd_client.agents.hooks",
+        top_level=False,
     )
-    assert "mcp" in loaded_after("import memoryd_client.agents.mcp_server")
+    names = {"asyncio", "memoryd_client.cli", "memoryd_client._parser", "memoryd_client._async"}
+    assert loaded.isdisjoint(names), sorted(loaded & names)
 
 
 def test_the_daemon_loads_no_model_runtime_or_numpy_before_its_socket_listens() -> None:

@@ -101,7 +101,7 @@ def test_client_wheel_declares_msgpack_and_platformdirs_only_and_mcp_as_an_extra
     plain = sorted(r.split(">")[0].split("=")[0].strip() for r in requires if "extra" not in r)
     assert plain == ["msgpack", "platformdirs"]
     extras = [r for r in requires if "extra" in r]
-    assert extras and all(r.startswith("mcp") and 'extra == "mcp"' in r for r in extras)
+    assert extras and all(r.startswith("uvicorn") and 'extra == "mcp"' in r for r in extras)
     assert meta.get_all("Provides-Extra") == ["mcp"]
     assert "memctl = memoryd_client._memctl:main" in _entry_points(wheels["client"])
     assert {f.split("/")[0] for f in _files(wheels["client"])} == {"memoryd_client"}

@@ -9,6 +9,7 @@ model; the server turns them into tool errors and keeps running.
 
 from __future__ import annotations
 
+import datetime as _dt
 import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
@@ -39,11 +40,8 @@ class ToolRefusal(Exception):
 
 def explain(exc: ClientError) -> str:
     """One sentence a model can act on, for a client failure."""
-    if isinstance(exc, DaemonNotRunning):
-        return (
-            f"memoryd is not running ({exc}); start it with `memoryd run` or "
-            "`memoryd service install`, then call the tool again"
-        )
+    if isinstance(exc, DaemonNotRunning):  # its message already says how to start it
+        return f"{exc}; then call the tool again"
     if isinstance(exc, ConnectionLost):
         return f"the connection to memoryd was lost (the daemon restarted?): {exc}; call again"
     return str(exc)
@@ -59,15 +57,27 @@ class Bridge:
         workspace: str | None = None,
         cwd: str | None = None,
         notices: TextIO | None = None,
+        confined: bool = False,
     ) -> None:
+        """``confined``: with ``workspace``, serve that workspace only (``memctl mcp -w``
+        without ``--all-workspaces``): a call naming another one is refused."""
         self.client = client
         self.requested = workspace
+        self.confined = confined and workspace is not None
         self.cwd = cwd or os.getcwd()
         self.notices = notices or sys.stderr
         self._default: str | None = None
         self._known: list[WorkspaceInfo] = []
 
     # ------------------------------------------------------------ workspaces
+
+    async def ready(self) -> None:
+        """Before a tool's first call: connect, starting the daemon when the client may
+        (autostart), once; a daemon stopped later is reported, not restarted behind the
+        user's back."""
+        if self.client.autostart:
+            await self.client.connect()
+            self.client.autostart = False
 
     async def _refresh(self) -> list[WorkspaceInfo]:
         self._known = await self.client.workspace_list()
@@ -109,9 +119,15 @@ class Bridge:
         default. A path is sent as an absolute path; the daemon resolves it."""
         if given is None or not given.strip():
             return await self.default_workspace()
-        if _looks_like_path(given):
-            return os.path.abspath(os.path.expanduser(given))
-        return given
+        ws = os.path.abspath(os.path.expanduser(given)) if _looks_like_path(given) else given
+        if self.confined:
+            default = await self.default_workspace()
+            if self._name_of(ws) != default:
+                raise ToolRefusal(
+                    f"this server serves workspace {default} only (memctl mcp -w); omit the "
+                    "workspace argument, or start the server with --all-workspaces"
+                )
+        return ws
 
     def _name_of(self, workspace: str) -> str:
         if not _looks_like_path(workspace):
@@ -160,6 +176,8 @@ class Bridge:
                     "endLine": hit.end_line,
                     "score": round(hit.score, 4),
                     "snippet": hit.snippet,
+                    "snippetStartLine": hit.snippet_start_line or hit.start_line,
+                    "snippetEndLine": hit.snippet_end_line or hit.end_line,
                     "source": hit.source,
                     "workspace": name,
                 }
@@ -171,6 +189,8 @@ class Bridge:
         }
         if result.degraded:
             out["degraded"] = list(result.degraded)
+        if result.notices:  # why there are no hits (a query of stop words only, ...)
+            out["notices"] = list(result.notices)
         return out
 
     async def get(
@@ -187,18 +207,24 @@ class Bridge:
         except NotFound:
             # OpenClaw's memory_get answers a missing file with empty text, so an agent's
             # "read today's note" before the first note of the day is not a failure.
-            return {"path": path, "text": "", "from": from_line or 1, "lines": 0}
+            return {"path": path, "text": "", "from": from_line or 1, "lines": 0, "totalLines": 0}
         except ForbiddenPath as exc:
             raise ToolRefusal(
                 f"{exc.message} (memory_get reads MEMORY.md, memory/**/*.md and the "
                 "configured extra paths of the workspace)"
             ) from None
-        return {
+        out: dict[str, Any] = {
             "path": result.path,
             "text": result.text,
             "from": result.from_line,
             "lines": result.lines,
+            "totalLines": result.total_lines,
         }
+        if from_line is not None and from_line > max(result.total_lines, 1):
+            out["notice"] = (
+                f"{result.path} has {result.total_lines} lines: from {from_line} is past the end"
+            )
+        return out
 
     async def append(
         self,
@@ -229,6 +255,7 @@ class Bridge:
             default: str | None = await self.default_workspace()
         except ToolRefusal:
             default = None
+        shown = [w for w in status.workspaces if not self.confined or w.name == default]
         return {
             "version": status.version,
             "provider": {
@@ -245,13 +272,20 @@ class Bridge:
                     "chunks": w.chunks,
                     "pendingFiles": w.pending_files,
                     "pendingVectors": w.pending_vectors,
-                    "lastSync": None if w.last_sync is None else str(w.last_sync),
+                    "lastSync": iso_time(w.last_sync),
                     "vectorReady": w.vector_ready,
                     "degraded": list(w.degraded),
                 }
-                for w in status.workspaces
+                for w in shown
             ],
         }
+
+
+def iso_time(value: str | float | None) -> str | None:
+    """An ISO 8601 time (the daemon's epoch seconds, in the local zone); text as it is."""
+    if value is None or isinstance(value, str):
+        return value
+    return _dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
 
 
 # ---------------------------------------------------------------- text renderings
@@ -259,18 +293,19 @@ class Bridge:
 
 def search_text(result: dict[str, Any]) -> str:
     hits = result["results"]
+    notes = [f"(note: {n})" for n in (*result.get("notices", ()), *result.get("degraded", ()))]
     if not hits:
-        return "No memory matched this query."
+        return "\n".join(["No memory matched this query.", *notes])
     parts = []
     for hit in hits:
-        head = f"{hit['path']}:{hit['startLine']}-{hit['endLine']} {hit['score']:.2f}"
+        head = f"{hit['path']}:{hit['snippetStartLine']}-{hit['snippetEndLine']} {hit['score']:.2f}"
         parts.append(f"{head}\n{hit['snippet'].strip()}")
-    for reason in result.get("degraded", []):
-        parts.append(f"(note: {reason})")
-    return "\n\n".join(parts)
+    return "\n\n".join([*parts, *notes])
 
 
 def get_text(result: dict[str, Any]) -> str:
+    if "notice" in result:
+        return f"{result['notice']}."
     if not result["text"]:
         return f"{result['path']} is empty or does not exist yet."
     return str(result["text"])

@@ -67,6 +67,12 @@ def _add_mcp(sub: Any, command: _Command) -> None:
         help=f"require 'Authorization: Bearer TOKEN' on every HTTP request "
         f"(default: ${MCP_TOKEN_ENV} if set)",
     )
+    p.add_argument(
+        "--all-workspaces",
+        action="store_true",
+        help="with --workspace: still serve calls naming another registered workspace "
+        "(without it, -w confines the server to that workspace)",
+    )
 
 
 def _add_recall(sub: Any, command: _Command) -> None:
@@ -203,16 +209,19 @@ def parse_listen(value: str) -> tuple[str, int]:
 
 
 def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
-    try:
-        from memoryd_client.agents import mcp_server
-    except ImportError as exc:
-        raise ClientError(
-            f"memctl mcp needs the MCP SDK ({exc.name or exc}): pip install 'memoryd-client[mcp]'"
-        ) from None
     import asyncio
 
     from memoryd_client._async import AsyncMemoryClient
+    from memoryd_client.agents import mcp_server
     from memoryd_client.agents.bridge import Bridge
+
+    if args.http:
+        try:
+            import uvicorn  # noqa: F401  (checked before serving, used by serve_http)
+        except ImportError:
+            raise ClientError(
+                "memctl mcp --http needs uvicorn: pip install 'memoryd-client[mcp]'"
+            ) from None
 
     token = args.token or os.environ.get(MCP_TOKEN_ENV) or None
     listen = parse_listen(args.http) if args.http else None
@@ -223,8 +232,18 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
         )
 
     async def run() -> None:
-        client = AsyncMemoryClient(args.socket, timeout=args.timeout, client_name="memctl-mcp")
-        bridge = Bridge(client, workspace=args.workspace, notices=ctx.stderr)
+        client = AsyncMemoryClient(
+            args.socket,
+            timeout=args.timeout,
+            client_name="memctl-mcp",
+            autostart=not os.environ.get("MEMCTL_NO_AUTOSTART"),  # on the first call only
+        )
+        bridge = Bridge(
+            client,
+            workspace=args.workspace,
+            notices=ctx.stderr,
+            confined=not args.all_workspaces,
+        )
         try:
             if listen is None:
                 await mcp_server.serve_stdio(bridge)
