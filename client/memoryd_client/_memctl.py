@@ -12,6 +12,11 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # memctl caches its bytecode even under PYTHONDONTWRITEBYTECODE (machines and images set
+    # it): from an editable install every memctl process, a hook before every prompt among
+    # them, would otherwise compile the client anew (+40-60 ms). The package's __init__
+    # imports nothing, so all of it loads after this line.
+    sys.dont_write_bytecode = False
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["hook"]:
         from memoryd_client.agents.hooks import main as hook_main

@@ -26,13 +26,14 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, TextIO, TypeVar
 
-from memoryd_client.agents.workspace import containing, default_for, looks_like_path
+from memoryd_client.agents.workspace import default_for, looks_like_path
 from memoryd_client.client import MemoryClient
-from memoryd_client.errors import ClientError, DaemonNotRunning
+from memoryd_client.errors import ClientError, DaemonNotRunning, UnknownWorkspace
 from memoryd_client.paths import default_paths
 
 EVENTS: Final = {
@@ -59,6 +60,9 @@ SAVE_REASON: Final = (
     "todos, names, dates); skip chit-chat and code. If nothing is durable, do not call it. "
     "Then stop; do not answer this message otherwise."
 )
+
+
+T = TypeVar("T")
 
 
 class HookInputError(Exception):
@@ -151,17 +155,13 @@ def _context(name: str, text: str) -> str:
 
 
 def pick_workspace(client: MemoryClient, requested: str | None, cwd: str) -> str:
-    """``-w`` (a name, or a path inside a registered workspace), else the workspace
-    holding the event's cwd, else the only one."""
-    known = client.workspace_list()
-    if requested is not None and not looks_like_path(requested):
-        return requested
+    """``-w`` (a name, or a path the daemon resolves to the registered workspace holding
+    it), else the workspace holding the event's cwd, else the only one."""
+    if requested is not None and looks_like_path(requested):
+        return os.path.abspath(os.path.expanduser(requested))
     if requested is not None:
-        found = containing(known, os.path.abspath(os.path.expanduser(requested)))
-        if found is None:
-            raise HookInputError(f"-w {requested}: no registered workspace holds it")
-        return found.path
-    found = default_for(known, cwd)
+        return requested
+    found = default_for(client.workspace_list(), cwd)
     if found is None:
         raise HookInputError(
             f"no registered workspace holds {cwd} and there is not just one; "
@@ -188,25 +188,47 @@ def handle(
         if transcript is None:
             return None
     cwd = event.get("cwd")
-    ws = pick_workspace(client, workspace, cwd if isinstance(cwd, str) else os.getcwd())
+    cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd.strip() else os.getcwd()
     if event_name == "user-prompt-submit":
-        block = client.recall(_text_field(event, "prompt"), workspace=ws).markdown
+        prompt = _text_field(event, "prompt")
+        block = in_workspace(
+            client, workspace, cwd, lambda ws: client.recall(prompt, workspace=ws).markdown
+        )
         return _context("UserPromptSubmit", block) if block else None
     if event_name == "session-start":
         from memoryd_client.agents.digest import digest  # only this event reads the files
 
-        block = digest(client, workspace=ws)
+        block = in_workspace(client, workspace, cwd, lambda ws: digest(client, workspace=ws))
         return _context("SessionStart", block) if block else None
     assert transcript is not None
     session = _text_field(event, "session_id")
     if event_name == "stop":
-        due = client.flush_agent(transcript, session, workspace=ws)
+        due = in_workspace(
+            client,
+            workspace,
+            cwd,
+            lambda ws: client.flush_agent(transcript, session, workspace=ws),
+        )
         if not due.due:
             return None
         reason = SAVE_REASON.format(first=due.from_line, last=due.to_line)
         return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
-    client.flush(transcript, session, workspace=ws)
+    in_workspace(client, workspace, cwd, lambda ws: client.flush(transcript, session, workspace=ws))
     return None
+
+
+def in_workspace(
+    client: MemoryClient, requested: str | None, cwd: str, call: Callable[[str], T]
+) -> T:
+    """``call`` with the workspace: without ``-w``, the cwd's path first (the daemon resolves
+    a path inside a registered workspace, one round trip); when no workspace holds it, the
+    only registered one (:func:`pick_workspace`)."""
+    if requested is None:
+        try:
+            return call(cwd)
+        except UnknownWorkspace:
+            pass
+    return call(pick_workspace(client, requested, cwd))
 
 
 def _connect(client: MemoryClient, log: Path | None) -> None:
