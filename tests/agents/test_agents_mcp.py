@@ -662,3 +662,41 @@ def test_protocol_2026_07_28_discover_then_stateless_calls(md_home: Path) -> Non
         assert called["structuredContent"]["results"][0]["path"] == "MEMORY.md"
         assert raw.close() == 0
         assert raw.stderr() == b""
+
+
+def test_stdio_starts_the_daemon_when_none_runs(md_home: Path) -> None:
+    ws = make_workspace(md_home)
+    (md_home / "config.toml").write_text(
+        f'[embedding]\nprovider = "none"\n\n[[workspaces]]\nname = "proj"\npath = "{ws}"\n'
+    )
+    env = {k: v for k, v in child_env(md_home).items() if k != "MEMCTL_NO_AUTOSTART"}
+    proc = subprocess.Popen(
+        [MEMCTL, "mcp"],
+        env=env,
+        cwd=ws,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        call = {"name": "memory_get", "arguments": {"path": "MEMORY.md"}}
+        for message in (
+            {"id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}},
+            {"id": 2, "method": "tools/call", "params": call},
+        ):
+            proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        proc.stdin.close()
+        answers = [json.loads(line) for line in proc.stdout.read().splitlines()]
+        assert proc.wait(60) == 0
+        got = answers[1]["result"]
+        assert not got["isError"], got
+        assert "tabs over spaces" in got["structuredContent"]["text"]
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        subprocess.run(
+            [str(Path(MEMCTL).parent / "memoryd"), "stop"], env=env, capture_output=True, timeout=60
+        )
