@@ -364,6 +364,49 @@ def test_a_model_with_a_query_prefix_ranks_the_same_locally_and_through_the_flee
             ], query
 
 
+def test_a_query_through_the_fleet_is_prepared_as_locally_a_cjk_one_by_keyword(
+    fleet_dsn: str, tmp_path: Path
+) -> None:
+    """The fleet takes the query's vector from a local index's query side: the bundled
+    English model gives a Chinese query none, locally and through the fleet alike (keyword
+    results, saying why), and an English query ranks the same both ways."""
+    files = {
+        "memory/2024-03-03.md": "项目会议决定使用数据库。\n\n周五的会议取消了。\n",
+        "memory/2024-03-04.md": "The kestrel nested near the old barn.\n",
+        "memory/2024-03-05.md": "Quarterly planning moved to the tower room.\n",
+    }
+    ws = make_workspace(tmp_path / "a", files)
+    with (
+        short_home() as home,
+        DaemonThread(
+            home, fleet_config(fleet_dsn, "A", ws), {"MEMORYD_EMBEDDING_PROVIDER": "local"}
+        ) as d,
+        RawConn(d.socket_path) as a,
+    ):
+
+        def published() -> bool:
+            st = a.result("status")
+            return (
+                st["workspaces"][0]["pending_vectors"] == 0
+                and st["fleet"]["workspaces"]["notes"].get("state") == "published"
+            )
+
+        assert wait_for(published, 60)
+        params = {"query": "会议", "max_results": 5, "min_score": 0}
+        local = a.result("search", {**params, "workspace": "notes"})
+        remote = a.result("search", {**params, "workspace": "A:notes"})
+        assert "English model" in local["degraded"] and "English model" in remote["degraded"]
+        assert [r["path"] for r in remote["results"]] == [r["path"] for r in local["results"]]
+        assert remote["results"][0]["path"] == "memory/2024-03-03.md"
+        params = {"query": "where did the kestrel nest", "max_results": 5, "min_score": 0}
+        local = a.result("search", {**params, "workspace": "notes"})
+        remote = a.result("search", {**params, "workspace": "A:notes"})
+        assert remote["mode_used"] == local["mode_used"] == "hybrid"
+        assert [(r["path"], round(r["score"], 4)) for r in remote["results"]] == [
+            (r["path"], round(r["score"], 4)) for r in local["results"]
+        ]
+
+
 def test_fleet_config_masks_the_password_and_refuses_a_host_with_a_colon(
     fleet_dsn: str, tmp_path: Path
 ) -> None:

@@ -31,6 +31,7 @@ from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
 from memoryd.fleet.settings import FleetSettings
 from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import SearchRequest
+from memoryd.index.vectors.query_vectors import PreparedQuery
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
@@ -328,25 +329,28 @@ class FleetService:
         ref: str | None,
         provider: EmbeddingProvider | None,
         embedder: Executor,
+        prepared: PreparedQuery | None = None,
     ) -> dict[str, Any]:
-        """The ``search`` method for "host:name" (ref) or the whole fleet (ref None): the
-        query is embedded here, with this daemon's provider, on ``embedder``, as a query (a
-        model with a query prefix embeds it so, as a local search does)."""
-        qvec, failed = None, None
-        if req.mode != "keyword" and provider is not None:
+        """The ``search`` method for "host:name" (ref) or the whole fleet (ref None).
+        ``prepared``: the query's vector as a local search prepares it (a local index's query
+        side: its cache, the fallback while the provider fails, its reasons for none); else
+        the query is embedded here, with this daemon's provider, on ``embedder``, as a query
+        (a model with a query prefix embeds it so, as a local search does)."""
+        qvec, note = (None, None) if prepared is None else prepared
+        if prepared is None and req.mode != "keyword" and provider is not None:
             loop = asyncio.get_running_loop()
             try:
                 qvec = await loop.run_in_executor(
                     embedder, lambda: as_query_vector(embed_query(provider, req.query))
                 )
             except Exception as exc:  # the provider down: keyword results, as locally
-                failed = f"query embedding failed: {_error_text(exc)}"
+                note = f"query embedding failed: {_error_text(exc)}"
         host, name = self.split_ref(ref) or (None, None)
         out = await self.search(
             req, host, name, qvec, (provider.name, provider.model) if provider else ("none", "")
         )
-        if failed:
-            out["degraded"] = "; ".join(x for x in (failed, out.get("degraded")) if x)
+        if note:
+            out["degraded"] = "; ".join(x for x in (note, out.get("degraded")) if x)
         return out
 
     async def get(

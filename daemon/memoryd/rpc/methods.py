@@ -258,6 +258,7 @@ class Methods:
                 None if everywhere else ref,
                 self.registry.provider,
                 self.searches.query_embedder,
+                await self.searches.query_for_fleet(sreq),
             )
             return mask_snippets(found)
         answer = await self.searches.search(ref, sreq)

@@ -104,6 +104,21 @@ class SearchService:
             out["notices"] = notices.lines
         return FreshAnswer(ws.name, out)
 
+    async def query_for_fleet(self, req: SearchRequest) -> PreparedQuery | None:
+        """The query vector for a search of other hosts' workspaces, prepared as a local
+        search prepares it: by an open local index's query side (its query cache, the
+        fallback while the provider fails, the same reasons when there is none). None when
+        no local index embeds queries (none open, no provider, no sqlite-vec here): the fleet
+        embeds it then."""
+        index = next((w.index for w in self.registry.list() if w.index is not None), None)
+        if index is None or index.queries.embedder is None:
+            return None
+        prepared = index.queries.prepare_cached(req)  # never runs the model
+        if prepared is not None:
+            return prepared
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.query_embedder, index.queries.prepare, req)
+
 
 def _fresh_then_search(
     index: WorkspaceIndex, req: SearchRequest, prepared: PreparedQuery | None, in_memory: bool
