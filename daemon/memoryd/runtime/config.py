@@ -174,7 +174,6 @@ class FallbackSummaryConfig:
 @dataclass(frozen=True)
 class ForgetConfig:
     keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)  # pre-images of a forget (docs/lifecycle.md)
-    max_import_bytes: int = _opt(256 * MiB, lo=1024, hi=1 << 40)  # an archive, unpacked
 
 
 @dataclass(frozen=True)
