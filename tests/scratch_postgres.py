@@ -8,13 +8,12 @@ system packages), else the system's ``pg_config --bindir`` when that install has
 Postgres refuses to run as root: as root the server runs as ``nobody`` (its folder is
 handed to that user), which is what a CI container usually is. A checkout in a folder
 closed to others (/root, a ``mktemp -d`` folder) hides the wheel's binaries from that user:
-then they run from a copy of the install in a temp folder open to it (one copy per
-process, removed at exit), and the data folder is made where it can reach too.
+then they run from a copy of the install in the server's own folder (open to that user,
+removed with it), which is made where that user can reach it.
 """
 
 from __future__ import annotations
 
-import atexit
 import importlib.util
 import os
 import pwd
@@ -59,9 +58,6 @@ def find_bin_dir(env: dict[str, str] | None = None) -> Path:
     )
 
 
-_COPIES: dict[Path, Path] = {}  # bin folder -> its copy that another user can run
-
-
 def _as(user: str | None) -> dict[str, Any]:
     """subprocess arguments to run as ``user`` with its own group only: root's groups kept
     would make a folder's group bits (root's) apply instead of the bits for others."""
@@ -91,26 +87,22 @@ def _open_to_others(folder: Path) -> None:
         path.chmod(stat.S_IMODE(mode) | extra)
 
 
-def bin_dir_for(user: str | None, bin_dir: Path) -> Path:
+def bin_dir_for(user: str | None, bin_dir: Path, copy: Path) -> Path:
     """``bin_dir``, or when ``user`` cannot run its postgres (a folder on the way closed to
-    it), the bin folder of a copy of its install (bin, lib, share) that it can run."""
+    it), the bin folder of a copy of its install (bin, lib, share) made in ``copy``."""
     if user is None or _runs_as(user, bin_dir):
         return bin_dir
-    if bin_dir not in _COPIES:
-        root = bin_dir.resolve().parent  # the wheel's .../site-packages/pgserver/pginstall
-        copy = Path(tempfile.mkdtemp(prefix="memoryd-pg-bin-", dir=_shared_tmp()))
-        atexit.register(shutil.rmtree, copy, True)
-        into = copy / root.parent.name / root.name
-        for part in ("bin", "lib", "share"):
-            if (root / part).is_dir():
-                shutil.copytree(root / part, into / part, symlinks=True)
-        # the wheel's binaries find its own libraries at $ORIGIN/../../../pgserver.libs
-        libs = root.parent.parent / f"{root.parent.name}.libs"
-        if libs.is_dir():
-            shutil.copytree(libs, copy / libs.name, symlinks=True)
-        _open_to_others(copy)
-        _COPIES[bin_dir] = into / "bin"
-    return _COPIES[bin_dir]
+    root = bin_dir.resolve().parent  # the wheel's .../site-packages/pgserver/pginstall
+    into = copy / root.parent.name / root.name
+    for part in ("bin", "lib", "share"):
+        if (root / part).is_dir():
+            shutil.copytree(root / part, into / part, symlinks=True)
+    # the wheel's binaries find its own libraries at $ORIGIN/../../../pgserver.libs
+    libs = root.parent.parent / f"{root.parent.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, copy / libs.name, symlinks=True)
+    _open_to_others(copy)
+    return into / "bin"
 
 
 def _shared_tmp() -> str:
@@ -129,7 +121,7 @@ class ScratchPostgres:
 
     def __init__(self, bin_dir: Path | None = None) -> None:
         self.user: str | None = "nobody" if os.geteuid() == 0 else None
-        self.bin = bin_dir_for(self.user, bin_dir or find_bin_dir())
+        self.bin = bin_dir or find_bin_dir()
         where = _shared_tmp() if self.user else None
         self.folder = Path(tempfile.mkdtemp(prefix="memoryd-pg-", dir=where))
         self.data = self.folder / "data"
@@ -157,6 +149,8 @@ class ScratchPostgres:
         )
 
     def init(self) -> None:
+        # a copy of the binaries, if needed, lives and goes with the server's folder
+        self.bin = bin_dir_for(self.user, self.bin, self.folder / "install")
         self.folder.chmod(0o755)
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
