@@ -46,7 +46,7 @@ from memoryd.index.freshness import Freshness
 from memoryd.index.health import index_status
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search.fusion import SearchEnv, run_search
-from memoryd.index.search.rows import ChunkRows, ParsedQueries
+from memoryd.index.search.rows import ChunkRows, ChunkWindows, ParsedQueries
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
@@ -123,6 +123,7 @@ class WorkspaceIndex:
         )
         self.freshness = Freshness(self.layout)
         self.rows = ChunkRows()  # candidates' rows, kept for one generation
+        self.windows = ChunkWindows()  # and their window vectors
         self.parsed = ParsedQueries()
         # None without a provider or without sqlite-vec: keyword search only.
         self.queries.embedder = self._make_embedder(provider)
@@ -548,6 +549,7 @@ class WorkspaceIndex:
             self.rows,
             self.generation,  # before any row is read (rows.py)
             self.parsed,
+            self.windows,
         )
         with self.readers.borrow() as r:
             if qvec is not None:

@@ -8,11 +8,10 @@ is what lets keyword-only hits pass ``min_score`` (OpenClaw drops them all).
 from __future__ import annotations
 
 import heapq
-import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import apsw
 import numpy as np
@@ -23,7 +22,13 @@ from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.search.query import fts_match
-from memoryd.index.search.rows import ChunkRows, ParsedQueries, read_rows
+from memoryd.index.search.rows import (
+    ChunkRows,
+    ChunkWindows,
+    ParsedQueries,
+    read_rows,
+    read_windows,
+)
 from memoryd.index.search.snippets import (
     LineStems,
     TokenizeOffsets,
@@ -75,6 +80,7 @@ class SearchEnv:
     rows: ChunkRows | None = None  # candidates' rows kept until the index changes
     generation: int = 0  # the index's, read before any row (rows.py)
     parsed: ParsedQueries | None = None  # the latest queries, parsed
+    windows: ChunkWindows | None = None  # candidates' window vectors, as rows
 
 
 def answers_from_memory(
@@ -230,27 +236,28 @@ def load_candidates(
     return {i: Candidate(i, *row) for i in ids if (row := found.get(i)) is not None}
 
 
-def fill_window_sims(conn: apsw.Connection, cands: Sequence[Candidate], qvec: Vectors) -> None:
-    """Each embedded candidate's best window similarity: one statement (a rowid range per
-    chunk) and one matrix product for all of them."""
+def fill_window_sims(
+    conn: apsw.Connection,
+    cands: Sequence[Candidate],
+    qvec: Vectors,
+    kept: ChunkWindows | None = None,
+    generation: int = 0,
+) -> None:
+    """Each embedded candidate's best window similarity: one matrix product for all of them
+    (their windows read in one statement, or kept from earlier searches: rows.read_windows)."""
     q = qvec.astype(np.float32)
     embedded = [c.id for c in cands if c.embedded]
     if not embedded:
         return
-    rows = conn.execute(
-        "SELECT w.id, w.embedding FROM json_each(?) AS j CROSS JOIN window_vectors AS w "
-        f"ON w.id BETWEEN j.value * {WINDOW_SLOTS} AND j.value * {WINDOW_SLOTS} + "
-        f"{WINDOW_SLOTS - 1}",
-        (json.dumps(embedded),),
-    ).fetchall()
-    if not rows:
+    found = read_windows(conn, embedded, kept, generation)
+    parts = [w for i in embedded if (w := found.get(i)) is not None]
+    if not parts:
         return
-    blob = b"".join(cast(bytes, r[1]) for r in rows)
-    m = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1)
+    m = np.concatenate([w.vectors for w in parts]) if len(parts) > 1 else parts[0].vectors
     if m.shape[1] != q.shape[0]:
         raise VectorWidthError(f"query has {q.shape[0]} dims, the index {m.shape[1]}")
-    sims = m.astype(np.float32) @ q
-    ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+    sims = m @ q
+    ids = np.concatenate([w.ids for w in parts])
     owner = ids // WINDOW_SLOTS
     order = np.lexsort((-sims, owner))  # by chunk, its best window first
     firsts = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
@@ -522,7 +529,7 @@ def run_search(
         if filters.accepts(full):
             cands.append(full)
     if qvec is not None and mode != "keyword":
-        fill_window_sims(conn, cands, qvec)
+        fill_window_sims(conn, cands, qvec, env.windows, env.generation)
 
     # Line scores: the candidates whose stems are cached in one pass; the others (their
     # tokenizing is the cost) only when fuse needs them.

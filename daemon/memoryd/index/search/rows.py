@@ -1,5 +1,5 @@
-"""What a search keeps between searches until the index changes: the candidates' rows, and
-the parsed queries.
+"""What a search keeps between searches until the index changes: the candidates' rows and
+window vectors, and the parsed queries.
 
 Reading a search's ~24 candidate rows from SQLite was a tenth of a small workspace's search
 (one statement, a row object per chunk); the same chunks come back in the next searches.
@@ -10,17 +10,26 @@ from: the generation is read before the rows, and rows read under an older one a
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar, cast
 
 import apsw
+import numpy as np
+import numpy.typing as npt
 
 from memoryd.index.search.query import query_days, query_terms
+from memoryd.index.vectors.windows import WINDOW_SLOTS
 
 ROWS_KEPT = 2048  # ~1.5 KB of text each: a few MB at most, then the oldest go
 QUERIES_KEPT = 256
+# float32 window vectors: 1.5 KB a window at 384 dims, ~5 windows a chunk (a small
+# workspace's all; a large one's most recent candidates)
+WINDOW_BYTES_KEPT = 4 << 20
+
+V = TypeVar("V")
 
 
 class Row(NamedTuple):
@@ -34,44 +43,77 @@ class Row(NamedTuple):
     embedded: bool
 
 
-class ChunkRows:
-    """Rows by chunk id, valid for one generation of the index; thread-safe."""
+class Kept(Generic[V]):
+    """Values by chunk id, valid for one generation of the index, the least recently used
+    dropped past ``capacity`` (in the units of ``size``: one a value by default);
+    thread-safe."""
 
-    def __init__(self, capacity: int = ROWS_KEPT) -> None:
+    def __init__(self, capacity: int, size: Callable[[V], int] = lambda _: 1) -> None:
         self.capacity = capacity
+        self._size = size
         self._lock = threading.Lock()
         self._generation = -1
-        self._rows: OrderedDict[int, Row] = OrderedDict()
+        self._items: OrderedDict[int, V] = OrderedDict()
+        self._used = 0
 
-    def get_many(self, ids: Sequence[int], generation: int) -> dict[int, Row]:
-        """The kept rows of ``ids`` read at ``generation`` (those of an older one are gone)."""
+    def get_many(self, ids: Sequence[int], generation: int) -> dict[int, V]:
+        """The kept values of ``ids`` read at ``generation`` (those of an older one are gone)."""
         with self._lock:
             if generation != self._generation:
                 if generation < self._generation:
                     return {}  # a search that started before the last change: read it all
-                self._rows.clear()
+                self._items.clear()
+                self._used = 0
                 self._generation = generation
-            rows = self._rows
+            items = self._items
             found = {}
             for i in ids:
-                row = rows.get(i)
-                if row is not None:
-                    rows.move_to_end(i)
-                    found[i] = row
+                value = items.get(i)
+                if value is not None:
+                    items.move_to_end(i)
+                    found[i] = value
             return found
 
-    def put_many(self, rows: dict[int, Row], generation: int) -> None:
-        """Keep ``rows``, read from the index at ``generation`` (or later)."""
+    def put_many(self, values: dict[int, V], generation: int) -> None:
+        """Keep ``values``, read from the index at ``generation`` (or later)."""
         with self._lock:
             if generation != self._generation:
                 return  # the index changed meanwhile (or get_many saw a newer one)
-            self._rows.update(rows)
-            while len(self._rows) > self.capacity:
-                self._rows.popitem(last=False)
+            for i, value in values.items():
+                old = self._items.pop(i, None)
+                if old is not None:
+                    self._used -= self._size(old)
+                self._items[i] = value
+                self._used += self._size(value)
+            while self._used > self.capacity and self._items:
+                self._used -= self._size(self._items.popitem(last=False)[1])
 
     def clear(self) -> None:
         with self._lock:
-            self._rows.clear()
+            self._items.clear()
+            self._used = 0
+
+
+class ChunkRows(Kept[Row]):
+    """The candidates' rows (read_rows)."""
+
+    def __init__(self, capacity: int = ROWS_KEPT) -> None:
+        super().__init__(capacity)
+
+
+class Windows(NamedTuple):
+    """A chunk's window vectors: their ids (``window_vectors``), ascending, and the vectors
+    as float32 (stored as float16: the conversion was a third of a small hybrid search)."""
+
+    ids: npt.NDArray[np.int64]
+    vectors: npt.NDArray[np.float32]
+
+
+class ChunkWindows(Kept[Windows]):
+    """The candidates' window vectors (read_windows), within ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = WINDOW_BYTES_KEPT) -> None:
+        super().__init__(max_bytes, lambda w: int(w.vectors.nbytes))
 
 
 def read_rows(
@@ -93,6 +135,38 @@ def read_rows(
     if rows is not None and read:
         rows.put_many(read, generation)
     return kept | read
+
+
+def read_windows(
+    conn: apsw.Connection, ids: Sequence[int], kept: ChunkWindows | None, generation: int
+) -> dict[int, Windows]:
+    """The window vectors of chunks ``ids`` (those that have any): those ``kept`` holds for
+    ``generation``, the others read in one statement (a rowid range per chunk)."""
+    found = kept.get_many(ids, generation) if kept is not None else {}
+    missing = [i for i in ids if i not in found]
+    if not missing:
+        return found
+    rows = conn.execute(
+        "SELECT w.id, w.embedding FROM json_each(?) AS j CROSS JOIN window_vectors AS w "
+        f"ON w.id BETWEEN j.value * {WINDOW_SLOTS} AND j.value * {WINDOW_SLOTS} + "
+        f"{WINDOW_SLOTS - 1}",
+        (json.dumps(missing),),
+    ).fetchall()
+    read: dict[int, Windows] = {}
+    wids = [int(cast(int, r[0])) for r in rows]
+    start = 0
+    for end in range(1, len(rows) + 1):  # the rows come chunk by chunk, windows ascending
+        if end < len(rows) and wids[end] // WINDOW_SLOTS == wids[start] // WINDOW_SLOTS:
+            continue
+        blob = b"".join(cast(bytes, r[1]) for r in rows[start:end])
+        vectors = np.frombuffer(blob, dtype=np.float16).reshape(end - start, -1)
+        read[wids[start] // WINDOW_SLOTS] = Windows(
+            np.array(wids[start:end], dtype=np.int64), vectors.astype(np.float32)
+        )
+        start = end
+    if kept is not None and read:
+        kept.put_many(read, generation)
+    return found | read
 
 
 class ParsedQuery(NamedTuple):
