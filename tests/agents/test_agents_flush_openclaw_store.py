@@ -77,3 +77,13 @@ def test_an_openclaw_session_in_its_store_is_flushed_once_then_only_its_new_rows
     assert "lines 4-4)" in (workspace / DAILY).read_text()
     last = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
     assert "freeze starts" in last and "Oslo" not in last
+
+
+def test_memctl_flush_of_a_store_needs_the_session(tmp_path: Path) -> None:
+    import io
+
+    from memoryd_client import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["flush", str(store_path(tmp_path))], stdout=out, stderr=err)
+    assert code == 2 and "name one with --session-id" in err.getvalue()

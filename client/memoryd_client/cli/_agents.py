@@ -281,6 +281,9 @@ def cmd_flush(args: argparse.Namespace, ctx: Context) -> int:
     from memoryd_client.cli._format import format_run
 
     transcript = Path(args.transcript).expanduser()
+    if transcript.suffix == ".sqlite" and not args.session_id:
+        # OpenClaw's store holds every session of an agent: the file names none of them
+        raise UsageError(f"{transcript.name} holds many sessions: name one with --session-id")
     session_id = args.session_id or transcript.name.removesuffix(".jsonl")
     if not session_id.strip():
         raise UsageError("--session-id is empty")
