@@ -105,7 +105,7 @@ def _add_flush(sub: Any, command: _Command) -> None:
         "hand an agent's transcript to the daemon's LLM: its durable facts go to today's "
         "daily file (from where the last flush of the session stopped)",
         example="  memctl flush ~/.claude/projects/app/2f1c.jsonl          # queued\n"
-        "  memctl flush session.jsonl --session-id s1 --wait --json",
+        "  memctl flush sessions/s1.jsonl --session-id s1 --wait --json   # from the workspace",
     )
     p.add_argument("transcript", metavar="TRANSCRIPT", help="OpenClaw or Claude Code JSONL")
     p.add_argument(
