@@ -21,7 +21,6 @@ imports the blocking client and nothing of memctl's parser.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import sys
@@ -115,6 +114,8 @@ def log_path(env: dict[str, str] | None = None) -> Path:
 
 def note(message: str, path: Path | None = None) -> None:
     """One line in the hook log (kept under 1 MB: a full log starts over)."""
+    import datetime as _dt  # only when something is logged: not on a served prompt
+
     target = path or log_path(dict(os.environ))
     stamp = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     line = f"{stamp} {' '.join(message.split())}\n"
