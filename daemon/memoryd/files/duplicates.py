@@ -6,14 +6,14 @@ dropped; when none is left the append writes nothing and answers ``duplicate: tr
 where the line is. A fact appended (or flushed, or recalled and appended back) a hundred
 times stays one line.
 
-Cost: each file's keys are cached with the sha256 of the bytes they were computed from. A
-daily file grows by appends, so the next check hashes the cached prefix (C speed) and keys
-only the lines after it; a file edited anywhere else is keyed again whole.
+Cost: each file's keys are cached with the byte offset of each line. A daily file grows by
+appends, so the next check keys only the lines past what was keyed; a line the cache says
+is there is checked at its offset before the append is refused, and a file that was edited
+elsewhere (the line moved or went) is keyed again whole.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from dataclasses import dataclass, field
@@ -31,10 +31,9 @@ MAX_CACHED_FILES: Final = 256
 
 @dataclass
 class _Keys:
-    size: int  # bytes the keys were computed from
-    sha: bytes  # their sha256
+    size: int  # bytes keyed (up to a line end)
     lines: int  # how many lines they hold
-    first: dict[str, int] = field(default_factory=dict)  # key -> first line (1-based)
+    at: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> (line, byte offset)
 
 
 @dataclass(frozen=True)
@@ -47,13 +46,26 @@ class Filtered:
         return not self.text.strip() and bool(self.dropped)
 
 
-def _key_lines(data: bytes, start_line: int, into: dict[str, int]) -> int:
+def _key_lines(data: bytes, offset: int, start_line: int, into: dict[str, tuple[int, int]]) -> int:
+    """Key the lines of ``data[offset:]`` (line numbers from ``start_line + 1``)."""
     n = start_line
-    for n, raw in enumerate(data.decode("utf-8", "replace").splitlines(), start_line + 1):
-        k = line_key(raw)
+    pos = offset
+    while pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        n += 1
+        k = line_key(data[pos:end].decode("utf-8", "replace"))
         if k and k not in into:
-            into[k] = n
+            into[k] = (n, pos)
+        pos = end + 1
     return n
+
+
+def _still(data: bytes, k: str, offset: int) -> bool:
+    """Whether the line at ``offset`` of ``data`` still has key ``k`` (an edit elsewhere in
+    the file may have moved or removed it)."""
+    end = data.find(b"\n", offset)
+    return line_key(data[offset : len(data) if end < 0 else end].decode("utf-8", "replace")) == k
 
 
 class Duplicates:
@@ -63,29 +75,28 @@ class Duplicates:
         self._cache: dict[Path, _Keys] = {}
         self._lock = threading.Lock()
 
-    def keys(self, path: Path, data: bytes) -> dict[str, int]:
-        """``path``'s line keys (first line of each) for its bytes ``data``."""
+    def keys(self, path: Path, data: bytes) -> dict[str, tuple[int, int]]:
+        """``path``'s line keys for its bytes ``data``: (first line, byte offset) of each.
+        Only the bytes past what was keyed last time are keyed; a duplicate found through
+        the cache is checked against ``data`` (``_still``) before it is believed."""
         with self._lock:
             cached = self._cache.get(path)
-        if (
-            cached is not None
-            and len(data) >= cached.size
-            and hashlib.sha256(data[: cached.size]).digest() == cached.sha
-            and (cached.size == 0 or data[cached.size - 1 : cached.size] == b"\n")
-        ):
-            first = dict(cached.first)
-            lines = _key_lines(data[cached.size :], cached.lines, first)
+        whole = data.rfind(b"\n") + 1  # key whole lines only
+        if cached is not None and cached.size <= whole:
+            at = dict(cached.at)
+            lines = _key_lines(data[:whole], cached.size, cached.lines, at)
         else:
-            first = {}
-            lines = _key_lines(data, 0, first)
-        entry = _Keys(len(data), hashlib.sha256(data).digest(), lines, first)
-        if not data.endswith(b"\n") and data:
-            entry = _Keys(0, hashlib.sha256(b"").digest(), 0, {})  # a cut line: key again
+            at = {}
+            lines = _key_lines(data[:whole], 0, 0, at)
         with self._lock:
             if len(self._cache) >= MAX_CACHED_FILES:
                 self._cache.clear()
-            self._cache[path] = entry
-        return first
+            self._cache[path] = _Keys(whole, lines, at)
+        return at
+
+    def forget(self, path: Path) -> None:
+        with self._lock:
+            self._cache.pop(path, None)
 
     def filter(self, root: Path, day_rel: str, day_data: bytes, text: str) -> Filtered:
         """``text`` without its lines already in the day's note (``day_data``, read under
@@ -93,15 +104,20 @@ class Duplicates:
         wanted = [(line, line_key(line)) for line in text.splitlines()]
         if not any(k for _, k in wanted):
             return Filtered(text, [])
-        sources = [(day_rel, self.keys(root / day_rel, day_data))]
+        sources = [(day_rel, day_data, self.keys(root / day_rel, day_data))]
         memory = _read_memory(root)
         if memory is not None:
-            sources.append((memory[0], self.keys(root / memory[0], memory[1])))
+            sources.append((memory[0], memory[1], self.keys(root / memory[0], memory[1])))
+        for rel, data, keys in sources:
+            if any(k in keys and not _still(data, k, keys[k][1]) for _, k in wanted if k):
+                self.forget(root / rel)  # edited elsewhere: key the file again, whole
+                keys.clear()
+                keys.update(self.keys(root / rel, data))
         kept: list[str] = []
         dropped: list[dict[str, Any]] = []
         seen: set[str] = set()
         for line, k in wanted:
-            where = next(((rel, keys[k]) for rel, keys in sources if k and k in keys), None)
+            where = next(((rel, keys[k][0]) for rel, _, keys in sources if k and k in keys), None)
             if where is None and k and k in seen:
                 where = (day_rel, 0)  # twice in the block itself
             if where is None:
