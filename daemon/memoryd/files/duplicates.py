@@ -83,7 +83,9 @@ class Duplicates:
             cached = self._cache.get(path)
         whole = data.rfind(b"\n") + 1  # key whole lines only
         if cached is not None and cached.size <= whole:
-            at = dict(cached.at)
+            # In place: one file's appends are serialised by its lock (MEMORY.md is only
+            # read here, and keyed again when it changed).
+            at = cached.at
             lines = _key_lines(data[:whole], cached.size, cached.lines, at)
         else:
             at = {}
