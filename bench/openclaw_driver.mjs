@@ -1,7 +1,7 @@
 // bench/openclaw.py's Node side: OpenClaw's memory_search tool through memory-core and
 // through the memoryd plugin, in one process, the questions interleaved.
 //
-//   node bench/openclaw_driver.mjs OPENCLAW_PKG WORKSPACE SOCKET QUESTIONS.json PLUGIN_DIR
+//   node bench/openclaw_driver.mjs OPENCLAW_PKG WORKSPACE SOCKET QUESTIONS.json PLUGIN_DIR [ROUNDS]
 //
 // memory-core's tool is the package's own (createMemorySearchTool, with its SQLite plugin
 // state wired as OpenClaw's loader wires it); the plugin's is registered on a stand-in of
@@ -11,7 +11,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [pkg, workspace, socket, questionsFile, pluginDir] = process.argv.slice(2);
+const [pkg, workspace, socket, questionsFile, pluginDir, roundsArg] = process.argv.slice(2);
+const rounds = Number(roundsArg ?? 1);
 const dist = path.join(pkg, "dist");
 
 /** The bundle chunk (its name carries a hash) that holds `needle`. */
@@ -49,7 +50,7 @@ const memoryd = tools.get("memory_search")({ agentId: "main", config });
 const backends = { "memory-core": memoryCore, memoryd };
 const questions = JSON.parse(fs.readFileSync(questionsFile, "utf8"));
 
-async function call(name, i, query) {
+async function call(name, i, query, round = 0) {
   const started = performance.now();
   const out = await backends[name].execute(`b${i}`, { query, maxResults: 10 });
   const ms = performance.now() - started;
@@ -59,14 +60,16 @@ async function call(name, i, query) {
     end_line: r.endLine,
     snippet: r.snippet,
   }));
-  process.stdout.write(`${JSON.stringify({ backend: name, i, ms, results, error: out.details.error })}\n`);
+  process.stdout.write(`${JSON.stringify({ backend: name, i, round, ms, results, error: out.details.error })}\n`);
 }
 
 // First calls (memory-core builds its index on the first search) are reported apart.
 await call("memory-core", -1, questions[0]);
 await call("memoryd", -1, questions[0]);
-for (const [i, q] of questions.entries()) {
-  const order = i % 2 ? ["memoryd", "memory-core"] : ["memory-core", "memoryd"];
-  for (const name of order) await call(name, i, q);
+for (let round = 0; round < rounds; round++) {
+  for (const [i, q] of questions.entries()) {
+    const order = (i + round) % 2 ? ["memoryd", "memory-core"] : ["memory-core", "memoryd"];
+    for (const name of order) await call(name, i, q, round);
+  }
 }
 process.exit(0);
