@@ -556,3 +556,11 @@ def test_claude_code_lines_keep_user_and_assistant_text_only() -> None:
     assert parsed.messages == [(1, "user: plain"), (2, "assistant: answer")]
     assert parsed.session_id == "cc-1"
     assert parsed.skipped == 5 and parsed.malformed == 0
+
+
+def test_recall_asks_search_for_about_one_hit_per_50_tokens_of_budget() -> None:
+    # Each hit costs the search a snippet and a hook recalls before every prompt: the
+    # default budget (600) asks for 12, not 20; a large budget for more.
+    from memoryd.index.search.recall import candidates
+
+    assert [candidates(b) for b in (50, 600, 1000, 8000)] == [8, 12, 20, 40]

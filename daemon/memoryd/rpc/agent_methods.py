@@ -53,7 +53,7 @@ class AgentMethods:
                 {
                     "query": query[: _recall.MAX_QUERY_CHARS],
                     "workspace": ref,
-                    "max_results": _recall.CANDIDATES,
+                    "max_results": _recall.candidates(budget),
                     "min_score": min_score,
                     "sources": list(sources),
                 },

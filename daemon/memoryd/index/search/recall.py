@@ -15,9 +15,18 @@ from typing import Any, Final
 CHARS_PER_TOKEN: Final = 4
 DEFAULT_BUDGET_TOKENS: Final = 600
 DEFAULT_MIN_SCORE: Final = 0.5  # search's default is 0.35: a prompt is not a question to us
-CANDIDATES: Final = 20
+MIN_CANDIDATES: Final = 8
+MAX_CANDIDATES: Final = 40
+TOKENS_PER_CANDIDATE: Final = 50
+"""Hits asked of search: about one per 50 tokens of budget (a snippet is rarely shorter),
+12 for the default budget. Each hit costs the search a snippet, and a hook asks before
+every prompt."""
 MAX_QUERY_CHARS: Final = 4000  # a pasted document: its head says what it is about
 HEADER: Final = "Relevant memory (memoryd recall; cite as path#Lstart-Lend):"
+
+
+def candidates(budget_tokens: int) -> int:
+    return max(MIN_CANDIDATES, min(MAX_CANDIDATES, budget_tokens // TOKENS_PER_CANDIDATE))
 
 
 def tokens(text: str) -> int:
