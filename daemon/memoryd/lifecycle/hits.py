@@ -4,6 +4,8 @@ a signal only the daemon has, which hippocampus ranks its candidates by (docs/li
 Counted per workspace and ``line_key`` (lines.py) in the state database, so a line keeps its
 count when it moves and across restarts. Recording costs a search one ``deque.append``: a
 background thread keys the snippets' lines and writes the counts in batches, off the hot path.
+A batch gathers for up to COALESCE_S: on two cores a transaction per search (and the thread's
+wake-ups competing for the GIL) doubled the daemon's CPU per search; one a second is noise.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ log = get_logger("memoryd.lifecycle.hits")
 
 MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest are dropped
 SAMPLE_CHARS: Final = 200
+COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
 
 
 _WORD: Final = re.compile(r"\w{3,}")
@@ -80,6 +83,7 @@ class HitCounter:
         self.state = state
         self._queue: deque[tuple[str, str, list[str], float]] = deque(maxlen=MAX_QUEUED)
         self._wake = threading.Event()
+        self._flush = threading.Event()  # write what is queued now (wait_idle, close)
         self._idle = threading.Event()
         self._idle.set()
         self._closed = False
@@ -102,17 +106,22 @@ class HitCounter:
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Until what was recorded is counted (tests, and a job that reads the counts)."""
         if self._queue:
+            self._flush.set()
             self._wake.set()
         return self._idle.wait(timeout)
 
     def close(self) -> None:
         self._closed = True
+        self._flush.set()
         self._wake.set()
 
     def _run(self) -> None:
         while not self._closed:
             self._wake.wait(1.0)
             self._wake.clear()
+            if self._queue and not self._flush.is_set():
+                self._flush.wait(COALESCE_S)  # the searches of the next moment join this batch
+            self._flush.clear()
             batch = []
             while self._queue:
                 batch.append(self._queue.popleft())
@@ -125,8 +134,8 @@ class HitCounter:
                 self._idle.set()
 
     def _write(self, batch: list[tuple[str, str, list[str], float]]) -> None:
-        rows: list[tuple[str, str, str, float]] = []
-        queries: list[tuple[str, str, str]] = []
+        rows: dict[tuple[str, str], list[Any]] = {}  # (root, key) -> [sample, hits, last at]
+        queries: set[tuple[str, str, str]] = set()
         for root, query, snippets, at in batch:
             qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
             words = _words(query)
@@ -141,19 +150,21 @@ class HitCounter:
                     if k not in seen:
                         seen[k] = line.strip()[:SAMPLE_CHARS]
             for k, text in seen.items():
-                rows.append((root, k, text, at))
-                queries.append((root, k, qhash))
+                row = rows.setdefault((root, k), [text, 0, at])
+                row[1] += 1
+                row[2] = max(row[2], at)
+                queries.add((root, k, qhash))
         with self.state.lock, self.state.conn:
             self.state.conn.executemany(
                 "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
-                "VALUES (?, ?, ?, 1, ?) ON CONFLICT(workspace_path, key) DO UPDATE SET "
-                "hits = hits + 1, last_at = excluded.last_at",
-                rows,
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(workspace_path, key) DO UPDATE SET "
+                "hits = hits + excluded.hits, last_at = excluded.last_at",
+                [(root, k, text, n, at) for (root, k), (text, n, at) in rows.items()],
             )
             self.state.conn.executemany(
                 "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query) "
                 "VALUES (?, ?, ?)",
-                queries,
+                sorted(queries),
             )
 
     # -- reading -----------------------------------------------------------------------

@@ -1,0 +1,33 @@
+"""Hit counts (lifecycle/hits.py): the searches of a moment are written as one batch, and
+the counts are those of one write per search."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memoryd.files.lines import line_key
+from memoryd.lifecycle.hits import HitCounter
+from memoryd.runtime.state import StateDB
+
+QUINCE = "- Carol planted quince trees."
+TEA = "- Oolong tea ran out."
+
+
+def test_a_batch_counts_each_search_and_each_distinct_query(tmp_path: Path) -> None:
+    state = StateDB(tmp_path / "state.sqlite")
+    hits = HitCounter(state)
+    root = tmp_path / "ws"
+    snippet = [{"snippet": f"{QUINCE}\n{TEA}", "source": "memory"}]
+    hits.record(root, "quince trees", snippet)
+    hits.record(root, "quince trees", snippet)
+    hits.record(root, "who planted quince", snippet)
+    hits.record(root, "oolong tea", snippet)
+    hits.record(root, "a transcript", [{"snippet": QUINCE, "source": "sessions"}])
+    assert hits.wait_idle()  # written now, not after the batch's second
+    counts = hits.counts(root, [line_key(QUINCE), line_key(TEA)])
+    assert counts == {line_key(QUINCE): (3, 2), line_key(TEA): (1, 1)}
+    hits.record(root, "oolong tea", snippet)  # a later batch adds to the same rows
+    assert hits.wait_idle()
+    assert hits.counts(root, [line_key(TEA)]) == {line_key(TEA): (2, 1)}
+    hits.close()
+    state.close()
