@@ -194,6 +194,8 @@ class AsyncMemoryClient:
         since: DateLike | None = None,
         until: DateLike | None = None,
         fleet: bool = False,
+        project: str | Iterable[str] | None = None,
+        now: DateLike | None = None,
     ) -> SearchResult:
         return await self._run(
             _calls.search(
@@ -208,6 +210,8 @@ class AsyncMemoryClient:
                 since=since,
                 until=until,
                 fleet=fleet,
+                project=project,
+                now=now,
             )
         )
 
@@ -219,9 +223,17 @@ class AsyncMemoryClient:
         from_line: int | None = None,
         lines: int | None = None,
         raw: bool = False,
+        injectable: bool = False,
     ) -> GetResult:
         return await self._run(
-            _calls.get(path, workspace=workspace, from_line=from_line, lines=lines, raw=raw)
+            _calls.get(
+                path,
+                workspace=workspace,
+                from_line=from_line,
+                lines=lines,
+                raw=raw,
+                injectable=injectable,
+            )
         )
 
     async def append(
@@ -231,8 +243,21 @@ class AsyncMemoryClient:
         workspace: str | None = None,
         date: DateLike | None = None,
         heading: str | None = None,
+        origin: str = "agent",
+        session_id: str | None = None,
+        session_kind: str | None = None,
     ) -> AppendResult:
-        return await self._run(_calls.append(text, workspace=workspace, date=date, heading=heading))
+        return await self._run(
+            _calls.append(
+                text,
+                workspace=workspace,
+                date=date,
+                heading=heading,
+                origin=origin,
+                session_id=session_id,
+                session_kind=session_kind,
+            )
+        )
 
     async def export(self, output: str | Path, *, workspace: str | None = None) -> ExportResult:
         """Write the workspace's memory (markdown, provenance, a manifest with hashes) to
@@ -282,6 +307,8 @@ class AsyncMemoryClient:
         budget_tokens: int | None = None,
         min_score: float | None = None,
         sources: str | Iterable[str] | None = None,
+        project: str | Iterable[str] | None = None,
+        now: DateLike | None = None,
     ) -> RecallResult:
         """The memory worth putting before a model for ``query``: the best snippets above
         ``min_score`` (default 0.5, stricter than search), no two from the same lines,
@@ -293,6 +320,8 @@ class AsyncMemoryClient:
                 budget_tokens=budget_tokens,
                 min_score=min_score,
                 sources=sources,
+                project=project,
+                now=now,
             )
         )
 
@@ -304,13 +333,21 @@ class AsyncMemoryClient:
         workspace: str | None = None,
         wait: bool = False,
         trigger: str | None = None,
+        session_kind: str | None = None,
     ) -> FlushResult:
         """Queue a flush of an agent's transcript (OpenClaw or Claude Code JSONL): the
         daemon's LLM writes its durable facts to the day's daily file, from where the last
         flush of ``session_id`` stopped. Returns at once, or with ``wait`` when the run
         ended (``result.run``). Not resent if the connection drops. ``trigger`` is how
         the run is recorded: ``hook`` (the default, an agent's hook) or ``manual``."""
-        call = _calls.flush(transcript, session_id, workspace=workspace, wait=wait, trigger=trigger)
+        call = _calls.flush(
+            transcript,
+            session_id,
+            workspace=workspace,
+            wait=wait,
+            trigger=trigger,
+            session_kind=session_kind,
+        )
         return await self._run(call)
 
     async def reindex(

@@ -126,6 +126,8 @@ def search(
     since: DateLike | None = None,
     until: DateLike | None = None,
     fleet: bool = False,
+    project: str | Iterable[str] | None = None,
+    now: DateLike | None = None,
 ) -> Call[SearchResult]:
     params = _params(
         query=query,
@@ -138,6 +140,8 @@ def search(
         path_prefix=path_prefix,
         since=_date(since),
         until=_date(until),
+        project=_sources(project),
+        now=_date(now),
     )
     if fleet:  # every workspace published in the fleet (docs/fleet.md)
         params["fleet"] = True
@@ -158,12 +162,15 @@ def get(
     from_line: int | None = None,
     lines: int | None = None,
     raw: bool = False,
+    injectable: bool = False,
 ) -> Call[GetResult]:
     params = _params(path=path, workspace=workspace, lines=lines)
     if from_line is not None:
         params["from"] = from_line
     if raw:  # the file as it is: secrets written by hand not masked
         params["raw"] = True
+    if injectable:  # to put before a model: untrusted and system lines left out
+        params["injectable"] = True
     return Call("get", params, GetResult.from_wire)
 
 
@@ -173,8 +180,20 @@ def append(
     workspace: str | None = None,
     date: DateLike | None = None,
     heading: str | None = None,
+    origin: str = "agent",
+    session_id: str | None = None,
+    session_kind: str | None = None,
 ) -> Call[AppendResult]:
-    params = _params(text=text, workspace=workspace, date=_date(date), heading=heading)
+    """``origin``: who the text comes from (docs/provenance.md); a program is an agent."""
+    params = _params(
+        text=text,
+        workspace=workspace,
+        date=_date(date),
+        heading=heading,
+        origin=origin,
+        session_id=session_id,
+        session_kind=session_kind,
+    )
     return Call("append", params, AppendResult.from_wire, idempotent=False)
 
 
@@ -221,6 +240,8 @@ def recall(
     budget_tokens: int | None = None,
     min_score: float | None = None,
     sources: str | Iterable[str] | None = None,
+    project: str | Iterable[str] | None = None,
+    now: DateLike | None = None,
 ) -> Call[RecallResult]:
     params = _params(
         query=query,
@@ -228,6 +249,8 @@ def recall(
         budget_tokens=budget_tokens,
         min_score=min_score,
         sources=_sources(sources),
+        project=_sources(project),
+        now=_date(now),
     )
     return Call("recall", params, RecallResult.from_wire)
 
@@ -239,6 +262,7 @@ def flush(
     workspace: str | None = None,
     wait: bool = False,
     trigger: str | None = None,
+    session_kind: str | None = None,
 ) -> Call[FlushResult]:
     # The daemon reads the file itself: it wants an absolute path. Not resent after a
     # dropped connection (the run may be queued); with wait it lasts an LLM call.
@@ -248,6 +272,7 @@ def flush(
         workspace=workspace,
         wait=wait or None,
         trigger=trigger,
+        session_kind=session_kind,
     )
     return Call("flush", params, FlushResult.from_wire, idempotent=False, long=wait)
 

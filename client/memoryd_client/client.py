@@ -152,7 +152,11 @@ class MemoryClient:
         since: DateLike | None = None,
         until: DateLike | None = None,
         fleet: bool = False,
+        project: str | Iterable[str] | None = None,
+        now: DateLike | None = None,
     ) -> SearchResult:
+        """``project``: the active project key(s) (docs/provenance.md); ``now``: the day
+        the query's "yesterday" or "last week" counts from (default: today)."""
         return self._run(
             _calls.search(
                 query,
@@ -166,6 +170,8 @@ class MemoryClient:
                 since=since,
                 until=until,
                 fleet=fleet,
+                project=project,
+                now=now,
             )
         )
 
@@ -177,9 +183,17 @@ class MemoryClient:
         from_line: int | None = None,
         lines: int | None = None,
         raw: bool = False,
+        injectable: bool = False,
     ) -> GetResult:
         return self._run(
-            _calls.get(path, workspace=workspace, from_line=from_line, lines=lines, raw=raw)
+            _calls.get(
+                path,
+                workspace=workspace,
+                from_line=from_line,
+                lines=lines,
+                raw=raw,
+                injectable=injectable,
+            )
         )
 
     def append(
@@ -189,8 +203,23 @@ class MemoryClient:
         workspace: str | None = None,
         date: DateLike | None = None,
         heading: str | None = None,
+        origin: str = "agent",
+        session_id: str | None = None,
+        session_kind: str | None = None,
     ) -> AppendResult:
-        return self._run(_calls.append(text, workspace=workspace, date=date, heading=heading))
+        """``origin``: owner, agent (the default: a program), untrusted (web pages, tool
+        output) or system; recorded for each line with the session (docs/provenance.md)."""
+        return self._run(
+            _calls.append(
+                text,
+                workspace=workspace,
+                date=date,
+                heading=heading,
+                origin=origin,
+                session_id=session_id,
+                session_kind=session_kind,
+            )
+        )
 
     def export(self, output: str | Path, *, workspace: str | None = None) -> ExportResult:
         """Write the workspace's memory (markdown, provenance, a manifest with hashes) to
@@ -240,6 +269,8 @@ class MemoryClient:
         budget_tokens: int | None = None,
         min_score: float | None = None,
         sources: str | Iterable[str] | None = None,
+        project: str | Iterable[str] | None = None,
+        now: DateLike | None = None,
     ) -> RecallResult:
         """The memory worth putting before a model for ``query``: the best snippets above
         ``min_score`` (default 0.5, stricter than search), no two from the same lines,
@@ -251,6 +282,8 @@ class MemoryClient:
                 budget_tokens=budget_tokens,
                 min_score=min_score,
                 sources=sources,
+                project=project,
+                now=now,
             )
         )
 
@@ -262,13 +295,21 @@ class MemoryClient:
         workspace: str | None = None,
         wait: bool = False,
         trigger: str | None = None,
+        session_kind: str | None = None,
     ) -> FlushResult:
         """Queue a flush of an agent's transcript (OpenClaw or Claude Code JSONL): the
         daemon's LLM writes its durable facts to the day's daily file, from where the last
         flush of ``session_id`` stopped. Returns at once, or with ``wait`` when the run
         ended (``result.run``). Not resent if the connection drops. ``trigger`` is how
         the run is recorded: ``hook`` (the default, an agent's hook) or ``manual``."""
-        call = _calls.flush(transcript, session_id, workspace=workspace, wait=wait, trigger=trigger)
+        call = _calls.flush(
+            transcript,
+            session_id,
+            workspace=workspace,
+            wait=wait,
+            trigger=trigger,
+            session_kind=session_kind,
+        )
         return self._run(call)
 
     def flush_agent(

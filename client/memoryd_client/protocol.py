@@ -14,6 +14,11 @@ import msgpack
 PROTOCOL_VERSION: Final = 1
 DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024
 HEADER = struct.Struct(">I")
+# Every block memoryd injects before a model (recall, the session-start digest, the OpenClaw
+# prompt section) is wrapped in these: flush drops what is between them from a transcript,
+# and append refuses a text that is only a copy of one (no recall loops).
+RECALL_OPEN: Final = "<memoryd-recall>"
+RECALL_CLOSE: Final = "</memoryd-recall>"
 
 
 class ErrorCode:

@@ -23,3 +23,8 @@ DEFAULT_SOURCES: Final[tuple[Source, ...]] = (SOURCE_MEMORY,)
 MAX_RESULTS: Final = 100  # max_results is 1..MAX_RESULTS
 MIN_SCORE_RANGE: Final = (0.0, 1.0)  # min_score, and every score in an answer
 MAX_QUERY_CHARS: Final = 8192
+
+# Provenance (docs/provenance.md): who a line comes from, most trusted first, and the kind
+# of session that wrote it. The daemon's ledger and the client's flags share these.
+ORIGINS: Final = ("owner", "agent", "system", "untrusted")
+SESSION_KINDS: Final = ("interactive", "cron", "heartbeat", "subagent")

@@ -79,6 +79,14 @@ class SearchHit(_Wire):
     text_score: float | None = None
     workspace: str | None = None  # set when one search spans several workspaces
     host: str | None = None  # fleet mode: the host that published it
+    # What the lines say of themselves (docs/provenance.md); absent: nothing known.
+    tier: str | None = None  # curated | episodic | sessions
+    origin: str | None = None  # owner | agent | untrusted | system (None: owner's)
+    session_id: str | None = None
+    importance: int | None = None
+    triggers: list[str] = field(default_factory=list)
+    project: str | None = None
+    key: str | None = None
 
 
 @dataclass
@@ -98,6 +106,7 @@ class SearchResult(_Wire):
     waited_ms: float | None = None
     stale: bool = False
     notices: list[str] = field(default_factory=list)  # why there are no or fewer hits
+    dates: dict[str, Any] = field(default_factory=dict)  # the time the query named: {since, until}
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -273,6 +282,7 @@ class RecallItem(_Wire):
     text: str = field(metadata=_absent(""))
     source: str = "memory"
     citation: str = ""
+    trigger: str | None = None  # the trigger phrase that brought it first (recall's lane)
 
 
 @dataclass

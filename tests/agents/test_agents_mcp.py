@@ -65,6 +65,9 @@ def test_stdio_lists_the_four_tools_with_camelcase_params_and_output_schemas(
                 "text",
                 "heading",
                 "date",
+                "origin",
+                "sessionId",
+                "sessionKind",
                 "workspace",
             }
 

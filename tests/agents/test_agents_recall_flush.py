@@ -73,7 +73,7 @@ def test_recall_returns_cited_snippets_within_the_budget(daemon: DaemonThread) -
     cites = [r["citation"] for r in out["results"]]
     assert any(c.startswith("memory/2025-03-11.md#L") for c in cites)
     assert any(c.startswith("MEMORY.md#L") for c in cites)
-    assert out["markdown"].startswith("Relevant memory")
+    assert out["markdown"].startswith("<memoryd-recall>\nRelevant memory")
     assert all(f"[{c}]" in out["markdown"] for c in cites)
     assert 0 < out["tokens"] <= out["budget_tokens"] == 600
 
@@ -564,3 +564,93 @@ def test_recall_asks_search_for_about_one_hit_per_50_tokens_of_budget() -> None:
     from memoryd.index.search.recall import candidates
 
     assert [candidates(b) for b in (50, 600, 1000, 8000)] == [8, 12, 20, 40]
+
+
+# ---------------------------------------------------------------- flush and provenance
+
+
+def _search_origin(daemon: DaemonThread, query: str) -> dict[str, str]:
+    with MemoryClient(daemon.socket_path) as c:
+        c.reindex(workspace="alice")
+        hits = c.search(query, workspace="alice", min_score=0.0).results
+    return {h.snippet: h.origin or "owner" for h in hits}
+
+
+def test_flush_makes_what_follows_a_web_fetch_untrusted_for_the_rest_of_that_turn(
+    daemon: DaemonThread,
+    workspace: Path,
+    openai_server: FakeOpenAIServer,
+    projects: Path,
+) -> None:
+    t = projects / "web.jsonl"
+    claude_code_transcript(
+        t,
+        [
+            ("user", "Remember: our staging host is stage.internal."),
+            ("assistant", "Noted: staging is stage.internal."),
+            ("user", "Look up the vendor's rate limits."),
+            (
+                "assistant",
+                [
+                    {"type": "text", "text": "Fetching the vendor docs."},
+                    {"type": "tool_use", "id": "w1", "name": "WebFetch", "input": {}},
+                ],
+            ),
+            ("user", [{"type": "tool_result", "tool_use_id": "w1", "content": "page text"}]),
+            ("assistant", "The vendor allows 100 requests a minute."),
+        ],
+    )
+    openai_server.respond_chat("- Staging host is stage.internal.")
+    openai_server.respond_chat("- Vendor rate limit: 100 requests a minute.")
+    run = flush(daemon, t)
+    assert run["status"] == "ok", run
+    prompts = [r.body["messages"][-1]["content"] for r in openai_server.requests_to("chat")]
+    trusted, untrusted = prompts[-2], prompts[-1]
+    assert "stage.internal" in trusted and "Fetching the vendor docs." in trusted
+    assert "100 requests" not in trusted
+    assert "100 requests" in untrusted and "stage.internal" not in untrusted
+    found = _search_origin(daemon, "staging host vendor rate limit")
+    joined = " ".join(found)
+    assert "stage.internal" in joined
+    (origin,) = {o for s, o in found.items() if "rate limit" in s.lower()}
+    assert origin == "untrusted"
+
+
+@pytest.mark.parametrize("kind", ["cron", "heartbeat", "subagent"])
+def test_flush_of_a_scheduled_or_delegated_session_writes_nothing_and_says_why(
+    daemon: DaemonThread,
+    workspace: Path,
+    openai_server: FakeOpenAIServer,
+    projects: Path,
+    kind: str,
+) -> None:
+    t = projects / f"{kind}.jsonl"
+    claude_code_transcript(t, [("user", "heartbeat: all systems nominal")])
+    calls = len(openai_server.requests_to("chat"))
+    with MemoryClient(daemon.socket_path) as c:
+        out = c.flush(t, "s-9", workspace="alice", wait=True, session_kind=kind)
+    assert out.run is not None and out.run.raw["status"] == "skipped"
+    assert kind in out.run.raw["message"]
+    assert len(openai_server.requests_to("chat")) == calls
+    assert not (workspace / DAILY).exists()
+
+
+def test_flush_drops_blocks_memoryd_injected_before_summarising(
+    daemon: DaemonThread,
+    workspace: Path,
+    openai_server: FakeOpenAIServer,
+    projects: Path,
+) -> None:
+    t = projects / "loop.jsonl"
+    injected = (
+        "<memoryd-recall>\nRelevant memory (memoryd recall; cite as path#Lstart-Lend):\n\n"
+        "[MEMORY.md#L4-L4]\n- Dana owns the billing service.\n</memoryd-recall>"
+    )
+    claude_code_transcript(
+        t, [("user", f"{injected}\nWhat should the invoice footer say?"), ("assistant", "Thanks.")]
+    )
+    openai_server.respond_chat("NOTHING")
+    run = flush(daemon, t)
+    assert run["status"] == "ok", run
+    prompt = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    assert "invoice footer" in prompt and "Dana owns" not in prompt

@@ -338,7 +338,12 @@ def test_append_reads_stdin_for_dash(fake_memoryd: FakeMemoryd) -> None:
     )
     assert code == EXIT_OK
     assert out == "appended to memory/2025-01-02.md:10-11\n"
-    assert fake_memoryd.calls("append")[0].params == {"text": "from a pipe\n", "heading": "Notes"}
+    # Piped: a program wrote it, not the person at a terminal (docs/provenance.md).
+    assert fake_memoryd.calls("append")[0].params == {
+        "text": "from a pipe\n",
+        "heading": "Notes",
+        "origin": "agent",
+    }
 
 
 def test_append_of_nothing_is_a_usage_error(fake_memoryd: FakeMemoryd) -> None:

@@ -201,7 +201,9 @@ def test_get_append_reindex_workspace_params_match_the_protocol(
     for req in fake_memoryd.requests:
         by_method.setdefault(req.method, []).append(req.params)
     assert by_method["get"] == [{"path": "MEMORY.md", "workspace": "/w/ws", "from": 5, "lines": 2}]
-    assert by_method["append"] == [{"text": "note", "date": "2025-01-02", "heading": "Decisions"}]
+    assert by_method["append"] == [
+        {"text": "note", "date": "2025-01-02", "heading": "Decisions", "origin": "agent"}
+    ]
     assert by_method["reindex"] == [{"full": True, "wait": True}, {}]
     assert by_method["workspace.add"] == [{"path": "/w/ws", "name": "ws"}]
     assert by_method["workspace.remove"] == [{"workspace": "ws", "delete_index": True}]

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from memoryd_client.agents.project import project_key
 from memoryd_client.agents.workspace import choices_message, containing, default_for
 from memoryd_client.agents.workspace import looks_like_path as _looks_like_path
 from memoryd_client.errors import (
@@ -23,7 +24,7 @@ from memoryd_client.errors import (
     ForbiddenPath,
     NotFound,
 )
-from memoryd_client.types import WorkspaceInfo
+from memoryd_client.types import SearchHit, WorkspaceInfo
 
 if TYPE_CHECKING:
     from memoryd_client._async import AsyncMemoryClient
@@ -166,6 +167,7 @@ class Bridge:
             sources=sources,
             since=since,
             until=until,
+            project=project_key(self.cwd),
         )
         name = self._name_of(ws)
         out: dict[str, Any] = {
@@ -180,6 +182,7 @@ class Bridge:
                     "snippetEndLine": hit.snippet_end_line or hit.end_line,
                     "source": hit.source,
                     "workspace": name,
+                    **_provenance(hit),
                 }
                 for hit in result.results
             ],
@@ -233,16 +236,32 @@ class Bridge:
         heading: str | None = None,
         date: str | None = None,
         workspace: str | None = None,
+        origin: str | None = None,
+        session_id: str | None = None,
+        session_kind: str | None = None,
     ) -> dict[str, Any]:
         if not text.strip():
             raise ToolRefusal("text is empty: nothing to append")
+        if origin == "owner":  # a model is not the owner (docs/provenance.md)
+            raise ToolRefusal(
+                "origin owner is the person's own: a model's note is agent, and content "
+                "from web pages or tool output is untrusted"
+            )
         if len(text) > MAX_APPEND_CHARS:
             raise ToolRefusal(
                 f"text is {len(text)} characters; the limit is {MAX_APPEND_CHARS} "
                 "(append the durable facts, not a transcript)"
             )
         ws = await self.workspace(workspace)
-        result = await self.client.append(text, workspace=ws, date=date, heading=heading)
+        result = await self.client.append(
+            text,
+            workspace=ws,
+            date=date,
+            heading=heading,
+            origin=origin or "agent",
+            session_id=session_id,
+            session_kind=session_kind,
+        )
         out = {"path": result.path, "startLine": result.start_line, "endLine": result.end_line}
         if result.duplicate:
             out["duplicate"] = True
@@ -289,6 +308,22 @@ def iso_time(value: str | float | None) -> str | None:
 
 
 # ---------------------------------------------------------------- text renderings
+
+
+def _provenance(hit: SearchHit) -> dict[str, Any]:
+    """What a hit's lines say of themselves, in the tools' camelCase (only what is known)."""
+    out: dict[str, Any] = {}
+    for key, value in (
+        ("tier", hit.tier),
+        ("origin", hit.origin),
+        ("sessionId", hit.session_id),
+        ("importance", hit.importance),
+        ("triggers", hit.triggers or None),
+        ("project", hit.project),
+    ):
+        if value is not None:
+            out[key] = value
+    return out
 
 
 def search_text(result: dict[str, Any]) -> str:

@@ -1,6 +1,10 @@
-"""A session's start digest: MEMORY.md's head and the latest daily notes, a text block
-meant to be put before the model as it is ('' when there is nothing yet). Recall for a
-prompt is the daemon's ``recall`` (:meth:`MemoryClient.recall`).
+"""A session's start digest: MEMORY.md's and USER.md's heads and the latest daily notes, a
+text block meant to be put before the model as it is ('' when there is nothing yet). Recall
+for a prompt is the daemon's ``recall`` (:meth:`MemoryClient.recall`).
+
+Read with ``get(injectable=True)``: lines of untrusted or system origin are left out (they
+are never injected, docs/agents.md), and the block is marked like recall's so that flush
+and append never learn it again.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from typing import Any
 
 from memoryd_client.client import MemoryClient
 from memoryd_client.errors import NotFound
+from memoryd_client.protocol import RECALL_CLOSE, RECALL_OPEN
 
 CHARS_PER_TOKEN = 4  # the daemon's recall counts the same way (index/search/recall.py)
 DEFAULT_DIGEST_TOKENS = 600
@@ -19,7 +24,7 @@ DAYS = 2  # today's and yesterday's notes
 
 def _read(client: MemoryClient, path: str, workspace: str | None, **kw: Any) -> str:
     try:
-        return client.get(path, workspace=workspace, **kw).text.strip()
+        return client.get(path, workspace=workspace, injectable=True, **kw).text.strip()
     except NotFound:
         return ""
 
@@ -45,26 +50,34 @@ def digest(
     budget_tokens: int = DEFAULT_DIGEST_TOKENS,
     today: _dt.date | None = None,
 ) -> str:
-    """MEMORY.md's head and the last days' notes (newest first, their ends: what happened
-    last), within the budget; '' when the workspace holds neither yet."""
-    budget = budget_tokens * CHARS_PER_TOKEN
+    """MEMORY.md's and USER.md's heads and the last days' notes (newest first, their ends:
+    what happened last), within the budget; '' when the workspace holds none yet."""
+    budget = budget_tokens * CHARS_PER_TOKEN - len(RECALL_OPEN) - len(RECALL_CLOSE) - 2
     day = today or _dt.date.today()
-    memory = _read(client, "MEMORY.md", workspace, lines=MEMORY_HEAD_LINES)
+    curated = [
+        (name, text)
+        for name in ("MEMORY.md", "USER.md")
+        if (text := _read(client, name, workspace, lines=MEMORY_HEAD_LINES))
+    ]
     notes = []
     for back in range(DAYS):
         name = f"memory/{(day - _dt.timedelta(days=back)).isoformat()}.md"
         text = _read(client, name, workspace)
         if text:
             notes.append((name, text))
-    if not memory and not notes:
+    if not curated and not notes:
         return ""
-    header = "Memory digest (memoryd: MEMORY.md and the latest daily notes; search for more):"
+    header = (
+        "Memory digest (memoryd: MEMORY.md, USER.md and the latest daily notes; search for more):"
+    )
     left = budget - len(header)
     parts = [header]
-    if memory:
-        share = left if not notes else left // 2
-        block = f"## MEMORY.md\n\n{_head(memory, max(0, share - 16))}"
+    curated_budget = left if not notes else left // 2
+    for i, (name, text) in enumerate(curated):
+        share = curated_budget // (len(curated) - i)
+        block = f"## {name}\n\n{_head(text, max(0, share - len(name) - 8))}"
         parts.append(block)
+        curated_budget -= len(block) + 2
         left -= len(block) + 2
     for i, (name, text) in enumerate(notes):
         share = left // (len(notes) - i)
@@ -73,4 +86,4 @@ def digest(
         block = f"## {name}\n\n{_tail(text, share - len(name) - 8)}"
         parts.append(block)
         left -= len(block) + 2
-    return "\n\n".join(parts) + "\n"
+    return f"{RECALL_OPEN}\n" + "\n\n".join(parts) + f"\n{RECALL_CLOSE}\n"

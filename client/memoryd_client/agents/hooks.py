@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar
 
+from memoryd_client.agents.project import project_key
 from memoryd_client.agents.workspace import default_for, looks_like_path
 from memoryd_client.client import MemoryClient
 from memoryd_client.errors import ClientError, DaemonNotRunning, UnknownWorkspace
@@ -193,7 +194,10 @@ def handle(
     if event_name == "user-prompt-submit":
         prompt = _text_field(event, "prompt")
         block = in_workspace(
-            client, workspace, cwd, lambda ws: client.recall(prompt, workspace=ws).markdown
+            client,
+            workspace,
+            cwd,
+            lambda ws: client.recall(prompt, workspace=ws, project=project_key(cwd)).markdown,
         )
         return _context("UserPromptSubmit", block) if block else None
     if event_name == "session-start":

@@ -99,7 +99,13 @@ async def _get(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
 
 async def _append(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
     data = await bridge.append(
-        a["text"], heading=a.get("heading"), date=a.get("date"), workspace=a.get("workspace")
+        a["text"],
+        heading=a.get("heading"),
+        date=a.get("date"),
+        workspace=a.get("workspace"),
+        origin=a.get("origin"),
+        session_id=a.get("sessionId"),
+        session_kind=a.get("sessionKind"),
     )
     return data, _bridge.append_text(data)
 
@@ -226,6 +232,27 @@ TOOLS: Final = {
                         "description": "The daily file's date, YYYY-MM-DD (default today).",
                     },
                     "workspace": _WORKSPACE,
+                    # The daemon records it for each line (docs/provenance.md); a model is
+                    # never the owner, so "owner" is not offered.
+                    "origin": {
+                        "type": "string",
+                        "enum": ["agent", "untrusted", "system"],
+                        "description": "Where the text comes from: agent (your own note, the "
+                        "default), untrusted (copied from a web page, an email, tool output), "
+                        "system (scheduled or scaffolding runs). Untrusted notes are "
+                        "searchable but never recalled into a prompt by themselves.",
+                    },
+                    "sessionId": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 200,
+                        "description": "The session this note comes from.",
+                    },
+                    "sessionKind": {
+                        "type": "string",
+                        "enum": ["interactive", "cron", "heartbeat", "subagent"],
+                        "description": "That session's kind.",
+                    },
                 },
                 ("text",),
             ),

@@ -11,9 +11,11 @@ import argparse
 import contextlib
 import os
 import sys
+from pathlib import Path
 from typing import Any, Protocol
 
 from memoryd_client.agents import CLIENTS
+from memoryd_client.agents.project import project_key
 from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_OK,
@@ -94,6 +96,12 @@ def _add_recall(sub: Any, command: _Command) -> None:
     )
     p.add_argument(
         "--min-score", type=float, metavar="SCORE", help="0..1 (default 0.5, stricter than search)"
+    )
+    p.add_argument(
+        "--project",
+        action="append",
+        metavar="KEY",
+        help="an active project (repeatable; default: the working directory's repository)",
     )
 
 
@@ -266,7 +274,11 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
     text = text_argument(args.text, "nothing to recall for: the text is empty")
     result = ctx.client.recall(
-        text, workspace=ctx.workspace(), budget_tokens=args.budget, min_score=args.min_score
+        text,
+        workspace=ctx.workspace(),
+        budget_tokens=args.budget,
+        min_score=args.min_score,
+        project=args.project or project_key(Path.cwd()),
     )
     if args.json:
         ctx.print_json(result.raw)

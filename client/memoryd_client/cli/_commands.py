@@ -51,6 +51,8 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
         "path_prefix": args.path_prefix,
         "since": args.since,
         "until": args.until,
+        "project": args.project,
+        "now": args.now,
     }
     if args.all and args.workspace:
         raise UsageError("--all searches every workspace: leave out -w/--workspace")
@@ -106,10 +108,25 @@ def get(args: argparse.Namespace, ctx: Context) -> int:
     return EXIT_OK
 
 
+def _on_terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (ValueError, AttributeError):  # closed, or replaced by something without one
+        return False
+
+
 def append(args: argparse.Namespace, ctx: Context) -> int:
     text = text_argument(args.text, "nothing to append: the text is empty")
+    # A person at a terminal is the owner; a pipe or a program is an agent (docs/provenance.md).
+    origin = args.origin or ("owner" if _on_terminal() else "agent")
     result = ctx.client.append(
-        text, workspace=ctx.workspace(), date=args.date, heading=args.heading
+        text,
+        workspace=ctx.workspace(),
+        date=args.date,
+        heading=args.heading,
+        origin=origin,
+        session_id=args.session_id,
+        session_kind=args.session_kind,
     )
     if args.json:
         ctx.print_json(result.raw)

@@ -25,7 +25,7 @@ from memoryd_client.cli._base import (
 )
 from memoryd_client.cli._lifecycle import add_commands as add_lifecycle_commands
 from memoryd_client.client import DEFAULT_TIMEOUT
-from memoryd_client.search_terms import FUSIONS, MODES, SOURCES
+from memoryd_client.search_terms import FUSIONS, MODES, ORIGINS, SESSION_KINDS, SOURCES
 
 
 class Parser(argparse.ArgumentParser):
@@ -250,6 +250,24 @@ def _search_commands(sub: Any) -> None:
         action="store_true",
         help="every workspace of every host in the fleet (fleet mode)",
     )
+    add_signal_options(p)
+
+
+def add_signal_options(p: Any) -> None:
+    """--project and --now, shared by search and recall."""
+    p.add_argument(
+        "--project",
+        action="append",
+        metavar="KEY",
+        help="an active project (repeatable; e.g. github.com/owner/repo): its tagged notes "
+        "rank higher, another project's a little lower",
+    )
+    p.add_argument(
+        "--now",
+        type=iso_date,
+        metavar="YYYY-MM-DD",
+        help='the day "yesterday" or "last week" in the query counts from (default today)',
+    )
 
 
 def _note_commands(sub: Any) -> None:
@@ -291,6 +309,14 @@ def _note_commands(sub: Any) -> None:
         "--date", type=iso_date, metavar="YYYY-MM-DD", help="the daily file's day (default today)"
     )
     p.add_argument("--heading", metavar="TEXT", help="put the note under this heading")
+    p.add_argument(
+        "--origin",
+        choices=ORIGINS,
+        help="who the text comes from (default: owner on a terminal, else agent); "
+        "untrusted for web pages and tool output",
+    )
+    p.add_argument("--session-id", metavar="ID", help="the session it was written in")
+    p.add_argument("--session-kind", choices=SESSION_KINDS, help="that session's kind")
 
     p = command(
         sub,

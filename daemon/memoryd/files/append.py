@@ -34,6 +34,8 @@ import errno
 import os
 import stat
 import threading
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -42,6 +44,8 @@ from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unav
 from memoryd.files.duplicates import Duplicates
 from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
+from memoryd.files.lines import text_keys
+from memoryd.files.provenance import Provenance, Record, ledger_for
 from memoryd.files.reader import read_all
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import redact
@@ -194,9 +198,16 @@ class Appender:
         date: dt.date,
         heading: str | None = None,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        provenance: Provenance | Sequence[tuple[str, Provenance]] | None = None,
+        via: str = "append",
     ) -> AppendResult:
         """Blocking: run it in a thread. ``root`` is the workspace's resolved root. A secret
-        in ``text`` is replaced by ``[REDACTED:kind]`` before anything is written."""
+        in ``text`` is replaced by ``[REDACTED:kind]`` before anything is written.
+
+        ``provenance``: recorded for each line of ``text`` in the workspace's ledger
+        (files/provenance.py), durably and before the lines are written, under the file's
+        lock; or (part of ``text``, its provenance) pairs when parts differ (flush); None
+        records nothing (the line counts as the owner's)."""
         check_text(text)
         heading = normalise_heading(heading)
         clean = redact(text)
@@ -229,8 +240,9 @@ class Appender:
                         root, opened.rel, read_all(opened.fd, os.fstat(opened.fd).st_size), text
                     )
                     if not found.duplicate:
+                        record = _recorder(root, rel, found.text, provenance, via)
                         start, end, size = self._append_to(
-                            opened.fd, rel, found.text, heading, max_file_bytes
+                            opened.fd, rel, found.text, heading, max_file_bytes, record
                         )
             except BaseException:
                 os.close(opened.fd)
@@ -258,9 +270,15 @@ class Appender:
 
     @staticmethod
     def _append_to(
-        fd: int, rel: str, text: str, heading: str | None, max_file_bytes: int
+        fd: int,
+        rel: str,
+        text: str,
+        heading: str | None,
+        max_file_bytes: int,
+        before_write: Callable[[], None] | None = None,
     ) -> tuple[int, int, int]:
-        """Append to open daily file ``fd``: (start line, end line, bytes added)."""
+        """Append to open daily file ``fd``: (start line, end line, bytes added).
+        ``before_write``: once the block is known to fit, just before it is written."""
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InvalidParams(f"{rel} is not a regular file", {"path": rel})
@@ -282,6 +300,8 @@ class Appender:
                 "not searchable: nothing appended; write to another file",
                 {"path": rel, "max_bytes": max_file_bytes},
             )
+        if before_write is not None:
+            before_write()
         try:
             _write_all(fd, suffix)
             os.fsync(fd)
@@ -303,6 +323,32 @@ class Appender:
         # The suffix is separator newlines, then the block, which ends with a newline.
         end = prefix.count(b"\n") + suffix.count(b"\n")
         return end - suffix.lstrip(b"\n").count(b"\n") + 1, end, len(suffix)
+
+
+def _recorder(
+    root: Path,
+    rel: str,
+    text: str,
+    provenance: Provenance | Sequence[tuple[str, Provenance]] | None,
+    via: str,
+) -> Callable[[], None] | None:
+    """What records the lines of ``text`` (what is written: redacted, duplicates dropped) in
+    the ledger, or None when there is nothing to say. A line not written gets no record: a
+    copy of the owner's line must not make it the copier's."""
+    if provenance is None:
+        return None
+    written = set(text_keys(text))
+    parts = [(text, provenance)] if isinstance(provenance, Provenance) else list(provenance)
+    at = time.time()
+    records = [
+        Record(k, rel, p.origin, p.session_id, p.session_kind, via, at)
+        for part, p in parts
+        for k in dict.fromkeys(text_keys(redact(part).text if part is not text else part))
+        if k in written
+    ]
+    if not records:
+        return None
+    return lambda: ledger_for(root).add(records)
 
 
 def _take_back(fd: int, written: int, rel: str) -> None:

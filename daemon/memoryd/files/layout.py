@@ -28,6 +28,9 @@ from memoryd.files.beneath import Opened, open_beneath
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 MEMORY_FILES = ("MEMORY.md", "memory.md")
+USER_FILE = "USER.md"  # stable preferences, relationships, style: indexed like MEMORY.md
+CURATED_FILES = (*MEMORY_FILES, USER_FILE)  # the curated tier
+TIER_CURATED, TIER_EPISODIC, TIER_SESSIONS = "curated", "episodic", "sessions"
 MEMORY_DIR = "memory"  # daily files and any other notes
 SESSIONS_DIR = "sessions"  # transcripts
 ARCHIVE_DIR = "archive"  # memory/archive/YYYY/ (old daily files), sessions/archive/YYYY-MM/
@@ -93,7 +96,7 @@ class Layout:
         parts = PurePosixPath(rel).parts
         if not parts or any(p.startswith(".") for p in parts) or ".." in parts:
             return None
-        if rel in MEMORY_FILES:
+        if rel in CURATED_FILES:
             return SOURCE_MEMORY
         if parts[0] == MEMORY_DIR and rel.endswith(NOTE_SUFFIX):
             return SOURCE_MEMORY
@@ -162,7 +165,7 @@ class Layout:
             yield f
 
     def _candidates(self) -> Iterator[str]:
-        yield from MEMORY_FILES
+        yield from CURATED_FILES
         yield from self._walk(MEMORY_DIR, NOTE_SUFFIX)
         if self.sessions:
             sessions = transcripts_dir(self.root)
@@ -198,7 +201,7 @@ class Layout:
     def links_outside(self) -> dict[str, str]:
         """The indexed places (MEMORY.md, memory/, sessions/, extra paths) that are links
         leaving the workspace, with why they are not indexed: said in status, not silent."""
-        tops = [*MEMORY_FILES, MEMORY_DIR, *([SESSIONS_DIR] if self.sessions else [])]
+        tops = [*CURATED_FILES, MEMORY_DIR, *([SESSIONS_DIR] if self.sessions else [])]
         out: dict[str, str] = {}
         for rel in [*tops, *self._extras()]:
             path = self.root / rel
@@ -294,6 +297,14 @@ class Layout:
             os.close(opened.fd)
             raise ForbiddenPath(f"{rel} is a link that leaves the readable memory files")
         return opened
+
+
+def tier_of(rel: str, source: str) -> str:
+    """A file's tier: MEMORY.md and USER.md are curated, transcripts are sessions, every
+    other memory file (daily notes, memory/**, extra paths) is episodic."""
+    if source == SOURCE_SESSIONS:
+        return TIER_SESSIONS
+    return TIER_CURATED if rel in CURATED_FILES else TIER_EPISODIC
 
 
 def day_of(rel: str) -> str:

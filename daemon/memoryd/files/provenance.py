@@ -32,6 +32,7 @@ from typing import Any, Final
 from memoryd.errors import InvalidParams
 from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write_at
+from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
 __all__ = [
     "HAND_WRITTEN",
@@ -52,10 +53,8 @@ LEDGER_NAME: Final = ".provenance.jsonl"
 LEDGER_DIR: Final = "memory"
 LEDGER_REL: Final = f"{LEDGER_DIR}/{LEDGER_NAME}"
 VERSION: Final = 1
-# Most trusted first. The least trusted of several sources is what a line is.
-ORIGINS: Final = ("owner", "agent", "system", "untrusted")
+# ORIGINS: most trusted first. The least trusted of several sources is what a line is.
 _TRUST: Final = {o: len(ORIGINS) - i for i, o in enumerate(ORIGINS)}
-SESSION_KINDS: Final = ("interactive", "cron", "heartbeat", "subagent")
 VIAS: Final = ("append", "flush", "hippocampus", "import")
 MAX_SESSION_ID: Final = 200
 _WRITE_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC

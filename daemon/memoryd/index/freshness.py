@@ -14,8 +14,8 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from memoryd.files.layout import (
+    CURATED_FILES,
     MEMORY_DIR,
-    MEMORY_FILES,
     SESSIONS_DIR,
     Layout,
     daily_rel,
@@ -120,7 +120,7 @@ class Freshness:
         """Recently active files whose (mtime, size) differ from the index: a cheap check
         (a few stats) that lets a search see a write the watcher has not reported yet."""
         today = date.today()
-        hot = {*MEMORY_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
+        hot = {*CURATED_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
         now = time.monotonic()
         with self._lock:  # only the hot entries: this runs before every search
             hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}

@@ -23,14 +23,16 @@ from typing import TYPE_CHECKING
 import apsw
 
 from memoryd import sqlite
+from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import (
     IndexedFile,
     Layout,
     day_of,
     display_name,
 )
+from memoryd.files.provenance import Ledger
 from memoryd.files.transcripts import parse_transcript
-from memoryd.index import store
+from memoryd.index import line_meta, store
 from memoryd.index.chunker import (
     Chunk,
     MarkdownState,
@@ -40,6 +42,7 @@ from memoryd.index.chunker import (
 )
 from memoryd.index.file_reads import FileReads
 from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.index.line_meta import LineMeta, LineMetaMap
 from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.store import FileRow
@@ -77,6 +80,7 @@ class _Chunked:
     row: FileRow
     size: int
     prepared: Future[Prepared]
+    meta: dict[int, LineMeta]
 
 
 def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
@@ -103,6 +107,10 @@ class Syncer:
     stopping: Callable[[], bool] = lambda: False
     _batch: list[tuple[str, FileRow | None]] | None = None  # done, not yet committed
     tails: TailStates = field(default_factory=TailStates)  # for appends to markdown files
+    # Per-line annotations and provenance (line_meta.py): the map the searches read, and
+    # the ledger the provenance comes from (None: none kept, as in benchmarks of the text).
+    meta: LineMetaMap = field(default_factory=LineMetaMap)
+    ledger: Ledger | None = None
 
     reads: FileReads = field(init=False)
 
@@ -113,6 +121,7 @@ class Syncer:
     def _committed(self, rel: str, row: FileRow | None) -> None:
         """A file's writes are done: tell on_commit now, or when the open batch commits."""
         if self._batch is None:
+            self.meta.commit(rel)
             self.on_commit(rel, row)
         else:
             self._batch.append((rel, row))
@@ -128,10 +137,12 @@ class Syncer:
         if not commit:
             if self.conn.in_transaction:  # an error may have rolled it back already
                 self.conn.execute("ROLLBACK")  # the staged chunk rows with it
+            self.meta.discard()
             return
         store.move_staged(self.conn)
         self.conn.execute("COMMIT")
         for rel, row in done:
+            self.meta.commit(rel)
             self.on_commit(rel, row)
 
     def run(
@@ -141,6 +152,8 @@ class Syncer:
         progress: Callable[[SyncProgress], None] | None = None,
     ) -> SyncReport:
         report = SyncReport()
+        if self.ledger is not None:
+            self.ledger.refresh()  # once per run: the lines appended since come with records
         known = store.read_files(self.conn)
         if paths is None:
             present = {f.rel: f for f in self.layout.iter_files()}  # display names
@@ -215,6 +228,7 @@ class Syncer:
                 if rel in known:
                     with self.conn:
                         report.chunks_removed += store.delete_file(self.conn, rel, self.mirror)
+                        self._write_meta(rel, {})
                     report.files_removed += 1
                     self._committed(rel, None)
             else:
@@ -249,7 +263,9 @@ class Syncer:
             except BrokenExecutor as exc:  # a worker died (killed?): chunk it here
                 log.warning("chunking_workers_failed", path=f.rel, error=repr(exc))
             else:
-                self._write_markdown(f, ahead.row, ahead.size, None, p.rows, None, report)
+                self._write_markdown(
+                    f, ahead.row, ahead.size, None, p.rows, None, report, ahead.meta
+                )
                 if self.keywords is not None:  # its rows come with the batch's commit
                     self.keywords.expect([(r[4], r[2]) for r in p.rows], p.counted)
                 return
@@ -351,7 +367,7 @@ class Syncer:
             return False
         # Decoded as _decode does, without its warning: the sync that indexed it gave that.
         chunks, state = chunk_markdown_state(
-            data.decode("utf-8", errors="replace"),
+            strip_annotations(data.decode("utf-8", errors="replace")),
             self.tokenizer(),
             self.chunk_tokens,
             self.chunk_overlap,
@@ -384,12 +400,14 @@ class Syncer:
         digest = hashlib.sha256(data).hexdigest()
         text = self.reads.decode(f.rel, data, digest)
         row = _markdown_row(f, st, digest)
-        args = (text, self.chunk_tokens, self.chunk_overlap)
+        args = (strip_annotations(text), self.chunk_tokens, self.chunk_overlap)
         try:
             ahead.add(
                 f,
                 len(data),
-                lambda pool: _Chunked(row, len(data), pool.submit(prepare_markdown, *args)),
+                lambda pool: _Chunked(
+                    row, len(data), pool.submit(prepare_markdown, *args), self._meta_of(text)
+                ),
             )
         except Exception as exc:  # no processes here (a sandbox, a limit): chunk it here
             log.warning("chunking_workers_unavailable", error=repr(exc))
@@ -429,6 +447,7 @@ class Syncer:
         with self.conn:
             report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
             store.upsert_file(self.conn, row)
+            self._write_meta(f.rel, {})
         report.files_skipped += 1
         report.skipped[f.rel] = reason
         self._committed(f.rel, row)
@@ -454,19 +473,26 @@ class Syncer:
             return
         state = tail = None
         chunks: list[Chunk] = []
+        # Annotation comments are not indexed as text (their words would weigh in BM25 and
+        # the vectors): line_meta keeps what they say, read from the raw lines.
         if resume is not None:  # only grew: decode and chunk from where the chunker resumes
             state = resume.state
-            text = self.reads.decode(f.rel, data[resume.offset :], digest)
-            tail = chunk_appended(state, text, self.tokenizer(), resume.first)
+            raw = self.reads.decode(f.rel, data[resume.offset :], digest)
+            tail = chunk_appended(state, strip_annotations(raw), self.tokenizer(), resume.first)
         if state is None or tail is None:
+            raw = self.reads.decode(f.rel, data, digest)
             chunks, state = chunk_markdown_state(
-                self.reads.decode(f.rel, data, digest),
+                strip_annotations(raw),
                 self.tokenizer(),
                 self.chunk_tokens,
                 self.chunk_overlap,
             )
+            meta = self._meta_of(raw)
+        else:  # only the new lines are read for it
+            assert resume is not None
+            meta = self._meta_of(raw, resume.first + 1, keep_before=f.rel)
         rows = store.chunk_rows(chunks)
-        self._write_markdown(f, new_row, len(data), state, rows, tail, report)
+        self._write_markdown(f, new_row, len(data), state, rows, tail, report, meta)
 
     def _write_markdown(
         self,
@@ -477,11 +503,14 @@ class Syncer:
         rows: list[store.ChunkRow],
         tail: tuple[int, list[Chunk]] | None,
         report: SyncReport,
+        meta: dict[int, LineMeta],
     ) -> None:
         """Write a markdown file's chunks (``rows``) whole, or (``tail``: chunk_appended's)
-        the chunks after those it keeps; ``state`` is kept for the next append."""
+        the chunks after those it keeps; ``state`` is kept for the next append. ``meta``:
+        its lines' annotations and provenance, replaced in the same transaction."""
         with self.conn:
             store.upsert_file(self.conn, new_row)
+            self._write_meta(f.rel, meta)
             if tail is None:
                 report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
                 # In a bulk batch the rows wait for its commit: one FTS5 segment for the batch.
@@ -500,6 +529,23 @@ class Syncer:
             self.tails.put(f.rel, new_row.hash, size, state)
         report.files_changed += 1
         self._committed(f.rel, new_row)
+
+    def _meta_of(
+        self, text: str, first: int = 1, keep_before: str | None = None
+    ) -> dict[int, LineMeta]:
+        """The per-line meta of a markdown file's ``text`` (its lines from ``first`` on);
+        ``keep_before``: the file that only grew, whose lines before ``first`` keep theirs."""
+        meta = line_meta.file_meta(text, self.ledger, first)
+        if keep_before is not None and self.meta.has(keep_before):
+            meta |= dict(self.meta.lines(keep_before, 1, first - 1))
+        return meta
+
+    def _write_meta(self, rel: str, meta: dict[int, LineMeta]) -> None:
+        """In the caller's transaction; the map takes it when that commits."""
+        had = self.meta.has(rel)
+        if had or meta:
+            line_meta.write(self.conn, rel, meta, had)
+            self.meta.stage(rel, meta)
 
     def _sync_transcript(
         self,

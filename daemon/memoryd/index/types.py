@@ -26,6 +26,10 @@ class SearchRequest:
     path_prefix: str | None = None  # workspace-relative, e.g. "memory/2024-"
     since: str | None = None  # YYYY-MM-DD, inclusive; only dated (daily/session) chunks pass
     until: str | None = None
+    projects: tuple[str, ...] = ()  # active project keys: their tagged lines rank higher
+    # YYYY-MM-DD: what "yesterday" and "last week" in the query count from, and recency's
+    # today (None: the query's time words are not read; recency counts from the clock).
+    today: str | None = None
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,8 @@ class SearchHit:
     heading: str = ""
     vector_score: float | None = None
     text_score: float | None = None
+    tier: str = ""  # curated | episodic | sessions ('' from a peer that does not say)
+    meta: HitMeta | None = None  # what the snippet's lines say of themselves (line_meta.py)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -59,6 +65,36 @@ class SearchHit:
             out["vector_score"] = round(self.vector_score, 6)
         if self.text_score is not None:
             out["text_score"] = round(self.text_score, 6)
+        if self.tier:
+            out["tier"] = self.tier
+        if self.meta is not None:
+            out.update(self.meta.to_dict())
+        return out
+
+
+@dataclass(frozen=True)
+class HitMeta:
+    """A hit's annotations and provenance; only what is known goes on the wire."""
+
+    origin: str  # the least trusted of the snippet's lines ('owner': none has a record)
+    session_id: str | None = None
+    importance: int | None = None
+    triggers: tuple[str, ...] = ()
+    project: str | None = None
+    key: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"origin": self.origin}
+        if self.session_id:
+            out["session_id"] = self.session_id
+        if self.importance is not None:
+            out["importance"] = self.importance
+        if self.triggers:
+            out["triggers"] = list(self.triggers)
+        if self.project:
+            out["project"] = self.project
+        if self.key:
+            out["key"] = self.key
         return out
 
 
@@ -72,6 +108,7 @@ class SearchResponse:
     index_generation: int
     pending_files: int = 0
     degraded: str | None = None  # why vectors were not (fully) used
+    dates: tuple[str | None, str | None] | None = None  # the time the query named (since, until)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -85,6 +122,8 @@ class SearchResponse:
         }
         if self.degraded:
             out["degraded"] = self.degraded
+        if self.dates is not None:
+            out["dates"] = {"since": self.dates[0], "until": self.dates[1]}
         return out
 
 

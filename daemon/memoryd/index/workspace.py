@@ -39,14 +39,18 @@ from memoryd.embeddings.fallback import QueryFallback
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import IndexUnavailable
 from memoryd.files.layout import Layout
+from memoryd.files.provenance import ledger_for
 from memoryd.index import opening, schema, store
 from memoryd.index.copies import Copies
 from memoryd.index.damage import Damage, corruption_in
 from memoryd.index.freshness import Freshness
 from memoryd.index.health import index_status
+from memoryd.index.line_meta import LineMetaMap
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search.fusion import SearchEnv, run_search
 from memoryd.index.search.rows import ChunkRows, ChunkWindows, ParsedQueries
+from memoryd.index.search.signals import for_request
+from memoryd.index.search.triggers import TriggerLane
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
@@ -125,6 +129,8 @@ class WorkspaceIndex:
         self.rows = ChunkRows()  # candidates' rows, kept for one generation
         self.windows = ChunkWindows()  # and their window vectors
         self.parsed = ParsedQueries()
+        self.line_meta = LineMetaMap()  # annotations and provenance per line (line_meta.py)
+        self.triggers = TriggerLane(self.line_meta, self.root)  # recall's first lane
         # None without a provider or without sqlite-vec: keyword search only.
         self.queries.embedder = self._make_embedder(provider)
         self._lock = threading.Lock()
@@ -229,6 +235,7 @@ class WorkspaceIndex:
         self._wconn = conn
         self.has_vec_table = store.has_vec_table(conn)
         self.freshness.load(store.read_files(conn).values())
+        self.line_meta.load(conn)
         self._syncer = Syncer(
             conn,
             self.layout,
@@ -240,6 +247,8 @@ class WorkspaceIndex:
             mirror=self.copies.vectors,
             keywords=self.copies.keywords,
             stopping=lambda: self._closed,
+            meta=self.line_meta,
+            ledger=ledger_for(self.root),
         )
 
     def attach_provider(
@@ -551,6 +560,7 @@ class WorkspaceIndex:
             self.parsed,
             self.windows,
         )
+        signals, dates = for_request(req, env.cfg.recency_half_life_days, self.line_meta)
         with self.readers.borrow() as r:
             if qvec is not None:
                 pending = store.count_pending(r.conn)
@@ -560,7 +570,7 @@ class WorkspaceIndex:
                     degraded = f"vectors not built yet ({pending} chunks pending)"
             try:
                 hits, mode_used = run_search(
-                    r.conn, r.tokenize, req, env, qvec, usable, memory_only
+                    r.conn, r.tokenize, req, env, qvec, usable, memory_only, signals
                 )
             except NotInMemory:
                 return None
@@ -572,7 +582,9 @@ class WorkspaceIndex:
                 log.warning("vector_search_failed", workspace=str(self.root), error=str(exc))
                 self._rebuild_vectors_if_mismatched(int(qvec.shape[0]))
                 degraded = f"vector search failed, keyword results only: {exc}"
-                hits, mode_used = run_search(r.conn, r.tokenize, req, env, None, False)
+                hits, mode_used = run_search(
+                    r.conn, r.tokenize, req, env, None, False, signals=signals
+                )
         rebuilding = self.damage.rebuilding
         if rebuilding is not None:  # found damaged: answering from the new file
             degraded = f"{rebuilding}; {degraded}" if degraded else rebuilding
@@ -586,6 +598,7 @@ class WorkspaceIndex:
             index_generation=self.generation,
             pending_files=self.pending_syncs,
             degraded=degraded,
+            dates=dates,
         )
 
     # ------------------------------------------------------------------ status

@@ -31,10 +31,12 @@ from typing import Any, BinaryIO, Final
 from memoryd.errors import ForbiddenPath
 from memoryd.files import openclaw_store
 from memoryd.files.append import daily_path
-from memoryd.files.provenance import ledger_for
+from memoryd.files.injected import drop_injected
+from memoryd.files.provenance import Provenance, least_trusted, ledger_for
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
+from memoryd.jobs.flush_origin import Turns, session_kind, skip_reason, trust_class
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.jobs.transcript_folders import check_transcript
@@ -72,6 +74,7 @@ class NewLines:
     """What a run takes of the transcript after the offset."""
 
     messages: list[str] = field(default_factory=list)
+    origins: list[str] = field(default_factory=list)  # each message's (flush_origin.py)
     consumed: int = 0  # bytes, up to a line end
     lines: int = 0
     malformed: int = 0
@@ -83,16 +86,23 @@ def read_new(fh: BinaryIO, budget: _text.PartBudget, first_line: int) -> NewLine
     """The complete lines from ``fh``'s position whose messages fit ``budget``, read a
     block at a time and no further than they fit."""
     out = NewLines()
+    turns = Turns()
     for raws, parsed in stream_transcript(fh, partial_last=False):
         block_first = out.lines + 1  # the block's first line, counted from the offset
-        for lineno, text in parsed.messages:
+        origins = {n: turns.origin(raw) for n, raw in enumerate(raws, block_first)}
+        for lineno, message in parsed.messages:
+            text = drop_injected(message)  # what memoryd put before the model is not news
+            if not text.split(":", 1)[-1].strip():
+                continue
             if budget.take(text):
                 out.messages.append(text)
+                out.origins.append(origins.get(lineno) or "agent")
                 continue
             if not out.messages:  # alone longer than a run can read: its beginning
                 while not budget.take(text):
                     text = text[: len(text) // 2]
                 out.messages.append(text)
+                out.origins.append(origins.get(lineno) or "agent")
                 out.cut_line = first_line + lineno - 1
                 continue
             skipped = lineno - block_first  # the lines before this message's
@@ -106,15 +116,20 @@ def read_new(fh: BinaryIO, budget: _text.PartBudget, first_line: int) -> NewLine
     return out
 
 
-def extract(ctx: JobContext, llm: LlmClient, messages: list[str]) -> str:
-    """The notes for these messages ('' when the LLM found nothing durable); a range too
-    long for one prompt is asked in parts and the notes joined."""
+def extract(
+    ctx: JobContext, llm: LlmClient, messages: list[str], origins: list[str] | None = None
+) -> list[tuple[str, str]]:
+    """The notes for these messages, with the origin of what fed each LLM call (empty when
+    the LLM found nothing durable): a range too long for one prompt is asked in parts, and
+    untrusted stretches apart from the rest (flush_origin.py)."""
     chars = part_chars(ctx.config.llm)
     if chars <= 0:
         raise LlmError("llm.context_tokens leaves no room for the conversation; raise it")
-    parts = _text.pack(messages, chars)
-    notes: list[str] = []
-    for i, part in enumerate(parts, 1):
+    parts: list[tuple[str, str]] = []
+    for group, origin in _groups(messages, origins or ["agent"] * len(messages)):
+        parts += [(p, origin) for p in _text.pack(group, chars)]
+    notes: list[tuple[str, str]] = []
+    for i, (part, origin) in enumerate(parts, 1):
         ctx.check_cancelled()
         where = f", part {i} of {len(parts)}" if len(parts) > 1 else ""
         answer = llm.chat(SYSTEM, f"Conversation{where}:\n\n{part}")
@@ -124,17 +139,32 @@ def extract(ctx: JobContext, llm: LlmClient, messages: list[str]) -> str:
         problem = _text.not_markdown(text)
         if problem:
             raise LlmError(f"the notes are not usable: {problem}")
-        notes.append(_text.demote_headings(text).strip())
-    return "\n".join(notes)
+        notes.append((_text.demote_headings(text).strip(), origin))
+    return notes
+
+
+def _groups(messages: list[str], origins: list[str]) -> list[tuple[list[str], str]]:
+    """Consecutive messages of one trust class, each run with its least trusted origin."""
+    out: list[tuple[list[str], str]] = []
+    for text, origin in zip(messages, origins, strict=True):
+        if out and trust_class(out[-1][1]) == trust_class(origin):
+            out[-1][0].append(text)
+            out[-1] = (out[-1][0], least_trusted(out[-1][1], origin))
+        else:
+            out.append(([text], origin))
+    return out
 
 
 def run(ctx: JobContext) -> JobResult:
     transcript = Path(str(ctx.params["transcript"]))
     session = str(ctx.params["session_id"])
+    kind = session_kind(transcript, ctx.params.get("session_kind"))
     if not ctx.root.is_dir():
         raise JobSkipped(f"workspace folder {ctx.root} is missing")
     if session in ledger_for(ctx.root).forgotten_sessions:
         raise JobSkipped(f"session {session} was forgotten (memctl forget): never flushed again")
+    if (why := skip_reason(kind)) is not None:
+        raise JobSkipped(why, {"transcript": str(transcript), "session": session, "kind": kind})
     problem = llm_problem(ctx.config.llm, ctx.env)
     if problem:
         raise JobSkipped(f"no LLM configured: {problem}")
@@ -182,7 +212,7 @@ def run(ctx: JobContext) -> JobResult:
     llm = ctx.llm()
     ctx.progress("asking the LLM")
     try:
-        notes = extract(ctx, llm, new.messages)
+        notes = extract(ctx, llm, new.messages, new.origins)
     except LlmError as exc:
         report["llm_calls"] = llm.calls
         raise JobFailed(
@@ -193,7 +223,10 @@ def run(ctx: JobContext) -> JobResult:
     if not notes:
         return moved("nothing worth remembering")
     ctx.check_cancelled()
-    result = ctx.appender.append(ctx.root, notes, day, heading)
+    text = "\n".join(n for n, _ in notes)
+    parts = [(n, Provenance(origin, session, kind)) for n, origin in notes]
+    report["origins"] = sorted({origin for _, origin in notes})
+    result = ctx.appender.append(ctx.root, text, day, heading, provenance=parts, via="flush")
     report.update(into=result.path, start_line=result.start_line, end_line=result.end_line)
     done = moved(f"notes appended to {result.path}")
     note = ctx.reindex([result.abs_path])

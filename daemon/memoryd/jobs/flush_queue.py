@@ -46,17 +46,27 @@ class FlushQueue:
         self._tasks: set[asyncio.Task[RunRecord]] = set()
 
     def submit(
-        self, ws: Workspace, transcript: Path, session_id: str, trigger: str = "hook"
+        self,
+        ws: Workspace,
+        transcript: Path,
+        session_id: str,
+        trigger: str = "hook",
+        session_kind: str | None = None,
     ) -> asyncio.Task[RunRecord]:
         task = asyncio.create_task(
-            self._run(ws, transcript, session_id, trigger), name=f"flush-{ws.name}"
+            self._run(ws, transcript, session_id, trigger, session_kind), name=f"flush-{ws.name}"
         )
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
 
     async def _run(
-        self, ws: Workspace, transcript: Path, session_id: str, trigger: str
+        self,
+        ws: Workspace,
+        transcript: Path,
+        session_id: str,
+        trigger: str,
+        session_kind: str | None = None,
     ) -> RunRecord:
         lock = self._locks.setdefault(ws.root, asyncio.Lock())
         async with lock:
@@ -66,7 +76,11 @@ class FlushQueue:
                 ws,
                 trigger=trigger,
                 scheduled_for=None,
-                params={"transcript": str(transcript), "session_id": session_id},
+                params={
+                    "transcript": str(transcript),
+                    "session_id": session_id,
+                    **({"session_kind": session_kind} if session_kind else {}),
+                },
                 spec=FLUSH,
             )
             return await asyncio.shield(run)

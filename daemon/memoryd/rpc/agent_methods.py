@@ -15,19 +15,38 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
+from memoryd.files.annotations import normalize_project
 from memoryd.index.search import recall as _recall
 from memoryd.jobs import agent_flush
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
-from memoryd_client.search_terms import SOURCES
+from memoryd_client.search_terms import SESSION_KINDS, SOURCE_MEMORY, SOURCES
 
 if TYPE_CHECKING:
+    from memoryd.index.workspace import WorkspaceIndex
     from memoryd.rpc.methods import Handler, Methods
     from memoryd.workspace.registry import Workspace
 
 MAX_SESSION_ID = 200
 FLUSH_TRIGGERS = ("hook", "manual")  # an agent's hook (the default), or a person (memctl)
+
+
+def triggered(index: WorkspaceIndex, prompt: str, projects: tuple[str, ...]) -> list[_recall.Item]:
+    """The trigger lane's items for ``prompt`` (index/triggers.py): the prompt's vector is
+    the one its search embedded (cached); phrases are embedded once, when vectors are on."""
+    embedder = index.queries.embedder
+    qvec = embedder.cached_query(prompt) if embedder is not None else None
+    found = index.triggers.match(
+        prompt,
+        frozenset(normalize_project(p) for p in projects),
+        qvec,
+        embedder.query_vector if embedder is not None and qvec is not None else None,
+    )
+    return [
+        _recall.Item(t.path, t.line, t.line, t.score, t.text, SOURCE_MEMORY, t.phrase)
+        for t in found
+    ]
 
 
 class AgentMethods:
@@ -43,24 +62,33 @@ class AgentMethods:
         budget = p.integer("budget_tokens", lo=50, hi=8000, default=_recall.DEFAULT_BUDGET_TOKENS)
         min_score = p.number("min_score", lo=0.0, hi=1.0, default=_recall.DEFAULT_MIN_SCORE)
         sources = p.choice_list("sources", SOURCES, default=self.m.config().search.sources)
+        projects = p.text_list("project")
+        now = p.date("now")
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
         search = self.m.table["search"]
+        prompt = query[: _recall.MAX_QUERY_CHARS]
         found = await search(
             Params(
                 "search",
                 {
-                    "query": query[: _recall.MAX_QUERY_CHARS],
+                    "query": prompt,
                     "workspace": ref,
                     "max_results": _recall.candidates(budget),
                     "min_score": min_score,
                     "sources": list(sources),
+                    **({"project": list(projects)} if projects else {}),
+                    **({"now": now.isoformat()} if now else {}),
                 },
             ),
             req,
         )
-        out = _recall.select(found["results"], budget)
+        first: list[_recall.Item] = []
+        if self.m.fleet is None or not self.m.fleet.split_ref(ref):  # a local workspace
+            _, index = await self.m.registry.index_of(ref)
+            first = await asyncio.to_thread(triggered, index, prompt, projects)
+        out = _recall.select(found["results"], budget, first)
         out["took_ms"] = round((time.monotonic() - started) * 1000, 3)
         if found.get("degraded"):
             out["degraded"] = found["degraded"]
@@ -72,11 +100,12 @@ class AgentMethods:
         session_id = p.required_text("session_id")
         wait = p.flag("wait")
         trigger = p.choice("trigger", FLUSH_TRIGGERS, default="hook") or "hook"
+        kind = p.choice("session_kind", SESSION_KINDS)  # cron, heartbeat, subagent: skipped
         p.done()
         ws, path = self._transcript(ref, transcript, session_id)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
         assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
-        queued = self.m.flushes.submit(ws, path, session_id, trigger)
+        queued = self.m.flushes.submit(ws, path, session_id, trigger, kind)
         if not wait:
             return {"queued": True, "workspace": ws.name}
         record = await queued

@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any, cast
 import memoryd
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.files.append import Appender, normalise_heading
+from memoryd.files.injected import injectable_text, injected_copy
 from memoryd.files.layout import Layout
+from memoryd.files.provenance import ORIGINS, SESSION_KINDS, check_provenance, ledger_for
 from memoryd.files.reader import read_lines
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
@@ -246,6 +248,8 @@ class Methods:
             path_prefix=p.path("path_prefix"),
             since=_iso(p.date("since")),
             until=_iso(p.date("until")),
+            projects=p.text_list("project"),
+            today=(p.date("now") or self.clock.now().date()).isoformat(),
         )
         everywhere = p.flag("fleet")
         p.done()
@@ -275,8 +279,14 @@ class Methods:
         from_line = p.integer("from", lo=1)
         lines = p.integer("lines", lo=1)
         raw = p.flag("raw")
+        # What may be put before a model as it is (the session-start digest): lines of
+        # untrusted or system origin left out, annotation comments removed.
+        injectable = p.flag("injectable")
         p.done()
         answer = await self._get(req, path, ref, from_line, lines)
+        if injectable and not (self.fleet is not None and self.fleet.split_ref(ref)):
+            ledger = ledger_for(self.registry.resolve(ref).root.resolve())
+            answer["text"] = await asyncio.to_thread(injectable_text, answer["text"], ledger)
         return answer if raw else mask_text_of(answer)
 
     async def _get(
@@ -303,11 +313,33 @@ class Methods:
         ref = p.path("workspace")
         date = p.date("date") or dt.date.today()
         heading = normalise_heading(p.text("heading", allow_empty=True))
+        # The daemon decides provenance, never the text (docs/provenance.md): a caller that
+        # says nothing is an agent.
+        prov = check_provenance(
+            p.choice("origin", ORIGINS),
+            p.text("session_id"),
+            p.choice("session_kind", SESSION_KINDS),
+            default_origin="agent",
+        )
         p.done()
         ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
+        config = self.config()
+        layout = Layout(ws.root, config.index.sessions, config.index.extra_paths)
+        if await asyncio.to_thread(injected_copy, text, layout):
+            raise InvalidParams(
+                "text is only a copy of memory memoryd injected (recall or digest): "
+                "it is in memory already, nothing appended",
+                {"param": "text", "reason": "recalled"},
+            )
         result = await asyncio.to_thread(
-            self.appender.append, ws.root, text, date, heading, self.config().index.max_file_bytes
+            self.appender.append,
+            ws.root,
+            text,
+            date,
+            heading,
+            config.index.max_file_bytes,
+            prov,
         )
         self.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
         return result.to_dict()

@@ -164,6 +164,22 @@ class Params:
                 raise self._bad(name, must, value)
         return tuple(dict.fromkeys(value))
 
+    def text_list(self, name: str, *, max_items: int = 16, max_chars: int = 400) -> tuple[str, ...]:
+        """One string or a list of them (each non-empty, at most ``max_chars``)."""
+        value = self._take(name, False)
+        if value is None:
+            return ()
+        items = [value] if isinstance(value, str) else value
+        must = f"a string or a list of at most {max_items} strings"
+        if not isinstance(items, list | tuple) or len(items) > max_items:
+            raise self._bad(name, must, value)
+        for item in items:
+            if not isinstance(item, str) or not item.strip() or len(item) > max_chars:
+                raise self._bad(name, must + f" (non-empty, at most {max_chars} characters)", value)
+            if "\x00" in item:
+                raise InvalidParams(f"{name} must not contain NUL bytes", {"param": name})
+        return tuple(dict.fromkeys(str(i) for i in items))
+
     def date(self, name: str) -> dt.date | None:
         value = self._take(name, False)
         if value is None:

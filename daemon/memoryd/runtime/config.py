@@ -120,6 +120,9 @@ class SearchConfig:
     snippet_chars: int = _opt(700, lo=50, hi=100_000)
     # What a search without its own ``sources`` looks in; "sessions" needs index.sessions.
     sources: tuple[str, ...] = _opt(DEFAULT_SOURCES, choices=SOURCES)
+    # Older dated notes lose up to half their score, half of that per this many days; 0 =
+    # off. Off by default: on LoCoMo dev 30 days cost R@5 (docs/provenance.md has the table).
+    recency_half_life_days: float = _opt(0.0, lo=0.0, hi=36500.0)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,11 @@ import numpy as np
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.files.annotations import strip_annotations
+from memoryd.files.layout import tier_of
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
 from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.index.line_meta import summarise
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
@@ -29,6 +32,7 @@ from memoryd.index.search.rows import (
     read_rows,
     read_windows,
 )
+from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
     LineStems,
     TokenizeOffsets,
@@ -36,7 +40,7 @@ from memoryd.index.search.snippets import (
     make_snippet,
 )
 from memoryd.index.store import VEC_TABLE
-from memoryd.index.types import Fusion, Mode, NotInMemory, SearchHit, SearchRequest
+from memoryd.index.types import Fusion, HitMeta, Mode, NotInMemory, SearchHit, SearchRequest
 from memoryd.index.vectors.mirror import VectorMirror, VectorWidthError
 from memoryd.index.vectors.windows import WINDOW_SLOTS, window_spans
 from memoryd.runtime.config import SearchConfig
@@ -284,6 +288,7 @@ def fuse(
     fill_lines: Callable[[Candidate], None],
     days: Sequence[str],
     keep: int,
+    adjust: Callable[[float, Candidate], float] | None = None,
 ) -> list[Scored]:
     """(score, vector_score, text_score, candidate), best first; scores in [0, 1].
 
@@ -334,7 +339,8 @@ def fuse(
         return dated(s, c)
 
     def dated(s: float, c: Candidate) -> float:
-        return (1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days) if days else s
+        s = (1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days) if days else s
+        return adjust(s, c) if adjust is not None else s
 
     # RRF scores ranks: the first of a list gets 1.0 however weak it is. With no query word
     # in any candidate only the vector list is left, and that would make min_score pass the
@@ -482,11 +488,13 @@ def run_search(
     qvec: Vectors | None,
     vectors_usable: bool,
     memory_only: bool = False,
+    signals: Signals | None = None,
 ) -> tuple[list[SearchHit], Mode]:
     """The ranked hits and the mode actually used (vectors off -> keyword).
 
     ``memory_only``: raise NotInMemory, before any work, unless the in-memory copies can
-    rank it (answers_from_memory)."""
+    rank it (answers_from_memory). ``signals``: importance, project, recency and the time
+    the query names (signals.py), and the per-line meta the hits show."""
     cfg = env.cfg
     max_results = req.max_results or cfg.max_results
     min_score = cfg.min_score if req.min_score is None else req.min_score
@@ -544,8 +552,13 @@ def run_search(
 
     # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
     # cannot reach them (keep).
-    fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
-    hits = shown_hits(fused, min_score, max_results, fill_lines, env.window_budget, terms, cfg)
+    adjust = signals.adjuster() if signals is not None else None
+    fused = fuse(
+        cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results, adjust
+    )
+    hits = shown_hits(
+        fused, min_score, max_results, fill_lines, env.window_budget, terms, cfg, signals
+    )
     return hits, mode
 
 
@@ -557,8 +570,10 @@ def shown_hits(
     window_budget: int,
     terms: Sequence[str],
     cfg: SearchConfig,
+    signals: Signals | None = None,
 ) -> list[SearchHit]:
-    """The fused candidates an answer shows, with their snippets (local and fleet search)."""
+    """The fused candidates an answer shows, with their snippets (local and fleet search):
+    the text without annotation comments, and what its lines say of themselves."""
     hits = []
     for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
         fill_lines(c)  # the snippet's (vector mode ranks without them)
@@ -570,19 +585,33 @@ def shown_hits(
             terms,
             cfg.snippet_chars,
         )
+        meta = None
+        if signals is not None and signals.meta:
+            found = summarise(signals.meta.span(c.path, snip.start_line, snip.end_line))
+            if found is not None:
+                meta = HitMeta(
+                    found.origin,
+                    found.session_id,
+                    found.importance,
+                    found.triggers,
+                    found.project,
+                    found.key,
+                )
         hits.append(
             SearchHit(
                 c.path,
                 c.start_line,
                 c.end_line,
                 score,
-                snip.text,
+                strip_annotations(snip.text),
                 snip.start_line,
                 snip.end_line,
                 c.source,
                 c.heading,
                 v,
                 t,
+                tier_of(c.path, c.source),
+                meta,
             )
         )
     return hits

@@ -4,6 +4,12 @@ A hook calls it on every prompt, so it must say nothing when nothing is relevant
 hits above a stricter threshold than search's, no two citing overlapping lines of one
 file, the best first, within a token budget counted on the very text that is returned
 (about 4 characters a token, what common LLM tokenizers spend on English).
+
+Only eligible memory is injected: curated lines (MEMORY.md, USER.md), and episodic lines
+whose origin is the owner's or the agent's. Lines from untrusted content (web pages, tool
+output) or from system scaffolding (cron, heartbeat) never reach a prompt by themselves;
+search still finds them. The block is wrapped in RECALL_OPEN/RECALL_CLOSE, so that what
+was injected is never learnt again (files/injected.py).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from memoryd_client.protocol import RECALL_CLOSE, RECALL_OPEN
 
 CHARS_PER_TOKEN: Final = 4
 DEFAULT_BUDGET_TOKENS: Final = 600
@@ -23,6 +31,16 @@ TOKENS_PER_CANDIDATE: Final = 50
 every prompt."""
 MAX_QUERY_CHARS: Final = 4000  # a pasted document: its head says what it is about
 HEADER: Final = "Relevant memory (memoryd recall; cite as path#Lstart-Lend):"
+INJECTABLE_ORIGINS: Final = frozenset({"owner", "agent"})
+
+
+def eligible(hit: Mapping[str, Any]) -> bool:
+    """Whether a search hit may be injected: curated, or episodic and the owner's or the
+    agent's (a hit without ``origin`` has no record: written by hand, the owner's)."""
+    tier = hit.get("tier")
+    if tier == "curated":
+        return True
+    return tier in ("episodic", None) and hit.get("origin", "owner") in INJECTABLE_ORIGINS
 
 
 def candidates(budget_tokens: int) -> int:
@@ -41,6 +59,7 @@ class Item:
     score: float
     text: str
     source: str
+    trigger: str = ""  # the trigger phrase that brought it (the trigger lane), else ''
 
     @property
     def citation(self) -> str:
@@ -57,12 +76,22 @@ def _overlaps(taken: Iterable[Item], item: Item) -> bool:
     )
 
 
-def select(hits: Iterable[Mapping[str, Any]], budget_tokens: int) -> dict[str, Any]:
+def select(
+    hits: Iterable[Mapping[str, Any]], budget_tokens: int, first: Iterable[Item] = ()
+) -> dict[str, Any]:
     """The recall answer for search hits (wire maps, best first): the chosen items, the
-    markdown block (empty when nothing was chosen) and its size in tokens."""
+    markdown block (empty when nothing was chosen) and its size in tokens. ``first``: the
+    trigger lane's items (triggers.py), placed before the ranked hits."""
     chosen: list[Item] = []
-    used = tokens(HEADER) + 1
+    used = tokens(HEADER) + tokens(RECALL_OPEN + RECALL_CLOSE) + 2
+    for item in first:
+        cost = tokens(item.render()) + 1
+        if used + cost <= budget_tokens and not _overlaps(chosen, item):
+            chosen.append(item)
+            used += cost
     for hit in hits:
+        if not eligible(hit):
+            continue
         start = int(hit.get("snippet_start_line") or hit["start_line"])
         end = int(hit.get("snippet_end_line") or hit["end_line"])
         text = str(hit.get("snippet") or "").strip()
@@ -85,7 +114,8 @@ def select(hits: Iterable[Mapping[str, Any]], budget_tokens: int) -> dict[str, A
         used += cost
     if not chosen:
         return {"results": [], "markdown": "", "tokens": 0, "budget_tokens": budget_tokens}
-    markdown = "\n\n".join([HEADER, *(item.render() for item in chosen)]) + "\n"
+    body = "\n\n".join([HEADER, *(item.render() for item in chosen)])
+    markdown = f"{RECALL_OPEN}\n{body}\n{RECALL_CLOSE}\n"
     return {
         "results": [
             {
@@ -96,6 +126,7 @@ def select(hits: Iterable[Mapping[str, Any]], budget_tokens: int) -> dict[str, A
                 "text": i.text,
                 "source": i.source,
                 "citation": i.citation,
+                **({"trigger": i.trigger} if i.trigger else {}),
             }
             for i in chosen
         ],

@@ -1,0 +1,145 @@
+"""The time a query or a prompt names: "yesterday", "last week", "in March", "since Monday",
+"on 2025-03-11", "before 2024", read as a range of days relative to a given today.
+
+Deterministic and English only (the words our users' agents write). What is understood is
+returned as (since, until), inclusive ISO days, either one open; None when the text names
+no time. Several expressions narrow each other ("since March, before 2026").
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+
+Range = tuple[str | None, str | None]
+
+_MONTHS = [m.lower() for m in calendar.month_name[1:]]
+_MONTH = {m: i for i, m in enumerate(_MONTHS, 1)} | {m[:3]: i for i, m in enumerate(_MONTHS, 1)}
+_MONTH["sept"] = 9
+_DAYS = [d.lower() for d in calendar.day_name]  # monday first, as date.weekday()
+_WEEKDAY = {d: i for i, d in enumerate(_DAYS)} | {d[:3]: i for i, d in enumerate(_DAYS)}
+
+_M = r"(?P<month>" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
+_W = r"(?P<weekday>" + "|".join(sorted(_WEEKDAY, key=len, reverse=True)) + r")"
+_ISO = r"(?P<iso>\d{4}-\d{2}-\d{2})"
+_Y = r"(?P<year>(?:19|20)\d{2})"
+# A point in time, as a day or a span of days: an ISO date, a month (and year), a year,
+# a weekday, or a relative word.
+_POINT = rf"(?:{_ISO}|{_M}(?:,?\s+(?P<myear>(?:19|20)\d{{2}}))?|{_Y}|{_W}|(?P<rel>today|yesterday))"
+_PATTERNS = [
+    ("on", re.compile(rf"\b(?:on|in|during|from)\s+(?:last\s+)?{_POINT}\b", re.I)),
+    ("since", re.compile(rf"\b(?:since|after)\s+(?:last\s+)?{_POINT}\b", re.I)),
+    ("before", re.compile(rf"\b(?:before|until|till)\s+(?:last\s+)?{_POINT}\b", re.I)),
+    ("on", re.compile(rf"(?<![\w-]){_ISO}(?![\w-])", re.I)),
+    ("on", re.compile(r"\b(?P<rel>today|yesterday)\b", re.I)),
+    ("last", re.compile(r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b", re.I)),
+    ("ago", re.compile(r"\b(?P<n>\d{1,3})\s+(?P<unit>day|week|month)s?\s+ago\b", re.I)),
+    ("lastn", re.compile(r"\b(?:last|past)\s+(?P<n>\d{1,3})\s+(?P<unit>day|week)s?\b", re.I)),
+    ("on", re.compile(rf"\blast\s+{_W}\b", re.I)),
+]
+_CHEAP = re.compile(
+    r"\d{4}|today|yesterday|ago|last|this|past|since|after|before|until|till|"
+    + "|".join(_MONTHS)
+    + "|"
+    + "|".join(_DAYS),
+    re.I,
+)
+
+
+def _span(m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
+    """The days (first, last) the point matched by ``m`` covers."""
+    g = m.groupdict()
+    if g.get("iso"):
+        try:
+            d = dt.date.fromisoformat(g["iso"])
+        except ValueError:
+            return None
+        return d, d
+    if g.get("month"):
+        month = _MONTH[g["month"].lower()]
+        year = int(g["myear"]) if g.get("myear") else today.year
+        if not g.get("myear") and month > today.month:
+            year -= 1  # "in March", said in January: the March before
+        return dt.date(year, month, 1), dt.date(year, month, calendar.monthrange(year, month)[1])
+    if g.get("year"):
+        year = int(g["year"])
+        return dt.date(year, 1, 1), dt.date(year, 12, 31)
+    if g.get("weekday"):
+        back = (today.weekday() - _WEEKDAY[g["weekday"].lower()]) % 7 or 7
+        d = today - dt.timedelta(days=back)  # the last one before today
+        return d, d
+    if g.get("rel"):
+        d = today if g["rel"].lower() == "today" else today - dt.timedelta(days=1)
+        return d, d
+    return None
+
+
+def _relative(kind: str, m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
+    unit = m.group("unit").lower()
+    if kind == "last":
+        this = m.group("which").lower() == "this"
+        if unit == "week":
+            monday = today - dt.timedelta(days=today.weekday())
+            return (monday, today) if this else (monday - dt.timedelta(7), monday - dt.timedelta(1))
+        if unit == "month":
+            first = today.replace(day=1)
+            if this:
+                return first, today
+            prev_last = first - dt.timedelta(days=1)
+            return prev_last.replace(day=1), prev_last
+        if this:
+            return dt.date(today.year, 1, 1), today
+        return dt.date(today.year - 1, 1, 1), dt.date(today.year - 1, 12, 31)
+    n = int(m.group("n"))
+    days = n * {"day": 1, "week": 7, "month": 30}[unit]
+    if kind == "ago":
+        d = today - dt.timedelta(days=days)
+        slack = {"day": 0, "week": 3, "month": 7}[unit]  # "2 weeks ago" is roughly
+        return d - dt.timedelta(days=slack), d + dt.timedelta(days=slack)
+    return today - dt.timedelta(days=days - 1), today  # lastn
+
+
+def understood(text: str, today: dt.date) -> Range | None:
+    """The range of days ``text`` names, relative to ``today``; None when it names none."""
+    if not _CHEAP.search(text):
+        return None
+    since: dt.date | None = None
+    until: dt.date | None = None
+    found = False
+    taken: list[tuple[int, int]] = []
+    for kind, rx in _PATTERNS:
+        for m in rx.finditer(text):
+            if any(a < m.end() and m.start() < b for a, b in taken):
+                continue  # part of an expression already read ("since 2025-03-01")
+            span = (
+                _span(m, today) if kind in ("on", "since", "before") else _relative(kind, m, today)
+            )
+            if span is None:
+                continue
+            taken.append((m.start(), m.end()))
+            found = True
+            first, last = span
+            if kind == "since":
+                lo, hi = (
+                    (first if m.group(0).lower().startswith("since") else last + dt.timedelta(1)),
+                    None,
+                )
+            elif kind == "before":
+                lo, hi = (
+                    None,
+                    (
+                        first - dt.timedelta(1)
+                        if not m.group(0).lower().startswith("until")
+                        else last
+                    ),
+                )
+            else:
+                lo, hi = first, last
+            if lo is not None:
+                since = lo if since is None else max(since, lo)
+            if hi is not None:
+                until = hi if until is None else min(until, hi)
+    if not found:
+        return None
+    return (since.isoformat() if since else None, until.isoformat() if until else None)

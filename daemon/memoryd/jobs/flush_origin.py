@@ -1,0 +1,109 @@
+"""Where each part of a transcript comes from, for flush's provenance (docs/provenance.md).
+
+The rule:
+- the user's words are ``owner``; the assistant's are ``agent``;
+- once a turn calls a tool that fetches outside content (web, browser, email, a URL), what
+  the assistant says after it in that turn is ``untrusted``: it may repeat or obey the page;
+  a turn starts at the user's next words;
+- cron, heartbeat and sub-agent sessions write no durable notes at all (the run is skipped
+  with the reason): scaffolding is not memory;
+- blocks memoryd injected (``<memoryd-recall>``) are dropped before anything is summarised.
+
+Each written line's origin is the least trusted source that fed the LLM call producing it:
+flush asks the LLM separately for the untrusted stretches, so the owner's and the agent's
+notes are not tainted by a web page the agent read in another turn.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+SKIPPED_KINDS: Final = frozenset({"cron", "heartbeat", "subagent"})
+# Tool names that bring outside content in: Claude Code's WebFetch/WebSearch, browsers
+# (playwright, puppeteer, chrome), mail, and MCP tools named after any of them.
+OUTSIDE_TOOL: Final = re.compile(
+    r"web|fetch|brows|search|mail|url|http|curl|wget|scrap|crawl|navigat|playwright|"
+    r"puppeteer|chrome|firefox|page|download|rss|gmail|outlook|slack|read_?link",
+    re.I,
+)
+_TOOL_BLOCKS: Final = ("tool_use", "toolCall", "tool_call", "function_call")
+
+
+def session_kind(transcript: Path, given: str | None) -> str | None:
+    """The session's kind: as given, else ``subagent`` for Claude Code's sub-agent
+    transcripts (``<session>/subagents/agent-*.jsonl``)."""
+    if given:
+        return given
+    return "subagent" if "subagents" in transcript.parts else None
+
+
+def skip_reason(kind: str | None) -> str | None:
+    if kind in SKIPPED_KINDS:
+        return (
+            f"a {kind} session writes no durable notes: scheduled and delegated runs are "
+            "scaffolding, not memory (docs/provenance.md)"
+        )
+    return None
+
+
+@dataclass
+class Turns:
+    """Follows the turns of a transcript, line by line, across reads."""
+
+    tainted: bool = False  # an outside fetch happened earlier in this turn
+
+    def origin(self, raw: bytes) -> str | None:
+        """The origin of the message on this line (None: not a user/assistant message)."""
+        try:
+            obj = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+        if not isinstance(obj, dict):
+            return None
+        msg = obj.get("message")
+        msg = msg if isinstance(msg, dict) else {}
+        role = msg.get("role") or obj.get("type")
+        content = msg.get("content")
+        if role == "user":
+            if _has_text(content):  # the person's words: a new turn
+                self.tainted = False
+                return "owner"
+            return None  # tool results come back as user lines: not a turn
+        if role != "assistant":
+            return None
+        origin = "untrusted" if self.tainted else "agent"
+        if _fetches_outside(content):
+            self.tainted = True  # what follows in this turn may carry the page
+        return origin
+
+
+def _has_text(content: Any) -> bool:
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        return any(
+            isinstance(b, dict) and b.get("type") == "text" and str(b.get("text", "")).strip()
+            for b in content
+        )
+    return False
+
+
+def _fetches_outside(content: Any) -> bool:
+    if not isinstance(content, list):
+        return False
+    for b in content:
+        if isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS:
+            name = b.get("name") or (b.get("function") or {}).get("name") or ""
+            if isinstance(name, str) and OUTSIDE_TOOL.search(name):
+                return True
+    return False
+
+
+def trust_class(origin: str) -> str:
+    """Messages flush may ask about in one LLM call: owner and agent together, untrusted
+    apart."""
+    return "untrusted" if origin == "untrusted" else "trusted"
