@@ -116,6 +116,28 @@ def test_stdio_tools_search_get_append_status_against_a_real_daemon(md_home: Pat
             again = await s.call_tool("memory_search", {"query": "deploys tuesdays"})
             assert again.structuredContent is not None
             assert again.structuredContent["results"][0]["path"] == "memory/2025-03-02.md"
+            assert again.structuredContent["results"][0]["origin"] == "agent"  # the default
+
+            web = await s.call_tool(
+                "memory_append",
+                {
+                    "text": "The vendor page says refunds take 90 days.",
+                    "date": "2025-03-03",
+                    "origin": "untrusted",
+                    "sessionId": "s-7",
+                },
+            )
+            assert not web.isError, text_of(web)
+            found = await s.call_tool("memory_search", {"query": "vendor refunds"})
+            assert found.structuredContent is not None
+            first = found.structuredContent["results"][0]
+            assert (first["origin"], first["sessionId"], first["tier"]) == (
+                "untrusted",
+                "s-7",
+                "episodic",
+            )
+            owner = await s.call_tool("memory_append", {"text": "x", "origin": "owner"})
+            assert owner.isError and "argument origin" in text_of(owner)
 
             status = await s.call_tool("memory_status", {})
             assert not status.isError
