@@ -125,21 +125,25 @@ def test_project_boosts_its_own_lines_and_mildly_demotes_another_projects(
 def test_a_time_in_the_query_is_understood_relative_to_now_and_explicit_dates_win(
     conn: RawConn, ws: Path
 ) -> None:
-    for day in ("2025-03-03", "2025-03-10", "2025-03-11"):
+    for day in ("2025-02-20", "2025-03-05", "2025-03-11"):
         (ws / "memory" / f"{day}.md").write_text("- standup: reviewed the release checklist\n")
     reindex(conn)
+    plain = search(conn, "release checklist")
+    assert paths(plain)[0] == "memory/2025-02-20.md" and "dates" not in plain  # ties: by id
     out = search(conn, "release checklist yesterday", now="2025-03-12")
     assert out["dates"] == {"since": "2025-03-11", "until": "2025-03-11"}
     assert paths(out)[0] == "memory/2025-03-11.md"
     week = search(conn, "what was on the release checklist last week", now="2025-03-12")
     assert week["dates"] == {"since": "2025-03-03", "until": "2025-03-09"}
-    assert paths(week)[0] == "memory/2025-03-03.md"
-    explicit = search(conn, "release checklist yesterday", now="2025-03-12", since="2025-03-10")
+    assert paths(week)[0] == "memory/2025-03-05.md"
+    since = search(conn, "release checklist since March", now="2025-03-12")
+    assert since["dates"] == {"since": "2025-03-01", "until": None}
+    assert set(paths(since)[:2]) == {"memory/2025-03-05.md", "memory/2025-03-11.md"}
+    explicit = search(conn, "release checklist yesterday", now="2025-03-12", since="2025-03-05")
     assert "dates" not in explicit
-    assert set(paths(explicit)) == {"memory/2025-03-10.md", "memory/2025-03-11.md"}
-    older = search(conn, "release checklist before 2025-03-05", now="2025-03-12")
-    assert older["dates"] == {"since": None, "until": "2025-03-04"}
-    assert paths(older)[0] == "memory/2025-03-03.md"
+    assert set(paths(explicit)) == {"memory/2025-03-05.md", "memory/2025-03-11.md"}
+    older = search(conn, "release checklist before 2024", now="2025-03-12")
+    assert older["dates"] == {"since": None, "until": "2023-12-31"}
 
 
 def test_append_records_provenance_that_text_cannot_forge_and_that_survives_the_index(

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from memoryd.files.annotations import normalize_project
 from memoryd.index.line_meta import LineMetaMap, Summary, summarise
+from memoryd.index.search.query import query_days
 from memoryd.index.search.when import understood
 from memoryd.index.types import SearchRequest
 
@@ -114,11 +115,14 @@ def for_request(
     dates = None
     if today is not None and not (req.since or req.until):
         dates = understood(req.query, today)
+    # A full calendar date ("on 2024-02-07") is fusion's own date signal already (that day's
+    # chunks as candidates, DATE_WEIGHT): said in ``dates``, not boosted twice.
+    boost = dates if dates is not None and not query_days(req.query) else None
     signals = Signals(
         meta,
         frozenset(normalize_project(p) for p in req.projects),
         half_life_days,
         today or dt.date.today(),
-        *(dates or (None, None)),
+        *(boost or (None, None)),
     )
     return signals, dates
