@@ -18,6 +18,7 @@ at 10k lines (bench/recall_triggers.py).
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -27,8 +28,9 @@ from pathlib import Path
 import numpy as np
 
 from memoryd.embeddings.base import Vectors
+from memoryd.errors import MemorydError
 from memoryd.files.annotations import strip_annotations
-from memoryd.files.layout import CURATED_FILES
+from memoryd.files.layout import CURATED_FILES, Layout
 from memoryd.index.line_meta import LineMetaMap
 
 MAX_TRIGGERED = 3
@@ -36,6 +38,7 @@ MAX_TRIGGERED = 3
 # unrelated ones below 0.45: 0.7 leaves out near misses (a strong match is the point).
 MIN_COSINE = 0.7
 _MAX_LINE_CHARS = 1000
+_MAX_FILE_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -83,10 +86,7 @@ class TriggerLane:
         entries: list[_Entry] = []
         for path, n, m in wanted:
             if path not in lines:
-                try:
-                    lines[path] = (self.root / path).read_text("utf-8", "replace").split("\n")
-                except OSError:
-                    lines[path] = []
+                lines[path] = self._read(path)
             text = lines[path][n - 1] if n <= len(lines[path]) else ""
             text = strip_annotations(text).strip()[:_MAX_LINE_CHARS]
             if text:
@@ -102,6 +102,18 @@ class TriggerLane:
             if words
             else None
         )
+
+    def _read(self, rel: str) -> list[str]:
+        """A curated file's lines, opened beneath the workspace as ``get`` opens it."""
+        try:
+            opened = Layout(self.root).open_memory(rel)
+        except MemorydError:
+            return []
+        try:
+            with os.fdopen(opened.fd, "rb") as f:
+                return f.read(_MAX_FILE_BYTES).decode("utf-8", "replace").split("\n")
+        except OSError:
+            return []
 
     def match(
         self,
