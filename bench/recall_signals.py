@@ -124,7 +124,7 @@ def lane_rows(rounds: int) -> dict[str, Any]:
     prompts = make_queries(50, seed=5)
     for n in (200, 10_000):
         meta = LineMetaMap()
-        phrases = [" ".join(q.split()[:2]) for q in make_queries(n, seed=11, ranks=(30, 6000))]
+        phrases = [" ".join(q.split()[:2]) for q in make_queries(n, seed=11, ranks=(30, 3999))]
         lines = [f"- fact {i} <!-- trigger: {p} -->" for i, p in enumerate(phrases)]
         root = Path(tempfile.mkdtemp(prefix="md-lane-"))
         (root / "MEMORY.md").write_text("\n".join(lines) + "\n")
@@ -138,7 +138,10 @@ def lane_rows(rounds: int) -> dict[str, Any]:
         lane = TriggerLane(meta, root)
         lane.match("warm", frozenset())  # builds the table once
         rng = np.random.default_rng(1)
-        vecs = {p: rng.standard_normal(384).astype(np.float32) for p in phrases}
+        vecs = {
+            " ".join(p.split()).casefold(): rng.standard_normal(384).astype(np.float32)
+            for p in phrases
+        }
         qvec = rng.standard_normal(384).astype(np.float32)
         lane.match("warm", frozenset(), qvec, vecs.__getitem__)  # embeds the phrases once
         lex: list[float] = []
@@ -192,9 +195,10 @@ def main() -> None:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     note_load()
+    lanes = lane_rows(args.rounds)  # in-process and quick: first
     with tempfile.TemporaryDirectory(prefix="md", dir="/tmp") as t:
         r = daemon_rows(args.chunks, args.rounds, args.baseline, Path(t))
-    r.update(lane_rows(args.rounds))
+    r.update(lanes)
     note_load()
     if args.json:
         print(json.dumps(r, indent=2))

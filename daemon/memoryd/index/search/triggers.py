@@ -18,6 +18,7 @@ at 10k lines (bench/recall_triggers.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import threading
@@ -26,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from memoryd.embeddings.base import Vectors
-from memoryd.errors import MemorydError
+from memoryd.errors import EmbeddingError, MemorydError
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import CURATED_FILES, Layout
 from memoryd.index.line_meta import LineMetaMap
@@ -70,6 +72,9 @@ class TriggerLane:
         self._by_phrase: dict[str, list[int]] = {}
         self._pattern: re.Pattern[str] | None = None
         self._vectors: dict[str, Vectors] = {}  # phrase -> its vector, kept
+        self._matrix: npt.NDArray[np.float32] | None = None  # their unit rows, per table
+        self._matrix_phrases: list[str] = []
+        self._matrix_generation = -1
 
     def _table(self) -> tuple[list[_Entry], dict[str, list[int]], re.Pattern[str] | None]:
         with self._lock:
@@ -135,7 +140,9 @@ class TriggerLane:
                 for i in by_phrase.get(phrase, ()):
                     scores[i] = (1.0, phrase)
         if qvec is not None and embed is not None and len(scores) < MAX_TRIGGERED:
-            self._by_meaning(qvec, embed, by_phrase, scores)
+            # The provider failing: the lexical matches stand.
+            with contextlib.suppress(EmbeddingError):
+                self._by_meaning(qvec, embed, by_phrase, scores)
         ranked = sorted(
             (i for i in scores if _active(entries[i], projects)),
             key=lambda i: (-scores[i][0], -entries[i].importance, i),
@@ -152,20 +159,35 @@ class TriggerLane:
         by_phrase: dict[str, list[int]],
         scores: dict[int, tuple[float, str]],
     ) -> None:
-        phrases = list(by_phrase)
-        for p in phrases:
-            if p not in self._vectors:
-                self._vectors[p] = np.asarray(embed(p), dtype=np.float32).reshape(-1)
-        matrix = np.stack([self._vectors[p] for p in phrases])
+        phrases, matrix = self._phrase_matrix(embed, by_phrase)
         q = np.asarray(qvec, dtype=np.float32).reshape(-1)
-        if matrix.shape[1] != q.shape[0]:
+        if matrix.shape[0] == 0 or matrix.shape[1] != q.shape[0]:
             return
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(q) or 1.0)
-        sims = (matrix @ q) / np.where(norms > 0, norms, 1.0)
+        sims = matrix @ (q / (np.linalg.norm(q) or 1.0))
         for j in np.flatnonzero(sims >= MIN_COSINE).tolist():
             for i in by_phrase[phrases[j]]:
                 if i not in scores or scores[i][0] < float(sims[j]):
                     scores[i] = (float(sims[j]), phrases[j])
+
+    def _phrase_matrix(
+        self, embed: Callable[[str], Vectors], by_phrase: dict[str, list[int]]
+    ) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """Every phrase's unit vector, one row each: built once per table (a phrase is
+        embedded once and kept), so a match is one matrix-vector product."""
+        with self._lock:
+            if self._matrix is not None and self._matrix_generation == self._generation:
+                return self._matrix_phrases, self._matrix
+            phrases = list(by_phrase)
+        for p in phrases:
+            if p not in self._vectors:
+                self._vectors[p] = np.asarray(embed(p), dtype=np.float32).reshape(-1)
+        rows = np.stack([self._vectors[p] for p in phrases]) if phrases else np.zeros((0, 0))
+        norms = np.linalg.norm(rows, axis=1, keepdims=True) if phrases else rows
+        matrix = (rows / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        with self._lock:
+            self._matrix, self._matrix_phrases = matrix, phrases
+            self._matrix_generation = self._generation
+        return phrases, matrix
 
 
 def _phrase_rx(phrase: str) -> str:
