@@ -369,11 +369,19 @@ class AsyncMemoryClient:
         *,
         wait: bool = False,
         on_progress: ProgressCallback | None = None,
+        openclaw_home: str | os.PathLike[str] | None = None,
     ) -> WorkspaceChange:
         """``wait``: return once the workspace is indexed (vectors too): a first index in one
-        call, ``indexed`` saying what it did."""
+        call, ``indexed`` saying what it did. ``openclaw_home``: the workspace is OpenClaw's;
+        its sessions (the agent stores under that home) are indexed with index.sessions on."""
         return await self._run(
-            _calls.workspace_add(os.fspath(path), name, wait=wait, on_progress=on_progress)
+            _calls.workspace_add(
+                os.fspath(path),
+                name,
+                wait=wait,
+                on_progress=on_progress,
+                openclaw_home=None if openclaw_home is None else os.fspath(openclaw_home),
+            )
         )
 
     async def workspace_remove(

@@ -306,9 +306,11 @@ def workspace_add(
     *,
     wait: bool = False,
     on_progress: ProgressCallback | None = None,
+    openclaw_home: str | None = None,
 ) -> Call[WorkspaceChange]:
-    """``wait``: answer once the workspace is indexed, its vectors too (as reindex wait)."""
-    params = _params(path=str(path), name=name, wait=wait or None)
+    """``wait``: answer once the workspace is indexed, its vectors too (as reindex wait);
+    ``openclaw_home``: the workspace is OpenClaw's, whose session stores are under it."""
+    params = _params(path=str(path), name=name, wait=wait or None, openclaw_home=openclaw_home)
     return Call(
         "workspace.add", params, WorkspaceChange.from_wire_added, on_progress=on_progress, long=wait
     )

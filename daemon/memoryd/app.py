@@ -51,6 +51,7 @@ from memoryd.service.notify import (
     startup_status,
 )
 from memoryd.sqlite import make_private_dir
+from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher, WatchTarget
@@ -126,6 +127,8 @@ class Daemon:
         self.fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)
         self.fleet_off: str | None = None  # why fleet mode is configured but not running
         self._flushes: FlushQueue | None = None
+        self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores, copied
+        self._openclaw_task: asyncio.Task[None] | None = None
 
     @property
     def registry(self) -> Registry:
@@ -182,6 +185,9 @@ class Daemon:
                 history, self.clock, lambda: self.config, self._registry.list, runner
             )
             self._flushes = FlushQueue(runner)
+            self.openclaw = OpenClawSessions(
+                self.state, self._registry, self.watcher, lambda: self.config.index.sessions
+            )
             self._scheduler.recover()
             self._finish_changes()
             self._start_fleet()
@@ -297,6 +303,10 @@ class Daemon:
         except Exception:
             log.exception("background_startup_failed")
         finally:
+            if not self._exit.is_set() and self.openclaw is not None:
+                self._openclaw_task = asyncio.create_task(
+                    self.openclaw.run(), name="memoryd-openclaw-sessions"
+                )
             if not self._exit.is_set():
                 # After the indexes (a job's changes are indexed at once), and even when
                 # something above failed: maintenance must not silently stop.
@@ -345,6 +355,10 @@ class Daemon:
         self.server.stop_accepting()
         if self._socket_check is not None:
             self._socket_check.cancel()
+        if self._openclaw_task is not None:
+            self._openclaw_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._openclaw_task
         if self._scheduler is not None:
             self._scheduler.begin_stop()  # running jobs stop before their next write
         cancelled = await self.server.drain(self.config.server.shutdown_timeout, self._force)
@@ -478,6 +492,7 @@ class Daemon:
                 self.fleet,
                 self.fleet_off,
                 self.hits,
+                self.openclaw,
             ),
             appender=self.appender,
             watcher=self.watcher,
@@ -496,6 +511,7 @@ class Daemon:
         methods.table.update(AgentMethods(methods).table())  # recall, flush
         methods.table.update(LifecycleMethods(methods).table())  # forget, export, import
         methods.hits = self.hits  # search and recall count what they return
+        methods.openclaw = self.openclaw  # workspace.add openclaw_home
         return methods
 
     # -- the watch -------------------------------------------------------------------------

@@ -83,6 +83,9 @@ def test_setup_registers_the_workspace_installs_the_plugin_and_merges_the_config
         assert [(w.name, Path(w.path)) for w in c.workspace_list()] == [
             ("openclaw", workspace.resolve())
         ]
+        # registered as OpenClaw's: its home's session stores are copied (index.sessions on)
+        ws = c.call("status", {"workspace": "openclaw"})["workspaces"][0]
+        assert ws["openclaw"]["home"] == str(oc)
     argv = json.loads((oc.parent / "argv.json").read_text())
     assert argv == ["plugins", "install", "/src/plugin", "--force", "--accept-capabilities"]
     data = config(oc)
@@ -113,6 +116,7 @@ def test_dry_run_and_print_show_every_change_and_make_none(daemon: DaemonThread,
     assert code == 0, err
     assert "create the OpenClaw workspace folder" in out
     assert "register " in out and "as workspace 'openclaw'" in out
+    assert f"the workspace is OpenClaw's (home {oc})" in out
     assert "plugins install /src/plugin --force --accept-capabilities" in out
     assert '+      "memory": "memoryd"' in out and '"allowConversationAccess": true' in out
     code, printed, err = run(daemon, oc, "--print")

@@ -119,6 +119,10 @@ class Plan:
     install: list[str] | None  # the command, or None for --undo
     change: Change
     notes: list[str] = field(default_factory=list)
+    # The registered workspace that holds it (when not registered now) and OpenClaw's home:
+    # memoryd copies the sessions in that home's stores into it (with index.sessions on).
+    known_root: Path | None = None
+    home: Path | None = None
 
     def describe(self) -> str:
         lines = []
@@ -126,6 +130,11 @@ class Plan:
             lines.append(f"create the OpenClaw workspace folder {self.workspace}")
         if self.register:
             lines.append(f"register {self.workspace} with memoryd as workspace {WORKSPACE_NAME!r}")
+        if self.home is not None:
+            lines.append(
+                f"tell memoryd the workspace is OpenClaw's (home {self.home}): with "
+                "index.sessions on, its sessions are indexed"
+            )
         if self.install:
             lines.append("run: " + " ".join(self.install))
         return "".join(f"- {line}\n" for line in lines)
@@ -158,15 +167,15 @@ def plan(
         raise SetupError(
             "openclaw is not on the PATH: install OpenClaw first, or pass --openclaw-bin"
         )
-    register = known_workspaces is None or not any(
-        _inside(workspace, known) for known in known_workspaces
-    )
+    known_root = next((k for k in known_workspaces or [] if _inside(workspace, k)), None)
     return Plan(
         workspace=workspace,
         create_workspace=not workspace.exists(),
-        register=register,
+        register=known_workspaces is None or known_root is None,
         install=[command, "plugins", "install", source, "--force", "--accept-capabilities"],
         change=change,
+        known_root=known_root,
+        home=openclaw_home(env),
     )
 
 

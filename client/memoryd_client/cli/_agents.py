@@ -403,8 +403,10 @@ def cmd_setup_openclaw(args: argparse.Namespace, ctx: Context) -> int:
         if p.create_workspace:
             p.workspace.mkdir(parents=True, exist_ok=True)
         if p.register:
-            added = ctx.client.workspace_add(p.workspace, oc.WORKSPACE_NAME)
+            added = ctx.client.workspace_add(p.workspace, oc.WORKSPACE_NAME, openclaw_home=p.home)
             ctx.print(f"memoryd: workspace {added.name} = {added.path}")
+        elif p.home is not None:  # known already: marked as OpenClaw's (idempotent)
+            ctx.client.workspace_add(p.known_root or p.workspace, openclaw_home=p.home)
         if p.install:
             oc.run_install(p.install, env)
             ctx.print(f"openclaw: plugin {oc.PLUGIN_ID} installed")

@@ -33,6 +33,7 @@ CURATED_FILES = (*MEMORY_FILES, USER_FILE)  # the curated tier
 TIER_CURATED, TIER_EPISODIC, TIER_SESSIONS = "curated", "episodic", "sessions"
 MEMORY_DIR = "memory"  # daily files and any other notes
 SESSIONS_DIR = "sessions"  # transcripts
+OPENCLAW_SESSIONS_DIR = "openclaw"  # sessions/openclaw/<agent>/<id>.jsonl: OpenClaw's stores
 ARCHIVE_DIR = "archive"  # memory/archive/YYYY/ (old daily files), sessions/archive/YYYY-MM/
 HISTORY_DIR = f"{MEMORY_DIR}/.history"  # MEMORY.md's previous versions (hidden: not memory)
 NOTE_SUFFIX = ".md"
@@ -100,11 +101,13 @@ class Layout:
             return SOURCE_MEMORY
         if parts[0] == MEMORY_DIR and rel.endswith(NOTE_SUFFIX):
             return SOURCE_MEMORY
+        # sessions/<id>.jsonl, and OpenClaw's sessions copied from its stores:
+        # sessions/openclaw/<agent>/<id>.jsonl (files/openclaw_mirror.py)
         if (
             self.sessions
-            and len(parts) == 2
             and parts[0] == SESSIONS_DIR
             and rel.endswith(TRANSCRIPT_SUFFIX)
+            and (len(parts) == 2 or (len(parts) == 4 and parts[1] == OPENCLAW_SESSIONS_DIR))
         ):
             return SOURCE_SESSIONS
         for extra in self._extras():
@@ -175,6 +178,10 @@ class Layout:
                     for e in os.scandir(sessions)
                     if e.name.endswith(TRANSCRIPT_SUFFIX)
                 )
+                copies = sessions / OPENCLAW_SESSIONS_DIR
+                if copies.is_dir() and not copies.is_symlink():
+                    top = f"{SESSIONS_DIR}/{OPENCLAW_SESSIONS_DIR}"
+                    yield from self._walk(top, TRANSCRIPT_SUFFIX)
         for extra in self._extras():
             if (self.root / extra).is_dir():
                 yield from self._walk(extra, NOTE_SUFFIX)
@@ -250,7 +257,8 @@ class Layout:
         if not self.readable(rel):
             raise ForbiddenPath(
                 f"{requested}: only MEMORY.md, memory/**/*.md, the configured extra paths' "
-                "markdown and (when indexed) sessions/*.jsonl can be read"
+                "markdown and (when indexed) sessions/*.jsonl and sessions/openclaw/*/*.jsonl "
+                "can be read"
             )
         return rel
 

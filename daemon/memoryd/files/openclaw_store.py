@@ -17,7 +17,7 @@ import contextlib
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 import apsw
 import zstandard
@@ -63,7 +63,6 @@ def event_lines(
     conn: apsw.Connection, session_id: str, skip: int, limit: int = BATCH_ROWS
 ) -> list[bytes]:
     """Up to ``limit`` events of a session after its first ``skip``, as JSONL lines."""
-    out: list[bytes] = []
     decompressor = zstandard.ZstdDecompressor()
     try:
         rows = conn.execute(
@@ -73,18 +72,63 @@ def event_lines(
         ).fetchall()
     except apsw.Error as exc:
         raise StoreError(f"cannot read OpenClaw's transcript_events: {exc}") from None
-    for event_json, event_zstd in rows:
-        if isinstance(event_json, str):
-            line = event_json.encode("utf-8")
-        elif isinstance(event_zstd, bytes):
-            try:
-                line = decompressor.decompress(event_zstd, max_output_size=MAX_EVENT_BYTES)
-            except zstandard.ZstdError:
-                line = b"{}"  # an unreadable event counts as a line without text
-        else:
-            line = b"{}"
-        out.append(line.replace(b"\n", b" "))  # one event, one line (JSON needs no newline)
-    return out
+    return [event_line(j, z, decompressor) for j, z in rows]
+
+
+def events_after(
+    conn: apsw.Connection, session_id: str, after_seq: int, limit: int = BATCH_ROWS
+) -> list[tuple[int, bytes]]:
+    """Up to ``limit`` events of a session with ``seq`` past ``after_seq``, in order, as
+    (seq, JSONL line): one seek on the table's primary key, then only those rows."""
+    decompressor = zstandard.ZstdDecompressor()
+    try:
+        rows = conn.execute(
+            "SELECT seq, event_json, event_zstd FROM transcript_events "
+            "WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (session_id, after_seq, limit),
+        ).fetchall()
+    except apsw.Error as exc:
+        raise StoreError(f"cannot read OpenClaw's transcript_events: {exc}") from None
+    return [(int(cast(int, seq)), event_line(j, z, decompressor)) for seq, j, z in rows]
+
+
+def last_seqs(conn: apsw.Connection) -> dict[str, int]:
+    """Every session in the store with its last ``seq``: one seek per session on the primary
+    key (session_id, seq), no event row read."""
+    out: dict[str, int] = {}
+    after = ""
+    try:
+        while True:
+            row = conn.execute(
+                "SELECT session_id FROM transcript_events WHERE session_id > ? "
+                "ORDER BY session_id LIMIT 1",
+                (after,),
+            ).fetchone()
+            if row is None:
+                return out
+            after = str(row[0])
+            last = conn.execute(
+                "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (after,)
+            ).fetchone()
+            out[after] = int(last[0]) if last and isinstance(last[0], int) else -1
+    except apsw.Error as exc:
+        raise StoreError(f"cannot read OpenClaw's transcript_events: {exc}") from None
+
+
+def event_line(
+    event_json: object, event_zstd: object, decompressor: zstandard.ZstdDecompressor
+) -> bytes:
+    """One row's event as one JSONL line (JSON or inflated zstd)."""
+    if isinstance(event_json, str):
+        line = event_json.encode("utf-8")
+    elif isinstance(event_zstd, bytes):
+        try:
+            line = decompressor.decompress(event_zstd, max_output_size=MAX_EVENT_BYTES)
+        except zstandard.ZstdError:
+            line = b"{}"  # an unreadable event counts as a line without text
+    else:
+        line = b"{}"
+    return line.replace(b"\n", b" ")  # one event, one line (JSON needs no newline)
 
 
 def session_rows(conn: apsw.Connection, session_id: str) -> int:

@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import memoryd
@@ -37,6 +38,7 @@ from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import mask_snippets, mask_text_of
+from memoryd.workspace.openclaw_sessions import OpenClawSessions, set_home
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
@@ -135,6 +137,7 @@ class Methods:
         self.fleet = fleet
         self.fleet_off = fleet_off
         self.flushes = flushes  # flush's queue (agent_methods.py)
+        self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores
         self.hits: HitCounter | None = None  # set by the daemon (app.py)
         self.table: dict[str, Handler] = {
             "hello": self.hello,
@@ -212,9 +215,20 @@ class Methods:
         path = p.required_path("path")
         name = p.text("name")
         wait = p.flag("wait")
+        openclaw_home = p.path("openclaw_home")
         p.done()
+        if openclaw_home is not None and not Path(openclaw_home).expanduser().is_absolute():
+            raise InvalidParams(
+                f"openclaw_home must be absolute, got {openclaw_home!r}",
+                {"param": "openclaw_home"},
+            )
         ws, added = await self.registry.add(path, name)
         req.log_fields["workspace"] = ws.name
+        if openclaw_home is not None and self.openclaw is not None:
+            # OpenClaw's workspace: its home's session stores are copied and indexed
+            home = Path(openclaw_home).expanduser()
+            await asyncio.to_thread(set_home, self.openclaw.state, ws.root, home)
+            self.openclaw.poke()
         if added:
             await self.workspaces_changed()
         out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "added": added}

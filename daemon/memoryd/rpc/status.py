@@ -17,6 +17,7 @@ from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
+from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
 
@@ -38,6 +39,7 @@ class StatusReport:
     fleet: FleetService | None = None  # fleet mode when [fleet] is set...
     fleet_off: str | None = None  # ...else why not
     hits: HitCounter | None = None  # how often search/recall returned each line
+    openclaw: OpenClawSessions | None = None  # OpenClaw's stores copied into its workspace
 
     async def build(self, items: list[Workspace]) -> dict[str, Any]:
         return {
@@ -119,6 +121,13 @@ class StatusReport:
         if ws.scan_error is not None:
             scan["error"] = ws.scan_error
         out["startup_scan"] = scan
+        if self.openclaw is not None:
+            oc = await loop.run_in_executor(self.readers, self.openclaw.status, ws)
+            if oc is not None:
+                out["openclaw"] = oc
+                problems = self.openclaw.problems(ws)
+                if problems:
+                    out["degraded"] = [*out.get("degraded", []), *problems]
         if self.hits is not None:
             counted = await loop.run_in_executor(self.readers, self.hits.summary, ws.root)
             if counted is not None:  # absent until a search returned a memory line

@@ -123,6 +123,23 @@ MIGRATIONS: Final[list[sqlite.Migration]] = [
         ) WITHOUT ROWID;
     """,
     ),
+    # OpenClaw's sessions mirrored into its workspace (memoryd/files/openclaw_mirror.py).
+    (
+        "0007_openclaw_sessions",
+        """
+        CREATE TABLE openclaw_homes (  -- a workspace that is OpenClaw's: its home's stores
+            workspace_path TEXT PRIMARY KEY,
+            home TEXT NOT NULL
+        );
+        CREATE TABLE openclaw_mirrored (  -- the last seq of each session copied to the file
+            workspace_path TEXT NOT NULL,
+            store TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            seq INTEGER NOT NULL,
+            PRIMARY KEY (workspace_path, store, session_id)
+        ) WITHOUT ROWID;
+    """,
+    ),
 ]
 
 
@@ -279,6 +296,9 @@ class StateDB:
         with self.lock:
             with self.conn:
                 self.conn.execute("DELETE FROM workspaces WHERE path = ?", (str(path),))
+                self.conn.execute(
+                    "DELETE FROM openclaw_homes WHERE workspace_path = ?", (str(path),)
+                )
                 removed = self.conn.changes() > 0
             self._write_copy()
         return removed

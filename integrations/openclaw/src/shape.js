@@ -17,9 +17,10 @@ export function sourcesForCorpus(corpus) {
   throw new Error(`corpus must be one of: memory, sessions, all (got ${JSON.stringify(corpus)})`);
 }
 
-// Transcripts memoryd reads from OpenClaw's SQLite store are named
-// sessions/openclaw/<agent>/<session id>; a workspace's own sessions/<id>.jsonl have no agent.
-const OPENCLAW_SESSION = /^sessions\/openclaw\/([^/]+)\/([^/]+)$/;
+// Transcripts memoryd copies from OpenClaw's SQLite stores are named
+// sessions/openclaw/<agent>/<session id>.jsonl (both percent-encoded); a workspace's own
+// sessions/<id>.jsonl have no agent.
+const OPENCLAW_SESSION = /^sessions\/openclaw\/([^/]+)\/([^/]+?)(?:\.jsonl)?$/;
 const WORKSPACE_SESSION = /^sessions\/(?:archive\/[^/]+\/)?([^/]+?)(?:\.jsonl)?$/;
 const DAILY = /(?:^|\/)(\d{4})-(\d{2})-(\d{2})(?:[^/]*)\.md$/;
 

@@ -191,14 +191,15 @@ describe("the plugin against a real memoryd", () => {
 describe("session hits: an agent sees its own only", () => {
   const hits = [
     toMemoryHit({ path: "MEMORY.md", start_line: 1, end_line: 2, score: 0.9, snippet: "m", source: "memory" }),
-    toMemoryHit({ path: "sessions/openclaw/main/s-1", start_line: 3, end_line: 4, score: 0.8, snippet: "a", source: "sessions" }),
-    toMemoryHit({ path: "sessions/openclaw/ops/s-2", start_line: 1, end_line: 1, score: 0.7, snippet: "b", source: "sessions" }),
+    toMemoryHit({ path: "sessions/openclaw/main/s-1.jsonl", start_line: 3, end_line: 4, score: 0.8, snippet: "a", source: "sessions" }),
+    toMemoryHit({ path: "sessions/openclaw/ops/s%2F2.jsonl", start_line: 1, end_line: 1, score: 0.7, snippet: "b", source: "sessions" }),
     toMemoryHit({ path: "sessions/abc.jsonl", start_line: 1, end_line: 1, score: 0.6, snippet: "c", source: "sessions" }),
   ];
 
   test("hits name their session", () => {
     assert.equal(hits[1].sessionId, "s-1");
     assert.equal(hits[1].agentId, "main");
+    assert.equal(hits[2].sessionId, "s/2"); // memoryd percent-encodes ids in file names
     assert.equal(hits[3].sessionId, "abc");
   });
 
@@ -206,7 +207,7 @@ describe("session hits: an agent sees its own only", () => {
     const plugged = fakeApi({ socket: "/tmp/none.sock" }, "/tmp");
     plugin.register(plugged);
     const kept = await plugged.capability.runtime.authorizeSearchHits({ cfg: {}, agentId: "Main", requesterSessionKey: "agent:main:main", sandboxed: false, hits });
-    assert.deepEqual(kept.map((/** @type {any} */ h) => h.path), ["MEMORY.md", "sessions/openclaw/main/s-1", "sessions/abc.jsonl"]);
+    assert.deepEqual(kept.map((/** @type {any} */ h) => h.path), ["MEMORY.md", "sessions/openclaw/main/s-1.jsonl", "sessions/abc.jsonl"]);
   });
 
   test("a sandboxed run sees no transcripts", () => {

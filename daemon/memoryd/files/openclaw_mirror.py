@@ -1,0 +1,173 @@
+"""OpenClaw's sessions copied from its SQLite stores into its workspace as JSONL transcripts.
+
+OpenClaw 2026.9 keeps transcripts in one SQLite store per agent
+(``<home>/agents/<agent>/agent/openclaw-agent.sqlite``, files/openclaw_store.py), not in files.
+For a workspace registered as OpenClaw's, each session's new rows are appended, in ``seq``
+order and in OpenClaw's own event form (one JSON event a line), to
+``sessions/openclaw/<agent>/<session id>.jsonl``; the session index then reads that file as it
+reads any transcript: incrementally, from its last byte, the growing tail re-chunked. Names
+are percent-encoded (``urllib.parse.quote``) so that any agent or session id is one safe
+file name, and the plugin decodes them back.
+
+Why a copy and not an index source of its own: the index's tested, incremental and
+tail-aware transcript path applies unchanged, and a hit's path names its agent and session.
+
+The store is opened read-only (``mode=ro``) and each query sees one committed snapshot while
+OpenClaw writes (WAL). Only rows past the last copied ``seq`` are read, found by a seek on the
+table's primary key (session_id, seq). That ``seq`` is kept in the state database, not taken
+from the file: a copy that retention archived or someone deleted is not filled again with
+old rows. A file is appended before its mark moves, so a crash between the two repeats a few
+events at worst, never loses one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Protocol
+from urllib.parse import quote
+
+from memoryd.files import openclaw_store
+from memoryd.files.layout import OPENCLAW_SESSIONS_DIR, SESSIONS_DIR, TRANSCRIPT_SUFFIX
+
+MAX_NAME_BYTES: Final = 200  # an encoded id longer than this is not copied (file name limits)
+
+
+@dataclass
+class StoreReport:
+    """One store's last pass, for status."""
+
+    agent: str
+    path: str
+    sessions: int = 0
+    rows_read: int = 0  # event rows read in this pass (only new ones)
+    rows_read_total: int = 0  # since the daemon started
+    rows_mirrored: int = 0  # appended to the copies in this pass
+    files: list[Path] = field(default_factory=list)  # the copies appended to
+    error: str | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # session id -> why not copied
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "agent": self.agent,
+            "path": self.path,
+            "sessions": self.sessions,
+            "rows_read": self.rows_read,
+            "rows_read_total": self.rows_read_total,
+            "rows_mirrored": self.rows_mirrored,
+        }
+        if self.error is not None:
+            out["error"] = self.error
+        if self.skipped:
+            out["skipped"] = dict(self.skipped)
+        return out
+
+
+def find_stores(home: Path) -> list[Path]:
+    """The agent stores under an OpenClaw home, in a stable order."""
+    agents = home / "agents"
+    try:
+        names = sorted(e.name for e in os.scandir(agents) if e.is_dir())
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        store = agents / name / "agent" / openclaw_store.STORE_NAME
+        if store.is_file():
+            out.append(store)
+    return out
+
+
+def signature(store: Path) -> tuple[int, ...]:
+    """What changes when OpenClaw writes: the database's and its WAL's size and mtime."""
+    out: list[int] = []
+    for path in (store, store.with_name(store.name + "-wal")):
+        try:
+            st = path.stat()
+        except OSError:
+            out += [-1, -1]
+            continue
+        out += [st.st_size, st.st_mtime_ns]
+    return tuple(out)
+
+
+def file_name(ident: str) -> str:
+    """An agent or session id as one file name: percent-encoded, never hidden or ``..``."""
+    encoded = quote(ident, safe="")
+    return "%2E" + encoded[1:] if encoded.startswith(".") else encoded
+
+
+def mirror_rel(agent: str, session: str) -> str:
+    folder = f"{SESSIONS_DIR}/{OPENCLAW_SESSIONS_DIR}/{file_name(agent)}"
+    return f"{folder}/{file_name(session)}{TRANSCRIPT_SUFFIX}"
+
+
+class Marks(Protocol):
+    """How far each session of a store was copied (kept in the state database)."""
+
+    def of(self, store: Path) -> dict[str, int]: ...
+
+    def set(self, store: Path, session: str, seq: int) -> None: ...
+
+
+def mirror_store(store: Path, root: Path, marks: Marks) -> StoreReport:
+    """Append every session's new rows in ``store`` to its copy under ``root``."""
+    report = StoreReport(openclaw_store.agent_of(store), str(store))
+    done = marks.of(store)
+    try:
+        with openclaw_store.open_store(store) as conn:
+            sessions = openclaw_store.last_seqs(conn)
+            report.sessions = len(sessions)
+            for session, last in sessions.items():
+                copied = done.get(session, -1)
+                if last > copied:
+                    _mirror_session(conn, store, root, session, copied, marks, report)
+    except (openclaw_store.StoreError, OSError) as exc:
+        report.error = str(exc)
+    return report
+
+
+def _mirror_session(
+    conn: Any,
+    store: Path,
+    root: Path,
+    session: str,
+    after: int,
+    marks: Marks,
+    report: StoreReport,
+) -> None:
+    rel = mirror_rel(report.agent, session)
+    if len(os.fsencode(rel.rsplit("/", 1)[1])) > MAX_NAME_BYTES:
+        report.skipped[session] = "the session id is too long for a file name"
+        return
+    path = root / rel
+    with _append_beneath(root, path) as out:
+        while True:
+            rows = openclaw_store.events_after(conn, session, after)
+            report.rows_read += len(rows)
+            if not rows:
+                break
+            out.write(b"".join(line + b"\n" for _, line in rows))
+            out.flush()
+            after = rows[-1][0]
+            marks.set(store, session, after)
+            report.rows_mirrored += len(rows)
+            if len(rows) < openclaw_store.BATCH_ROWS:
+                break
+    report.files.append(path)
+
+
+@contextlib.contextmanager
+def _append_beneath(root: Path, path: Path) -> Iterator[Any]:
+    """``path`` opened to append, its folders made; refused when a link would lead outside
+    the workspace."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    real = path.parent.resolve()
+    if not real.is_relative_to(root.resolve()):
+        raise OSError(f"{path.parent} leads outside the workspace ({real}): not written")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "ab") as out:
+        yield out
