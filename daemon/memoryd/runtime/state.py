@@ -296,10 +296,10 @@ class StateDB:
         with self.lock:
             with self.conn:
                 self.conn.execute("DELETE FROM workspaces WHERE path = ?", (str(path),))
+                removed = self.conn.changes() > 0
                 self.conn.execute(
                     "DELETE FROM openclaw_homes WHERE workspace_path = ?", (str(path),)
                 )
-                removed = self.conn.changes() > 0
             self._write_copy()
         return removed
 
