@@ -116,7 +116,9 @@ def pruned(
         np.add.at(partial, t.slots, t.idf * ((f * (K1 + 1.0)) / (f + norm[t.slots])))
         rest -= bound[i]
         taken += bound[i]
-        rest_high = rest * (1 + _BOUND_SLACK)
+        # Subtracting each bound in turn can leave the sum of none a few ulps below 0.0: a
+        # negative bound would drop the chunk tied with the last place.
+        rest_high = max(rest, 0.0) * (1 + _BOUND_SLACK)
         if taken <= rest_high:
             continue  # no partial sum can exceed the rest yet: not worth looking
         hit = accepted(np.flatnonzero(partial > 0.0))
