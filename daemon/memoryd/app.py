@@ -290,9 +290,11 @@ class Daemon:
     async def _background_start(self) -> None:
         self._log_llm_state()
         try:
-            # The engine (numpy, the index modules) imports now, beside the indexes opening:
-            # without a workspace yet, the first workspace.add would wait for it instead.
-            await asyncio.gather(self.registry.open_all(), asyncio.to_thread(_import_engine))
+            opening = self.registry.open_all()  # which imports the engine for a workspace
+            if self.registry.list():
+                await opening
+            else:  # none yet: the first workspace.add would wait for the engine's imports
+                await asyncio.gather(opening, asyncio.to_thread(_import_engine))
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
                 self.refresh_watch(), self._load_provider(), return_exceptions=True
