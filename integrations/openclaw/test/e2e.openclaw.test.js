@@ -2,7 +2,8 @@
 // OpenClaw home, then one `openclaw agent --local` turn whose model (a fake
 // OpenAI-compatible server) calls memory_search; the tool answer must hold a
 // note only memoryd's index has, appended through memoryd a moment before, found by a
-// Chinese word. Runs when OPENCLAW_BIN points at the openclaw executable (CI installs it).
+// Chinese word. That turn, as OpenClaw stored it in its SQLite store, must then be a session
+// hit naming agent main and the session. Runs when OPENCLAW_BIN points at the openclaw executable (CI installs it).
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -11,6 +12,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MemorydClient } from "../src/client.js";
+import { authorizeHits, toMemoryHit } from "../src/shape.js";
 import { pythonForMemoryd, startDaemon, tempDir, writeFiles } from "./daemon.js";
 import { startFakeModel } from "./fake-model.js";
 
@@ -27,7 +29,7 @@ let workspace = "";
 
 before(async () => {
   if (!OPENCLAW) return;
-  daemon = await startDaemon();
+  daemon = await startDaemon({ config: "[index]\nsessions = true\n" }); // OpenClaw's sessions too
   home = tempDir("ochome");
   workspace = path.join(home, "workspace");
   writeFiles(workspace, { "MEMORY.md": "# Memory\n\n- The team meets on Mondays.\n" });
@@ -107,7 +109,41 @@ test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { s
   assert.match(firstPrompt, /The team meets on Mondays/);
   assert.equal(turn.code, 0, `${turn.out}\n${turn.err}`);
   assert.match(turn.out, /whale day/);
+
+  // The turn OpenClaw wrote to its SQLite store is searchable as a session of agent main.
+  const store = path.join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite");
+  const sessionIds = await readSessionIds(store);
+  assert.ok(sessionIds.length > 0, "OpenClaw wrote no transcript_events");
+  const searcher = new MemorydClient({ socket: daemon.socket });
+  let found;
+  for (let i = 0; i < 100 && !found; i++) {
+    const r = await searcher.search({ query: "rotates whale", workspace: "openclaw", sources: ["sessions"], min_score: 0 });
+    found = r.results.find((/** @type {any} */ h) => h.path.startsWith("sessions/openclaw/main/"));
+    if (!found) await new Promise((r) => setTimeout(r, 100));
+  }
+  searcher.close();
+  assert.ok(found, "the turn never became a session hit");
+  const hit2 = toMemoryHit(found);
+  assert.equal(hit2.agentId, "main");
+  assert.ok(sessionIds.includes(hit2.sessionId), `${hit2.sessionId} not in ${sessionIds}`);
+  assert.equal(authorizeHits({ agentId: "main", sandboxed: false, hits: [hit2] }).length, 1);
+  assert.equal(authorizeHits({ agentId: "ops", sandboxed: false, hits: [hit2] }).length, 0);
 });
+
+/**
+ * The sessions in OpenClaw's store, read as memoryd does (read-only).
+ * @param {string} file
+ * @returns {Promise<string[]>}
+ */
+async function readSessionIds(file) {
+  const { DatabaseSync } = await import("node:sqlite"); // Node 24, as openclaw needs
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return db.prepare("SELECT DISTINCT session_id FROM transcript_events").all().map((r) => String(r.session_id));
+  } finally {
+    db.close();
+  }
+}
 
 /** memctl from the repository's venv (beside the python the daemon runs from). */
 function memctl() {

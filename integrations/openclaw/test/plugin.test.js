@@ -147,7 +147,8 @@ describe("the plugin against a real memoryd", () => {
   test("recall puts memoryd's block before a user turn, and nothing when nothing is relevant", async () => {
     const hook = api.hooks.get("before_prompt_build");
     const hit = await hook({ prompt: "who owns the billing service?" }, { agentId: "main", trigger: "user" });
-    assert.match(hit.prependContext, /^Relevant memory \(memoryd recall/);
+    // memoryd marks its block (<memoryd-recall>), so that an append of a copy is refused
+    assert.match(hit.prependContext, /^<memoryd-recall>\nRelevant memory \(memoryd recall/);
     assert.match(hit.prependContext, /\[MEMORY\.md#L\d+(-L\d+)?\]\n[^]*owned by Priya/);
     assert.equal(await hook({ prompt: "zebra quantum marmalade" }, { agentId: "main", trigger: "user" }), undefined);
     assert.equal(await hook({ prompt: "who owns the billing service?" }, { agentId: "main", trigger: "heartbeat" }), undefined);
