@@ -196,6 +196,7 @@ class AsyncMemoryClient:
         fleet: bool = False,
         project: str | Iterable[str] | None = None,
         now: DateLike | None = None,
+        include_superseded: bool = False,
     ) -> SearchResult:
         return await self._run(
             _calls.search(
@@ -212,6 +213,7 @@ class AsyncMemoryClient:
                 fleet=fleet,
                 project=project,
                 now=now,
+                include_superseded=include_superseded,
             )
         )
 

@@ -128,6 +128,7 @@ def search(
     fleet: bool = False,
     project: str | Iterable[str] | None = None,
     now: DateLike | None = None,
+    include_superseded: bool = False,
 ) -> Call[SearchResult]:
     params = _params(
         query=query,
@@ -145,6 +146,8 @@ def search(
     )
     if fleet:  # every workspace published in the fleet (docs/fleet.md)
         params["fleet"] = True
+    if include_superseded:  # keyed lines a newer one superseded (docs/lifecycle.md)
+        params["include_superseded"] = True
     return Call("search", params, SearchResult.from_wire)
 
 

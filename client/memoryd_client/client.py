@@ -154,6 +154,7 @@ class MemoryClient:
         fleet: bool = False,
         project: str | Iterable[str] | None = None,
         now: DateLike | None = None,
+        include_superseded: bool = False,
     ) -> SearchResult:
         """``project``: the active project key(s) (docs/provenance.md); ``now``: the day
         the query's "yesterday" or "last week" counts from (default: today)."""
@@ -172,6 +173,7 @@ class MemoryClient:
                 fleet=fleet,
                 project=project,
                 now=now,
+                include_superseded=include_superseded,
             )
         )
 

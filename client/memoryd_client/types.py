@@ -87,6 +87,8 @@ class SearchHit(_Wire):
     triggers: list[str] = field(default_factory=list)
     project: str | None = None
     key: str | None = None
+    supersedes: list[str] = field(default_factory=list)  # keyed lines it stands over
+    superseded: bool = False  # with include_superseded: it shows a superseded line
 
 
 @dataclass

@@ -53,6 +53,7 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
         "until": args.until,
         "project": args.project,
         "now": args.now,
+        "include_superseded": args.include_superseded,
     }
     if args.all and args.workspace:
         raise UsageError("--all searches every workspace: leave out -w/--workspace")

@@ -250,6 +250,11 @@ def _search_commands(sub: Any) -> None:
         action="store_true",
         help="every workspace of every host in the fleet (fleet mode)",
     )
+    p.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also lines a newer line with the same <!-- key: --> superseded",
+    )
     add_signal_options(p)
 
 

@@ -30,6 +30,7 @@ from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.lifecycle import supersession
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
@@ -55,6 +56,7 @@ from memoryd_client.search_terms import (
 
 if TYPE_CHECKING:  # psycopg is imported only in fleet mode
     from memoryd.fleet.service import FleetService
+    from memoryd.index.workspace import WorkspaceIndex
     from memoryd.jobs.flush_queue import FlushQueue
 
 log = get_logger("memoryd.rpc.methods")
@@ -139,6 +141,7 @@ class Methods:
         self.flushes = flushes  # flush's queue (agent_methods.py)
         self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores
         self.hits: HitCounter | None = None  # set by the daemon (app.py)
+        self.supersession = supersession.Supersession()
         self.table: dict[str, Handler] = {
             "hello": self.hello,
             "status": self.status,
@@ -266,6 +269,7 @@ class Methods:
             today=(p.date("now") or self.clock.now().date()).isoformat(),
         )
         everywhere = p.flag("fleet")
+        include_superseded = p.flag("include_superseded")
         p.done()
         if everywhere or (self.fleet is not None and self.fleet.split_ref(ref)):
             # Another host's workspace, or every published one: through Postgres (fleet/).
@@ -281,11 +285,24 @@ class Methods:
             return mask_snippets(found)
         answer = await self.searches.search(ref, sreq)
         req.log_fields["workspace"] = answer.workspace
+        ws = self.registry.resolve(answer.workspace)
+        result = await self._superseded(ws.root, ws.index, answer.result, include_superseded)
         if self.hits is not None:  # a deque append; counted off the hot path (lifecycle/hits.py)
-            self.hits.record(
-                self.registry.resolve(answer.workspace).root, query, answer.result["results"]
-            )
-        return mask_snippets(answer.result)
+            self.hits.record(ws.root, query, result["results"])
+        return mask_snippets(result)
+
+    async def _superseded(
+        self, root: Path, index: WorkspaceIndex | None, result: dict[str, Any], include: bool
+    ) -> dict[str, Any]:
+        """Keyed lines a newer one superseded, left out (lifecycle/supersession.py): known
+        for the index's generation, a dict lookup; else read once on a reader thread."""
+        if index is None or not result.get("results"):
+            return result
+        sup = self.supersession.cached(root, index.generation)
+        if sup is None:
+            loop = asyncio.get_running_loop()
+            sup = await loop.run_in_executor(self.readers, self.supersession.refresh, root, index)
+        return supersession.apply(result, sup, include)
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")
