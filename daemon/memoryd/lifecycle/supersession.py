@@ -8,8 +8,8 @@ unless ``include_superseded``; a hit showing a standing line says what it supers
 must not supersede the owner's fact (docs/provenance.md).
 
 Where the keyed lines come from: the index (the chunks whose words include "key", read once
-per index generation, on a reader thread). A search of a workspace whose index did not
-change since costs one dict lookup and an int compare; one with no keyed line nothing more.
+per index generation, on a thread of its own). A search costs one dict lookup and an int
+compare; a workspace with no keyed line nothing more.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import os
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -24,11 +26,14 @@ from typing import TYPE_CHECKING, Any, Final
 from memoryd.files.annotations import parse_line
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import ledger_for
+from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
 
 __all__ = ["Superseded", "Supersession"]
+
+log = get_logger("memoryd.lifecycle.supersession")
 
 IGNORED_ORIGINS: Final = ("untrusted", "system")
 
@@ -96,23 +101,53 @@ def compute(root: Path, index: WorkspaceIndex) -> Superseded:
 
 
 class Supersession:
-    """One per daemon: each workspace's supersessions, kept for one index generation."""
+    """One per daemon: each workspace's supersessions, as of an index generation.
+
+    A search never waits for them: when the index changed since they were read, the search
+    uses what is known and a thread of its own reads them again (a reader connection, never
+    the search's pool), so they follow a write within moments.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[Path, tuple[int, Superseded]] = {}
+        self._pending: set[Path] = set()
         self._lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="memoryd-supersession")
 
-    def cached(self, root: Path, generation: int) -> Superseded | None:
-        """The workspace's, when known for this generation (None: compute it first)."""
+    def current(self, root: Path, index: WorkspaceIndex) -> Superseded | None:
+        """What is known (None: nothing yet); a read is started when it is not this
+        generation's."""
         got = self._cache.get(root)
-        return got[1] if got is not None and got[0] == generation else None
+        if got is None or got[0] != index.generation:
+            with self._lock:
+                start = root not in self._pending
+                self._pending.add(root)
+            if start:
+                self._worker.submit(self._refresh, root, index)
+        return None if got is None else got[1]
 
-    def refresh(self, root: Path, index: WorkspaceIndex) -> Superseded:
-        generation = index.generation
-        found = compute(root, index)
-        with self._lock:
-            self._cache[root] = (generation, found)
-        return found
+    def _refresh(self, root: Path, index: WorkspaceIndex) -> None:
+        try:
+            generation = index.generation
+            found = compute(root, index)
+            with self._lock:
+                self._cache[root] = (generation, found)
+        except Exception:  # an index closing meanwhile: the next search tries again
+            log.warning("supersession_not_read", workspace=str(root), exc_info=True)
+        finally:
+            with self._lock:
+                self._pending.discard(root)
+
+    def wait(self, root: Path, index: WorkspaceIndex, timeout: float = 5.0) -> bool:
+        """Until this generation's are known (tests)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            got = self._cache.get(root)
+            if got is not None and got[0] == index.generation:
+                return True
+            self.current(root, index)
+            time.sleep(0.01)
+        return False
 
 
 def apply(answer: dict[str, Any], sup: Superseded, include: bool) -> dict[str, Any]:

@@ -294,15 +294,12 @@ class Methods:
     async def _superseded(
         self, root: Path, index: WorkspaceIndex | None, result: dict[str, Any], include: bool
     ) -> dict[str, Any]:
-        """Keyed lines a newer one superseded, left out (lifecycle/supersession.py): known
-        for the index's generation, a dict lookup; else read once on a reader thread."""
+        """Keyed lines a newer one superseded, left out (lifecycle/supersession.py): what is
+        known, a dict lookup; never a wait (they are read again in the background)."""
         if index is None or not result.get("results"):
             return result
-        sup = self.supersession.cached(root, index.generation)
-        if sup is None:
-            loop = asyncio.get_running_loop()
-            sup = await loop.run_in_executor(self.readers, self.supersession.refresh, root, index)
-        return supersession.apply(result, sup, include)
+        sup = self.supersession.current(root, index)
+        return result if sup is None else supersession.apply(result, sup, include)
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")
