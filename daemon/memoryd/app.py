@@ -392,6 +392,8 @@ class Daemon:
         )
 
     def _close_sync(self) -> None:
+        if self.hits is not None:
+            self.hits.close()  # before the state it writes to
         if self.state is not None:
             self.state.close()
             self.state = None

@@ -48,21 +48,11 @@ def workspace(md_home: Path) -> Path:
     return ws
 
 
-def settled(d: DaemonThread, name: str) -> None:
-    """Until the daemon knows the supersessions of its index as it is now (they are read in
-    the background after a change; a search never waits for them)."""
-    assert d.daemon is not None
-    ws = d.daemon.registry.resolve(name)
-    assert ws.index is not None
-    assert d.daemon.methods.supersession.wait(ws.root, ws.index)
-
-
 @pytest.fixture
 def daemon(md_home: Path, workspace: Path) -> Iterator[DaemonThread]:
     with DaemonThread(md_home, {"workspaces": [{"path": str(workspace), "name": "ws"}]}) as d:
         with MemoryClient(d.socket_path) as c:
             c.reindex(workspace="ws")
-        settled(d, "ws")
         yield d
 
 
@@ -108,8 +98,6 @@ def test_a_new_keyed_append_supersedes_at_once(daemon: DaemonThread, workspace: 
             workspace="ws",
             date="2025-03-13",
         )
-        c.search("deploy target", workspace="ws", mode="keyword")  # synced (read-your-writes)
-        settled(daemon, "ws")
         hits = c.search("deploy target", workspace="ws", mode="keyword").results
     assert all("fly.io" not in h.snippet for h in hits)
     top = next(h for h in hits if h.path == "memory/2025-03-13.md")

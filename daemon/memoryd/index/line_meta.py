@@ -170,6 +170,17 @@ class LineMetaMap:
             self._staged.clear()
             self.generation += 1
 
+    def keyed(self) -> list[tuple[str, int, str]]:
+        """(path, line, key) of every line with a key (issue 26's supersession; untrusted
+        and system lines carry none)."""
+        files = self._files
+        return [
+            (p, n, m.key)
+            for p, (lines, metas) in files.items()
+            for n, m in zip(lines, metas, strict=True)
+            if m.key
+        ]
+
     def has(self, path: str) -> bool:
         return path in self._files or path in self._staged
 

@@ -129,7 +129,8 @@ class HitCounter:
                 try:
                     self._write(batch)
                 except Exception:  # counting must never take the daemon down
-                    log.exception("hit_count_failed", searches=len(batch))
+                    if not self._closed:  # at shutdown the state may be closed first
+                        log.exception("hit_count_failed", searches=len(batch))
             if not self._queue:
                 self._idle.set()
 

@@ -7,35 +7,27 @@ unless ``include_superseded``; a hit showing a standing line says what it supers
 (``supersedes: ["path#Lnn"]``). A key on an untrusted or system line is ignored: a web page
 must not supersede the owner's fact (docs/provenance.md).
 
-Where the keyed lines come from: the index (the chunks whose words include "key", read once
-per index generation, on a thread of its own). A search costs one dict lookup and an int
-compare; a workspace with no keyed line nothing more.
+Where the keyed lines come from: the index's line meta (``index/line_meta.py``, the
+in-memory copy of table ``line_meta``: its ``key`` column, untrusted and system lines
+already without one). Worked out again only when that meta changes; a search then costs a
+dict lookup and an int compare, and a workspace with no annotated line one truth test.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from memoryd.files.annotations import parse_line
+from memoryd.files.layout import day_of
 from memoryd.files.lines import line_key
-from memoryd.files.provenance import ledger_for
-from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
 
 __all__ = ["Superseded", "Supersession"]
-
-log = get_logger("memoryd.lifecycle.supersession")
-
-IGNORED_ORIGINS: Final = ("untrusted", "system")
 
 
 @dataclass
@@ -61,32 +53,14 @@ def _day(root: Path, rel: str, day: str) -> str:
 
 
 def compute(root: Path, index: WorkspaceIndex) -> Superseded:
-    """The workspace's supersessions as the index holds its files now (a reader thread)."""
-    keyed: dict[tuple[str, int], tuple[str, str]] = {}  # (path, line) -> (key, day)
-    with index.readers.borrow() as r:
-        rows = r.conn.execute(
-            "SELECT c.path, c.start_line, c.text, c.day FROM chunks_fts f "
-            "JOIN chunks c ON c.id = f.rowid WHERE chunks_fts MATCH 'key' "
-            "AND c.source = 'memory'"
-        ).fetchall()
-    ledger = ledger_for(root) if rows else None
-    for path, start, text, day in rows:
-        for i, line in enumerate(str(text).split("\n")):
-            if "<!--" not in line:
-                continue
-            notes = parse_line(line)[1]
-            if notes is None or notes.key is None:
-                continue
-            prov = ledger.lookup(line_key(line)) if ledger is not None else None
-            if prov is not None and prov.origin in IGNORED_ORIGINS:
-                continue
-            keyed[(str(path), int(str(start)) + i)] = (notes.key, str(day))
+    """The workspace's supersessions from the index's line meta (the keyed lines; untrusted
+    and system lines carry no key there)."""
     out = Superseded()
     groups: dict[str, list[tuple[str, int, str]]] = {}
     days: dict[str, str] = {}
-    for (rel, number), (key, day) in keyed.items():
+    for rel, number, key in index.line_meta.keyed():
         if rel not in days:
-            days[rel] = _day(root, rel, day)
+            days[rel] = _day(root, rel, day_of(rel))
         groups.setdefault(key, []).append((days[rel], number, rel))
     for members in groups.values():
         if len(members) < 2:
@@ -101,53 +75,23 @@ def compute(root: Path, index: WorkspaceIndex) -> Superseded:
 
 
 class Supersession:
-    """One per daemon: each workspace's supersessions, as of an index generation.
-
-    A search never waits for them: when the index changed since they were read, the search
-    uses what is known and a thread of its own reads them again (a reader connection, never
-    the search's pool), so they follow a write within moments.
-    """
+    """One per daemon: each workspace's supersessions, as of its line meta's generation
+    (which moves only when a line's annotations or provenance change)."""
 
     def __init__(self) -> None:
         self._cache: dict[Path, tuple[int, Superseded]] = {}
-        self._pending: set[Path] = set()
-        self._lock = threading.Lock()
-        self._worker = ThreadPoolExecutor(1, thread_name_prefix="memoryd-supersession")
 
     def current(self, root: Path, index: WorkspaceIndex) -> Superseded | None:
-        """What is known (None: nothing yet); a read is started when it is not this
-        generation's."""
+        """The workspace's (None: no keyed line at all, the common case: one truth test)."""
+        meta = index.line_meta
+        if not meta:
+            return None
         got = self._cache.get(root)
-        if got is None or got[0] != index.generation:
-            with self._lock:
-                start = root not in self._pending
-                self._pending.add(root)
-            if start:
-                self._worker.submit(self._refresh, root, index)
-        return None if got is None else got[1]
-
-    def _refresh(self, root: Path, index: WorkspaceIndex) -> None:
-        try:
-            generation = index.generation
-            found = compute(root, index)
-            with self._lock:
-                self._cache[root] = (generation, found)
-        except Exception:  # an index closing meanwhile: the next search tries again
-            log.warning("supersession_not_read", workspace=str(root), exc_info=True)
-        finally:
-            with self._lock:
-                self._pending.discard(root)
-
-    def wait(self, root: Path, index: WorkspaceIndex, timeout: float = 5.0) -> bool:
-        """Until this generation's are known (tests)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = self._cache.get(root)
-            if got is not None and got[0] == index.generation:
-                return True
-            self.current(root, index)
-            time.sleep(0.01)
-        return False
+        if got is None or got[0] != meta.generation:
+            generation = meta.generation
+            got = (generation, compute(root, index))
+            self._cache[root] = got
+        return got[1]
 
 
 def apply(answer: dict[str, Any], sup: Superseded, include: bool) -> dict[str, Any]:
