@@ -308,6 +308,16 @@ def test_search_json_passes_the_daemons_result_through(fake_memoryd: FakeMemoryd
     }
 
 
+def test_search_sends_the_active_projects_and_the_day_time_words_count_from(
+    fake_memoryd: FakeMemoryd,
+) -> None:
+    argv = ["search", "deploy", "last", "week", "-w", "ws", "--project", "github.com/a/b"]
+    code, _, _ = run_on(fake_memoryd, [*argv, "--project", "/srv/c", "--now", "2025-03-12"])
+    assert code == EXIT_OK
+    params = fake_memoryd.calls("search")[0].params
+    assert (params["project"], params["now"]) == (["github.com/a/b", "/srv/c"], "2025-03-12")
+
+
 def test_default_workspace_is_the_current_directory_inside_a_registered_one(
     fake_memoryd: FakeMemoryd, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -344,6 +354,24 @@ def test_append_reads_stdin_for_dash(fake_memoryd: FakeMemoryd) -> None:
         "heading": "Notes",
         "origin": "agent",
     }
+
+
+def test_append_typed_at_a_terminal_is_the_owners_and_origin_can_be_given(
+    fake_memoryd: FakeMemoryd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", TTY())
+    code, _, _ = run_on(fake_memoryd, ["append", "Decided: keep SQLite"])
+    assert code == EXIT_OK
+    assert fake_memoryd.calls("append")[0].params["origin"] == "owner"
+    argv = ["append", "from the web", "--origin", "untrusted", "--session-id", "s1"]
+    code, _, _ = run_on(fake_memoryd, [*argv, "--session-kind", "cron"])
+    assert code == EXIT_OK
+    params = fake_memoryd.calls("append")[1].params
+    assert (params["origin"], params["session_id"], params["session_kind"]) == (
+        "untrusted",
+        "s1",
+        "cron",
+    )
 
 
 def test_append_of_nothing_is_a_usage_error(fake_memoryd: FakeMemoryd) -> None:
