@@ -561,4 +561,9 @@ def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]
 
 
 def _import_engine() -> None:
+    """What a first workspace.add would otherwise wait for: the index modules, and the
+    tokenizer its chunking counts with (let go again after a minute unused, as always)."""
     import memoryd.index.workspace  # noqa: F401
+    from memoryd.embeddings.tokenizer import load_tokenizer
+
+    load_tokenizer()
