@@ -260,3 +260,27 @@ def test_recall_injects_curated_lines_whose_triggers_the_prompt_names_first(
     assert not any(r.get("trigger") for r in conn.result("recall", q)["results"])
     active = conn.result("recall", {**q, "project": "github.com/acme/api"})["results"]
     assert (active[0]["start_line"], active[0]["trigger"]) == (4, "deploy")
+
+
+@pytest.mark.model
+def test_with_the_local_model_a_restated_trigger_phrase_triggers_its_line(
+    md_home: Path, ws: Path
+) -> None:
+    (ws / "MEMORY.md").write_text(
+        "# Memory\n\n- Keep the gateway on loopback. <!-- trigger: gateway setup -->\n"
+        "- Invoices are immutable. <!-- trigger: billing -->\n"
+    )
+    config = {"workspaces": [{"path": str(ws), "name": "w"}]}
+    env = {"MEMORYD_EMBEDDING_PROVIDER": "local"}
+    with DaemonThread(md_home, config, env=env) as d, RawConn(d.socket_path, timeout=120) as c:
+        c.result("reindex", {"workspace": "w", "wait": True})
+        # Not the phrase's words in a row: only the vectors can match them (cosine ~0.71).
+        prompt = "I'm setting up the gateway on the new box, anything to watch out for?"
+        out = c.result("recall", {"query": prompt, "workspace": "w", "min_score": 0.9})
+        assert [(r["start_line"], r.get("trigger")) for r in out["results"]] == [
+            (3, "gateway setup")
+        ]
+        none = c.result(
+            "recall", {"query": "write a poem about cats", "workspace": "w", "min_score": 0.9}
+        )
+        assert none["results"] == []
