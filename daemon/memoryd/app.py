@@ -357,10 +357,8 @@ class Daemon:
         self.server.stop_accepting()
         if self._socket_check is not None:
             self._socket_check.cancel()
-        if self._openclaw_task is not None:
-            self._openclaw_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._openclaw_task
+        if self._openclaw_task is not None and self.openclaw is not None:
+            await self.openclaw.stop(self._openclaw_task)
         if self._scheduler is not None:
             self._scheduler.begin_stop()  # running jobs stop before their next write
         cancelled = await self.server.drain(self.config.server.shutdown_timeout, self._force)

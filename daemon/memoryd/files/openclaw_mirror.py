@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
@@ -113,8 +113,11 @@ class Marks(Protocol):
     def set(self, store: Path, session: str, seq: int) -> None: ...
 
 
-def mirror_store(store: Path, root: Path, marks: Marks) -> StoreReport:
-    """Append every session's new rows in ``store`` to its copy under ``root``."""
+def mirror_store(
+    store: Path, root: Path, marks: Marks, stopping: Callable[[], bool] = lambda: False
+) -> StoreReport:
+    """Append every session's new rows in ``store`` to its copy under ``root`` (``stopping``:
+    checked between sessions, so a shutdown never waits for a whole store)."""
     report = StoreReport(openclaw_store.agent_of(store), str(store))
     done = marks.of(store)
     try:
@@ -122,6 +125,8 @@ def mirror_store(store: Path, root: Path, marks: Marks) -> StoreReport:
             sessions = openclaw_store.last_seqs(conn)
             report.sessions = len(sessions)
             for session, last in sessions.items():
+                if stopping():
+                    break
                 copied = done.get(session, -1)
                 if last > copied:
                     _mirror_session(conn, store, root, session, copied, marks, report)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -77,13 +78,22 @@ class OpenClawSessions:
         self._seen: dict[tuple[str, str], tuple[int, ...]] = {}  # (workspace, store) -> sig
         self._reports: dict[str, dict[str, StoreReport]] = {}  # workspace -> store -> last
         self._wake = asyncio.Event()
+        self._stopping = threading.Event()  # seen by the copying thread between sessions
 
     def poke(self) -> None:
         """Look now (a workspace was registered as OpenClaw's)."""
         self._wake.set()
 
+    async def stop(self, task: asyncio.Task[None]) -> None:
+        """Let a copy in progress end at its next session (the state database closes
+        after this), then end the loop."""
+        self._stopping.set()
+        self._wake.set()
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(task, 5.0)
+
     async def run(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             try:
                 await self.pass_once()
             except Exception:  # never stops: the next change is tried again
@@ -96,7 +106,7 @@ class OpenClawSessions:
         if not self._sessions_on():
             return
         for ws in self.registry.list():
-            if ws.index is None:
+            if ws.index is None or self._stopping.is_set():
                 continue
             home = await asyncio.to_thread(home_of, self.state, ws.root)
             if home is None:
@@ -113,11 +123,13 @@ class OpenClawSessions:
         marks = StateMarks(self.state, root)
         files: list[Path] = []
         for store in stores:
+            if self._stopping.is_set():
+                break
             sig = openclaw_mirror.signature(store)
             key = (str(root), str(store))
             if self._seen.get(key) == sig:
                 continue
-            report = openclaw_mirror.mirror_store(store, root, marks)
+            report = openclaw_mirror.mirror_store(store, root, marks, self._stopping.is_set)
             before = reports.get(str(store))
             report.rows_read_total = report.rows_read + (before.rows_read_total if before else 0)
             reports[str(store)] = report
