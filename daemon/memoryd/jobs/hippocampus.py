@@ -44,7 +44,7 @@ from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.runtime.config import HippocampusConfig
-from memoryd.secrets import redact
+from memoryd.secrets import mask, redact
 
 NAME: Final = "hippocampus"
 PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs
@@ -448,8 +448,8 @@ def _finish(
     text = curation.report_markdown(ctx.now.isoformat(timespec="seconds"), mode, report)
     new_bytes = new.encode("utf-8")
     if ctx.dry_run:
-        report["diff"] = unified_diff(memory, new)
-        report["report"] = text
+        report["diff"] = mask(unified_diff(memory, new))  # as every answer shows a file
+        report["report"] = mask(text)
         changed = sum(
             1
             for line in report["diff"].splitlines()
