@@ -254,14 +254,12 @@ def fill_window_sims(
     if not embedded:
         return
     found = read_windows(conn, embedded, kept, generation)
-    parts = [w for i in embedded if (w := found.get(i)) is not None]
-    if not parts:
+    if found is None:
         return
-    m = np.concatenate([w.vectors for w in parts]) if len(parts) > 1 else parts[0].vectors
+    m, ids = found.vectors, found.ids
     if m.shape[1] != q.shape[0]:
         raise VectorWidthError(f"query has {q.shape[0]} dims, the index {m.shape[1]}")
     sims = m @ q
-    ids = np.concatenate([w.ids for w in parts])
     owner = ids // WINDOW_SLOTS
     order = np.lexsort((-sims, owner))  # by chunk, its best window first
     firsts = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
@@ -537,7 +535,8 @@ def run_search(
         if filters.accepts(full):
             cands.append(full)
     if qvec is not None and mode != "keyword":
-        fill_window_sims(conn, cands, qvec, env.windows, env.generation)
+        kept = env.windows if env.windows and env.windows.fits(n_chunks, qvec.shape[0]) else None
+        fill_window_sims(conn, cands, qvec, kept, env.generation)
 
     # Line scores: the candidates whose stems are cached in one pass; the others (their
     # tokenizing is the cost) only when fuse needs them.
