@@ -217,6 +217,20 @@ class Proc:
                 return int(line.split()[1]) * 1024
         raise AssertionError("no VmRSS")
 
+    def settled_rss_bytes(self, timeout: float = 10.0) -> int:
+        """The daemon's resident memory once it stops growing by itself: after "ready" it
+        still imports in the background (the file watcher's backend, the model's runtime),
+        which a test that measures what a request holds must not count."""
+        deadline = time.monotonic() + timeout
+        last = self.rss_bytes()
+        while time.monotonic() < deadline:
+            time.sleep(0.3)
+            now = self.rss_bytes()
+            if abs(now - last) < (1 << 20):
+                return now
+            last = now
+        return last
+
     def kill(self) -> None:
         if self.p.poll() is None:
             self.p.kill()

@@ -80,7 +80,7 @@ def test_pipelined_gets_of_a_big_file_not_read_hold_one_answer_not_sixty_four(ho
             # measure from an index that is done, so only the gets' answers are counted.
             assert wait_for(lambda: _indexed(c), 60, interval=0.1)
             c.result("get", {"path": "MEMORY.md", "lines": 1})
-            before = proc.rss_bytes()
+            before = proc.settled_rss_bytes()
             c.send_raw(
                 b"".join(
                     protocol.pack(protocol.request(100 + i, "get", {"path": "MEMORY.md"}))
@@ -111,7 +111,7 @@ def test_unfinished_huge_frames_hold_the_total_budget_at_most_and_nothing_after_
     socks: list[socket.socket] = []
     try:
         proc.ready()
-        before = proc.rss_bytes()
+        before = proc.settled_rss_bytes()
         body = b"\x00" * (3 * MiB)
         sent = []
         for _ in range(30):
@@ -293,7 +293,7 @@ def test_unfinished_frames_read_in_full_budget_are_given_back_when_their_peers_h
     socks: list[socket.socket] = []
     try:
         proc.ready()
-        before = proc.rss_bytes()
+        before = proc.settled_rss_bytes()
         body = b"\x00" * (6 * MiB)
         for _ in range(12):
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
