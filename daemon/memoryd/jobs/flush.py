@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -33,6 +32,7 @@ from memoryd.files import openclaw_store
 from memoryd.files.append import daily_path
 from memoryd.files.injected import drop_injected
 from memoryd.files.provenance import Provenance, least_trusted, ledger_for
+from memoryd.files.session_headings import flush_heading as heading_for
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
@@ -45,7 +45,6 @@ from memoryd.runtime.config import LlmConfig
 NAME: Final = "flush"
 NOTHING: Final = "NOTHING"
 PROMPT_RESERVE_TOKENS: Final = 400
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
 SYSTEM: Final = f"""\
 You keep an AI agent's long-term memory. From the conversation you get (or one part of \
@@ -54,14 +53,6 @@ reasons, the user's preferences, todos and open questions, names of people and t
 dates and deadlines. Write them as short, self-contained markdown bullets. Leave out \
 chit-chat, code, and anything only useful in this conversation. Reply with the bullets \
 only; if nothing is worth remembering, reply with exactly {NOTHING}."""
-
-
-def _session_label(session_id: str) -> str:
-    return _UNSAFE.sub("-", session_id).strip("-")[:80] or "unnamed"
-
-
-def heading_for(session_id: str, first_line: int, last_line: int) -> str:
-    return f"Session notes ({_session_label(session_id)}, lines {first_line}-{last_line})"
 
 
 def part_chars(cfg: LlmConfig) -> int:

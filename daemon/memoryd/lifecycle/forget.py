@@ -29,6 +29,7 @@ from memoryd.files.beneath import open_beneath
 from memoryd.files.layout import SESSIONS_DIR, TRANSCRIPT_SUFFIX, Layout, transcripts_dir
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger
+from memoryd.files.session_headings import flush_heading_prefix
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import mask
 
@@ -153,14 +154,10 @@ def by_session(
 ) -> Selection:
     """Every line the session wrote, the sections written for it, its transcript(s).
     ``flushed``: the transcripts flush read for it (absolute paths, from the state)."""
-    # Here, not at the top: flush's module loads the LLM client, which the daemon's start
-    # (before its socket listens) must not pay; a forget runs long after.
-    from memoryd.jobs.flush import heading_for
-
     ledger.refresh()
     keys = {r.k for r in ledger.records_for_session(session)}
     headings = (
-        heading_for(session, 1, 1).rsplit(", lines ", 1)[0] + ", lines ",  # flush's
+        flush_heading_prefix(session),  # flush's
         f"Session summary ({session})",  # the fallback summary's
     )
     removals: list[Removal] = []

@@ -24,13 +24,13 @@ from memoryd.files.injected import injectable_text, injected_copy
 from memoryd.files.layout import Layout
 from memoryd.files.provenance import ORIGINS, SESSION_KINDS, check_provenance, ledger_for
 from memoryd.files.reader import read_lines
+from memoryd.index.search import supersession
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
-from memoryd.lifecycle import supersession
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
@@ -294,7 +294,7 @@ class Methods:
     async def _superseded(
         self, root: Path, index: WorkspaceIndex | None, result: dict[str, Any], include: bool
     ) -> dict[str, Any]:
-        """Keyed lines a newer one superseded, left out (lifecycle/supersession.py): what is
+        """Keyed lines a newer one superseded, left out (index/search/supersession.py): what is
         known, a dict lookup; never a wait (they are read again in the background)."""
         if index is None or not result.get("results"):
             return result
