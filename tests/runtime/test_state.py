@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -236,3 +237,20 @@ def test_the_daemon_starts_on_a_scribbled_state_database_and_says_so(tmp_path: P
             assert [w["name"] for w in status["workspaces"]] == ["ws"]
             assert any("moved to state.sqlite.corrupt" in r for r in status["degraded"])
         assert check_state(state_db).ok
+
+
+def test_an_openclaw_registration_comes_back_with_the_registry(tmp_path: Path) -> None:
+    path = _registered(tmp_path)
+    db = StateDB(path)
+    db.set_openclaw_home(Path("/w/agent"), Path("/h/.openclaw"))
+    db.close()
+    copy = json.loads((tmp_path / "workspaces.json").read_text())["workspaces"]
+    assert [e.get("openclaw_home") for e in copy] == [None, "/h/.openclaw"]
+    path.write_bytes(os.urandom(path.stat().st_size))
+    for p in (Path(f"{path}-wal"), Path(f"{path}-shm")):
+        p.unlink(missing_ok=True)
+    db = StateDB(path)
+    assert db.recovered is not None
+    homes = list(db.conn.execute("SELECT workspace_path, home FROM openclaw_homes"))
+    assert homes == [("/w/agent", "/h/.openclaw")]
+    db.close()

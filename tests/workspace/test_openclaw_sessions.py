@@ -5,6 +5,7 @@ shown in status while the daemon keeps serving."""
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,6 +177,34 @@ def test_without_a_store_or_with_sessions_off_status_says_why_nothing_is_copied(
         oc = openclaw_status(d)["openclaw"]  # the registration survives a restart
         assert "index.sessions is off" in oc["note"]
     assert not (workspace / "sessions").exists()
+
+
+@pytest.mark.parametrize("damage", ["scribbled", "deleted"])
+def test_a_rebuilt_state_database_keeps_the_registration_and_copies_no_row_twice(
+    md_home: Path, workspace: Path, damage: str
+) -> None:
+    oc = create_store(store_path(md_home))
+    add_events(oc, SESSION, [message("user", f"turn {i} about the osprey") for i in range(30)])
+    with start(md_home) as d:
+        register(d, workspace, md_home / ".openclaw")
+        assert wait_for(lambda: store_report(d).get("rows_read_total") == 30, 20)
+    (state_db,) = md_home.rglob("state.sqlite")
+    for extra in (Path(f"{state_db}-wal"), Path(f"{state_db}-shm")):
+        extra.unlink(missing_ok=True)
+    if damage == "scribbled":
+        state_db.write_bytes(os.urandom(state_db.stat().st_size))
+    else:
+        state_db.unlink()
+    add_events(oc, SESSION, [message("assistant", "the cormorant is new")], zstd=True)
+    with start(md_home) as d:
+        assert openclaw_status(d)["openclaw"]["home"] == str(md_home / ".openclaw")
+        assert wait_for(lambda: bool(session_hits(d, "cormorant")), 20)
+        assert store_report(d)["rows_read_total"] == 1  # only the new row was read
+        lines = (workspace / COPY).read_bytes().splitlines()
+        assert len(lines) == 31 and len(set(lines)) == 31
+        add_events(oc, SESSION, [message("user", "and a puffin after that")])
+        assert wait_for(lambda: bool(session_hits(d, "puffin")), 20)
+        assert len((workspace / COPY).read_bytes().splitlines()) == 32
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,9 @@ OpenClaw writes (WAL). Only rows past the last copied ``seq`` are read, found by
 table's primary key (session_id, seq). That ``seq`` is kept in the state database, not taken
 from the file: a copy that retention archived or someone deleted is not filled again with
 old rows. A file is appended before its mark moves, so a crash between the two repeats a few
-events at worst, never loses one.
+events at worst, never loses one. A session with no mark but a copy (the state database was
+rebuilt from ``workspaces.json``) resumes after as many rows as the copy has lines, one line
+per row, instead of copying them all again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 from urllib.parse import quote
+
+import apsw
 
 from memoryd.files import openclaw_store
 from memoryd.files.layout import OPENCLAW_SESSIONS_DIR, SESSIONS_DIR, TRANSCRIPT_SUFFIX
@@ -127,12 +131,46 @@ def mirror_store(
             for session, last in sessions.items():
                 if stopping():
                     break
-                copied = done.get(session, -1)
+                copied = done.get(session)
+                if copied is None:
+                    copied = _resume_point(conn, store, root, report.agent, session, marks)
                 if last > copied:
                     _mirror_session(conn, store, root, session, copied, marks, report)
     except (openclaw_store.StoreError, OSError) as exc:
         report.error = str(exc)
     return report
+
+
+def _resume_point(
+    conn: Any, store: Path, root: Path, agent: str, session: str, marks: Marks
+) -> int:
+    """The seq after which a session without a mark goes on: the seq of the copy's last
+    line (row N for N lines, rows in seq order), or -1 (everything) without a copy."""
+    lines = _count_lines(root / mirror_rel(agent, session))
+    if lines == 0:
+        return -1
+    try:
+        row = conn.execute(
+            "SELECT seq FROM transcript_events WHERE session_id = ? ORDER BY seq LIMIT 1 OFFSET ?",
+            (session, lines - 1),
+        ).fetchone()
+        if row is None:  # more lines than rows: the copy holds the whole session
+            row = conn.execute(
+                "SELECT max(seq) FROM transcript_events WHERE session_id = ?", (session,)
+            ).fetchone()
+    except apsw.Error as exc:
+        raise openclaw_store.StoreError(f"cannot read OpenClaw's events: {exc}") from None
+    seq = int(row[0])
+    marks.set(store, session, seq)
+    return seq
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with path.open("rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0
 
 
 def _mirror_session(

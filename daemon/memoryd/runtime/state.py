@@ -8,7 +8,9 @@ It is not a single point of failure. A damaged file (scribbled, not a database) 
 aside to ``state.sqlite.corrupt`` and a new one made; a file that lost its tables
 (truncated to nothing) is noticed. Either way the registered workspaces come back from
 ``workspaces.json``, a plain-text copy of the registry rewritten (atomically) on every
-change; job history starts again. ``recovered`` says what happened, for status and logs.
+change, with each workspace's OpenClaw home when it has one; job history starts again (and
+how far OpenClaw's sessions were copied: files/openclaw_mirror.py resumes from the copies).
+``recovered`` says what happened, for status and logs.
 """
 
 from __future__ import annotations
@@ -246,13 +248,23 @@ class StateDB:
                     (e["name"], e["path"], float(e.get("added_at", time.time()))),
                 )
                 restored += self.conn.changes()
+                if isinstance(e.get("openclaw_home"), str):
+                    self.conn.execute(
+                        "INSERT OR IGNORE INTO openclaw_homes(workspace_path, home) VALUES (?, ?)",
+                        (e["path"], e["openclaw_home"]),
+                    )
         return restored
 
     def _write_copy(self) -> None:
         """The registry as JSON beside the database: temp file, fsync, rename (0600)."""
-        entries = [
-            {"name": w.name, "path": str(w.path), "added_at": w.added_at} for w in self.workspaces()
-        ]
+        with self.lock:
+            homes = dict(self.conn.execute("SELECT workspace_path, home FROM openclaw_homes"))
+        entries: list[dict[str, Any]] = []
+        for w in self.workspaces():
+            entry: dict[str, Any] = {"name": w.name, "path": str(w.path), "added_at": w.added_at}
+            if str(w.path) in homes:
+                entry["openclaw_home"] = str(homes[str(w.path)])
+            entries.append(entry)
         text = json.dumps({"workspaces": entries}, indent=1) + "\n"
         with contextlib.suppress(OSError):
             if self.copy_path.read_text(encoding="utf-8") == text:
@@ -289,6 +301,17 @@ class StateDB:
                 self.conn.execute(
                     "INSERT INTO workspaces(name, path, added_at) VALUES (?, ?, ?)",
                     (name, str(path), time.time()),
+                )
+            self._write_copy()
+
+    def set_openclaw_home(self, path: Path, home: Path) -> None:
+        """Mark a registered workspace as OpenClaw's (its home's session stores are copied)."""
+        with self.lock:
+            with self.conn:
+                self.conn.execute(
+                    "INSERT INTO openclaw_homes(workspace_path, home) VALUES (?, ?) "
+                    "ON CONFLICT DO UPDATE SET home = excluded.home",
+                    (str(path), str(home)),
                 )
             self._write_copy()
 

@@ -61,12 +61,7 @@ def home_of(state: StateDB, workspace: Path) -> Path | None:
 
 
 def set_home(state: StateDB, workspace: Path, home: Path) -> None:
-    with state.lock, state.conn:
-        state.conn.execute(
-            "INSERT INTO openclaw_homes(workspace_path, home) VALUES (?, ?) "
-            "ON CONFLICT DO UPDATE SET home = excluded.home",
-            (str(workspace), str(home)),
-        )
+    state.set_openclaw_home(workspace, home)  # kept in workspaces.json too
 
 
 class OpenClawSessions:
