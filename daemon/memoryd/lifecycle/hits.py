@@ -10,6 +10,7 @@ wake-ups competing for the GIL) doubled the daemon's CPU per search; one a secon
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
@@ -29,6 +30,7 @@ log = get_logger("memoryd.lifecycle.hits")
 
 MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest are dropped
 SAMPLE_CHARS: Final = 200
+LINES_KEPT: Final = 4096  # snippet lines whose key and words are remembered (~1 MB)
 COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
 
 
@@ -76,6 +78,13 @@ _COMMON: Final = frozenset(
 
 def _words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in _COMMON}
+
+
+@functools.lru_cache(maxsize=LINES_KEPT)
+def _line_facts(line: str) -> tuple[str, frozenset[str]]:
+    """A snippet line's key and words: the same lines come back search after search, and
+    hashing and splitting them was most of what counting cost."""
+    return line_key(line), frozenset(_words(line))
 
 
 class HitCounter:
@@ -142,12 +151,11 @@ class HitCounter:
             words = _words(query)
             seen: dict[str, str] = {}
             for snippet in snippets:
-                lines = [line for line in snippet.splitlines() if line_key(line)]
+                lines = [(line, f) for line in snippet.splitlines() if (f := _line_facts(line))[0]]
                 # The lines the query matched (a snippet shows its neighbours too); none of
                 # them (a vector hit): the snippet's first line.
-                matched = [line for line in lines if words & _words(line)] or lines[:1]
-                for line in matched:
-                    k = line_key(line)
+                matched = [(line, f) for line, f in lines if words & f[1]] or lines[:1]
+                for line, (k, _) in matched:
                     if k not in seen:
                         seen[k] = line.strip()[:SAMPLE_CHARS]
             for k, text in seen.items():
