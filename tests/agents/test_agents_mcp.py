@@ -29,10 +29,10 @@ from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(120)
 
-TOOLS = {"memory_search", "memory_get", "memory_append", "memory_status"}
+TOOLS = {"memory_search", "memory_get", "memory_append", "memory_forget", "memory_status"}
 
 
-def test_stdio_lists_the_four_tools_with_camelcase_params_and_output_schemas(
+def test_stdio_lists_the_five_tools_with_camelcase_params_and_output_schemas(
     md_home: Path,
 ) -> None:
     ws = make_workspace(md_home)
@@ -584,6 +584,8 @@ def test_server_info_capabilities_and_tool_annotations(md_home: Path) -> None:
             assert hints["readOnlyHint"] is True and hints["idempotentHint"] is True
         append = tools["memory_append"]["annotations"]
         assert append["readOnlyHint"] is False and append["destructiveHint"] is False
+        forget = tools["memory_forget"]["annotations"]  # clients ask the user first
+        assert forget["readOnlyHint"] is False and forget["destructiveHint"] is True
         assert all(t["title"] and t["annotations"]["title"] for t in tools.values())
         assert raw.close() == 0
 
@@ -675,7 +677,7 @@ def test_protocol_2026_07_28_discover_then_stateless_calls(md_home: Path) -> Non
         assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "memoryd"
         raw.send({"method": "tools/list", "params": {"_meta": meta}})
         listed = raw.answer()["result"]
-        assert listed["resultType"] == "complete" and len(listed["tools"]) == 4
+        assert listed["resultType"] == "complete" and len(listed["tools"]) == 5
         raw.send(
             {
                 "method": "tools/call",

@@ -78,6 +78,7 @@ def test_inspector_cli_over_stdio(node: str, md_home: Path, era: str) -> None:
             "memory_search",
             "memory_get",
             "memory_append",
+            "memory_forget",
             "memory_status",
         }
         found, err = inspector(

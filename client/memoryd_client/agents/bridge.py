@@ -267,6 +267,52 @@ class Bridge:
             out["duplicate"] = True
         return out
 
+    async def forget(
+        self,
+        *,
+        path: str | None = None,
+        lines: str | None = None,
+        query: str | None = None,
+        session_id: str | None = None,
+        max_results: int | None = None,
+        workspace: str | None = None,
+        confirm: bool = False,
+    ) -> dict[str, Any]:
+        """A dry run unless ``confirm`` (docs/lifecycle.md): a model lists, the user agrees,
+        then the model applies. The pre-image is always kept (no purge over MCP), so a
+        forget by mistake can be undone by hand within forget.keep_days."""
+        given = [n for n, v in (("path", path), ("query", query), ("sessionId", session_id)) if v]
+        if len(given) != 1:
+            raise ToolRefusal("give exactly one of: path (with lines), query, sessionId")
+        if bool(path) != bool(lines):
+            raise ToolRefusal("path and lines go together (lines: N or A-B)")
+        ws = await self.workspace(workspace)
+        result = await self.client.forget(
+            workspace=ws,
+            path=path,
+            lines=lines,
+            query=query,
+            session_id=session_id,
+            max_results=max_results,
+            dry_run=not confirm,
+        )
+        out: dict[str, Any] = {
+            "dryRun": result.dry_run,
+            "removed": [
+                {"path": r.path, "lines": list(r.lines), "text": r.text, "wholeFile": r.whole_file}
+                for r in result.removed
+            ],
+            "lines": result.lines,
+            "files": result.files,
+        }
+        if result.session_id:
+            out["sessionId"] = result.session_id
+        if result.left_outside:
+            out["leftOutside"] = list(result.left_outside)
+        if result.kept:
+            out["kept"] = result.kept
+        return out
+
     async def status(self) -> dict[str, Any]:
         status = await self.client.status()
         self._known = [WorkspaceInfo(name=w.name, path=w.path) for w in status.workspaces]
@@ -350,6 +396,26 @@ def append_text(result: dict[str, Any]) -> str:
     if result.get("duplicate"):
         return f"Already in memory at {result['path']}:{result['startLine']}; nothing written."
     return f"Appended to {result['path']}:{result['startLine']}-{result['endLine']}."
+
+
+def forget_text(result: dict[str, Any]) -> str:
+    verb = "Would forget" if result["dryRun"] else "Forgot"
+    parts = []
+    for r in result["removed"]:
+        if r["wholeFile"]:
+            parts.append(f"{verb} {r['path']} (the whole transcript).")
+            continue
+        parts.append(f"{verb} {r['path']}:{','.join(r['lines'])}:\n{r['text'].rstrip()}")
+    if not parts:
+        return "Nothing to forget" + (
+            " (the session is marked forgotten)." if result.get("sessionId") else "."
+        )
+    if result["dryRun"]:
+        parts.append(
+            "Nothing was removed yet. Show this to the user; call memory_forget again with "
+            "the same arguments and confirm: true only if they agree."
+        )
+    return "\n".join(parts)
 
 
 def status_text(result: dict[str, Any]) -> str:

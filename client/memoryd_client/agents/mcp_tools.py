@@ -1,4 +1,4 @@
-"""The four MCP tools of ``memctl mcp``: what ``tools/list`` shows and how a call is checked.
+"""The five MCP tools of ``memctl mcp``: what ``tools/list`` shows and how a call is checked.
 
 Each tool is a name, a title, a description written for the model, annotations (the hints
 clients use to decide whether a call needs the user's approval), an ``inputSchema`` and a
@@ -42,6 +42,7 @@ class Tool:
     read_only: bool
     idempotent: bool
     run: Callable[[Bridge, dict[str, Any]], Awaitable[tuple[dict[str, Any], str]]]
+    destructive: bool = False  # only memory_forget removes anything
 
     def listing(self) -> dict[str, Any]:
         """The tool as ``tools/list`` shows it."""
@@ -54,7 +55,8 @@ class Tool:
             "annotations": {
                 "title": self.title,
                 "readOnlyHint": self.read_only,
-                "destructiveHint": False,  # append only adds; nothing is overwritten
+                # clients ask the user before a destructive call (memory_forget)
+                "destructiveHint": self.destructive,
                 "idempotentHint": self.idempotent,
                 "openWorldHint": False,  # the user's own memory, nothing beyond it
             },
@@ -108,6 +110,19 @@ async def _append(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], st
         session_kind=a.get("sessionKind"),
     )
     return data, _bridge.append_text(data)
+
+
+async def _forget(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    data = await bridge.forget(
+        path=a.get("path"),
+        lines=a.get("lines"),
+        query=a.get("query"),
+        session_id=a.get("sessionId"),
+        max_results=a.get("maxResults"),
+        workspace=a.get("workspace"),
+        confirm=a.get("confirm", False),
+    )
+    return data, _bridge.forget_text(data)
 
 
 async def _status(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -270,6 +285,62 @@ TOOLS: Final = {
             run=_append,
         ),
         Tool(
+            "memory_forget",
+            "Forget lines of memory",
+            "Remove lines from the user's memory for good: a line range of a file (path with "
+            "lines), the lines matching a query, or everything of a session. Only when the "
+            "USER asks to forget something. Without confirm it changes nothing and lists what "
+            "would go: show that list to the user, and call again with confirm: true only "
+            "after they agreed. Exactly one of path (with lines), query, sessionId.",
+            _schema(
+                {
+                    "path": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": "A memory file, e.g. memory/2025-01-31.md (with lines).",
+                    },
+                    "lines": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 40,
+                        "description": "The lines of path to forget: N or A-B, 1-based.",
+                    },
+                    "query": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": MAX_QUERY_CHARS,
+                        "description": "Forget the lines of the hits of this search.",
+                    },
+                    "sessionId": {
+                        "type": "string",
+                        "minLength": 1,
+                        "maxLength": 200,
+                        "description": "Forget every line recorded from this session, and its "
+                        "transcript; it is never flushed or indexed again.",
+                    },
+                    "maxResults": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": 100,
+                        "description": "With query: how many hits (default 6).",
+                    },
+                    "confirm": {
+                        "type": "boolean",
+                        "description": "true: remove them (the user agreed to the list a call "
+                        "without confirm showed). Default false: only list them.",
+                    },
+                    "workspace": _WORKSPACE,
+                }
+            ),
+            {
+                **_out(dryRun="boolean", removed="array", lines="integer", files="integer"),
+            },
+            read_only=False,
+            idempotent=False,  # a query may match new lines on a second call
+            run=_forget,
+            destructive=True,
+        ),
+        Tool(
             "memory_status",
             "Memory status",
             "memoryd's state: the workspaces (files, chunks, how fresh the index is), the "
@@ -297,7 +368,12 @@ _PYTHON_TYPES: Final[dict[str, tuple[type, ...]]] = {
     "number": (int, float),
     "boolean": (bool,),
 }
-_ARTICLE: Final = {"string": "a string", "integer": "an integer", "number": "a number"}
+_ARTICLE: Final = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+}
 
 
 def _check(name: str, value: Any, schema: dict[str, Any]) -> Any:
