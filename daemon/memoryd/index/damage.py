@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import apsw
+
 from memoryd import sqlite
 from memoryd.index.types import SyncProgress
 from memoryd.runtime.logs import get_logger
@@ -22,6 +24,20 @@ log = get_logger("memoryd.index")
 # doubling up to the maximum, as the watcher retries a failed sync.
 REBUILD_RETRY_FIRST_S = 1.0
 REBUILD_RETRY_MAX_S = 300.0
+
+
+def unmasked(exc: Exception) -> Exception:
+    """The error behind a failed rollback: when a write fails on a full disk or an I/O
+    error, SQLite rolls the whole transaction back itself, and the savepoint's rollback
+    that follows fails 'no transaction is active', which said nothing of why."""
+    ctx = exc.__context__
+    if (
+        isinstance(exc, apsw.SQLError)
+        and "no transaction is active" in str(exc)
+        and isinstance(ctx, Exception)
+    ):
+        return ctx
+    return exc
 
 
 def corruption_in(exc: BaseException) -> BaseException | None:

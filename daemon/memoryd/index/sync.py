@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import BrokenExecutor, Future
 from dataclasses import dataclass, field, replace
@@ -22,7 +21,6 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from memoryd import sqlite
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import (
     IndexedFile,
@@ -46,7 +44,7 @@ from memoryd.index.line_meta import LineMeta, LineMetaMap
 from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.store import FileRow
-from memoryd.index.tails import WARM_MIN_BYTES, WARM_WITHIN_S, TailStates, replace_tail
+from memoryd.index.tails import TailStates, replace_tail
 from memoryd.index.transcript_steps import (
     Step,
     find_newline,
@@ -318,73 +316,6 @@ class Syncer:
         # Written last: by mtime (then name), as warm_targets picks them after a restart.
         last = sorted(whole, key=lambda i: (_mtime_ns(targets[i][1]), targets[i][0]))
         return set(last[: max(0, len(last) - self.tails.files)])
-
-    def warm_targets(self) -> list[str]:
-        """The markdown files whose chunker states an append would find kept had the
-        daemon seen them written (the ones modified last, as many as ``tails`` keeps),
-        oldest first: those long and recent enough to be worth one (tails.py), without one
-        kept."""
-        rows = self.conn.execute(
-            "SELECT path, size, mtime_ns FROM files WHERE source != ? AND skipped_reason "
-            "IS NULL AND hash != '' ORDER BY mtime_ns DESC, path DESC LIMIT ?",
-            (SOURCE_SESSIONS, self.tails.files),
-        ).fetchall()
-        since = time.time_ns() - WARM_WITHIN_S * 1_000_000_000
-        return [
-            str(rel)
-            for rel, size, mtime_ns in reversed(rows)
-            if rel not in self.tails and int(size) >= WARM_MIN_BYTES and int(mtime_ns) >= since
-        ]
-
-    def warm(self, rel: str) -> bool:
-        """Keep the chunker state of ``rel`` as if it had just been chunked (its next
-        append re-chunks only its tail), when its bytes are still those indexed; writes
-        nothing. False when no state was kept: changed since (its sync will chunk it),
-        no room, or its chunks differ from the index's (the next change re-chunks it
-        whole, as without a state)."""
-        row = self._row(rel)
-        f = self.layout.indexed(rel)
-        if (
-            rel in self.tails
-            or row is None
-            or not row.hash
-            or row.skipped_reason
-            or f is None
-            or f.name_error is not None
-            or f.source == SOURCE_SESSIONS
-        ):
-            return False
-        try:
-            st = f.path.stat()
-        except OSError:
-            return False
-        if st.st_size != row.size:
-            return False
-        data = self.reads.read(f, st, quiet=True)
-        if not isinstance(data, bytes) or not self.tails.room(data.count(b"\n") + 1):
-            return False
-        if hashlib.sha256(data).hexdigest() != row.hash:
-            return False
-        # Decoded as _decode does, without its warning: the sync that indexed it gave that.
-        chunks, state = chunk_markdown_state(
-            strip_annotations(data.decode("utf-8", errors="replace")),
-            self.tokenizer(),
-            self.chunk_tokens,
-            self.chunk_overlap,
-        )
-        # Cheap to compare where a state meets the rows: their count, and the last one,
-        # which an append replaces or follows.
-        count = sqlite.scalar(self.conn, "SELECT count(*) FROM chunks WHERE path = ?", (rel,))
-        last = sqlite.rows(
-            self.conn,
-            "SELECT start_line, end_line, text FROM chunks WHERE path = ? ORDER BY id DESC LIMIT 1",
-            (rel,),
-        )
-        want = [(c.start_line, c.end_line, c.text) for c in chunks[-1:]]
-        if count != state.chunks or last != want:
-            log.info("tail_state_not_warmed", path=rel, reason="the index holds other chunks")
-            return False
-        return self.tails.put_older(rel, row.hash, len(data), state)
 
     def _hand_out(self, ahead: ReadAhead[IndexedFile, _Chunked], f: IndexedFile) -> bool:
         """Read ``f`` (one that ``_chunks_whole``) and hand it to the chunking workers;

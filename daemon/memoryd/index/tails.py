@@ -171,7 +171,8 @@ def replace_tail(
 class Warmable(Protocol):
     """What warms the states: the writer's Syncer (sync.py)."""
 
-    tails: TailStates
+    @property
+    def tails(self) -> TailStates: ...
 
     def warm_targets(self) -> list[str]: ...
 

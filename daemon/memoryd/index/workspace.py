@@ -42,7 +42,7 @@ from memoryd.files.layout import Layout
 from memoryd.files.provenance import ledger_for
 from memoryd.index import opening, schema, store
 from memoryd.index.copies import Copies
-from memoryd.index.damage import Damage, corruption_in
+from memoryd.index.damage import Damage, corruption_in, unmasked
 from memoryd.index.freshness import Freshness
 from memoryd.index.health import index_status
 from memoryd.index.line_meta import LineMetaMap
@@ -54,6 +54,7 @@ from memoryd.index.search.triggers import TriggerLane
 from memoryd.index.search.validate import check_search_request
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
+from memoryd.index.tail_warm import SyncerWarm
 from memoryd.index.tails import TailWarmer
 from memoryd.index.types import (
     NotInMemory,
@@ -72,20 +73,6 @@ from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
 log = get_logger("memoryd.index")
 T = TypeVar("T")
-
-
-def _unmasked(exc: Exception) -> Exception:
-    """The error behind a failed rollback: when a write fails on a full disk or an I/O
-    error, SQLite rolls the whole transaction back itself, and the savepoint's rollback
-    that follows fails 'no transaction is active', which said nothing of why."""
-    ctx = exc.__context__
-    if (
-        isinstance(exc, apsw.SQLError)
-        and "no transaction is active" in str(exc)
-        and isinstance(ctx, Exception)
-    ):
-        return ctx
-    return exc
 
 
 class WorkspaceIndex:
@@ -149,7 +136,7 @@ class WorkspaceIndex:
         self.warmer = TailWarmer(
             self.root,
             self._writer.submit,
-            lambda: self._syncer,
+            lambda: None if self._syncer is None else SyncerWarm(self._syncer),
             lambda: self.pending_syncs > 0,
             lambda: self._closed,
             self.damage.check,
@@ -400,7 +387,7 @@ class WorkspaceIndex:
             except Exception as exc:
                 found = corruption_in(exc)
                 if found is None:
-                    if (cause := _unmasked(exc)) is not exc:
+                    if (cause := unmasked(exc)) is not exc:
                         raise cause from None
                     raise
                 self.damage.spotted(found, "writing", schedule=False)
