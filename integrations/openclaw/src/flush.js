@@ -74,11 +74,26 @@ export function buildFlushPlan(params = {}) {
  */
 export class FlushRuns {
   constructor() {
-    /** @type {Map<string, { sessionId?: string, agentId?: string, at: number }>} */
+    /** @type {Map<string, { sessionId?: string, sessionKey?: string, agentId?: string, workspaceDir?: string, at: number }>} */
     this.runs = new Map();
+    /** @type {Map<string, string>} session key -> the trigger of its last turn (cron, heartbeat, user...) */
+    this.triggers = new Map();
   }
 
-  /** @param {string | undefined} runId @param {{ sessionId?: string, agentId?: string }} info */
+  /** @param {string | undefined} sessionKey @param {string | undefined} trigger */
+  noteTrigger(sessionKey, trigger) {
+    if (!sessionKey || !trigger || trigger === "memory") return;
+    this.triggers.delete(sessionKey);
+    if (this.triggers.size >= 1024) this.triggers.delete(/** @type {string} */ (this.triggers.keys().next().value));
+    this.triggers.set(sessionKey, trigger);
+  }
+
+  /** @param {string | undefined} sessionKey */
+  triggerOf(sessionKey) {
+    return sessionKey ? this.triggers.get(sessionKey) : undefined;
+  }
+
+  /** @param {string | undefined} runId @param {{ sessionId?: string, sessionKey?: string, agentId?: string, workspaceDir?: string }} info */
   add(runId, info) {
     if (!runId) return;
     this.prune();
@@ -125,4 +140,21 @@ function nonNegativeInt(value) {
   if (typeof value !== "number" || !Number.isFinite(value)) return null;
   const int = Math.floor(value);
   return int >= 0 ? int : null;
+}
+
+/**
+ * The kind of an OpenClaw session, as memoryd's `session_kind`: what the run's trigger says
+ * (a `cron` or `heartbeat` run), else what its session key says (OpenClaw's own rule: keys
+ * `agent:<id>:cron:...`, `...:heartbeat`, `...:subagent:...`), else `interactive`.
+ * @param {string | undefined} sessionKey
+ * @param {string | undefined} [trigger] the trigger of the run the session was last seen in
+ */
+export function sessionKindOf(sessionKey, trigger) {
+  if (trigger === "cron" || trigger === "heartbeat") return trigger;
+  const key = (sessionKey ?? "").trim().toLowerCase();
+  const rest = key.startsWith("agent:") ? key.split(":").slice(2).join(":") : key;
+  if (rest.startsWith("cron:")) return "cron";
+  if (rest === "heartbeat" || rest.endsWith(":heartbeat")) return "heartbeat";
+  if (rest.startsWith("subagent:") || rest.includes(":subagent:")) return "subagent";
+  return "interactive";
 }

@@ -3,6 +3,7 @@
 // call then answers "unavailable" without throwing, so OpenClaw keeps answering.
 
 import { MemorydClient, MemorydError, ErrorCode } from "./client.js";
+import { projectKey } from "./project.js";
 import { authorizeHits, sourcesForCorpus, toMemoryHit, toReadResult } from "./shape.js";
 
 /**
@@ -46,6 +47,25 @@ export class MemorydMemory {
   }
 
   /**
+   * The project key of the agent's working directory (its OpenClaw workspace folder unless
+   * the host names another), for search and recall; undefined outside a repository.
+   * @param {any} cfg
+   * @param {string | undefined} agentId
+   * @param {string | undefined} [workspaceDir]
+   */
+  projectFor(cfg, agentId, workspaceDir) {
+    let dir = workspaceDir;
+    if (!dir && agentId && this.resolveWorkspaceDir) {
+      try {
+        dir = this.resolveWorkspaceDir(cfg ?? {}, agentId) || undefined;
+      } catch {
+        dir = undefined;
+      }
+    }
+    return projectKey(dir) ?? undefined;
+  }
+
+  /**
    * Call memoryd; a daemon out of reach is remembered and warned about once.
    * @param {string} method
    * @param {Record<string, unknown>} params
@@ -70,7 +90,7 @@ export class MemorydMemory {
 
   /**
    * @param {{ cfg: any, agentId?: string, query: string, maxResults?: number, minScore?: number,
-   *   corpus?: string, signal?: AbortSignal }} p
+   *   corpus?: string, signal?: AbortSignal, workspaceDir?: string }} p
    * @returns {Promise<SearchOutcome>}
    */
   async search(p) {
@@ -87,6 +107,7 @@ export class MemorydMemory {
         max_results: p.maxResults,
         min_score: p.minScore,
         sources,
+        project: this.projectFor(p.cfg, p.agentId, p.workspaceDir),
       });
       return { ok: true, hits: (answer.results ?? []).map(toMemoryHit), answer };
     } catch (err) {
@@ -124,7 +145,7 @@ export class MemorydMemory {
 
   /**
    * The daemon's recall block for a prompt, or "" (nothing relevant, or no answer in time).
-   * @param {{ cfg: any, agentId?: string, prompt: string }} p
+   * @param {{ cfg: any, agentId?: string, prompt: string, workspaceDir?: string }} p
    */
   async recall(p) {
     const r = this.settings.recall;
@@ -136,6 +157,7 @@ export class MemorydMemory {
           workspace: this.workspaceFor(p.cfg, p.agentId),
           budget_tokens: r.budgetTokens,
           min_score: r.minScore,
+          project: this.projectFor(p.cfg, p.agentId, p.workspaceDir),
         },
         { timeoutMs: r.timeoutMs },
       );

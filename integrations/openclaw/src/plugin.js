@@ -5,7 +5,7 @@ import { MemorydMemory } from "./memory.js";
 import { createRuntime } from "./runtime.js";
 import { resolveSettings } from "./settings.js";
 import { createGetTool, createSearchTool } from "./tools.js";
-import { FlushRuns, buildFlushPlan, flushWriteOf } from "./flush.js";
+import { FlushRuns, buildFlushPlan, flushWriteOf, sessionKindOf } from "./flush.js";
 
 export const PLUGIN_ID = "memoryd";
 
@@ -68,19 +68,21 @@ export function registerMemoryd(api, deps = {}) {
     agentId: ctx?.agentId,
     sessionKey: ctx?.sessionKey,
     sandboxed: ctx?.sandboxed,
+    workspaceDir: ctx?.workspaceDir,
   });
   api.registerTool((/** @type {any} */ ctx) => createSearchTool(memory, toolContext(ctx)), { names: ["memory_search"] });
   api.registerTool((/** @type {any} */ ctx) => createGetTool(memory, toolContext(ctx)), { names: ["memory_get"] });
 
   api.on("before_prompt_build", async (/** @type {any} */ event, /** @type {any} */ ctx) => {
     if (ctx?.trigger === "memory") {
-      flushRuns.add(ctx.runId, { sessionId: ctx.sessionId, agentId: ctx.agentId });
+      flushRuns.add(ctx.runId, { sessionId: ctx.sessionId, sessionKey: ctx.sessionKey, agentId: ctx.agentId, workspaceDir: ctx.workspaceDir });
       return undefined;
     }
+    flushRuns.noteTrigger(ctx?.sessionKey, ctx?.trigger);
     if (!settings.recall.enabled || (ctx?.trigger && ctx.trigger !== "user")) return undefined;
     const prompt = typeof event?.prompt === "string" ? event.prompt : "";
     if (!prompt.trim()) return undefined;
-    const markdown = await memory.recall({ cfg: liveConfig(), agentId: ctx?.agentId, prompt });
+    const markdown = await memory.recall({ cfg: liveConfig(), agentId: ctx?.agentId, prompt, workspaceDir: ctx?.workspaceDir });
     return markdown ? { prependContext: markdown } : undefined;
   });
 
@@ -93,13 +95,17 @@ export function registerMemoryd(api, deps = {}) {
       const agentId = ctx?.agentId ?? run.agentId;
       const write = flushWriteOf(event.params, agentId && resolveWorkspaceDir ? safeDir(resolveWorkspaceDir, cfg, agentId) : undefined);
       if (!write) return undefined;
-      const sessionId = ctx?.sessionId ?? run.sessionId ?? "unknown";
+      const sessionId = ctx?.sessionId ?? run.sessionId;
+      const sessionKey = ctx?.sessionKey ?? run.sessionKey;
       try {
         const at = await memory.call("append", {
           text: write.text,
           date: write.date,
-          heading: `Session notes (${sessionId})`,
+          heading: `Session notes (${sessionId ?? "unknown"})`,
           workspace: memory.workspaceFor(cfg, agentId),
+          origin: "agent", // the model wrote it in the flush turn
+          ...(sessionId ? { session_id: sessionId } : {}),
+          session_kind: sessionKindOf(sessionKey, flushRuns.triggerOf(sessionKey)),
         });
         return {
           block: true,

@@ -47,7 +47,7 @@ export function jsonResult(payload) {
 
 /**
  * @param {import("./memory.js").MemorydMemory} memory
- * @param {{ agentId?: string, sessionKey?: string, sandboxed?: boolean, cfg: any }} ctx
+ * @param {{ agentId?: string, sessionKey?: string, sandboxed?: boolean, cfg: any, workspaceDir?: string }} ctx
  */
 export function createSearchTool(memory, ctx) {
   return {
@@ -71,6 +71,7 @@ export function createSearchTool(memory, ctx) {
         minScore: params.minScore,
         corpus: params.corpus,
         signal,
+        workspaceDir: ctx.workspaceDir,
       });
       if (!outcome.ok) return jsonResult(outcome.unavailable);
       const visible = memory.authorize({ agentId: ctx.agentId, sandboxed: ctx.sandboxed === true, hits: outcome.hits });

@@ -269,3 +269,92 @@ describe("workspace paths OpenClaw may inject by itself", () => {
     }
   });
 });
+
+describe("the agent's project and the flush's provenance", () => {
+  /** @type {Awaited<ReturnType<typeof startDaemon>>} */
+  let daemon;
+  let workspace = "";
+  /** @type {any} */
+  let api;
+
+  before(async () => {
+    daemon = await startDaemon();
+    workspace = tempDir("mdprj");
+    writeFiles(workspace, {
+      ".git/config": '[remote "origin"]\n\turl = git@github.com:Acme/App.git\n',
+      // in two files: a chunk takes the first project tag among its lines
+      "MEMORY.md": "# Memory\n\n- Deploys of this service go through the blue pipeline. <!-- project: github.com/acme/app -->\n",
+      "memory/svc.md": "# Svc\n\n- Deploys of this service go through the red pipeline. <!-- project: github.com/other/svc -->\n",
+    });
+    const admin = new MemorydClient({ socket: daemon.socket });
+    await admin.call("workspace.add", { path: workspace, name: "prj" });
+    admin.close();
+    api = fakeApi({ socket: daemon.socket, recall: { minScore: 0 } }, workspace);
+    plugin.register(api);
+    await api.capability.runtime.getMemorySearchManager({ cfg: {}, agentId: "main" }).then((/** @type {any} */ m) => m.manager.sync());
+  });
+  after(async () => {
+    api.hooks.get("gateway_stop")();
+    await daemon.stop();
+    daemon.remove();
+    fs.rmSync(workspace, { recursive: true, force: true });
+  });
+
+  test("search and recall send the working directory's repository as the active project", async () => {
+    const other = tempDir("mdoth"); // the agent works in a clone of the other service
+    writeFiles(other, { ".git/config": '[remote "origin"]\n\turl = https://github.com/other/svc.git\n' });
+    try {
+      const first = async (/** @type {string} */ dir) => {
+        const out = await runTool(api, "memory_search", { query: "deploys pipeline", maxResults: 2 }, { agentId: "main", sessionKey: "agent:main:main", workspaceDir: dir });
+        return out.results[0].snippet;
+      };
+      // +0.15 for a line of the active project, -0.10 for another's
+      assert.match(await first(workspace), /blue pipeline/);
+      assert.match(await first(other), /red pipeline/);
+      const recall = async (/** @type {string} */ dir) =>
+        (await api.hooks.get("before_prompt_build")({ prompt: "how do deploys of this service go?" }, { agentId: "main", trigger: "user", workspaceDir: dir })).prependContext;
+      assert.match(await recall(workspace), /blue pipeline[^]*red pipeline/);
+      assert.match(await recall(other), /red pipeline[^]*blue pipeline/);
+      // the runtime's manager has no workspaceDir: the agent's resolved workspace folder is used
+      const { manager } = await api.capability.runtime.getMemorySearchManager({ cfg: {}, agentId: "main" });
+      assert.match((await manager.search("deploys pipeline", { maxResults: 2 }))[0].snippet, /blue pipeline/);
+    } finally {
+      fs.rmSync(other, { recursive: true, force: true });
+    }
+  });
+
+  test("a flush write is recorded as the agent's, with the session's id and kind", async () => {
+    const date = localDateStamp(Date.now());
+    const flush = async (/** @type {string} */ runId, /** @type {string} */ sessionKey, /** @type {string} */ text) => {
+      const ctx = { agentId: "main", trigger: "memory", runId, sessionId: `id-${runId}`, sessionKey };
+      await api.hooks.get("before_prompt_build")({ prompt: "flush" }, ctx);
+      const verdict = await api.hooks.get("before_tool_call")({ toolName: "write", params: { path: `memory/${date}.md`, content: text } }, ctx);
+      assert.equal(verdict.block, true);
+      api.hooks.get("agent_end")({}, { runId });
+    };
+    await flush("r1", "agent:main:main", "- The kingfisher decision stands.\n");
+    await flush("r2", "agent:main:cron:nightly:run:7", "- The nightly heron report ran.\n");
+    await flush("r3", "agent:main:subagent:abc", "- A helper found the egret.\n");
+    // a session whose last turn was a heartbeat run
+    await api.hooks.get("before_prompt_build")({ prompt: "tick" }, { agentId: "main", trigger: "heartbeat", sessionKey: "agent:main:beat" });
+    await flush("r4", "agent:main:beat", "- The heartbeat saw the plover.\n");
+    const ledger = fs
+      .readFileSync(`${workspace}/memory/.provenance.jsonl`, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+      .filter((r) => r.op === "add" && r.path === `memory/${date}.md`);
+    const bySession = Object.fromEntries(ledger.map((r) => [r.session_id, [r.origin, r.session_kind]]));
+    assert.deepEqual(bySession, {
+      "id-r1": ["agent", "interactive"],
+      "id-r2": ["agent", "cron"],
+      "id-r3": ["agent", "subagent"],
+      "id-r4": ["agent", "heartbeat"],
+    });
+    const admin = new MemorydClient({ socket: daemon.socket });
+    const hit = (await admin.call("search", { query: "kingfisher", workspace })).results[0];
+    admin.close();
+    assert.equal(hit.origin, "agent");
+    assert.equal(hit.session_id, "id-r1");
+  });
+});
