@@ -16,9 +16,11 @@ tool calls, tool results and thinking are skipped, as are Claude Code's injected
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, BinaryIO
 
 _ROLES = ("user", "assistant")
@@ -158,3 +160,31 @@ def stream_transcript(
     elif carry.strip():
         parsed = parse_transcript(carry + b"\n", first_line=line_no)
         yield [carry], parsed
+
+
+def forgotten_session_of(path: Path, forgotten: frozenset[str]) -> str | None:
+    """Which of the ``forgotten`` sessions transcript ``path`` is (its name ``<id>.jsonl``,
+    or its first line's ``id`` (OpenClaw) / ``sessionId`` (Claude Code)), if any: the
+    indexer never indexes such a transcript again (``memctl forget --session``). Reads one
+    line, and nothing at all while no session was forgotten."""
+    if not forgotten:
+        return None
+    if path.name.endswith(".jsonl") and path.name[: -len(".jsonl")] in forgotten:
+        return path.name[: -len(".jsonl")]
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        head = f.readline(1 << 16)
+    try:
+        first = json.loads(head)
+    except ValueError:
+        return None
+    if not isinstance(first, dict):
+        return None
+    for key in ("id", "sessionId"):
+        value = first.get(key)
+        if isinstance(value, str) and value in forgotten:
+            return value
+    return None

@@ -29,7 +29,7 @@ from memoryd.files.layout import (
     display_name,
 )
 from memoryd.files.provenance import Ledger
-from memoryd.files.transcripts import parse_transcript
+from memoryd.files.transcripts import forgotten_session_of, parse_transcript
 from memoryd.index import line_meta, store
 from memoryd.index.chunker import (
     Chunk,
@@ -287,6 +287,11 @@ class Syncer:
             self._skip(f, st, f.name_error, report)
             return
         if f.source == SOURCE_SESSIONS:  # read from the stored offset, never whole
+            forgotten = self.ledger.forgotten_sessions if self.ledger is not None else frozenset()
+            gone = forgotten_session_of(f.path, forgotten)
+            if gone:  # a new transcript of a forgotten session: skipped, its chunks dropped
+                self._skip(f, st, f"session {gone} was forgotten: never indexed again", report)
+                return
             while self._sync_transcript(f, row, st, full, report) and not self.stopping():
                 row, full = self._row(f.rel), False
             return
