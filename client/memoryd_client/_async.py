@@ -311,10 +311,12 @@ class AsyncMemoryClient:
         sources: str | Iterable[str] | None = None,
         project: str | Iterable[str] | None = None,
         now: DateLike | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """The memory worth putting before a model for ``query``: the best snippets above
         ``min_score`` (default 0.5, stricter than search), no two from the same lines,
-        within ``budget_tokens`` (default 600), as one markdown block with citations."""
+        within ``budget_tokens`` (default 600), as one markdown block with citations.
+        ``include_superseded``: keep keyed lines a newer one superseded (as search)."""
         return await self._run(
             _calls.recall(
                 query,
@@ -324,6 +326,7 @@ class AsyncMemoryClient:
                 sources=sources,
                 project=project,
                 now=now,
+                include_superseded=include_superseded,
             )
         )
 

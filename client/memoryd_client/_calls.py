@@ -245,6 +245,7 @@ def recall(
     sources: str | Iterable[str] | None = None,
     project: str | Iterable[str] | None = None,
     now: DateLike | None = None,
+    include_superseded: bool = False,
 ) -> Call[RecallResult]:
     params = _params(
         query=query,
@@ -254,6 +255,7 @@ def recall(
         sources=_sources(sources),
         project=_sources(project),
         now=_date(now),
+        include_superseded=include_superseded or None,
     )
     return Call("recall", params, RecallResult.from_wire)
 

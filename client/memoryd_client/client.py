@@ -273,10 +273,12 @@ class MemoryClient:
         sources: str | Iterable[str] | None = None,
         project: str | Iterable[str] | None = None,
         now: DateLike | None = None,
+        include_superseded: bool = False,
     ) -> RecallResult:
         """The memory worth putting before a model for ``query``: the best snippets above
         ``min_score`` (default 0.5, stricter than search), no two from the same lines,
-        within ``budget_tokens`` (default 600), as one markdown block with citations."""
+        within ``budget_tokens`` (default 600), as one markdown block with citations.
+        ``include_superseded``: keep keyed lines a newer one superseded (as search)."""
         return self._run(
             _calls.recall(
                 query,
@@ -286,6 +288,7 @@ class MemoryClient:
                 sources=sources,
                 project=project,
                 now=now,
+                include_superseded=include_superseded,
             )
         )
 

@@ -285,6 +285,8 @@ class RecallItem(_Wire):
     source: str = "memory"
     citation: str = ""
     trigger: str | None = None  # the trigger phrase that brought it first (recall's lane)
+    superseded: bool = False  # with include_superseded: it shows a superseded line
+    superseded_by: list[str] = field(default_factory=list)  # "path#Lnn" of the newer lines
 
 
 @dataclass

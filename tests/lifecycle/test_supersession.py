@@ -91,6 +91,31 @@ def test_memctl_search_include_superseded(daemon: DaemonThread) -> None:
     assert any("heroku" in h["snippet"] and h["superseded"] for h in hits)
 
 
+def test_recall_include_superseded_through_the_client_and_memctl(daemon: DaemonThread) -> None:
+    prompt = "what is the deploy target?"
+    with MemoryClient(daemon.socket_path) as c:
+        plain = c.recall(prompt, workspace="ws", min_score=0)
+        both = c.recall(prompt, workspace="ws", min_score=0, include_superseded=True)
+    assert "heroku" not in plain.markdown and not any(i.superseded for i in plain.results)
+    assert "heroku" in both.markdown and "fly.io" in both.markdown
+    old = next(i for i in both.results if i.path == "memory/2025-03-10.md")
+    assert old.superseded and old.superseded_by == ["memory/2025-03-11.md#L3"]
+    new = next(i for i in both.results if i.path == "memory/2025-03-11.md")
+    assert not new.superseded and not new.superseded_by
+
+    argv = ["recall", "-w", "ws", "--min-score", "0", "--json", prompt]
+    for extra, shown in (([], False), (["--include-superseded"], True)):
+        out = io.StringIO()
+        code = cli.main(
+            [*argv, *extra, "--socket", str(daemon.socket_path)],
+            stdout=out,
+            stderr=io.StringIO(),
+        )
+        answer = json.loads(out.getvalue())
+        assert code == 0 and ("heroku" in answer["markdown"]) is shown
+        assert any(r.get("superseded") for r in answer["results"]) is shown
+
+
 def test_a_new_keyed_append_supersedes_at_once(daemon: DaemonThread, workspace: Path) -> None:
     with MemoryClient(daemon.socket_path) as c:
         c.append(

@@ -103,6 +103,11 @@ def _add_recall(sub: Any, command: _Command) -> None:
         metavar="KEY",
         help="an active project (repeatable; default: the working directory's repository)",
     )
+    p.add_argument(
+        "--include-superseded",
+        action="store_true",
+        help="also lines a newer line with the same <!-- key: --> superseded",
+    )
 
 
 def _add_flush(sub: Any, command: _Command) -> None:
@@ -279,6 +284,7 @@ def cmd_recall(args: argparse.Namespace, ctx: Context) -> int:
         budget_tokens=args.budget,
         min_score=args.min_score,
         project=args.project or project_key(Path.cwd()),
+        include_superseded=args.include_superseded,
     )
     if args.json:
         ctx.print_json(result.raw)

@@ -64,6 +64,7 @@ class AgentMethods:
         sources = p.choice_list("sources", SOURCES, default=self.m.config().search.sources)
         projects = p.text_list("project")
         now = p.date("now")
+        include_superseded = p.flag("include_superseded")  # as search (docs/lifecycle.md)
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
@@ -80,6 +81,7 @@ class AgentMethods:
                     "sources": list(sources),
                     **({"project": list(projects)} if projects else {}),
                     **({"now": now.isoformat()} if now else {}),
+                    **({"include_superseded": True} if include_superseded else {}),
                 },
             ),
             req,

@@ -60,6 +60,7 @@ class Item:
     text: str
     source: str
     trigger: str = ""  # the trigger phrase that brought it (the trigger lane), else ''
+    superseded_by: tuple[str, ...] = ()  # include_superseded: it shows a superseded line
 
     @property
     def citation(self) -> str:
@@ -104,6 +105,7 @@ def select(
             float(hit["score"]),
             text,
             str(hit.get("source") or "memory"),
+            superseded_by=tuple(hit.get("superseded_by") or ()),
         )
         if _overlaps(chosen, item):
             continue
@@ -127,6 +129,11 @@ def select(
                 "source": i.source,
                 "citation": i.citation,
                 **({"trigger": i.trigger} if i.trigger else {}),
+                **(
+                    {"superseded": True, "superseded_by": list(i.superseded_by)}
+                    if i.superseded_by
+                    else {}
+                ),
             }
             for i in chosen
         ],
