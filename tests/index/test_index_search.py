@@ -248,12 +248,8 @@ def test_words_in_most_chunks_do_not_change_the_keyword_top(make_index: IndexFac
     """keyword_ranked leaves words found in >= half the chunks out of its first query; the
     BM25 top must be the one of the whole OR query, including when the other words find
     fewer chunks than asked for."""
-    from memoryd.index.search.fusion import (
-        Filters,
-        doc_freqs,
-        keyword_candidates,
-        keyword_ranked,
-    )
+    from memoryd.index.search.candidates import Filters, keyword_candidates
+    from memoryd.index.search.fusion import doc_freqs, keyword_ranked
     from memoryd.index.search.query import fts_match, query_terms
 
     for day in range(1, 29):

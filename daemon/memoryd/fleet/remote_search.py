@@ -24,10 +24,9 @@ from memoryd.files.reader import LinesRead
 from memoryd.index.keyword.bm25 import K1, MIN_IDF, B
 from memoryd.index.keyword.text import with_offsets
 from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.search.candidates import Candidate, Filters
 from memoryd.index.search.fusion import (
     KEYWORD_OVERFETCH,
-    Candidate,
-    Filters,
     fuse,
     idf_weights,
     shown_hits,

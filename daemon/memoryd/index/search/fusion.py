@@ -11,7 +11,6 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import apsw
 import numpy as np
@@ -21,16 +20,22 @@ from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import tier_of
-from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.line_meta import summarise
+from memoryd.index.search.candidates import (
+    Candidate,
+    Filters,
+    day_candidates,
+    fill_window_sims,
+    keyword_candidates,
+    load_candidates,
+    vector_candidates,
+)
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
     ChunkWindows,
     ParsedQueries,
-    read_rows,
-    read_windows,
 )
 from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
@@ -39,36 +44,16 @@ from memoryd.index.search.snippets import (
     line_scores,
     make_snippet,
 )
-from memoryd.index.store import VEC_TABLE
 from memoryd.index.types import Fusion, HitMeta, Mode, NotInMemory, SearchHit, SearchRequest
-from memoryd.index.vectors.mirror import VectorMirror, VectorWidthError
-from memoryd.index.vectors.windows import WINDOW_SLOTS, window_spans
+from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.index.vectors.windows import window_spans
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
 
-BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text, heading
-MAX_KNN = 4096  # sqlite-vec's own ceiling for k
 KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector candidates
 # A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
 # as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day.
 DATE_WEIGHT = 0.2
-
-
-@dataclass(slots=True)
-class Candidate:
-    id: int
-    path: str = ""
-    source: str = ""
-    day: str = ""
-    start_line: int = 0
-    end_line: int = 0
-    heading: str = ""
-    text: str = ""
-    embedded: bool = False
-    bm25: float | None = None  # -bm25(): higher is better
-    window_sim: float | None = None  # best cosine similarity among its windows
-    best_window: int = -1  # which window that was
-    lines: list[float] | None = None  # per-line query match (snippets.line_scores)
 
 
 @dataclass(frozen=True)
@@ -106,172 +91,6 @@ def answers_from_memory(
     if qvec is not None and mode != "keyword":
         return env.mirror is not None and env.mirror.usable
     return True
-
-
-@dataclass(frozen=True)
-class Filters:
-    sources: tuple[str, ...]
-    path_prefix: str | None
-    since: str | None
-    until: str | None
-    indexed_sources: tuple[str, ...] = SOURCES  # what the index can hold
-
-    @property
-    def restrictive(self) -> bool:
-        """Whether these filters can remove any chunk of this index."""
-        return bool(
-            self.path_prefix
-            or self.since
-            or self.until
-            or not set(self.indexed_sources) <= set(self.sources)
-        )
-
-    def chunk_sql(self, alias: str = "c") -> tuple[str, list[Any]]:
-        parts = [f"{alias}.source IN ({','.join('?' * len(self.sources))})"]
-        args: list[Any] = list(self.sources)
-        if self.path_prefix:
-            # Not LIKE: it ignores ASCII case, and "memory" would fill the LIMIT with MEMORY.md.
-            parts.append(f"substr({alias}.path, 1, ?) = ?")
-            args += [len(self.path_prefix), self.path_prefix]
-        parts += self.day_sql(alias, args)
-        return " AND ".join(parts), args
-
-    def vec_sql(self) -> tuple[str, list[Any]]:
-        if not self.restrictive:
-            return "1", []
-        parts = [f"source IN ({','.join('?' * len(self.sources))})"]
-        args: list[Any] = list(self.sources)
-        if self.path_prefix:  # sqlite-vec filters by its primary key before ranking
-            parts.append("chunk_id IN (SELECT id FROM chunks WHERE substr(path, 1, ?) = ?)")
-            args += [len(self.path_prefix), self.path_prefix]
-        parts += self.day_sql(VEC_TABLE, args)
-        return " AND ".join(parts), args
-
-    def day_sql(self, alias: str, args: list[Any], mark: str = "?") -> list[str]:
-        """The since/until conditions on ``alias.day``, their values appended to ``args``;
-        ``mark``: the driver's placeholder (the fleet's Postgres takes %s)."""
-        parts = []
-        if self.since or self.until:
-            parts.append(f"{alias}.day <> ''")  # undated chunks (MEMORY.md) have no date to match
-        if self.since:
-            parts.append(f"{alias}.day >= {mark}")
-            args.append(self.since)
-        if self.until:
-            parts.append(f"{alias}.day <= {mark}")
-            args.append(self.until)
-        return parts
-
-    def accepts(self, c: Candidate) -> bool:
-        return (
-            c.source in self.sources
-            and (not self.path_prefix or c.path.startswith(self.path_prefix))
-            and (not (self.since or self.until) or c.day != "")
-            and (not self.since or c.day >= self.since)
-            and (not self.until or c.day <= self.until)
-        )
-
-
-def keyword_candidates(
-    conn: apsw.Connection, match: str, filters: Filters, limit: int
-) -> list[tuple[int, float]]:
-    """The ``limit`` best BM25 matches, best first, as (chunk id, -bm25).
-
-    Joining ``chunks`` costs about five times the FTS query itself (it runs for every
-    match, and an OR query of common words matches a third of a log), so the join is
-    only made when a filter can actually remove chunks.
-    """
-    if filters.restrictive:
-        where, args = filters.chunk_sql()
-        sql = (
-            f"SELECT c.id, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
-            f"JOIN chunks c ON c.id = chunks_fts.rowid WHERE chunks_fts MATCH ? AND {where} "
-            "ORDER BY r LIMIT ?"
-        )
-    else:
-        sql, args = (
-            (
-                f"SELECT rowid, bm25(chunks_fts, {BM25_WEIGHTS}) AS r FROM chunks_fts "
-                "WHERE chunks_fts MATCH ? ORDER BY r LIMIT ?"
-            ),
-            [],
-        )
-    return [(int(i), -float(r)) for i, r in conn.execute(sql, [match, *args, limit])]
-
-
-def vector_candidates(
-    conn: apsw.Connection,
-    qvec: Vectors,
-    filters: Filters,
-    k: int,
-    mirror: VectorMirror | None = None,
-) -> list[int]:
-    """Chunk ids of the ``k`` nearest chunk vectors, nearest first: the in-memory scan when
-    the mirror can answer, else sqlite-vec's (the only one that filters by path prefix)."""
-    if mirror is not None and not filters.path_prefix:
-        sources = filters.sources if filters.restrictive else None
-        ids = mirror.knn(qvec, min(k, MAX_KNN), sources, filters.since, filters.until)
-        if ids is not None:
-            return ids
-    where, args = filters.vec_sql()
-    sql = (
-        f"SELECT chunk_id FROM {VEC_TABLE} WHERE embedding MATCH ? AND k = ? "
-        f"AND {where} ORDER BY distance"
-    )
-    return [int(i) for (i,) in conn.execute(sql, [qvec.tobytes(), min(k, MAX_KNN), *args])]
-
-
-def day_candidates(
-    conn: apsw.Connection, days: Sequence[str], filters: Filters, limit: int
-) -> list[int]:
-    """Chunks of the daily logs of the given days (index chunks_by_day)."""
-    where, args = filters.chunk_sql()
-    sql = (
-        f"SELECT c.id FROM chunks c WHERE c.day IN ({','.join('?' * len(days))}) AND {where} "
-        "ORDER BY c.id LIMIT ?"
-    )
-    return [int(i) for (i,) in conn.execute(sql, [*days, *args, limit])]
-
-
-def load_candidates(
-    conn: apsw.Connection, ids: Sequence[int], rows: ChunkRows | None = None, generation: int = 0
-) -> dict[int, Candidate]:
-    """The chunks' rows as candidates (rows.read_rows: kept ones for ``generation``)."""
-    found = read_rows(conn, ids, rows, generation)
-    return {i: Candidate(i, *row) for i in ids if (row := found.get(i)) is not None}
-
-
-def fill_window_sims(
-    conn: apsw.Connection,
-    cands: Sequence[Candidate],
-    qvec: Vectors,
-    kept: ChunkWindows | None = None,
-    generation: int = 0,
-) -> None:
-    """Each embedded candidate's best window similarity: one matrix product for all of them
-    (their windows read in one statement, or kept from earlier searches: rows.read_windows)."""
-    q = qvec.astype(np.float32)
-    embedded = [c.id for c in cands if c.embedded]
-    if not embedded:
-        return
-    found = read_windows(conn, embedded, kept, generation)
-    if found is None:
-        return
-    m, ids = found.vectors, found.ids
-    if m.shape[1] != q.shape[0]:
-        raise VectorWidthError(f"query has {q.shape[0]} dims, the index {m.shape[1]}")
-    sims = m @ q
-    owner = ids // WINDOW_SLOTS
-    order = np.lexsort((-sims, owner))  # by chunk, its best window first
-    firsts = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-    by_id = {c.id: c for c in cands}
-    for chunk_id, window, sim in zip(
-        owner[firsts].tolist(),
-        (ids[firsts] % WINDOW_SLOTS).tolist(),
-        sims[firsts].tolist(),
-        strict=True,
-    ):
-        c = by_id[chunk_id]
-        c.best_window, c.window_sim = window, sim
 
 
 Scored = tuple[float, float | None, float | None, Candidate]
@@ -478,6 +297,17 @@ def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
     return scores
 
 
+def _cached_line_scores(
+    line_stems: LineStems, cands: Sequence[Candidate], weights: dict[str, float]
+) -> None:
+    """Line scores of the candidates whose stems are cached, in one pass; the others (their
+    tokenizing is the cost) are scored only when fuse needs them."""
+    peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
+    known = [(c, lines) for c, lines in zip(cands, peeked, strict=True) if lines is not None]
+    for (c, _), scores in zip(known, line_scores([x for _, x in known], weights), strict=True):
+        c.lines = scores
+
+
 def run_search(
     conn: apsw.Connection,
     tokenize: TokenizeOffsets,
@@ -538,12 +368,7 @@ def run_search(
         kept = env.windows if env.windows and env.windows.fits(n_chunks, qvec.shape[0]) else None
         fill_window_sims(conn, cands, qvec, kept, env.generation)
 
-    # Line scores: the candidates whose stems are cached in one pass; the others (their
-    # tokenizing is the cost) only when fuse needs them.
-    peeked = env.line_stems.peek_many([(c.id, c.text) for c in cands])
-    known = [(c, lines) for c, lines in zip(cands, peeked, strict=True) if lines is not None]
-    for (c, _), scores in zip(known, line_scores([x for _, x in known], weights), strict=True):
-        c.lines = scores
+    _cached_line_scores(env.line_stems, cands, weights)
 
     def fill_lines(c: Candidate) -> None:
         if c.lines is None:
