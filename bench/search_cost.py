@@ -22,8 +22,9 @@ load drifts alike for both:
    after the index is built (VmRSS, 5 s after the last request).
 
 ``--qmd CMD`` times qmd on the same files in the same rounds: ``collection add`` (its cold
-index), ``--version`` and a fresh ``search --json``. Ratios are code ÷ baseline (and ÷ the
-interpreter's floor for the CLI rows); machines differ, so only ratios within one run count.
+index), ``--version`` and a fresh ``search --json``. Ratios: this tree ÷ the baseline, qmd ÷
+this tree (and ÷ the interpreter's floor for the CLI rows, below the table); machines
+differ, so only ratios within one run count.
 """
 
 from __future__ import annotations
@@ -199,7 +200,7 @@ def report(rows: list[dict[str, Any]], baseline: str | None) -> None:
         ("`python -c pass` ms", "python_ms", None, 1),
         ("`--version` ms", "version_ms", None, 1),
         ("fresh `search --json` ms", "search_cli_ms", None, 1),
-        ("cold index, workspace, s (add + reindex --wait)", "cold_s", None, 2),
+        ("cold index, workspace, s (through memctl)", "cold_s", None, 2),
         ("cold index, 1,001 files, s", "cold_1001_s", None, 2),
         ("idle RSS MB, local model", "idle_rss_mb", None, 0),
     ]
@@ -208,12 +209,15 @@ def report(rows: list[dict[str, Any]], baseline: str | None) -> None:
     for label, key, sub, digits in lines:
         cells = []
         base = med(baseline, key, sub) if baseline else None
+        this = med("this", key, sub)
         for code in codes:
             v = med(code, key, sub)
             if v is None:
                 cells.append("-")
                 continue
-            ratio = f" ({v / base:.2f}x)" if base and code not in (baseline,) else ""
+            # this ÷ the baseline; qmd's ÷ this tree's (the peer against the code under test)
+            of = this if code == "qmd" else base if code == "this" else None
+            ratio = f" ({v / of:.2f}x)" if of else ""
             cells.append(f"{v:.{digits}f}{ratio}")
         print(f"| {label} | " + " | ".join(cells) + " |")
     print("\nDerived (medians):\n")
