@@ -97,6 +97,16 @@ export function registerMemoryd(api, deps = {}) {
       if (!write) return undefined;
       const sessionId = ctx?.sessionId ?? run.sessionId;
       const sessionKey = ctx?.sessionKey ?? run.sessionKey;
+      const kind = sessionKindOf(sessionKey, flushRuns.triggerOf(sessionKey));
+      if (kind !== "interactive") {
+        // memoryd's rule for flush (docs/provenance.md): cron, heartbeat and sub-agent runs
+        // leave no durable notes; the host's own write would break it, so it is blocked too.
+        logger.info(`memoryd: no flush notes from a ${kind} session (${sessionId ?? "unknown"})`);
+        return {
+          block: true,
+          blockReason: `Not saved: a ${kind} session leaves no durable memory notes (memoryd's rule). Reply NO_REPLY.`,
+        };
+      }
       try {
         const at = await memory.call("append", {
           text: write.text,
@@ -105,7 +115,7 @@ export function registerMemoryd(api, deps = {}) {
           workspace: memory.workspaceFor(cfg, agentId),
           origin: "agent", // the model wrote it in the flush turn
           ...(sessionId ? { session_id: sessionId } : {}),
-          session_kind: sessionKindOf(sessionKey, flushRuns.triggerOf(sessionKey)),
+          session_kind: kind,
         });
         return {
           block: true,
