@@ -40,7 +40,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.errors import DiskFull, InvalidParams, MemorydError, TooLarge, Unavailable
+from memoryd.errors import (
+    DiskFull,
+    ForbiddenPath,
+    InvalidParams,
+    MemorydError,
+    TooLarge,
+    Unavailable,
+)
 from memoryd.files.duplicates import Duplicates
 from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
@@ -348,7 +355,19 @@ def _recorder(
     ]
     if not records:
         return None
-    return lambda: ledger_for(root).add(records)
+
+    def record() -> None:
+        try:
+            ledger_for(root).add(records)
+        except (NotADirectoryError, IsADirectoryError):
+            # memory/ was swapped for something else since the note was opened: the
+            # ledger cannot be reached beneath the root, so nothing is written.
+            raise ForbiddenPath(
+                f"{rel}: memory/ changed while appending (not a folder now); nothing written",
+                {"path": rel},
+            ) from None
+
+    return record
 
 
 def _take_back(fd: int, written: int, rel: str) -> None:
