@@ -211,3 +211,28 @@ def test_a_rebuilt_state_database_keeps_the_registration_and_copies_no_row_twice
 def _no_leftover_threads() -> Iterator[None]:
     yield
     assert not any(t.name == "openclaw-writer" for t in threading.enumerate())
+
+
+def test_a_forgotten_session_loses_its_copy_and_is_never_copied_again(
+    md_home: Path, workspace: Path
+) -> None:
+    oc = create_store(store_path(md_home))
+    add_events(oc, SESSION, [message("user", "the cormorant plan")])
+    add_events(oc, "other-session", [message("user", "the gannet plan")])
+    with start(md_home) as d:
+        register(d, workspace, md_home / ".openclaw")
+        assert wait_for(lambda: bool(session_hits(d, "cormorant")), 20)
+        with MemoryClient(d.socket_path) as c:
+            out = c.forget(workspace="openclaw", session_id=SESSION)
+        assert COPY in [r["path"] for r in out.raw["removed"]], out.raw
+        assert not (workspace / COPY).exists()
+        assert not session_hits(d, "cormorant")
+        # OpenClaw goes on writing to the session: nothing of it is copied or indexed again
+        add_events(oc, SESSION, [message("user", "the cormorant returns")])
+        add_events(oc, "other-session", [message("user", "the gannet returns")])
+        assert wait_for(lambda: bool(session_hits(d, "returns")), 20)
+        assert not (workspace / COPY).exists()
+        assert [h.path for h in session_hits(d, "returns")] == [
+            "sessions/openclaw/main/other-session.jsonl"
+        ]
+        assert SESSION in store_report(d)["skipped"]

@@ -118,10 +118,15 @@ class Marks(Protocol):
 
 
 def mirror_store(
-    store: Path, root: Path, marks: Marks, stopping: Callable[[], bool] = lambda: False
+    store: Path,
+    root: Path,
+    marks: Marks,
+    stopping: Callable[[], bool] = lambda: False,
+    forgotten: frozenset[str] = frozenset(),
 ) -> StoreReport:
     """Append every session's new rows in ``store`` to its copy under ``root`` (``stopping``:
-    checked between sessions, so a shutdown never waits for a whole store)."""
+    checked between sessions, so a shutdown never waits for a whole store). A session in
+    ``forgotten`` (``memctl forget --session``) is never copied again."""
     report = StoreReport(openclaw_store.agent_of(store), str(store))
     done = marks.of(store)
     try:
@@ -131,6 +136,9 @@ def mirror_store(
             for session, last in sessions.items():
                 if stopping():
                     break
+                if session in forgotten:
+                    report.skipped[session] = "forgotten (forget --session): never copied again"
+                    continue
                 copied = done.get(session)
                 if copied is None:
                     copied = _resume_point(conn, store, root, report.agent, session, marks)

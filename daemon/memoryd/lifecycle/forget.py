@@ -26,8 +26,15 @@ from typing import Any, Final
 
 from memoryd.errors import InvalidParams, NotFound
 from memoryd.files.beneath import open_beneath
-from memoryd.files.layout import SESSIONS_DIR, TRANSCRIPT_SUFFIX, Layout, transcripts_dir
+from memoryd.files.layout import (
+    OPENCLAW_SESSIONS_DIR,
+    SESSIONS_DIR,
+    TRANSCRIPT_SUFFIX,
+    Layout,
+    transcripts_dir,
+)
 from memoryd.files.lines import line_key
+from memoryd.files.openclaw_mirror import file_name
 from memoryd.files.provenance import Ledger
 from memoryd.files.session_headings import flush_heading_prefix
 from memoryd.lifecycle.journal import Change, FileChange
@@ -204,6 +211,13 @@ def _transcripts_of(
                 rel = f"{SESSIONS_DIR}/{entry.name}"
                 if entry.name[: -len(TRANSCRIPT_SUFFIX)] == session or _names(layout, rel, session):
                     found.add(rel)
+    # OpenClaw's sessions, copied from its store (files/openclaw_mirror.py): one per agent.
+    copies = folder / OPENCLAW_SESSIONS_DIR
+    if copies.is_dir():
+        name = file_name(session) + TRANSCRIPT_SUFFIX
+        for agent in os.scandir(copies):
+            if agent.is_dir(follow_symlinks=False) and os.path.isfile(Path(agent.path) / name):
+                found.add(f"{SESSIONS_DIR}/{OPENCLAW_SESSIONS_DIR}/{agent.name}/{name}")
     for path in flushed:
         inside = layout.rel(Path(path))
         if inside is None:

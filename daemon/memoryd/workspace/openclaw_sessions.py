@@ -18,6 +18,7 @@ from typing import Any, Final, cast
 
 from memoryd.files import openclaw_mirror
 from memoryd.files.openclaw_mirror import StoreReport
+from memoryd.files.provenance import ledger_for
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 from memoryd.workspace.registry import Registry, Workspace
@@ -124,7 +125,9 @@ class OpenClawSessions:
             key = (str(root), str(store))
             if self._seen.get(key) == sig:
                 continue
-            report = openclaw_mirror.mirror_store(store, root, marks, self._stopping.is_set)
+            report = openclaw_mirror.mirror_store(
+                store, root, marks, self._stopping.is_set, ledger_for(root).forgotten_sessions
+            )
             before = reports.get(str(store))
             report.rows_read_total = report.rows_read + (before.rows_read_total if before else 0)
             reports[str(store)] = report
