@@ -1,4 +1,4 @@
-// Where memoryd's socket is, found the way memctl finds it (client/memoryd_client/paths.py):
+// Where memoryd's socket is, found the way memctl finds it (the Python client's paths module):
 // an explicit path, then MEMORYD_SOCKET, then MEMORYD_HOME/run, then the login session's
 // runtime directory when it is a private folder of ours, else the state directory's own.
 

@@ -1,5 +1,5 @@
 // The project an agent's working directory belongs to, as memoryd's `project` key (the same
-// rule as the Python client's memoryd_client/agents/project.py): the repository's `origin`
+// rule as the Python client's agents project module): the repository's `origin`
 // remote normalised to host/owner/repo (`git@github.com:Acme/App.git` and
 // `https://github.com/acme/app` are both `github.com/acme/app`), so clones and worktrees share
 // it; a repository without an origin is keyed by its root's path; outside a repository there
