@@ -12,15 +12,15 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from memoryd_client.agents import CLIENTS
 from memoryd_client.agents.project import project_key
 from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_OK,
+    Command,
     Context,
-    Handler,
     UsageError,
     text_argument,
 )
@@ -29,26 +29,13 @@ from memoryd_client.errors import ClientError
 MCP_TOKEN_ENV = "MEMCTL_MCP_TOKEN"
 
 
-class _Command(Protocol):
-    def __call__(
-        self,
-        subparsers: Any,
-        name: str,
-        handler: Handler,
-        help: str,
-        *,
-        workspace: bool = True,
-        example: str | None = None,
-    ) -> argparse.ArgumentParser: ...
-
-
-def add_commands(sub: Any, command: _Command) -> None:
+def add_commands(sub: Any, command: Command) -> None:
     """mcp, recall, flush, hook and setup, each with its options."""
     for add in (_add_mcp, _add_recall, _add_flush, _add_hook, _add_setup):
         add(sub, command)
 
 
-def _add_mcp(sub: Any, command: _Command) -> None:
+def _add_mcp(sub: Any, command: Command) -> None:
     p = command(
         sub,
         "mcp",
@@ -77,7 +64,7 @@ def _add_mcp(sub: Any, command: _Command) -> None:
     )
 
 
-def _add_recall(sub: Any, command: _Command) -> None:
+def _add_recall(sub: Any, command: Command) -> None:
     p = command(
         sub,
         "recall",
@@ -110,7 +97,7 @@ def _add_recall(sub: Any, command: _Command) -> None:
     )
 
 
-def _add_flush(sub: Any, command: _Command) -> None:
+def _add_flush(sub: Any, command: Command) -> None:
     p = command(
         sub,
         "flush",
@@ -134,7 +121,7 @@ def _add_flush(sub: Any, command: _Command) -> None:
     )
 
 
-def _add_hook(sub: Any, command: _Command) -> None:
+def _add_hook(sub: Any, command: Command) -> None:
     p = command(
         sub,
         "hook",
@@ -153,7 +140,7 @@ def _add_hook(sub: Any, command: _Command) -> None:
     )
 
 
-def _add_setup(sub: Any, command: _Command) -> None:
+def _add_setup(sub: Any, command: Command) -> None:
     p = command(
         sub,
         "setup",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO, TypeAlias
 
 if TYPE_CHECKING:  # argparse and the client load with the parser and the first call
     import argparse
@@ -131,3 +131,19 @@ def workspace_param(value: str) -> str:
 
 Handler: TypeAlias = "Callable[[argparse.Namespace, Context], int]"
 """A command: the parsed options and a context in, the exit code out."""
+
+
+class Command(Protocol):
+    """How the parser adds one memctl command (its shared options with it): what a command
+    group's ``add_commands`` is handed."""
+
+    def __call__(
+        self,
+        subparsers: Any,
+        name: str,
+        handler: Handler,
+        help: str,
+        *,
+        workspace: bool = True,
+        example: str | None = None,
+    ) -> argparse.ArgumentParser: ...

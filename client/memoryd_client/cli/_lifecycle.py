@@ -4,29 +4,16 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from memoryd_client.cli._base import EXIT_OK, Context, Handler
+from memoryd_client.cli._base import EXIT_OK, Command, Context
 from memoryd_client.errors import ClientError
 
 if TYPE_CHECKING:
     from memoryd_client.types import ForgetResult
 
 
-class _Command(Protocol):
-    def __call__(
-        self,
-        subparsers: Any,
-        name: str,
-        handler: Handler,
-        help: str,
-        *,
-        workspace: bool = True,
-        example: str | None = None,
-    ) -> argparse.ArgumentParser: ...
-
-
-def add_commands(sub: Any, command: _Command) -> None:
+def add_commands(sub: Any, command: Command) -> None:
     """forget, export and import, each with its options."""
     p = command(
         sub,
@@ -48,7 +35,7 @@ def add_commands(sub: Any, command: _Command) -> None:
     _add_forget(sub, command)
 
 
-def _add_forget(sub: Any, command: _Command) -> None:
+def _add_forget(sub: Any, command: Command) -> None:
     p = command(
         sub,
         "forget",
