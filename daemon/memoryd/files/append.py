@@ -48,6 +48,7 @@ from memoryd.errors import (
     TooLarge,
     Unavailable,
 )
+from memoryd.files.beneath import Opened
 from memoryd.files.duplicates import Duplicates
 from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
@@ -242,9 +243,16 @@ class Appender:
             real = root / opened.rel
             try:
                 with self.lock_for(real):
-                    # Lines already in the day or MEMORY.md are not written again.
+                    fresh = _as_now(layout, opened)
+                    if fresh is None:  # the path leads elsewhere now: start again
+                        continue
+                    opened = fresh
+                    # Lines already in the day or MEMORY.md are not written again: checked
+                    # and written under the day's lock, against the file as it is now.
+                    st = os.fstat(opened.fd)
+                    data = read_all(opened.fd, st.st_size)
                     found = self.duplicates.filter(
-                        root, opened.rel, read_all(opened.fd, os.fstat(opened.fd).st_size), text
+                        root, opened.rel, data, text, (st.st_dev, st.st_ino)
                     )
                     if not found.duplicate:
                         record = _recorder(root, rel, found.text, provenance, via)
@@ -368,6 +376,28 @@ def _recorder(
             ) from None
 
     return record
+
+
+def _as_now(layout: Layout, opened: Opened) -> Opened | None:
+    """The day's note as it is now, under its lock: ``opened`` when the path still leads to
+    it; else (replaced by a forget's or an import's rename, moved by retention while we
+    waited for the lock, so a block written to it would be lost) the file there now, opened
+    again (our descriptor closed); None, ours closed too, when the path leads to another
+    file than it did (a link changed: the caller starts again with its lock)."""
+    try:
+        now = layout.open_memory(opened.rel, _FLAGS, 0o666, make_dirs=True)
+    except (MemorydError, OSError):
+        os.close(opened.fd)
+        return None
+    a, b = os.fstat(now.fd), os.fstat(opened.fd)
+    if (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino):
+        os.close(now.fd)
+        return opened
+    os.close(opened.fd)
+    if now.rel != opened.rel:
+        os.close(now.fd)
+        return None
+    return Opened(now.fd, now.rel, opened.created or now.created)
 
 
 def _take_back(fd: int, written: int, rel: str) -> None:

@@ -31,6 +31,7 @@ MAX_CACHED_FILES: Final = 256
 
 @dataclass
 class _Keys:
+    ident: tuple[int, int]  # the file's (device, inode): a rename over it starts again
     size: int  # bytes keyed (up to a line end)
     lines: int  # how many lines they hold
     at: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> (line, byte offset)
@@ -75,14 +76,18 @@ class Duplicates:
         self._cache: dict[Path, _Keys] = {}
         self._lock = threading.Lock()
 
-    def keys(self, path: Path, data: bytes) -> dict[str, tuple[int, int]]:
-        """``path``'s line keys for its bytes ``data``: (first line, byte offset) of each.
-        Only the bytes past what was keyed last time are keyed; a duplicate found through
-        the cache is checked against ``data`` (``_still``) before it is believed."""
+    def keys(
+        self, path: Path, data: bytes, ident: tuple[int, int] = (0, 0)
+    ) -> dict[str, tuple[int, int]]:
+        """``path``'s line keys for its bytes ``data`` (of the file ``ident``, its device
+        and inode): (first line, byte offset) of each. Only the bytes past what was keyed
+        last time are keyed, while the file is the same inode (a forget, an import or an
+        editor replaces it by a rename: keyed again whole); a duplicate found through the
+        cache is checked against ``data`` (``_still``) before it is believed."""
         with self._lock:
             cached = self._cache.get(path)
         whole = data.rfind(b"\n") + 1  # key whole lines only
-        if cached is not None and cached.size <= whole:
+        if cached is not None and cached.ident == ident and cached.size <= whole:
             # In place: one file's appends are serialised by its lock (MEMORY.md is only
             # read here, and keyed again when it changed).
             at = cached.at
@@ -93,33 +98,36 @@ class Duplicates:
         with self._lock:
             if len(self._cache) >= MAX_CACHED_FILES:
                 self._cache.clear()
-            self._cache[path] = _Keys(whole, lines, at)
+            self._cache[path] = _Keys(ident, whole, lines, at)
         return at
 
     def forget(self, path: Path) -> None:
         with self._lock:
             self._cache.pop(path, None)
 
-    def filter(self, root: Path, day_rel: str, day_data: bytes, text: str) -> Filtered:
+    def filter(
+        self, root: Path, day_rel: str, day_data: bytes, text: str, day_ident: tuple[int, int]
+    ) -> Filtered:
         """``text`` without its lines already in the day's note (``day_data``, read under
-        its append lock) or in MEMORY.md."""
+        its append lock, of the file ``day_ident``) or in MEMORY.md."""
         wanted = [(line, line_key(line)) for line in text.splitlines()]
         if not any(k for _, k in wanted):
             return Filtered(text, [])
-        sources = [(day_rel, day_data, self.keys(root / day_rel, day_data))]
+        sources = [(day_rel, day_data, day_ident, self.keys(root / day_rel, day_data, day_ident))]
         memory = _read_memory(root)
         if memory is not None:
-            sources.append((memory[0], memory[1], self.keys(root / memory[0], memory[1])))
-        for rel, data, keys in sources:
+            rel, data, ident = memory
+            sources.append((rel, data, ident, self.keys(root / rel, data, ident)))
+        for rel, data, ident, keys in sources:
             if any(k in keys and not _still(data, k, keys[k][1]) for _, k in wanted if k):
                 self.forget(root / rel)  # edited elsewhere: key the file again, whole
                 keys.clear()
-                keys.update(self.keys(root / rel, data))
+                keys.update(self.keys(root / rel, data, ident))
         kept: list[str] = []
         dropped: list[dict[str, Any]] = []
         seen: set[str] = set()
         for line, k in wanted:
-            where = next(((rel, keys[k][0]) for rel, _, keys in sources if k and k in keys), None)
+            where = next(((rel, ks[k][0]) for rel, _, _, ks in sources if k and k in ks), None)
             if where is None and k and k in seen:
                 where = (day_rel, 0)  # twice in the block itself
             if where is None:
@@ -132,12 +140,14 @@ class Duplicates:
         return Filtered("\n".join(kept) if any(line.strip() for line in kept) else "", dropped)
 
 
-def _read_memory(root: Path) -> tuple[str, bytes] | None:
+def _read_memory(root: Path) -> tuple[str, bytes, tuple[int, int]] | None:
+    """MEMORY.md as it is: its writers replace it by a rename, so one read is one version."""
     for name in MEMORY_FILES:
         try:
             opened = open_beneath(root, name, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:
             continue
         with os.fdopen(opened.fd, "rb") as f:
-            return name, f.read()
+            st = os.fstat(f.fileno())
+            return name, f.read(), (st.st_dev, st.st_ino)
     return None
