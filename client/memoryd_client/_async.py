@@ -261,17 +261,36 @@ class AsyncMemoryClient:
             )
         )
 
-    async def export(self, output: str | Path, *, workspace: str | None = None) -> ExportResult:
+    async def export(
+        self, output: str | Path | None = None, *, workspace: str | None = None
+    ) -> ExportResult:
         """Write the workspace's memory (markdown, provenance, a manifest with hashes) to
-        the .tar.gz ``output`` (docs/lifecycle.md)."""
+        the .tar.gz ``output``; without it, into the workspace's exports folder
+        (memory/.history/exports, the newest few kept: docs/lifecycle.md)."""
         return await self._run(_calls.export(output, workspace=workspace))
 
     async def import_archive(
-        self, archive: str | Path, *, workspace: str | None = None, dry_run: bool = False
+        self,
+        archive: str | Path | None = None,
+        *,
+        export: str | None = None,
+        workspace: str | None = None,
+        dry_run: bool = False,
+        untrusted: bool = False,
     ) -> ImportResult:
-        """Merge an export into the workspace, adding no line twice; ``dry_run``: only
-        count what it would add."""
-        return await self._run(_calls.import_archive(archive, workspace=workspace, dry_run=dry_run))
+        """Merge an export (the file ``archive``, or ``export``, a file name in the
+        workspace's exports folder) into the workspace, adding no line twice; ``dry_run``:
+        only say what it would add. ``untrusted``: the archive is outside content (MCP's
+        memory_import): daily notes only, every added line of origin untrusted."""
+        return await self._run(
+            _calls.import_archive(
+                archive,
+                export=export,
+                workspace=workspace,
+                dry_run=dry_run,
+                untrusted=untrusted,
+            )
+        )
 
     async def forget(
         self,

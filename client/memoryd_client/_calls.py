@@ -224,15 +224,28 @@ def forget(
     return Call("forget", params, ForgetResult.from_wire, idempotent=False)
 
 
-def export(output: str | Path, *, workspace: str | None = None) -> Call[ExportResult]:
-    params = _params(path=os.path.abspath(output), workspace=workspace)
+def export(output: str | Path | None, *, workspace: str | None = None) -> Call[ExportResult]:
+    # No output: the workspace's exports folder (memory/.history/exports), the daemon's choice.
+    path = None if output is None else os.path.abspath(output)
+    params = _params(path=path, workspace=workspace)
     return Call("export", params, ExportResult.from_wire, idempotent=False)
 
 
 def import_archive(
-    archive: str | Path, *, workspace: str | None = None, dry_run: bool = False
+    archive: str | Path | None = None,
+    *,
+    export: str | None = None,
+    workspace: str | None = None,
+    dry_run: bool = False,
+    untrusted: bool = False,
 ) -> Call[ImportResult]:
-    params = _params(path=os.path.abspath(archive), workspace=workspace, dry_run=dry_run or None)
+    params = _params(
+        path=None if archive is None else os.path.abspath(archive),
+        export=export,
+        workspace=workspace,
+        dry_run=dry_run or None,
+        untrusted=untrusted or None,
+    )
     return Call("import", params, ImportResult.from_wire, idempotent=False)
 
 

@@ -167,6 +167,8 @@ class ExportResult(_Wire):
     path: str
     files: int = field(metadata=_absent(0))
     bytes: int = field(metadata=_absent(0))
+    sha256: str | None = None
+    name: str | None = None  # written into the exports folder: its file name
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -29,7 +29,15 @@ from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(120)
 
-TOOLS = {"memory_search", "memory_get", "memory_append", "memory_forget", "memory_status"}
+TOOLS = {
+    "memory_search",
+    "memory_get",
+    "memory_append",
+    "memory_forget",
+    "memory_status",
+    "memory_export",
+    "memory_import",
+}
 
 
 def test_stdio_lists_the_five_tools_with_camelcase_params_and_output_schemas(
@@ -677,7 +685,7 @@ def test_protocol_2026_07_28_discover_then_stateless_calls(md_home: Path) -> Non
         assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "memoryd"
         raw.send({"method": "tools/list", "params": {"_meta": meta}})
         listed = raw.answer()["result"]
-        assert listed["resultType"] == "complete" and len(listed["tools"]) == 5
+        assert listed["resultType"] == "complete" and len(listed["tools"]) == len(TOOLS)
         raw.send(
             {
                 "method": "tools/call",

@@ -80,6 +80,8 @@ def test_inspector_cli_over_stdio(node: str, md_home: Path, era: str) -> None:
             "memory_append",
             "memory_forget",
             "memory_status",
+            "memory_export",
+            "memory_import",
         }
         found, err = inspector(
             node,

@@ -313,6 +313,61 @@ class Bridge:
             out["kept"] = result.kept
         return out
 
+    async def export(self, *, workspace: str | None = None) -> dict[str, Any]:
+        """Into the workspace's exports folder only: the daemon chooses the path."""
+        ws = await self.workspace(workspace)
+        raw = (await self.client.export(None, workspace=ws)).raw
+        return {
+            "path": str(raw.get("path", "")),
+            "name": str(raw.get("name", "")),
+            "files": int(raw.get("files", 0)),
+            "bytes": int(raw.get("bytes", 0)),
+            "sha256": str(raw.get("sha256", "")),
+            "unpackedBytes": int(raw.get("unpacked_bytes", 0)),
+            "dailyNotes": int(raw.get("daily_notes", 0)),
+            "firstDay": raw.get("first_day"),
+            "lastDay": raw.get("last_day"),
+            "curated": list(raw.get("curated") or ()),
+            "pruned": int(raw.get("pruned", 0)),
+        }
+
+    async def import_archive(
+        self, archive: str, *, workspace: str | None = None, confirm: bool = False
+    ) -> dict[str, Any]:
+        """A dry run unless ``confirm``; always as outside content (``untrusted``: daily
+        notes only, every added line untrusted; docs/lifecycle.md)."""
+        archive = archive.strip()
+        path: str | None = None
+        name: str | None = None
+        if "/" in archive or archive.startswith("~"):
+            path = os.path.expanduser(archive)
+            if not os.path.isabs(path):
+                raise ToolRefusal(
+                    "archive: give an absolute path, or the file name memory_export answered"
+                )
+        else:
+            name = archive  # one of the workspace's exports
+        ws = await self.workspace(workspace)
+        raw = (
+            await self.client.import_archive(
+                path, export=name, workspace=ws, dry_run=not confirm, untrusted=True
+            )
+        ).raw
+        out: dict[str, Any] = {
+            "dryRun": bool(raw.get("dry_run")),
+            "linesAdded": int(raw.get("lines_added", 0)),
+            "linesAlreadyThere": int(raw.get("lines_already_there", 0)),
+            "filesCreated": int(raw.get("files_created", 0)),
+            "filesMerged": int(raw.get("files_merged", 0)),
+            "redacted": int(raw.get("redacted", 0)),
+            "origin": str(raw.get("origin", "untrusted")),
+            "files": [_camel(f) for f in raw.get("files") or ()],
+            "refused": [_camel(r) for r in raw.get("refused") or ()],
+        }
+        if raw.get("kept"):
+            out["kept"] = raw["kept"]
+        return out
+
     async def status(self) -> dict[str, Any]:
         status = await self.client.status()
         self._known = [WorkspaceInfo(name=w.name, path=w.path) for w in status.workspaces]
@@ -351,6 +406,13 @@ def iso_time(value: str | float | None) -> str | None:
     if value is None or isinstance(value, str):
         return value
     return _dt.datetime.fromtimestamp(value).astimezone().isoformat(timespec="seconds")
+
+
+def _camel(item: dict[str, Any]) -> dict[str, Any]:
+    """A wire object's snake_case keys in the tools' camelCase (one level)."""
+    return {
+        k.split("_")[0] + "".join(w.title() for w in k.split("_")[1:]): v for k, v in item.items()
+    }
 
 
 # ---------------------------------------------------------------- text renderings
@@ -396,26 +458,6 @@ def append_text(result: dict[str, Any]) -> str:
     if result.get("duplicate"):
         return f"Already in memory at {result['path']}:{result['startLine']}; nothing written."
     return f"Appended to {result['path']}:{result['startLine']}-{result['endLine']}."
-
-
-def forget_text(result: dict[str, Any]) -> str:
-    verb = "Would forget" if result["dryRun"] else "Forgot"
-    parts = []
-    for r in result["removed"]:
-        if r["wholeFile"]:
-            parts.append(f"{verb} {r['path']} (the whole transcript).")
-            continue
-        parts.append(f"{verb} {r['path']}:{','.join(r['lines'])}:\n{r['text'].rstrip()}")
-    if not parts:
-        return "Nothing to forget" + (
-            " (the session is marked forgotten)." if result.get("sessionId") else "."
-        )
-    if result["dryRun"]:
-        parts.append(
-            "Nothing was removed yet. Show this to the user; call memory_forget again with "
-            "the same arguments and confirm: true only if they agree."
-        )
-    return "\n".join(parts)
 
 
 def status_text(result: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """``memctl mcp``: memoryd as a Model Context Protocol server, over stdio or HTTP.
 
-The protocol itself (both eras, the five tools) is :mod:`mcp_protocol` and
+The protocol itself (both eras, the tools) is :mod:`mcp_protocol` and
 :mod:`mcp_tools`; this module starts a transport on it. The transport is a start-up
 choice: stdio (what agents spawn, :mod:`stdio`), or streamable HTTP at ``/mcp`` on
 loopback, or on any address with a bearer token. HTTP answers each POSTed message with

@@ -18,19 +18,29 @@ import hashlib
 import io
 import json
 import os
+import stat
 import tarfile
 import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from memoryd.errors import InvalidParams, TooLarge
 from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write
-from memoryd.files.layout import MEMORY_DIR, MEMORY_FILES, NOTE_SUFFIX, Layout
+from memoryd.files.layout import MEMORY_DIR, MEMORY_FILES, NOTE_SUFFIX, Layout, day_of
 from memoryd.files.provenance import LEDGER_REL
 
-__all__ = ["FORMAT", "MAX_IMPORT_BYTES", "Archive", "read_archive", "write_archive"]
+__all__ = [
+    "FORMAT",
+    "MAX_IMPORT_BYTES",
+    "TOP_FILES",
+    "Archive",
+    "pack",
+    "read_archive",
+    "summary",
+    "write_archive",
+]
 
 FORMAT: Final = "memoryd-export"
 VERSION: Final = 1
@@ -82,8 +92,8 @@ def _read(layout: Layout, rel: str) -> bytes:
         return f.read()
 
 
-def write_archive(root: Path, name: str, out: Path, now: float | None = None) -> dict[str, Any]:
-    """Export workspace ``root`` to ``out`` (a .tar.gz, replaced atomically)."""
+def pack(root: Path, name: str, now: float | None = None) -> tuple[bytes, dict[str, Any]]:
+    """Workspace ``root``'s memory as a .tar.gz, and what it holds (``summary``)."""
     layout = Layout(root)
     files: list[dict[str, Any]] = []
     buf = io.BytesIO()
@@ -107,8 +117,31 @@ def write_archive(root: Path, name: str, out: Path, now: float | None = None) ->
         }
         _add(tar, MANIFEST, json.dumps(manifest, indent=1).encode(), stamp)
     packed = gzip.compress(buf.getvalue(), mtime=int(stamp))
+    return packed, summary(packed, files)
+
+
+def summary(packed: bytes, files: list[dict[str, Any]]) -> dict[str, Any]:
+    """What an export holds, as its answer says: the files, their sizes, the days of its
+    daily notes, and the archive's own hash (to compare a copy with)."""
+    days = sorted(d for d in (day_of(str(f["path"])) for f in files) if d)
+    return {
+        "files": len(files),
+        "bytes": len(packed),
+        "sha256": hashlib.sha256(packed).hexdigest(),
+        "unpacked_bytes": sum(int(f["bytes"]) for f in files),
+        "daily_notes": len(days),
+        "first_day": days[0] if days else None,
+        "last_day": days[-1] if days else None,
+        "curated": sorted(str(f["path"]) for f in files if f["path"] in TOP_FILES),
+        "ledger": any(f["path"] == LEDGER_REL for f in files),
+    }
+
+
+def write_archive(root: Path, name: str, out: Path, now: float | None = None) -> dict[str, Any]:
+    """Export workspace ``root`` to ``out`` (a .tar.gz, replaced atomically)."""
+    packed, held = pack(root, name, now)
     atomic_write(out, packed, mode=0o600)  # memory is private, whatever the umask
-    return {"path": str(out), "files": len(files), "bytes": len(packed)}
+    return {"path": str(out), **held}
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes, stamp: float) -> None:
@@ -125,21 +158,36 @@ class Archive:
     files: dict[str, bytes]  # memory files and the ledger, by workspace-relative path
 
 
-def read_archive(path: Path) -> Archive:
-    """The archive at ``path``, checked whole (see the module's rules)."""
+def read_archive(path: Path, dir_fd: int | None = None) -> Archive:
+    """The archive at ``path`` (a name in folder ``dir_fd`` when given: not followed if a
+    link), checked whole (see the module's rules). Only a regular file is read: a FIFO or
+    a device named as the archive is refused, not waited on."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        size = path.stat().st_size
+        if dir_fd is None:
+            fd = os.open(path, flags)
+        else:
+            fd = os.open(path.name, flags | os.O_NOFOLLOW, dir_fd=dir_fd)
     except OSError as exc:
         raise InvalidParams(f"cannot read {path}: {exc.strerror}", {"param": "path"}) from None
-    if size > MAX_IMPORT_BYTES:
-        raise TooLarge(
-            f"{path} is {size} bytes, over the import limit ({MAX_IMPORT_BYTES}): nothing imported",
-            {"max_bytes": MAX_IMPORT_BYTES},
-        )
+    with os.fdopen(fd, "rb") as handle:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidParams(f"{path} is not a regular file: nothing imported")
+        if st.st_size > MAX_IMPORT_BYTES:
+            raise TooLarge(
+                f"{path} is {st.st_size} bytes, over the import limit ({MAX_IMPORT_BYTES}): "
+                "nothing imported",
+                {"max_bytes": MAX_IMPORT_BYTES},
+            )
+        return _members(path, handle)
+
+
+def _members(path: Path, handle: BinaryIO) -> Archive:
     members: dict[str, bytes] = {}
     total = 0
     try:
-        with tarfile.open(path, mode="r:*") as tar:
+        with tarfile.open(fileobj=handle, mode="r:*") as tar:
             for count, info in enumerate(tar, 1):
                 if count > MAX_MEMBERS:
                     raise TooLarge(f"more than {MAX_MEMBERS} members: nothing imported")
@@ -165,9 +213,9 @@ def read_archive(path: Path) -> Archive:
                         "nothing imported",
                         {"member": info.name},
                     )
-                handle = tar.extractfile(info)
-                assert handle is not None  # a regular file
-                members[info.name] = handle.read()
+                member = tar.extractfile(info)
+                assert member is not None  # a regular file
+                members[info.name] = member.read()
     except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
         raise InvalidParams(
             f"{path} is not a memoryd export (.tar.gz): {exc}", {"param": "path"}

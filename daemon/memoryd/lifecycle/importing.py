@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -22,7 +23,7 @@ from typing import Any, Final
 from memoryd.files.beneath import open_beneath
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import LEDGER_REL, Record
-from memoryd.lifecycle.archive import Archive
+from memoryd.lifecycle.archive import TOP_FILES, Archive
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import redact
 
@@ -46,13 +47,14 @@ def _current(root: Path, rel: str) -> bytes | None:
         return f.read()
 
 
-def merge_text(existing: str, incoming: str) -> tuple[str, int, int]:
+def merge_text(existing: str, incoming: str) -> tuple[str, list[str], int]:
     """``existing`` with ``incoming``'s new lines appended (their new headings with them):
-    (text, lines added, lines skipped as already there)."""
+    (text, the lines added, how many were skipped as already there)."""
     have = {line_key(line) for line in existing.splitlines()} - {""}
     block: list[str] = []
+    added: list[str] = []
     heading: str | None = None
-    added = skipped = 0
+    skipped = 0
     for line in incoming.splitlines():
         if _HEADING.match(line):
             heading = line
@@ -68,10 +70,10 @@ def merge_text(existing: str, incoming: str) -> tuple[str, int, int]:
                 block += ["", heading, ""] if block else [heading, ""]
             heading = None
         block.append(line)
+        added.append(line)
         have.add(key)
-        added += 1
     if not block:
-        return existing, 0, skipped
+        return existing, [], skipped
     if not existing or existing.endswith("\n\n"):
         sep = ""
     else:
@@ -102,8 +104,14 @@ def _merge_ledger(current: bytes | None, incoming: bytes) -> tuple[bytes | None,
     return base + ("\n".join(new) + "\n").encode(), len(new)
 
 
-def plan_import(root: Path, archive: Archive, keep: bool = True) -> Merged:
-    """The journal change merging ``archive`` into workspace ``root`` (its files as now)."""
+def plan_import(root: Path, archive: Archive, keep: bool = True, untrusted: bool = False) -> Merged:
+    """The journal change merging ``archive`` into workspace ``root`` (its files as now).
+
+    ``untrusted`` (MCP's ``memory_import``: a model chose the archive): the archive is
+    external content. Only daily notes and other ``memory/`` notes take its lines, each
+    recorded ``untrusted`` (searchable, never recalled by itself, never promoted); the
+    curated files (MEMORY.md, USER.md: recalled as they are), the archive's own ledger and
+    its forgotten-session marks are not taken, and the answer lists them as refused."""
     files: list[FileChange] = []
     report: dict[str, Any] = {
         "files_created": 0,
@@ -112,25 +120,76 @@ def plan_import(root: Path, archive: Archive, keep: bool = True) -> Merged:
         "lines_already_there": 0,
         "redacted": 0,
         "ledger_records_added": 0,
+        "files": [],
     }
+    refused: list[dict[str, Any]] = []
+    added_keys: list[tuple[str, str]] = []  # (key, path) of each line added
     for rel in sorted(archive.files):
         if rel == LEDGER_REL:
             continue
         clean = redact(archive.files[rel].decode("utf-8", "replace"))
-        report["redacted"] += len(clean.kinds)
         before = _current(root, rel)
         existing = "" if before is None else before.decode("utf-8", "surrogateescape")
         text, added, skipped = merge_text(existing, clean.text)
-        if added:
-            report["files_created" if before is None else "files_merged"] += 1
-        report["lines_added"] += added
+        if untrusted and rel in TOP_FILES:
+            if added:
+                refused.append({"path": rel, "lines": len(added), "why": CURATED_REFUSED})
+            continue
+        report["redacted"] += len(clean.kinds)
         report["lines_already_there"] += skipped
-        if added:
-            files.append(FileChange(rel, before, text.encode("utf-8", "surrogateescape")))
-    if LEDGER_REL in archive.files:
+        if not added:
+            continue
+        report["files_created" if before is None else "files_merged"] += 1
+        report["lines_added"] += len(added)
+        report["files"].append(_listed(rel, before is None, added, skipped))
+        added_keys += [(line_key(line), rel) for line in added]
+        files.append(FileChange(rel, before, text.encode("utf-8", "surrogateescape")))
+    ledger = archive.files.get(LEDGER_REL)
+    if untrusted:
+        incoming = _untrusted_records(added_keys)
+        marks = _forget_marks(ledger)
+        if marks:
+            refused.append({"path": LEDGER_REL, "forget_marks": marks, "why": MARKS_REFUSED})
+    else:
+        incoming = ledger
+    if incoming is not None:
         before = _current(root, LEDGER_REL)
-        after, count = _merge_ledger(before, archive.files[LEDGER_REL])
+        after, count = _merge_ledger(before, incoming)
         if count:
             files.append(FileChange(LEDGER_REL, before, after))
             report["ledger_records_added"] = count
+    if untrusted:
+        report["origin"] = "untrusted"
+        report["refused"] = refused
     return Merged(Change("import", files, {"from": archive.workspace}, keep), report)
+
+
+CURATED_REFUSED: Final = (
+    "curated files take lines from the owner only (memctl import), not from a model's import"
+)
+MARKS_REFUSED: Final = "forgotten-session marks are taken by memctl import only"
+PREVIEW_LINES: Final = 5
+
+
+def _listed(rel: str, created: bool, added: list[str], skipped: int) -> dict[str, Any]:
+    """One file of an import's answer: what it gains (the first lines, secrets redacted)."""
+    return {
+        "path": rel,
+        "created": created,
+        "lines_added": len(added),
+        "lines_already_there": skipped,
+        "first_lines": [line[:200] for line in added[:PREVIEW_LINES]],
+    }
+
+
+def _untrusted_records(added: list[tuple[str, str]]) -> bytes | None:
+    at = time.time()
+    lines = [Record(k, rel, "untrusted", via="import", at=at).to_json() for k, rel in added]
+    return ("\n".join(lines) + "\n").encode() if lines else None
+
+
+def _forget_marks(ledger: bytes | None) -> int:
+    records = (
+        Record.from_json(raw) for raw in (ledger or b"").decode("utf-8", "replace").splitlines()
+    )
+    return sum(1 for r in records if r is not None and r.op == "forget_session")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
 from memoryd.files.provenance import ledger_for
-from memoryd.lifecycle import archive, importing
+from memoryd.lifecycle import archive, exports, importing
 from memoryd.lifecycle import forget as select
 from memoryd.lifecycle.forget_run import apply_forget, apply_import, describe
 from memoryd.rpc.params import Params
@@ -105,23 +105,34 @@ class LifecycleMethods:
 
     async def export(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
-        out = _absolute(p.required_path("path"))
+        given = p.path("path")
         p.done()
         ws = self.m.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
+        if given is None:  # the workspace's exports folder (what MCP's memory_export uses)
+            return await asyncio.to_thread(exports.export_here, ws.root, ws.name)
+        out = _absolute(given)
         if not out.parent.is_dir():
             raise InvalidParams(f"{out.parent} is not a folder", {"param": "path"})
         return await asyncio.to_thread(archive.write_archive, ws.root, ws.name, out)
 
     async def import_(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
-        src = _absolute(p.required_path("path"))
+        given = p.path("path")
+        name = p.text("export")
         dry_run = p.flag("dry_run")
+        untrusted = p.flag("untrusted")
         p.done()
+        if (given is None) == (name is None):
+            raise InvalidParams("give one of: path (an archive), export (a file name)")
         ws = self.m.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        found = await asyncio.to_thread(archive.read_archive, src)
-        merged = await asyncio.to_thread(importing.plan_import, ws.root, found)
+        if name is not None:
+            found = await asyncio.to_thread(exports.read_export, ws.root, name)
+        else:
+            assert given is not None
+            found = await asyncio.to_thread(archive.read_archive, _absolute(given))
+        merged = await asyncio.to_thread(importing.plan_import, ws.root, found, True, untrusted)
         if dry_run:
             return {**merged.report, "dry_run": True}
         answer = await asyncio.to_thread(
