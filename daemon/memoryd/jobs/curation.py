@@ -6,8 +6,11 @@ none) may reach MEMORY.md. Untrusted and system lines, and lines of cron, heartb
 sub-agent sessions, are never sent to the model nor promoted.
 
 **The ranking** of the gated lines of the window's daily notes: how often search and recall
-returned the line and to how many different queries (lifecycle/hits.py), how recent its note
-is, and on how many days it recurs. The report lists the best candidates with their signals.
+returned the line and to how many different queries (lifecycle/hits.py), each query weighed
+by how specific the words that tied it to the line are in the window's notes (a name on
+every other line weighs next to nothing: a line returned for "Alice" because it says Alice
+is not a line people look for), how recent its note is, and on how many days it recurs.
+The report lists the best candidates with their signals.
 
 **Without a model** (and as the fallback when a model's rewrite is refused) the run still
 curates, deterministically:
@@ -21,8 +24,11 @@ curates, deterministically:
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import re
+from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -34,7 +40,7 @@ from memoryd.files.lines import line_key, normalize_line
 from memoryd.files.provenance import HAND_WRITTEN, Ledger, ledger_for
 from memoryd.files.reader import read_all
 from memoryd.jobs.base import JobContext
-from memoryd.lifecycle.hits import HitCounter
+from memoryd.lifecycle.hits import HitCounter, words_of
 
 __all__ = ["Candidate", "Gate", "curate", "gather", "near_key"]
 
@@ -44,6 +50,7 @@ TOP_IN_REPORT: Final = 10
 ELIGIBLE_ORIGINS: Final = ("owner", "agent")
 _HEADING: Final = re.compile(r"^#{1,6}\s")
 _MARKER: Final = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+MEANING_ONLY: Final = 0.5  # a query that matched by meaning, no word: neither rare nor common
 
 
 def near_key(text: str) -> str:
@@ -61,6 +68,7 @@ class Candidate:
     notes: Annotations | None
     hits: int = 0
     queries: int = 0
+    weight: float = 0.0  # the distinct queries, each weighed by its words' specificity
     days: int = 1  # on how many days of the window it occurs
     score: float = 0.0
 
@@ -79,6 +87,7 @@ class Candidate:
             "source": self.source,
             "hits": self.hits,
             "queries": self.queries,
+            "weight": round(self.weight, 2),
             "days": self.days,
             "score": round(self.score, 2),
         }
@@ -116,6 +125,7 @@ def gather(ctx: JobContext, files: list[tuple[str, Path, dt.date]]) -> tuple[lis
     """The gated candidate lines of ``files`` (rel, path, day), ranked best first."""
     gate = Gate(ledger_for(ctx.root))
     found: list[Candidate] = []
+    lines: list[str] = []  # every fact line of the window, gated or not: the words' rarity
     max_bytes = ctx.config.index.max_file_bytes
     layout = Layout(ctx.root)
     for rel, path, day in files:
@@ -125,24 +135,51 @@ def gather(ctx: JobContext, files: list[tuple[str, Path, dt.date]]) -> tuple[lis
             continue
         for n, raw in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             key = line_key(raw)
-            if not key or _HEADING.match(raw) or not gate.allows(raw):
+            if not key or _HEADING.match(raw):
                 continue
-            found.append(Candidate(raw, key, rel, n, day, parse_line(raw)[1]))
+            lines.append(raw)
+            if gate.allows(raw):
+                found.append(Candidate(raw, key, rel, n, day, parse_line(raw)[1]))
     days: dict[str, set[dt.date]] = {}
     for c in found:
         days.setdefault(c.key, set()).add(c.day)
-    counts = HitCounter(ctx.history.state).counts(ctx.root, days)
+    counter = HitCounter(ctx.history.state)
+    counts = counter.counts(ctx.root, days)
+    tied = counter.query_words(ctx.root, days)
+    weigh = rarity(lines)
     today = ctx.now.date()
     window = max(1, ctx.config.jobs.hippocampus.lookback_days)
     for c in found:
         c.hits, c.queries = counts.get(c.key, (0, 0))
+        weights = [weigh(words) for words in tied.get(c.key, ())]
+        c.weight = sum(weights)
+        mean = c.weight / len(weights) if weights else 0.0
         c.days = len(days[c.key])
         age = max(0, (today - c.day).days)
-        c.score = c.hits + 2 * c.queries + 2 * (c.days - 1) + (1 - min(age, window) / window)
+        c.score = c.hits * mean + 2 * c.weight + 2 * (c.days - 1) + (1 - min(age, window) / window)
         if c.marked:
             c.score += 5
     found.sort(key=lambda c: (-c.score, c.day, c.line))
     return found, gate
+
+
+def rarity(lines: list[str]) -> Callable[[str], float]:
+    """How specific the words that tied a query to a line are, 0..1: an IDF over ``lines``
+    (the window's notes) of the rarest of them, ``log((n+1)/(df+1)) / log(n+1)``; a word on
+    every line weighs 0, one on no line 1; no word (a match by meaning) MEANING_ONLY."""
+    df: Counter[str] = Counter()
+    for raw in lines:
+        df.update(words_of(raw))
+    n = len(lines)
+    scale = math.log(n + 1) or 1.0
+
+    def weigh(words: str) -> float:
+        given = words.split()
+        if not given:
+            return MEANING_ONLY
+        return max(math.log((n + 1) / (df[w] + 1)) / scale for w in given)
+
+    return weigh
 
 
 @dataclass
@@ -248,7 +285,8 @@ def report_markdown(when: str, mode: str, data: dict[str, Any]) -> str:
     out.append("## Best candidates")
     out += [
         f"- {_MARKER.sub('', c['line'])} ({c['source']}; returned {c['hits']}x to "
-        f"{c['queries']} queries, on {c['days']} day(s), score {c['score']})"
+        f"{c['queries']} queries (weight {c.get('weight', 0)}), on {c['days']} day(s), "
+        f"score {c['score']})"
         for c in data.get("candidates", [])
     ] or ["- none"]
     refused = data.get("gate_refused") or {}

@@ -24,7 +24,7 @@ from memoryd.files.lines import line_key, normalize_line
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 
-__all__ = ["HitCounter"]
+__all__ = ["HitCounter", "words_of"]
 
 log = get_logger("memoryd.lifecycle.hits")
 
@@ -76,7 +76,8 @@ _COMMON: Final = frozenset(
 )
 
 
-def _words(text: str) -> set[str]:
+def words_of(text: str) -> set[str]:
+    """The words a query and a line are matched by (3+ characters, common words aside)."""
     return {w for w in _WORD.findall(text.casefold()) if w not in _COMMON}
 
 
@@ -84,7 +85,7 @@ def _words(text: str) -> set[str]:
 def _line_facts(line: str) -> tuple[str, frozenset[str]]:
     """A snippet line's key and words: the same lines come back search after search, and
     hashing and splitting them was most of what counting cost."""
-    return line_key(line), frozenset(_words(line))
+    return line_key(line), frozenset(words_of(line))
 
 
 class HitCounter:
@@ -145,24 +146,25 @@ class HitCounter:
 
     def _write(self, batch: list[tuple[str, str, list[str], float]]) -> None:
         rows: dict[tuple[str, str], list[Any]] = {}  # (root, key) -> [sample, hits, last at]
-        queries: set[tuple[str, str, str]] = set()
+        queries: dict[tuple[str, str, str], str] = {}  # (root, key, query) -> matched words
         for root, query, snippets, at in batch:
             qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
-            words = _words(query)
-            seen: dict[str, str] = {}
+            words = words_of(query)
+            seen: dict[str, tuple[str, str]] = {}
             for snippet in snippets:
                 lines = [(line, f) for line in snippet.splitlines() if (f := _line_facts(line))[0]]
                 # The lines the query matched (a snippet shows its neighbours too); none of
-                # them (a vector hit): the snippet's first line.
+                # them (a vector hit): the snippet's first line, matched by no word.
                 matched = [(line, f) for line, f in lines if words & f[1]] or lines[:1]
-                for line, (k, _) in matched:
+                for line, (k, its) in matched:
                     if k not in seen:
-                        seen[k] = line.strip()[:SAMPLE_CHARS]
-            for k, text in seen.items():
+                        tied = " ".join(sorted(words & its))[:SAMPLE_CHARS]
+                        seen[k] = (line.strip()[:SAMPLE_CHARS], tied)
+            for k, (text, tied) in seen.items():
                 row = rows.setdefault((root, k), [text, 0, at])
                 row[1] += 1
                 row[2] = max(row[2], at)
-                queries.add((root, k, qhash))
+                queries.setdefault((root, k, qhash), tied)
         with self.state.lock, self.state.conn:
             self.state.conn.executemany(
                 "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
@@ -171,9 +173,9 @@ class HitCounter:
                 [(root, k, text, n, at) for (root, k), (text, n, at) in rows.items()],
             )
             self.state.conn.executemany(
-                "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query) "
-                "VALUES (?, ?, ?)",
-                sorted(queries),
+                "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query, words) "
+                "VALUES (?, ?, ?, ?)",
+                sorted((*q, tied) for q, tied in queries.items()),
             )
 
     # -- reading -----------------------------------------------------------------------
@@ -192,6 +194,23 @@ class HitCounter:
                     (str(root), *part),
                 ):
                     out[str(k)] = (int(hits), int(queries))
+        return out
+
+    def query_words(self, root: Path, keys: Iterable[str]) -> dict[str, list[str]]:
+        """For each of ``keys``, the words that tied each distinct query to it ('' for a
+        query matched by meaning only, or counted before words were kept)."""
+        wanted = sorted(set(keys))
+        out: dict[str, list[str]] = {}
+        with self.state.lock:
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                marks = ",".join("?" * len(part))
+                for k, words in self.state.conn.execute(
+                    f"SELECT key, words FROM line_hit_queries "
+                    f"WHERE workspace_path = ? AND key IN ({marks})",
+                    (str(root), *part),
+                ):
+                    out.setdefault(str(k), []).append(str(words))
         return out
 
     def summary(self, root: Path, top: int = 3) -> dict[str, Any] | None:

@@ -142,6 +142,14 @@ MIGRATIONS: Final[list[sqlite.Migration]] = [
         ) WITHOUT ROWID;
     """,
     ),
+    # The query words that tied each (line, query) together: hippocampus weighs a return by
+    # how specific they are in the notes (lifecycle/hits.py, jobs/curation.py).
+    (
+        "0008_line_hit_words",
+        """
+        ALTER TABLE line_hit_queries ADD COLUMN words TEXT NOT NULL DEFAULT '';
+    """,
+    ),
 ]
 
 
