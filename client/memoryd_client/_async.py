@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from memoryd_client import _calls, protocol
+from memoryd_client import _calls, _connection, protocol
 from memoryd_client._autostart import AUTOSTART_WAIT_S, POLL_INTERVAL_S, Starter
 from memoryd_client._calls import Call, DateLike, ProgressCallback
 from memoryd_client.client import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT
@@ -86,7 +86,7 @@ class _Connection:
                 header = await self.reader.readexactly(protocol.HEADER.size)
                 body = await self.reader.readexactly(protocol.frame_length(header))
                 frame = protocol.unpack(body)
-                fid = _calls.frame_id(frame)
+                fid = frame.get("id")
                 if fid is None and frame.get("ok") is False:
                     # A connection-level error: every waiting call gets it, the daemon closes.
                     for queue in self.pending.values():
@@ -472,7 +472,8 @@ class AsyncMemoryClient:
                 await self._discard(conn)
                 if attempt == 1 and call.idempotent:
                     continue
-                raise ConnectionLost(_calls.lost_message(call)) from None
+                lost = _connection.lost_message(call.method, call.idempotent)
+                raise ConnectionLost(lost) from None
         raise AssertionError("unreachable")
 
     async def _roundtrip(self, conn: _Connection, call: Call[T]) -> T:
@@ -489,10 +490,10 @@ class AsyncMemoryClient:
                     async with asyncio.timeout(wait):
                         item = await queue.get()
                 except TimeoutError:
-                    raise ClientTimeout(_calls.timeout_message(call.method, wait)) from None
+                    raise ClientTimeout(_connection.timeout_message(call.method, wait)) from None
                 if item is _DROPPED:
                     raise _Dropped()
-                if _calls.is_event(item):
+                if _connection.is_event(item):
                     progress = _calls.progress_of(item)
                     if progress is not None and call.on_progress is not None:
                         outcome = call.on_progress(progress)
@@ -540,7 +541,7 @@ class AsyncMemoryClient:
                     raise starter.timed_out() from None
 
     async def _open_once(self) -> _Connection:
-        _calls.check_socket_path(self.socket_path)
+        _connection.check_socket_path(self.socket_path)
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_unix_connection(os.fspath(self.socket_path)),
@@ -552,7 +553,7 @@ class AsyncMemoryClient:
                 f"{self.timeout or 0:g}s"
             ) from None
         except OSError as exc:
-            raise _calls.connect_error(exc, self.socket_path) from None
+            raise _connection.connect_error(exc, self.socket_path) from None
         conn = _Connection(reader, writer)
         try:
             hello = await self._roundtrip(conn, _calls.hello(self.client_name))
@@ -563,7 +564,7 @@ class AsyncMemoryClient:
             ) from None
         except RemoteError as exc:
             await conn.close()
-            raise _calls.hello_error(exc, self.socket_path) from None
+            raise _connection.hello_error(exc, self.socket_path) from None
         except BaseException:
             await conn.close()
             raise

@@ -37,7 +37,7 @@ def find_memoryd() -> str | None:
 class Starter:
     """One autostart attempt: spawn, then tell whether the child died meanwhile."""
 
-    def __init__(self, socket: Path, explicit_socket: bool) -> None:
+    def __init__(self, socket: str | os.PathLike[str], explicit_socket: bool) -> None:
         exe = find_memoryd()
         if exe is None:
             raise AutostartFailed(

@@ -8,27 +8,15 @@ conversion exist once. The two clients only differ in how they move frames.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
-import errno
 import os
-import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from memoryd_client import protocol
-from memoryd_client.errors import (
-    BadResponse,
-    ClientError,
-    DaemonNotRunning,
-    ProtocolMismatch,
-    RemoteError,
-    SocketUnusable,
-    StaleSocket,
-)
-from memoryd_client.paths import check_socket_path_length
+from memoryd_client import _connection, protocol
+from memoryd_client.errors import BadResponse, ProtocolMismatch
 from memoryd_client.types import (
     AgentFlushResult,
     AppendResult,
@@ -55,9 +43,6 @@ T = TypeVar("T")
 ProgressCallback = Callable[[Progress], object]
 """Called with each progress event; the async client awaits the result if it is awaitable."""
 
-#: Calls that report progress (``reindex``) may go this long without any frame, at least.
-LONG_CALL_MIN_TIMEOUT = 600.0
-
 DateLike = _dt.date | str
 
 
@@ -80,9 +65,7 @@ class Call(Generic[T]):
 
     def timeout(self, default: float | None) -> float | None:
         """Seconds to wait for the next frame of this call (progress resets the clock)."""
-        if default is None:
-            return None
-        return max(default, LONG_CALL_MIN_TIMEOUT) if self.long else default
+        return _connection.call_timeout(default, self.long)
 
 
 def _params(**kwargs: Any) -> dict[str, Any]:
@@ -382,14 +365,6 @@ def raw(method: str, params: dict[str, Any] | None = None) -> Call[Any]:
 # ------------------------------------------------------------------ answers
 
 
-def frame_id(frame: dict[str, Any]) -> Any:
-    return frame.get("id")
-
-
-def is_event(frame: dict[str, Any]) -> bool:
-    return "event" in frame and "ok" not in frame
-
-
 def progress_of(frame: dict[str, Any]) -> Progress | None:
     """The progress carried by an event frame (None for other kinds of events)."""
     if frame.get("event") != "progress":
@@ -402,93 +377,10 @@ def progress_of(frame: dict[str, Any]) -> Progress | None:
 
 def result_of(call: Call[T], frame: dict[str, Any]) -> T:
     """The converted result of a final response frame, or the RemoteError it carries."""
-    ok = frame.get("ok")
-    if ok is True:
-        return call.convert(frame.get("result"))
-    if ok is False:
-        raise RemoteError.from_wire(frame.get("error"))
-    raise BadResponse(f"malformed response to `{call.method}` from the daemon: {frame!r}")
+    return call.convert(_connection.result_of(call.method, frame))
 
 
 def check_hello(hello_result: Hello, socket: Path) -> Hello:
     if hello_result.protocol != protocol.PROTOCOL_VERSION:
         raise ProtocolMismatch(hello_result.protocol, hello_result.version, socket)
     return hello_result
-
-
-def hello_error(exc: RemoteError, socket: Path) -> ClientError:
-    """What a failed ``hello`` means: a daemon refusing our protocol version is a mismatch."""
-    if exc.code == protocol.ErrorCode.PROTOCOL_ERROR and "supported" in exc.data:
-        return ProtocolMismatch(exc.data.get("supported"), None, socket)
-    return exc
-
-
-def timeout_message(method: str, waited: float | None) -> str:
-    return f"memoryd did not answer `{method}` within {waited or 0:g}s (is it overloaded or stuck?)"
-
-
-def lost_message(call: Call[Any]) -> str:
-    if not call.idempotent:
-        return (
-            f"lost the connection to memoryd after sending `{call.method}`: it may or may not "
-            "have been carried out (for append: check the daily file before retrying; for "
-            "jobs.run: `memctl jobs list` shows the last run)"
-        )
-    return f"lost the connection to memoryd while waiting for `{call.method}` (retried once)"
-
-
-# ------------------------------------------------------------------ sockets
-
-
-def check_socket_path(socket: Path) -> None:
-    problem = check_socket_path_length(socket)
-    if problem:
-        raise SocketUnusable(socket, problem)
-
-
-def connect_error(exc: OSError, socket: Path) -> ClientError:
-    """The client error for a failed ``connect()`` to ``socket``."""
-    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
-        return DaemonNotRunning(socket)
-    if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
-        with contextlib.suppress(OSError):  # Linux refuses a regular file the same way
-            if not stat.S_ISSOCK(os.stat(socket).st_mode):
-                return SocketUnusable(
-                    socket, f"{socket} is not a socket: remove it or point MEMORYD_SOCKET elsewhere"
-                )
-        return StaleSocket(socket)
-    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
-        return SocketUnusable(
-            socket,
-            f"permission denied connecting to {socket}: the socket belongs to another user "
-            "(set MEMORYD_SOCKET to your own daemon's socket)",
-        )
-    if exc.errno == errno.ENOTDIR:
-        return DaemonNotRunning(socket)
-    return SocketUnusable(socket, f"cannot connect to memoryd at {socket}: {exc.strerror or exc}")
-
-
-class FrameBuffer:
-    """Bytes received so far, split into decoded frames (a partial frame waits for more).
-
-    Used by the blocking client so that a timeout in the middle of a frame does not
-    desynchronise the stream: the partial bytes simply stay here for the next read.
-    """
-
-    def __init__(self, max_bytes: int = protocol.DEFAULT_MAX_FRAME_BYTES) -> None:
-        self._buf = bytearray()
-        self._max = max_bytes
-
-    def feed(self, data: bytes) -> None:
-        self._buf += data
-
-    def next_frame(self) -> dict[str, Any] | None:
-        size = protocol.HEADER.size
-        if len(self._buf) < size:
-            return None
-        length = protocol.frame_length(bytes(self._buf[:size]), self._max)
-        if len(self._buf) < size + length:
-            return None
-        body = bytes(self._buf[size : size + length])
-        del self._buf[: size + length]
-        return protocol.unpack(body)

@@ -18,24 +18,16 @@ Not thread-safe: use one client per thread (or :class:`AsyncMemoryClient`).
 
 from __future__ import annotations
 
-import itertools
 import os
-import select
-import socket as _socket
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from memoryd_client import _calls, protocol
-from memoryd_client._calls import Call, DateLike, FrameBuffer, ProgressCallback
-from memoryd_client.errors import (
-    ClientTimeout,
-    ConnectionLost,
-    DaemonNotRunning,
-    RemoteError,
-)
+from memoryd_client import _calls
+from memoryd_client._calls import Call, DateLike, ProgressCallback
+from memoryd_client._connection import Connection
+from memoryd_client.errors import ConnectionLost
 from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.types import (
     AgentFlushResult,
@@ -60,15 +52,6 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 30.0
 DEFAULT_CLIENT_NAME = "memoryd_client"
-_RECV_BYTES = 256 * 1024
-
-
-class _Dropped(Exception):
-    """The connection ended (EOF or reset) while waiting for an answer."""
-
-
-class _TimedOut(Exception):
-    """No frame before the deadline."""
 
 
 class MemoryClient:
@@ -87,18 +70,46 @@ class MemoryClient:
         autostart: bool = False,
         client_name: str = DEFAULT_CLIENT_NAME,
     ) -> None:
-        self._explicit_socket = socket_path is not None
         self.socket_path = (
             Path(socket_path).expanduser() if socket_path is not None else default_socket_path()
         )
-        self.timeout = timeout
-        self.autostart = autostart
-        self.client_name = client_name
-        self._sock: _socket.socket | None = None
-        self._buffer = FrameBuffer()
-        self._ids = itertools.count(1)
-        self.server: Hello | None = None
+        # The socket, hello, resends and timeouts, in plain maps (memctl's lean paths use
+        # it alone); this class reads each answer into its result type.
+        self._conn = Connection(
+            self.socket_path,
+            explicit_socket=socket_path is not None,
+            timeout=timeout,
+            autostart=autostart,
+            client_name=client_name,
+        )
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds to wait for an answer (None: forever)."""
+        return self._conn.timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._conn.timeout = value
+
+    @property
+    def autostart(self) -> bool:
+        """Start ``memoryd run`` in the background when no daemon answers."""
+        return self._conn.autostart
+
+    @autostart.setter
+    def autostart(self, value: bool) -> None:
+        self._conn.autostart = value
+
+    @property
+    def client_name(self) -> str:
+        return self._conn.client_name
+
+    @property
+    def server(self) -> Hello | None:
         """The daemon's ``hello`` answer on the current connection (None before connecting)."""
+        hello = self._conn.hello
+        return None if hello is None else Hello.from_wire(hello)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -114,21 +125,15 @@ class MemoryClient:
         self.close()
 
     def __repr__(self) -> str:
-        state = "connected" if self._sock is not None else "not connected"
+        state = "connected" if self._conn.connected else "not connected"
         return f"<MemoryClient {self.socket_path} {state}>"
 
     def connect(self) -> Hello:
         """Connect now (calls connect lazily otherwise); returns the daemon's ``hello``."""
-        self._connection()
-        assert self.server is not None
-        return self.server
+        return Hello.from_wire(self._conn.open())
 
     def close(self) -> None:
-        sock, self._sock = self._sock, None
-        self.server = None
-        self._buffer = FrameBuffer()
-        if sock is not None:
-            sock.close()
+        self._conn.close()
 
     # ------------------------------------------------------------ methods
 
@@ -430,154 +435,20 @@ class MemoryClient:
     # ------------------------------------------------------------ plumbing
 
     def _run(self, call: Call[T]) -> T:
-        for attempt in (1, 2):
-            sock = self._connection()
-            req_id = next(self._ids)
-            try:
-                sock.sendall(protocol.pack(protocol.request(req_id, call.method, call.params)))
-            except OSError:
-                # Nothing complete reached the daemon: safe to resend whatever the method.
-                self.close()
-                if attempt == 1:
-                    continue
-                raise ConnectionLost(
-                    f"lost the connection to memoryd while sending `{call.method}`"
-                ) from None
-            try:
-                return self._receive(sock, req_id, call)
-            except _Dropped:
-                self.close()
-                if attempt == 1 and call.idempotent:
-                    continue
-                raise ConnectionLost(_calls.lost_message(call)) from None
-        raise AssertionError("unreachable")
+        on_event = None
+        if call.on_progress is not None:
+            report = call.on_progress
 
-    def _receive(self, sock: _socket.socket, req_id: int, call: Call[T]) -> T:
-        wait = call.timeout(self.timeout)
-        deadline = None if wait is None else time.monotonic() + wait
-        while True:
-            try:
-                frame = self._next_frame(sock, deadline)
-            except _TimedOut:
-                raise ClientTimeout(_calls.timeout_message(call.method, wait)) from None
-            fid = _calls.frame_id(frame)
-            if fid is None and frame.get("ok") is False:
-                # A connection-level error (malformed or oversize frame): the daemon closes.
-                self.close()
-                raise RemoteError.from_wire(frame.get("error"))
-            if fid != req_id:
-                continue  # the late answer of a call that timed out earlier
-            if _calls.is_event(frame):
+            def on_event(frame: dict[str, Any]) -> None:
                 progress = _calls.progress_of(frame)
-                if progress is not None and call.on_progress is not None:
-                    call.on_progress(progress)
-                deadline = None if wait is None else time.monotonic() + wait
-                continue
-            return _calls.result_of(call, frame)
+                if progress is not None:
+                    report(progress)
 
-    def _next_frame(self, sock: _socket.socket, deadline: float | None) -> dict[str, Any]:
-        while True:
-            try:
-                frame = self._buffer.next_frame()
-            except protocol.FrameError as exc:
-                self.close()
-                raise ConnectionLost(f"unreadable answer from memoryd: {exc.message}") from None
-            if frame is not None:
-                return frame
-            if deadline is not None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise _TimedOut()
-                sock.settimeout(remaining)
-            else:
-                sock.settimeout(None)
-            try:
-                data = sock.recv(_RECV_BYTES)
-            except TimeoutError:
-                raise _TimedOut() from None
-            except OSError:
-                raise _Dropped() from None
-            if not data:
-                raise _Dropped()
-            self._buffer.feed(data)
-
-    def _connection(self) -> _socket.socket:
-        if self._sock is not None and _is_closed_by_peer(self._sock):
-            self.close()
-        if self._sock is None:
-            self._sock = self._open()
-        return self._sock
-
-    def _open(self) -> _socket.socket:
-        try:
-            return self._open_once()
-        except DaemonNotRunning:
-            if not self.autostart:
-                raise
-        # Imported here: subprocess is not worth loading for every memctl run.
-        from memoryd_client._autostart import AUTOSTART_WAIT_S, POLL_INTERVAL_S, Starter
-
-        starter = Starter(self.socket_path, self._explicit_socket)
-        deadline = time.monotonic() + AUTOSTART_WAIT_S
-        while True:
-            time.sleep(POLL_INTERVAL_S)
-            try:
-                return self._open_once()
-            except DaemonNotRunning:
-                failure = starter.failure()
-                if failure is not None:
-                    raise failure from None
-                if time.monotonic() > deadline:
-                    raise starter.timed_out() from None
-
-    def _open_once(self) -> _socket.socket:
-        _calls.check_socket_path(self.socket_path)
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        try:
-            sock.settimeout(self.timeout)
-            try:
-                sock.connect(os.fspath(self.socket_path))
-            except TimeoutError:
-                raise ClientTimeout(
-                    f"memoryd at {self.socket_path} did not accept the connection within "
-                    f"{self.timeout:g}s"
-                ) from None
-            except OSError as exc:
-                raise _calls.connect_error(exc, self.socket_path) from None
-            self._sock, self._buffer = sock, FrameBuffer()
-            call = _calls.hello(self.client_name)
-            req_id = next(self._ids)
-            try:
-                sock.sendall(protocol.pack(protocol.request(req_id, call.method, call.params)))
-                hello = self._receive(sock, req_id, call)
-            except TimeoutError:
-                raise ClientTimeout(
-                    f"memoryd at {self.socket_path} accepted the connection but did not answer "
-                    f"hello within {self.timeout:g}s (a daemon that hangs: `memctl doctor`)"
-                ) from None
-            except (OSError, _Dropped):
-                raise ConnectionLost(
-                    f"memoryd at {self.socket_path} closed the connection during hello"
-                ) from None
-            except RemoteError as exc:
-                raise _calls.hello_error(exc, self.socket_path) from None
-            self.server = _calls.check_hello(hello, self.socket_path)
-            return sock
-        except BaseException:
-            self._sock = None
-            self.server = None
-            sock.close()
-            raise
-
-
-def _is_closed_by_peer(sock: _socket.socket) -> bool:
-    """True when an idle connection was closed by the daemon (EOF or error pending)."""
-    try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
-            return False
-        return sock.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
-    except BlockingIOError:
-        return False
-    except (OSError, ValueError):
-        return True
+        result = self._conn.request(
+            call.method,
+            call.params,
+            idempotent=call.idempotent,
+            long=call.long,
+            on_event=on_event,
+        )
+        return call.convert(result)

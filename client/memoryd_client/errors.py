@@ -8,10 +8,14 @@ either).
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
-
 from memoryd_client.protocol import PROTOCOL_VERSION, ErrorCode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not at run time: memctl's lean paths load neither typing nor pathlib
+    import os
+    from typing import Any, ClassVar
+
+    SocketPath = str | os.PathLike[str]
 
 
 class ClientError(Exception):
@@ -21,7 +25,7 @@ class ClientError(Exception):
 class DaemonNotRunning(ClientError):
     """No daemon to talk to: the socket file does not exist (ENOENT)."""
 
-    def __init__(self, socket: Path, message: str | None = None) -> None:
+    def __init__(self, socket: SocketPath, message: str | None = None) -> None:
         self.socket = socket
         super().__init__(
             message
@@ -39,7 +43,7 @@ class StaleSocket(DaemonNotRunning):
     is different so the user knows a daemon died without cleaning up.
     """
 
-    def __init__(self, socket: Path) -> None:
+    def __init__(self, socket: SocketPath) -> None:
         super().__init__(
             socket,
             f"memoryd is not running: {socket} exists but nobody listens on it "
@@ -51,7 +55,7 @@ class StaleSocket(DaemonNotRunning):
 class SocketUnusable(ClientError):
     """The socket path cannot be used at all (too long, permission denied, not a socket)."""
 
-    def __init__(self, socket: Path, reason: str) -> None:
+    def __init__(self, socket: SocketPath, reason: str) -> None:
         self.socket = socket
         super().__init__(reason)
 
@@ -59,7 +63,9 @@ class SocketUnusable(ClientError):
 class ProtocolMismatch(ClientError):
     """The daemon speaks a wire protocol this client does not."""
 
-    def __init__(self, server_protocol: Any, server_version: str | None, socket: Path) -> None:
+    def __init__(
+        self, server_protocol: Any, server_version: str | None, socket: SocketPath
+    ) -> None:
         self.server_protocol = server_protocol
         self.server_version = server_version
         self.socket = socket

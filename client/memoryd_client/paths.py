@@ -16,18 +16,21 @@ with different homes never meet.
 from __future__ import annotations
 
 import os
-import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-APP = "memoryd"
-SOCKET_NAME = "memoryd.sock"
-LOCK_NAME = "memoryd.lock"
+from memoryd_client import _socket_path
+from memoryd_client._socket_path import (
+    APP,
+    MAX_SOCKET_PATH_BYTES,
+    SOCKET_NAME,
+    check_socket_path_length,
+    private_dir_problem,
+)
 
-# sun_path is 108 bytes on Linux and 104 on macOS/BSD, including the trailing NUL.
-MAX_SOCKET_PATH_BYTES = 107 if sys.platform.startswith("linux") else 103
+LOCK_NAME = "memoryd.lock"
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def default_paths(env: dict[str, str] | None = None) -> Paths:
     )
 
 
-LOGIN_RUNTIME_BASE = Path("/run/user")  # systemd-logind's per-user runtime directories
+LOGIN_RUNTIME_BASE = Path(_socket_path.LOGIN_RUNTIME_BASE)
 
 
 def runtime_dir(
@@ -100,25 +103,8 @@ def runtime_dir(
 
 def _session_runtime_dir(env: dict[str, str], login_base: Path = LOGIN_RUNTIME_BASE) -> Path | None:
     """Our folder in the session's runtime directory, when there is a usable one."""
-    for base in (env.get("XDG_RUNTIME_DIR"), login_base / str(os.geteuid())):
-        if base and private_dir_problem(Path(base)) is None:
-            return Path(base) / APP
-    return None
-
-
-def private_dir_problem(path: Path) -> str | None:
-    """Why ``path`` is not a directory of ours that only we can enter, or None when it is."""
-    try:
-        st = os.lstat(path)
-    except OSError as exc:
-        return f"{path}: {exc.strerror}"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a directory"
-    if st.st_uid != os.geteuid():
-        return f"{path} is owned by uid {st.st_uid}, not by uid {os.geteuid()}"
-    if st.st_mode & 0o077:
-        return f"{path} has mode {stat.S_IMODE(st.st_mode):04o}, not 0700"
-    return None
+    found = _socket_path.session_runtime_dir(env, os.fspath(login_base))
+    return None if found is None else Path(found)
 
 
 def config_path(env: dict[str, str] | None = None, override: str | None = None) -> Path:
@@ -133,25 +119,20 @@ def config_path(env: dict[str, str] | None = None, override: str | None = None) 
 
 def socket_path(env: dict[str, str] | None = None, override: str | None = None) -> Path:
     """``--socket`` beats ``MEMORYD_SOCKET`` beats the default location."""
-    env = dict(os.environ) if env is None else env
-    if override:
-        return Path(override).expanduser()
-    if env.get("MEMORYD_SOCKET"):
-        return Path(env["MEMORYD_SOCKET"]).expanduser()
-    if not env.get("MEMORYD_HOME") and sys.platform != "darwin":
-        # default_paths' answer, without resolving the folders a socket does not need
-        found = _session_runtime_dir(env)
-        if found is not None:
-            return found / SOCKET_NAME
-    return default_paths(env).socket
+    return Path(_socket_path.socket_file(env, override))
 
 
-def check_socket_path_length(path: Path) -> str | None:
-    """A message saying why ``path`` cannot be a Unix socket here, or None when it can."""
-    size = len(os.fsencode(str(path)))
-    if size > MAX_SOCKET_PATH_BYTES:
-        return (
-            f"socket path is {size} bytes, the platform allows {MAX_SOCKET_PATH_BYTES}: {path} "
-            "(set MEMORYD_SOCKET or --socket to a shorter path)"
-        )
-    return None
+__all__ = [
+    "APP",
+    "LOCK_NAME",
+    "LOGIN_RUNTIME_BASE",
+    "MAX_SOCKET_PATH_BYTES",
+    "SOCKET_NAME",
+    "Paths",
+    "check_socket_path_length",
+    "config_path",
+    "default_paths",
+    "private_dir_problem",
+    "runtime_dir",
+    "socket_path",
+]

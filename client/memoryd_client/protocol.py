@@ -7,9 +7,12 @@ it imports only the standard library and msgpack, so the client stays light.
 from __future__ import annotations
 
 import struct
-from typing import Any, Final
 
 import msgpack
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not at run time: memctl's lean paths do not load typing
+    from typing import Any, Final
 
 PROTOCOL_VERSION: Final = 1
 DEFAULT_MAX_FRAME_BYTES: Final = 16 * 1024 * 1024

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memoryd_client import protocol
-from memoryd_client._calls import FrameBuffer
+from memoryd_client._connection import FrameBuffer
 from memoryd_client.protocol import ErrorCode, FrameError
 
 scalars = (

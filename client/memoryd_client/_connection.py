@@ -1,0 +1,380 @@
+"""One blocking connection to memoryd, spoken in plain maps: connect (starting the daemon
+when asked), ``hello``, a request and its answer (its progress events on the way), and the
+one resend on a fresh connection that is safe for an idempotent call.
+
+:class:`~memoryd_client.MemoryClient` reads each answer into its result type; memctl's
+lean paths (``memctl hook``, ``memctl search --json``) use a connection alone and keep the
+maps. So this module imports no result types, and neither dataclasses, pathlib nor typing
+at run time: a process that only needs a map (a hook before every prompt) pays for none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import itertools
+import os
+import select
+import socket as _socket
+import stat
+import time
+
+from memoryd_client import protocol
+from memoryd_client._socket_path import check_socket_path_length
+from memoryd_client.errors import (
+    BadResponse,
+    ClientError,
+    ClientTimeout,
+    ConnectionLost,
+    DaemonNotRunning,
+    ProtocolMismatch,
+    RemoteError,
+    SocketUnusable,
+    StaleSocket,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a hook ~3 ms of import: for the checker only
+    from collections.abc import Callable
+    from typing import Any
+
+    EventHandler = Callable[[dict[str, Any]], object]
+
+#: Calls that report progress (``reindex``) may go this long without any frame, at least.
+LONG_CALL_MIN_TIMEOUT = 600.0
+_RECV_BYTES = 256 * 1024
+
+
+class _Dropped(Exception):
+    """The connection ended (EOF or reset) while waiting for an answer."""
+
+
+class _TimedOut(Exception):
+    """No frame before the deadline."""
+
+
+class Connection:
+    """A socket to the daemon, opened (and ``hello`` said) on first use; ``hello``: the
+    daemon's answer to it on the current socket, as its map."""
+
+    def __init__(
+        self,
+        socket_path: str | os.PathLike[str],
+        *,
+        explicit_socket: bool,
+        timeout: float | None,
+        autostart: bool,
+        client_name: str,
+    ) -> None:
+        self.socket_path = socket_path
+        self.explicit_socket = explicit_socket  # autostart passes it to `memoryd run`
+        self.timeout = timeout
+        self.autostart = autostart
+        self.client_name = client_name
+        self.hello: dict[str, Any] | None = None
+        self._sock: _socket.socket | None = None
+        self._buffer = FrameBuffer()
+        self._ids = itertools.count(1)
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def open(self) -> dict[str, Any]:
+        """Connect now (a request connects lazily otherwise); the daemon's ``hello``."""
+        self._connection()
+        assert self.hello is not None
+        return self.hello
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        self.hello = None
+        self._buffer = FrameBuffer()
+        if sock is not None:
+            sock.close()
+
+    def request(
+        self,
+        method: str,
+        params: dict[str, Any],
+        *,
+        idempotent: bool = True,
+        long: bool = False,
+        on_event: EventHandler | None = None,
+    ) -> Any:
+        """The result map of ``method``, or the :class:`RemoteError` the daemon answered.
+
+        ``idempotent``: may be sent again on a fresh connection when the first dropped after
+        the request went out; ``long``: waits at least :data:`LONG_CALL_MIN_TIMEOUT` between
+        frames; ``on_event``: called with each event frame of this call (progress)."""
+        for attempt in (1, 2):
+            sock = self._connection()
+            req_id = next(self._ids)
+            try:
+                sock.sendall(protocol.pack(protocol.request(req_id, method, params)))
+            except OSError:
+                # Nothing complete reached the daemon: safe to resend whatever the method.
+                self.close()
+                if attempt == 1:
+                    continue
+                raise ConnectionLost(
+                    f"lost the connection to memoryd while sending `{method}`"
+                ) from None
+            wait = call_timeout(self.timeout, long)
+            try:
+                return self._receive(sock, req_id, method, wait, on_event)
+            except _Dropped:
+                self.close()
+                if attempt == 1 and idempotent:
+                    continue
+                raise ConnectionLost(lost_message(method, idempotent)) from None
+        raise AssertionError("unreachable")
+
+    def _receive(
+        self,
+        sock: _socket.socket,
+        req_id: int,
+        method: str,
+        wait: float | None,
+        on_event: EventHandler | None,
+    ) -> Any:
+        deadline = None if wait is None else time.monotonic() + wait
+        while True:
+            try:
+                frame = self._next_frame(sock, deadline)
+            except _TimedOut:
+                raise ClientTimeout(timeout_message(method, wait)) from None
+            fid = frame.get("id")
+            if fid is None and frame.get("ok") is False:
+                # A connection-level error (malformed or oversize frame): the daemon closes.
+                self.close()
+                raise RemoteError.from_wire(frame.get("error"))
+            if fid != req_id:
+                continue  # the late answer of a call that timed out earlier
+            if is_event(frame):
+                if on_event is not None:
+                    on_event(frame)
+                deadline = None if wait is None else time.monotonic() + wait
+                continue
+            return result_of(method, frame)
+
+    def _next_frame(self, sock: _socket.socket, deadline: float | None) -> dict[str, Any]:
+        while True:
+            try:
+                frame = self._buffer.next_frame()
+            except protocol.FrameError as exc:
+                self.close()
+                raise ConnectionLost(f"unreadable answer from memoryd: {exc.message}") from None
+            if frame is not None:
+                return frame
+            if deadline is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise _TimedOut()
+                sock.settimeout(remaining)
+            else:
+                sock.settimeout(None)
+            try:
+                data = sock.recv(_RECV_BYTES)
+            except TimeoutError:
+                raise _TimedOut() from None
+            except OSError:
+                raise _Dropped() from None
+            if not data:
+                raise _Dropped()
+            self._buffer.feed(data)
+
+    def _connection(self) -> _socket.socket:
+        if self._sock is not None and _is_closed_by_peer(self._sock):
+            self.close()
+        if self._sock is None:
+            self._sock = self._open()
+        return self._sock
+
+    def _open(self) -> _socket.socket:
+        try:
+            return self._open_once()
+        except DaemonNotRunning:
+            if not self.autostart:
+                raise
+        # Imported here: subprocess is not worth loading for every memctl run.
+        from memoryd_client._autostart import AUTOSTART_WAIT_S, POLL_INTERVAL_S, Starter
+
+        starter = Starter(self.socket_path, self.explicit_socket)
+        deadline = time.monotonic() + AUTOSTART_WAIT_S
+        while True:
+            time.sleep(POLL_INTERVAL_S)
+            try:
+                return self._open_once()
+            except DaemonNotRunning:
+                failure = starter.failure()
+                if failure is not None:
+                    raise failure from None
+                if time.monotonic() > deadline:
+                    raise starter.timed_out() from None
+
+    def _open_once(self) -> _socket.socket:
+        where = self.socket_path
+        check_socket_path(where)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        try:
+            sock.settimeout(self.timeout)
+            try:
+                sock.connect(os.fspath(where))
+            except TimeoutError:
+                raise ClientTimeout(
+                    f"memoryd at {where} did not accept the connection within {self.timeout:g}s"
+                ) from None
+            except OSError as exc:
+                raise connect_error(exc, where) from None
+            self._sock, self._buffer = sock, FrameBuffer()
+            req_id = next(self._ids)
+            try:
+                sock.sendall(protocol.pack(protocol.request(req_id, "hello", hello_params(self))))
+                hello = self._receive(sock, req_id, "hello", self.timeout, None)
+            except TimeoutError:
+                raise ClientTimeout(
+                    f"memoryd at {where} accepted the connection but did not answer "
+                    f"hello within {self.timeout:g}s (a daemon that hangs: `memctl doctor`)"
+                ) from None
+            except (OSError, _Dropped):
+                raise ConnectionLost(
+                    f"memoryd at {where} closed the connection during hello"
+                ) from None
+            except RemoteError as exc:
+                raise hello_error(exc, where) from None
+            self.hello = check_hello(hello, where)
+            return sock
+        except BaseException:
+            self._sock = None
+            self.hello = None
+            sock.close()
+            raise
+
+
+def hello_params(conn: Connection) -> dict[str, Any]:
+    return {"client": conn.client_name, "protocol": protocol.PROTOCOL_VERSION}
+
+
+def _is_closed_by_peer(sock: _socket.socket) -> bool:
+    """True when an idle connection was closed by the daemon (EOF or error pending)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        if not readable:
+            return False
+        return sock.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+# ------------------------------------------------------------------ answers
+
+
+def call_timeout(default: float | None, long: bool) -> float | None:
+    """Seconds to wait for the next frame of a call (progress resets the clock)."""
+    if default is None:
+        return None
+    return max(default, LONG_CALL_MIN_TIMEOUT) if long else default
+
+
+def is_event(frame: dict[str, Any]) -> bool:
+    return "event" in frame and "ok" not in frame
+
+
+def result_of(method: str, frame: dict[str, Any]) -> Any:
+    """The result map of a final response frame, or the RemoteError it carries."""
+    ok = frame.get("ok")
+    if ok is True:
+        return frame.get("result")
+    if ok is False:
+        raise RemoteError.from_wire(frame.get("error"))
+    raise BadResponse(f"malformed response to `{method}` from the daemon: {frame!r}")
+
+
+def check_hello(result: Any, socket: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``hello`` map, when the daemon speaks our protocol version."""
+    if not isinstance(result, dict):
+        raise BadResponse(f"malformed hello result from the daemon: expected a map, got {result!r}")
+    if result.get("protocol") != protocol.PROTOCOL_VERSION:
+        raise ProtocolMismatch(result.get("protocol"), result.get("version", "unknown"), socket)
+    return result
+
+
+def hello_error(exc: RemoteError, socket: str | os.PathLike[str]) -> ClientError:
+    """What a failed ``hello`` means: a daemon refusing our protocol version is a mismatch."""
+    if exc.code == protocol.ErrorCode.PROTOCOL_ERROR and "supported" in exc.data:
+        return ProtocolMismatch(exc.data.get("supported"), None, socket)
+    return exc
+
+
+def timeout_message(method: str, waited: float | None) -> str:
+    return f"memoryd did not answer `{method}` within {waited or 0:g}s (is it overloaded or stuck?)"
+
+
+def lost_message(method: str, idempotent: bool) -> str:
+    if not idempotent:
+        return (
+            f"lost the connection to memoryd after sending `{method}`: it may or may not "
+            "have been carried out (for append: check the daily file before retrying; for "
+            "jobs.run: `memctl jobs list` shows the last run)"
+        )
+    return f"lost the connection to memoryd while waiting for `{method}` (retried once)"
+
+
+# ------------------------------------------------------------------ sockets
+
+
+def check_socket_path(socket: str | os.PathLike[str]) -> None:
+    problem = check_socket_path_length(socket)
+    if problem:
+        raise SocketUnusable(socket, problem)
+
+
+def connect_error(exc: OSError, socket: str | os.PathLike[str]) -> ClientError:
+    """The client error for a failed ``connect()`` to ``socket``."""
+    if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
+        return DaemonNotRunning(socket)
+    if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
+        with contextlib.suppress(OSError):  # Linux refuses a regular file the same way
+            if not stat.S_ISSOCK(os.stat(socket).st_mode):
+                return SocketUnusable(
+                    socket, f"{socket} is not a socket: remove it or point MEMORYD_SOCKET elsewhere"
+                )
+        return StaleSocket(socket)
+    if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
+        return SocketUnusable(
+            socket,
+            f"permission denied connecting to {socket}: the socket belongs to another user "
+            "(set MEMORYD_SOCKET to your own daemon's socket)",
+        )
+    if exc.errno == errno.ENOTDIR:
+        return DaemonNotRunning(socket)
+    return SocketUnusable(socket, f"cannot connect to memoryd at {socket}: {exc.strerror or exc}")
+
+
+class FrameBuffer:
+    """Bytes received so far, split into decoded frames (a partial frame waits for more).
+
+    A timeout in the middle of a frame does not desynchronise the stream: the partial
+    bytes simply stay here for the next read.
+    """
+
+    def __init__(self, max_bytes: int = protocol.DEFAULT_MAX_FRAME_BYTES) -> None:
+        self._buf = bytearray()
+        self._max = max_bytes
+
+    def feed(self, data: bytes) -> None:
+        self._buf += data
+
+    def next_frame(self) -> dict[str, Any] | None:
+        size = protocol.HEADER.size
+        if len(self._buf) < size:
+            return None
+        length = protocol.frame_length(bytes(self._buf[:size]), self._max)
+        if len(self._buf) < size + length:
+            return None
+        body = bytes(self._buf[size : size + length])
+        del self._buf[: size + length]
+        return protocol.unpack(body)
