@@ -12,8 +12,7 @@ blocking client).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # typing is not imported at run time: `memctl hook` runs on every prompt
 
 _LAZY = {  # name -> the module that defines it: imported on first use (memctl's start)
     "MemoryClient": "memoryd_client.client",
@@ -70,6 +69,8 @@ __version__ = "0.1.0"
 """The distribution's version (kept equal to pyproject's by a test; no metadata lookup)."""
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from memoryd_client._async import AsyncMemoryClient
     from memoryd_client.client import MemoryClient
     from memoryd_client.errors import (
@@ -127,6 +128,8 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'memoryd_client' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # the next lookup is a plain global
     return value

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from memoryd_client import _connection, protocol
+from memoryd_client._params import flush_params, iso, omit_none, recall_params, search_params
 from memoryd_client.errors import BadResponse, ProtocolMismatch
 from memoryd_client.types import (
     AgentFlushResult,
@@ -68,16 +69,6 @@ class Call(Generic[T]):
         return _connection.call_timeout(default, self.long)
 
 
-def _params(**kwargs: Any) -> dict[str, Any]:
-    return {k: v for k, v in kwargs.items() if v is not None}
-
-
-def _date(value: DateLike | None) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    return value.isoformat()
-
-
 def _none(_: Any) -> None:
     return None
 
@@ -93,7 +84,7 @@ def hello(client_name: str) -> Call[Hello]:
 
 
 def status(workspace: str | None = None) -> Call[Status]:
-    return Call("status", _params(workspace=workspace), Status.from_wire)
+    return Call("status", omit_none(workspace=workspace), Status.from_wire)
 
 
 def search(
@@ -113,32 +104,23 @@ def search(
     now: DateLike | None = None,
     include_superseded: bool = False,
 ) -> Call[SearchResult]:
-    params = _params(
-        query=query,
+    params = search_params(
+        query,
         workspace=workspace,
         max_results=max_results,
         min_score=min_score,
-        sources=_sources(sources),
+        sources=sources,
         mode=mode,
         fusion=fusion,
         path_prefix=path_prefix,
-        since=_date(since),
-        until=_date(until),
-        project=_sources(project),
-        now=_date(now),
+        since=since,
+        until=until,
+        fleet=fleet,
+        project=project,
+        now=now,
+        include_superseded=include_superseded,
     )
-    if fleet:  # every workspace published in the fleet (docs/fleet.md)
-        params["fleet"] = True
-    if include_superseded:  # keyed lines a newer one superseded (docs/lifecycle.md)
-        params["include_superseded"] = True
     return Call("search", params, SearchResult.from_wire)
-
-
-def _sources(sources: str | Iterable[str] | None) -> list[str] | None:
-    """One source or several, as the wire's list."""
-    if sources is None:
-        return None
-    return [sources] if isinstance(sources, str) else list(sources)
 
 
 def get(
@@ -150,7 +132,7 @@ def get(
     raw: bool = False,
     injectable: bool = False,
 ) -> Call[GetResult]:
-    params = _params(path=path, workspace=workspace, lines=lines)
+    params = omit_none(path=path, workspace=workspace, lines=lines)
     if from_line is not None:
         params["from"] = from_line
     if raw:  # the file as it is: secrets written by hand not masked
@@ -171,10 +153,10 @@ def append(
     session_kind: str | None = None,
 ) -> Call[AppendResult]:
     """``origin``: who the text comes from (docs/provenance.md); a program is an agent."""
-    params = _params(
+    params = omit_none(
         text=text,
         workspace=workspace,
-        date=_date(date),
+        date=iso(date),
         heading=heading,
         origin=origin,
         session_id=session_id,
@@ -194,7 +176,7 @@ def forget(
     dry_run: bool = False,
     purge: bool = False,
 ) -> Call[ForgetResult]:
-    params = _params(
+    params = omit_none(
         workspace=workspace,
         path=path,
         lines=lines,
@@ -210,7 +192,7 @@ def forget(
 def export(output: str | Path | None, *, workspace: str | None = None) -> Call[ExportResult]:
     # No output: the workspace's exports folder (memory/.history/exports), the daemon's choice.
     path = None if output is None else os.path.abspath(output)
-    params = _params(path=path, workspace=workspace)
+    params = omit_none(path=path, workspace=workspace)
     return Call("export", params, ExportResult.from_wire, idempotent=False)
 
 
@@ -222,7 +204,7 @@ def import_archive(
     dry_run: bool = False,
     untrusted: bool = False,
 ) -> Call[ImportResult]:
-    params = _params(
+    params = omit_none(
         path=None if archive is None else os.path.abspath(archive),
         export=export,
         workspace=workspace,
@@ -243,15 +225,15 @@ def recall(
     now: DateLike | None = None,
     include_superseded: bool = False,
 ) -> Call[RecallResult]:
-    params = _params(
-        query=query,
+    params = recall_params(
+        query,
         workspace=workspace,
         budget_tokens=budget_tokens,
         min_score=min_score,
-        sources=_sources(sources),
-        project=_sources(project),
-        now=_date(now),
-        include_superseded=include_superseded or None,
+        sources=sources,
+        project=project,
+        now=now,
+        include_superseded=include_superseded,
     )
     return Call("recall", params, RecallResult.from_wire)
 
@@ -265,13 +247,13 @@ def flush(
     trigger: str | None = None,
     session_kind: str | None = None,
 ) -> Call[FlushResult]:
-    # The daemon reads the file itself: it wants an absolute path. Not resent after a
-    # dropped connection (the run may be queued); with wait it lasts an LLM call.
-    params = _params(
-        transcript=os.path.abspath(os.path.expanduser(transcript)),
-        session_id=session_id,
+    # Not resent after a dropped connection (the run may be queued); with wait it lasts an
+    # LLM call.
+    params = flush_params(
+        transcript,
+        session_id,
         workspace=workspace,
-        wait=wait or None,
+        wait=wait,
         trigger=trigger,
         session_kind=session_kind,
     )
@@ -282,11 +264,7 @@ def flush_agent(
     transcript: str | Path, session_id: str, *, workspace: str | None = None
 ) -> Call[AgentFlushResult]:
     # Not resent after a dropped connection: the offset may have moved.
-    params = _params(
-        transcript=os.path.abspath(os.path.expanduser(transcript)),
-        session_id=session_id,
-        workspace=workspace,
-    )
+    params = flush_params(transcript, session_id, workspace=workspace)
     return Call("flush.agent", params, AgentFlushResult.from_wire, idempotent=False)
 
 
@@ -297,7 +275,7 @@ def reindex(
     wait: bool = False,
     on_progress: ProgressCallback | None = None,
 ) -> Call[ReindexResult]:
-    params = _params(workspace=workspace, full=full or None, wait=wait or None)
+    params = omit_none(workspace=workspace, full=full or None, wait=wait or None)
     return Call("reindex", params, ReindexResult.from_wire, on_progress=on_progress, long=True)
 
 
@@ -311,14 +289,14 @@ def workspace_add(
 ) -> Call[WorkspaceChange]:
     """``wait``: answer once the workspace is indexed, its vectors too (as reindex wait);
     ``openclaw_home``: the workspace is OpenClaw's, whose session stores are under it."""
-    params = _params(path=str(path), name=name, wait=wait or None, openclaw_home=openclaw_home)
+    params = omit_none(path=str(path), name=name, wait=wait or None, openclaw_home=openclaw_home)
     return Call(
         "workspace.add", params, WorkspaceChange.from_wire_added, on_progress=on_progress, long=wait
     )
 
 
 def workspace_remove(workspace: str | Path, *, delete_index: bool = False) -> Call[WorkspaceChange]:
-    params = _params(workspace=str(workspace), delete_index=delete_index or None)
+    params = omit_none(workspace=str(workspace), delete_index=delete_index or None)
     return Call("workspace.remove", params, WorkspaceChange.from_wire_removed)
 
 
@@ -333,7 +311,7 @@ def workspace_list() -> Call[list[WorkspaceInfo]]:
 def jobs_list(
     *, workspace: str | None = None, name: str | None = None, history: int | None = None
 ) -> Call[JobsList]:
-    params = _params(workspace=workspace, name=name, history=history)
+    params = omit_none(workspace=workspace, name=name, history=history)
     return Call("jobs.list", params, JobsList.from_wire)
 
 
@@ -346,7 +324,7 @@ def jobs_run(
     on_progress: ProgressCallback | None = None,
 ) -> Call[JobRun]:
     # Not resent after a dropped connection: the run may have happened (an LLM call, a write).
-    params = _params(name=name, workspace=workspace, dry_run=dry_run or None, force=force or None)
+    params = omit_none(name=name, workspace=workspace, dry_run=dry_run or None, force=force or None)
     return Call(
         "jobs.run", params, JobRun.from_wire, idempotent=False, on_progress=on_progress, long=True
     )

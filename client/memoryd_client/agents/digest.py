@@ -1,6 +1,7 @@
 """A session's start digest: MEMORY.md's and USER.md's heads and the latest daily notes, a
 text block meant to be put before the model as it is ('' when there is nothing yet). Recall
-for a prompt is the daemon's ``recall`` (:meth:`MemoryClient.recall`).
+for a prompt is the daemon's ``recall`` (:meth:`MemoryClient.recall`). Read through the
+hook's connection in plain maps (``memoryd_client._connection``).
 
 Read with ``get(injectable=True)``: lines of untrusted or system origin are left out (they
 are never injected, docs/agents.md), and the block is marked like recall's so that flush
@@ -10,11 +11,13 @@ and append never learn it again.
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any
 
-from memoryd_client.client import MemoryClient
 from memoryd_client.errors import NotFound
 from memoryd_client.protocol import RECALL_CLOSE, RECALL_OPEN
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memoryd_client._connection import Connection
 
 CHARS_PER_TOKEN = 4  # the daemon's recall counts the same way (index/search/recall.py)
 DEFAULT_DIGEST_TOKENS = 600
@@ -22,11 +25,18 @@ MEMORY_HEAD_LINES = 60
 DAYS = 2  # today's and yesterday's notes
 
 
-def _read(client: MemoryClient, path: str, workspace: str | None, **kw: Any) -> str:
+def _read(conn: Connection, path: str, workspace: str | None, lines: int | None = None) -> str:
+    params: dict[str, object] = {"path": path, "injectable": True}
+    if workspace is not None:
+        params["workspace"] = workspace
+    if lines is not None:
+        params["lines"] = lines
     try:
-        return client.get(path, workspace=workspace, injectable=True, **kw).text.strip()
+        result = conn.request("get", params)
     except NotFound:
         return ""
+    text = result.get("text") if isinstance(result, dict) else None
+    return text.strip() if isinstance(text, str) else ""
 
 
 def _head(text: str, max_chars: int) -> str:
@@ -44,7 +54,7 @@ def _tail(text: str, max_chars: int) -> str:
 
 
 def digest(
-    client: MemoryClient,
+    conn: Connection,
     *,
     workspace: str | None = None,
     budget_tokens: int = DEFAULT_DIGEST_TOKENS,
@@ -57,12 +67,12 @@ def digest(
     curated = [
         (name, text)
         for name in ("MEMORY.md", "USER.md")
-        if (text := _read(client, name, workspace, lines=MEMORY_HEAD_LINES))
+        if (text := _read(conn, name, workspace, lines=MEMORY_HEAD_LINES))
     ]
     notes = []
     for back in range(DAYS):
         name = f"memory/{(day - _dt.timedelta(days=back)).isoformat()}.md"
-        text = _read(client, name, workspace)
+        text = _read(conn, name, workspace)
         if text:
             notes.append((name, text))
     if not curated and not notes:

@@ -16,7 +16,8 @@ bad input, a timeout) it exits 0 with nothing on stdout, and writes one line to 
 log. Exit 2 would be worse than useless: for UserPromptSubmit Claude Code blocks the prompt.
 
 This module is also the lean path of ``memctl hook`` (``memoryd_client._memctl``): it
-imports the blocking client and nothing of memctl's parser.
+speaks to the daemon through a plain-map connection (``memoryd_client._connection``) and
+imports neither memctl's parser, the result types, dataclasses, pathlib nor typing.
 """
 
 from __future__ import annotations
@@ -25,16 +26,21 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Final, TextIO, TypeVar
 
+from memoryd_client._connection import Connection
+from memoryd_client._params import flush_params, recall_params
+from memoryd_client._socket_path import socket_file
 from memoryd_client.agents.project import project_key
 from memoryd_client.agents.workspace import default_for, looks_like_path
-from memoryd_client.client import MemoryClient
-from memoryd_client.errors import ClientError, DaemonNotRunning, UnknownWorkspace
-from memoryd_client.paths import default_paths
+from memoryd_client.errors import BadResponse, ClientError, DaemonNotRunning, UnknownWorkspace
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not at run time: a hook runs before every prompt (~3 ms for typing)
+    from collections.abc import Callable
+    from typing import Any, Final, TextIO, TypeVar
+
+    T = TypeVar("T")
+    LogPath = str | os.PathLike[str]
 
 EVENTS: Final = {
     "user-prompt-submit": "UserPromptSubmit",
@@ -62,21 +68,32 @@ SAVE_REASON: Final = (
 )
 
 
-T = TypeVar("T")
-
-
 class HookInputError(Exception):
     """The arguments or the event JSON are not what Claude Code sends."""
 
 
-@dataclass
 class HookArgs:
-    agent: str = ""
-    event: str = ""
-    workspace: str | None = None
-    socket: str | None = None
-    timeout: float = TIMEOUT_S
-    problems: list[str] = field(default_factory=list)
+    """``memctl hook``'s arguments; ``problems``: what was wrong with them (logged)."""
+
+    def __init__(self) -> None:
+        self.agent = ""
+        self.event = ""
+        self.workspace: str | None = None
+        self.socket: str | None = None
+        self.timeout = TIMEOUT_S
+        self.problems: list[str] = []
+
+
+class _Registered:
+    """A registered workspace from ``workspace.list``'s map (what workspace.py reads)."""
+
+    def __init__(self, entry: Any) -> None:
+        if not isinstance(entry, dict) or not all(
+            isinstance(entry.get(k), str) for k in ("name", "path")
+        ):
+            raise BadResponse(f"malformed workspace entry from the daemon: {entry!r}")
+        self.name: str = entry["name"]
+        self.path: str = entry["path"]
 
 
 def parse_args(argv: list[str]) -> HookArgs:
@@ -109,21 +126,23 @@ def parse_args(argv: list[str]) -> HookArgs:
     return args
 
 
-def log_path(env: dict[str, str] | None = None) -> Path:
+def log_path(env: dict[str, str] | None = None) -> LogPath:
+    from memoryd_client.paths import default_paths  # only when something is logged
+
     return default_paths(env).state_dir / LOG_NAME
 
 
-def note(message: str, path: Path | None = None) -> None:
+def note(message: str, path: LogPath | None = None) -> None:
     """One line in the hook log (kept under 1 MB: a full log starts over)."""
     import datetime as _dt  # only when something is logged: not on a served prompt
 
-    target = path or log_path(dict(os.environ))
     stamp = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
     line = f"{stamp} {' '.join(message.split())}\n"
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        mode = "w" if target.exists() and target.stat().st_size > MAX_LOG_BYTES else "a"
-        with target.open(mode, encoding="utf-8") as f:
+        target = path or log_path(dict(os.environ))
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        full = os.path.exists(target) and os.path.getsize(target) > MAX_LOG_BYTES
+        with open(target, "w" if full else "a", encoding="utf-8") as f:
             f.write(line)
     except OSError:
         pass  # nowhere to write: still never break the agent
@@ -156,14 +175,18 @@ def _context(name: str, text: str) -> str:
     )
 
 
-def pick_workspace(client: MemoryClient, requested: str | None, cwd: str) -> str:
+def pick_workspace(conn: Connection, requested: str | None, cwd: str) -> str:
     """``-w`` (a name, or a path the daemon resolves to the registered workspace holding
     it), else the workspace holding the event's cwd, else the only one."""
     if requested is not None and looks_like_path(requested):
         return os.path.abspath(os.path.expanduser(requested))
     if requested is not None:
         return requested
-    found = default_for(client.workspace_list(), cwd)
+    listed = conn.request("workspace.list", {})
+    entries = listed.get("workspaces") if isinstance(listed, dict) else None
+    if not isinstance(entries, list):
+        raise BadResponse(f"malformed workspace.list result from the daemon: {listed!r}")
+    found = default_for([_Registered(entry) for entry in entries], cwd)
     if found is None:
         raise HookInputError(
             f"no registered workspace holds {cwd} and there is not just one; "
@@ -173,14 +196,36 @@ def pick_workspace(client: MemoryClient, requested: str | None, cwd: str) -> str
 
 
 def _transcript(event: dict[str, Any]) -> str | None:
-    """The transcript to flush; None when it does not exist (``claude mcp list`` ends a
-    session that never wrote one): a quiet no-op, not a failure."""
-    path = _text_field(event, "transcript_path")
-    return path if os.path.isfile(os.path.expanduser(path)) else None
+    """The transcript to flush, absolute (the daemon reads it); None when it does not exist
+    (``claude mcp list`` ends a session that never wrote one): a quiet no-op."""
+    path = os.path.expanduser(_text_field(event, "transcript_path"))
+    return os.path.abspath(path) if os.path.isfile(path) else None
+
+
+def _map(result: Any, method: str) -> dict[str, Any]:
+    if not isinstance(result, dict):
+        raise BadResponse(f"malformed {method} result from the daemon: {result!r}")
+    return result
+
+
+def _recall(conn: Connection, prompt: str, workspace: str, cwd: str) -> str:
+    """The recall block for the prompt ('' when nothing was worth adding)."""
+    params = recall_params(prompt, workspace=workspace, project=project_key(cwd))
+    markdown = _map(conn.request("recall", params), "recall").get("markdown", "")
+    if not isinstance(markdown, str):
+        raise BadResponse(f"malformed recall result from the daemon: markdown {markdown!r}")
+    return markdown
+
+
+def _flush(conn: Connection, method: str, transcript: str, session: str, ws: str) -> Any:
+    """``flush`` or ``flush.agent``; never resent on a fresh connection (the run may be
+    queued, the offset may have moved)."""
+    params = flush_params(transcript, session, workspace=ws)
+    return _map(conn.request(method, params, idempotent=False), method)
 
 
 def handle(
-    event_name: str, event: dict[str, Any], client: MemoryClient, workspace: str | None = None
+    event_name: str, event: dict[str, Any], conn: Connection, workspace: str | None = None
 ) -> str | None:
     """What to print for the event (None: nothing). Raises on any failure."""
     if event_name in ("pre-compact", "session-end", "stop"):
@@ -193,38 +238,28 @@ def handle(
     cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd.strip() else os.getcwd()
     if event_name == "user-prompt-submit":
         prompt = _text_field(event, "prompt")
-        block = in_workspace(
-            client,
-            workspace,
-            cwd,
-            lambda ws: client.recall(prompt, workspace=ws, project=project_key(cwd)).markdown,
-        )
+        block = in_workspace(conn, workspace, cwd, lambda ws: _recall(conn, prompt, ws, cwd))
         return _context("UserPromptSubmit", block) if block else None
     if event_name == "session-start":
         from memoryd_client.agents.digest import digest  # only this event reads the files
 
-        block = in_workspace(client, workspace, cwd, lambda ws: digest(client, workspace=ws))
+        block = in_workspace(conn, workspace, cwd, lambda ws: digest(conn, workspace=ws))
         return _context("SessionStart", block) if block else None
     assert transcript is not None
     session = _text_field(event, "session_id")
     if event_name == "stop":
         due = in_workspace(
-            client,
-            workspace,
-            cwd,
-            lambda ws: client.flush_agent(transcript, session, workspace=ws),
+            conn, workspace, cwd, lambda ws: _flush(conn, "flush.agent", transcript, session, ws)
         )
-        if not due.due:
+        if not due.get("due"):
             return None
-        reason = SAVE_REASON.format(first=due.from_line, last=due.to_line)
+        reason = SAVE_REASON.format(first=due.get("from_line", 0), last=due.get("to_line", 0))
         return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
-    in_workspace(client, workspace, cwd, lambda ws: client.flush(transcript, session, workspace=ws))
+    in_workspace(conn, workspace, cwd, lambda ws: _flush(conn, "flush", transcript, session, ws))
     return None
 
 
-def in_workspace(
-    client: MemoryClient, requested: str | None, cwd: str, call: Callable[[str], T]
-) -> T:
+def in_workspace(conn: Connection, requested: str | None, cwd: str, call: Callable[[str], T]) -> T:
     """``call`` with the workspace: without ``-w``, the cwd's path first (the daemon resolves
     a path inside a registered workspace, one round trip); when no workspace holds it, the
     only registered one (:func:`pick_workspace`)."""
@@ -233,20 +268,20 @@ def in_workspace(
             return call(cwd)
         except UnknownWorkspace:
             pass
-    return call(pick_workspace(client, requested, cwd))
+    return call(pick_workspace(conn, requested, cwd))
 
 
-def _connect(client: MemoryClient, log: Path | None) -> None:
+def _connect(conn: Connection, log: LogPath | None) -> None:
     """Connect, starting the daemon when none answers (bounded by the client's autostart
     wait, 5 s), unless $MEMCTL_NO_AUTOSTART is set."""
     try:
-        client.connect()
+        conn.open()
     except DaemonNotRunning:
         if os.environ.get(NO_AUTOSTART_ENV):
             raise
         note("memoryd was not running: starting it (memoryd run)", log)
-        client.autostart = True
-        client.connect()
+        conn.autostart = True
+        conn.open()
 
 
 def run_hook(
@@ -257,25 +292,35 @@ def run_hook(
     *,
     socket: str | None = None,
     timeout: float = TIMEOUT_S,
-    log: Path | None = None,
+    log: LogPath | None = None,
     workspace: str | None = None,
 ) -> int:
     """Always 0: the agent goes on whatever happens here."""
     started = time.monotonic()
+    conn: Connection | None = None
     try:
         if agent not in AGENTS or event_name not in EVENTS:
             raise HookInputError(f"unknown hook {agent!r} {event_name!r} ({USAGE.splitlines()[1]})")
         event = read_event(stdin)
-        with MemoryClient(socket, timeout=timeout, client_name="memctl-hook") as client:
-            if event_name not in ("pre-compact", "session-end", "stop") or _needs_daemon(event):
-                _connect(client, log)
-            out = handle(event_name, event, client, workspace)
+        conn = Connection(
+            socket_file(override=socket),
+            explicit_socket=socket is not None,
+            timeout=timeout,
+            autostart=False,
+            client_name="memctl-hook",
+        )
+        if event_name not in ("pre-compact", "session-end", "stop") or _needs_daemon(event):
+            _connect(conn, log)
+        out = handle(event_name, event, conn, workspace)
     except (ClientError, HookInputError, OSError) as exc:
         note(f"{agent} {event_name}: {type(exc).__name__}: {exc}", log)
         return 0
     except Exception as exc:  # a bug here must not break the agent either
         note(f"{agent} {event_name}: internal error {type(exc).__name__}: {exc}", log)
         return 0
+    finally:
+        if conn is not None:
+            conn.close()
     if out:
         try:
             stdout.write(out + "\n")

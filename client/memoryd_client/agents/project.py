@@ -10,11 +10,9 @@ Cached per directory for the process (the MCP server asks for each call).
 
 from __future__ import annotations
 
-import configparser
 import functools
 import os
 import re
-from pathlib import Path
 
 __all__ = ["normalize_remote", "project_key"]
 
@@ -38,33 +36,41 @@ def normalize_remote(url: str) -> str | None:
     return f"{m.group('host').lower()}/{path}".casefold()
 
 
-def _git_dir(root: Path) -> Path | None:
+# Paths as strings (os.path), not pathlib: the hook asks before every prompt.
+
+
+def _first_line(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.readline().strip()
+    except OSError:
+        return None
+
+
+def _git_dir(root: str) -> str | None:
     """The git folder of a repository whose top is ``root``: ``.git``, or the folder a
     worktree's (or submodule's) ``.git`` file names."""
-    dot = root / ".git"
-    if dot.is_dir():
+    dot = os.path.join(root, ".git")
+    if os.path.isdir(dot):
         return dot
-    try:
-        first = dot.read_text(encoding="utf-8", errors="replace").splitlines()[0]
-    except (OSError, IndexError):
+    first = _first_line(dot)
+    if not first or not first.startswith("gitdir:"):
         return None
-    if not first.startswith("gitdir:"):
-        return None
-    target = Path(first[len("gitdir:") :].strip())
-    return target if target.is_absolute() else (root / target).resolve()
+    target = first[len("gitdir:") :].strip()
+    return target if os.path.isabs(target) else os.path.realpath(os.path.join(root, target))
 
 
-def _common_dir(git_dir: Path) -> Path:
+def _common_dir(git_dir: str) -> str:
     """Where the config lives: a worktree's git folder names the shared one in ``commondir``."""
-    try:
-        common = (git_dir / "commondir").read_text(encoding="utf-8").strip()
-    except OSError:
+    common = _first_line(os.path.join(git_dir, "commondir"))
+    if common is None:
         return git_dir
-    path = Path(common)
-    return path if path.is_absolute() else (git_dir / path).resolve()
+    return common if os.path.isabs(common) else os.path.realpath(os.path.join(git_dir, common))
 
 
-def _origin(config: Path) -> str | None:
+def _origin(config: str) -> str | None:
+    import configparser  # only inside a repository
+
     parser = configparser.RawConfigParser(strict=False)
     try:
         parser.read(config, encoding="utf-8")
@@ -79,16 +85,17 @@ def _origin(config: Path) -> str | None:
 
 @functools.lru_cache(maxsize=128)
 def _key_of(directory: str) -> str | None:
-    path = Path(directory)
+    path = directory
     for _ in range(MAX_DEPTH):
-        if (path / ".git").exists():
+        if os.path.exists(os.path.join(path, ".git")):
             git_dir = _git_dir(path)
             if git_dir is None:
-                return str(path)
-            return _origin(_common_dir(git_dir) / "config") or str(path)
-        if path.parent == path:
+                return path
+            return _origin(os.path.join(_common_dir(git_dir), "config")) or path
+        parent = os.path.dirname(path)
+        if parent == path:
             return None
-        path = path.parent
+        path = parent
     return None
 
 

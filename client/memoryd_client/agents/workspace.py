@@ -8,19 +8,32 @@ only registered workspace; with several, the agent has to name one.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
-from memoryd_client.types import WorkspaceInfo
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not at run time: the hook (before every prompt) loads neither
+    from collections.abc import Sequence
+    from typing import Protocol, TypeVar
+
+    class Registered(Protocol):
+        """A registered workspace: a :class:`~memoryd_client.types.WorkspaceInfo`, or the
+        hook's own from the wire map."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def path(self) -> str: ...
+
+    W = TypeVar("W", bound=Registered)
 
 
 def _real(path: str) -> str:
     return os.path.realpath(os.path.expanduser(path))
 
 
-def containing(workspaces: Sequence[WorkspaceInfo], directory: str) -> WorkspaceInfo | None:
+def containing(workspaces: Sequence[W], directory: str) -> W | None:
     """The registered workspace whose folder holds ``directory`` (the deepest one wins)."""
     here = _real(directory)
-    best: WorkspaceInfo | None = None
+    best: W | None = None
     best_len = -1
     for ws in workspaces:
         root = _real(ws.path)
@@ -29,7 +42,7 @@ def containing(workspaces: Sequence[WorkspaceInfo], directory: str) -> Workspace
     return best
 
 
-def default_for(workspaces: Sequence[WorkspaceInfo], directory: str) -> WorkspaceInfo | None:
+def default_for(workspaces: Sequence[W], directory: str) -> W | None:
     """The workspace containing ``directory``, else the only one, else None."""
     found = containing(workspaces, directory)
     if found is not None:
@@ -37,7 +50,7 @@ def default_for(workspaces: Sequence[WorkspaceInfo], directory: str) -> Workspac
     return workspaces[0] if len(workspaces) == 1 else None
 
 
-def choices_message(workspaces: Sequence[WorkspaceInfo]) -> str:
+def choices_message(workspaces: Sequence[Registered]) -> str:
     """What to tell an agent that named no workspace when several (or none) exist."""
     if not workspaces:
         return "no workspace is registered with memoryd (memctl workspace add PATH)"

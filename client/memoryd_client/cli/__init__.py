@@ -14,8 +14,6 @@ Importing this package loads the parser and the client, nothing heavy: the agent
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -30,7 +28,11 @@ from memoryd_client.cli._base import (
 )
 from memoryd_client.cli._main import main
 
+TYPE_CHECKING = False  # typing not at run time: `memctl search --json` starts here
+
 if TYPE_CHECKING:
+    from typing import Any
+
     from memoryd_client.cli._parser import build_parser, command, command_names
 
 

@@ -12,19 +12,21 @@ import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd_client.agents import CLIENTS
 from memoryd_client.agents.project import project_key
 from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_OK,
-    Command,
     Context,
     UsageError,
     text_argument,
 )
 from memoryd_client.errors import ClientError
+
+if TYPE_CHECKING:
+    from memoryd_client.cli._base import Command
 
 MCP_TOKEN_ENV = "MEMCTL_MCP_TOKEN"
 

@@ -8,11 +8,13 @@ it imports none of them.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO, TypeAlias
 
-if TYPE_CHECKING:  # argparse and the client load with the parser and the first call
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # argparse and the client load with the parser and the first call;
+    # typing not at all at run time (`memctl search --json`'s lean path imports this module)
     import argparse
+    from collections.abc import Callable, Iterable
+    from typing import Any, Final, Protocol, TextIO, TypeAlias
 
     from memoryd_client.client import MemoryClient
     from memoryd_client.types import WorkspaceInfo
@@ -101,12 +103,7 @@ class Context:
         given: str | None = self.args.workspace
         if given:
             return workspace_param(given)
-        cwd = os.path.realpath(os.getcwd())
-        for ws in self.workspaces():
-            root = os.path.realpath(ws.path)
-            if cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep):
-                return os.getcwd()
-        return None
+        return cwd_if_in_one(ws.path for ws in self.workspaces())
 
     def print(self, text: str = "") -> None:
         print(text, file=self.stdout)
@@ -122,6 +119,17 @@ class Context:
         self.stdout.write("\n")
 
 
+def cwd_if_in_one(roots: Iterable[str]) -> str | None:
+    """The current directory when it lies in one of the workspace folders ``roots`` (the
+    daemon resolves it to that workspace), else None."""
+    cwd = os.path.realpath(os.getcwd())
+    for path in roots:
+        root = os.path.realpath(path)
+        if cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep):
+            return os.getcwd()
+    return None
+
+
 def workspace_param(value: str) -> str:
     """A name stays a name; a path (has a '/', or starts with '.' or '~') goes absolute."""
     if os.sep in value or "/" in value or value.startswith((".", "~")):
@@ -132,18 +140,19 @@ def workspace_param(value: str) -> str:
 Handler: TypeAlias = "Callable[[argparse.Namespace, Context], int]"
 """A command: the parsed options and a context in, the exit code out."""
 
+if TYPE_CHECKING:
 
-class Command(Protocol):
-    """How the parser adds one memctl command (its shared options with it): what a command
-    group's ``add_commands`` is handed."""
+    class Command(Protocol):
+        """How the parser adds one memctl command (its shared options with it): what a
+        command group's ``add_commands`` is handed."""
 
-    def __call__(
-        self,
-        subparsers: Any,
-        name: str,
-        handler: Handler,
-        help: str,
-        *,
-        workspace: bool = True,
-        example: str | None = None,
-    ) -> argparse.ArgumentParser: ...
+        def __call__(
+            self,
+            subparsers: Any,
+            name: str,
+            handler: Handler,
+            help: str,
+            *,
+            workspace: bool = True,
+            example: str | None = None,
+        ) -> argparse.ArgumentParser: ...

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from memoryd_client.cli._base import EXIT_OK, Command, Context
+from memoryd_client.cli._base import EXIT_OK, Context
 from memoryd_client.errors import ClientError
 
 if TYPE_CHECKING:
+    from memoryd_client.cli._base import Command
     from memoryd_client.types import ForgetResult
 
 

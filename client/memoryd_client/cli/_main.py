@@ -10,8 +10,6 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any, TextIO
 
 from memoryd_client.cli._base import (
     EXIT_ERROR,
@@ -33,6 +31,11 @@ from memoryd_client.errors import (
     RemoteError,
     SocketUnusable,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # not at run time (`memctl search --json`'s lean path starts here)
+    from collections.abc import Sequence
+    from typing import Any, TextIO
 
 # ---------------------------------------------------------------- entry point
 

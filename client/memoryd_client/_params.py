@@ -1,0 +1,118 @@
+"""How the params of the calls memctl's lean paths make are written for the wire (None
+means "leave it out, let the daemon default it"): ``search``, ``recall``, ``flush`` and
+``flush.agent``. The typed clients' builders (``_calls``) write theirs with these too, so
+each call's params exist once; this module imports no result types and no typing at run
+time (the hook and ``memctl search --json`` build their params here).
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import datetime as _dt
+    from collections.abc import Iterable
+    from typing import Any
+
+    DateLike = _dt.date | str
+
+
+def omit_none(**kwargs: Any) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if v is not None}
+
+
+def iso(value: DateLike | None) -> str | None:
+    """A day as the wire's YYYY-MM-DD."""
+    if value is None or isinstance(value, str):
+        return value
+    return value.isoformat()
+
+
+def as_list(values: str | Iterable[str] | None) -> list[str] | None:
+    """One value or several (sources, projects), as the wire's list."""
+    if values is None:
+        return None
+    return [values] if isinstance(values, str) else list(values)
+
+
+def search_params(
+    query: str,
+    *,
+    workspace: str | None = None,
+    max_results: int | None = None,
+    min_score: float | None = None,
+    sources: str | Iterable[str] | None = None,
+    mode: str | None = None,
+    fusion: str | None = None,
+    path_prefix: str | None = None,
+    since: DateLike | None = None,
+    until: DateLike | None = None,
+    fleet: bool = False,
+    project: str | Iterable[str] | None = None,
+    now: DateLike | None = None,
+    include_superseded: bool = False,
+) -> dict[str, Any]:
+    params = omit_none(
+        query=query,
+        workspace=workspace,
+        max_results=max_results,
+        min_score=min_score,
+        sources=as_list(sources),
+        mode=mode,
+        fusion=fusion,
+        path_prefix=path_prefix,
+        since=iso(since),
+        until=iso(until),
+        project=as_list(project),
+        now=iso(now),
+    )
+    if fleet:  # every workspace published in the fleet (docs/fleet.md)
+        params["fleet"] = True
+    if include_superseded:  # keyed lines a newer one superseded (docs/lifecycle.md)
+        params["include_superseded"] = True
+    return params
+
+
+def recall_params(
+    query: str,
+    *,
+    workspace: str | None = None,
+    budget_tokens: int | None = None,
+    min_score: float | None = None,
+    sources: str | Iterable[str] | None = None,
+    project: str | Iterable[str] | None = None,
+    now: DateLike | None = None,
+    include_superseded: bool = False,
+) -> dict[str, Any]:
+    return omit_none(
+        query=query,
+        workspace=workspace,
+        budget_tokens=budget_tokens,
+        min_score=min_score,
+        sources=as_list(sources),
+        project=as_list(project),
+        now=iso(now),
+        include_superseded=include_superseded or None,
+    )
+
+
+def flush_params(
+    transcript: str | os.PathLike[str],
+    session_id: str,
+    *,
+    workspace: str | None = None,
+    wait: bool = False,
+    trigger: str | None = None,
+    session_kind: str | None = None,
+) -> dict[str, Any]:
+    """``flush``'s params; ``flush.agent`` takes the first three. The daemon reads the
+    transcript itself: it wants an absolute path."""
+    return omit_none(
+        transcript=os.path.abspath(os.path.expanduser(transcript)),
+        session_id=session_id,
+        workspace=workspace,
+        wait=wait or None,
+        trigger=trigger,
+        session_kind=session_kind,
+    )
