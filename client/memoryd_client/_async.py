@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from memoryd_client import _calls, _connection, protocol
 from memoryd_client._autostart import AUTOSTART_WAIT_S, POLL_INTERVAL_S, Starter
 from memoryd_client._calls import Call, DateLike, ProgressCallback
-from memoryd_client.client import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT
+from memoryd_client._connection import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT
 from memoryd_client.errors import (
     ClientTimeout,
     ConnectionLost,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -87,39 +87,9 @@ def status(workspace: str | None = None) -> Call[Status]:
     return Call("status", omit_none(workspace=workspace), Status.from_wire)
 
 
-def search(
-    query: str,
-    *,
-    workspace: str | None = None,
-    max_results: int | None = None,
-    min_score: float | None = None,
-    sources: str | Iterable[str] | None = None,
-    mode: str | None = None,
-    fusion: str | None = None,
-    path_prefix: str | None = None,
-    since: DateLike | None = None,
-    until: DateLike | None = None,
-    fleet: bool = False,
-    project: str | Iterable[str] | None = None,
-    now: DateLike | None = None,
-    include_superseded: bool = False,
-) -> Call[SearchResult]:
-    params = search_params(
-        query,
-        workspace=workspace,
-        max_results=max_results,
-        min_score=min_score,
-        sources=sources,
-        mode=mode,
-        fusion=fusion,
-        path_prefix=path_prefix,
-        since=since,
-        until=until,
-        fleet=fleet,
-        project=project,
-        now=now,
-        include_superseded=include_superseded,
-    )
+def search(query: str, **options: Any) -> Call[SearchResult]:
+    """``options``: :func:`memoryd_client._params.search_params`'s."""
+    params = search_params(query, **options)
     return Call("search", params, SearchResult.from_wire)
 
 
@@ -214,27 +184,9 @@ def import_archive(
     return Call("import", params, ImportResult.from_wire, idempotent=False)
 
 
-def recall(
-    query: str,
-    *,
-    workspace: str | None = None,
-    budget_tokens: int | None = None,
-    min_score: float | None = None,
-    sources: str | Iterable[str] | None = None,
-    project: str | Iterable[str] | None = None,
-    now: DateLike | None = None,
-    include_superseded: bool = False,
-) -> Call[RecallResult]:
-    params = recall_params(
-        query,
-        workspace=workspace,
-        budget_tokens=budget_tokens,
-        min_score=min_score,
-        sources=sources,
-        project=project,
-        now=now,
-        include_superseded=include_superseded,
-    )
+def recall(query: str, **options: Any) -> Call[RecallResult]:
+    """``options``: :func:`memoryd_client._params.recall_params`'s."""
+    params = recall_params(query, **options)
     return Call("recall", params, RecallResult.from_wire)
 
 

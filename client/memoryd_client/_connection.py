@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # typing costs a hook ~3 ms of import: for the checker only
 
     EventHandler = Callable[[dict[str, Any]], object]
 
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_CLIENT_NAME = "memoryd_client"
 #: Calls that report progress (``reindex``) may go this long without any frame, at least.
 LONG_CALL_MIN_TIMEOUT = 600.0
 _RECV_BYTES = 256 * 1024

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from memoryd_client import _calls
 from memoryd_client._calls import Call, DateLike, ProgressCallback
-from memoryd_client._connection import Connection
+from memoryd_client._connection import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT, Connection
 from memoryd_client.errors import ConnectionLost
 from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.types import (
@@ -49,9 +49,6 @@ from memoryd_client.types import (
 )
 
 T = TypeVar("T")
-
-DEFAULT_TIMEOUT = 30.0
-DEFAULT_CLIENT_NAME = "memoryd_client"
 
 
 class MemoryClient:

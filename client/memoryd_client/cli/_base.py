@@ -109,14 +109,23 @@ class Context:
         print(text, file=self.stdout)
 
     def note(self, text: str) -> None:
-        """Something the user should know beside the result: stderr, never mixed in."""
-        print(f"{PROG}: note: {text}", file=self.stderr)
+        write_note(self.stderr, text)
 
     def print_json(self, obj: Any) -> None:
-        import json  # here: most runs of a human command never need it
+        write_json(self.stdout, obj)
 
-        json.dump(obj, self.stdout, indent=2, ensure_ascii=False, default=str)
-        self.stdout.write("\n")
+
+def write_note(err: TextIO, text: str) -> None:
+    """Something the user should know beside the result: stderr, never mixed in."""
+    print(f"{PROG}: note: {text}", file=err)
+
+
+def write_json(out: TextIO, obj: Any) -> None:
+    """A command's result with ``--json``."""
+    import json  # here: most runs of a human command never need it
+
+    json.dump(obj, out, indent=2, ensure_ascii=False, default=str)
+    out.write("\n")
 
 
 def cwd_if_in_one(roots: Iterable[str]) -> str | None:

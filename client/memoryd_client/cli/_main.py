@@ -6,15 +6,9 @@ code and never a traceback. The commands themselves are in ``_commands`` and ``_
 
 from __future__ import annotations
 
-import contextlib
-import io
-import os
 import sys
 
 from memoryd_client.cli._base import (
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_USAGE,
     PROG,
@@ -22,20 +16,12 @@ from memoryd_client.cli._base import (
     Handler,
     UsageError,
 )
-from memoryd_client.errors import (
-    ClientError,
-    ClientTimeout,
-    ConnectionLost,
-    DaemonNotRunning,
-    ProtocolMismatch,
-    RemoteError,
-    SocketUnusable,
-)
+from memoryd_client.cli._outcome import fail, failed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # not at run time (`memctl search --json`'s lean path starts here)
     from collections.abc import Sequence
-    from typing import Any, TextIO
+    from typing import TextIO
 
 # ---------------------------------------------------------------- entry point
 
@@ -53,6 +39,19 @@ def main(
 
         print(version_line(), file=out)
         return EXIT_OK
+    if as_json and argv[:1] == ["search"]:  # what agents run: without the parser if it can
+        from memoryd_client.cli._search_json import search_json
+
+        code = search_json(argv, out, err)
+        if code is not None:
+            return code
+    return run_parsed(argv, out, err)
+
+
+def run_parsed(argv: list[str], out: TextIO, err: TextIO) -> int:
+    """memctl's full path: its parser, a ``Context``, the command (every command, and what
+    the lean paths leave to it)."""
+    as_json = "--json" in argv
     from memoryd_client.cli._parser import build_parser
 
     parser = build_parser(_named_command(argv))
@@ -61,14 +60,14 @@ def main(
     except UsageError as exc:
         if not as_json:
             (exc.parser or parser).print_usage(err)
-        return _fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
+        return fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
     except SystemExit as exc:  # argparse: --help or --version
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         if not as_json:
             parser.print_usage(err)
-        return _fail(
+        return fail(
             out, err, as_json, "usage", f"missing command (try `{PROG} --help`)", EXIT_USAGE
         )
     ctx = Context(args, out, err, parser)
@@ -77,39 +76,9 @@ def main(
     except UsageError as exc:
         if exc.parser is not None and not as_json:
             exc.parser.print_usage(err)
-        return _fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
-    except DaemonNotRunning as exc:
-        return _fail(
-            out,
-            err,
-            as_json,
-            "not_running",
-            str(exc),
-            EXIT_NOT_RUNNING,
-            {"socket": str(exc.socket)},
-        )
-    except RemoteError as exc:
-        return _fail(out, err, as_json, exc.code, _remote_message(exc), EXIT_ERROR, exc.data)
-    except ClientError as exc:
-        return _fail(out, err, as_json, _client_code(exc), str(exc), EXIT_ERROR)
-    except KeyboardInterrupt:
-        return _fail(out, err, as_json, "interrupted", "interrupted", EXIT_INTERRUPTED)
-    except BrokenPipeError:
-        # stdout closed early (`memctl search ... | head`): not an error worth a message.
-        with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return EXIT_ERROR
-    except Exception as exc:  # a bug: still one line, never a traceback
-        if os.environ.get("MEMCTL_DEBUG"):
-            raise
-        return _fail(
-            out,
-            err,
-            as_json,
-            "internal",
-            f"internal error: {type(exc).__name__}: {exc} (MEMCTL_DEBUG=1 shows a traceback)",
-            EXIT_ERROR,
-        )
+        return fail(out, err, as_json, "usage", str(exc), EXIT_USAGE)
+    except (Exception, KeyboardInterrupt) as exc:
+        return failed(exc, out, err, as_json)
     finally:
         ctx.close()
 
@@ -117,48 +86,3 @@ def main(
 def _named_command(argv: Sequence[str]) -> str | None:
     """The top-level command the words name (memctl's own options take no value)."""
     return next((a for a in argv if not a.startswith("-")), None)
-
-
-def _remote_message(exc: RemoteError) -> str:
-    """The daemon's words, with its wire parameter named as memctl's option."""
-    names = exc.data.get("workspaces")
-    if exc.data.get("param") == "workspace" and isinstance(names, list):
-        return (
-            f"several workspaces are registered ({', '.join(map(str, names))}): name one "
-            "with -w/--workspace NAME, or search them all with --all"
-        )
-    return str(exc)
-
-
-def _client_code(exc: ClientError) -> str:
-    """A stable code for the errors that happen on this side of the socket."""
-    for klass, code in (
-        (ClientTimeout, "timeout"),
-        (ConnectionLost, "connection_lost"),
-        (ProtocolMismatch, "protocol_mismatch"),
-        (SocketUnusable, "socket_unusable"),
-    ):
-        if isinstance(exc, klass):
-            return code
-    return "error"
-
-
-def _fail(
-    out: TextIO,
-    err: TextIO,
-    as_json: bool,
-    code: str,
-    message: str,
-    exit_code: int,
-    data: dict[str, Any] | None = None,
-) -> int:
-    one_line = " ".join(message.split())
-    if as_json:
-        import json
-
-        error = {"code": code, "message": one_line, "data": data or {}}
-        json.dump({"error": error}, out, ensure_ascii=False, default=str)
-        out.write("\n")
-    else:
-        print(f"{PROG}: error: {one_line}", file=err)
-    return exit_code

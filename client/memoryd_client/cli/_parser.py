@@ -13,6 +13,7 @@ import datetime as _dt
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from memoryd_client._connection import DEFAULT_TIMEOUT
 from memoryd_client.cli import _commands as cmd
 from memoryd_client.cli._base import (
     EXIT_CODES_HELP,
@@ -24,7 +25,6 @@ from memoryd_client.cli._base import (
     version_line,
 )
 from memoryd_client.cli._lifecycle import add_commands as add_lifecycle_commands
-from memoryd_client.client import DEFAULT_TIMEOUT
 from memoryd_client.search_terms import FUSIONS, MODES, ORIGINS, SESSION_KINDS, SOURCES
 
 
