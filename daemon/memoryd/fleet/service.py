@@ -163,50 +163,77 @@ class FleetService:
         for name in [n for n in self._pubs if n not in live]:
             self._forget(name)
         for name, index in live.items():
-            pub = self._pubs.get(name)
-            if pub is None:
-                pub = WorkspacePublisher(
-                    self.settings.schema,
-                    self.settings.host,
-                    name,
-                    self.holder,
-                    self.settings.lease_seconds,
-                )
-                with self._lock:
-                    self._pubs[name] = pub
-            generation = index.generation
-            if not pub.due(generation):
-                continue
-            if self._pub_conn is None:
-                self._pub_conn = self._connect()
-            reader = self._readers.get(name)
-            if reader is None or reader.db_path != index.db_path or reader.owner is not index:
-                if reader is not None:  # the workspace was removed and added again
-                    reader.close()
-                reader = self._readers[name] = LocalIndexReader(index.db_path, text_reader(index))
-                reader.owner = index
+            self._publish_one(name, index)
+
+    def _publish_one(self, name: str, index: WorkspaceIndex) -> None:
+        """Publish workspace ``name`` if its index moved (publisher thread)."""
+        pub = self._pubs.get(name)
+        if pub is None:
+            pub = WorkspacePublisher(
+                self.settings.schema,
+                self.settings.host,
+                name,
+                self.holder,
+                self.settings.lease_seconds,
+            )
+            with self._lock:
+                self._pubs[name] = pub
+        generation = index.generation
+        if not pub.due(generation):
+            return
+        if self._pub_conn is None:
+            self._pub_conn = self._connect()
+        reader = self._readers.get(name)
+        if reader is None or reader.db_path != index.db_path or reader.owner is not index:
+            if reader is not None:  # the workspace was removed and added again
+                reader.close()
+            reader = self._readers[name] = LocalIndexReader(index.db_path, text_reader(index))
+            reader.owner = index
+        try:
+            report = pub.publish(self._pub_conn, reader, generation, _fingerprint(index))
+        except lease.LeaseRefused as exc:
+            pub.renewed_at = time.monotonic()  # asked again in lease_seconds / 3
+            if self._refused.get(name) != exc.message:
+                log.error("fleet_lease_refused", workspace=name, error=exc.message)
+            with self._lock:
+                self._refused[name] = exc.message
+            return
+        if name in self._refused:
+            log.info("fleet_lease_taken", workspace=name)
+            with self._lock:
+                del self._refused[name]
+        if report.files or report.removed:
+            log.info(
+                "fleet_published",
+                workspace=name,
+                files=report.files,
+                chunks=report.chunks,
+                removed=report.removed,
+                ms=round(report.seconds * 1000, 1),
+            )
+
+    async def publish_now(self, name: str, index: WorkspaceIndex) -> str:
+        """Publish workspace ``name`` now, not at the next pass: a forget must not leave its
+        lines in fleet search meanwhile. "published"; else why not ("unavailable: ...",
+        "pending": not within the connect timeout), and the next pass publishes it."""
+
+        def run() -> str:
             try:
-                report = pub.publish(self._pub_conn, reader, generation, _fingerprint(index))
-            except lease.LeaseRefused as exc:
-                pub.renewed_at = time.monotonic()  # asked again in lease_seconds / 3
-                if self._refused.get(name) != exc.message:
-                    log.error("fleet_lease_refused", workspace=name, error=exc.message)
-                with self._lock:
-                    self._refused[name] = exc.message
-                continue
-            if name in self._refused:
-                log.info("fleet_lease_taken", workspace=name)
-                with self._lock:
-                    del self._refused[name]
-            if report.files or report.removed:
-                log.info(
-                    "fleet_published",
-                    workspace=name,
-                    files=report.files,
-                    chunks=report.chunks,
-                    removed=report.removed,
-                    ms=round(report.seconds * 1000, 1),
-                )
+                self._publish_one(name, index)
+            except (psycopg.Error, SchemaTooNew) as exc:
+                self._down(exc)
+                self._drop_pub_conn()
+                return f"unavailable: {_error_text(exc)}"
+            with self._lock:
+                refused = self._refused.get(name)
+            return f"unavailable: {refused}" if refused else "published"
+
+        loop = asyncio.get_running_loop()
+        job = loop.run_in_executor(self._pub_thread, run)  # after a pass under way
+        try:
+            return await asyncio.wait_for(asyncio.shield(job), 2 * self.settings.connect_timeout)
+        except TimeoutError:
+            return "pending"
 
     def _forget(self, name: str) -> None:
         with self._lock:

@@ -101,6 +101,8 @@ class LifecycleMethods:
                 index.on_writer(lambda c: purge_cache(c, hashes or []))
             )
             done.answer["cache_entries_removed"] = gone or 0
+            if self.m.fleet is not None:  # fleet search drops the lines now, not next pass
+                done.answer["fleet"] = await self.m.fleet.publish_now(ws.name, index)
         return done.answer
 
     async def export(self, p: Params, req: Request) -> dict[str, Any]:
