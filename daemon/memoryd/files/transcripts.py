@@ -162,11 +162,25 @@ def stream_transcript(
         yield [carry], parsed
 
 
+def first_line_sessions(fd: int) -> tuple[str, ...]:
+    """The sessions a transcript's first line names (OpenClaw's session line ``id``, Claude
+    Code's ``sessionId``); open file ``fd`` is closed. One line read, at most 64 KiB."""
+    with os.fdopen(fd, "rb") as f:
+        head = f.readline(1 << 16)
+    try:
+        first = json.loads(head)
+    except ValueError:
+        return ()
+    if not isinstance(first, dict):
+        return ()
+    return tuple(v for v in (first.get("id"), first.get("sessionId")) if isinstance(v, str) and v)
+
+
 def forgotten_session_of(path: Path, forgotten: frozenset[str]) -> str | None:
     """Which of the ``forgotten`` sessions transcript ``path`` is (its name ``<id>.jsonl``,
-    or its first line's ``id`` (OpenClaw) / ``sessionId`` (Claude Code)), if any: the
-    indexer never indexes such a transcript again (``memctl forget --session``). Reads one
-    line, and nothing at all while no session was forgotten."""
+    or its first line's session), if any: the indexer never indexes such a transcript again
+    (``memctl forget --session``). Reads one line, and nothing at all while no session was
+    forgotten."""
     if not forgotten:
         return None
     if path.name.endswith(".jsonl") and path.name[: -len(".jsonl")] in forgotten:
@@ -175,16 +189,4 @@ def forgotten_session_of(path: Path, forgotten: frozenset[str]) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as f:
-        head = f.readline(1 << 16)
-    try:
-        first = json.loads(head)
-    except ValueError:
-        return None
-    if not isinstance(first, dict):
-        return None
-    for key in ("id", "sessionId"):
-        value = first.get(key)
-        if isinstance(value, str) and value in forgotten:
-            return value
-    return None
+    return next((s for s in first_line_sessions(fd) if s in forgotten), None)

@@ -24,10 +24,9 @@ from memoryd.files.lines import line_key
 from memoryd.files.provenance import ORIGINS, Ledger, least_trusted
 
 UNTRUSTED_ORIGINS = frozenset({"untrusted", "system"})
-_COLS = (
-    "path, line, importance, triggers, project, key, origin, session_id, session_kind, "
-    "superseded_by"
-)
+# line_meta's superseded_by column (migration 0004) is never filled: supersession is worked
+# out in memory from the keys (index/search/supersession.py), so it is not read or written.
+_COLS = "path, line, importance, triggers, project, key, origin, session_id, session_kind"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +38,6 @@ class LineMeta:
     origin: str | None = None  # None: no record, the owner's
     session_id: str | None = None
     session_kind: str | None = None
-    superseded_by: str | None = None  # 'path#Lnn' (issue 26)
 
     def row(self, path: str, line: int) -> tuple[object, ...]:
         return (
@@ -52,12 +50,11 @@ class LineMeta:
             self.origin,
             self.session_id,
             self.session_kind,
-            self.superseded_by,
         )
 
     @classmethod
     def from_row(cls, r: Sequence[object]) -> LineMeta:
-        imp, trig, proj, key, origin, sid, kind, sup = r[2:10]
+        imp, trig, proj, key, origin, sid, kind = r[2:9]
         return cls(
             int(imp) if isinstance(imp, int) else None,
             tuple(str(trig).split("\n")) if trig else (),
@@ -66,7 +63,6 @@ class LineMeta:
             str(origin) if origin in ORIGINS else None,
             str(sid) if sid else None,
             str(kind) if kind else None,
-            str(sup) if sup else None,
         )
 
 
@@ -105,7 +101,7 @@ def write(conn: apsw.Connection, path: str, meta: dict[int, LineMeta], had_rows:
         conn.execute("DELETE FROM line_meta WHERE path = ?", (path,))
     if meta:
         conn.executemany(
-            f"INSERT OR REPLACE INTO line_meta({_COLS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            f"INSERT OR REPLACE INTO line_meta({_COLS}) VALUES (?,?,?,?,?,?,?,?,?)",
             [m.row(path, n) for n, m in sorted(meta.items())],
         )
 

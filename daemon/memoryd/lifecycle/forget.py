@@ -16,7 +16,6 @@ The ledger keeps a ``forget_session`` mark, so it is never flushed or summarised
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -37,6 +36,7 @@ from memoryd.files.lines import line_key
 from memoryd.files.openclaw_mirror import file_name
 from memoryd.files.provenance import Ledger
 from memoryd.files.session_headings import flush_heading_prefix
+from memoryd.files.transcripts import first_line_sessions
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import mask
 
@@ -228,19 +228,12 @@ def _transcripts_of(
 
 
 def _names(layout: Layout, rel: str, session: str) -> bool:
-    """Whether transcript ``rel``'s first line names ``session`` (OpenClaw's session line
-    ``id``, Claude Code's ``sessionId``)."""
+    """Whether transcript ``rel``'s first line names ``session`` (opened beneath the root)."""
     try:
         opened = open_beneath(layout.root, rel, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return False
-    with os.fdopen(opened.fd, "rb") as f:
-        head = f.readline(1 << 16)
-    try:
-        first = json.loads(head)
-    except ValueError:
-        return False
-    return isinstance(first, dict) and session in (first.get("id"), first.get("sessionId"))
+    return session in first_line_sessions(opened.fd)
 
 
 def cut(data: bytes, removal: Removal) -> bytes:
