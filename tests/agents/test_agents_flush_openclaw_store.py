@@ -12,7 +12,7 @@ import pytest
 
 from daemon_util import DaemonThread
 from fakes.openai_server import FakeOpenAIServer
-from fakes.openclaw_store import add_events, create_store, message, store_path
+from fakes.openclaw_store import add_events, archive_session, create_store, message, store_path
 from jobs_util import llm_daemon
 from memoryd_client import MemoryClient
 
@@ -77,6 +77,28 @@ def test_an_openclaw_session_in_its_store_is_flushed_once_then_only_its_new_rows
     assert "lines 4-4)" in (workspace / DAILY).read_text()
     last = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
     assert "freeze starts" in last and "Oslo" not in last
+
+
+def test_a_deleted_session_is_flushed_from_its_archive_after_the_rows_already_flushed(
+    daemon: DaemonThread, md_home: Path, workspace: Path, openai_server: FakeOpenAIServer
+) -> None:
+    store = store_path(md_home)
+    oc = create_store(store)
+    add_events(oc, SESSION, [{"type": "session", "id": SESSION}, message("user", "Use Oslo.")])
+    openai_server.respond_chat("- Oslo it is.")
+    assert flush(daemon, store)["status"] == "ok"
+    # the last turn, then OpenClaw deletes the session: its rows move into an archive
+    add_events(oc, SESSION, [message("user", "The pager rotation moves to Tuesdays.")])
+    archive_session(oc, SESSION, reason="deleted")
+    openai_server.respond_chat("- Pager rotation on Tuesdays.")
+    run = flush(daemon, store)
+    assert run["status"] == "ok", run
+    assert run["report"]["archive"] == "deleted"
+    assert "lines 3-3)" in (workspace / DAILY).read_text()
+    prompt = openai_server.requests_to("chat")[-1].body["messages"][-1]["content"]
+    assert "pager rotation" in prompt.lower() and "Use Oslo" not in prompt
+    again = flush(daemon, store)
+    assert again["status"] == "ok" and "nothing new" in again["message"]
 
 
 def test_memctl_flush_of_a_store_needs_the_session(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
-"""An OpenClaw agent store as openclaw 2026.9.6 creates it (the `transcript_events` table
-copied from a store the real openclaw wrote), filled by the tests as OpenClaw would: WAL,
-events as JSON or, like OpenClaw's large ones, zstd-compressed with their navigation."""
+"""An OpenClaw agent store as openclaw 2026.9.6 creates it (the `transcript_events` and
+`session_transcript_archives` tables copied from a store the real openclaw wrote), filled by
+the tests as OpenClaw would: WAL, events as JSON or, like OpenClaw's large ones,
+zstd-compressed with their navigation; a deleted or reset session archived as one JSONL blob
+(its header and events, zstd or not) with its sha256, its rows removed."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,25 @@ CREATE TABLE transcript_events (
       AND navigation_json IS NOT NULL
     )
   )
+) STRICT
+"""
+TRANSCRIPT_ARCHIVES = """
+CREATE TABLE IF NOT EXISTS session_transcript_archives (
+  session_id TEXT NOT NULL,
+  generation TEXT NOT NULL,
+  session_key TEXT NOT NULL,
+  reason TEXT NOT NULL CHECK (reason IN ('deleted', 'reset')),
+  encoding TEXT NOT NULL CHECK (encoding IN ('identity', 'zstd')),
+  archive_blob BLOB NOT NULL,
+  archive_sha256 TEXT NOT NULL CHECK (length(archive_sha256) = 64),
+  archive_name TEXT NOT NULL UNIQUE,
+  created_at INTEGER NOT NULL,
+  published_at INTEGER,
+  publish_attempts INTEGER NOT NULL DEFAULT 0 CHECK (publish_attempts >= 0),
+  last_publish_attempt_at INTEGER,
+  last_publish_error TEXT,
+  PRIMARY KEY (session_id, generation),
+  CHECK (archive_name NOT LIKE '%/%' AND archive_name NOT LIKE '%\\%')
 ) STRICT
 """
 NAVIGATION = json.dumps({"version": 1, "report": {"kind": "canonical"}})
@@ -79,3 +101,48 @@ def add_events(
                 (session, seq, 1_700_000_000_000 + seq, text),
             )
         seq += 1
+
+
+def archive_session(
+    conn: apsw.Connection,
+    session: str,
+    *,
+    reason: str = "deleted",
+    zstd: bool = True,
+    generation: str = "g1",
+    tamper: bool = False,
+) -> bytes:
+    """What OpenClaw's delete (or reset) does to a session: its rows, in seq order, become one
+    JSONL archive (the first row is its ``type: session`` header), stored zstd-compressed or
+    as is with the stored bytes' sha256, and the rows leave ``transcript_events``. ``tamper``:
+    the hash does not match. The archive's text."""
+    conn.execute(TRANSCRIPT_ARCHIVES)
+    rows = conn.execute(
+        "SELECT event_json, event_zstd FROM transcript_events WHERE session_id = ? ORDER BY seq",
+        (session,),
+    ).fetchall()
+    dctx = zstandard.ZstdDecompressor()
+    text = b"".join(
+        (j.encode() if isinstance(j, str) else dctx.decompress(z)) + b"\n" for j, z in rows
+    )
+    blob = zstandard.ZstdCompressor().compress(text) if zstd else text
+    digest = hashlib.sha256(blob + (b"x" if tamper else b"")).hexdigest()
+    with conn:
+        conn.execute(
+            "INSERT INTO session_transcript_archives (session_id, generation, session_key, "
+            "reason, encoding, archive_blob, archive_sha256, archive_name, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session,
+                generation,
+                f"agent:main:{session}",
+                reason,
+                "zstd" if zstd else "identity",
+                blob,
+                digest,
+                f"{session}.jsonl.{reason}.{generation}" + (".zst" if zstd else ""),
+                1_700_000_100_000,
+            ),
+        )
+        conn.execute("DELETE FROM transcript_events WHERE session_id = ?", (session,))
+    return text

@@ -34,7 +34,7 @@ from urllib.parse import quote
 
 import apsw
 
-from memoryd.files import openclaw_store
+from memoryd.files import openclaw_archives, openclaw_store
 from memoryd.files.layout import OPENCLAW_SESSIONS_DIR, SESSIONS_DIR, TRANSCRIPT_SUFFIX
 
 MAX_NAME_BYTES: Final = 200  # an encoded id longer than this is not copied (file name limits)
@@ -50,6 +50,7 @@ class StoreReport:
     rows_read: int = 0  # event rows read in this pass (only new ones)
     rows_read_total: int = 0  # since the daemon started
     rows_mirrored: int = 0  # appended to the copies in this pass
+    archives_read: int = 0  # archived sessions read in this pass (new ones only)
     files: list[Path] = field(default_factory=list)  # the copies appended to
     error: str | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # session id -> why not copied
@@ -62,6 +63,7 @@ class StoreReport:
             "rows_read": self.rows_read,
             "rows_read_total": self.rows_read_total,
             "rows_mirrored": self.rows_mirrored,
+            "archives_read": self.archives_read,
         }
         if self.error is not None:
             out["error"] = self.error
@@ -123,10 +125,13 @@ def mirror_store(
     marks: Marks,
     stopping: Callable[[], bool] = lambda: False,
     forgotten: frozenset[str] = frozenset(),
+    archives_done: set[tuple[str, str]] | None = None,
 ) -> StoreReport:
     """Append every session's new rows in ``store`` to its copy under ``root`` (``stopping``:
     checked between sessions, so a shutdown never waits for a whole store). A session in
-    ``forgotten`` (``memctl forget --session``) is never copied again."""
+    ``forgotten`` (``memctl forget --session``) is never copied again. Sessions OpenClaw
+    archived are read from their archive once each (``archives_done``: the (session,
+    generation) pairs already read by this process)."""
     report = StoreReport(openclaw_store.agent_of(store), str(store))
     done = marks.of(store)
     try:
@@ -144,6 +149,21 @@ def mirror_store(
                     copied = _resume_point(conn, store, root, report.agent, session, marks)
                 if last > copied:
                     _mirror_session(conn, store, root, session, copied, marks, report)
+            done = marks.of(store)
+            for archive in openclaw_archives.list_archives(conn):
+                if stopping():
+                    break
+                key = (archive.session_id, archive.generation)
+                if archives_done is not None and key in archives_done:
+                    continue
+                if archive.session_id in forgotten:
+                    report.skipped[archive.session_id] = (
+                        "forgotten (forget --session): never copied again"
+                    )
+                    continue
+                _mirror_archive(conn, store, root, archive, done, marks, report)
+                if archives_done is not None:
+                    archives_done.add(key)
     except (openclaw_store.StoreError, OSError) as exc:
         report.error = str(exc)
     return report
@@ -209,6 +229,59 @@ def _mirror_session(
             if len(rows) < openclaw_store.BATCH_ROWS:
                 break
     report.files.append(path)
+
+
+def _mirror_archive(
+    conn: Any,
+    store: Path,
+    root: Path,
+    archive: openclaw_archives.Archive,
+    done: dict[str, int],
+    marks: Marks,
+    report: StoreReport,
+) -> None:
+    """An archived session's lines past what its copy already holds. Its rows were copied in
+    ``seq`` order, and OpenClaw numbers a session's rows 0, 1, 2, ... as its archive's lines,
+    so a mark of ``seq`` means the first ``seq + 1`` lines are there already."""
+    session = archive.session_id
+    rel = mirror_rel(report.agent, session)
+    if len(os.fsencode(rel.rsplit("/", 1)[1])) > MAX_NAME_BYTES:
+        report.skipped[session] = "the session id is too long for a file name"
+        return
+    copied = done.get(session)
+    have = copied + 1 if copied is not None else _count_lines(root / rel)
+    path = root / rel
+    n = 0
+    try:
+        with contextlib.ExitStack() as opened:
+            out = None
+            batch: list[bytes] = []
+            report.archives_read += 1
+            for line in openclaw_archives.archive_lines(conn, archive):
+                n += 1
+                if n > have:
+                    batch.append(line + b"\n")
+                if len(batch) >= openclaw_store.BATCH_ROWS:
+                    out = out or opened.enter_context(_append_beneath(root, path))
+                    _write(out, batch, report)
+                    marks.set(store, session, n - 1)
+            if batch:
+                out = out or opened.enter_context(_append_beneath(root, path))
+                _write(out, batch, report)
+                marks.set(store, session, n - 1)
+    except openclaw_store.StoreError as exc:
+        report.skipped[session] = str(exc)
+    if n > have:
+        done[session] = n - 1
+        report.files.append(path)
+
+
+def _write(out: Any, batch: list[bytes], report: StoreReport) -> None:
+    if batch:
+        out.write(b"".join(batch))
+        out.flush()
+        report.rows_mirrored += len(batch)
+        batch.clear()
 
 
 @contextlib.contextmanager

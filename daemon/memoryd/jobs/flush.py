@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from memoryd.errors import ForbiddenPath
-from memoryd.files import openclaw_store
+from memoryd.files import openclaw_archives, openclaw_store
 from memoryd.files.append import daily_path
 from memoryd.files.injected import drop_injected
 from memoryd.files.provenance import Provenance, least_trusted, ledger_for
@@ -262,13 +262,25 @@ def _read_store(
     try:
         with openclaw_store.open_store(store) as conn:
             rows = openclaw_store.session_rows(conn, session)
+            archive = _archive_of(conn, session) if rows == 0 or rows < line else None
+            if archive is not None:  # deleted or reset: its rows are in the archive now
+                report["archive"] = archive.reason
+                lines = openclaw_archives.archive_lines(conn, archive)
+                archived = io.BufferedReader(openclaw_archives.LinesReader(lines, line))
+                return read_new(archived, budget, line + 1)
             if rows < line:
                 raise JobSkipped(
                     f"session {session} has {rows} events in {store}, fewer than already "
-                    f"flushed ({line}): it was reset or archived; nothing is read twice",
+                    f"flushed ({line}), and no archive: nothing is read twice",
                     report,
                 )
             reader = io.BufferedReader(openclaw_store.SessionReader(conn, session, line))
             return read_new(reader, budget, line + 1)
     except openclaw_store.StoreError as exc:
         raise JobFailed(str(exc), report) from None
+
+
+def _archive_of(conn: Any, session: str) -> openclaw_archives.Archive | None:
+    """The session's newest archive (OpenClaw archives a whole session on delete or reset)."""
+    archives = openclaw_archives.list_archives(conn, session)
+    return archives[-1] if archives else None

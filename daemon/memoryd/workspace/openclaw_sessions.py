@@ -73,6 +73,8 @@ class OpenClawSessions:
         self._sessions_on = sessions_on  # () -> bool: index.sessions of the current config
         self._seen: dict[tuple[str, str], tuple[int, ...]] = {}  # (workspace, store) -> sig
         self._reports: dict[str, dict[str, StoreReport]] = {}  # workspace -> store -> last
+        # (workspace, store) -> archived (session, generation) pairs read by this process
+        self._archives: dict[tuple[str, str], set[tuple[str, str]]] = {}
         self._wake = asyncio.Event()
         self._stopping = threading.Event()  # seen by the copying thread between sessions
 
@@ -126,7 +128,12 @@ class OpenClawSessions:
             if self._seen.get(key) == sig:
                 continue
             report = openclaw_mirror.mirror_store(
-                store, root, marks, self._stopping.is_set, ledger_for(root).forgotten_sessions
+                store,
+                root,
+                marks,
+                self._stopping.is_set,
+                ledger_for(root).forgotten_sessions,
+                self._archives.setdefault(key, set()),
             )
             before = reports.get(str(store))
             report.rows_read_total = report.rows_read + (before.rows_read_total if before else 0)
