@@ -6,6 +6,7 @@ import { createRuntime } from "./runtime.js";
 import { resolveSettings } from "./settings.js";
 import { createGetTool, createSearchTool } from "./tools.js";
 import { FlushRuns, buildFlushPlan, flushWriteOf, sessionKindOf } from "./flush.js";
+import { agentStorePath, sourceSessionOf } from "./source-session.js";
 
 export const PLUGIN_ID = "memoryd";
 
@@ -75,7 +76,14 @@ export function registerMemoryd(api, deps = {}) {
 
   api.on("before_prompt_build", async (/** @type {any} */ event, /** @type {any} */ ctx) => {
     if (ctx?.trigger === "memory") {
-      flushRuns.add(ctx.runId, { sessionId: ctx.sessionId, sessionKey: ctx.sessionKey, agentId: ctx.agentId, workspaceDir: ctx.workspaceDir });
+      const stateDir = api.runtime?.state?.resolveStateDir?.();
+      const source = stateDir && ctx.agentId ? await sourceSessionOf(event?.messages, agentStorePath(stateDir, ctx.agentId)) : null;
+      flushRuns.add(ctx.runId, {
+        sessionId: source?.sessionId ?? ctx.sessionId,
+        sessionKey: source ? source.sessionKey : ctx.sessionKey,
+        agentId: ctx.agentId,
+        workspaceDir: ctx.workspaceDir,
+      });
       return undefined;
     }
     flushRuns.noteTrigger(ctx?.sessionKey, ctx?.trigger);
@@ -95,8 +103,9 @@ export function registerMemoryd(api, deps = {}) {
       const agentId = ctx?.agentId ?? run.agentId;
       const write = flushWriteOf(event.params, agentId && resolveWorkspaceDir ? safeDir(resolveWorkspaceDir, cfg, agentId) : undefined);
       if (!write) return undefined;
-      const sessionId = ctx?.sessionId ?? run.sessionId;
-      const sessionKey = ctx?.sessionKey ?? run.sessionKey;
+      // The run's conversation (the flush itself runs in a hidden session of its own).
+      const sessionId = run.sessionId ?? ctx?.sessionId;
+      const sessionKey = run.sessionKey ?? ctx?.sessionKey;
       const kind = sessionKindOf(sessionKey, flushRuns.triggerOf(sessionKey));
       if (kind !== "interactive") {
         // memoryd's rule for flush (docs/provenance.md): cron, heartbeat and sub-agent runs

@@ -6,7 +6,8 @@
 import http from "node:http";
 
 /**
- * @param {{ tool: string, args: Record<string, unknown>, answer: string }} script
+ * @param {{ tool: string, args: Record<string, unknown>, answer: string, route?: (request: any) => any }} script
+ *   `route`: a reply message of its own for a request (an OpenClaw flush or compaction turn), or null
  */
 export async function startFakeModel(script) {
   /** @type {any[]} */
@@ -27,14 +28,17 @@ export async function startFakeModel(script) {
       requests.push(request);
       const messages = Array.isArray(request.messages) ? request.messages : [];
       const toolDone = messages.some((/** @type {any} */ m) => m.role === "tool");
-      const message = toolDone
+      const routed = script.route?.(request) ?? null;
+      const message = routed
+        ? routed
+        : toolDone
         ? { role: "assistant", content: script.answer }
         : {
             role: "assistant",
             content: null,
             tool_calls: [{ id: "call_1", type: "function", function: { name: script.tool, arguments: JSON.stringify(script.args) } }],
           };
-      const finish = toolDone ? "stop" : "tool_calls";
+      const finish = message.tool_calls ? "tool_calls" : "stop";
       if (request.stream) stream(res, message, finish);
       else
         json(res, {

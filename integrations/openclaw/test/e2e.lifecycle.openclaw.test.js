@@ -1,0 +1,257 @@
+// End to end with the real, pinned `openclaw`, for what the first e2e test does not reach:
+// - a session OpenClaw deleted through its Gateway (`openclaw sessions delete`) leaves its rows
+//   for `session_transcript_archives`; memoryd, registered afterwards, copies it from there and
+//   finds its words as a session hit of agent main;
+// - OpenClaw's own pre-compaction memory flush, driven by a real `openclaw agent --local` turn
+//   whose transcript crosses the compaction settings: the flush turn's write goes through the
+//   plugin to memoryd's `append` (searchable at once, recorded with the session).
+// Runs when OPENCLAW_BIN points at the openclaw executable (CI installs it).
+
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { MemorydClient } from "../src/client.js";
+import { localDateStamp } from "../src/flush.js";
+import { pythonForMemoryd, startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { startFakeModel } from "./fake-model.js";
+
+const OPENCLAW = process.env.OPENCLAW_BIN;
+const PLUGIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const TOKEN = "e2e-gateway-token";
+const ARCHIVED = "The deploy freeze word is 蜂鸟, said in a session deleted later.";
+const FLUSHED = "- The pager rotation moves to Tuesdays (flushed before compaction).";
+
+/** @type {Awaited<ReturnType<typeof startDaemon>>} */
+let daemon;
+/** @type {Awaited<ReturnType<typeof startFakeModel>>} */
+let model;
+let home = "";
+let workspace = "";
+/** @type {Record<string, string>} */
+let env = {};
+
+before(async () => {
+  if (!OPENCLAW) return;
+  daemon = await startDaemon({ config: "[index]\nsessions = true\n" });
+  home = tempDir("ochome");
+  workspace = path.join(home, "workspace");
+  writeFiles(workspace, { "MEMORY.md": "# Memory\n\n- The team meets on Mondays.\n" });
+  model = await startFakeModel({ tool: "", args: {}, answer: "", route: reply });
+  env = { HOME: home, OPENCLAW_GATEWAY_TOKEN: TOKEN, OPENCLAW_GATEWAY_PORT: String(await freePort()) };
+  const config = {
+    models: { mode: "merge", providers: { fake: provider(model.baseUrl) } },
+    agents: {
+      defaults: {
+        model: { primary: "fake/fake-model" },
+        workspace,
+      },
+    },
+  };
+  fs.mkdirSync(path.join(home, ".openclaw"), { recursive: true });
+  fs.writeFileSync(path.join(home, ".openclaw", "openclaw.json"), JSON.stringify(config, null, 2));
+});
+
+after(async () => {
+  if (!OPENCLAW) return;
+  await model.close();
+  await daemon.stop();
+  daemon.remove();
+  fs.rmSync(home, { recursive: true, force: true });
+});
+
+/**
+ * The fake model's answers: the flush turn writes its note to today's daily file, the
+ * compaction's summary request gets a summary, any other turn a short answer.
+ * @param {any} request
+ */
+function reply(request) {
+  const text = JSON.stringify(request.messages ?? []);
+  const tools = (request.tools ?? []).map((/** @type {any} */ t) => t.function?.name);
+  if (text.includes("Pre-compaction memory flush")) {
+    if ((request.messages ?? []).some((/** @type {any} */ m) => m.role === "tool")) return { role: "assistant", content: "NO_REPLY" };
+    const args = { path: `memory/${localDateStamp(Date.now())}.md`, content: `${FLUSHED}\n` };
+    const call = tools.includes("write") ? { name: "write", arguments: JSON.stringify(args) } : { name: "tool_call", arguments: JSON.stringify({ id: "write", args }) };
+    return { role: "assistant", content: null, tool_calls: [{ id: "call_flush", type: "function", function: call }] };
+  }
+  if (tools.length === 0) return { role: "assistant", content: "## Summary\n\n- A short conversation about deploys." };
+  return { role: "assistant", content: "Noted." };
+}
+
+/** @param {string} baseUrl */
+function provider(baseUrl) {
+  const model = { id: "fake-model", name: "Fake", api: "openai-completions", reasoning: false, input: ["text"], cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, contextWindow: 128000, maxTokens: 4096 };
+  return { baseUrl, apiKey: "not-a-real-key", api: "openai-completions", models: [model] };
+}
+
+test("a session OpenClaw's Gateway deleted is read from its archive", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+  const gateway = await startGateway();
+  let deleted;
+  try {
+    const turn = await run(/** @type {string} */ (OPENCLAW), ["agent", "--agent", "main", "--session-key", "agent:main:scratch", "--message", ARCHIVED, "--json", "--timeout", "120"], env);
+    assert.equal(turn.code, 0, `${turn.out}\n${turn.err}`);
+    deleted = await run(/** @type {string} */ (OPENCLAW), ["sessions", "delete", "agent:main:scratch", "--yes", "--json"], env);
+  } finally {
+    await gateway.stop();
+  }
+  assert.equal(deleted.code, 0, `${deleted.out}\n${deleted.err}`);
+  const store = path.join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite");
+  const archives = await query(store, "SELECT session_id, reason, encoding FROM session_transcript_archives");
+  assert.equal(archives.length, 1, JSON.stringify(archives));
+  const sessionId = String(archives[0].session_id);
+  assert.equal(archives[0].reason, "deleted");
+  assert.deepEqual(await query(store, "SELECT seq FROM transcript_events WHERE session_id = ?", sessionId), []);
+
+  // memoryd learns of this OpenClaw home only now: the session exists only as an archive.
+  const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW), "--plugin", PLUGIN_DIR], env);
+  assert.equal(setup.code, 0, `${setup.out}\n${setup.err}`);
+  const client = new MemorydClient({ socket: daemon.socket });
+  try {
+    const hit = await poll(async () => {
+      const r = await client.search({ query: "蜂鸟", workspace: "openclaw", sources: ["sessions"], min_score: 0 });
+      return r.results.find((/** @type {any} */ h) => h.path === `sessions/openclaw/main/${sessionId}.jsonl`);
+    });
+    assert.ok(hit, "the deleted session never became a session hit");
+    const status = await client.call("status", { workspace: "openclaw" });
+    const report = status.workspaces[0].openclaw.stores.find((/** @type {any} */ s) => s.agent === "main");
+    assert.ok(report, JSON.stringify(status.workspaces[0].openclaw));
+  } finally {
+    client.close();
+  }
+});
+
+test("OpenClaw's pre-compaction flush writes through memoryd's append", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+  // Compact before the next turn once the transcript holds anything, and flush first.
+  const configPath = path.join(home, ".openclaw", "openclaw.json");
+  const config = JSON.parse(fs.readFileSync(configPath, "utf8"));
+  config.agents.defaults.compaction = { maxActiveTranscriptBytes: 1, memoryFlush: { forceFlushTranscriptBytes: 1 } };
+  fs.writeFileSync(configPath, JSON.stringify(config, null, 2));
+  const first = await run(/** @type {string} */ (OPENCLAW), ["agent", "--local", "--agent", "main", "--message", "We talked about the pager.", "--json", "--timeout", "120"], env);
+  assert.equal(first.code, 0, `${first.out}\n${first.err}`);
+  const flushesBefore = model.requests.filter((r) => JSON.stringify(r.messages).includes("Pre-compaction memory flush")).length;
+  // The transcript now crosses maxActiveTranscriptBytes: this turn compacts first, and flushes before that.
+  const second = await run(/** @type {string} */ (OPENCLAW), ["agent", "--local", "--agent", "main", "--message", "And what else?", "--json", "--timeout", "120"], env);
+  assert.equal(second.code, 0, `${second.out}\n${second.err}`);
+  const flushes = model.requests.filter((r) => JSON.stringify(r.messages).includes("Pre-compaction memory flush"));
+  assert.ok(flushes.length > flushesBefore, `OpenClaw ran no flush turn\n${second.err.slice(-3000)}`);
+
+  const store = path.join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite");
+  const [main] = await query(store, "SELECT current_session_id FROM session_nodes WHERE session_key = 'agent:main:main'");
+  const sessionId = String(main.current_session_id);
+  const client = new MemorydClient({ socket: daemon.socket });
+  try {
+    // Read-your-writes: searchable as soon as the turn is over, no wait for a watcher.
+    const r = await client.call("search", { query: "pager rotation Tuesdays", workspace: "openclaw", sources: ["memory"], min_score: 0 });
+    const hit = r.results.find((/** @type {any} */ h) => h.snippet.includes("flushed before compaction"));
+    assert.ok(hit, JSON.stringify(r.results));
+    assert.equal(hit.path, `memory/${localDateStamp(Date.now())}.md`);
+    assert.equal(hit.origin, "agent", JSON.stringify(hit));
+    assert.equal(hit.session_id, sessionId, JSON.stringify(hit));
+  } finally {
+    client.close();
+  }
+  const daily = fs.readFileSync(path.join(workspace, "memory", `${localDateStamp(Date.now())}.md`), "utf8");
+  assert.match(daily, new RegExp(`## Session notes \\(${sessionId}`));
+  assert.equal(daily.split("flushed before compaction").length, 2, daily); // once: OpenClaw's own write was blocked
+});
+
+/** A Gateway for the test's OpenClaw home, up when it accepts connections. */
+async function startGateway() {
+  const child = spawn(/** @type {string} */ (OPENCLAW), ["gateway", "run", "--port", env.OPENCLAW_GATEWAY_PORT, "--auth", "token", "--bind", "loopback", "--allow-unconfigured"], {
+    env: { ...process.env, ...env },
+    cwd: workspace,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let log = "";
+  child.stdout?.on("data", (c) => (log += c));
+  child.stderr?.on("data", (c) => (log += c));
+  const deadline = Date.now() + 120_000;
+  while (!(await connects(Number(env.OPENCLAW_GATEWAY_PORT)))) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`the Gateway did not start\n${log}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once("exit", r));
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** @param {number} port */
+function connects(port) {
+  return new Promise((resolve) => {
+    const c = net.createConnection({ port, host: "127.0.0.1" });
+    c.once("connect", () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.once("error", () => resolve(false));
+  });
+}
+
+async function freePort() {
+  const server = net.createServer();
+  await new Promise((r) => server.listen(0, "127.0.0.1", () => r(null)));
+  const port = /** @type {import("node:net").AddressInfo} */ (server.address()).port;
+  await new Promise((r) => server.close(() => r(null)));
+  return port;
+}
+
+/**
+ * @template T
+ * @param {() => Promise<T | undefined>} probe
+ * @returns {Promise<T | undefined>}
+ */
+async function poll(probe) {
+  for (let i = 0; i < 150; i++) {
+    const got = await probe();
+    if (got) return got;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return undefined;
+}
+
+/**
+ * Rows of OpenClaw's store, read-only as memoryd reads it.
+ * @param {string} file @param {string} sql @param {...string} args
+ * @returns {Promise<Record<string, unknown>[]>}
+ */
+async function query(file, sql, ...args) {
+  const { DatabaseSync } = await import("node:sqlite"); // Node 24, as openclaw needs
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return /** @type {Record<string, unknown>[]} */ (db.prepare(sql).all(...args));
+  } finally {
+    db.close();
+  }
+}
+
+/** memctl from the repository's venv (beside the python the daemon runs from). */
+function memctl() {
+  return path.join(path.dirname(pythonForMemoryd()), "memctl");
+}
+
+/**
+ * @param {string} command
+ * @param {string[]} args
+ * @param {Record<string, string>} extra
+ * @returns {Promise<{ code: number | null, out: string, err: string }>}
+ */
+function run(command, args, extra) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: { ...process.env, ...extra }, cwd: workspace });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (err += c));
+    child.on("close", (code) => resolve({ code, out, err }));
+  });
+}
