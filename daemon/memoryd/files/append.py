@@ -257,7 +257,7 @@ class Appender:
                     if not found.duplicate:
                         record = _recorder(root, rel, found.text, provenance, via)
                         start, end, size = self._append_to(
-                            opened.fd, rel, found.text, heading, max_file_bytes, record
+                            opened.fd, rel, found.text, heading, max_file_bytes, record, data
                         )
             except BaseException:
                 os.close(opened.fd)
@@ -291,9 +291,11 @@ class Appender:
         heading: str | None,
         max_file_bytes: int,
         before_write: Callable[[], None] | None = None,
+        read: bytes | None = None,
     ) -> tuple[int, int, int]:
         """Append to open daily file ``fd``: (start line, end line, bytes added).
-        ``before_write``: once the block is known to fit, just before it is written."""
+        ``before_write``: once the block is known to fit, just before it is written.
+        ``read``: the file's bytes as just read under its lock (not read again)."""
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise InvalidParams(f"{rel} is not a regular file", {"path": rel})
@@ -306,7 +308,9 @@ class Appender:
         # Read through the descriptor we write with: the same inode, whatever renames.
         # A concurrent external append between this read and our write only shifts
         # where our block lands; the line range is computed from where it did land.
-        existing = read_all(fd, st.st_size)
+        existing = (
+            read if read is not None and len(read) == st.st_size else read_all(fd, st.st_size)
+        )
         suffix, _, _ = build_suffix(existing, text, heading)
         if len(existing) + len(suffix) > max_file_bytes:
             raise TooLarge(
