@@ -13,8 +13,8 @@ the file and is masked in what the daemon answers (snippets, recall, ``get`` unl
 
 Cost: a text is first matched against one cheap pattern (a long token-like run, a keyword,
 ``://...@``, ``PRIVATE KEY``); prose without any goes back untouched after that one scan.
-The detectors load on the first text that passes it (detect-secrets takes ~0.1 s to import,
-which a daemon's start-up need not pay).
+The detectors load on the first text that passes it, read from detect-secrets by a child
+process (secret_rules.py: importing the library in the daemon would keep +16 MB for good).
 """
 
 from __future__ import annotations
@@ -23,9 +23,10 @@ import functools
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
+
+from memoryd import secret_rules
 
 __all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "redact"]
 
@@ -101,38 +102,12 @@ def _kind(secret_type: str) -> str:
 @functools.cache
 def _detectors() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
     """(kind, patterns) of detect-secrets' regex detectors, loaded once, on first use."""
-    # Imported here, not at the top: ~0.1 s that the daemon's start need not pay.
-    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-    from detect_secrets.plugins.base import RegexBasedDetector
-
-    found = []
-    mapping: dict[str, type] = get_mapping_from_secret_type_to_class()
-    for secret_type, cls in sorted(mapping.items()):
-        if not issubclass(cls, RegexBasedDetector) or cls.__name__ in _SKIPPED_DETECTORS:
-            continue
-        if cls.__name__ == "PrivateKeyDetector":
-            continue  # a key spans lines: _PRIVATE_KEY takes the whole block
-        denylist: Iterable[object] = getattr(cls, "denylist", ())  # a list on each class
-        patterns = tuple(p for p in denylist if isinstance(p, re.Pattern))
-        found.append((_kind(secret_type), patterns))
-    return tuple(found)
-
-
-@functools.cache
-def _filters() -> tuple[object, ...]:
-    from detect_secrets.filters import heuristic
-
-    return (
-        heuristic.is_sequential_string,
-        heuristic.is_potential_uuid,
-        heuristic.is_templated_secret,
-        heuristic.is_prefixed_with_dollar_sign,
+    return tuple(
+        (_kind(secret_type), patterns)
+        for secret_type, name, patterns in secret_rules.detectors()
+        # a private key spans lines: _PRIVATE_KEY takes the whole block
+        if name not in _SKIPPED_DETECTORS and name != "PrivateKeyDetector"
     )
-
-
-def _filtered(value: str) -> bool:
-    """detect-secrets' heuristics: a sequence, a UUID, a ``${template}``, a ``$VAR``."""
-    return any(f(value) for f in _filters())  # type: ignore[operator]
 
 
 def entropy(value: str) -> float:
@@ -145,7 +120,7 @@ def entropy(value: str) -> float:
 
 def _secret_like(value: str) -> bool:
     """A keyword's value that reads as a secret: long enough, not a plain word, varied."""
-    if len(value) < MIN_VALUE_CHARS or _filtered(value):
+    if len(value) < MIN_VALUE_CHARS or secret_rules.filtered(value):
         return False
     if value.isalpha() and (value.islower() or value.istitle()):
         return False  # "password: forgotten", "token was Expired"
@@ -157,7 +132,7 @@ def _secret_like(value: str) -> bool:
 def _random_run(value: str) -> bool:
     """A long base64-like run with no keyword near it: only a high-entropy, mixed one (a
     hex hash, a path or a long word stays)."""
-    if entropy(value) < ENTROPY_LIMIT or _filtered(value):
+    if entropy(value) < ENTROPY_LIMIT or secret_rules.filtered(value):
         return False
     kinds = (
         any(c.isupper() for c in value),
