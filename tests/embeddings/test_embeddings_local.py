@@ -157,3 +157,24 @@ def test_lone_surrogates_are_embedded_as_replacement_characters(local: LocalProv
     lone, replaced = local.embed(["\ud800 tea", "\ufffd tea"])
     assert np.allclose(lone, replaced)
     assert np.allclose(local.embed(["\U0001f600 tea"]), local.embed(["\ud83d\ude00 tea"]))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("max_tokens", [2, 8, 256])
+def test_the_bundled_model_reads_the_tokens_a_truncating_tokenizer_gives(max_tokens: int) -> None:
+    from tokenizers import Tokenizer
+
+    from memoryd.embeddings.tokenizer import TOKENIZER_FILE
+
+    truncating = Tokenizer.from_file(str(TOKENIZER_FILE))
+    truncating.no_padding()
+    truncating.enable_truncation(max_length=max_tokens)
+    words = "the kayak trip on Sunday, then taxes (April) and unbelievably long words; "
+    texts = ["", "x", "hello world", words * 3, words * 40, "数据库 备份 " * 100]
+    provider = LocalProvider(threads=1, max_tokens=max_tokens)
+    try:
+        got = provider._token_ids(texts)
+    finally:
+        provider.close()
+    assert got == [e.ids for e in truncating.encode_batch(texts)]
+    assert any(len(ids) == max_tokens for ids in got)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tokenizers import Encoding, Tokenizer
+from tokenizers import Tokenizer
 
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.model_folder import (
@@ -168,10 +168,10 @@ class LocalProvider:
             self._plan = GraphPlan(
                 ("input_ids", "attention_mask", "token_type_ids"), "last_hidden_state", False
             )
-            # A copy: the shared tokenizer is used untruncated by the chunker to count tokens.
-            tok = Tokenizer.from_str(load_tokenizer().to_str())
-            tok.enable_truncation(max_length=self.max_tokens)
-            self._tok, self._pad = tok, 0
+            # The chunker's own tokenizer (untruncated, let go after a minute unused), cut
+            # here: a truncating copy of it held ~9 MB for as long as the daemon ran.
+            self._tok: Tokenizer | None = None
+            self._pad = 0
             self._dims = DIMS
             return
         files = find_files(folder)
@@ -220,9 +220,8 @@ class LocalProvider:
     def _embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.empty((0, self._dims), dtype=np.float32)
-        # tokenizers refuses str with lone surrogates (Python strings can hold them): U+FFFD.
-        encodings = self._tok.encode_batch([_well_formed(t) for t in texts])
-        lengths = [len(e.ids) for e in encodings]
+        encodings = self._token_ids(texts)
+        lengths = [len(ids) for ids in encodings]
         out: Vectors | None = None
         for rows in plan_batches(lengths, self.batch_size, self.max_batch_tokens):
             vecs = self._run([encodings[i] for i in rows])
@@ -236,16 +235,28 @@ class LocalProvider:
         assert out is not None
         return out
 
-    def _run(self, batch: list[Encoding]) -> Vectors:
+    def _token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        # tokenizers refuses str with lone surrogates (Python strings can hold them): U+FFFD.
+        texts = [_well_formed(t) for t in texts]
+        if self._tok is not None:
+            return [e.ids for e in self._tok.encode_batch(texts)]
+        limit = self.max_tokens
+        # What truncation at ``limit`` gives: [CLS], the first limit - 2 tokens, [SEP].
+        return [
+            ids if len(ids) <= limit else ids[: limit - 1] + ids[-1:]
+            for ids in (e.ids for e in load_tokenizer().encode_batch(texts))
+        ]
+
+    def _run(self, batch: list[list[int]]) -> Vectors:
         session = self._session
         if session is None:
             raise EmbeddingError("the local embedding provider is closed")
-        width = max(len(e.ids) for e in batch)
+        width = max(len(token_ids) for token_ids in batch)
         ids = np.full((len(batch), width), self._pad, dtype=np.int64)
         mask = np.zeros((len(batch), width), dtype=np.int64)
-        for row, enc in enumerate(batch):
-            ids[row, : len(enc.ids)] = enc.ids
-            mask[row, : len(enc.ids)] = 1
+        for row, token_ids in enumerate(batch):
+            ids[row, : len(token_ids)] = token_ids
+            mask[row, : len(token_ids)] = 1
         given = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         feeds = {name: given[name] for name in self._plan.inputs}
         try:
