@@ -28,6 +28,7 @@ from memoryd.index.store import CacheKey, PendingChunk
 from memoryd.index.types import SyncProgress
 from memoryd.index.vectors.windows import vector_windows
 from memoryd.runtime.config import EmbeddingConfig
+from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.priority import lower_this_thread
 from memoryd_client.rate import Rate
@@ -121,10 +122,14 @@ class Embedder:
                 self._running = False
 
     def _loop(self) -> None:
+        embedded = False
         try:
             while not self._closed:
                 if not self._batch():
                     break
+                embedded = True
+            if embedded:  # a burst of model runs and tokenizing ends: its free pages go back
+                release_free_memory()
         except IndexUnavailable:  # damaged, being rebuilt: the rebuild's sync kicks us again
             pass
         except Exception as exc:  # never silent: the future of this loop is not awaited
