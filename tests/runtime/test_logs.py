@@ -8,6 +8,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +48,22 @@ def test_json_lines_when_not_a_tty_with_secrets_masked(restore_logging: None) ->
     assert lines[0]["component"] == "memoryd.test" and lines[0]["method"] == "search"
     assert lines[0]["api_key"] == "***"
     assert "abcdefghijklmnop" not in out.getvalue() and "1234567890" not in out.getvalue()
+
+
+def test_an_ordinary_line_never_loads_the_secret_detectors() -> None:
+    """The timestamp (a long run with digits) is the log's own: it used to send every line,
+    the first one at start among them, through detect-secrets' detectors."""
+    script = (
+        "import io\n"
+        "from memoryd import secret_rules\n"
+        "from memoryd.runtime.logs import configure_logging, get_logger\n"
+        "configure_logging('info', stream=io.StringIO(), json=True)\n"
+        "get_logger('memoryd.test').info('startup', socket='/run/memoryd.sock', pid=4242)\n"
+        "print(secret_rules.detectors.cache_info().currsize)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
 
 
 def test_console_format_on_a_tty(restore_logging: None) -> None:

@@ -37,6 +37,11 @@ _SECRET_KEY = re.compile(
 _SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{6,}|(Bearer\s+)\S{8,}")
 
 
+# Fields the processors before _redact wrote themselves: never a secret. (The timestamp, a
+# long run with digits, sent every line through the secret detectors.)
+_OURS: Final = frozenset({"timestamp", "level"})
+
+
 class _StderrLogger:
     """Writes each rendered event to the *current* ``sys.stderr`` (tests swap it per test)."""
 
@@ -70,6 +75,8 @@ def _secret_key(key: str) -> bool:
 
 def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for key, value in event.items():
+        if key in _OURS:
+            continue
         if isinstance(value, str):
             if _secret_key(key) and value:
                 event[key] = "***"
