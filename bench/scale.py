@@ -99,16 +99,29 @@ def fake_openai(dims: int = DIMS) -> Iterator[str]:
 # ---------------------------------------------------------------------- the code under test
 
 
+def compile_code(root: Path) -> None:
+    """Bytecode for ``root``'s daemon and client, as an install has it: a start that
+    compiles its modules from source (PYTHONDONTWRITEBYTECODE, a fresh worktree) measures
+    the compiler, more so for the larger code."""
+    folders = [str(root / "daemon"), str(root / "client")]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True)
+
+
 @contextlib.contextmanager
-def code_at(rev: str | None, tmp: Path) -> Iterator[dict[str, str]]:
-    """Environment for a daemon running the code of ``rev`` (None: this tree)."""
+def code_at(rev: str | None, tmp: Path, compiled: bool = False) -> Iterator[dict[str, str]]:
+    """Environment for a daemon running the code of ``rev`` (None: this tree); with
+    ``compiled``, its bytecode written first (compile_code)."""
     if rev is None:
+        if compiled:
+            compile_code(REPO)
         yield {}
         return
     where = tmp / f"code-{rev.replace('/', '_')}"
     subprocess.run(
         ["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(where), rev], check=True
     )
+    if compiled:
+        compile_code(where)
     try:
         yield {"PYTHONPATH": f"{where / 'daemon'}{os.pathsep}{where / 'client'}"}
     finally:
@@ -599,7 +612,9 @@ def main() -> None:
     codes = ([(args.baseline, args.baseline)] if args.baseline else []) + [("this", None)]
     try:
         with contextlib.ExitStack() as stack:
-            envs = {name: stack.enter_context(code_at(rev, tmp)) for name, rev in codes}
+            envs = {
+                name: stack.enter_context(code_at(rev, tmp, compiled=True)) for name, rev in codes
+            }
             url = stack.enter_context(fake_openai())
             for size in sizes:
                 root = corpus / f"{args.corpus}{size}"

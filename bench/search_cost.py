@@ -257,7 +257,9 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     codes = ([(args.baseline, args.baseline)] if args.baseline else []) + [("this", None)]
     with _tmpdir() as tmp, contextlib.ExitStack() as stack:
-        envs = {label: stack.enter_context(code_at(rev, tmp)) for label, rev in codes}
+        envs = {
+            label: stack.enter_context(code_at(rev, tmp, compiled=True)) for label, rev in codes
+        }
         make_workspace(tmp / "w1001", FILES_1001, 1)
         for i in range(rounds):
             log(f"round {i + 1} of {rounds}")

@@ -16,7 +16,8 @@ measures from the spawn:
 
 ``--baseline REV`` runs the same with the code of git revision REV first (bench/scale.py's
 detached worktree), both on the same index copies; medians and ratios are printed with the
-load average. Timings include the client's own connect and Python start of the daemon.
+load average. Timings include the client's own connect and Python start of the daemon; both
+codes run from bytecode written before (bench/scale.py's compile_code), as an install does.
 """
 
 from __future__ import annotations
@@ -76,7 +77,9 @@ def run(args: argparse.Namespace, tmp: Path) -> list[dict[str, Any]]:
     codes = ([(args.baseline, args.baseline)] if args.baseline else []) + [("this", None)]
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(fake_openai())
-        envs = {label: stack.enter_context(code_at(rev, tmp)) for label, rev in codes}
+        envs = {
+            label: stack.enter_context(code_at(rev, tmp, compiled=True)) for label, rev in codes
+        }
         for provider in PROVIDERS:
             home = tmp / f"h-{provider}"
             shutil.copytree(args.workspace, tmp / f"h-{provider}-ws")
