@@ -226,20 +226,10 @@ class Appender:
         layout = Layout(root)
         rel = daily_rel(date)
         for _ in range(MAX_ATTEMPTS):
-            try:
-                # Beneath the root, links inside it followed: a memory/ or daily-file link
-                # leading out is refused before anything is made.
-                opened = layout.open_memory(rel, _FLAGS, 0o666, make_dirs=True)
-            except FileExistsError:  # created by another writer meanwhile: append to theirs
+            got = _open_day(layout, rel)
+            if got is None:  # created by another writer meanwhile: append to theirs
                 continue
-            except OSError as exc:
-                if exc.errno in _NO_SPACE:
-                    raise DiskFull(
-                        f"the disk is full: could not create {rel} "
-                        f"({os.strerror(exc.errno)}); nothing was written",
-                        {"path": rel},
-                    ) from None
-                raise
+            opened = got
             real = root / opened.rel
             try:
                 with self.lock_for(real):
@@ -380,6 +370,24 @@ def _recorder(
             ) from None
 
     return record
+
+
+def _open_day(layout: Layout, rel: str) -> Opened | None:
+    """The day's note opened for appending (made when missing), beneath the root, links
+    inside it followed: a memory/ or daily-file link leading out is refused before anything
+    is made. None when another writer created it meanwhile (open again)."""
+    try:
+        return layout.open_memory(rel, _FLAGS, 0o666, make_dirs=True)
+    except FileExistsError:
+        return None
+    except OSError as exc:
+        if exc.errno in _NO_SPACE:
+            raise DiskFull(
+                f"the disk is full: could not create {rel} "
+                f"({os.strerror(exc.errno)}); nothing was written",
+                {"path": rel},
+            ) from None
+        raise
 
 
 def _as_now(layout: Layout, opened: Opened) -> Opened | None:
