@@ -292,3 +292,49 @@ def test_a_session_flush_took_notes_of_is_not_summarised_again(
     assert len(openai_server.requests_to("chat")) == calls
     daily = (harness.root / DAILY).read_text()
     assert "## Session notes (s1, lines 1-3)" in daily and "Session summary" not in daily
+
+
+def add_openclaw_copy(h: JobHarness, sid: str) -> Path:
+    """OpenClaw's session as the copying writes it: sessions/openclaw/<agent>/<id>.jsonl."""
+    path = h.write(
+        f"sessions/openclaw/main/{sid}.jsonl",
+        transcript(
+            sid,
+            [("user", "should we adopt the kiwi protocol?"), ("assistant", "yes")],
+            NOW - dt.timedelta(hours=2),
+        ),
+    )
+    set_mtime(path, NOW - dt.timedelta(hours=1))
+    return path
+
+
+def test_an_openclaw_session_is_summarised_once_unless_its_flush_took_notes(
+    harness: JobHarness, openai_server: FakeOpenAIServer
+) -> None:
+    from memoryd.files.provenance import Provenance
+
+    add_openclaw_copy(harness, "oc-1")
+    add_openclaw_copy(harness, "oc-2")
+    # oc-2's notes came through OpenClaw's flush (the plugin's append names the session)
+    harness.appender.append(
+        harness.root,
+        "- The kiwi protocol is adopted.",
+        NOW.date(),
+        "Session notes (oc-2)",
+        provenance=Provenance("agent", "oc-2", "interactive"),
+    )
+    openai_server.respond_chat(SUMMARY)
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    assert record.report["summarised"] == [
+        {"session": "sessions/openclaw/main/oc-1.jsonl", "into": DAILY}
+    ]
+    assert record.report["left_alone"] == [
+        {
+            "session": "sessions/openclaw/main/oc-2.jsonl",
+            "reason": "notes of the session are in memory already (a flush took them)",
+        }
+    ]
+    again = harness.run("fallback_summary")
+    assert again.status == "ok" and again.report["handled_before"] == 2
+    assert (harness.root / DAILY).read_text().count("## Session summary (oc-1)") == 1

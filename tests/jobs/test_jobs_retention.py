@@ -159,3 +159,51 @@ def test_moving_a_daily_file_waits_for_an_append_in_progress(harness: JobHarness
     ]
     assert old.read_text() == "- the axolotl decision\n\n- a late note\n"
     assert not moved.exists()
+
+
+class _Marks:
+    def __init__(self) -> None:
+        self.seqs: dict[str, int] = {}
+
+    def of(self, store: Path) -> dict[str, int]:
+        return dict(self.seqs)
+
+    def set(self, store: Path, session: str, seq: int) -> None:
+        self.seqs[session] = seq
+
+
+@pytest.mark.parametrize("marks_kept", [True, False], ids=["marks", "rebuilt-state"])
+def test_openclaws_old_copies_are_archived_and_never_copied_again(
+    harness: JobHarness, index: WorkspaceIndex, tmp_path: Path, marks_kept: bool
+) -> None:
+    from fakes.openclaw_store import add_events, create_store, message, store_path
+    from memoryd.files.openclaw_mirror import mirror_store
+
+    store = store_path(tmp_path / "oc")
+    oc = create_store(store)
+    sid = "d6008abf-6cb5-4cf1-bf7a-b0193b78f8ec"
+    add_events(oc, sid, [{"type": "session", "id": sid}, message("user", "the wombat plan")])
+    add_events(oc, "live", [message("user", "the quokka plan")])
+    marks = _Marks()
+    mirror_store(store, harness.root, marks)
+    copy = harness.root / f"sessions/openclaw/main/{sid}.jsonl"
+    live = harness.root / "sessions/openclaw/main/live.jsonl"
+    original = copy.read_bytes()
+    set_mtime(copy, OLD)
+    set_mtime(live, RECENT)
+    index.sync()
+    assert search(index, "wombat", sources=("sessions",)).results
+
+    record = harness.run("retention")
+    assert record.status == "ok", record.message
+    archive = harness.root / f"sessions/archive/2025-01/openclaw/main/{sid}.jsonl.gz"
+    assert gzip.decompress(archive.read_bytes()) == original
+    assert not copy.exists() and live.exists() and record.report["archived"] == 1
+    assert not search(index, "wombat", sources=("sessions",)).results
+    assert search(index, "quokka", sources=("sessions",)).results
+
+    # OpenClaw writes on in the old session: only the new row is copied, into a new copy
+    add_events(oc, sid, [message("user", "the numbat follow-up")])
+    mirror_store(store, harness.root, marks if marks_kept else _Marks())
+    assert copy.read_bytes().count(b"\n") == 1 and b"numbat" in copy.read_bytes()
+    assert b"wombat" not in copy.read_bytes()

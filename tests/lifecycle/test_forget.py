@@ -4,6 +4,7 @@ session is never flushed again."""
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import time
@@ -130,11 +131,23 @@ def test_forget_a_session_removes_its_lines_sections_and_transcript_and_flush_re
     (workspace / "sessions").mkdir()
     transcript = workspace / "sessions" / "s-9.jsonl"
     transcript.write_text(json.dumps({"type": "session", "id": "s-9"}) + "\n")
+    # what retention archived of it earlier, its own and OpenClaw's copy; another session's
+    archived = [
+        "sessions/archive/2025-01/s-9.jsonl.gz",
+        "sessions/archive/2025-02/s-9.jsonl.2.gz",
+        "sessions/archive/2025-01/openclaw/main/s-9.jsonl.gz",
+    ]
+    other_archive = workspace / "sessions/archive/2025-01/s-90.jsonl.gz"
+    for rel in [*archived, str(other_archive.relative_to(workspace))]:
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_bytes(gzip.compress(b'{"type": "session", "id": "s-9"}\n'))
     with MemoryClient(daemon.socket_path) as c:
         c.reindex(workspace="alice")
         done = c.forget(workspace="alice", session_id="s-9", purge=True)
     assert done.session_id == "s-9" and done.kept is None
     assert {r.path for r in done.removed} >= {DAY, "memory/2025-03-12.md", "sessions/s-9.jsonl"}
+    assert {r.path for r in done.removed} >= set(archived)
+    assert not any((workspace / rel).exists() for rel in archived) and other_archive.exists()
     day = (workspace / DAY).read_text()
     assert "Session notes (s-9" not in day and "Priya" not in day and "quarterly" not in day
     assert "## Later" in day and "- Dana owns the billing service." in day

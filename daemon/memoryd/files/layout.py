@@ -62,6 +62,24 @@ def transcripts_dir(root: Path) -> Path:
     return root / SESSIONS_DIR
 
 
+def transcript_dirs(root: Path) -> list[Path]:
+    """The folders whose ``*.jsonl`` are the workspace's transcripts: ``sessions/`` and
+    OpenClaw's copies, ``sessions/openclaw/<agent>/`` (real folders only, never links)."""
+    top = transcripts_dir(root)
+    out = [top]
+    copies = top / OPENCLAW_SESSIONS_DIR
+    if copies.is_dir() and not copies.is_symlink():
+        out += sorted(Path(e.path) for e in os.scandir(copies) if e.is_dir(follow_symlinks=False))
+    return out
+
+
+def transcript_archive_dir(root: Path, folder: Path, month: str) -> Path:
+    """Where retention keeps old transcripts of ``folder`` (one of ``transcript_dirs``):
+    ``sessions/archive/YYYY-MM/``, OpenClaw's copies under ``openclaw/<agent>/`` there."""
+    top = transcripts_dir(root)
+    return top / ARCHIVE_DIR / month / folder.relative_to(top)
+
+
 def display_name(rel: str) -> str:
     """``rel`` as it can be stored and sent: a name that is not valid UTF-8 (its bytes
     decoded with surrogate escapes) shows those bytes as ``\\xNN``."""

@@ -19,13 +19,17 @@ from the file: a copy that retention archived or someone deleted is not filled a
 old rows. A file is appended before its mark moves, so a crash between the two repeats a few
 events at worst, never loses one. A session with no mark but a copy (the state database was
 rebuilt from ``workspaces.json``) resumes after as many rows as the copy has lines, one line
-per row, instead of copying them all again.
+per row, counting the copies retention archived (``sessions/archive/YYYY-MM/openclaw/``) too,
+instead of copying them all again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import gzip
 import os
+import re
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +39,12 @@ from urllib.parse import quote
 import apsw
 
 from memoryd.files import openclaw_archives, openclaw_store
-from memoryd.files.layout import OPENCLAW_SESSIONS_DIR, SESSIONS_DIR, TRANSCRIPT_SUFFIX
+from memoryd.files.layout import (
+    ARCHIVE_DIR,
+    OPENCLAW_SESSIONS_DIR,
+    SESSIONS_DIR,
+    TRANSCRIPT_SUFFIX,
+)
 
 MAX_NAME_BYTES: Final = 200  # an encoded id longer than this is not copied (file name limits)
 
@@ -174,7 +183,7 @@ def _resume_point(
 ) -> int:
     """The seq after which a session without a mark goes on: the seq of the copy's last
     line (row N for N lines, rows in seq order), or -1 (everything) without a copy."""
-    lines = _count_lines(root / mirror_rel(agent, session))
+    lines = _copied_lines(root, agent, session)
     if lines == 0:
         return -1
     try:
@@ -193,11 +202,28 @@ def _resume_point(
     return seq
 
 
-def _count_lines(path: Path) -> int:
+def _copied_lines(root: Path, agent: str, session: str) -> int:
+    """The session's lines already copied: its copy's and those of the copies retention
+    archived (``sessions/archive/YYYY-MM/openclaw/<agent>/<session>.jsonl[.N].gz``)."""
+    rel = mirror_rel(agent, session)
+    name = rel.rsplit("/", 1)[1]
+    archived = re.compile(re.escape(name) + r"(\.\d+)?\.gz")
+    top = root / SESSIONS_DIR / ARCHIVE_DIR
+    total = _count_lines(root / rel, open)
+    for folder in top.glob(f"*/{OPENCLAW_SESSIONS_DIR}/{file_name(agent)}") if top.is_dir() else []:
+        for entry in os.scandir(folder):
+            if archived.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                total += _count_lines(Path(entry.path), gzip.open)
+    return total
+
+
+def _count_lines(path: Path, opener: Callable[..., Any]) -> int:
     try:
-        with path.open("rb") as f:
+        with opener(path, "rb") as f:
             return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
     except FileNotFoundError:
+        return 0
+    except (OSError, EOFError, zlib.error):  # a damaged archive: its lines are not known
         return 0
 
 
@@ -249,7 +275,7 @@ def _mirror_archive(
         report.skipped[session] = "the session id is too long for a file name"
         return
     copied = done.get(session)
-    have = copied + 1 if copied is not None else _count_lines(root / rel)
+    have = copied + 1 if copied is not None else _copied_lines(root, report.agent, session)
     path = root / rel
     n = 0
     try:

@@ -31,7 +31,7 @@ from memoryd.files.layout import (
     daily_path,
     daily_rel,
     display_name,
-    transcripts_dir,
+    transcript_dirs,
 )
 from memoryd.files.provenance import ledger_for
 from memoryd.files.transcripts import stream_transcript
@@ -151,6 +151,16 @@ def read_session(path: Path, layout: Layout, tz: dt.tzinfo, max_chars: int) -> S
     )
 
 
+def _transcripts(root: Path) -> list[Path]:
+    """The transcripts to look at: ``sessions/*.jsonl`` and OpenClaw's copies
+    (``sessions/openclaw/<agent>/*.jsonl``), regular files only."""
+    out: list[Path] = []
+    for folder in transcript_dirs(root):
+        found = sorted(folder.glob(f"*{TRANSCRIPT_SUFFIX}")) if folder.is_dir() else []
+        out += [p for p in found if p.is_file() and not p.is_symlink()]
+    return out
+
+
 def summary_budget(ctx: JobContext) -> tuple[int, int]:
     """(characters of one part, characters a run's calls can summarise): one call per part
     of the first round and one to merge, within llm.max_calls_per_run."""
@@ -167,6 +177,8 @@ def wrote_daily(ctx: JobContext, s: Session) -> str | None:
     flushed = ctx.history.flushed_lines(s.path)
     if flushed:
         return f"flush already took notes of it (lines 1-{flushed})"
+    if ledger_for(ctx.root).records_for_session(s.id):  # OpenClaw's flush, or flush by id
+        return "notes of the session are in memory already (a flush took them)"
     tz = ctx.now.tzinfo
     first = dt.datetime.fromtimestamp(s.start, tz).date()
     last = dt.datetime.fromtimestamp(s.end, tz).date()
@@ -235,10 +247,7 @@ def run(ctx: JobContext) -> JobResult:
     now = ctx.now.timestamp()
     counts = {"active": 0, "too_old": 0, "handled_before": 0}
     candidates: list[tuple[float, Path]] = []
-    folder = transcripts_dir(ctx.root)
-    for path in sorted(folder.glob(f"*{TRANSCRIPT_SUFFIX}")) if folder.is_dir() else []:
-        if not path.is_file():
-            continue
+    for path in _transcripts(ctx.root):
         mtime = path.stat().st_mtime
         idle = now - mtime
         if idle > opts.max_age_days * 86400:  # first: a stat is cheaper than a lookup

@@ -34,7 +34,7 @@ from memoryd.files.layout import (
     TRANSCRIPT_SUFFIX,
     Layout,
     archived_daily_dir,
-    transcripts_dir,
+    transcript_dirs,
 )
 from memoryd.files.reader import read_all
 from memoryd.files.transcripts import stream_transcript
@@ -217,11 +217,11 @@ def _daily_files(root: Path, day: dt.date) -> list[Path]:
 
 
 def _recent_transcripts(root: Path, since: float) -> list[Path]:
-    folder = transcripts_dir(root)
-    if not folder.is_dir():
-        return []
+    """Transcripts written since ``since``: ``sessions/`` and OpenClaw's copies."""
     found = [
         (p.stat().st_mtime, p)
+        for folder in transcript_dirs(root)
+        if folder.is_dir()
         for p in folder.glob(f"*{TRANSCRIPT_SUFFIX}")
         if p.is_file() and p.stat().st_mtime >= since
     ]

@@ -1,7 +1,10 @@
 """retention: old session transcripts are archived (gzip) or deleted; old daily files may move.
 
 A transcript whose last write is older than ``retention_days`` is compressed to
-``sessions/archive/YYYY-MM/<name>.gz`` (the month of its last write). The archive is
+``sessions/archive/YYYY-MM/<name>.gz`` (the month of its last write); OpenClaw's copies
+(``sessions/openclaw/<agent>/``) go to ``sessions/archive/YYYY-MM/openclaw/<agent>/``. The
+copying never fills an archived copy again: it goes on from its own mark (or, without one,
+after the lines of the copy and its archives), so new rows start a new, short copy. The archive is
 written to a temp file, made durable, decompressed and compared byte for byte with the
 original, and only then renamed into place; the original is removed only if it is still
 exactly the file that was read (same inode, size and mtime). A file written recently is
@@ -31,14 +34,14 @@ from typing import IO, Any, Final
 
 from memoryd.errors import MemorydError
 from memoryd.files.layout import (
-    ARCHIVE_DIR,
     DAY_RE,
     MEMORY_DIR,
     NOTE_SUFFIX,
     TRANSCRIPT_SUFFIX,
     Layout,
     archived_daily_dir,
-    transcripts_dir,
+    transcript_archive_dir,
+    transcript_dirs,
 )
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 
@@ -135,17 +138,17 @@ def _plan(ctx: JobContext, folders: _Folders) -> list[Action]:
     opts = ctx.config.jobs.retention
     now = ctx.now.timestamp()
     actions: list[Action] = []
-    folder = transcripts_dir(ctx.root)
-    for name, st in folders.files(folder, TRANSCRIPT_SUFFIX):
-        path = folder / name
-        if now - st.st_mtime <= opts.retention_days * DAY_S:
-            continue
-        if opts.action == "delete":
-            actions.append(Action("delete", path, None, st.st_size, _key(st)))
-            continue
-        month = dt.datetime.fromtimestamp(st.st_mtime, ctx.now.tzinfo).strftime("%Y-%m")
-        dest = folder / ARCHIVE_DIR / month / f"{path.name}.gz"
-        actions.append(Action("archive", path, dest, st.st_size, _key(st)))
+    for folder in transcript_dirs(ctx.root):  # sessions/ and OpenClaw's copies
+        for name, st in folders.files(folder, TRANSCRIPT_SUFFIX):
+            path = folder / name
+            if now - st.st_mtime <= opts.retention_days * DAY_S:
+                continue
+            if opts.action == "delete":
+                actions.append(Action("delete", path, None, st.st_size, _key(st)))
+                continue
+            month = dt.datetime.fromtimestamp(st.st_mtime, ctx.now.tzinfo).strftime("%Y-%m")
+            dest = transcript_archive_dir(ctx.root, folder, month) / f"{path.name}.gz"
+            actions.append(Action("archive", path, dest, st.st_size, _key(st)))
     if opts.daily_archive_days:
         actions += _plan_daily(ctx, folders, now, opts.daily_archive_days)
     return actions

@@ -26,6 +26,7 @@ from typing import Any, Final
 from memoryd.errors import InvalidParams, NotFound
 from memoryd.files.beneath import open_beneath
 from memoryd.files.layout import (
+    ARCHIVE_DIR,
     OPENCLAW_SESSIONS_DIR,
     SESSIONS_DIR,
     TRANSCRIPT_SUFFIX,
@@ -224,7 +225,26 @@ def _transcripts_of(
             left.append(path)
         elif inside.startswith(f"{SESSIONS_DIR}/"):
             found.add(inside)
+    names = {f"{session}{TRANSCRIPT_SUFFIX}", f"{file_name(session)}{TRANSCRIPT_SUFFIX}"}
+    found |= _archived(folder, names | {rel.rsplit("/", 1)[1] for rel in found})
     return sorted(found)
+
+
+def _archived(folder: Path, names: set[str]) -> set[str]:
+    """Retention's gzip archives of these transcripts (``sessions/archive/YYYY-MM/<name>.gz``,
+    ``<name>.N.gz``; OpenClaw's copies under ``openclaw/<agent>/`` there)."""
+    top = folder / ARCHIVE_DIR
+    pattern = re.compile("(?:" + "|".join(re.escape(n) for n in names) + r")(?:\.\d+)?\.gz")
+    out: set[str] = set()
+    if not top.is_dir() or top.is_symlink():
+        return out
+    for month in [*top.glob("*"), *top.glob(f"*/{OPENCLAW_SESSIONS_DIR}/*")]:
+        if month.is_symlink() or not month.is_dir():
+            continue
+        for entry in os.scandir(month):
+            if pattern.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                out.add(Path(entry.path).relative_to(folder.parent).as_posix())
+    return out
 
 
 def _names(layout: Layout, rel: str, session: str) -> bool:
