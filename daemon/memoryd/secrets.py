@@ -80,6 +80,9 @@ _NEEDS: Final = {
     "telegram_bot_token": (":",),
     "discord_bot_token": (".",),
 }
+# Snippets whose masked text is remembered: the same ones come back search after search,
+# and a verdict depends on the text alone (~1 KB each at most).
+SNIPPETS_KEPT: Final = 1024
 # detect-secrets' kinds that are not secrets (a public IP) or that ours replace.
 _SKIPPED_DETECTORS: Final = frozenset({"IPPublicDetector"})
 
@@ -247,12 +250,17 @@ def mask(text: str) -> str:
     return redact(text).text
 
 
+@functools.lru_cache(maxsize=SNIPPETS_KEPT)
+def _masked_snippet(snippet: str) -> str:
+    return mask(snippet)
+
+
 def mask_snippets(answer: dict[str, Any]) -> dict[str, Any]:
     """A search answer with the secrets in its hits' snippets masked (in place)."""
     for hit in answer.get("results", ()):
         snippet = hit.get("snippet")
         if isinstance(snippet, str):
-            hit["snippet"] = mask(snippet)
+            hit["snippet"] = _masked_snippet(snippet)
     return answer
 
 
