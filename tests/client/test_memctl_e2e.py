@@ -258,6 +258,8 @@ def test_workspace_add_wait_answers_with_the_workspace_indexed(daemon: Daemon) -
     added = daemon.json("workspace", "add", str(ws), "--wait")
     assert added["added"] is True and added["name"] == "carol"
     assert added["indexed"]["files_scanned"] == 2 and added["indexed"]["vectors_pending"] == 0
+    # the first scan's own report (a sync after it would have found nothing to change)
+    assert added["indexed"]["files_changed"] == 2
     # no reindex, no polling: the answer came once the notes were searchable
     hits = daemon.json("search", "-w", "carol", "quince")["results"]
     assert [h["path"] for h in hits] == ["memory/2025-02-01.md"]

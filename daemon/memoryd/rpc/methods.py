@@ -26,7 +26,7 @@ from memoryd.files.provenance import ORIGINS, SESSION_KINDS, check_provenance, l
 from memoryd.files.reader import read_lines
 from memoryd.index.search import supersession
 from memoryd.index.search.validate import check_search_request
-from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress
+from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress, SyncReport
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.llm_config import llm_status
@@ -40,7 +40,7 @@ from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import mask_snippets, mask_text_of
 from memoryd.workspace.openclaw_sessions import OpenClawSessions, set_home
-from memoryd.workspace.registry import Registry
+from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
 from memoryd_client import protocol
@@ -235,9 +235,28 @@ class Methods:
         if added:
             await self.workspaces_changed()
         out: dict[str, Any] = {"name": ws.name, "path": str(ws.root), "added": added}
-        if wait:  # reindex wait=true in the same call: a first index in one round trip
+        if wait and added and openclaw_home is None:  # a first index in one round trip
+            out["indexed"] = await self._first_scan(ws, req)
+        elif wait:  # reindex wait=true in the same call
             out["indexed"] = await self._sync(ws.name, req, full=False, wait=True)
         return out
+
+    async def _first_scan(self, ws: Workspace, req: Request) -> dict[str, Any]:
+        """Wait on a workspace's first scan itself, as reindex wait=true would answer: a
+        sync queued after it would only stat every file again."""
+        await ws.opened.wait()
+        scan, index = ws.scan, ws.index
+        if scan is None or index is None:
+            return await self._sync(ws.name, req, full=False, wait=True)
+        progress = progress_callback(req.emit)
+        ws.scan_listeners.append(progress)
+        try:
+            report = await asyncio.wrap_future(scan)
+        except Exception:  # it is tried again later: a sync now says why, or indexes
+            return await self._sync(ws.name, req, full=False, wait=True)
+        finally:
+            ws.scan_listeners.remove(progress)
+        return await self._embedded(index, report, progress, wait=True)
 
     async def workspace_remove(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.required_path("workspace")
@@ -386,6 +405,16 @@ class Methods:
         req.log_fields["workspace"] = ws.name
         progress = progress_callback(req.emit)
         report = await asyncio.wrap_future(index.submit_sync(None, full=full, progress=progress))
+        return await self._embedded(index, report, progress, wait)
+
+    async def _embedded(
+        self,
+        index: WorkspaceIndex,
+        report: SyncReport,
+        progress: Callable[[SyncProgress], None],
+        wait: bool,
+    ) -> dict[str, Any]:
+        """A sync's answer, with ``wait`` once every vector is embedded."""
         loop = asyncio.get_running_loop()
         if wait:  # its own executor: an abandoned long wait must not starve append
             await loop.run_in_executor(self.waiters, index.wait_embedded, None, progress)

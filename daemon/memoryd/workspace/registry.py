@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,6 +102,9 @@ class Workspace:
     error: str | None = None  # why it is not usable
     scan: Future[SyncReport] | None = None  # the background scan after opening
     scan_progress: SyncProgress | None = None
+    # Told the scan's progress too (a workspace.add waiting on its first scan), from the
+    # writer thread.
+    scan_listeners: list[Callable[[SyncProgress], None]] = field(default_factory=list)
     scan_started: float | None = None
     scan_report: SyncReport | None = None
     scan_failures: int = 0  # in a row; retried with back-off
@@ -325,6 +329,8 @@ class Registry:
 
         def progress(p: SyncProgress) -> None:
             ws.scan_progress = p  # a plain store from the writer thread; status reads it
+            for listener in list(ws.scan_listeners):
+                listener(p)
 
         loop = asyncio.get_running_loop()
         ws.scan_started = time.time()
