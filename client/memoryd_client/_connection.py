@@ -10,11 +10,9 @@ at run time: a process that only needs a map (a hook before every prompt) pays f
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import itertools
 import os
-import select
 import socket as _socket
 import stat
 import time
@@ -260,6 +258,8 @@ def hello_params(conn: Connection) -> dict[str, Any]:
 
 def _is_closed_by_peer(sock: _socket.socket) -> bool:
     """True when an idle connection was closed by the daemon (EOF or error pending)."""
+    import select  # only when a connection is reused (not in a one-call process)
+
     try:
         readable, _, _ = select.select([sock], [], [], 0)
         if not readable:
@@ -339,11 +339,13 @@ def connect_error(exc: OSError, socket: str | os.PathLike[str]) -> ClientError:
     if isinstance(exc, FileNotFoundError) or exc.errno == errno.ENOENT:
         return DaemonNotRunning(socket)
     if isinstance(exc, ConnectionRefusedError) or exc.errno == errno.ECONNREFUSED:
-        with contextlib.suppress(OSError):  # Linux refuses a regular file the same way
+        try:  # Linux refuses a regular file the same way
             if not stat.S_ISSOCK(os.stat(socket).st_mode):
                 return SocketUnusable(
                     socket, f"{socket} is not a socket: remove it or point MEMORYD_SOCKET elsewhere"
                 )
+        except OSError:
+            pass
         return StaleSocket(socket)
     if isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM):
         return SocketUnusable(

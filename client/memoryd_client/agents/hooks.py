@@ -31,7 +31,6 @@ from memoryd_client._connection import Connection
 from memoryd_client._params import flush_params, recall_params
 from memoryd_client._socket_path import socket_file
 from memoryd_client.agents.project import project_key
-from memoryd_client.agents.workspace import default_for, looks_like_path
 from memoryd_client.errors import BadResponse, ClientError, DaemonNotRunning, UnknownWorkspace
 
 TYPE_CHECKING = False
@@ -178,6 +177,8 @@ def _context(name: str, text: str) -> str:
 def pick_workspace(conn: Connection, requested: str | None, cwd: str) -> str:
     """``-w`` (a name, or a path the daemon resolves to the registered workspace holding
     it), else the workspace holding the event's cwd, else the only one."""
+    from memoryd_client.agents.workspace import default_for, looks_like_path
+
     if requested is not None and looks_like_path(requested):
         return os.path.abspath(os.path.expanduser(requested))
     if requested is not None:

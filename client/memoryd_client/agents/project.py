@@ -16,15 +16,17 @@ import re
 
 __all__ = ["normalize_remote", "project_key"]
 
-_SCP = re.compile(r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$")  # git@host:owner/repo
-_URL = re.compile(r"^[a-z][a-z0-9+.-]*://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.*)$", re.I)
+_SCP = r"^(?:[^@/]+@)?(?P<host>[^:/]+):(?P<path>[^/].*)$"  # git@host:owner/repo
+_URL = r"^[a-z][a-z0-9+.-]*://(?:[^@/]+@)?(?P<host>[^/:]+)(?::\d+)?/(?P<path>.*)$"
 MAX_DEPTH = 64
 
 
 def normalize_remote(url: str) -> str | None:
     """``host/owner/repo`` of a git remote URL (lower-cased, no user, port, ``.git``)."""
     url = url.strip()
-    m = _URL.match(url) or _SCP.match(url)
+    # re compiles (and caches) the patterns here, not at import: outside a repository the
+    # hook never needs them
+    m = re.match(_URL, url, re.I) or re.match(_SCP, url)
     if m is None:
         return None
     path = m.group("path").strip("/")

@@ -124,8 +124,7 @@ def write_json(out: TextIO, obj: Any) -> None:
     """A command's result with ``--json``."""
     import json  # here: most runs of a human command never need it
 
-    json.dump(obj, out, indent=2, ensure_ascii=False, default=str)
-    out.write("\n")
+    out.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def cwd_if_in_one(roots: Iterable[str]) -> str | None:

@@ -5,7 +5,6 @@ traceback. Both the edge (``_main``) and ``search --json``'s lean path report th
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import sys
@@ -45,6 +44,8 @@ def failed(exc: BaseException, out: TextIO, err: TextIO, as_json: bool) -> int:
         return fail(out, err, as_json, "interrupted", "interrupted", EXIT_INTERRUPTED)
     if isinstance(exc, BrokenPipeError):
         # stdout closed early (`memctl search ... | head`): not an error worth a message.
+        import contextlib  # not on a search's path
+
         with contextlib.suppress(OSError, ValueError, io.UnsupportedOperation):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_ERROR
