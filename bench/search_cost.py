@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from latency import MEMCTL, Daemon, hello_latency, log
+from latency import Daemon, hello_latency, log
 from scale import code_at, daemon
 from synth import locomo_queries, make_queries, make_workspace
 
@@ -62,8 +62,21 @@ def median_ms(run: Callable[[], Any], n: int) -> float:
     return statistics.median(times)
 
 
+def memctl(env: dict[str, str]) -> list[str]:
+    """memctl as its console script runs it, from the tree the environment's PYTHONPATH
+    names (the baseline's worktree) or else this one. A tree older than the lean entry
+    module (memoryd_client._memctl) is entered through memoryd_client.cli, as its script
+    was: today's script cannot import the baseline's package."""
+    paths = [Path(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    client = next((p for p in paths if p.name == "client"), HERE.parent / "client")
+    lean = (client / "memoryd_client" / "_memctl.py").exists()
+    entry = "memoryd_client._memctl" if lean else "memoryd_client.cli"
+    return [sys.executable, "-c", f"import sys; from {entry} import main; sys.exit(main())"]
+
+
 def cli(d: Daemon, *argv: str) -> Callable[[], Any]:
-    return lambda: subprocess.run([MEMCTL, *argv], env=d.env, check=True, stdout=subprocess.DEVNULL)
+    cmd = [*memctl(d.env), *argv]
+    return lambda: subprocess.run(cmd, env=d.env, check=True, stdout=subprocess.DEVNULL)
 
 
 def cold_cli(d: Daemon, root: Path) -> tuple[float, str]:
@@ -72,14 +85,14 @@ def cold_cli(d: Daemon, root: Path) -> tuple[float, str]:
     seconds, name."""
     t = time.perf_counter()
     out = subprocess.run(
-        [MEMCTL, "workspace", "add", str(root), "--wait", "--json"],
+        [*memctl(d.env), "workspace", "add", str(root), "--wait", "--json"],
         env=d.env,
         capture_output=True,
         text=True,
     )
     if out.returncode == 2:  # usage: no --wait in this code
         out = subprocess.run(
-            [MEMCTL, "workspace", "add", str(root), "--json"],
+            [*memctl(d.env), "workspace", "add", str(root), "--json"],
             env=d.env,
             check=True,
             capture_output=True,
