@@ -6,14 +6,17 @@ one resend on a fresh connection that is safe for an idempotent call.
 lean paths (``memctl hook``, ``memctl search --json``) use a connection alone and keep the
 maps. So this module imports no result types, and neither dataclasses, pathlib nor typing
 at run time: a process that only needs a map (a hook before every prompt) pays for none.
+It speaks to the socket through ``_socket``, the C module ``socket`` wraps: a blocking
+Unix-socket client uses nothing ``socket`` adds, and importing ``socket`` (an enum built
+from every constant, selectors) costs such a process ~5 ms of CPU, as much as ``json``.
 """
 
 from __future__ import annotations
 
+import _socket
 import errno
 import itertools
 import os
-import socket as _socket
 import stat
 import time
 
