@@ -395,10 +395,10 @@ def _as_now(layout: Layout, opened: Opened) -> Opened | None:
     it; else (replaced by a forget's or an import's rename, moved by retention while we
     waited for the lock, so a block written to it would be lost) the file there now, opened
     again (our descriptor closed); None, ours closed too, when the path leads to another
-    file than it did (a link changed: the caller starts again with its lock)."""
-    try:
-        now = layout.open_memory(opened.rel, _FLAGS, 0o666, make_dirs=True)
-    except (MemorydError, OSError):
+    file than it did (a link changed: the caller starts again with its lock). A path that
+    may not be written now (a link leading out) is refused as a first open would be."""
+    now = _open_day(layout, opened.rel)
+    if now is None:
         os.close(opened.fd)
         return None
     a, b = os.fstat(now.fd), os.fstat(opened.fd)
