@@ -78,6 +78,13 @@ class TriggerLane:
         self._matrix_phrases: list[str] = []
         self._matrix_generation = -1
 
+    def settled(self, with_vectors: bool) -> bool:
+        """Whether :meth:`match` would neither read a file nor embed: the table is built for
+        the index as it is, and it holds no line, or no vectors are compared."""
+        with self._lock:
+            current = self._generation == self.meta.generation
+            return current and (not self._entries or not with_vectors)
+
     def _table(self) -> tuple[list[_Entry], dict[str, list[int]], re.Pattern[str] | None]:
         with self._lock:
             if self._generation != self.meta.generation:
