@@ -4,7 +4,9 @@
 //   finds its words as a session hit of agent main;
 // - OpenClaw's own pre-compaction memory flush, driven by a real `openclaw agent --local` turn
 //   whose transcript crosses the compaction settings: the flush turn's write goes through the
-//   plugin to memoryd's `append` (searchable at once, recorded with the session).
+//   plugin to memoryd's `append` (searchable at once, recorded with the session);
+// - the plugin in a running Gateway: a turn through it gets memoryd's recall, and its
+//   memory_search answers from memoryd.
 // Runs when OPENCLAW_BIN points at the openclaw executable (CI installs it).
 
 import { after, before, test } from "node:test";
@@ -78,6 +80,10 @@ function reply(request) {
     return { role: "assistant", content: null, tool_calls: [{ id: "call_flush", type: "function", function: call }] };
   }
   if (tools.length === 0) return { role: "assistant", content: "## Summary\n\n- A short conversation about deploys." };
+  if (text.includes("GATEWAY-SEARCH") && !(request.messages ?? []).some((/** @type {any} */ m) => m.role === "tool")) {
+    const args = { id: "memory_search", args: { query: "pager rotation" } }; // behind Tool Search
+    return { role: "assistant", content: null, tool_calls: [{ id: "call_search", type: "function", function: { name: "tool_call", arguments: JSON.stringify(args) } }] };
+  }
   return { role: "assistant", content: "Noted." };
 }
 
@@ -156,6 +162,27 @@ test("OpenClaw's pre-compaction flush writes through memoryd's append", { skip: 
   const daily = fs.readFileSync(path.join(workspace, "memory", `${localDateStamp(Date.now())}.md`), "utf8");
   assert.match(daily, new RegExp(`## Session notes \\(${sessionId}`));
   assert.equal(daily.split("flushed before compaction").length, 2, daily); // once: OpenClaw's own write was blocked
+});
+
+test("in a running Gateway, memory_search and recall are memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+  const gateway = await startGateway();
+  const before = model.requests.length;
+  let turn;
+  try {
+    turn = await run(/** @type {string} */ (OPENCLAW), ["agent", "--agent", "main", "--session-key", "agent:main:gw", "--message", "GATEWAY-SEARCH: when is the pager rotation?", "--json", "--timeout", "120"], env);
+  } finally {
+    await gateway.stop();
+  }
+  assert.equal(turn.code, 0, `${turn.out}\n${turn.err}`);
+  const requests = model.requests.slice(before);
+  const results = requests.flatMap((r) => (r.messages ?? []).filter((/** @type {any} */ m) => m.role === "tool" && String(m.content).includes("memory_search")));
+  assert.ok(results.length > 0, `no memory_search result reached the model\n${turn.err.slice(-3000)}`);
+  const wrapped = JSON.parse(typeof results[0].content === "string" ? results[0].content : JSON.stringify(results[0].content));
+  assert.equal(wrapped.tool.id, "openclaw:memoryd:memory_search");
+  assert.equal(wrapped.result.details.backend, "memoryd");
+  assert.ok(wrapped.result.details.results.some((/** @type {any} */ r) => r.snippet.includes("flushed before compaction")), JSON.stringify(wrapped));
+  const first = requests.find((r) => JSON.stringify(r.messages).includes("GATEWAY-SEARCH"));
+  assert.match(JSON.stringify(first?.messages), /Relevant memory \(memoryd recall/); // recall before the turn
 });
 
 /** A Gateway for the test's OpenClaw home, up when it accepts connections. */
