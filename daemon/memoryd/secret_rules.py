@@ -7,19 +7,29 @@ patterns are read from the installed library by a short child process (~0.1 s, o
 process, on first use) and compiled here; the heuristics are a few lines each, copied
 below. tests/secrets/test_secret_rules.py checks both against the library itself, so an
 upgrade that changes them fails there rather than changing a verdict unseen.
+
+The daemon keeps what the child printed in its state folder (``keep_rules_in``), keyed by
+the installed library's files, so only its first start after an install pays the child:
+the first log line that quotes a path with digits (its socket's, /run/user/1000/...) would
+otherwise wait for it before the socket answers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import importlib.util
 import json
+import os
 import re
 import string
 import subprocess
 import sys
-from typing import Final
+from pathlib import Path
+from typing import Any, Final
 
-__all__ = ["Detector", "detectors", "filtered"]
+__all__ = ["Detector", "detectors", "filtered", "keep_rules_in"]
 
 Detector = tuple[str, str, tuple[re.Pattern[str], ...]]  # (secret type, class name, patterns)
 
@@ -41,9 +51,56 @@ class RulesUnavailable(RuntimeError):
     """detect-secrets could not be read: nothing can be masked, so nothing is answered."""
 
 
+_kept_in: list[Path] = []  # the folder keep_rules_in named, if any
+
+
+def keep_rules_in(folder: Path) -> None:
+    """Keep the rules read from the library in ``folder`` (the daemon's state folder)."""
+    _kept_in[:] = [folder]
+
+
 @functools.cache
 def detectors() -> tuple[Detector, ...]:
     """detect-secrets' regex detectors (secret type order), read once per process."""
+    return tuple(
+        (secret_type, name, tuple(re.compile(p, flags) for p, flags in patterns))
+        for secret_type, name, patterns in _rules()
+    )
+
+
+def _rules() -> Any:
+    key = _installed_key()
+    kept = _kept_in[0] / "secret-rules.json" if _kept_in and key else None
+    if kept is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            found = json.loads(kept.read_text())
+            if found["key"] == key:
+                return found["rules"]
+    rules = _read_in_child()
+    if kept is not None:
+        with contextlib.suppress(OSError):  # kept or not, the rules are the same
+            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": key, "rules": rules}))
+            tmp.replace(kept)
+    return rules
+
+
+def _installed_key() -> str:
+    """The installed library's plugin files (name, size, mtime): an upgrade changes it."""
+    with contextlib.suppress(ImportError, ValueError, OSError):
+        spec = importlib.util.find_spec("detect_secrets")  # finds, imports nothing
+        if spec is not None and spec.origin:
+            plugins = Path(spec.origin).parent / "plugins"
+            stats = sorted(
+                (e.name, e.stat().st_size, e.stat().st_mtime_ns)
+                for e in os.scandir(plugins)
+                if e.name.endswith(".py")
+            )
+            return hashlib.sha256(repr((spec.origin, stats)).encode()).hexdigest()
+    return ""
+
+
+def _read_in_child() -> Any:
     # -P: the daemon's working directory is not searched for modules (a stray
     # ``detect_secrets`` or ``re.py`` there must not stand in for the library).
     try:
@@ -59,10 +116,7 @@ def detectors() -> tuple[Detector, ...]:
     if out.returncode != 0:
         last = (out.stderr.strip().splitlines() or ["no output"])[-1]
         raise RulesUnavailable(f"could not read detect-secrets' rules: {last}")
-    return tuple(
-        (secret_type, name, tuple(re.compile(p, flags) for p, flags in patterns))
-        for secret_type, name, patterns in json.loads(out.stdout)
-    )
+    return json.loads(out.stdout)
 
 
 # detect_secrets.filters.heuristic (1.5), as written there.

@@ -3,11 +3,14 @@ the library's own, and masking never imports the library into the process."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import string
 import subprocess
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
@@ -70,3 +73,30 @@ def test_masking_a_secret_never_imports_the_library_or_requests() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def kept_in(tmp_path: Path) -> Iterator[Path]:
+    secret_rules.keep_rules_in(tmp_path)
+    secret_rules.detectors.cache_clear()
+    yield tmp_path / "secret-rules.json"
+    secret_rules._kept_in.clear()
+    secret_rules.detectors.cache_clear()
+
+
+def test_rules_kept_for_the_installed_library_are_read_instead_of_a_child(kept_in: Path) -> None:
+    read = secret_rules.detectors()
+    kept = json.loads(kept_in.read_text())
+    assert [r[1] for r in kept["rules"]] == [name for _, name, _ in read]
+    # the same install: what is kept is what the next process reads (no child)
+    kept["rules"] = [["Marker", "MarkerDetector", [["marker-[0-9]+", 32]]]]
+    kept_in.write_text(json.dumps(kept))
+    secret_rules.detectors.cache_clear()
+    assert [name for _, name, _ in secret_rules.detectors()] == ["MarkerDetector"]
+
+
+def test_rules_kept_for_another_install_are_read_again(kept_in: Path) -> None:
+    kept_in.write_text(json.dumps({"key": "another install", "rules": []}))
+    names = [name for _, name, _ in secret_rules.detectors()]
+    assert "GitHubTokenDetector" in names
+    assert json.loads(kept_in.read_text())["key"] != "another install"
