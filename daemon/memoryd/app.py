@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import memoryd
 from memoryd import secret_rules
+from memoryd.embeddings import int8_rows
 from memoryd.errors import MemorydError
 from memoryd.files.append import Appender
 from memoryd.fleet.configured import fleet_configured
@@ -177,6 +178,7 @@ class Daemon:
             for folder in (self.paths.data_dir, self.paths.index_dir, self.paths.state_dir):
                 make_private_dir(folder)  # notes live in there: 0700 whatever the umask
             secret_rules.keep_rules_in(self.paths.state_dir)
+            int8_rows.keep_in(self.paths.state_dir / "models")
             self.state = StateDB(self.paths.state_db)
             self.hits = HitCounter(self.state)
             self._registry = Registry(self.config, self.paths.index_dir, self.state)

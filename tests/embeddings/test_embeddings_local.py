@@ -178,3 +178,47 @@ def test_the_bundled_model_reads_the_tokens_a_truncating_tokenizer_gives(max_tok
         provider.close()
     assert got == [e.ids for e in truncating.encode_batch(texts)]
     assert any(len(ids) == max_tokens for ids in got)
+
+
+@pytest.mark.model
+def test_the_int8_word_table_gives_the_shipped_models_vectors_bit_for_bit() -> None:
+    from memoryd.embeddings.local import _load_session
+
+    texts = [
+        "Caroline went to the LGBTQ support group on 7 May 2023.",
+        "the kayak trip on Sunday, then taxes (April) " * 30,
+        "数据库 备份",
+        "",
+    ]
+    rewritten = LocalProvider(threads=1)
+    shipped = LocalProvider(threads=1)
+    shipped._session = _load_session(bundled_model_path(), 1)
+    try:
+        assert np.array_equal(rewritten.embed(texts), shipped.embed(texts))
+        assert np.array_equal(rewritten.embed_query("kayak"), shipped.embed_query("kayak"))
+    finally:
+        rewritten.close()
+        shipped.close()
+
+
+@pytest.mark.model
+def test_the_rewritten_model_is_kept_once_and_made_again_when_damaged(tmp_path: Path) -> None:
+    import onnx
+
+    from memoryd.embeddings import int8_rows
+
+    path = bundled_model_path()
+    int8_rows.keep_in(tmp_path)
+    try:
+        with int8_rows.rows_model(path, MODEL_SHA256) as first:
+            assert first.parent == tmp_path
+            ops = {n.name: n.op_type for n in onnx.load(str(first)).graph.node}
+            assert ops[f"{int8_rows._TABLE}.rows_q"] == "Gather"  # the int8 table's rows
+            assert f"{int8_rows._TABLE}.weight_mul" not in ops
+        with int8_rows.rows_model(path, MODEL_SHA256) as again:
+            assert again == first
+        first.write_bytes(first.read_bytes()[:1000])  # a partial copy
+        with int8_rows.rows_model(path, MODEL_SHA256) as made:
+            assert made.stat().st_size > 1000 and [*tmp_path.glob("*.onnx")] == [made]
+    finally:
+        int8_rows._kept_in.clear()

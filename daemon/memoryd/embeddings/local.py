@@ -17,6 +17,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from memoryd.embeddings.base import Vectors
+from memoryd.embeddings.int8_rows import rows_model
 from memoryd.embeddings.model_folder import (
     GraphPlan,
     find_files,
@@ -164,7 +165,8 @@ class LocalProvider:
             self.model = MODEL_NAME
             self.english_only = True  # the index embeds no CJK query with it (workspace.py)
             self._key = f"{MODEL_NAME}:sha256={MODEL_SHA256[:16]}"
-            self._session: Any = _load_session(path, threads)
+            with rows_model(path, MODEL_SHA256) as model:  # the same vectors, less memory
+                self._session: Any = _load_session(model, threads)
             self._plan = GraphPlan(
                 ("input_ids", "attention_mask", "token_type_ids"), "last_hidden_state", False
             )
