@@ -8,9 +8,10 @@ the same run on the same daemon.
 
 A real ``memoryd run`` (keyword only: ``MEMORYD_EMBEDDING_PROVIDER=none``) on a synthetic
 workspace (bench/synth.py) of ``--chunks`` chunks under a short /tmp home. REV's code runs
-from a detached worktree first on PYTHONPATH (this tree's likewise), with the same
-interpreter, packages and daemon; memctl is started as its console script does (``python
--c 'from ENTRY import main'``), ENTRY being each tree's own.
+from a detached worktree first on PYTHONPATH (this tree's likewise), both from bytecode
+written first (as an install has it), with the same interpreter, packages and daemon;
+memctl is started as its console script does (``python -c 'from ENTRY import main'``),
+ENTRY being each tree's own.
 
 - MCP: every query of bench/synth.py's set ``--rounds`` times (after a warm-up pass),
   through each path in turn, so load changes hit them alike: ``AsyncMemoryClient.search``
@@ -46,7 +47,7 @@ from typing import Any
 
 from latency import CLK_TCK, Daemon, add_workspace, summarize
 from memoryd_client import AsyncMemoryClient, MemoryClient
-from scale import code_at
+from scale import code_at, compile_code
 from synth import make_queries, make_workspace
 
 
@@ -434,7 +435,8 @@ def main() -> None:
         here = Path(__file__).resolve().parent.parent
         this_env = {**d.env, "PYTHONPATH": f"{here / 'daemon'}{os.pathsep}{here / 'client'}"}
         result["bytecode"] = os.environ.get("PYTHONDONTWRITEBYTECODE") or "unset"
-        with code_at(args.baseline, tmp) as base_env:
+        compile_code(here)  # both codes from bytecode, as installed (scale.compile_code)
+        with code_at(args.baseline, tmp, compiled=True) as base_env:
             envs = {"this": this_env}
             if args.baseline:
                 envs["baseline"] = {**d.env, **base_env}
