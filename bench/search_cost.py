@@ -15,7 +15,7 @@ load drifts alike for both:
 2. on WORKSPACE: ``hello`` p50 and keyword search p50 through one ``MemoryClient``
    connection (LoCoMo's questions for the default workspace), the engine's own ``took_ms``
    p50, and the daemon's CPU per search (utime + stime over the timed searches);
-3. fresh processes: ``python -c pass``, ``memctl --version``, ``memctl search --json``
+3. fresh processes, in turn: ``python -c pass``, ``memctl --version``, ``memctl search --json``
    (bytecode compiled, the daemon of 2 running);
 4. with ``--local``, a daemon with the bundled model on WORKSPACE (embedded once per code):
    hybrid p50 with the query vectors cached (a warm-up pass embeds them) and the idle RSS
@@ -129,6 +129,27 @@ def searches(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) -> 
     }
 
 
+def fresh_processes(d: Daemon, ws: str, q: list[str], n: int) -> dict[str, float]:
+    """``python -c pass``, ``memctl --version`` and ``memctl search --json`` in turn, ``n``
+    times each (a load that comes and goes hits the three alike); their medians, and the
+    median of each turn's search ÷ pass."""
+    runs = {
+        "python_ms": lambda: subprocess.run([sys.executable, "-c", "pass"]),
+        "version_ms": cli(d, "--version"),
+        "search_cli_ms": cli(d, "search", "-w", ws, "--json", *q),
+    }
+    ms: dict[str, list[float]] = {key: [] for key in runs}
+    for _ in range(n):
+        for key, run in runs.items():
+            t = time.perf_counter()
+            run()
+            ms[key].append((time.perf_counter() - t) * 1000)
+    out = {key: statistics.median(values) for key, values in ms.items()}
+    pairs = zip(ms["search_cli_ms"], ms["python_ms"], strict=True)
+    out["search_per_pass"] = statistics.median(s / p for s, p in pairs)
+    return out
+
+
 def one_round(
     code: str, env: dict[str, str], args: argparse.Namespace, tmp: Path, queries: list[str]
 ) -> dict[str, Any]:
@@ -145,9 +166,7 @@ def one_round(
         r["hello_p50"] = hello_latency(d)["p50"]
         r["keyword"] = searches(d, ws, queries, "keyword", args.rounds)
         q = queries[0].split()
-        r["python_ms"] = median_ms(lambda: subprocess.run([sys.executable, "-c", "pass"]), 9)
-        r["version_ms"] = median_ms(cli(d, "--version"), 9)
-        r["search_cli_ms"] = median_ms(cli(d, "search", "-w", ws, "--json", *q), 9)
+        r.update(fresh_processes(d, ws, q, 9))
     finally:
         d.stop()
         shutil.rmtree(home, ignore_errors=True)
@@ -242,6 +261,9 @@ def report(rows: list[dict[str, Any]], baseline: str | None) -> None:
             parts.append(f"client search ÷ client hello {kw / hello:.1f}x")
         if py and srch:
             parts.append(f"fresh `search --json` ÷ `python -c pass` {srch / py:.2f}x")
+        per_turn = med(code, "search_per_pass")
+        if per_turn:  # the same, turn by turn: what load drift leaves alone
+            parts.append(f"its median turn by turn {per_turn:.2f}x")
         if parts:
             print(f"- {code}: " + "; ".join(parts))
     loads = [r["load"] for r in rows]
