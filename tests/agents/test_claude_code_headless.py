@@ -1,0 +1,90 @@
+"""Claude Code itself, headless (``claude -p``), with the hooks ``memctl setup claude-code``
+writes, against a fake Anthropic API and a real daemon: the prompt hook's recall reaches
+the model's request.
+
+Skipped unless Claude Code is there: ``$CLAUDE_CODE_BIN``, ``claude`` on PATH, or
+``npm install --prefix tests/agents/claude_code @anthropic-ai/claude-code`` (a ~400 MB
+native binary from the npm registry, so CI does not install it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daemon_util import DaemonThread
+from fakes.anthropic_server import FakeAnthropicServer
+from memoryd_client import MemoryClient
+
+pytestmark = pytest.mark.timeout(120)
+
+BIN = Path(sys.executable).parent
+LOCAL = Path(__file__).parent / "claude_code" / "node_modules" / ".bin" / "claude"
+
+
+def _claude() -> str | None:
+    given = os.environ.get("CLAUDE_CODE_BIN")
+    if given:
+        return given
+    return str(LOCAL) if LOCAL.exists() else shutil.which("claude")
+
+
+CLAUDE = _claude()
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="Claude Code is not installed (see the docstring)")
+def test_claude_code_puts_the_prompt_hooks_recall_in_its_request_to_the_model(
+    md_home: Path,
+) -> None:
+    assert CLAUDE is not None
+    project, cc_home = md_home / "proj", md_home / "cc"
+    (project / "memory").mkdir(parents=True)
+    (project / "MEMORY.md").write_text("# Memory\n\n- Releases are cut on Thursdays by Priya.\n")
+    cc_home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMORYD_", "MEMCTL_"))}
+    env.update(
+        HOME=str(cc_home),  # Claude Code's settings and transcripts: not the user's
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",  # the hooks run `memctl`
+        MEMORYD_HOME=str(md_home),
+        MEMCTL_NO_AUTOSTART="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+    )
+    # The daemon reads the Stop hook's transcript from Claude Code's folder in that home.
+    with DaemonThread(md_home, env={"HOME": str(cc_home)}) as d, FakeAnthropicServer() as api:
+        with MemoryClient(d.socket_path) as c:
+            c.workspace_add(project, "proj", wait=True)
+        setup = subprocess.run(
+            [str(BIN / "memctl"), "setup", "claude-code", "-w", "proj"],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert setup.returncode == 0, setup.stderr
+        run = subprocess.run(
+            [CLAUDE, "-p", "who cuts the releases?"],
+            cwd=project,
+            env={**env, "ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_BASE_URL": api.base_url},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        assert run.returncode == 0, run.stderr
+        bodies = [json.dumps(b, ensure_ascii=False) for b in api.messages()]
+    asked = [b for b in bodies if "who cuts the releases?" in b]
+    assert asked, bodies
+    assert "UserPromptSubmit hook additional context: <memoryd-recall>" in asked[0]
+    assert "[MEMORY.md#L1-L3]" in asked[0]  # the recall block's citation
+    assert "Releases are cut on Thursdays by Priya." in asked[0]
+    log = md_home / "state" / "hooks.log"
+    assert not log.exists(), log.read_text()  # every hook (SessionStart, prompt, Stop) served
