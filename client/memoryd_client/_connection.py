@@ -76,6 +76,7 @@ class Connection:
         self.client_name = client_name
         self.hello: dict[str, Any] | None = None
         self._sock: _socket.socket | None = None
+        self._just_opened = False  # hello answered, no request yet: no idle check needed
         self._buffer = FrameBuffer()
         self._ids = itertools.count(1)
 
@@ -112,6 +113,7 @@ class Connection:
         frames; ``on_event``: called with each event frame of this call (progress)."""
         for attempt in (1, 2):
             sock = self._connection()
+            self._just_opened = False
             req_id = next(self._ids)
             try:
                 sock.sendall(protocol.pack(protocol.request(req_id, method, params)))
@@ -188,10 +190,11 @@ class Connection:
             self._buffer.feed(data)
 
     def _connection(self) -> _socket.socket:
-        if self._sock is not None and _is_closed_by_peer(self._sock):
+        if self._sock is not None and not self._just_opened and _is_closed_by_peer(self._sock):
             self.close()
         if self._sock is None:
             self._sock = self._open()
+            self._just_opened = True
         return self._sock
 
     def _open(self) -> _socket.socket:
