@@ -486,3 +486,17 @@ def test_the_python_tokenizer_is_the_one_chunks_fts_was_created_with(tmp_path: P
     sql = sqlite.scalar(conn, "SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'")
     name, args = FTS_TOKENIZER
     assert f"tokenize='{' '.join([name, *args])}'" in str(sql)
+
+
+@pytest.mark.parametrize("n", [10, 1000, 5000, 104_009])
+def test_kth_largest_is_what_a_full_partition_finds_ties_included(n: int) -> None:
+    from memoryd.index.keyword.bm25 import kth_largest
+
+    rng = np.random.default_rng(n)
+    for values in (
+        rng.random(n),
+        np.round(rng.random(n) * 20) / 4,  # many ties
+        np.sort(rng.random(n)),  # the largest all in the last blocks
+    ):
+        for k in {1, 6, min(n, 24), min(n, 300)}:
+            assert kth_largest(values, k) == -np.partition(-values, k - 1)[k - 1]

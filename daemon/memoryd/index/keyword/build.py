@@ -9,16 +9,17 @@ ready when the sync ends instead of being built from the chunks after it.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from memoryd.index.keyword.counts import Counted, Stems, count_chunks
-from memoryd.index.vectors.mirror import SOURCE_CODES, day_number
+from memoryd.index.vectors.mirror import NO_DAY, SOURCE_CODES, day_number
 
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
@@ -374,3 +375,26 @@ class Stream:
     def finish(self) -> tuple[Docs, dict[str, StemPostings]] | None:
         """The copy, or None when it takes more than ``max_bytes``."""
         return None if self.over_budget else self.build.finish(self.max_bytes)
+
+
+def kept(
+    pick: Callable[[npt.NDArray[Any]], npt.NDArray[Any]],
+    docs: Docs,
+    codes: list[int] | None,
+    day_range: tuple[int | None, int | None] | None,
+) -> npt.NDArray[np.bool_]:
+    """Which chunks a search's filters keep (alive, of the sources asked, dated within the
+    range), for the slots ``pick`` takes of the copy's columns: a few (gathered), or all
+    below a count (a slice, read as is: nothing here writes to it)."""
+    keep: npt.NDArray[np.bool_] = pick(docs.alive)
+    if codes is not None:  # one source (the default: memory) is one comparison
+        src = pick(docs.source)
+        keep = keep & ((src == codes[0]) if len(codes) == 1 else np.isin(src, codes))
+    if day_range is not None:
+        days = pick(docs.day)
+        keep = keep & (days != NO_DAY)
+        if day_range[0] is not None:
+            keep = keep & (days >= day_range[0])
+        if day_range[1] is not None:
+            keep = keep & (days <= day_range[1])
+    return keep

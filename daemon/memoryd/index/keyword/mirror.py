@@ -29,7 +29,16 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.index.keyword.bm25 import K1, B, Term, idf, pruned, scored_all, scores_of
+from memoryd.index.keyword.bm25 import (
+    K1,
+    B,
+    Term,
+    idf,
+    kth_largest,
+    pruned,
+    scored_all,
+    scores_of,
+)
 from memoryd.index.keyword.build import (
     NO_FREQ,
     NO_SLOTS,
@@ -42,6 +51,7 @@ from memoryd.index.keyword.build import (
     StemPostings,
     Stream,
     flat_postings,
+    kept,
     sliced,
 )
 from memoryd.index.keyword.counts import (
@@ -54,7 +64,7 @@ from memoryd.index.keyword.counts import (
 )
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.staged import StagedMirror
-from memoryd.index.vectors.mirror import NO_DAY, SOURCE_CODES, day_number
+from memoryd.index.vectors.mirror import SOURCE_CODES, day_number
 
 _BUILD_CHUNKS = 512  # chunks counted at a time by a load
 _CHECK_POSTINGS = 1 << 14  # a load checks its projected size every this many postings
@@ -545,17 +555,10 @@ class KeywordMirror(StagedMirror[_Op]):
         codes = None if sources is None else [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
 
         def accepted(hit: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
-            keep = docs.alive[hit]
-            if codes is not None:
-                keep &= np.isin(docs.source[hit], codes)
-            if day_range is not None:
-                days = docs.day[hit]
-                keep &= days != NO_DAY
-                if day_range[0] is not None:
-                    keep &= days >= day_range[0]
-                if day_range[1] is not None:
-                    keep &= days <= day_range[1]
-            return hit[keep]
+            return hit[kept(lambda column: column[hit], docs, codes, day_range)]
+
+        def accepted_below(n: int) -> npt.NDArray[np.bool_]:
+            return kept(lambda column: column[:n], docs, codes, day_range)
 
         with SCRATCH.borrow() as sc:
             hit = None
@@ -565,9 +568,9 @@ class KeywordMirror(StagedMirror[_Op]):
                 self._pruned_tops += 1
                 score = scores_of(lists, norm, hit, used, sc)
             else:
-                hit, score = scored_all(lists, norm, used, accepted, sc)
+                hit, score = scored_all(lists, norm, used, accepted, sc, accepted_below)
         if len(hit) > limit:  # all that tie with the last place, then ties go by id
-            last = -np.partition(-score, limit - 1)[limit - 1]
+            last = kth_largest(score, limit)
             tied = score >= last
             hit, score = hit[tied], score[tied]
         ids = docs.chunk_id[hit]
