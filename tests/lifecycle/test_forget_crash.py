@@ -93,8 +93,11 @@ def test_a_forget_killed_at_any_moment_is_whole_or_absent_after_the_restart() ->
             restarted = Proc(home)
             try:
                 restarted.ready()
-                with RawConn(restarted.socket) as c:
-                    c.result("hello")  # recovery ran before the socket accepted
+                try:
+                    with RawConn(restarted.socket) as c:
+                        c.result("hello")  # recovery ran before the socket accepted
+                except Exception as exc:  # a failure says what the daemon logged
+                    raise AssertionError(f"{exc!r}; the daemon logged {restarted.logs()}") from exc
             finally:
                 restarted.kill()
             present, forgotten = state(ws)
