@@ -35,12 +35,13 @@ INJECTABLE_ORIGINS: Final = frozenset({"owner", "agent"})
 
 
 def eligible(hit: Mapping[str, Any]) -> bool:
-    """Whether a search hit may be injected: curated, or episodic and the owner's or the
-    agent's (a hit without ``origin`` has no record: written by hand, the owner's)."""
-    tier = hit.get("tier")
-    if tier == "curated":
-        return True
-    return tier in ("episodic", None) and hit.get("origin", "owner") in INJECTABLE_ORIGINS
+    """Whether a search hit may be injected: the owner's or the agent's, curated or episodic
+    (a hit without ``origin`` has no record: written by hand, the owner's). A curated line
+    recorded untrusted or system (an imported archive's, an append that named MEMORY.md) is
+    left out too: being in MEMORY.md does not make a web page's words the owner's."""
+    return hit.get("tier") in ("curated", "episodic", None) and (
+        hit.get("origin", "owner") in INJECTABLE_ORIGINS
+    )
 
 
 def candidates(budget_tokens: int) -> int:
