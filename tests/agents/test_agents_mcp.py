@@ -58,6 +58,7 @@ def test_stdio_lists_the_five_tools_with_camelcase_params_and_output_schemas(
                 "source",
                 "since",
                 "until",
+                "includeSuperseded",
             }
             assert search.inputSchema["required"] == ["query"]
             assert search.outputSchema is not None

@@ -140,3 +140,35 @@ def test_a_workspace_without_keys_answers_as_before(md_home: Path) -> None:
     assert raw["results"] and all(
         "supersedes" not in h and "superseded" not in h for h in raw["results"]
     )
+
+
+def test_over_mcp_hits_say_what_they_superseded_and_include_superseded_shows_the_older(
+    md_home: Path, workspace: Path, daemon: DaemonThread
+) -> None:
+    import asyncio
+
+    from mcp_util import stdio_session, text_of
+
+    async def main() -> None:
+        async with stdio_session(md_home, workspace) as s:
+            tools = {t.name: t for t in (await s.list_tools()).tools}
+            assert "includeSuperseded" in tools["memory_search"].inputSchema["properties"]
+            plain = await s.call_tool("memory_search", {"query": "deploy target"})
+            assert not plain.isError, text_of(plain)
+            hits = (plain.structuredContent or {})["results"]
+            assert "memory/2025-03-10.md" not in {h["path"] for h in hits}
+            standing = next(h for h in hits if h["path"] == "memory/2025-03-11.md")
+            assert standing["supersedes"] == ["memory/2025-03-10.md#L3"]
+            assert "supersedes memory/2025-03-10.md#L3" in text_of(plain)
+            every = await s.call_tool(
+                "memory_search", {"query": "deploy target", "includeSuperseded": True}
+            )
+            old = next(
+                h
+                for h in (every.structuredContent or {})["results"]
+                if h["path"] == "memory/2025-03-10.md"
+            )
+            assert old["superseded"] is True and "heroku" in old["snippet"]
+            assert "superseded by a newer line" in text_of(every)
+
+    asyncio.run(main())

@@ -148,6 +148,7 @@ class Bridge:
         source: str | None = None,
         since: str | None = None,
         until: str | None = None,
+        include_superseded: bool = False,
     ) -> dict[str, Any]:
         if not query.strip():
             raise ToolRefusal("query is empty: say what to look for")
@@ -168,6 +169,7 @@ class Bridge:
             since=since,
             until=until,
             project=project_key(self.cwd),
+            include_superseded=include_superseded,
         )
         name = self._name_of(ws)
         out: dict[str, Any] = {
@@ -428,6 +430,9 @@ def _provenance(hit: SearchHit) -> dict[str, Any]:
         ("importance", hit.importance),
         ("triggers", hit.triggers or None),
         ("project", hit.project),
+        ("key", hit.key),
+        ("supersedes", hit.supersedes or None),  # the older keyed lines it stands over
+        ("superseded", hit.superseded or None),  # includeSuperseded: it shows an older one
     ):
         if value is not None:
             out[key] = value
@@ -442,6 +447,10 @@ def search_text(result: dict[str, Any]) -> str:
     parts = []
     for hit in hits:
         head = f"{hit['path']}:{hit['snippetStartLine']}-{hit['snippetEndLine']} {hit['score']:.2f}"
+        if hit.get("superseded"):
+            head += " (superseded by a newer line with the same key)"
+        elif hit.get("supersedes"):
+            head += f" (supersedes {', '.join(hit['supersedes'])})"
         parts.append(f"{head}\n{hit['snippet'].strip()}")
     return "\n\n".join([*parts, *notes])
 

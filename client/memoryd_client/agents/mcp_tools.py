@@ -37,6 +37,7 @@ async def _search(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], st
         source=a.get("source"),
         since=a.get("since"),
         until=a.get("until"),
+        include_superseded=bool(a.get("includeSuperseded")),
     )
     return data, _bridge.search_text(data)
 
@@ -107,6 +108,11 @@ _CORE: Final = {
                     },
                     "since": {"type": "string", "pattern": DAY, "description": "YYYY-MM-DD"},
                     "until": {"type": "string", "pattern": DAY, "description": "YYYY-MM-DD"},
+                    "includeSuperseded": {
+                        "type": "boolean",
+                        "description": "Also show lines a newer line with the same "
+                        "<!-- key: ... --> superseded (marked superseded); default false.",
+                    },
                 },
                 ("query",),
             ),
