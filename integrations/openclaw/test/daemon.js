@@ -34,6 +34,45 @@ export function writeFiles(dir, files) {
   }
 }
 
+/** memctl from the repository's venv (beside the python the daemon runs from). */
+export function memctl() {
+  return path.join(path.dirname(pythonForMemoryd()), "memctl");
+}
+
+/**
+ * Run a command to its end in `cwd`, with `extra` added to the environment.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {Record<string, string>} extra
+ * @param {string} cwd
+ * @returns {Promise<{ code: number | null, out: string, err: string }>}
+ */
+export function run(command, args, extra, cwd) {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: { ...process.env, ...extra }, cwd });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c) => (out += c));
+    child.stderr.on("data", (c) => (err += c));
+    child.on("close", (code) => resolve({ code, out, err }));
+  });
+}
+
+/**
+ * Rows of OpenClaw's store, read-only as memoryd reads it.
+ * @param {string} file @param {string} sql @param {...string} args
+ * @returns {Promise<Record<string, unknown>[]>}
+ */
+export async function queryStore(file, sql, ...args) {
+  const { DatabaseSync } = await import("node:sqlite"); // Node 24, as openclaw needs
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    return /** @type {Record<string, unknown>[]} */ (db.prepare(sql).all(...args));
+  } finally {
+    db.close();
+  }
+}
+
 /**
  * Start memoryd and wait until its socket accepts.
  * @param {{ home?: string, config?: string, env?: Record<string, string> }} [opts]

@@ -18,7 +18,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MemorydClient } from "../src/client.js";
 import { localDateStamp } from "../src/flush.js";
-import { pythonForMemoryd, startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { memctl, queryStore, run as runIn, startDaemon, tempDir, writeFiles } from "./daemon.js";
 import { startFakeModel } from "./fake-model.js";
 
 const OPENCLAW = process.env.OPENCLAW_BIN;
@@ -105,11 +105,11 @@ test("a session OpenClaw's Gateway deleted is read from its archive", { skip: !O
   }
   assert.equal(deleted.code, 0, `${deleted.out}\n${deleted.err}`);
   const store = path.join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite");
-  const archives = await query(store, "SELECT session_id, reason, encoding FROM session_transcript_archives");
+  const archives = await queryStore(store, "SELECT session_id, reason, encoding FROM session_transcript_archives");
   assert.equal(archives.length, 1, JSON.stringify(archives));
   const sessionId = String(archives[0].session_id);
   assert.equal(archives[0].reason, "deleted");
-  assert.deepEqual(await query(store, "SELECT seq FROM transcript_events WHERE session_id = ?", sessionId), []);
+  assert.deepEqual(await queryStore(store, "SELECT seq FROM transcript_events WHERE session_id = ?", sessionId), []);
 
   // memoryd learns of this OpenClaw home only now: the session exists only as an archive.
   const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW), "--plugin", PLUGIN_DIR], env);
@@ -145,7 +145,7 @@ test("OpenClaw's pre-compaction flush writes through memoryd's append", { skip: 
   assert.ok(flushes.length > flushesBefore, `OpenClaw ran no flush turn\n${second.err.slice(-3000)}`);
 
   const store = path.join(home, ".openclaw", "agents", "main", "agent", "openclaw-agent.sqlite");
-  const [main] = await query(store, "SELECT current_session_id FROM session_nodes WHERE session_key = 'agent:main:main'");
+  const [main] = await queryStore(store, "SELECT current_session_id FROM session_nodes WHERE session_key = 'agent:main:main'");
   const sessionId = String(main.current_session_id);
   const client = new MemorydClient({ socket: daemon.socket });
   try {
@@ -246,39 +246,7 @@ async function poll(probe) {
   return undefined;
 }
 
-/**
- * Rows of OpenClaw's store, read-only as memoryd reads it.
- * @param {string} file @param {string} sql @param {...string} args
- * @returns {Promise<Record<string, unknown>[]>}
- */
-async function query(file, sql, ...args) {
-  const { DatabaseSync } = await import("node:sqlite"); // Node 24, as openclaw needs
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    return /** @type {Record<string, unknown>[]} */ (db.prepare(sql).all(...args));
-  } finally {
-    db.close();
-  }
-}
-
-/** memctl from the repository's venv (beside the python the daemon runs from). */
-function memctl() {
-  return path.join(path.dirname(pythonForMemoryd()), "memctl");
-}
-
-/**
- * @param {string} command
- * @param {string[]} args
- * @param {Record<string, string>} extra
- * @returns {Promise<{ code: number | null, out: string, err: string }>}
- */
+/** @param {string} command @param {string[]} args @param {Record<string, string>} extra */
 function run(command, args, extra) {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env: { ...process.env, ...extra }, cwd: workspace });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c) => (out += c));
-    child.stderr.on("data", (c) => (err += c));
-    child.on("close", (code) => resolve({ code, out, err }));
-  });
+  return runIn(command, args, extra, workspace);
 }

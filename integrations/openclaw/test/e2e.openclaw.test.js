@@ -7,13 +7,12 @@
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MemorydClient } from "../src/client.js";
 import { authorizeHits, toMemoryHit } from "../src/shape.js";
-import { pythonForMemoryd, startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { memctl, queryStore, run as runIn, startDaemon, tempDir, writeFiles } from "./daemon.js";
 import { startFakeModel } from "./fake-model.js";
 
 const OPENCLAW = process.env.OPENCLAW_BIN;
@@ -136,33 +135,10 @@ test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { s
  * @returns {Promise<string[]>}
  */
 async function readSessionIds(file) {
-  const { DatabaseSync } = await import("node:sqlite"); // Node 24, as openclaw needs
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    return db.prepare("SELECT DISTINCT session_id FROM transcript_events").all().map((r) => String(r.session_id));
-  } finally {
-    db.close();
-  }
+  return (await queryStore(file, "SELECT DISTINCT session_id FROM transcript_events")).map((r) => String(r.session_id));
 }
 
-/** memctl from the repository's venv (beside the python the daemon runs from). */
-function memctl() {
-  return path.join(path.dirname(pythonForMemoryd()), "memctl");
-}
-
-/**
- * @param {string} command
- * @param {string[]} args
- * @param {Record<string, string>} env
- * @returns {Promise<{ code: number | null, out: string, err: string }>}
- */
-function run(command, args, env) {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env: { ...process.env, ...env }, cwd: workspace });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (c) => (out += c));
-    child.stderr.on("data", (c) => (err += c));
-    child.on("close", (code) => resolve({ code, out, err }));
-  });
+/** @param {string} command @param {string[]} args @param {Record<string, string>} extra */
+function run(command, args, extra) {
+  return runIn(command, args, extra, workspace);
 }
