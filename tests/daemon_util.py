@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -26,7 +27,7 @@ from typing import Any
 from memoryd.app import Daemon
 from memoryd.runtime.config import config_from_mapping
 from memoryd.runtime.logs import configure_logging
-from memoryd_client import protocol
+from memoryd_client import cli, protocol
 from memoryd_client.paths import default_paths
 
 configure_logging("info", json=True)  # info: capture_logs must see info events
@@ -342,3 +343,10 @@ def error_code(frame: dict[str, Any] | None) -> str | None:
     if frame is None or frame.get("ok", True):
         return None
     return str(frame["error"]["code"])
+
+
+def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
+    """``memctl ARGV --socket`` the daemon's, in process: exit code, stdout, stderr."""
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()

@@ -4,7 +4,6 @@ transcript reader's Claude Code format."""
 from __future__ import annotations
 
 import asyncio
-import io
 import itertools
 import json
 import os
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from daemon_util import DaemonThread, RawConn
+from daemon_util import DaemonThread, RawConn, memctl
 from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import NOW, llm_config, llm_daemon
@@ -25,7 +24,6 @@ from memoryd_client import (
     MemoryClient,
     RecallItem,
     RecallResult,
-    cli,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -459,12 +457,6 @@ def test_client_flush_is_typed_queued_or_waited_for_and_takes_a_relative_path(
                 break
             asyncio.run(asyncio.sleep(0.05))
     assert "## Session notes (s-9, lines 2-2)" in (workspace / DAILY).read_text()
-
-
-def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_memctl_flush_waits_prints_the_run_and_exits_1_when_it_failed(

@@ -3,7 +3,6 @@ runs on schedule with no manual step (fake clock), and memctl jobs."""
 
 from __future__ import annotations
 
-import io
 import json
 import threading
 from collections.abc import Iterator
@@ -12,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from daemon_util import DaemonThread, RawConn, error_code, wait_for
+from daemon_util import DaemonThread, RawConn, error_code, memctl, wait_for
 from fakes.clock import FakeClock
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import NOW, llm_daemon
-from memoryd_client import MemoryClient, cli
+from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -130,12 +129,6 @@ def test_jobs_run_on_schedule_inside_the_daemon_without_a_manual_step(
     # fallback_summary's 09:45 .. 02:45 slots were all missed by the jump: one catch-up run.
     fallback = listed["fallback_summary"]["history"]
     assert [r["trigger"] for r in fallback] == ["catch-up"]
-
-
-def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_memctl_jobs_list_json_and_human(daemon: DaemonThread) -> None:

@@ -6,7 +6,6 @@ shows the diff and the report and writes nothing."""
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import time
 from collections.abc import Iterator
@@ -15,12 +14,12 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from daemon_util import DaemonThread
+from daemon_util import DaemonThread, memctl
 from fakes.clock import FakeClock
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, Record
 from memoryd.jobs import curation
-from memoryd_client import MemoryClient, cli
+from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -86,12 +85,6 @@ def daemon(md_home: Path, workspace: Path) -> Iterator[DaemonThread]:
         with MemoryClient(d.socket_path) as c:
             c.reindex(workspace="ws")
         yield d
-
-
-def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_without_an_llm_the_gated_run_merges_applies_keys_and_promotes(

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from daemon_util import DaemonThread, Proc, RawConn, short_tmp
+from daemon_util import DaemonThread, Proc, RawConn, memctl, short_tmp
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, Record
 from memoryd.lifecycle.archive import MAX_IMPORT_BYTES, write_archive
-from memoryd_client import InvalidParams, MemoryClient, RemoteError, cli, protocol
+from memoryd_client import InvalidParams, MemoryClient, RemoteError, protocol
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -48,12 +48,6 @@ def daemon(md_home: Path, two: tuple[Path, Path]) -> Iterator[DaemonThread]:
     config = {"workspaces": [{"path": str(p), "name": p.name} for p in two]}
     with DaemonThread(md_home, config) as d:
         yield d
-
-
-def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_export_then_import_merges_without_duplicates(

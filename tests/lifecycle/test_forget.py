@@ -5,7 +5,6 @@ session is never flushed again."""
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import time
 from collections.abc import Iterator
@@ -13,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from daemon_util import DaemonThread
+from daemon_util import DaemonThread, memctl
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import llm_daemon
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, Record
 from memoryd.lifecycle import journal
-from memoryd_client import ForbiddenPath, InvalidParams, MemoryClient, RemoteError, cli
+from memoryd_client import ForbiddenPath, InvalidParams, MemoryClient, RemoteError
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -57,12 +56,6 @@ def daemon(
 ) -> Iterator[DaemonThread]:
     with llm_daemon(md_home, workspace, "alice", openai_server.base_url) as d:
         yield d
-
-
-def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def hits(c: MemoryClient, query: str) -> list[str]:

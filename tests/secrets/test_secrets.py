@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from daemon_util import DaemonThread
+from daemon_util import DaemonThread, memctl
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import llm_daemon
 from mcp_util import daemon_with, make_workspace, stdio_session, text_of
 from memoryd.runtime.logs import configure_logging, get_logger
 from memoryd.secrets import mask, redact
-from memoryd_client import MemoryClient, cli
+from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -107,12 +107,6 @@ def daemon(
 ) -> Iterator[DaemonThread]:
     with llm_daemon(md_home, workspace, "alice", openai_server.base_url) as d:
         yield d
-
-
-def memctl(daemon: DaemonThread, *argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([*argv, "--socket", str(daemon.socket_path)], stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def test_append_writes_the_redacted_text_and_says_what_it_replaced(
