@@ -199,24 +199,23 @@ class LineMetaMap:
         with self._lock:
             self._staged.clear()
 
+    def _range(self, path: str, start: int, end: int) -> tuple[list[int], list[LineMeta]]:
+        """``path``'s lines start..end (inclusive) that have meta, and their meta."""
+        entry = self._files.get(path)
+        if entry is None:
+            return [], []
+        lines, metas = entry
+        a = bisect.bisect_left(lines, start)
+        b = bisect.bisect_right(lines, end)
+        return lines[a:b], metas[a:b]
+
     def span(self, path: str, start: int, end: int) -> list[LineMeta]:
         """The meta of ``path``'s lines start..end (inclusive)."""
-        entry = self._files.get(path)
-        if entry is None:
-            return []
-        lines, metas = entry
-        a = bisect.bisect_left(lines, start)
-        b = bisect.bisect_right(lines, end)
-        return metas[a:b]
+        return self._range(path, start, end)[1]
 
     def lines(self, path: str, start: int, end: int) -> list[tuple[int, LineMeta]]:
-        entry = self._files.get(path)
-        if entry is None:
-            return []
-        lines, metas = entry
-        a = bisect.bisect_left(lines, start)
-        b = bisect.bisect_right(lines, end)
-        return list(zip(lines[a:b], metas[a:b], strict=True))
+        """The same, each with its line number."""
+        return list(zip(*self._range(path, start, end), strict=True))
 
     def items(self) -> list[tuple[str, int, LineMeta]]:
         """Every line with meta (for the trigger lane's index)."""
