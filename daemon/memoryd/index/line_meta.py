@@ -24,6 +24,7 @@ from memoryd.files.lines import line_key
 from memoryd.files.provenance import ORIGINS, Ledger, least_trusted
 
 UNTRUSTED_ORIGINS = frozenset({"untrusted", "system"})
+_NO_LINES: tuple[list[int], list[LineMeta]] = ([], [])  # a file without meta (never changed)
 # line_meta's superseded_by column (migration 0004) is never filled: supersession is worked
 # out in memory from the keys (index/search/supersession.py), so it is not read or written.
 _COLS = "path, line, importance, triggers, project, key, origin, session_id, session_kind"
@@ -199,23 +200,23 @@ class LineMetaMap:
         with self._lock:
             self._staged.clear()
 
-    def _range(self, path: str, start: int, end: int) -> tuple[list[int], list[LineMeta]]:
-        """``path``'s lines start..end (inclusive) that have meta, and their meta."""
-        entry = self._files.get(path)
-        if entry is None:
-            return [], []
-        lines, metas = entry
-        a = bisect.bisect_left(lines, start)
-        b = bisect.bisect_right(lines, end)
-        return lines[a:b], metas[a:b]
+    def _bounds(
+        self, path: str, start: int, end: int
+    ) -> tuple[list[int], list[LineMeta], int, int]:
+        """``path``'s lines with meta, their meta, and where lines start..end (inclusive)
+        begin and end among them (a search asks this per hit: no copies made here)."""
+        lines, metas = self._files.get(path, _NO_LINES)
+        return lines, metas, bisect.bisect_left(lines, start), bisect.bisect_right(lines, end)
 
     def span(self, path: str, start: int, end: int) -> list[LineMeta]:
         """The meta of ``path``'s lines start..end (inclusive)."""
-        return self._range(path, start, end)[1]
+        _, metas, a, b = self._bounds(path, start, end)
+        return metas[a:b]
 
     def lines(self, path: str, start: int, end: int) -> list[tuple[int, LineMeta]]:
         """The same, each with its line number."""
-        return list(zip(*self._range(path, start, end), strict=True))
+        lines, metas, a, b = self._bounds(path, start, end)
+        return list(zip(lines[a:b], metas[a:b], strict=True))
 
     def items(self) -> list[tuple[str, int, LineMeta]]:
         """Every line with meta (for the trigger lane's index)."""
