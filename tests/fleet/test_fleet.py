@@ -345,7 +345,7 @@ def test_a_model_with_a_query_prefix_ranks_the_same_locally_and_through_the_flee
         def published() -> bool:
             st = a.result("status")
             return (
-                st["workspaces"][0]["pending_vectors"] == 0
+                st["workspaces"][0]["vector_ready"]  # the model loaded and every vector written
                 and st["fleet"]["workspaces"]["notes"].get("state") == "published"
             )
 
@@ -387,7 +387,7 @@ def test_a_query_through_the_fleet_is_prepared_as_locally_a_cjk_one_by_keyword(
         def published() -> bool:
             st = a.result("status")
             return (
-                st["workspaces"][0]["pending_vectors"] == 0
+                st["workspaces"][0]["vector_ready"]  # the model loaded and every vector written
                 and st["fleet"]["workspaces"]["notes"].get("state") == "published"
             )
 
