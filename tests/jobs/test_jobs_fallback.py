@@ -11,7 +11,7 @@ import pytest
 
 from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import NOW, JobHarness, llm_config, set_mtime, transcript
+from jobs_util import NOW, TZ, JobHarness, llm_config, set_mtime, transcript
 from memoryd.index.workspace import WorkspaceIndex
 
 pytestmark = pytest.mark.timeout(60)
@@ -166,22 +166,60 @@ def test_a_summary_already_appended_is_recorded_not_written_twice(
 def test_our_own_summary_append_is_not_mistaken_for_a_session_note(
     harness: JobHarness, openai_server: FakeOpenAIServer
 ) -> None:
-    # Real time here: the append stamps the daily file with the real clock.
-    now = dt.datetime.now(harness.clock.tz).replace(microsecond=0)
-    harness.clock.set(now)
-    today = f"memory/{now.date().isoformat()}.md"
-    add_session(harness, "a", now - dt.timedelta(hours=3), now - dt.timedelta(hours=2))
+    # A fixed clock: the summaries go to DAILY, NOW's day, whatever the hour CI runs at.
+    add_session(harness, "a", NOW - dt.timedelta(hours=3), NOW - dt.timedelta(hours=2))
     openai_server.respond_chat("- summary of a")
     assert harness.run("fallback_summary").status == "ok"
+    daily = harness.root / DAILY
+    # The job recorded the mtime its own append left (the kernel's, not the job clock's).
+    assert harness.history.is_own_append(harness.root, DAILY, daily.stat().st_mtime_ns)
+    # Place that append at NOW - 30 min, as if the kernel's clock agreed with the job's: the
+    # file's mtime and the record of it move together (what the job records, at that time).
+    at = NOW - dt.timedelta(minutes=30)
+    set_mtime(daily, at)
+    harness.history.record_session(
+        harness.root,
+        "sessions/a.jsonl",
+        "summarised",
+        at.timestamp(),
+        DAILY,
+        daily.stat().st_mtime_ns,
+    )
     # Session b spans the moment of our append and wrote nothing itself.
-    add_session(harness, "b", now - dt.timedelta(minutes=50), now + dt.timedelta(minutes=1))
-    harness.clock.set(now + dt.timedelta(hours=1))
+    add_session(harness, "b", NOW - dt.timedelta(minutes=50), NOW + dt.timedelta(minutes=1))
+    harness.clock.set(NOW + dt.timedelta(hours=1))
     openai_server.respond_chat("- summary of b")
     record = harness.run("fallback_summary")
     assert record.status == "ok", record.message
     assert [s["session"] for s in record.report["summarised"]] == ["sessions/b.jsonl"]
-    text = (harness.root / today).read_text()
+    text = daily.read_text()
     assert "## Session summary (a)" in text and "## Session summary (b)" in text
+
+
+@pytest.mark.parametrize(
+    ("end", "into"),
+    [
+        # 23:30 in Berlin is 22:30 UTC: the session's own day, not UTC's, nor the run's.
+        (dt.datetime(2025, 3, 12, 23, 30, tzinfo=TZ), "memory/2025-03-12.md"),
+        # 00:30 in Berlin is still the 12th in UTC: Berlin's day counts.
+        (dt.datetime(2025, 3, 13, 0, 30, tzinfo=TZ), "memory/2025-03-13.md"),
+    ],
+)
+def test_a_summary_is_filed_under_the_sessions_own_day(
+    harness: JobHarness, openai_server: FakeOpenAIServer, end: dt.datetime, into: str
+) -> None:
+    # The run happens hours later, past midnight in Berlin and in UTC.
+    harness.clock.set(dt.datetime(2025, 3, 13, 3, 15, tzinfo=TZ))
+    add_session(harness, "late", end - dt.timedelta(hours=1), end)
+    openai_server.respond_chat("- summary of late")
+    record = harness.run("fallback_summary")
+    assert record.status == "ok", record.message
+    assert record.report["summarised"] == [{"session": "sessions/late.jsonl", "into": into}]
+    assert (
+        (harness.root / into)
+        .read_text()
+        .endswith("## Session summary (late)\n\n- summary of late\n")
+    )
 
 
 def test_dry_run_lists_candidates_without_calling_the_llm(
