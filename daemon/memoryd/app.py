@@ -24,6 +24,7 @@ from memoryd import secret_rules
 from memoryd.embeddings import int8_rows
 from memoryd.errors import MemorydError
 from memoryd.files.append import Appender
+from memoryd.files.locks import FileLocks
 from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.jobs.flush_queue import FlushQueue
@@ -105,7 +106,8 @@ class Daemon:
         self.notifier = Notifier(self.env)  # systemd Type=notify; a no-op elsewhere
         self._service_tasks: set[asyncio.Task[None]] = set()
         self.instance = Instance(socket_path)
-        self.appender = Appender()
+        self.file_locks = FileLocks()  # every writer of memory files (files/locks.py)
+        self.appender = Appender(self.file_locks)
         self.watcher = Watcher(config.server.debounce_ms)
         # Searches and reads: one thread woken per job (runtime/pool.py says why that matters).
         self.readers = HandoffPool(

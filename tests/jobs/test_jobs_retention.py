@@ -145,7 +145,7 @@ def test_moving_a_daily_file_waits_for_an_append_in_progress(harness: JobHarness
     set_mtime(old, dt.datetime(2025, 1, 5, 22, 0, tzinfo=NOW.tzinfo))
     moved = harness.root / "memory" / "archive" / "2025" / "2025-01-05.md"
     records: list[RunRecord] = []
-    with harness.appender.lock_for(old.resolve()):
+    with harness.appender.locks.lock_for(old):
         job = threading.Thread(target=lambda: records.append(harness.run("retention")))
         job.start()
         time.sleep(0.5)  # long enough for a move that does not wait to have happened

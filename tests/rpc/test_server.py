@@ -345,7 +345,7 @@ def test_shutdown_method_answers_then_daemon_exits_and_removes_its_socket(md_hom
 
 def _blocked_append(d: Daemon, ws: Path) -> tuple[threading.Lock, RawConn]:
     """An append held in flight: another writer (the test) holds that daily file's lock."""
-    lock = d.appender.lock_for(daily_path(ws.resolve(), dt.date(2024, 5, 1)))
+    lock = d.file_locks.lock_for(daily_path(ws.resolve(), dt.date(2024, 5, 1)))
     lock.acquire()
     conn = RawConn(d.socket_path)
     conn.send(protocol.request(7, "append", {"text": "late note", "date": "2024-05-01"}))

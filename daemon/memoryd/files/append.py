@@ -33,7 +33,6 @@ import datetime as dt
 import errno
 import os
 import stat
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from memoryd.files.duplicates import Duplicates
 from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
 from memoryd.files.lines import text_keys
+from memoryd.files.locks import FileLocks
 from memoryd.files.provenance import Provenance, Record, ledger_for
 from memoryd.files.reader import read_all
 from memoryd.runtime.logs import get_logger
@@ -188,16 +188,11 @@ def _write_all(fd: int, data: bytes) -> int:
 class Appender:
     """Appends daily-file blocks; one instance per daemon (its locks are per file)."""
 
-    def __init__(self) -> None:
-        self._locks: dict[Path, threading.Lock] = {}
-        self._guard = threading.Lock()
+    def __init__(self, locks: FileLocks | None = None) -> None:
+        # The daemon's one registry (files/locks.py): forget, import, retention and the
+        # other writers of memory files take their locks from it too.
+        self.locks = locks if locks is not None else FileLocks()
         self.duplicates = Duplicates()
-
-    def lock_for(self, path: Path) -> threading.Lock:
-        """The lock serialising writes to the daily file ``path`` (resolved); other writers
-        of daily files in this process (the fallback-summary job, retention's move) take it."""
-        with self._guard:
-            return self._locks.setdefault(path, threading.Lock())
 
     def append(
         self,
@@ -232,7 +227,7 @@ class Appender:
             opened = got
             real = root / opened.rel
             try:
-                with self.lock_for(real):
+                with self.locks.lock_for(real):
                     fresh = _as_now(layout, opened)
                     if fresh is None:  # the path leads elsewhere now: start again
                         continue

@@ -527,7 +527,10 @@ def _write_checked(ctx: JobContext, memory: Memory, new: bytes, report: dict[str
         }
     )
     try:
-        _write_beneath(ctx.root, memory.rel, new, before_replace=unchanged)
+        # Under the file's lock: a forget or import in this daemon waits, and the check
+        # just before the rename sees everything they wrote.
+        with ctx.appender.locks.lock_for(memory.path):
+            _write_beneath(ctx.root, memory.rel, new, before_replace=unchanged)
     except _Edited:
         raise edited from None
     if git_note is None:

@@ -260,7 +260,7 @@ def _write_archive(folders: _Folders, action: Action, src: IO[bytes], dest_fd: i
 
 
 def _move_daily(ctx: JobContext, folders: _Folders, action: Action) -> None:
-    """Link into the archive, then unlink the original, under the Appender's lock for the
+    """Link into the archive, then unlink the original, under the daemon's lock for the
     file: an ``append`` in this daemon waits for the move (and then creates the day's file
     afresh) instead of writing between the link and the unlink. A change by anyone else
     seen after linking (identity, size or mtime) undoes the link and leaves the file."""
@@ -268,7 +268,7 @@ def _move_daily(ctx: JobContext, folders: _Folders, action: Action) -> None:
     assert dest is not None
     src_fd = folders.fd(action.src.parent)
     dest_fd = folders.fd(dest.parent, make=True)
-    with ctx.appender.lock_for(action.src.resolve()):
+    with ctx.appender.locks.lock_for(action.src):
         _still(folders, action)
         # Fails if the name is taken: never overwrite.
         os.link(

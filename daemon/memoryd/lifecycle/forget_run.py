@@ -8,10 +8,7 @@ a removed line are deleted, so not even a vector of the forgotten text stays.
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,18 +44,6 @@ def describe(sel: Selection, dry_run: bool) -> dict[str, Any]:
     return out
 
 
-@contextlib.contextmanager
-def _locked(appender: Appender, root: Path, rels: list[str]) -> Iterator[None]:
-    """The append locks of every file the change touches, in one order (no deadlock)."""
-    locks: list[threading.Lock] = [
-        appender.lock_for((root / rel).resolve()) for rel in sorted(set(rels))
-    ]
-    with contextlib.ExitStack() as stack:
-        for lock in locks:
-            stack.enter_context(lock)
-        yield
-
-
 def redo_meta(root: Path, meta: dict[str, Any]) -> None:
     """What a forget does beside its files (idempotent: run again by recovery)."""
     ledger = ledger_for(root)
@@ -91,7 +76,7 @@ def apply_forget(
     if sel.session is not None:
         meta["session"] = sel.session
     ledger: Ledger = ledger_for(root)
-    with _locked(appender, root, [r.rel for r in sel.removals]):
+    with appender.locks.locked(root / r.rel for r in sel.removals):
         change = build_change(layout, sel, keep=not purge, meta=meta)
 
         def mark() -> None:  # durable before any file is touched: never flushed again
@@ -115,7 +100,7 @@ def apply_import(root: Path, merged: Any, appender: Appender, keep_days: float) 
     if not change.files:
         answer["kept"] = None
         return answer
-    with _locked(appender, root, [f.rel for f in change.files]):
+    with appender.locks.locked(root / f.rel for f in change.files):
         try:
             folder = journal.apply(root, change)
         except journal.Conflict as exc:
