@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from pgvector.psycopg import register_vector
 
+from memoryd.embeddings.base import as_query_vector
 from memoryd.fleet.local_reader import LocalIndexReader
 from memoryd.fleet.postgres_schema import ensure_schema
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex
 from memoryd.fleet.service import text_reader
-from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.runtime.config import config_from_mapping
 from memoryd.runtime.logs import configure_logging

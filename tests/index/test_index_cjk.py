@@ -10,8 +10,7 @@ import pytest
 from engine_util import IndexFactory, paths, search
 from memoryd import sqlite
 from memoryd.index import schema
-from memoryd.index.keyword.text import CJK_RUN, keyword_text, with_offsets
-from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.keyword.text import CJK_RUN, FTS_TOKENIZER, keyword_text, with_offsets
 
 ZH = "memory/2024-05-01.md"
 JA = "memory/2024-05-02.md"

@@ -15,7 +15,7 @@ from memoryd.index import schema
 from memoryd.index.keyword.build import Postings
 from memoryd.index.keyword.counts import fts5_stems
 from memoryd.index.keyword.mirror import KeywordMirror
-from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.keyword.text import FTS_TOKENIZER
 from memoryd.index.search.query import fts_match, query_terms
 from memoryd.index.types import SearchRequest
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.index.schema import FTS_TOKENIZER
-from memoryd.index.search.snippets import LineStems, TokenizeOffsets, line_scores
+from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
+from memoryd.index.search.snippets import LineStems, line_scores
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ import pytest
 from engine_util import IndexFactory, in_memory, search
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
+from memoryd.index.row_codes import day_number
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.types import SearchRequest
 from memoryd.index.vectors.mirror import (
     QUANTISED_FROM,
     VectorMirror,
     VectorWidthError,
-    day_number,
 )
 
 DIMS = 16

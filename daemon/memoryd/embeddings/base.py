@@ -45,3 +45,8 @@ def embed_query(provider: EmbeddingProvider, query: str) -> Vectors:
         return vec
     found: Vectors = provider.embed([query])[0]
     return found
+
+
+def as_query_vector(vec: Vectors) -> Vectors:
+    """One query's vector as the scans take it: flat, contiguous float32."""
+    return np.ascontiguousarray(vec.reshape(-1), dtype=np.float32)

@@ -22,8 +22,7 @@ from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
 from memoryd.files.reader import LinesRead
 from memoryd.index.keyword.bm25 import K1, MIN_IDF, B
-from memoryd.index.keyword.text import with_offsets
-from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets, with_offsets
 from memoryd.index.search.candidates import Candidate, Filters
 from memoryd.index.search.fusion import (
     KEYWORD_OVERFETCH,
@@ -32,7 +31,7 @@ from memoryd.index.search.fusion import (
     shown_hits,
 )
 from memoryd.index.search.query import query_days, query_terms
-from memoryd.index.search.snippets import LineStems, TokenizeOffsets, line_scores
+from memoryd.index.search.snippets import LineStems, line_scores
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.runtime.config import SearchConfig
 

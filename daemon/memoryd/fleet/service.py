@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import psycopg
 from pgvector.psycopg import register_vector
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
+from memoryd.embeddings.base import EmbeddingProvider, Vectors, as_query_vector, embed_query
 from memoryd.errors import Unavailable
 from memoryd.files.reader import read_lines
 from memoryd.fleet import lease
@@ -29,7 +29,6 @@ from memoryd.fleet.postgres_schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
 from memoryd.fleet.settings import FleetSettings
-from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import SearchRequest
 from memoryd.index.vectors.query_vectors import PreparedQuery
 from memoryd.index.workspace import WorkspaceIndex

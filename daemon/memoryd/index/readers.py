@@ -19,8 +19,7 @@ import apsw
 from memoryd.errors import IndexUnavailable
 from memoryd.index import schema
 from memoryd.index.damage import corruption_in
-from memoryd.index.keyword.text import with_offsets
-from memoryd.index.search.snippets import TokenizeOffsets
+from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets, with_offsets
 
 
 class Reader:
@@ -36,7 +35,7 @@ class Reader:
         except BaseException:
             self.conn.close()
             raise
-        porter = self.conn.fts5_tokenizer(*schema.FTS_TOKENIZER)
+        porter = self.conn.fts5_tokenizer(*FTS_TOKENIZER)
 
         def tokenize(raw: bytes) -> list[tuple[int, int, str]]:
             found = porter(

@@ -14,9 +14,6 @@ from memoryd import sqlite
 from memoryd.index.keyword import text as keyword_text
 
 SCHEMA_VERSION = 1
-# chunks_fts's tokenizer (as 0001_core creates it): the line scores and the in-memory BM25
-# must stem exactly as FTS5 indexes, so they build theirs from this.
-FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
 
 
 def connect(path: Path | str, *, readonly: bool = False, vectors: bool = True) -> apsw.Connection:

@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.index.keyword.counts import Counted, Stems, count_chunks
-from memoryd.index.vectors.mirror import NO_DAY, SOURCE_CODES, day_number
+from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting

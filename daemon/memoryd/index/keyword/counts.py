@@ -17,8 +17,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.index.keyword.text import keyword_text
-from memoryd.index.schema import FTS_TOKENIZER
+from memoryd.index.keyword.text import FTS_TOKENIZER, keyword_text
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
 HEADING_WEIGHT = 0.5
@@ -29,7 +28,7 @@ Stems = Callable[[str], list[str]]  # a text's tokens as FTS5 indexes them
 
 
 def fts5_stems(conn: apsw.Connection) -> Stems:
-    """The chunks_fts tokenizer (schema.FTS_TOKENIZER) over keyword_text(text), as its
+    """The chunks_fts tokenizer (text.FTS_TOKENIZER) over keyword_text(text), as its
     triggers index it, as a function of text."""
     porter = conn.fts5_tokenizer(*FTS_TOKENIZER)
 

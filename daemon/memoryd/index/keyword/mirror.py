@@ -62,9 +62,9 @@ from memoryd.index.keyword.counts import (
     count_chunks,
     fts5_stems,
 )
+from memoryd.index.row_codes import SOURCE_CODES, day_number
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.staged import StagedMirror
-from memoryd.index.vectors.mirror import SOURCE_CODES, day_number
 
 _BUILD_CHUNKS = 512  # chunks counted at a time by a load
 _CHECK_POSTINGS = 1 << 14  # a load checks its projected size every this many postings

@@ -19,12 +19,15 @@ same tokens.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import apsw
 
-if TYPE_CHECKING:  # snippets imports numpy: not before the daemon's socket listens
-    from memoryd.index.search.snippets import TokenizeOffsets
+# chunks_fts's tokenizer (as schema's 0001_core creates it): the line scores and the
+# in-memory BM25 must stem exactly as FTS5 indexes, so they build theirs from this.
+FTS_TOKENIZER = ("porter", ["unicode61", "remove_diacritics", "2"])
+# FTS5's tokenizer as the snippets call it: (utf-8 bytes) -> [(start byte, end byte, stem)]
+TokenizeOffsets = Callable[[bytes], list[tuple[int, int, str]]]
 
 # Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, kana
 # (katakana's middle dot ・ is punctuation: left out), half-width katakana, Hangul

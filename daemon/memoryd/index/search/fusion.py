@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import apsw
-import numpy as np
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
@@ -21,6 +20,7 @@ from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import tier_of
 from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.line_meta import summarise
 from memoryd.index.search.candidates import (
     Candidate,
@@ -40,7 +40,6 @@ from memoryd.index.search.rows import (
 from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
     LineStems,
-    TokenizeOffsets,
     line_scores,
     make_snippet,
 )
@@ -439,7 +438,3 @@ def shown_hits(
             )
         )
     return hits
-
-
-def as_query_vector(vec: Vectors) -> Vectors:
-    return np.ascontiguousarray(vec.reshape(-1), dtype=np.float32)

@@ -13,21 +13,20 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from memoryd.index.keyword.text import TokenizeOffsets
+
 TAIL_WEIGHT = 0.5  # share of the last line's score a window loses when more lines follow
 # Budget left over after the window's whole lines shows the head of the line that follows
 # (cut at a space, ending in "…") when at least this many characters of it fit: the answer
 # after a matched question, the details after a heading. Fewer would show little but a label.
 MIN_PARTIAL = 60
-
-# (utf-8 bytes) -> [(start byte, end byte, stem)]
-TokenizeOffsets = Callable[[bytes], list[tuple[int, int, str]]]
 
 
 @dataclass(frozen=True)

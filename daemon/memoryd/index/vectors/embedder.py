@@ -18,12 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
+from memoryd.embeddings.base import EmbeddingProvider, Vectors, as_query_vector, embed_query
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.errors import EmbeddingError, IndexUnavailable
 from memoryd.index import store
 from memoryd.index.readers import ReaderPool
-from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.store import CacheKey, PendingChunk
 from memoryd.index.types import SyncProgress
 from memoryd.index.vectors.windows import vector_windows

@@ -46,12 +46,10 @@ import numpy.typing as npt
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
-from memoryd.files.layout import ISO_DAY
+from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.index.staged import StagedMirror
 
-SOURCE_CODES = {"memory": 0, "sessions": 1}
-NO_DAY = 0
 QUANTISED_FROM = 20_000  # live rows; fewer: the exact scan alone (as fast, nothing missed)
 # Rows scored exactly after the bit scan: a share of the rows (in a denser set more rows
 # crowd the true neighbours' estimates), at least 1024 and 32 x k.
@@ -62,12 +60,6 @@ ESTIMATE_BINS = 4096  # the shortlist's cut is made among this many steps of the
 QUERY_BITS = 3  # the query's precision in the bit scan (4: recall ~.001 higher, 1/3 slower)
 LOAD_BATCH = 4096  # rows read from SQLite at a time by load
 _HALF = np.full(1, 0.5, np.float32)
-
-
-def day_number(day: str) -> int:
-    """'2026-11-23' -> 20261123, ordered as the strings are; '' (undated) -> 0, which no
-    since/until admits."""
-    return int(day[:4] + day[5:7] + day[8:10]) if ISO_DAY.fullmatch(day) else NO_DAY
 
 
 class VectorWidthError(ValueError):

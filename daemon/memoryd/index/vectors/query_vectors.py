@@ -12,11 +12,10 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-from memoryd.embeddings.base import EmbeddingProvider, Vectors
+from memoryd.embeddings.base import EmbeddingProvider, Vectors, as_query_vector
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.errors import EmbeddingError
 from memoryd.index.keyword.text import has_cjk
-from memoryd.index.search.fusion import as_query_vector
 from memoryd.index.types import SearchRequest
 from memoryd.index.vectors.embedder import Embedder
 from memoryd.sqlite import VecSupport
