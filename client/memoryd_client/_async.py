@@ -44,6 +44,7 @@ from memoryd_client.types import (
     ImportResult,
     JobRun,
     JobsList,
+    ObserveResult,
     RecallResult,
     ReindexResult,
     SearchResult,
@@ -248,6 +249,8 @@ class AsyncMemoryClient:
         origin: str = "agent",
         session_id: str | None = None,
         session_kind: str | None = None,
+        via: str | None = None,
+        call_id: str | None = None,
     ) -> AppendResult:
         return await self._run(
             _calls.append(
@@ -258,6 +261,8 @@ class AsyncMemoryClient:
                 origin=origin,
                 session_id=session_id,
                 session_kind=session_kind,
+                via=via,
+                call_id=call_id,
             )
         )
 
@@ -373,6 +378,42 @@ class AsyncMemoryClient:
             session_kind=session_kind,
         )
         return await self._run(call)
+
+    async def observe(
+        self,
+        session_id: str,
+        event: str,
+        *,
+        workspace: str | None = None,
+        origin: str | None = None,
+        tool: str | None = None,
+        command: str | None = None,
+        path: str | None = None,
+        cwd: str | None = None,
+        what: str | None = None,
+        call_id: str | None = None,
+        session_kind: str | None = None,
+    ) -> ObserveResult:
+        """Tell the daemon what agent session ``session_id`` did (docs/provenance.md):
+        ``event`` ``user_message`` (the user spoke: the turn starts clean), ``read`` (it
+        read ``origin``, or a ``tool`` / shell ``command`` / file ``path`` the daemon
+        classifies) or ``call`` (it is about to call one of memoryd's tools as ``call_id``).
+        The session's writes then take the least trusted origin it read."""
+        return await self._run(
+            _calls.observe(
+                session_id,
+                event,
+                workspace=workspace,
+                origin=origin,
+                tool=tool,
+                command=command,
+                path=path,
+                cwd=cwd,
+                what=what,
+                call_id=call_id,
+                session_kind=session_kind,
+            )
+        )
 
     async def reindex(
         self,

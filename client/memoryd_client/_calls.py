@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from memoryd_client import _connection, protocol
-from memoryd_client._params import flush_params, iso, omit_none, recall_params, search_params
+from memoryd_client._params import (
+    flush_params,
+    iso,
+    observe_params,
+    omit_none,
+    recall_params,
+    search_params,
+)
 from memoryd_client.errors import BadResponse, ProtocolMismatch
 from memoryd_client.types import (
     AgentFlushResult,
@@ -29,6 +36,7 @@ from memoryd_client.types import (
     ImportResult,
     JobRun,
     JobsList,
+    ObserveResult,
     Progress,
     RecallResult,
     ReindexResult,
@@ -121,8 +129,11 @@ def append(
     origin: str = "agent",
     session_id: str | None = None,
     session_kind: str | None = None,
+    via: str | None = None,
+    call_id: str | None = None,
 ) -> Call[AppendResult]:
-    """``origin``: who the text comes from (docs/provenance.md); a program is an agent."""
+    """``origin``: who the text comes from (docs/provenance.md); a program is an agent.
+    The recorded origin is also no better than what ``session_id`` read (``observe``)."""
     params = omit_none(
         text=text,
         workspace=workspace,
@@ -131,6 +142,8 @@ def append(
         origin=origin,
         session_id=session_id,
         session_kind=session_kind,
+        via=via,
+        call_id=call_id,
     )
     return Call("append", params, AppendResult.from_wire, idempotent=False)
 
@@ -218,6 +231,11 @@ def flush_agent(
     # Not resent after a dropped connection: the offset may have moved.
     params = flush_params(transcript, session_id, workspace=workspace)
     return Call("flush.agent", params, AgentFlushResult.from_wire, idempotent=False)
+
+
+def observe(session_id: str, event: str, **params: str | None) -> Call[ObserveResult]:
+    # Idempotent: a user message or a read observed twice is the same state.
+    return Call("observe", observe_params(session_id, event, **params), ObserveResult.from_wire)
 
 
 def reindex(

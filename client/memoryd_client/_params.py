@@ -97,6 +97,36 @@ def recall_params(
     )
 
 
+def observe_params(
+    session_id: str,
+    event: str,
+    *,
+    workspace: str | None = None,
+    origin: str | None = None,
+    tool: str | None = None,
+    command: str | None = None,
+    path: str | None = None,
+    cwd: str | None = None,
+    what: str | None = None,
+    call_id: str | None = None,
+    session_kind: str | None = None,
+) -> dict[str, Any]:
+    """``observe``'s params: what an agent session did (docs/provenance.md, observers)."""
+    return omit_none(
+        session_id=session_id,
+        event=event,
+        workspace=workspace,
+        origin=origin,
+        tool=tool,
+        command=command,
+        path=path,
+        cwd=cwd,
+        what=what,
+        call_id=call_id,
+        session_kind=session_kind,
+    )
+
+
 def flush_params(
     transcript: str | os.PathLike[str],
     session_id: str,

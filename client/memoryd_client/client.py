@@ -40,6 +40,7 @@ from memoryd_client.types import (
     ImportResult,
     JobRun,
     JobsList,
+    ObserveResult,
     RecallResult,
     ReindexResult,
     SearchResult,
@@ -210,6 +211,8 @@ class MemoryClient:
         origin: str = "agent",
         session_id: str | None = None,
         session_kind: str | None = None,
+        via: str | None = None,
+        call_id: str | None = None,
     ) -> AppendResult:
         """``origin``: owner, agent (the default: a program), untrusted (web pages, tool
         output) or system; recorded for each line with the session (docs/provenance.md)."""
@@ -222,6 +225,8 @@ class MemoryClient:
                 origin=origin,
                 session_id=session_id,
                 session_kind=session_kind,
+                via=via,
+                call_id=call_id,
             )
         )
 
@@ -345,6 +350,42 @@ class MemoryClient:
         (``.due``): enough new conversation since the last flush of ``session_id``. When
         due, the daemon has moved the offset: the same lines are never asked about twice."""
         return self._run(_calls.flush_agent(transcript, session_id, workspace=workspace))
+
+    def observe(
+        self,
+        session_id: str,
+        event: str,
+        *,
+        workspace: str | None = None,
+        origin: str | None = None,
+        tool: str | None = None,
+        command: str | None = None,
+        path: str | None = None,
+        cwd: str | None = None,
+        what: str | None = None,
+        call_id: str | None = None,
+        session_kind: str | None = None,
+    ) -> ObserveResult:
+        """Tell the daemon what agent session ``session_id`` did (docs/provenance.md):
+        ``event`` ``user_message`` (the user spoke: the turn starts clean), ``read`` (it
+        read ``origin``, or a ``tool`` / shell ``command`` / file ``path`` the daemon
+        classifies) or ``call`` (it is about to call one of memoryd's tools as ``call_id``).
+        The session's writes then take the least trusted origin it read."""
+        return self._run(
+            _calls.observe(
+                session_id,
+                event,
+                workspace=workspace,
+                origin=origin,
+                tool=tool,
+                command=command,
+                path=path,
+                cwd=cwd,
+                what=what,
+                call_id=call_id,
+                session_kind=session_kind,
+            )
+        )
 
     def reindex(
         self,

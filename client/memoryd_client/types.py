@@ -203,6 +203,9 @@ class AppendResult(_Wire):
     # Every line was already in that day's note or MEMORY.md: nothing written; ``path`` and
     # ``start_line`` say where it is (``existing``).
     duplicate: bool = False
+    # What the lines were recorded with: the least trusted of the declared origin and what
+    # the session read (docs/provenance.md); None from a daemon before that.
+    origin: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -334,6 +337,25 @@ class AgentFlushResult(_Wire):
     to_line: int = 0
     chars: int = 0
     min_chars: int = 0
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
+class ObserveResult(_Wire):
+    """The answer to ``observe``: the session's trust as the daemon now keeps it.
+    ``origin``: the least trusted origin it read since its user's last message (``owner``:
+    nothing from outside); ``stretch``: since its last flush; ``save``: the stretch a
+    Stop-hook save covers, until the next user message."""
+
+    _what: ClassVar[str] = "observe result"
+
+    session_id: str
+    event: str = ""
+    origin: str = "owner"
+    stretch: str = "owner"
+    save: str | None = None
+    session_kind: str | None = None
+    what: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -32,6 +32,7 @@ from memoryd.jobs.history import History
 from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.jobs.session_trust import SessionTrust
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget_run import redo_meta
 from memoryd.lifecycle.hits import HitCounter
@@ -125,6 +126,7 @@ class Daemon:
         self._methods: Methods | None = None
         self.state: StateDB | None = None
         self.hits: HitCounter | None = None
+        self.trust: SessionTrust | None = None  # what each agent session read (observe)
         self._registry: Registry | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
         self._scheduler: Scheduler | None = None
@@ -183,6 +185,8 @@ class Daemon:
             int8_rows.keep_in(self.paths.state_dir / "models")
             self.state = StateDB(self.paths.state_db)
             self.hits = HitCounter(self.state)
+            self.trust = SessionTrust(self.state, lambda: self.clock.now().timestamp())
+            self.trust.prune()
             self._registry = Registry(self.config, self.paths.index_dir, self.state)
             self._registry.load()
             history = History(self.state)
@@ -482,6 +486,7 @@ class Daemon:
         )
 
     def _make_methods(self, registry: Registry, scheduler: Scheduler) -> Methods:
+        assert self.trust is not None, "made with the state database"
         methods = Methods(
             registry=registry,
             searches=SearchService(
@@ -513,6 +518,7 @@ class Daemon:
             workspaces_changed=self.refresh_watch,
             request_exit=self.request_exit,
             flushes=self._flushes,
+            trust=self.trust,
             fleet=self.fleet,
             fleet_off=self.fleet_off,
         )

@@ -147,6 +147,7 @@ def test_append_method_writes_and_reports_through_the_daemon(md_home: Path) -> N
             "start_line": 1,
             "end_line": 3,
             "bytes": len("## Todo\n\nremember the milk\n"),
+            "origin": "agent",  # what the lines were recorded with
         }
         today = c.result("append", {"text": "today's note"})
         assert today["path"] == f"memory/{dt.date.today().isoformat()}.md"

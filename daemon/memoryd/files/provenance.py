@@ -35,6 +35,7 @@ from memoryd.files.fsutil import atomic_write_at
 from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
 __all__ = [
+    "APPEND_VIAS",
     "HAND_WRITTEN",
     "LEDGER_NAME",
     "LEDGER_REL",
@@ -55,7 +56,10 @@ LEDGER_REL: Final = f"{LEDGER_DIR}/{LEDGER_NAME}"
 VERSION: Final = 1
 # ORIGINS: most trusted first. The least trusted of several sources is what a line is.
 _TRUST: Final = {o: len(ORIGINS) - i for i, o in enumerate(ORIGINS)}
-VIAS: Final = ("append", "flush", "hippocampus", "import")
+VIAS: Final = ("append", "mcp", "flush", "hippocampus", "import")
+# What a caller of the ``append`` method may say it is: a plain append, an MCP tool call
+# (``mcp.append_origin`` applies), an agent's notes of its session (its stretch's trust).
+APPEND_VIAS: Final = ("append", "mcp", "flush")
 MAX_SESSION_ID: Final = 200
 _WRITE_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 

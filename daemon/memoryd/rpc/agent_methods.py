@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.errors import InvalidParams
+from memoryd.errors import InvalidParams, MemorydError
 from memoryd.files.annotations import normalize_project
+from memoryd.files.provenance import ORIGINS, least_trusted
 from memoryd.index.search import recall as _recall
-from memoryd.jobs import agent_flush
+from memoryd.jobs import agent_flush, session_trust
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
@@ -54,7 +55,12 @@ class AgentMethods:
         self.m = methods
 
     def table(self) -> dict[str, Handler]:
-        return {"recall": self.recall, "flush": self.flush, "flush.agent": self.flush_agent}
+        return {
+            "recall": self.recall,
+            "flush": self.flush,
+            "flush.agent": self.flush_agent,
+            "observe": self.observe,
+        }
 
     async def recall(self, p: Params, req: Request) -> dict[str, Any]:
         query = p.required_text("query")
@@ -140,6 +146,62 @@ class AgentMethods:
                 {"param": "transcript"},
             ) from None
         return {"workspace": ws.name, **found.to_wire()}
+
+    async def observe(self, p: Params, req: Request) -> dict[str, Any]:
+        """An observer says what an agent session did (jobs/session_trust.py): the user
+        spoke, the session read something, or it is about to call a tool of ours."""
+        session_id = p.required_text("session_id")
+        event = p.choice("event", session_trust.EVENTS)
+        origin = p.choice("origin", ORIGINS)
+        tool = p.text("tool")
+        command = p.text("command", allow_empty=True)
+        path = p.text("path")
+        cwd = p.path("cwd")
+        what = p.text("what", allow_empty=True)
+        call_id = p.text("call_id")
+        kind = p.choice("session_kind", SESSION_KINDS)
+        ref = p.path("workspace")
+        p.done()
+        if event is None:
+            raise InvalidParams("event is required", {"param": "event"})
+        if len(session_id) > MAX_SESSION_ID or not session_id.isprintable():
+            raise InvalidParams(
+                f"session_id must be a printable string of at most {MAX_SESSION_ID} characters",
+                {"param": "session_id"},
+            )
+        req.log_fields.update(session=session_id[:80], observed=event)
+        trust = self.m.trust
+        if event == "user_message":
+            state = await asyncio.to_thread(trust.user_message, session_id, kind)
+        elif event == "call":
+            if not call_id:
+                raise InvalidParams("a call event needs call_id", {"param": "call_id"})
+            trust.bind_call(call_id[:MAX_SESSION_ID], session_id)
+            state = await asyncio.to_thread(trust.seen, session_id, kind)
+        else:
+            roots = tuple(Path(r).resolve() for r in (cwd,) if r and os.path.isabs(r))
+            ws = self._workspace_or_none(ref)
+            if ws is not None:
+                roots += (ws.root.resolve(),)
+            found = session_trust.classify_read(tool, command, path, roots)
+            lowest = origin if found is None else found
+            if origin is not None and found is not None:
+                lowest = least_trusted(origin, found)
+            described = what or " ".join(x for x in (tool, command or path) if x) or None
+            if lowest is None:  # nothing from outside: the session is known, still clean
+                state = await asyncio.to_thread(trust.seen, session_id, kind)
+            else:
+                state = await asyncio.to_thread(trust.read, session_id, lowest, described, kind)
+        return {"session_id": session_id, "event": event, **state.to_wire()}
+
+    def _workspace_or_none(self, ref: str | None) -> Workspace | None:
+        """The workspace named (errors as usual), or the default one when there is one."""
+        if ref is not None:
+            return self.m.registry.resolve(ref)
+        try:
+            return self.m.registry.resolve(None)
+        except MemorydError:
+            return None
 
     def _transcript(
         self, ref: str | None, transcript: str, session_id: str

@@ -22,7 +22,13 @@ from memoryd.errors import InvalidParams, MemorydError
 from memoryd.files.append import Appender, normalise_heading
 from memoryd.files.injected import injectable_text, injected_copy
 from memoryd.files.layout import Layout
-from memoryd.files.provenance import ORIGINS, SESSION_KINDS, check_provenance, ledger_for
+from memoryd.files.provenance import (
+    APPEND_VIAS,
+    ORIGINS,
+    SESSION_KINDS,
+    check_provenance,
+    ledger_for,
+)
 from memoryd.files.reader import read_lines
 from memoryd.index.search import supersession
 from memoryd.index.search.validate import check_search_request
@@ -31,6 +37,7 @@ from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.llm_config import llm_status
 from memoryd.jobs.scheduler import Scheduler
+from memoryd.jobs.session_trust import SessionTrust
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
@@ -118,6 +125,7 @@ class Methods:
         fleet: FleetService | None = None,
         fleet_off: str | None = None,
         flushes: FlushQueue | None = None,
+        trust: SessionTrust,
     ) -> None:
         """``readers``: searches and reads; ``waiters``: long waits (reindex wait=true),
         apart so that abandoned ones starve nothing; ``config``: the current one;
@@ -139,6 +147,7 @@ class Methods:
         self.fleet = fleet
         self.fleet_off = fleet_off
         self.flushes = flushes  # flush's queue (agent_methods.py)
+        self.trust = trust  # what each agent session read (observe, append)
         self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores
         self.hits: HitCounter | None = None  # set by the daemon (app.py)
         self.supersession = supersession.Supersession()
@@ -368,10 +377,16 @@ class Methods:
             p.choice("session_kind", SESSION_KINDS),
             default_origin="agent",
         )
+        # How it came (an MCP tool call, an agent's flush of its session) and the agent's
+        # tool-use id: the session's observed trust lowers the origin (session_trust.py).
+        via = p.choice("via", APPEND_VIAS, default="append") or "append"
+        call_id = p.text("call_id")
         p.done()
         ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
         config = self.config()
+        hold = "untrusted" if via == "mcp" and config.mcp.append_origin == "untrusted" else None
+        prov, observed = self.trust.for_write(prov, via, call_id, hold)
         layout = Layout(ws.root, config.index.sessions, config.index.extra_paths)
         if await asyncio.to_thread(injected_copy, text, layout):
             raise InvalidParams(
@@ -387,9 +402,16 @@ class Methods:
             heading,
             config.index.max_file_bytes,
             prov,
+            via,
         )
         self.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
-        return result.to_dict()
+        if via == "flush" and prov.session_id and not result.duplicate:
+            self.trust.flushed(prov.session_id)
+        out = result.to_dict()
+        out["origin"] = prov.origin
+        if prov.session_id:
+            out["session_observed"] = observed is not None
+        return out
 
     async def reindex(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")

@@ -243,6 +243,13 @@ class AgentsConfig:
 
 
 @dataclass(frozen=True)
+class McpConfig:
+    # The origin an MCP ``memory_append`` is recorded with at best (docs/provenance.md):
+    # ``agent``, or ``untrusted`` to hold every MCP write for the owner's review.
+    append_origin: str = _opt("agent", choices=("agent", "untrusted"))
+
+
+@dataclass(frozen=True)
 class WorkspaceConfig:
     path: str = _opt("")
     name: str = _opt("")
@@ -259,6 +266,7 @@ class Config:
     fleet: FleetConfig = field(default_factory=FleetConfig)
     agents: AgentsConfig = field(default_factory=AgentsConfig)
     forget: ForgetConfig = field(default_factory=ForgetConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
     workspaces: tuple[WorkspaceConfig, ...] = ()
     source: str = ""  # where it was loaded from, for status and error messages
 
@@ -272,6 +280,7 @@ SECTIONS: dict[str, type[Any]] = {
     "fleet": FleetConfig,
     "agents": AgentsConfig,
     "forget": ForgetConfig,
+    "mcp": McpConfig,
 }
 
 # [jobs.<name>] tables; MEMORYD_JOBS_<NAME>_<KEY> in the environment.

@@ -150,6 +150,22 @@ MIGRATIONS: Final[list[sqlite.Migration]] = [
         ALTER TABLE line_hit_queries ADD COLUMN words TEXT NOT NULL DEFAULT '';
     """,
     ),
+    # What each agent session read since its user's last message (jobs/session_trust.py):
+    # a write of the session takes the least trusted origin of it (docs/provenance.md).
+    (
+        "0009_session_trust",
+        """
+        CREATE TABLE session_trust (
+            session_id TEXT PRIMARY KEY,
+            turn TEXT NOT NULL,  -- least trusted origin read since the user's last message
+            stretch TEXT NOT NULL,  -- ... since the session's last flush (its notes)
+            save TEXT,  -- the stretch a Stop-hook save was asked about, until the next message
+            kind TEXT,  -- interactive | cron | heartbeat | subagent, when an observer said
+            what TEXT,  -- what lowered it last (a tool, a path), for review and logs
+            updated_at REAL NOT NULL
+        ) WITHOUT ROWID;
+    """,
+    ),
 ]
 
 

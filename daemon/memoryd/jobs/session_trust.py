@@ -1,0 +1,256 @@
+"""What each agent session has read: the trust its writes take (docs/provenance.md).
+
+A write's origin is the least trusted of what its caller declares and what its session
+read since the user's last message. The observers say what a session reads, through the
+``observe`` method: Claude Code's hooks (the prompt, every tool's result, the transcript
+each hook gets), the OpenClaw plugin (every turn and tool call), and any agent that can
+call memoryd on its turns (Hermes, Codex). The daemon keeps, per session id:
+
+- ``turn``: the least trusted origin read since the user's last message (``owner`` when
+  nothing outside was read): what an ``append`` of the session takes;
+- ``stretch``: the same since the session's last flush; a flush write (the agent's notes of
+  a stretch of conversation, ``via: "flush"``) takes it, then it starts over;
+- ``save``: the stretch a Stop-hook save was asked about (``flush.agent``), until the user's
+  next message: the save is written in the same turn, but it summarises earlier ones too.
+
+A session no observer has seen is unknown: its writes take what their caller declares
+(``mcp.append_origin = "untrusted"`` holds every MCP write for users who want that).
+Observations can only lower trust; only the user's next message restores the turn's.
+
+Kept in the state database (a restart forgets nothing a turn read) and in memory; rows
+not touched for ``KEEP_DAYS`` are dropped at start. Tool-call bindings (an MCP server
+learns its session from the tool-use id Claude Code sends with each call, which its
+PreToolUse hook reported first) live in memory only: they matter for a second.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Final
+
+from memoryd.files.provenance import Provenance, least_trusted
+from memoryd.jobs.flush_origin import OUTSIDE_TOOL
+from memoryd.runtime.state import StateDB
+from memoryd.secrets import redact
+
+__all__ = ["EVENTS", "SessionState", "SessionTrust", "classify_read"]
+
+EVENTS: Final = ("user_message", "read", "call")
+CLEAN: Final = "owner"  # nothing outside read: the session takes what its caller declares
+KEEP_DAYS: Final = 30
+MAX_CALLS: Final = 4096  # tool-use ids kept for their MCP call (a second's worth, many times)
+MAX_WHAT: Final = 200
+_SHELL_TOOL: Final = re.compile(r"^(?:bash|shell|sh|exec|run_?command|terminal|process)$", re.I)
+# A shell command that brings outside content in: a network client or a URL.
+_SHELL_OUTSIDE: Final = re.compile(
+    r"://|\b(?:curl|wget|http|https|lynx|w3m|links|ssh|scp|sftp|rsync|ftp|nc|ncat|telnet|"
+    r"aria2c|gh|git\s+(?:clone|fetch|pull))\b",
+    re.I,
+)
+
+
+def classify_read(
+    tool: str | None, command: str | None, path: str | None, roots: tuple[Path, ...]
+) -> str | None:
+    """The origin of what a tool call brought into a session, or None when it brought
+    nothing from outside: a tool named for the web, a browser or mail (flush's rule,
+    flush_origin.OUTSIDE_TOOL), a shell command with a network client or a URL in it, or a
+    file read from outside ``roots`` (the workspace and the agent's project)."""
+    if tool and OUTSIDE_TOOL.search(tool) and not tool.startswith("mcp__memoryd__"):
+        return "untrusted"
+    if tool and command and _SHELL_TOOL.match(tool) and _SHELL_OUTSIDE.search(command):
+        return "untrusted"
+    if path:
+        target = Path(path).expanduser()
+        if not target.is_absolute():
+            return None  # relative to the agent's project: inside it
+        try:
+            real = target.resolve()
+        except (OSError, RuntimeError):
+            return "untrusted"
+        if not any(real == r or real.is_relative_to(r) for r in roots):
+            return "untrusted"
+    return None
+
+
+@dataclass(frozen=True)
+class SessionState:
+    turn: str = CLEAN
+    stretch: str = CLEAN
+    save: str | None = None
+    kind: str | None = None
+    what: str | None = None
+    updated_at: float = 0.0
+
+    def floor(self, via: str) -> str:
+        """The least trusted origin a write of this session may have."""
+        origin = self.turn if self.save is None else least_trusted(self.turn, self.save)
+        return least_trusted(origin, self.stretch) if via == "flush" else origin
+
+    def to_wire(self) -> dict[str, object]:
+        out: dict[str, object] = {"origin": self.turn, "stretch": self.stretch}
+        if self.save is not None:
+            out["save"] = self.save
+        if self.kind:
+            out["session_kind"] = self.kind
+        if self.what:
+            out["what"] = self.what
+        return out
+
+
+class SessionTrust:
+    """The sessions' observed trust. Thread-safe; every change is written through to the
+    state database (a change only: a user message in a clean session writes nothing)."""
+
+    def __init__(self, state: StateDB, now: Callable[[], float]) -> None:
+        self.state = state
+        self.now = now
+        self._lock = threading.Lock()
+        self._cache: dict[str, SessionState | None] = {}
+        self._calls: OrderedDict[str, str] = OrderedDict()
+
+    def prune(self) -> int:
+        """Drop the sessions not heard of for KEEP_DAYS; how many went."""
+        with self.state.lock, self.state.conn:
+            self.state.conn.execute(
+                "DELETE FROM session_trust WHERE updated_at < ?", (self.now() - KEEP_DAYS * 86400,)
+            )
+            gone = self.state.conn.changes()
+        with self._lock:
+            self._cache.clear()
+        return gone
+
+    def get(self, session_id: str) -> SessionState | None:
+        """The session's state, None when no observer has seen it."""
+        with self._lock:
+            if session_id in self._cache:
+                return self._cache[session_id]
+        with self.state.lock:
+            rows = self.state.conn.execute(
+                "SELECT turn, stretch, save, kind, what, updated_at FROM session_trust "
+                "WHERE session_id = ?",
+                (session_id,),
+            ).fetchall()
+        found = None
+        if rows:
+            turn, stretch, save, kind, what, at = (_text(v) for v in rows[0])
+            found = SessionState(turn or CLEAN, stretch or CLEAN, save, kind, what, float(at or 0))
+        with self._lock:
+            self._cache[session_id] = found
+        return found
+
+    def _put(self, session_id: str, new: SessionState, old: SessionState | None) -> SessionState:
+        if old is not None and replace(old, updated_at=new.updated_at) == new:
+            return old  # nothing changed: no write
+        with self.state.lock, self.state.conn:
+            self.state.conn.execute(
+                "INSERT INTO session_trust(session_id, turn, stretch, save, kind, what, "
+                "updated_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT DO UPDATE SET "
+                "turn = excluded.turn, stretch = excluded.stretch, save = excluded.save, "
+                "kind = excluded.kind, what = excluded.what, updated_at = excluded.updated_at",
+                (
+                    session_id,
+                    new.turn,
+                    new.stretch,
+                    new.save,
+                    new.kind,
+                    new.what,
+                    new.updated_at,
+                ),
+            )
+        with self._lock:
+            self._cache[session_id] = new
+        return new
+
+    def user_message(self, session_id: str, kind: str | None = None) -> SessionState:
+        """The user spoke: the turn starts clean (what earlier turns read stays in the
+        stretch, for the session's next flush)."""
+        old = self.get(session_id)
+        base = old or SessionState()
+        new = replace(base, turn=CLEAN, save=None, kind=kind or base.kind, updated_at=self.now())
+        return self._put(session_id, new, old)
+
+    def read(
+        self, session_id: str, origin: str, what: str | None, kind: str | None = None
+    ) -> SessionState:
+        """The session read something of ``origin`` (a web page: untrusted)."""
+        old = self.get(session_id)
+        base = old or SessionState()
+        turn = least_trusted(base.turn, origin)
+        lowered = turn != base.turn or least_trusted(base.stretch, origin) != base.stretch
+        new = replace(
+            base,
+            turn=turn,
+            stretch=least_trusted(base.stretch, origin),
+            kind=kind or base.kind,
+            what=_what(what) if lowered and what else base.what,
+            updated_at=self.now(),
+        )
+        return self._put(session_id, new, old)
+
+    def seen(self, session_id: str, kind: str | None = None) -> SessionState:
+        """An observer saw the session (a tool call of nothing outside): it is known."""
+        old = self.get(session_id)
+        if old is not None and (kind is None or kind == old.kind):
+            return old
+        base = old or SessionState()
+        return self._put(
+            session_id, replace(base, kind=kind or base.kind, updated_at=self.now()), old
+        )
+
+    def flushed(self, session_id: str) -> None:
+        """A flush of the session wrote its notes: the next one starts a new stretch."""
+        old = self.get(session_id)
+        if old is not None and old.stretch != CLEAN:
+            self._put(session_id, replace(old, stretch=CLEAN, updated_at=self.now()), old)
+
+    def arm_save(self, session_id: str, read: str) -> SessionState:
+        """A Stop-hook save was asked for (``flush.agent``): until the user's next message
+        the session's writes also take the stretch it covers (``read``: what the
+        transcript's lines of it hold, with what the observers saw)."""
+        old = self.get(session_id)
+        base = old or SessionState()
+        save = least_trusted(base.stretch, read)
+        new = replace(base, save=save, stretch=CLEAN, updated_at=self.now())
+        return self._put(session_id, new, old)
+
+    def for_write(
+        self, declared: Provenance, via: str, call_id: str | None, floor: str | None = None
+    ) -> tuple[Provenance, SessionState | None]:
+        """What a write is recorded with: the least trusted of what its caller declares,
+        ``floor`` (``mcp.append_origin``) and what its session read. The session is the one
+        that announced ``call_id`` (exact: the agent said so before the call), else the
+        declared one. Also the session's state (None: unknown)."""
+        session = (self.session_of_call(call_id) if call_id else None) or declared.session_id
+        origin = declared.origin if floor is None else least_trusted(declared.origin, floor)
+        state = self.get(session) if session else None
+        if state is not None:
+            origin = least_trusted(origin, state.floor(via))
+        kind = declared.session_kind or (state.kind if state is not None else None)
+        return Provenance(origin, session, kind), state
+
+    # -- tool calls ----------------------------------------------------------------------
+    def bind_call(self, call_id: str, session_id: str) -> None:
+        with self._lock:
+            self._calls.pop(call_id, None)
+            self._calls[call_id] = session_id
+            while len(self._calls) > MAX_CALLS:
+                self._calls.popitem(last=False)
+
+    def session_of_call(self, call_id: str) -> str | None:
+        with self._lock:
+            return self._calls.get(call_id)
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def _what(text: str) -> str:
+    """What lowered a session, as kept: one line, secrets redacted, bounded."""
+    return redact(" ".join(text.split())[:MAX_WHAT]).text
