@@ -21,7 +21,14 @@ import pytest
 
 import memoryd
 import memoryd_client
-from memoryd.service.render import TEMPLATES
+from memoryd.service.render import (
+    SERVICE_UNIT,
+    SOCKET_UNIT,
+    TEMPLATES,
+    find_memoryd,
+    render_systemd_service,
+    render_systemd_socket,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,13 +73,16 @@ def _files(wheel: Path) -> set[str]:
 
 
 def _copy_sources(dest: Path) -> None:
-    """What the two builds read: each pyproject.toml and README.md, and the packages."""
+    """What the two builds read: each pyproject.toml and README.md, the packages, and the
+    daemon's setup.py with the unit templates it ships (systemd/, launchd/)."""
     skip = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", ".*")
     for project in (Path(), Path("client")):
         (dest / project).mkdir(exist_ok=True)
         for name in ("pyproject.toml", "README.md"):
             shutil.copy2(ROOT / project / name, dest / project / name)
-    shutil.copytree(ROOT / "daemon", dest / "daemon", ignore=skip)
+    shutil.copy2(ROOT / "setup.py", dest / "setup.py")
+    for folder in ("daemon", "systemd", "launchd"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=skip)
     shutil.copytree(
         ROOT / "client" / "memoryd_client", dest / "client" / "memoryd_client", ignore=skip
     )
@@ -120,11 +130,50 @@ def test_daemon_wheel_depends_on_the_client_and_owns_none_of_its_files(
     assert {f.split("/")[0] for f in daemon_files} == {"memoryd"}
     assert "memoryd/fleet/scratch.py" not in daemon_files  # the tests' Postgres stays there
     assert "memoryd/fleet/service.py" in daemon_files
-    # The service templates' only copy: `memoryd service install` renders them from here.
-    assert {f"memoryd/service/templates/{name}" for name in TEMPLATES} <= daemon_files
     entry_points = _entry_points(wheels["daemon"])
     assert "memoryd = memoryd.cli:main" in entry_points
     assert "memctl" not in entry_points  # one owner per script too
+
+
+def test_the_wheel_ships_exactly_the_top_level_units_and_service_install_renders_them(
+    wheels: dict[str, Path], tmp_path: Path
+) -> None:
+    """systemd/ and launchd/ (the templates' one home), the wheel's memoryd/service/templates/
+    and what `memoryd service install` of the installed wheel writes all agree."""
+    packaged = "memoryd/service/templates/"
+    with zipfile.ZipFile(wheels["daemon"]) as zf:
+        shipped = {n[len(packaged) :]: zf.read(n) for n in zf.namelist() if n.startswith(packaged)}
+        zf.extractall(tmp_path / "wheel")
+    top = {
+        p.name: p.read_bytes()
+        for folder in ("systemd", "launchd")
+        for p in (ROOT / folder).iterdir()
+    }
+    assert set(top) == set(TEMPLATES)
+    assert shipped == top
+    # The installed wheel's memoryd (not this checkout's), with this venv's dependencies.
+    script = (
+        "import sys, memoryd; assert memoryd.__file__.startswith(sys.argv[1]), memoryd.__file__; "
+        "from memoryd.cli import main; sys.exit(main(sys.argv[2:]))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "MEMORYD_"))}
+    env |= {"PYTHONPATH": str(tmp_path / "wheel"), "HOME": str(tmp_path)}
+    argv = [sys.executable, "-c", script, str(tmp_path / "wheel"), "service", "install"]
+    done = subprocess.run(
+        [*argv, "--socket-activation", "--dry-run"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    unit_dir = tmp_path / ".config" / "systemd" / "user"
+    for name, text in (
+        (SERVICE_UNIT, render_systemd_service(find_memoryd())),
+        (SOCKET_UNIT, render_systemd_socket()),
+    ):
+        assert f"# write {unit_dir / name}\n{text.rstrip()}\n" in done.stdout
 
 
 def test_client_wheel_installs_alone_in_a_fresh_venv_and_memctl_runs(

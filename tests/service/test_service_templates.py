@@ -21,6 +21,7 @@ from memoryd.service.render import (
     SERVICE_UNIT,
     SOCKET_UNIT,
     SYSTEMD_SOCKET,
+    TEMPLATE_FOLDERS,
     TEMPLATES,
     RenderError,
     fill,
@@ -28,6 +29,7 @@ from memoryd.service.render import (
     render_launchd_plist,
     render_systemd_service,
     render_systemd_socket,
+    template,
 )
 from memoryd_client.paths import default_paths
 
@@ -66,11 +68,14 @@ def exe() -> Path:
     return find_memoryd()
 
 
-def test_the_templates_exist_in_one_place_the_package() -> None:
-    # The installer renders what the wheel ships; no other copy can drift from it.
-    packaged = ROOT / "daemon" / "memoryd" / "service" / "templates"
-    assert {p.name for p in packaged.iterdir()} == set(TEMPLATES)
-    assert not (ROOT / "systemd").exists() and not (ROOT / "launchd").exists()
+def test_the_templates_live_at_the_top_level_only_and_the_checkout_renders_them() -> None:
+    # Their one home: systemd/ and launchd/ (the wheel's copy is built from them: packaging
+    # tests). The package holds no copy that could drift, and a checkout renders these.
+    assert {p.name for p in (ROOT / "systemd").iterdir()} == {SERVICE_UNIT, SOCKET_UNIT}
+    assert {p.name for p in (ROOT / "launchd").iterdir()} == {f"{LAUNCHD_LABEL}.plist"}
+    assert not (ROOT / "daemon" / "memoryd" / "service" / "templates").exists()
+    for name in TEMPLATES:
+        assert template(name) == (ROOT / TEMPLATE_FOLDERS[name] / name).read_text("utf-8")
 
 
 def test_the_installed_memoryd_is_found_as_an_absolute_executable(exe: Path) -> None:

@@ -1,5 +1,10 @@
 """Fill the templates in for this installation: the systemd units and the launchd plist.
 
+The templates' one home is the repository's top level, ``systemd/`` and ``launchd/``, where
+a person who clones it reads them. The build (setup.py) ships exactly those files in the wheel
+as ``memoryd/service/templates/``; an editable install (a checkout) has no such folder and
+reads them at the top level.
+
 Placeholders are ``@NAME@``. A service manager knows neither your shell's PATH nor your
 virtual environment, so the executable is always an absolute path: the ``memoryd`` next
 to the running Python (the same environment), else the one on PATH.
@@ -24,6 +29,8 @@ SOCKET_UNIT: Final = "memoryd.socket"
 LAUNCHD_LABEL: Final = "dev.memoryd.memoryd"
 PLIST: Final = f"{LAUNCHD_LABEL}.plist"
 TEMPLATES: Final = (SERVICE_UNIT, SOCKET_UNIT, PLIST)
+#: Each template's folder at the repository's top level.
+TEMPLATE_FOLDERS: Final = {SERVICE_UNIT: "systemd", SOCKET_UNIT: "systemd", PLIST: "launchd"}
 #: Where the units put the socket (``%t`` is ``$XDG_RUNTIME_DIR`` in a user unit).
 SYSTEMD_SOCKET: Final = "%t/memoryd/memoryd.sock"
 LINUX_PATH: Final = ("/usr/local/bin", "/usr/bin", "/bin")
@@ -44,8 +51,19 @@ class RenderError(Exception):
 
 
 def template(name: str) -> str:
-    """The packaged template ``name`` (one of TEMPLATES), as text."""
-    return resources.files("memoryd.service").joinpath("templates", name).read_text("utf-8")
+    """The template ``name`` (one of TEMPLATES), as text: the wheel's copy, else (an
+    editable install) the checkout's own."""
+    packaged = resources.files("memoryd.service").joinpath("templates", name)
+    if packaged.is_file():
+        return packaged.read_text("utf-8")
+    checkout = Path(__file__).resolve().parents[3] / TEMPLATE_FOLDERS[name] / name
+    try:
+        return checkout.read_text("utf-8")
+    except FileNotFoundError:
+        raise RenderError(
+            f"the service template {name} is missing from this installation "
+            "(reinstall memoryd from its wheel or its repository)"
+        ) from None
 
 
 def find_memoryd(
