@@ -37,6 +37,7 @@ from memoryd.service.manager import (
     execute,
     launchd_install,
     launchd_uninstall,
+    private_tmp_notes,
     systemd_install,
     systemd_uninstall,
 )
@@ -134,6 +135,30 @@ def test_dry_run_notes_what_the_service_will_not_see(tmp_path: Path) -> None:
     assert (
         "# note: MEMORYD_HOME is set in this shell, but the service does not see it" in done.stdout
     )
+
+
+def test_dry_run_warns_that_private_tmp_hides_workspaces_under_tmp(tmp_path: Path) -> None:
+    # Registered (the registry's plain copy) and configured ones; the paths need not exist.
+    state = tmp_path / ".local" / "state" / "memoryd"
+    state.mkdir(parents=True)
+    (state / "workspaces.json").write_text(
+        '{"workspaces": [{"name": "a", "path": "/tmp/memoryd-h37/alice"},'
+        ' {"name": "c", "path": "/srv/memoryd-h37/carol"}]}'
+    )
+    config = tmp_path / ".config" / "memoryd"
+    config.mkdir(parents=True)
+    (config / "config.toml").write_text('[[workspaces]]\npath = "/var/tmp/memoryd-h37/bob"\n')
+    done = run_cli("install", "--dry-run", home=tmp_path)
+    assert done.returncode == EXIT_OK, done.stderr
+    notes = [line for line in done.stdout.splitlines() if line.startswith("# note: the workspace")]
+    assert [n.split()[4] for n in notes] == ["/var/tmp/memoryd-h37/bob", "/tmp/memoryd-h37/alice"]
+    assert all("PrivateTmp=no" in n and "memctl workspace add" in n for n in notes)
+
+
+def test_a_memoryd_under_tmp_is_told_it_would_not_start_as_a_service() -> None:
+    (note,) = private_tmp_notes(Path("/tmp/try/.venv/bin/memoryd"), [Path("/home/me/alice")])
+    assert "would not start" in note and "Install memoryd outside /tmp" in note
+    assert private_tmp_notes(Path("/home/me/.venv/bin/memoryd"), [Path("/home/me/a")]) == []
 
 
 def test_uninstall_dry_run_with_nothing_installed_says_so(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ every action says so and points to ``memoryd run``; ``--dry-run`` still prints t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import plistlib
@@ -31,6 +32,7 @@ from memoryd.service.manager import (
     launchd_install,
     launchd_job,
     launchd_uninstall,
+    private_tmp_notes,
     run_command,
     systemd_install,
     systemd_uninstall,
@@ -103,6 +105,24 @@ def _default_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in IGNORED_ENV}
 
 
+def _service_workspaces(env: Mapping[str, str]) -> list[Path]:
+    """The workspaces the service's daemon will watch, as far as files tell: the config's
+    and the registered ones (``workspaces.json``, the registry's plain copy), at the default
+    locations the service uses."""
+    from memoryd.errors import ConfigError
+    from memoryd.runtime.config import load_config
+    from memoryd.runtime.state import REGISTRY_COPY
+
+    service_env = _default_env(env)
+    found: list[Path] = []
+    with contextlib.suppress(ConfigError):  # the daemon reports a bad config at start
+        found += [Path(w.path).expanduser() for w in load_config(env=service_env).workspaces]
+    copy = default_paths(service_env).state_dir / REGISTRY_COPY
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        found += [Path(w["path"]) for w in json.loads(copy.read_text("utf-8"))["workspaces"]]
+    return list(dict.fromkeys(found))
+
+
 def _plan(
     action: str, avail: Availability, env: Mapping[str, str], socket_activation: bool
 ) -> Plan:
@@ -113,7 +133,9 @@ def _plan(
         unit_dir = user_unit_dir(env, home)
         if action == "uninstall":
             return systemd_uninstall(unit_dir)
-        plan = systemd_install(find_memoryd(), unit_dir, socket_activation)
+        exe = find_memoryd()
+        plan = systemd_install(exe, unit_dir, socket_activation)
+        plan.notes += private_tmp_notes(exe, _service_workspaces(env))
         if not env.get("XDG_RUNTIME_DIR"):
             plan.notes.append(
                 "XDG_RUNTIME_DIR is not set in this shell: memctl here will not "

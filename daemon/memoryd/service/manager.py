@@ -40,6 +40,8 @@ Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 #: `systemctl --user is-system-running` states in which the user manager takes orders.
 USABLE_STATES = frozenset({"initializing", "starting", "running", "degraded", "maintenance"})
 IGNORED_ENV = ("MEMORYD_HOME", "MEMORYD_SOCKET", "MEMORYD_CONFIG")
+#: What the unit's PrivateTmp=yes replaces with empty folders of the service's own.
+PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
 
 
 class ServiceError(Exception):
@@ -194,6 +196,33 @@ def launchd_uninstall(home: Path, uid: int) -> Plan:
         RemoveFile(plist),
     ]
     return plan
+
+
+def private_tmp_notes(exe: Path, workspaces: Sequence[Path]) -> list[str]:
+    """The unit's PrivateTmp=yes gives the service an empty /tmp and /var/tmp of its own: a
+    ``memoryd`` (its venv) there cannot start, a workspace there is an empty folder."""
+    notes: list[str] = []
+    if _in_tmp(exe):
+        notes.append(
+            f"this memoryd is under a temporary folder ({exe}), which the unit's PrivateTmp=yes "
+            "hides from the service: it would not start. Install memoryd outside /tmp (e.g. "
+            "python3 -m venv ~/.venvs/memoryd && ~/.venvs/memoryd/bin/pip install ./client .) "
+            "and run `service install` with that memoryd, or keep running `memoryd run` yourself"
+        )
+    notes += [
+        f"the workspace {ws} is under a temporary folder, which the unit's PrivateTmp=yes hides "
+        "from the service (it would find it empty): move it under your home folder and add it "
+        "there (memctl workspace remove, then memctl workspace add), or lift the sandbox's "
+        "/tmp with `systemctl --user edit memoryd`: [Service] PrivateTmp=no"
+        for ws in workspaces
+        if _in_tmp(ws)
+    ]
+    return notes
+
+
+def _in_tmp(path: Path) -> bool:
+    seen = {Path(os.path.abspath(path)), Path(os.path.realpath(path))}
+    return any(p.is_relative_to(tmp) for p in seen for tmp in PRIVATE_TMP)
 
 
 def ignored_env_notes(env: Mapping[str, str]) -> list[str]:
