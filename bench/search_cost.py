@@ -47,10 +47,10 @@ from typing import Any
 
 from latency import Daemon, hello_latency, log
 from scale import code_at, daemon
-from synth import locomo_queries, make_queries, make_workspace
+from synth import LOCOMO_DIR, locomo_queries, make_queries, make_workspace
 
 HERE = Path(__file__).resolve().parent
-CONV26 = HERE.parents[1] / "shared/bench/locomo-dev/conv-26"
+CONV26 = LOCOMO_DIR / "conv-26"
 RUNNING_AFTER_S = 5.0  # a daemon's start is over by then (its background imports and loads)
 FILES_1001 = 7_273  # chunks for which bench/synth.py writes 1,000 daily files + MEMORY.md
 

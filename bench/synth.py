@@ -185,7 +185,15 @@ def make_workspace(path: Path | str, chunks: int, seed: int = 1) -> Path:
     return root
 
 
-LOCOMO_DIR = Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev"
+# The shared benchmark folder beside the checkout (or beside the folder of worktrees).
+LOCOMO_DIR = next(
+    (
+        p / "shared" / "bench" / "locomo-dev"
+        for p in Path(__file__).resolve().parents[1:]
+        if (p / "shared" / "bench" / "locomo-dev").is_dir()
+    ),
+    Path(__file__).resolve().parents[2] / "shared" / "bench" / "locomo-dev",
+)
 LOCOMO_CHUNKS = 416  # chunks of the five locomo-dev workspaces together (400/80 chunking)
 
 
