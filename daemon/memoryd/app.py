@@ -43,6 +43,7 @@ from memoryd.rpc.lifecycle_methods import LifecycleMethods
 from memoryd.rpc.methods import Methods
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.status import StatusReport
+from memoryd.runtime import heap
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
@@ -323,6 +324,7 @@ class Daemon:
                 # After the indexes (a job's changes are indexed at once), and even when
                 # something above failed: maintenance must not silently stop.
                 self.scheduler.start()
+            heap.freeze_long_lived()  # full collections walk what came after only
             self.background_ready.set()
 
     async def _load_provider(self) -> None:

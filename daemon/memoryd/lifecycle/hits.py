@@ -6,6 +6,16 @@ count when it moves and across restarts. Recording costs a search one ``deque.ap
 background thread keys the snippets' lines and writes the counts in batches, off the hot path.
 A batch gathers for up to COALESCE_S: on two cores a transaction per search (and the thread's
 wake-ups competing for the GIL) doubled the daemon's CPU per search; one a second is noise.
+
+That thread shares the GIL with the event loop, so it must stay small and let go often: a
+batch that held the interpreter for tens of milliseconds made every search arriving
+meanwhile wait for it, 5 ms (the switch interval) per hand-over (issue 38's p99). Each
+snippet's keyed lines and its word index are remembered (the same snippets come back search
+after search), a search's matched lines are a few dict lookups, and the thread yields the
+GIL between searches. A queued search is a tuple of strings, which the garbage collector
+stops tracking at once: a second's queue of lists had been promoted to the oldest
+generation, which then ran full collections (25-40 ms of CPU with the GIL held) every few
+hundred searches.
 """
 
 from __future__ import annotations
@@ -30,7 +40,9 @@ log = get_logger("memoryd.lifecycle.hits")
 
 MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest are dropped
 SAMPLE_CHARS: Final = 200
-LINES_KEPT: Final = 4096  # snippet lines whose key and words are remembered (~1 MB)
+SNIPPETS_KEPT: Final = 1024  # snippets whose keyed lines and words are remembered (~1-2 MB)
+YIELD_EVERY: Final = 8  # searches counted between two hand-overs of the GIL
+PAIRS_KEPT: Final = 100_000  # (line, query) pairs known to be written (~15 MB at most)
 COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
 
 
@@ -81,29 +93,64 @@ def words_of(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in _COMMON}
 
 
-@functools.lru_cache(maxsize=LINES_KEPT)
-def _line_facts(line: str) -> tuple[str, frozenset[str]]:
-    """A snippet line's key and words: the same lines come back search after search, and
-    hashing and splitting them was most of what counting cost."""
-    return line_key(line), frozenset(words_of(line))
+# A snippet's keyed lines (key, sample) in order, and for each word the lines holding it.
+_SnippetLines = tuple[tuple[tuple[str, str, frozenset[str]], ...], dict[str, tuple[int, ...]]]
+
+
+@functools.lru_cache(maxsize=SNIPPETS_KEPT)
+def _snippet_lines(snippet: str) -> _SnippetLines:
+    """A snippet's keyed lines and their words, by word: the same snippets come back search
+    after search, and hashing and splitting their lines was most of what counting cost."""
+    keyed: list[tuple[str, str, frozenset[str]]] = []
+    by_word: dict[str, list[int]] = {}
+    for line in snippet.splitlines():
+        k = line_key(line)
+        if not k:
+            continue
+        its = frozenset(words_of(line))
+        for w in its:
+            by_word.setdefault(w, []).append(len(keyed))
+        keyed.append((k, line.strip()[:SAMPLE_CHARS], its))
+    return tuple(keyed), {w: tuple(ix) for w, ix in by_word.items()}
+
+
+def _matched(snippets: tuple[str, ...], words: set[str]) -> dict[str, tuple[str, str]]:
+    """key -> (sample, the query's words it holds) of the snippet lines the query matched (a
+    snippet shows its neighbours too); none of them (a vector hit): the snippet's first
+    keyed line, matched by no word. The first line of a key wins."""
+    seen: dict[str, tuple[str, str]] = {}
+    for snippet in snippets:
+        keyed, by_word = _snippet_lines(snippet)
+        if not keyed:
+            continue
+        lines = sorted({i for w in words for i in by_word.get(w, ())}) or [0]
+        for i in lines:
+            k, sample, its = keyed[i]
+            if k not in seen:
+                seen[k] = (sample, " ".join(sorted(words & its))[:SAMPLE_CHARS])
+    return seen
 
 
 class HitCounter:
     def __init__(self, state: StateDB) -> None:
         self.state = state
-        self._queue: deque[tuple[str, str, list[str], float]] = deque(maxlen=MAX_QUEUED)
+        # (root, query, snippets, when): strings only, so the collector stops tracking it
+        self._queue: deque[tuple[str, str, tuple[str, ...], float]] = deque(maxlen=MAX_QUEUED)
         self._wake = threading.Event()
         self._flush = threading.Event()  # write what is queued now (wait_idle, close)
         self._idle = threading.Event()
         self._idle.set()
         self._closed = False
         self._thread: threading.Thread | None = None
+        # (root, key, query hash) already in line_hit_queries: a query asked again (an agent
+        # repeats itself) inserts nothing, and the table's index is not probed for it.
+        self._written: set[tuple[str, str, str]] = set()
 
     def record(self, root: Path, query: str, hits: Iterable[dict[str, Any]]) -> None:
         """Count a search's hits (memory lines only); returns at once."""
-        snippets = [
+        snippets = tuple(
             str(h.get("snippet") or "") for h in hits if h.get("source", "memory") == "memory"
-        ]
+        )
         if not snippets or self._closed:
             return
         self._queue.append((str(root), query, snippets, time.time()))
@@ -144,27 +191,19 @@ class HitCounter:
             if not self._queue:
                 self._idle.set()
 
-    def _write(self, batch: list[tuple[str, str, list[str], float]]) -> None:
+    def _write(self, batch: list[tuple[str, str, tuple[str, ...], float]]) -> None:
         rows: dict[tuple[str, str], list[Any]] = {}  # (root, key) -> [sample, hits, last at]
         queries: dict[tuple[str, str, str], str] = {}  # (root, key, query) -> matched words
-        for root, query, snippets, at in batch:
+        for n, (root, query, snippets, at) in enumerate(batch, 1):
             qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
-            words = words_of(query)
-            seen: dict[str, tuple[str, str]] = {}
-            for snippet in snippets:
-                lines = [(line, f) for line in snippet.splitlines() if (f := _line_facts(line))[0]]
-                # The lines the query matched (a snippet shows its neighbours too); none of
-                # them (a vector hit): the snippet's first line, matched by no word.
-                matched = [(line, f) for line, f in lines if words & f[1]] or lines[:1]
-                for line, (k, its) in matched:
-                    if k not in seen:
-                        tied = " ".join(sorted(words & its))[:SAMPLE_CHARS]
-                        seen[k] = (line.strip()[:SAMPLE_CHARS], tied)
-            for k, (text, tied) in seen.items():
+            for k, (text, tied) in _matched(snippets, words_of(query)).items():
                 row = rows.setdefault((root, k), [text, 0, at])
                 row[1] += 1
                 row[2] = max(row[2], at)
-                queries.setdefault((root, k, qhash), tied)
+                if (root, k, qhash) not in self._written:
+                    queries.setdefault((root, k, qhash), tied)
+            if n % YIELD_EVERY == 0:
+                time.sleep(0)  # the GIL to a waiting search now, not at the switch interval
         with self.state.lock, self.state.conn:
             self.state.conn.executemany(
                 "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
@@ -177,6 +216,9 @@ class HitCounter:
                 "VALUES (?, ?, ?, ?)",
                 sorted((*q, tied) for q, tied in queries.items()),
             )
+        if len(self._written) + len(queries) > PAIRS_KEPT:
+            self._written.clear()
+        self._written.update(queries)
 
     # -- reading -----------------------------------------------------------------------
     def counts(self, root: Path, keys: Iterable[str]) -> dict[str, tuple[int, int]]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
 import sys
 from functools import cache
 from typing import Any
@@ -48,3 +49,16 @@ def release_free_memory() -> bool:
         return False
     libc.malloc_trim(0)
     return True
+
+
+def freeze_long_lived() -> None:
+    """Collect once, then leave every object alive now (modules, the config, the indexes'
+    structures: what the start built, kept for good) out of later collections.
+
+    A full collection walks every tracked object with the GIL held: ~45k of them after a
+    start, 25-40 ms of CPU on the machines we measure, which stalled whichever searches
+    were in flight (issue 38's tail). Frozen objects are still freed by reference counting
+    as usual; only a reference cycle among them would outlive its use, and the start's
+    objects live as long as the process."""
+    gc.collect()
+    gc.freeze()
