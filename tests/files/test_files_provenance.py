@@ -18,8 +18,10 @@ from memoryd.files.provenance import (
     ledger_for,
 )
 
+D = "memory/d.md"
 
-def _rec(text: str, origin: str, sid: str | None = None, path: str = "memory/d.md") -> Record:
+
+def _rec(text: str, origin: str, sid: str | None = None, path: str = D) -> Record:
     return Record(line_key(text), path, origin, sid, "interactive" if sid else None, at=1.0)
 
 
@@ -28,7 +30,7 @@ def test_a_line_with_no_record_has_no_provenance_and_the_file_is_not_created(
 ) -> None:
     ledger = Ledger(tmp_path)
     ledger.refresh()
-    assert ledger.lookup(line_key("anything")) is None
+    assert ledger.lookup(D, line_key("anything")) is None
     assert not (tmp_path / LEDGER_REL).exists()
 
 
@@ -36,14 +38,14 @@ def test_records_survive_a_new_ledger_object_as_after_a_restart(tmp_path: Path) 
     Ledger(tmp_path).add([_rec("- web says X", "untrusted", "s1")])
     again = Ledger(tmp_path)
     again.refresh()
-    assert again.lookup(line_key("web says x")) == Provenance("untrusted", "s1", "interactive")
+    assert again.lookup(D, line_key("web says x")) == Provenance("untrusted", "s1", "interactive")
     assert (tmp_path / LEDGER_REL).stat().st_mode & 0o777 == 0o600
 
 
-def test_the_least_trusted_record_of_a_line_wins(tmp_path: Path) -> None:
+def test_the_least_trusted_record_of_a_line_in_its_file_wins(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path)
     ledger.add([_rec("fact", "owner"), _rec("fact", "untrusted", "web"), _rec("fact", "agent")])
-    found = ledger.lookup(line_key("fact"))
+    found = ledger.lookup(D, line_key("fact"))
     assert found is not None and found.origin == "untrusted" and found.session_id == "web"
 
 
@@ -58,8 +60,8 @@ def test_a_torn_last_line_is_skipped_counted_and_not_glued_to_the_next_record(
     fresh = Ledger(tmp_path)
     fresh.refresh()
     assert fresh.malformed == 1
-    assert fresh.lookup(line_key("one")) == Provenance("agent")
-    assert fresh.lookup(line_key("two")) == Provenance("system")
+    assert fresh.lookup(D, line_key("one")) == Provenance("agent")
+    assert fresh.lookup(D, line_key("two")) == Provenance("system")
 
 
 def test_an_edit_by_another_process_is_seen_on_refresh(tmp_path: Path) -> None:
@@ -68,7 +70,7 @@ def test_an_edit_by_another_process_is_seen_on_refresh(tmp_path: Path) -> None:
     other = Ledger(tmp_path)
     other.add([_rec("two", "untrusted")])
     assert ledger.refresh()
-    assert ledger.lookup(line_key("two")) == Provenance("untrusted")
+    assert ledger.lookup(D, line_key("two")) == Provenance("untrusted")
     assert not ledger.refresh()
 
 
@@ -85,15 +87,19 @@ def test_sessions_are_listed_forgotten_and_rewrite_is_atomic_and_keeps_marks(
     fresh.refresh()
     assert fresh.records_for_session("s1") == []
     assert fresh.forgotten_sessions == {"s1"}
-    assert fresh.lookup(line_key("b")) is not None
+    assert fresh.lookup(D, line_key("b")) is not None
     assert [n for n in os.listdir(tmp_path / "memory") if n.endswith(".tmp")] == []
 
 
 def test_compact_drops_records_of_lines_no_longer_in_memory(tmp_path: Path) -> None:
     ledger = Ledger(tmp_path)
     ledger.add([_rec("kept", "agent"), _rec("gone", "agent")])
-    assert ledger.compact({line_key("kept")}) == 1
-    assert ledger.lookup(line_key("gone")) is None and len(ledger) == 1
+    ledger.forget_lines([(D, line_key("old"))], at=5.0)
+    ledger.forget_lines([(D, line_key("older"))], at=1.0)
+    # Tombstones are kept for sync (write-path.md 3) unless older than asked.
+    assert ledger.compact({(D, line_key("kept"))}, keep_forgets_since=2.0) == 2
+    assert ledger.lookup(D, line_key("gone")) is None and len(ledger) == 2
+    assert [r.op for r in ledger.records()] == ["add", "forget"]
 
 
 def test_ledger_for_gives_one_copy_per_workspace(tmp_path: Path) -> None:
@@ -123,3 +129,55 @@ def test_provenance_params_are_checked_with_the_default_origin_when_absent() -> 
     ):
         with pytest.raises(InvalidParams):
             check_provenance(*bad, default_origin="agent")
+
+
+def test_a_copy_of_a_line_elsewhere_never_changes_the_line_in_its_own_file(
+    tmp_path: Path,
+) -> None:
+    """Issue 34 item 3: trust belongs to a line in its file, not to its text."""
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("- Priya cuts releases", "untrusted", "web", path="memory/2026-03-02.md")])
+    key = line_key("Priya cuts releases")
+    assert ledger.lookup("memory/2026-03-02.md", key) == Provenance(
+        "untrusted", "web", "interactive"
+    )
+    assert ledger.lookup("memory/2026-03-01.md", key) is None  # the owner's own line
+    assert ledger.lookup("USER.md", key) is None
+    assert ledger.lines_of("memory/2026-03-02.md") == {
+        key: ledger.lookup("memory/2026-03-02.md", key)
+    }
+
+
+def test_forget_tombstones_approve_and_revival_fold_in_the_order_of_their_time(
+    tmp_path: Path,
+) -> None:
+    ledger = Ledger(tmp_path)
+    k = line_key("x")
+    ledger.add([Record(k, D, "untrusted", at=10.0)])
+    ledger.approve(D, k, at=11.0)
+    assert ledger.lookup(D, k) == Provenance("owner")  # the owner took it in review
+    ledger.add([Record(k, D, "agent", at=12.0)])
+    assert ledger.lookup(D, k) == Provenance("agent")  # a later write is a new write
+    ledger.forget_lines([(D, k)], at=13.0)
+    assert ledger.lookup(D, k) is None and ledger.empty  # gone from its file
+    # A merged ledger (sync) may hold an older add after the tombstone: still forgotten.
+    ledger.add([Record(k, D, "untrusted", at=12.5)])
+    assert ledger.lookup(D, k) is None
+    ledger.add([Record(k, D, "untrusted", at=14.0)])  # written again later: revived
+    assert ledger.lookup(D, k) == Provenance("untrusted")
+    fresh = Ledger(tmp_path)
+    fresh.refresh()
+    assert fresh.lookup(D, k) == Provenance("untrusted")
+    assert [r.op for r in fresh.records()].count("forget") == 1
+    assert fresh.records()[1].to_json() == (
+        f'{{"v":1,"op":"approve","k":"{k}","path":"{D}","at":11.0}}'
+    )
+
+
+def test_carry_gives_a_moved_files_lines_their_records_at_the_new_path(tmp_path: Path) -> None:
+    ledger = Ledger(tmp_path)
+    ledger.add([_rec("a", "untrusted", "s"), _rec("b", "agent")])
+    assert ledger.carry(D, "memory/archive/2026/d.md", at=3.0) == 2
+    assert ledger.lookup("memory/archive/2026/d.md", line_key("a")) == Provenance(
+        "untrusted", "s", "interactive"
+    )

@@ -80,7 +80,7 @@ def test_export_then_import_merges_without_duplicates(
     assert (dst / "USER.md").read_text() == "- Prefers short answers.\n"
     ledger = Ledger(dst)
     ledger.refresh()
-    found = ledger.lookup(line_key("- Lunch at noon."))
+    found = ledger.lookup("memory/2025-03-11.md", line_key("- Lunch at noon."))
     assert found is not None and found.origin == "agent"  # provenance travels
 
     before = {p: p.read_bytes() for p in dst.rglob("*.md")}

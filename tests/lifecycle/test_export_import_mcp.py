@@ -134,7 +134,7 @@ def test_memory_import_previews_then_merges_as_untrusted_daily_lines_only(
     assert not (ws / "USER.md").exists()
     ledger = Ledger(ws)
     ledger.refresh()
-    found = ledger.lookup(line_key(NEW_LINE))
+    found = ledger.lookup("memory/2025-03-01.md", line_key(NEW_LINE))
     assert found is not None and found.origin == "untrusted"  # not the archive's "owner"
     assert "s-other" not in ledger.forgotten_sessions
 

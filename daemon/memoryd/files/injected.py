@@ -86,13 +86,13 @@ def injected_copy(text: str, layout: Layout) -> bool:
 NOT_INJECTED = frozenset({"untrusted", "system"})
 
 
-def injectable_text(text: str, ledger: Ledger) -> str:
-    """``text`` as it may be put before a model by itself: lines whose origin is untrusted
-    or system left out, annotation comments removed (docs/agents.md)."""
+def injectable_text(text: str, ledger: Ledger, path: str) -> str:
+    """``text`` (of file ``path``) as it may be put before a model by itself: lines whose
+    origin is untrusted or system left out, annotation comments removed (docs/agents.md)."""
     if not ledger.empty:
         kept = []
         for line in text.splitlines(keepends=True):
-            found = ledger.lookup(line_key(line))
+            found = ledger.lookup(path, line_key(line))
             if found is None or found.origin not in NOT_INJECTED:
                 kept.append(line)
         text = "".join(kept)

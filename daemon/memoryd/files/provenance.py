@@ -10,11 +10,14 @@ of the markdown file it describes is held, and BEFORE the markdown line is writt
 in between leaves a record with no line (harmless, dropped at compaction); the other order
 would leave an untrusted line with no record, counted as the owner's.
 
-A line is found by ``line_key`` (lines.py), workspace-wide: a line moved to another file by
-hand keeps its record. A line with no record counts as ``owner`` (written by hand, inside
-the user's trust boundary). Several records for one key: the LEAST trusted origin wins. A
-line edited by hand gets a new key, loses its record and counts as ``owner``: the person who
-edited it took it over. The text never sets provenance: the daemon decides.
+A line's trust is its own: it is found by (path, ``line_key``) (lines.py), never by its
+text elsewhere (docs/provenance.md, write-path.md section 3). For one (path, key): the least
+trusted ``add`` since the last ``forget`` (a tombstone: the line left that file), unless an
+``approve`` later than those adds makes it the owner's. Records are folded in the order of
+their ``at`` (file order on a tie), so two hosts' merged ledgers give the same answer. A
+line with no record counts as ``owner`` (written by hand, inside the user's trust
+boundary); so does a line moved or edited by hand (the person took it over). A copy of the
+owner's text elsewhere never changes the owner's line. The text never sets provenance.
 """
 
 from __future__ import annotations
@@ -43,9 +46,11 @@ __all__ = [
     "SESSION_KINDS",
     "VIAS",
     "Ledger",
+    "Line",
     "Provenance",
     "Record",
     "check_provenance",
+    "fold",
     "least_trusted",
     "ledger_for",
 ]
@@ -56,7 +61,9 @@ LEDGER_REL: Final = f"{LEDGER_DIR}/{LEDGER_NAME}"
 VERSION: Final = 1
 # ORIGINS: most trusted first. The least trusted of several sources is what a line is.
 _TRUST: Final = {o: len(ORIGINS) - i for i, o in enumerate(ORIGINS)}
-VIAS: Final = ("append", "mcp", "flush", "hippocampus", "import")
+VIAS: Final = ("append", "mcp", "flush", "hippocampus", "import", "move")
+OPS: Final = ("add", "forget", "approve", "forget_session")
+_LINE_OPS: Final = ("forget", "approve")  # {k, path, at} only
 # What a caller of the ``append`` method may say it is: a plain append, an MCP tool call
 # (``mcp.append_origin`` applies), an agent's notes of its session (its stretch's trust).
 APPEND_VIAS: Final = ("append", "mcp", "flush")
@@ -119,8 +126,10 @@ def check_provenance(
 
 @dataclass(frozen=True)
 class Record:
-    """One ledger line. ``op`` "add": line ``k`` was written to ``path``; "forget_session":
-    issue 26's mark that a session is never flushed or indexed again (``k`` and ``path`` '')."""
+    """One ledger line. ``op`` "add": line ``k`` was written to ``path``; "forget": line ``k``
+    was removed from ``path`` (a tombstone, a hash and no text); "approve": the owner took
+    line ``k`` of ``path`` as theirs in review; "forget_session": issue 26's mark that a
+    session is never flushed or indexed again (``k`` and ``path`` '')."""
 
     k: str
     path: str
@@ -138,6 +147,8 @@ class Record:
     def to_json(self) -> str:
         if self.op == "forget_session":
             body: dict[str, Any] = {"v": VERSION, "op": self.op, "session_id": self.session_id}
+        elif self.op in _LINE_OPS:
+            body = {"v": VERSION, "op": self.op, "k": self.k, "path": self.path}
         else:
             body = {
                 "v": VERSION,
@@ -167,8 +178,10 @@ class Record:
         sid = sid if isinstance(sid, str) and sid else None
         if obj.get("op") == "forget_session":
             return cls("", "", "owner", sid, None, "", at, "forget_session") if sid else None
-        k, path, origin = obj.get("k"), obj.get("path"), obj.get("origin")
-        if obj.get("op") != "add" or not isinstance(k, str) or not k or origin not in ORIGINS:
+        k, path, origin, op = obj.get("k"), obj.get("path"), obj.get("origin"), obj.get("op")
+        if op in _LINE_OPS and isinstance(k, str) and k and isinstance(path, str) and path:
+            return cls(k, path, "owner", None, None, "", at, str(op))
+        if op != "add" or not isinstance(k, str) or not k or origin not in ORIGINS:
             return None
         kind = obj.get("session_kind")
         via = obj.get("via")
@@ -183,6 +196,24 @@ class Record:
         )
 
 
+Line = tuple[str, str]  # (path, line_key): a line in its file
+
+
+def fold(records: Iterable[Record]) -> Provenance | None:
+    """One line's provenance from its records (one (path, key)), in the order of their
+    ``at`` (stable: file order on a tie): the least trusted ``add`` since the last
+    ``forget``; an ``approve`` makes what came before it the owner's."""
+    found: Provenance | None = None
+    for rec in sorted(records, key=lambda r: r.at):
+        if rec.op == "forget":
+            found = None
+        elif rec.op == "add":
+            found = rec.provenance if found is None else found.merged(rec.provenance)
+        elif rec.op == "approve" and found is not None:
+            found = Provenance("owner", found.session_id, found.session_kind)
+    return found
+
+
 class Ledger:
     """One workspace's ledger in memory, reloaded when the file's (mtime, size) changed.
 
@@ -193,7 +224,8 @@ class Ledger:
         self.root = root
         self._lock = threading.RLock()
         self._records: list[Record] = []
-        self._by_key: dict[str, Provenance] = {}
+        self._lines: dict[Line, list[Record]] = {}  # each line's records, in file order
+        self._by_line: dict[Line, Provenance] = {}
         self._forgotten: set[str] = set()
         self._signature: tuple[int, int] | None = None  # (mtime_ns, size) last loaded
         self.malformed = 0  # lines skipped at the last load
@@ -236,34 +268,45 @@ class Ledger:
             else:
                 records.append(rec)
         self._records = []
-        self._by_key = {}
+        self._lines = {}
+        self._by_line = {}
         self._forgotten = set()
         self._index(records)
         self._signature = sig
         self.malformed = malformed
 
     def _index(self, records: Iterable[Record]) -> None:
+        touched: set[Line] = set()
         for rec in records:
             self._records.append(rec)
             if rec.op == "forget_session":
                 if rec.session_id:
                     self._forgotten.add(rec.session_id)
                 continue
-            prior = self._by_key.get(rec.k)
-            self._by_key[rec.k] = rec.provenance if prior is None else prior.merged(rec.provenance)
+            line = (rec.path, rec.k)
+            self._lines.setdefault(line, []).append(rec)
+            touched.add(line)
+        for line in touched:
+            found = fold(self._lines[line])
+            if found is None:
+                self._by_line.pop(line, None)
+            else:
+                self._by_line[line] = found
         self.generation += 1
 
-    def lookup(self, key: str) -> Provenance | None:
-        """The provenance of line ``key`` (None: no record, the line counts as the owner's).
-        Call ``refresh`` first where the file may have changed (once per batch, not per line)."""
-        return self._by_key.get(key)
+    def lookup(self, path: str, key: str) -> Provenance | None:
+        """The provenance of line ``key`` of ``path`` (workspace-relative; None: no record,
+        the line counts as the owner's). Call ``refresh`` first where the file may have
+        changed (once per batch, not per line)."""
+        return self._by_line.get((path, key))
 
     def __len__(self) -> int:
         return len(self._records)
 
     @property
     def empty(self) -> bool:
-        return not self._by_key
+        """No line has a provenance: every line is the owner's (lookups can be skipped)."""
+        return not self._by_line
 
     def records(self) -> list[Record]:
         with self._lock:
@@ -273,6 +316,11 @@ class Ledger:
         with self._lock:
             return [r for r in self._records if r.op == "add" and r.session_id == session_id]
 
+    def lines_of(self, path: str) -> dict[str, Provenance]:
+        """Every recorded line of ``path``: key -> provenance."""
+        with self._lock:
+            return {k: p for (rel, k), p in self._by_line.items() if rel == path}
+
     @property
     def forgotten_sessions(self) -> frozenset[str]:
         with self._lock:
@@ -281,7 +329,7 @@ class Ledger:
     # -- writing ------------------------------------------------------------------------
     def add(self, records: Sequence[Record]) -> None:
         """Append ``records`` durably (write + fsync) before returning. The caller holds the
-        append lock of the markdown file they describe and writes that file after this."""
+        lock of the markdown file they describe and writes that file after this."""
         if not records:
             return
         payload = "".join(r.to_json() + "\n" for r in records).encode("utf-8")
@@ -306,6 +354,27 @@ class Ledger:
             # Someone else wrote too (another daemon on this workspace): reload next time.
             self._signature = (st.st_mtime_ns, st.st_size) if st.st_size == expected else None
 
+    def forget_lines(self, lines: Iterable[Line], at: float | None = None) -> None:
+        """Tombstones: each (path, key) was removed from its file (by a forget, H33)."""
+        when = time.time() if at is None else at
+        self.add([Record(k, path, "owner", None, None, "", when, "forget") for path, k in lines])
+
+    def approve(self, path: str, key: str, at: float | None = None) -> None:
+        """The owner took line ``key`` of ``path`` as theirs (review): its annotations apply."""
+        when = time.time() if at is None else at
+        self.add([Record(key, path, "owner", None, None, "", when, "approve")])
+
+    def carry(self, old: str, new: str, at: float | None = None) -> int:
+        """The daemon moved file ``old`` to ``new`` (retention's archive): its lines keep
+        their provenance there. The caller holds both files' locks. How many were carried."""
+        when = time.time() if at is None else at
+        records = [
+            Record(k, new, p.origin, p.session_id, p.session_kind, "move", when)
+            for k, p in sorted(self.lines_of(old).items())
+        ]
+        self.add(records)
+        return len(records)
+
     def forget_session(self, session_id: str, at: float | None = None) -> None:
         """Issue 26: record that ``session_id`` is never flushed or indexed again."""
         self.add(
@@ -324,29 +393,41 @@ class Ledger:
         )
 
     def rewrite(self, without: Callable[[Record], bool]) -> int:
-        """Replace the file, atomically, with the records ``without`` does not drop
-        (forget_session marks are always kept); returns how many were dropped."""
+        """Replace the file, atomically, with the records ``without`` does not drop (only
+        ``add`` and ``approve`` records are offered to it: tombstones and forget_session
+        marks are always kept); returns how many were dropped."""
         with self._lock:
             self.refresh()
-            kept = [r for r in self._records if r.op != "add" or not without(r)]
-            dropped = len(self._records) - len(kept)
-            if not dropped:
-                return 0
-            data = "".join(r.to_json() + "\n" for r in kept).encode("utf-8")
-            opened = open_beneath(
-                self.root, LEDGER_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-            )
-            try:
-                atomic_write_at(opened.fd, LEDGER_NAME, data, mode=0o600)
-            finally:
-                os.close(opened.fd)
-            self._load(self._stat())
-            return dropped
+            kept = [r for r in self._records if r.op not in ("add", "approve") or not without(r)]
+            return self._replace(kept)
 
-    def compact(self, live_keys: Collection[str]) -> int:
-        """Drop the records of lines no longer in any memory file (``live_keys``: the keys
-        of every line now in the workspace); returns how many went."""
-        return self.rewrite(lambda r: r.k not in live_keys)
+    def _replace(self, kept: list[Record]) -> int:
+        dropped = len(self._records) - len(kept)
+        if not dropped:
+            return 0
+        data = "".join(r.to_json() + "\n" for r in kept).encode("utf-8")
+        opened = open_beneath(self.root, LEDGER_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            atomic_write_at(opened.fd, LEDGER_NAME, data, mode=0o600)
+        finally:
+            os.close(opened.fd)
+        self._load(self._stat())
+        return dropped
+
+    def compact(self, live: Collection[Line], keep_forgets_since: float = 0.0) -> int:
+        """Drop the ``add`` and ``approve`` records of lines no longer in their file
+        (``live``: every (path, key) now on disk) and the tombstones older than
+        ``keep_forgets_since`` (sync needs them for ``sync.tombstone_days``); how many went."""
+        with self._lock:
+            self.refresh()
+            kept = [
+                r
+                for r in self._records
+                if (r.op in ("add", "approve") and (r.path, r.k) in live)
+                or (r.op == "forget" and r.at >= keep_forgets_since)
+                or r.op == "forget_session"
+            ]
+            return self._replace(kept)
 
 
 _LEDGERS: dict[Path, Ledger] = {}

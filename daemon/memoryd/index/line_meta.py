@@ -67,16 +67,16 @@ class LineMeta:
         )
 
 
-def file_meta(text: str, ledger: Ledger | None, first: int = 1) -> dict[int, LineMeta]:
-    """The meta of ``text``'s lines that have any, by line number (``first``: the first
-    line's)."""
+def file_meta(path: str, text: str, ledger: Ledger | None, first: int = 1) -> dict[int, LineMeta]:
+    """The meta of ``text``'s lines (of file ``path``) that have any, by line number
+    (``first``: the first line's). A line's provenance is its own record in that file."""
     keyed = ledger is not None and not ledger.empty
     if not keyed and "<!--" not in text:
         return {}
     out: dict[int, LineMeta] = {}
     for n, line in enumerate(text.split("\n"), first):
         ann = parse_line(line)[1] if "<!--" in line else None
-        prov = ledger.lookup(line_key(line)) if keyed and ledger is not None else None
+        prov = ledger.lookup(path, line_key(line)) if keyed and ledger is not None else None
         if ann is None and prov is None:
             continue
         if prov is not None and prov.origin in UNTRUSTED_ORIGINS:

@@ -342,7 +342,7 @@ class Syncer:
                 f,
                 len(data),
                 lambda pool: _Chunked(
-                    row, len(data), pool.submit(prepare_markdown, *args), self._meta_of(text)
+                    row, len(data), pool.submit(prepare_markdown, *args), self._meta_of(f.rel, text)
                 ),
             )
         except Exception as exc:  # no processes here (a sandbox, a limit): chunk it here
@@ -423,10 +423,10 @@ class Syncer:
                 self.chunk_tokens,
                 self.chunk_overlap,
             )
-            meta = self._meta_of(raw)
+            meta = self._meta_of(f.rel, raw)
         else:  # only the new lines are read for it
             assert resume is not None
-            meta = self._meta_of(raw, resume.first + 1, keep_before=f.rel)
+            meta = self._meta_of(f.rel, raw, resume.first + 1, grew=True)
         rows = store.chunk_rows(chunks)
         self._write_markdown(f, new_row, len(data), state, rows, tail, report, meta)
 
@@ -467,13 +467,13 @@ class Syncer:
         self._committed(f.rel, new_row)
 
     def _meta_of(
-        self, text: str, first: int = 1, keep_before: str | None = None
+        self, rel: str, text: str, first: int = 1, grew: bool = False
     ) -> dict[int, LineMeta]:
-        """The per-line meta of a markdown file's ``text`` (its lines from ``first`` on);
-        ``keep_before``: the file that only grew, whose lines before ``first`` keep theirs."""
-        meta = line_meta.file_meta(text, self.ledger, first)
-        if keep_before is not None and self.meta.has(keep_before):
-            meta |= dict(self.meta.lines(keep_before, 1, first - 1))
+        """The per-line meta of markdown file ``rel``'s ``text`` (its lines from ``first``
+        on); ``grew``: the file only grew, its lines before ``first`` keep theirs."""
+        meta = line_meta.file_meta(rel, text, self.ledger, first)
+        if grew and self.meta.has(rel):
+            meta |= dict(self.meta.lines(rel, 1, first - 1))
         return meta
 
     def _write_meta(self, rel: str, meta: dict[int, LineMeta]) -> None:

@@ -37,7 +37,7 @@ from memoryd.files.annotations import Annotations, parse_line
 from memoryd.files.fsutil import atomic_write_at
 from memoryd.files.layout import HISTORY_DIR, Layout
 from memoryd.files.lines import line_key, normalize_line
-from memoryd.files.provenance import HAND_WRITTEN, Ledger, ledger_for
+from memoryd.files.provenance import HAND_WRITTEN, Ledger, Record, ledger_for
 from memoryd.files.reader import read_all
 from memoryd.jobs.base import JobContext
 from memoryd.lifecycle.hits import HitCounter, words_of
@@ -101,11 +101,12 @@ class Gate:
         self.ledger = ledger
         self.refused: dict[str, int] = {}
 
-    def allows(self, raw: str) -> bool:
+    def allows(self, raw: str, path: str) -> bool:
+        """Whether line ``raw`` of file ``path`` may reach MEMORY.md (its own record)."""
         key = line_key(raw)
         if not key:
             return True  # headings and blank lines carry no fact
-        prov = self.ledger.lookup(key) or HAND_WRITTEN
+        prov = self.ledger.lookup(path, key) or HAND_WRITTEN
         why = None
         if prov.origin not in ELIGIBLE_ORIGINS:
             why = prov.origin
@@ -116,9 +117,10 @@ class Gate:
         self.refused[why] = self.refused.get(why, 0) + 1
         return False
 
-    def filter_text(self, text: str) -> str:
-        """``text`` without the lines the gate refuses (what the model may read)."""
-        return "\n".join(line for line in text.splitlines() if self.allows(line))
+    def filter_text(self, text: str, path: str) -> str:
+        """``text`` (file ``path``'s) without the lines the gate refuses (what the model
+        may read)."""
+        return "\n".join(line for line in text.splitlines() if self.allows(line, path))
 
 
 def gather(ctx: JobContext, files: list[tuple[str, Path, dt.date]]) -> tuple[list[Candidate], Gate]:
@@ -138,7 +140,7 @@ def gather(ctx: JobContext, files: list[tuple[str, Path, dt.date]]) -> tuple[lis
             if not key or _HEADING.match(raw):
                 continue
             lines.append(raw)
-            if gate.allows(raw):
+            if gate.allows(raw, rel):
                 found.append(Candidate(raw, key, rel, n, day, parse_line(raw)[1]))
     days: dict[str, set[dt.date]] = {}
     for c in found:
@@ -161,6 +163,28 @@ def gather(ctx: JobContext, files: list[tuple[str, Path, dt.date]]) -> tuple[lis
             c.score += 5
     found.sort(key=lambda c: (-c.score, c.day, c.line))
     return found, gate
+
+
+_SOURCE: Final = re.compile(r"<!--\s*source:\s*(\S+?)#L(\d+)\s*-->")
+
+
+def promoted_records(ledger: Ledger, rel: str, old: str, new: str, at: float) -> list[Record]:
+    """The ledger records of the lines ``new`` (MEMORY.md's text, file ``rel``) adds with a
+    ``<!-- source: path#Ln -->``: each keeps its source line's provenance (a line's trust is
+    its own record in its file; the agent's line promoted stays the agent's)."""
+    before = {line_key(x) for x in old.splitlines()}
+    out: list[Record] = []
+    for raw in new.splitlines():
+        key = line_key(raw)
+        found = _SOURCE.search(raw)
+        if not key or key in before or found is None:
+            continue
+        prov = ledger.lookup(found.group(1), key)
+        if prov is not None and prov.origin != "owner":
+            out.append(
+                Record(key, rel, prov.origin, prov.session_id, prov.session_kind, "hippocampus", at)
+            )
+    return out
 
 
 def rarity(lines: list[str]) -> Callable[[str], float]:

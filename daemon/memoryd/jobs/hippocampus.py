@@ -36,6 +36,7 @@ from memoryd.files.layout import (
     archived_daily_dir,
     transcript_dirs,
 )
+from memoryd.files.provenance import ledger_for
 from memoryd.files.reader import read_all
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text, curation
@@ -176,7 +177,7 @@ def read_notes(
                 continue
             text = data.decode("utf-8", errors="replace").strip()
             if gate is not None:  # untrusted, system and non-interactive lines never go
-                text = gate.filter_text(text).strip()
+                text = gate.filter_text(text, ctx.rel(path)).strip()
             if text:
                 files.append(ctx.rel(path))
                 if not notes.add(f"=== {ctx.rel(path)} ===\n{text}\n"):
@@ -530,6 +531,15 @@ def _write_checked(ctx: JobContext, memory: Memory, new: bytes, report: dict[str
         # Under the file's lock: a forget or import in this daemon waits, and the check
         # just before the rename sees everything they wrote.
         with ctx.appender.locks.lock_for(memory.path):
+            ledger = ledger_for(ctx.root)
+            ledger.refresh()
+            text = new.decode("utf-8", "replace")
+            # Records before the lines (files/provenance.py): promoted lines keep theirs.
+            ledger.add(
+                curation.promoted_records(
+                    ledger, memory.rel, memory.text, text, ctx.now.timestamp()
+                )
+            )
             _write_beneath(ctx.root, memory.rel, new, before_replace=unchanged)
     except _Edited:
         raise edited from None

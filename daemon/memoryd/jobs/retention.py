@@ -43,6 +43,7 @@ from memoryd.files.layout import (
     transcript_archive_dir,
     transcript_dirs,
 )
+from memoryd.files.provenance import ledger_for
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
 
 DAY_S: Final = 86400.0
@@ -270,6 +271,10 @@ def _move_daily(ctx: JobContext, folders: _Folders, action: Action) -> None:
     dest_fd = folders.fd(dest.parent, make=True)
     with ctx.appender.locks.lock_for(action.src):
         _still(folders, action)
+        # A line's provenance is its own record in its file (files/provenance.py): the
+        # records go with the lines, written before the lines appear there.
+        if not _exists(dest_fd, dest.name):
+            ledger_for(ctx.root).carry(ctx.rel(action.src), ctx.rel(dest))
         # Fails if the name is taken: never overwrite.
         os.link(
             action.src.name,

@@ -342,7 +342,9 @@ class Methods:
         answer = await self._get(req, path, ref, from_line, lines)
         if injectable and not (self.fleet is not None and self.fleet.split_ref(ref)):
             ledger = ledger_for(self.registry.resolve(ref).root.resolve())
-            answer["text"] = await asyncio.to_thread(injectable_text, answer["text"], ledger)
+            answer["text"] = await asyncio.to_thread(
+                injectable_text, answer["text"], ledger, str(answer["path"])
+            )
         return answer if raw else mask_text_of(answer)
 
     async def _get(

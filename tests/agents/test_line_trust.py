@@ -1,0 +1,58 @@
+"""A line's trust is its own (issue 34 item 3): an untrusted copy of the owner's line, on
+another day or of a USER.md line, never demotes the original. The original stays in recall
+and in the session-start digest, also after the index is deleted and rebuilt. Real daemon,
+real files; the digest is the client's own (what the SessionStart hook prints)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from daemon_util import DaemonThread
+from memoryd_client import MemoryClient
+from memoryd_client._connection import Connection
+from memoryd_client.agents.digest import digest
+
+USER_LINE = "- Prefers answers in French."
+DAILY_LINE = "- The billing service is owned by Dana Whitfield."
+
+
+def _check(d: DaemonThread) -> None:
+    with MemoryClient(d.socket_path) as c:
+        got = c.recall("who owns the billing service?", workspace="ws", min_score=0.1)
+        cited = [r.citation for r in got.results]
+        assert any(x.startswith("memory/2026-03-01.md#") for x in cited), cited  # the owner's
+        assert all(not x.startswith("memory/2026-03-02.md") for x in cited), cited
+        hits = c.search("billing service owned", workspace="ws").results
+        by_path = {h.path: h.origin for h in hits}
+        assert by_path.get("memory/2026-03-01.md") in (None, "owner"), by_path
+        assert by_path.get("memory/2026-03-02.md") == "untrusted", by_path
+    conn = Connection(
+        str(d.socket_path), explicit_socket=True, timeout=10, autostart=False, client_name="t"
+    )
+    try:
+        block = digest(conn, workspace="ws")
+    finally:
+        conn.close()
+    assert "Prefers answers in French." in block  # USER.md's line, the owner's
+
+
+def test_an_untrusted_copy_of_the_owners_lines_demotes_neither_original(md_home: Path) -> None:
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "USER.md").write_text(f"# User\n\n{USER_LINE}\n")
+    (ws / "memory" / "2026-03-01.md").write_text(f"# 2026-03-01\n\n{DAILY_LINE}\n")
+    with DaemonThread(md_home) as d, MemoryClient(d.socket_path) as c:
+        c.workspace_add(ws, "ws", wait=True)
+        # A web page repeats the owner's words: recorded untrusted where it was written.
+        out = c.append(
+            f"{DAILY_LINE}\n{USER_LINE}", workspace="ws", date="2026-03-02", origin="untrusted"
+        )
+        assert out.origin == "untrusted" and out.start_line == 1
+        c.reindex(workspace="ws", wait=True)
+        _check(d)
+    shutil.rmtree(md_home / "data")  # the index (and the embedding cache) gone
+    with DaemonThread(md_home) as d:
+        with MemoryClient(d.socket_path) as c:
+            c.reindex(workspace="ws", wait=True)
+        _check(d)
