@@ -56,6 +56,7 @@ def test_stdio_lists_the_five_tools_with_camelcase_params_and_output_schemas(
                 "minScore",
                 "workspace",
                 "source",
+                "corpus",
                 "since",
                 "until",
                 "includeSuperseded",
@@ -736,3 +737,53 @@ def test_stdio_starts_the_daemon_when_none_runs(md_home: Path) -> None:
         subprocess.run(
             [str(Path(MEMCTL).parent / "memoryd"), "stop"], env=env, capture_output=True, timeout=60
         )
+
+
+# ---------------------------------------------------------------- issue 35
+
+
+def _types(node: Any) -> Iterator[Any]:
+    """Every ``type`` in a schema, however deep."""
+    if isinstance(node, dict):
+        if "type" in node:
+            yield node["type"]
+        for value in node.values():
+            yield from _types(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _types(value)
+
+
+def test_openclaws_corpus_maps_to_source_one_type_schemas_and_a_provider_for_stop_words(
+    md_home: Path,
+) -> None:
+    ws = make_workspace(md_home)
+
+    async def main() -> None:
+        async with stdio_session(md_home, ws) as s:
+            tools = (await s.list_tools()).tools
+            for tool in tools:  # one type per key: Gemini-style dialects take no lists
+                kinds = [*_types(tool.inputSchema), *_types(tool.outputSchema)]
+                assert all(isinstance(k, str) for k in kinds), (tool.name, kinds)
+            plain = await s.call_tool("memory_search", {"query": "billing invoices"})
+            memory = await s.call_tool(
+                "memory_search", {"query": "billing invoices", "corpus": "memory"}
+            )
+            assert not memory.isError
+            hits = (memory.structuredContent or {})["results"]
+            assert hits and hits == (plain.structuredContent or {})["results"]
+            wiki = await s.call_tool("memory_search", {"query": "billing", "corpus": "wiki"})
+            assert wiki.isError and "corpus" in text_of(wiki) and "source" in text_of(wiki)
+            both = await s.call_tool(
+                "memory_search", {"query": "billing", "corpus": "all", "source": "memory"}
+            )
+            assert both.isError and "disagree" in text_of(both)
+            stop = await s.call_tool("memory_search", {"query": "the and of"})
+            data = stop.structuredContent or {}
+            assert data["notices"] and data["provider"], data
+            assert data["provider"] == (plain.structuredContent or {})["provider"]
+            status = await s.call_tool("memory_status", {})
+            assert "defaultWorkspace" in (status.structuredContent or {})
+
+    with daemon_with(md_home, ws):
+        asyncio.run(main())

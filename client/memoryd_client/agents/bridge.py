@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from memoryd_client.agents.project import project_key
 from memoryd_client.agents.workspace import choices_message, containing, default_for
@@ -327,8 +327,8 @@ class Bridge:
             "sha256": str(raw.get("sha256", "")),
             "unpackedBytes": int(raw.get("unpacked_bytes", 0)),
             "dailyNotes": int(raw.get("daily_notes", 0)),
-            "firstDay": raw.get("first_day"),
-            "lastDay": raw.get("last_day"),
+            # no daily notes: no days (left out, never null: see mcp_tool.out)
+            **{k: raw[w] for k, w in _DAYS if raw.get(w)},
             "curated": list(raw.get("curated") or ()),
             "pruned": int(raw.get("pruned", 0)),
         }
@@ -385,7 +385,7 @@ class Bridge:
                 "model": status.provider.model,
                 "reason": status.provider.reason,
             },
-            "defaultWorkspace": default,
+            **({"defaultWorkspace": default} if default is not None else {}),
             "workspaces": [
                 {
                     "name": w.name,
@@ -463,6 +463,9 @@ def get_text(result: dict[str, Any]) -> str:
     return str(result["text"])
 
 
+_DAYS: Final = (("firstDay", "first_day"), ("lastDay", "last_day"))
+
+
 def append_text(result: dict[str, Any]) -> str:
     if result.get("duplicate"):
         return f"Already in memory at {result['path']}:{result['startLine']}; nothing written."
@@ -473,7 +476,7 @@ def status_text(result: dict[str, Any]) -> str:
     p = result["provider"]
     lines = [f"memoryd {result['version']}; embeddings: {p['name']} {p['model'] or ''}".rstrip()]
     for w in result["workspaces"]:
-        mark = " (default)" if w["name"] == result["defaultWorkspace"] else ""
+        mark = " (default)" if w["name"] == result.get("defaultWorkspace") else ""
         lines.append(
             f"{w['name']}{mark}: {w['path']}; {w['files']} files, {w['chunks']} chunks, "
             f"{w['pendingFiles']} files pending, last sync {w['lastSync'] or 'never'}"

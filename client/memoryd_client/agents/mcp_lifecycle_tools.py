@@ -188,8 +188,8 @@ LIFECYCLE_TOOLS: Final = {
                 sha256="string",
                 unpackedBytes="integer",
                 dailyNotes="integer",
-                firstDay=["string", "null"],
-                lastDay=["string", "null"],
+                firstDay="string?",
+                lastDay="string?",
                 curated="array",
             ),
             read_only=False,  # it writes an archive (and prunes the oldest of its own)

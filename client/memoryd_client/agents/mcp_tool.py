@@ -66,12 +66,14 @@ def schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[s
     return {"type": "object", "properties": properties, "required": list(required)}
 
 
-def out(**types: str | list[str]) -> dict[str, Any]:
-    """An object of these top-level keys and types (a key that may be null: not required)."""
+def out(**types: str) -> dict[str, Any]:
+    """An object of these top-level keys and types; ``"string?"``: a key left out when it
+    has no value (one type per key: clients that map schemas to one-type dialects, Gemini's,
+    reject ``["string", "null"]``)."""
     return {
         "type": "object",
-        "properties": {name: {"type": kind} for name, kind in types.items()},
-        "required": [name for name, kind in types.items() if "null" not in kind],
+        "properties": {name: {"type": kind.rstrip("?")} for name, kind in types.items()},
+        "required": [name for name, kind in types.items() if not kind.endswith("?")],
     }
 
 

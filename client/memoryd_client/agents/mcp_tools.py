@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from memoryd_client.agents import bridge as _bridge
-from memoryd_client.agents.bridge import MAX_QUERY_CHARS, Bridge
+from memoryd_client.agents.bridge import MAX_QUERY_CHARS, Bridge, ToolRefusal
 from memoryd_client.agents.mcp_lifecycle_tools import LIFECYCLE_TOOLS
 from memoryd_client.agents.mcp_tool import (
     DAY,
@@ -25,7 +25,25 @@ from memoryd_client.agents.mcp_tool import (
 
 __all__ = ["TOOLS", "Tool", "check_arguments"]
 
+SOURCES: Final = ("memory", "sessions", "all")
+
 # ---------------------------------------------------------------- the tools
+
+
+def _source(a: dict[str, Any]) -> str | None:
+    """``source``, or OpenClaw's name for it, ``corpus`` (prompts written for OpenClaw's
+    memory_search pass it); its ``wiki`` corpus has no counterpart here."""
+    source, corpus = a.get("source"), a.get("corpus")
+    if corpus is None:
+        return source
+    if corpus not in SOURCES:
+        raise ToolRefusal(
+            f"argument corpus: {corpus!r} is not searched by memoryd; use source "
+            f"({', '.join(SOURCES)})"
+        )
+    if source is not None and source != corpus:
+        raise ToolRefusal(f"arguments source {source!r} and corpus {corpus!r} disagree: give one")
+    return str(corpus)
 
 
 async def _search(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -34,7 +52,7 @@ async def _search(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], st
         max_results=a.get("maxResults"),
         min_score=a.get("minScore"),
         workspace=a.get("workspace"),
-        source=a.get("source"),
+        source=_source(a),
         since=a.get("since"),
         until=a.get("until"),
         include_superseded=bool(a.get("includeSuperseded")),
@@ -102,9 +120,15 @@ _CORE: Final = {
                     "workspace": WORKSPACE,
                     "source": {
                         "type": "string",
-                        "enum": ["memory", "sessions", "all"],
+                        "enum": list(SOURCES),
                         "description": "memory (notes), sessions (past transcripts) or all; "
                         "default: where the daemon searches by default (its search.sources).",
+                    },
+                    # OpenClaw's memory_search calls it corpus (and has a wiki corpus,
+                    # refused by name): no enum here, so its wiki gets a clear refusal.
+                    "corpus": {
+                        "type": "string",
+                        "description": "OpenClaw's name for source: memory, sessions or all.",
                     },
                     "since": {"type": "string", "pattern": DAY, "description": "YYYY-MM-DD"},
                     "until": {"type": "string", "pattern": DAY, "description": "YYYY-MM-DD"},
@@ -236,7 +260,7 @@ _CORE: Final = {
             out(
                 version="string",
                 provider="object",
-                defaultWorkspace=["string", "null"],
+                defaultWorkspace="string?",
                 workspaces="array",
             ),
             read_only=True,

@@ -59,10 +59,13 @@ class SearchService:
         config = self.config()
         notices = search_notices(req, config.index.sessions)
         if notices.nothing_to_search:
+            provider = index.queries.provider  # as a search that ran would name it
             return FreshAnswer(
                 ws.name,
                 {
                     "results": [],
+                    "provider": provider.name if provider else "none",
+                    "model": provider.model if provider else "",
                     "mode_used": req.mode,
                     "took_ms": 0.0,
                     "pending_files": 0,
