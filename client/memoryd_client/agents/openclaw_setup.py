@@ -1,16 +1,19 @@
 """``memctl setup openclaw``: memoryd becomes OpenClaw's memory.
 
-Three steps, each shown by ``--dry-run`` / ``--print`` before anything changes:
+Four steps, each shown by ``--dry-run`` / ``--print`` before anything changes:
 
 1. the agent's OpenClaw workspace (``agents.defaults.workspace``, else
    ``$OPENCLAW_WORKSPACE_DIR``, else ``<OpenClaw home>/workspace``) is registered with
    memoryd (created when missing: OpenClaw creates it on its first run);
-2. the plugin (``integrations/openclaw``) is installed with ``openclaw plugins install``,
-   which enables it and gives it ``plugins.slots.memory``;
+2. the plugin this package ships (:mod:`openclaw_install`) is installed with ``openclaw
+   plugins install``, which enables it and gives it ``plugins.slots.memory``; skipped when
+   the installed copy is the same;
 3. ``openclaw.json`` gets what the install leaves out: the conversation-hook permission the
    recall and flush hooks need, memoryd's socket, and, when OpenClaw also has memoryd as
    an MCP server, the ``env`` that server needs to find the socket (OpenClaw hands MCP
-   servers only HOME, PATH, PWD, SHELL and TERM).
+   servers only HOME, PATH, PWD, SHELL and TERM);
+4. OpenClaw is asked to load the plugin; if it cannot (or any step before failed),
+   ``openclaw.json`` and the plugin folder are put back as they were.
 
 ``memory-core`` is disabled: outside the slot it still loads and registers the same tool
 names, and whichever plugin loads first answers ``memory_search``.
@@ -24,12 +27,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd_client.agents.setup import Change, SetupError, _dump, _load, _object, _same
+from memoryd_client.agents import openclaw_install as install
+from memoryd_client.agents.setup import Change, SetupError, _dump, _load, _object, _same, write
 
 PLUGIN_ID: Final = "memoryd"
 BUILTIN_MEMORY: Final = "memory-core"
@@ -64,16 +68,6 @@ def workspace_dir(config: dict[str, Any], env: dict[str, str]) -> Path:
     if explicit:
         return Path(explicit).expanduser().resolve()
     return openclaw_home(env) / "workspace"
-
-
-def default_plugin_source() -> Path | None:
-    """The plugin beside this client in a checkout of memoryd, when there is one."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        candidate = parent / "integrations" / "openclaw"
-        if (candidate / "openclaw.plugin.json").is_file():
-            return candidate
-    return None
 
 
 def merge_config(path: Path, socket: Path, env: dict[str, str], *, undo: bool) -> Change:
@@ -116,13 +110,24 @@ class Plan:
     workspace: Path
     create_workspace: bool
     register: bool  # memoryd does not know the workspace yet
-    install: list[str] | None  # the command, or None for --undo
     change: Change
-    notes: list[str] = field(default_factory=list)
+    openclaw: str | None = None  # its executable (None for --undo)
+    source: str | None = None  # the plugin: a folder, or an npm spec (--plugin)
+    files: dict[str, bytes] | None = None  # a folder's shipped files (staged to install)
+    same: bool = False  # the installed copy holds these files already: no install
     # The registered workspace that holds it (when not registered now) and OpenClaw's home:
     # memoryd copies the sessions in that home's stores into it (with index.sessions on).
     known_root: Path | None = None
     home: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def install(self) -> bool:
+        return self.openclaw is not None and not self.same
+
+    def install_command(self, source: str) -> list[str]:
+        assert self.openclaw is not None
+        return [self.openclaw, "plugins", "install", source, "--force", "--accept-capabilities"]
 
     def describe(self) -> str:
         lines = []
@@ -135,8 +140,17 @@ class Plan:
                 f"tell memoryd the workspace is OpenClaw's (home {self.home}): with "
                 "index.sessions on, its sessions are indexed"
             )
-        if self.install:
-            lines.append("run: " + " ".join(self.install))
+        if self.openclaw is not None and self.source is not None:
+            if self.same:
+                lines.append(f"the installed plugin is the same as {self.source}: no reinstall")
+            else:
+                shown = self.source if self.files is None else f"<a copy of {self.source}>"
+                lines.append("run: " + " ".join(self.install_command(shown)))
+            lines.append(
+                f"check that OpenClaw loads it: {self.openclaw} plugins inspect "
+                f"{PLUGIN_ID} --runtime --json (on failure {self.change.path} and the plugin "
+                "folder are put back)"
+            )
         return "".join(f"- {line}\n" for line in lines)
 
 
@@ -155,27 +169,33 @@ def plan(
     workspace = workspace_dir(config, env)
     change = merge_config(path, socket, env, undo=undo)
     if undo:
-        return Plan(workspace, False, False, None, change)
-    source = plugin or (str(p) if (p := default_plugin_source()) else None)
+        return Plan(workspace, False, False, change)
+    source = plugin or (str(p) if (p := install.bundled_plugin()) else None)
     if source is None:
         raise SetupError(
-            "no OpenClaw plugin to install: pass --plugin PATH (integrations/openclaw of a "
-            "memoryd checkout, after `npm ci` there) or an npm package spec"
+            "this memoryd-client has no OpenClaw plugin in it (a broken install?): "
+            "reinstall it, or pass --plugin PATH or an npm package spec"
         )
     command = openclaw_bin or shutil.which("openclaw", path=env.get("PATH"))
     if command is None:
         raise SetupError(
             "openclaw is not on the PATH: install OpenClaw first, or pass --openclaw-bin"
         )
+    folder = Path(source).expanduser()
+    shipped = install.shipped_files(folder) if folder.is_dir() else None
+    home = openclaw_home(env)
     known_root = next((k for k in known_workspaces or [] if _inside(workspace, k)), None)
     return Plan(
         workspace=workspace,
         create_workspace=not workspace.exists(),
         register=known_workspaces is None or known_root is None,
-        install=[command, "plugins", "install", source, "--force", "--accept-capabilities"],
         change=change,
+        openclaw=command,
+        source=source,
+        files=shipped,
+        same=shipped is not None and install.same_as_installed(home, shipped),
         known_root=known_root,
-        home=openclaw_home(env),
+        home=home,
     )
 
 
@@ -188,13 +208,17 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def print_snippet(p: Plan) -> str:
-    """--print: the steps, and the openclaw.json keys setup merges."""
+    """--print: the steps, and the openclaw.json keys setup merges (memory-core's too: two
+    memories answer when it stays enabled)."""
     after = json.loads(p.change.after) if p.change.after.strip() else {}
     plugins = after.get("plugins", {})
+    entries = plugins.get("entries", {})
     fragment: dict[str, Any] = {
         "plugins": {
             "slots": plugins.get("slots", {}),
-            "entries": {PLUGIN_ID: plugins.get("entries", {}).get(PLUGIN_ID, {})},
+            "entries": {
+                name: entries[name] for name in (PLUGIN_ID, BUILTIN_MEMORY) if name in entries
+            },
         }
     }
     server = after.get("mcp", {}).get("servers", {}).get(MCP_SERVER)
@@ -203,11 +227,37 @@ def print_snippet(p: Plan) -> str:
     return p.describe() + f"# {p.change.path} (merged)\n" + _dump(fragment)
 
 
-def run_install(command: list[str], env: dict[str, str]) -> None:
+def apply(p: Plan, socket: Path, env: dict[str, str], say: Callable[[str], None]) -> None:
+    """Install (unless the same copy is there), merge openclaw.json, check that OpenClaw
+    loads the plugin; on any failure put openclaw.json and the plugin folder back."""
+    assert p.home is not None and p.openclaw is not None and p.source is not None
+    snapshot = install.Snapshot.take(p.change.path, p.home)
     try:
-        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise SetupError(f"{' '.join(command)}: {exc}") from None
-    if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-        raise SetupError(f"{' '.join(command)} failed ({done.returncode}): " + " / ".join(tail))
+        if p.install:
+            source = p.source
+            if p.files is not None:
+                source = str(install.stage(p.files, snapshot.scratch / "staged"))
+            install.run(p.install_command(source), env)
+            say(f"openclaw: plugin {PLUGIN_ID} installed")
+            # the install rewrote openclaw.json: merge into what it wrote
+            p.change = merge_config(p.change.path, socket, env, undo=False)
+        else:
+            say(f"openclaw: plugin {PLUGIN_ID} already installed (the same files)")
+        if p.change.changed:
+            write(p.change)
+            say(f"{p.change.path}: updated")
+        else:
+            say(f"{p.change.path}: already set up")
+        for warning in install.check_loaded(p.openclaw, env):
+            say(f"openclaw: {warning}")
+        say(f"openclaw: OpenClaw loads the {PLUGIN_ID} plugin")
+    except (SetupError, OSError) as exc:
+        problems = snapshot.restore(p.openclaw, env)
+        kept = (
+            f"{p.change.path} and the plugin folder are as they were"
+            if not problems
+            else "could not restore everything: " + "; ".join(problems)
+        )
+        raise SetupError(f"{exc}; {kept}") from None
+    finally:
+        snapshot.discard()

@@ -91,13 +91,13 @@ class Change:
     def changed(self) -> bool:
         return self.before != self.after
 
-    def diff(self) -> str:
+    def diff(self, after: str = "after setup") -> str:
         return "".join(
             difflib.unified_diff(
                 self.before.splitlines(keepends=True),
                 self.after.splitlines(keepends=True),
                 fromfile=f"{self.path} (now)",
-                tofile=f"{self.path} (after setup)",
+                tofile=f"{self.path} ({after})",
             )
         )
 

@@ -177,7 +177,8 @@ def _add_setup(sub: Any, command: Command) -> None:
     p.add_argument(
         "--plugin",
         metavar="SPEC",
-        help="openclaw: the plugin to install (default: integrations/openclaw of this checkout)",
+        help="openclaw: the plugin to install, a folder or an npm spec (default: the one "
+        "this memoryd-client ships)",
     )
     p.add_argument("--openclaw-bin", metavar="PATH", help="openclaw: its executable")
     p.add_argument(
@@ -392,7 +393,8 @@ def cmd_setup_openclaw(args: argparse.Namespace, ctx: Context) -> int:
         ctx.stdout.write(oc.print_snippet(p))
         return EXIT_OK
     if args.dry_run:
-        ctx.stdout.write(p.describe() + (p.change.diff() if p.change.changed else ""))
+        after = "after undo" if args.undo else "after setup"
+        ctx.stdout.write(p.describe() + (p.change.diff(after) if p.change.changed else ""))
         return EXIT_OK
     try:
         if p.create_workspace:
@@ -402,18 +404,14 @@ def cmd_setup_openclaw(args: argparse.Namespace, ctx: Context) -> int:
             ctx.print(f"memoryd: workspace {added.name} = {added.path}")
         elif p.home is not None:  # known already: marked as OpenClaw's (idempotent)
             ctx.client.workspace_add(p.known_root or p.workspace, openclaw_home=p.home)
-        if p.install:
-            oc.run_install(p.install, env)
-            ctx.print(f"openclaw: plugin {oc.PLUGIN_ID} installed")
-            # the install rewrote openclaw.json: merge into what it wrote
-            p.change = oc.merge_config(p.change.path, ctx.client.socket_path, env, undo=False)
+        if args.undo:
+            if p.change.changed:
+                write(p.change)
+            ctx.print(f"{p.change.path}: " + ("updated" if p.change.changed else "already so"))
+        else:
+            oc.apply(p, ctx.client.socket_path, env, ctx.print)
     except SetupError as exc:
         raise ClientError(str(exc)) from None
-    if p.change.changed:
-        write(p.change)
-        ctx.print(f"{p.change.path}: updated")
-    else:
-        ctx.print(f"{p.change.path}: already set up")
     ctx.print(
         "memory-core is back in the memory slot: restart the gateway"
         if args.undo

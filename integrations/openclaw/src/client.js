@@ -3,7 +3,7 @@
 // (progress) come before the final answer of the same id.
 
 import net from "node:net";
-import { Decoder, Encoder } from "@msgpack/msgpack";
+import { Decoder, Encoder } from "../vendor/msgpack/index.mjs";
 import { socketPath as defaultSocketPath } from "./paths.js";
 
 export const PROTOCOL_VERSION = 1;
@@ -304,7 +304,7 @@ function connectError(socket, err) {
   const why = err.code === "ENOENT" ? "no socket there" : err.code === "ECONNREFUSED" ? "nothing listening" : err.message;
   return new MemorydError(
     ErrorCode.UNAVAILABLE,
-    `memoryd is not reachable at ${socket} (${why}); start it with \`memoryd start\` or set the plugin's socket`,
+    `memoryd is not reachable at ${socket} (${why}); start it with \`memoryd run\` (or at login: \`memoryd service install\`), or set the plugin's socket`,
     { socket, errno: err.code ?? null },
   );
 }

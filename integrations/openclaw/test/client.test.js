@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { Decoder } from "@msgpack/msgpack";
+import { Decoder } from "../vendor/msgpack/index.mjs";
 import { ErrorCode, MemorydClient, MemorydError, frame } from "../src/client.js";
 import { startDaemon, tempDir, writeFiles } from "./daemon.js";
 
@@ -94,7 +94,7 @@ describe("at the socket boundary", () => {
     const c = new MemorydClient({ socket: "/tmp/no-such-dir-memoryd/memoryd.sock" });
     const err = await c.hello().catch((e) => e);
     assert.equal(err.code, ErrorCode.UNAVAILABLE);
-    assert.match(err.message, /no-such-dir-memoryd\/memoryd\.sock \(no socket there\).*memoryd start/);
+    assert.match(err.message, /no-such-dir-memoryd\/memoryd\.sock \(no socket there\).*`memoryd run`/);
     c.close();
   });
 

@@ -40,6 +40,21 @@ export function memctl() {
 }
 
 /**
+ * memctl as a user installs it: memoryd-client's wheel in a fresh venv under /tmp, nothing
+ * of the checkout on any path (tests/client_wheel.py). Its OpenClaw plugin is the wheel's.
+ * @returns {Promise<{ memctl: string, remove: () => void }>}
+ */
+export async function memctlFromWheel() {
+  const dir = tempDir("mdwheel");
+  const made = await run(pythonForMemoryd(), [path.join(REPO, "tests", "client_wheel.py"), dir], {}, dir);
+  if (made.code !== 0) throw new Error(`could not install the client's wheel: ${made.err}`);
+  return {
+    memctl: path.join(made.out.trim(), "memctl"),
+    remove: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+/**
  * Run a command to its end in `cwd`, with `extra` added to the environment.
  * @param {string} command
  * @param {string[]} args
