@@ -209,6 +209,8 @@ export function unavailableResult(err) {
     error: e?.message ?? String(err),
     ...(e instanceof MemorydError ? { code: e.code } : {}),
     warning: down ? "Memory search is unavailable: the memoryd daemon is not running or did not answer." : "Memory search failed.",
-    action: down ? "Start memoryd (`memoryd start`), or check the plugin's socket setting, then retry memory_search." : "Check the query and retry.",
+    action: down
+      ? "Tell the user memory is off until memoryd runs: `memoryd run` in a terminal, or `memoryd service install` to start it at login (or check the plugin's socket setting); then retry memory_search."
+      : "Check the query and retry.",
   };
 }

@@ -1,6 +1,7 @@
 // Registration: the memory capability (runtime, prompt section, flush plan), the two
 // memory tools, recall before a user turn, and flush writes sent through memoryd.
 
+import { registerMemoryCli } from "./cli.js";
 import { MemorydMemory } from "./memory.js";
 import { createRuntime } from "./runtime.js";
 import { resolveSettings } from "./settings.js";
@@ -41,6 +42,13 @@ export function memoryPromptSection({ availableTools, citationsMode }) {
  */
 export function registerMemoryd(api, deps = {}) {
   const settings = resolveSettings(api.pluginConfig);
+  // `openclaw memory ...` (memory-core's CLI leaves the slot with it). Registered in every
+  // mode; in cli-metadata and setup-only loads the runtime is unavailable (reading
+  // api.runtime throws): nothing else is registered then.
+  registerMemoryCli(api, settings);
+  if (api.registrationMode === "cli-metadata" || api.registrationMode === "setup-only") {
+    return { memory: undefined, flushRuns: undefined, settings };
+  }
   const logger = {
     warn: (/** @type {string} */ m) => api.logger?.warn?.(m),
     info: (/** @type {string} */ m) => api.logger?.info?.(m),

@@ -15,14 +15,12 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { MemorydClient } from "../src/client.js";
 import { localDateStamp } from "../src/flush.js";
 import { memctl, queryStore, run as runIn, startDaemon, tempDir, writeFiles } from "./daemon.js";
 import { startFakeModel } from "./fake-model.js";
 
 const OPENCLAW = process.env.OPENCLAW_BIN;
-const PLUGIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const TOKEN = "e2e-gateway-token";
 const ARCHIVED = "The deploy freeze word is 蜂鸟, said in a session deleted later.";
 const FLUSHED = "- The pager rotation moves to Tuesdays (flushed before compaction).";
@@ -112,7 +110,7 @@ test("a session OpenClaw's Gateway deleted is read from its archive", { skip: !O
   assert.deepEqual(await queryStore(store, "SELECT seq FROM transcript_events WHERE session_id = ?", sessionId), []);
 
   // memoryd learns of this OpenClaw home only now: the session exists only as an archive.
-  const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW), "--plugin", PLUGIN_DIR], env);
+  const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW)], env);
   assert.equal(setup.code, 0, `${setup.out}\n${setup.err}`);
   const client = new MemorydClient({ socket: daemon.socket });
   try {

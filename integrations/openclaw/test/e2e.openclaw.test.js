@@ -1,5 +1,7 @@
-// End to end with the real, pinned `openclaw` package: `memctl setup openclaw` on a fresh
-// OpenClaw home, then one `openclaw agent --local` turn whose model (a fake
+// End to end with the real, pinned `openclaw` package: `memctl setup openclaw`, run from
+// memoryd-client's wheel in a fresh venv (its bundled plugin, no npm install, no checkout), on
+// a fresh OpenClaw home; `openclaw memory status|search` answered by memoryd; then one
+// `openclaw agent --local` turn whose model (a fake
 // OpenAI-compatible server) calls memory_search; the tool answer must hold a
 // note only memoryd's index has, appended through memoryd a moment before, found by a
 // Chinese word. That turn, as OpenClaw stored it in its SQLite store, must then be a session
@@ -9,14 +11,12 @@ import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { MemorydClient } from "../src/client.js";
 import { authorizeHits, toMemoryHit } from "../src/shape.js";
-import { memctl, queryStore, run as runIn, startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { memctlFromWheel, queryStore, run as runIn, startDaemon, tempDir, writeFiles } from "./daemon.js";
 import { startFakeModel } from "./fake-model.js";
 
 const OPENCLAW = process.env.OPENCLAW_BIN;
-const PLUGIN_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const NOTE = "- The staging database password rotates on 鲸鱼 day, every second Friday.";
 
 /** @type {Awaited<ReturnType<typeof startDaemon>>} */
@@ -25,9 +25,12 @@ let daemon;
 let model;
 let home = "";
 let workspace = "";
+/** @type {Awaited<ReturnType<typeof memctlFromWheel>>} */
+let wheel;
 
 before(async () => {
   if (!OPENCLAW) return;
+  wheel = await memctlFromWheel();
   daemon = await startDaemon({ config: "[index]\nsessions = true\n" }); // OpenClaw's sessions too
   home = tempDir("ochome");
   workspace = path.join(home, "workspace");
@@ -41,6 +44,7 @@ after(async () => {
   await model.close();
   await daemon.stop();
   daemon.remove();
+  wheel.remove();
   fs.rmSync(home, { recursive: true, force: true });
 });
 
@@ -74,12 +78,28 @@ test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { s
   fs.mkdirSync(path.join(home, ".openclaw"), { recursive: true });
   fs.writeFileSync(path.join(home, ".openclaw", "openclaw.json"), JSON.stringify(config, null, 2));
 
-  const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW), "--plugin", PLUGIN_DIR], { HOME: home });
+  // No --plugin: the plugin shipped in the wheel; no PYTHONPATH, nothing of the checkout.
+  const setup = await run(wheel.memctl, ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", /** @type {string} */ (OPENCLAW)], { HOME: home, PYTHONPATH: "" });
   assert.equal(setup.code, 0, `${setup.out}\n${setup.err}`);
+  assert.match(setup.out, /OpenClaw loads the memoryd plugin/);
+  const installed = path.join(home, ".openclaw", "extensions", "memoryd");
+  assert.ok(fs.existsSync(path.join(installed, "vendor", "msgpack", "index.mjs")));
+  assert.ok(!fs.existsSync(path.join(installed, "test")), "a checkout's tests were installed");
 
   const client = new MemorydClient({ socket: daemon.socket });
   const at = await client.append({ text: NOTE, workspace: "openclaw" });
   client.close();
+
+  // memory-core's CLI left with it: `openclaw memory` is memoryd's.
+  const status = await run(/** @type {string} */ (OPENCLAW), ["memory", "status", "--json"], { HOME: home });
+  assert.equal(status.code, 0, `${status.out}\n${status.err}`);
+  assert.doesNotMatch(status.err, /failed during register/);
+  const answer = JSON.parse(status.out.slice(status.out.indexOf("{")));
+  assert.equal(answer.workspaces[0].name, "openclaw");
+  const searched = await run(/** @type {string} */ (OPENCLAW), ["memory", "search", "鲸鱼"], { HOME: home });
+  assert.equal(searched.code, 0, `${searched.out}\n${searched.err}`);
+  assert.match(searched.out, new RegExp(`^${at.path}#L\\d+`, "m"));
+  assert.match(searched.out, /鲸鱼 day, every second Friday/);
 
   // An embedded turn (`agent --local`) runs the plugin's hooks as a Gateway would
   // (`agent exec` runs no prompt hooks).

@@ -32,6 +32,10 @@ function fakeApi(pluginConfig, workspaceDir) {
     registerMemoryCapability(/** @type {any} */ c) {
       api.capability = c;
     },
+    cli: /** @type {any[]} */ ([]),
+    registerCli(/** @type {any} */ registrar, /** @type {any} */ opts) {
+      api.cli.push({ registrar, opts });
+    },
     registerTool(/** @type {any} */ factory, /** @type {any} */ opts) {
       for (const name of opts.names) api.tools.set(name, factory);
     },
@@ -223,7 +227,8 @@ describe("without a daemon", () => {
     const out = await runTool(api, "memory_search", { query: "anything" });
     assert.equal(out.unavailable, true);
     assert.equal(out.disabled, true);
-    assert.match(out.action, /memoryd start/);
+    assert.match(out.action, /`memoryd run`.*`memoryd service install`/);
+    assert.doesNotMatch(out.action, /memoryd start/); // no such command
     const started = Date.now();
     assert.equal(await api.hooks.get("before_prompt_build")({ prompt: "hello there" }, { agentId: "main", trigger: "user" }), undefined);
     assert.ok(Date.now() - started < 1000);
