@@ -91,7 +91,7 @@ function provider(baseUrl) {
   return { baseUrl, apiKey: "not-a-real-key", api: "openai-completions", models: [model] };
 }
 
-test("a session OpenClaw's Gateway deleted is read from its archive", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+test("a session OpenClaw's Gateway deleted is read from its archive", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 600_000 }, async () => {
   const gateway = await startGateway();
   let deleted;
   try {
@@ -127,7 +127,7 @@ test("a session OpenClaw's Gateway deleted is read from its archive", { skip: !O
   }
 });
 
-test("OpenClaw's pre-compaction flush writes through memoryd's append", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+test("OpenClaw's pre-compaction flush writes through memoryd's append", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 600_000 }, async () => {
   // Compact before the next turn once the transcript holds anything, and flush first.
   const configPath = path.join(home, ".openclaw", "openclaw.json");
   const config = JSON.parse(fs.readFileSync(configPath, "utf8"));
@@ -162,7 +162,7 @@ test("OpenClaw's pre-compaction flush writes through memoryd's append", { skip: 
   assert.equal(daily.split("flushed before compaction").length, 2, daily); // once: OpenClaw's own write was blocked
 });
 
-test("in a running Gateway, memory_search and recall are memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+test("in a running Gateway, memory_search and recall are memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 600_000 }, async () => {
   const gateway = await startGateway();
   const before = model.requests.length;
   let turn;

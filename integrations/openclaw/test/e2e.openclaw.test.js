@@ -48,7 +48,7 @@ after(async () => {
   fs.rmSync(home, { recursive: true, force: true });
 });
 
-test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 300_000 }, async () => {
+test("after `memctl setup openclaw`, OpenClaw's memory_search is memoryd's", { skip: !OPENCLAW && "set OPENCLAW_BIN to the pinned openclaw", timeout: 600_000 }, async () => {
   // A fresh OpenClaw home that knows only its model.
   const config = {
     models: {
