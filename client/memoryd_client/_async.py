@@ -49,6 +49,8 @@ from memoryd_client.types import (
     ReindexResult,
     SearchResult,
     Status,
+    SyncList,
+    SyncRun,
     WorkspaceChange,
     WorkspaceInfo,
 )
@@ -483,6 +485,28 @@ class AsyncMemoryClient:
                 name, workspace=workspace, dry_run=dry_run, force=force, on_progress=on_progress
             )
         )
+
+    async def sync_enable(
+        self,
+        remote: str,
+        *,
+        workspace: str | None = None,
+        branch: str | None = None,
+        repo: str | None = None,
+    ) -> SyncRun:
+        """Sync the workspace through git with ``remote`` (docs/sync.md), a first sync run."""
+        call = _calls.sync_enable(remote, workspace=workspace, branch=branch, repo=repo)
+        return await self._run(call)
+
+    async def sync_disable(self, *, workspace: str | None = None) -> dict[str, Any]:
+        return await self._run(_calls.sync_disable(workspace=workspace))
+
+    async def sync_status(self, *, workspace: str | None = None) -> SyncList:
+        return await self._run(_calls.sync_status(workspace=workspace))
+
+    async def sync_now(self, *, workspace: str | None = None) -> list[SyncRun]:
+        """Commit, pull, merge and push now (every syncing workspace without ``workspace``)."""
+        return await self._run(_calls.sync_now(workspace=workspace))
 
     async def shutdown(self) -> None:
         try:

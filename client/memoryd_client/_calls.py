@@ -42,6 +42,8 @@ from memoryd_client.types import (
     ReindexResult,
     SearchResult,
     Status,
+    SyncList,
+    SyncRun,
     WorkspaceChange,
     WorkspaceInfo,
     WorkspaceList,
@@ -298,6 +300,33 @@ def jobs_run(
     return Call(
         "jobs.run", params, JobRun.from_wire, idempotent=False, on_progress=on_progress, long=True
     )
+
+
+def sync_enable(
+    remote: str, *, workspace: str | None = None, branch: str | None = None, repo: str | None = None
+) -> Call[SyncRun]:
+    # Not resent: the first sync (a commit, a push) may have happened.
+    params = omit_none(workspace=workspace, remote=remote, branch=branch, repo=repo)
+    return Call("sync.enable", params, SyncRun.from_wire, idempotent=False, long=True)
+
+
+def sync_disable(*, workspace: str | None = None) -> Call[dict[str, Any]]:
+    return Call("sync.disable", omit_none(workspace=workspace), _identity)
+
+
+def sync_status(*, workspace: str | None = None) -> Call[SyncList]:
+    return Call("sync.status", omit_none(workspace=workspace), SyncList.from_wire)
+
+
+def sync_now(*, workspace: str | None = None) -> Call[list[SyncRun]]:
+    def runs(data: Any) -> list[SyncRun]:
+        items = data.get("workspaces") if isinstance(data, dict) else None
+        if not isinstance(items, list):
+            raise BadResponse("sync.now result: workspaces must be a list")
+        return [SyncRun.from_wire(x) for x in items]
+
+    # A sync twice is a sync: resent after a dropped connection.
+    return Call("sync.now", omit_none(workspace=workspace), runs, long=True)
 
 
 def shutdown() -> Call[None]:

@@ -45,6 +45,8 @@ from memoryd_client.types import (
     ReindexResult,
     SearchResult,
     Status,
+    SyncList,
+    SyncRun,
     WorkspaceChange,
     WorkspaceInfo,
 )
@@ -453,6 +455,28 @@ class MemoryClient:
                 name, workspace=workspace, dry_run=dry_run, force=force, on_progress=on_progress
             )
         )
+
+    def sync_enable(
+        self,
+        remote: str,
+        *,
+        workspace: str | None = None,
+        branch: str | None = None,
+        repo: str | None = None,
+    ) -> SyncRun:
+        """Sync the workspace through git with ``remote`` (docs/sync.md) and run a first
+        sync; ``repo="workspace"`` commits into the workspace's own repository."""
+        return self._run(_calls.sync_enable(remote, workspace=workspace, branch=branch, repo=repo))
+
+    def sync_disable(self, *, workspace: str | None = None) -> dict[str, Any]:
+        return self._run(_calls.sync_disable(workspace=workspace))
+
+    def sync_status(self, *, workspace: str | None = None) -> SyncList:
+        return self._run(_calls.sync_status(workspace=workspace))
+
+    def sync_now(self, *, workspace: str | None = None) -> list[SyncRun]:
+        """Commit, pull, merge and push now (every syncing workspace without ``workspace``)."""
+        return self._run(_calls.sync_now(workspace=workspace))
 
     def shutdown(self) -> None:
         """Ask the daemon to shut down gracefully; the connection is closed after."""

@@ -14,7 +14,7 @@ import functools
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -43,6 +43,7 @@ from memoryd.rpc.lifecycle_methods import LifecycleMethods
 from memoryd.rpc.methods import Methods
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.status import StatusReport
+from memoryd.rpc.sync_methods import SyncMethods
 from memoryd.runtime import heap
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
@@ -56,6 +57,7 @@ from memoryd.service.notify import (
     startup_status,
 )
 from memoryd.sqlite import make_private_dir
+from memoryd.sync.service import SyncService
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
@@ -135,6 +137,7 @@ class Daemon:
         self.fleet_off: str | None = None  # why fleet mode is configured but not running
         self._flushes: FlushQueue | None = None
         self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores, copied
+        self.sync: SyncService | None = None  # git sync of the workspaces that opt in
         self._openclaw_task: asyncio.Task[None] | None = None
 
     @property
@@ -202,6 +205,15 @@ class Daemon:
             self._scheduler.recover()
             self._finish_changes()
             self._start_fleet()
+            self.sync = SyncService(
+                self.paths.state_dir,
+                lambda: [(w.name, w.root) for w in self.registry.list()],
+                lambda: self.config,
+                self.clock,
+                self._lock_paths,
+                self.watcher.submit,
+            )
+            self.watcher.listeners.append(self.sync.notify)
             self._methods = self._make_methods(self._registry, self._scheduler)
             await self.server.start(sock)
         except BaseException:
@@ -324,6 +336,8 @@ class Daemon:
                 # After the indexes (a job's changes are indexed at once), and even when
                 # something above failed: maintenance must not silently stop.
                 self.scheduler.start()
+                if self.sync is not None:
+                    self.sync.start()  # after the indexes: a merge's files are indexed
             heap.freeze_long_lived()  # full collections walk what came after only
             self.background_ready.set()
 
@@ -384,6 +398,8 @@ class Daemon:
             await self._scheduler.stop(
                 0 if self._force.is_set() else self.config.server.shutdown_timeout
             )
+        if self.sync is not None:
+            await self.sync.stop()
         await self.watcher.close()
         if self.fleet is not None:
             await self.fleet.stop()  # releases its leases: another daemon may take them now
@@ -528,7 +544,17 @@ class Daemon:
         methods.table.update(LifecycleMethods(methods).table())  # forget, export, import
         methods.hits = self.hits  # search and recall count what they return
         methods.openclaw = self.openclaw  # workspace.add openclaw_home
+        methods.sync = self.sync  # sync.* (rpc/sync_methods.py)
+        methods.table.update(SyncMethods(methods).table())
         return methods
+
+    @contextlib.contextmanager
+    def _lock_paths(self, paths: Iterable[Path]) -> Iterator[None]:
+        """The append locks of ``paths``, in one sorted order (sync's merges)."""
+        with contextlib.ExitStack() as stack:
+            for path in sorted({p.resolve() for p in paths}):
+                stack.enter_context(self.appender.lock_for(path))
+            yield
 
     # -- the watch -------------------------------------------------------------------------
 

@@ -176,7 +176,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     add_agent_commands(sub, command)  # mcp, recall, flush, hook, setup (_agents.py)
     add_lifecycle_commands(sub, command)  # forget, export, import (_lifecycle.py)
+    _sync_commands(sub)
     return parser
+
+
+def _sync_commands(sub: Any) -> None:
+    """sync enable|status|now|disable (_sync.py)."""
+    from memoryd_client.cli._sync import add_commands
+
+    add_commands(sub, command, _missing_action)
 
 
 def _search_commands(sub: Any) -> None:
@@ -502,4 +510,5 @@ _GROUPS: dict[str, Callable[[Any], None]] = {
     "workspace": _workspace_commands,
     "fleet": _fleet_commands,
     "jobs": _jobs_commands,
+    "sync": _sync_commands,
 }

@@ -27,7 +27,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -374,6 +374,17 @@ class Ledger:
         ]
         self.add(records)
         return len(records)
+    @contextlib.contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold off every ``add`` while the caller replaces the file as a whole (sync's
+        merge through the journal: an add in between would land in the replaced inode and
+        be lost); the file is read again afterwards."""
+        with self._lock:
+            try:
+                yield
+            finally:
+                self._signature = None
+                self.refresh()
 
     def forget_session(self, session_id: str, at: float | None = None) -> None:
         """Issue 26: record that ``session_id`` is never flushed or indexed again."""

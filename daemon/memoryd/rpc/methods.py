@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # psycopg is imported only in fleet mode
     from memoryd.fleet.service import FleetService
     from memoryd.index.workspace import WorkspaceIndex
     from memoryd.jobs.flush_queue import FlushQueue
+    from memoryd.sync.service import SyncService
 
 log = get_logger("memoryd.rpc.methods")
 
@@ -150,6 +151,7 @@ class Methods:
         self.trust = trust  # what each agent session read (observe, append)
         self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores
         self.hits: HitCounter | None = None  # set by the daemon (app.py)
+        self.sync: SyncService | None = None  # set by the daemon (app.py)
         self.supersession = supersession.Supersession()
         self.table: dict[str, Handler] = {
             "hello": self.hello,

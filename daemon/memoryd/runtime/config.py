@@ -235,11 +235,35 @@ class FleetConfig:
     retry_max_seconds: float = _opt(60.0, lo=1.0, hi=3600)  # reconnect back-off ceiling
 
 
+def _sync_host(value: str) -> str | None:
+    if any(c in value for c in "<>`\n\r") or len(value) > 64:
+        return "must be a plain name of at most 64 characters"
+    return None
+
+
+@dataclass(frozen=True)
+class SyncConfig:
+    """Git sync of workspaces across machines (docs/sync.md); each workspace opts in."""
+
+    interval_seconds: float = _opt(300.0, lo=0.0, hi=86400 * 7)  # pull/push; 0: after each commit
+    debounce_seconds: float = _opt(5.0, lo=0.0, hi=3600)  # commit once writes settle this long
+    retry_min_seconds: float = _opt(30.0, lo=1.0, hi=86400)  # an unreachable remote: backoff
+    retry_max_seconds: float = _opt(3600.0, lo=1.0, hi=86400 * 7)
+    host: str = _opt("", check=_sync_host)  # this machine in commits and conflict notes
+    tombstone_days: float = _opt(90.0, lo=1.0, hi=36500.0)  # forget records kept at least
+    transcripts: bool = _opt(False)  # also sessions/*.jsonl ...
+    transcript_max_bytes: int = _opt(4 * MiB, lo=0, hi=1 << 32)  # ... each up to this size
+
+
 @dataclass(frozen=True)
 class AgentsConfig:
     # Folders (absolute, or ~/...) whose transcripts ``flush`` may read besides the agents'
     # own (~/.claude/projects, ~/.openclaw) and each workspace's sessions/.
     transcript_folders: tuple[str, ...] = _opt(())
+
+
+def _sync_repo(value: str) -> str | None:
+    return None if value in ("memoryd", "workspace") else "must be memoryd or workspace"
 
 
 @dataclass(frozen=True)
@@ -253,6 +277,10 @@ class McpConfig:
 class WorkspaceConfig:
     path: str = _opt("")
     name: str = _opt("")
+    # Git sync (docs/sync.md): the remote (file://, ssh, https; credentials are git's own)
+    sync_remote: str = _opt("")
+    sync_branch: str = _opt("main")
+    sync_repo: str = _opt("memoryd", check=_sync_repo)  # or the workspace's own repository
 
 
 @dataclass(frozen=True)
@@ -267,6 +295,7 @@ class Config:
     agents: AgentsConfig = field(default_factory=AgentsConfig)
     forget: ForgetConfig = field(default_factory=ForgetConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
     workspaces: tuple[WorkspaceConfig, ...] = ()
     source: str = ""  # where it was loaded from, for status and error messages
 
@@ -281,6 +310,7 @@ SECTIONS: dict[str, type[Any]] = {
     "agents": AgentsConfig,
     "forget": ForgetConfig,
     "mcp": McpConfig,
+    "sync": SyncConfig,
 }
 
 # [jobs.<name>] tables; MEMORYD_JOBS_<NAME>_<KEY> in the environment.
@@ -552,6 +582,7 @@ __all__ = [
     "RetentionConfig",
     "SearchConfig",
     "ServerConfig",
+    "SyncConfig",
     "WorkspaceConfig",
     "config_from_mapping",
     "load_config",

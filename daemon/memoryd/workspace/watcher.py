@@ -107,6 +107,8 @@ class Watcher:
         self._watching = asyncio.Event()  # set once the current stream's watches are in place
         self._stop: asyncio.Event | None = None
         self.state = "stopped"
+        # Told of every batch of changed memory files (sync commits after writes settle).
+        self.listeners: list[Callable[[str, set[Path]], None]] = []
 
     # -- the watch ---------------------------------------------------------------------
 
@@ -268,6 +270,9 @@ class Watcher:
         target = self._targets.get(name)
         if target is None:
             return
+        paths = set(paths)
+        for listener in self.listeners:
+            listener(name, paths)
         batch = self._batches.setdefault(name, _Batch())
         new = set(paths) - batch.pending  # (one already waiting for the next round is
         if new:  # covered by the ticket it came with)

@@ -1,0 +1,111 @@
+"""An integration written to the workspace: through the journal, under the file locks.
+
+The workspace may have moved on since the commit the merge started from (agents append all
+the time). Each file is read under its lock: still as committed, it simply takes the merged
+content; changed since, the merged content is merged again with what is on disk (the
+committed version as the base, by the same rule), so a line written meanwhile is kept. Then
+the journal replaces the files as one change (whole or absent across a kill -9), checking
+each is still what was read (lifecycle/journal.py); a file that moved on in between is read
+and merged again. The ledger is replaced while its own appends are held off.
+
+Pre-images are kept (``forget.keep_days``, this host's own) when lines are removed: a forget
+that travelled here is a forget here too. A purge that travelled (the remote's history was
+rewritten) keeps none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Final
+
+from memoryd.errors import MemorydError
+from memoryd.files.beneath import open_beneath
+from memoryd.files.provenance import LEDGER_REL, ledger_for
+from memoryd.lifecycle import journal
+from memoryd.sync.merge_daily import Sides
+from memoryd.sync.merge_file import merge_file
+from memoryd.sync.paths import kind_of
+from memoryd.sync.repo import Repo
+from memoryd.sync.tree_merge import Integration
+
+__all__ = ["Busy", "LockPaths", "write_integration"]
+
+MAX_ATTEMPTS: Final = 5
+LockPaths = Callable[[Iterable[Path]], AbstractContextManager[object]]
+
+
+class Busy(MemorydError):
+    code = "unavailable"
+
+
+def _read(root: Path, rel: str) -> tuple[bool, bytes | None]:
+    """(regular, content): a missing file is (True, None); a link or folder (False, None)."""
+    try:
+        st = os.lstat(root / rel)
+    except FileNotFoundError:
+        return True, None
+    except OSError:
+        return False, None
+    if not stat.S_ISREG(st.st_mode):
+        return False, None
+    try:
+        opened = open_beneath(root, rel, os.O_RDONLY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return True, None
+    with os.fdopen(opened.fd, "rb") as f:
+        return True, f.read()
+
+
+def write_integration(
+    root: Path,
+    repo: Repo,
+    integ: Integration,
+    locked: LockPaths,
+    host: str,
+    now: float,
+    keep: bool,
+) -> list[str]:
+    """Bring the workspace's files to ``integ``; the paths written."""
+    if not integ.contents:
+        return []
+    committed = repo.tree_of(integ.ours)
+    old = repo.blobs(e.oid for p in integ.contents if (e := committed.get(p)) is not None)
+    rels = sorted(integ.contents)
+    for _ in range(MAX_ATTEMPTS):
+        with locked(root / r for r in rels), _ledger_held(root, rels):
+            files = []
+            for rel in rels:
+                regular, disk = _read(root, rel)
+                if not regular:
+                    continue  # a link or a folder where a memory file was: left alone
+                entry = committed.get(rel)
+                base = old[entry.oid] if entry is not None else None
+                new = integ.contents[rel]
+                if disk != base:  # written since our commit: merged again, nothing lost
+                    sides = Sides(rel, integ.ledger, host, host, now, now)
+                    new = merge_file(kind_of(rel), base, disk, new, sides).data
+                if new != disk:
+                    files.append(journal.FileChange(rel, disk, new))
+            if not files:
+                return []
+            change = journal.Change("sync", files, {"sync": integ.theirs}, keep)
+            try:
+                journal.apply(root, change, now=now)
+            except journal.Conflict:
+                continue
+            return [f.rel for f in files]
+    raise Busy("the memory files kept changing while sync wrote them; it tries again")
+
+
+@contextlib.contextmanager
+def _ledger_held(root: Path, rels: list[str]) -> Iterator[None]:
+    if LEDGER_REL not in rels:
+        yield
+        return
+    with ledger_for(root).exclusive():
+        yield

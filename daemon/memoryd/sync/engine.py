@@ -1,0 +1,228 @@
+"""One sync of one workspace: commit, fetch, merge, write, push; again if the remote moved.
+
+1. commit what the workspace holds now (snapshot.py; files with a secret held back);
+2. fetch the remote's branch;
+3. if the remote has commits we lack, merge (tree_merge.py), write the result to the
+   workspace (apply.py), then move our branch to the merged commit;
+4. push; a push refused because another host pushed meanwhile starts again at 2.
+
+A kill at any moment leaves a state the next sync finishes: objects written but not yet
+referenced are harmless; the workspace's files are whole or untouched (the journal); a
+branch not moved yet means the next commit holds the merged files and merges again with
+the same remote commit (identical changes on both sides merge to one); fetch and push are
+git's own (refs move atomically). A remote whose history no longer contains what we saw
+last was rewritten by a purge elsewhere: we rebuild on it and drop our old history.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from memoryd.errors import MemorydError
+from memoryd.runtime.logs import get_logger
+from memoryd.sync.apply import LockPaths, write_integration
+from memoryd.sync.git import GitError
+from memoryd.sync.paths import Scope
+from memoryd.sync.repo import SEEN_REF, Entry, Repo
+from memoryd.sync.snapshot import Held, Snapshot, commit_workspace
+from memoryd.sync.tree_merge import FILE_MODE, Hosts, Integration, integrate, today
+
+__all__ = ["Engine", "Refused", "Report"]
+
+log = get_logger("memoryd.sync")
+MAX_ROUNDS: Final = 4  # pushes refused because another host pushed meanwhile
+
+
+class Refused(MemorydError):
+    code = "unavailable"
+
+
+@dataclass
+class Report:
+    committed: str | None = None
+    fetched: bool = False
+    pulled: int = 0  # remote commits merged in
+    written: list[str] = field(default_factory=list)  # workspace files changed
+    notes: dict[str, int] = field(default_factory=dict)
+    forgotten: dict[str, int] = field(default_factory=dict)  # lines tombstones removed
+    pushed: bool = False
+    rewritten: bool = False  # the remote's history was rewritten (a purge elsewhere)
+    held: list[Held] = field(default_factory=list)
+    offline: str | None = None
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "committed": self.committed,
+            "fetched": self.fetched,
+            "pulled": self.pulled,
+            "written": self.written,
+            "conflicts": self.notes,
+            "forgotten": self.forgotten,
+            "pushed": self.pushed,
+            "rewritten": self.rewritten,
+            "held": [h.to_dict() for h in self.held],
+            "offline": self.offline,
+            "error": self.error,
+        }
+
+
+@dataclass
+class Engine:
+    root: Path
+    repo: Repo
+    scope: Scope
+    host: str
+    locked: LockPaths
+    now: Callable[[], float]
+    # The workspace's own repository: a remote that changed other files is the person's to
+    # pull, and their index follows memoryd's commits for the memory files.
+    foreign_refused: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def commit(self) -> Snapshot:
+        with self.lock:
+            return self._commit()
+
+    def _commit(self) -> Snapshot:
+        snap = commit_workspace(self.repo, self.root, self.scope, f"memoryd: {self.host}")
+        if snap.commit is not None:
+            self._follow(snap.changed)
+        return snap
+
+    def _follow(self, paths: list[str]) -> None:
+        """In the person's repository, with our branch checked out: their index entries
+        of ``paths`` follow the branch (else `git status` shows our commit reversed)."""
+        if not self.foreign_refused or not paths:
+            return
+        git = self.repo.git
+        head = git.run("symbolic-ref", "-q", "HEAD", ok=(0, 1)).stdout.decode().strip()
+        if head != self.repo.ref:
+            return
+        index = {"GIT_INDEX_FILE": str(git.git_dir / "index")}
+        payload = "".join(p + "\0" for p in paths).encode("utf-8", "surrogateescape")
+        try:
+            git.run(
+                "reset",
+                "-q",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                input=payload,
+                env=index,
+            )
+        except GitError as exc:  # their index is busy (a git of theirs): it catches up later
+            log.warning("sync_index_not_followed", error=exc.message)
+
+    def sync(self, push: bool = True) -> Report:
+        """Commit, then pull and merge, then push (unless ``push`` is False)."""
+        report = Report()
+        with self.lock:
+            snap = self._commit()
+            report.committed, report.held = snap.commit, snap.held
+            for _ in range(MAX_ROUNDS):
+                try:
+                    self._fetch()
+                except GitError as exc:
+                    if exc.offline:
+                        report.offline = exc.message
+                        return report
+                    raise
+                report.fetched = True
+                target = self._integrate(report)
+                if not push or target is None:
+                    return report
+                if self._push(target, report):
+                    return report
+            report.error = "the remote kept moving: other hosts pushed during every try"
+            return report
+
+    def _fetch(self) -> None:
+        repo = self.repo
+        try:
+            repo.git.run("fetch", "-q", "--no-tags", repo.remote, network=True)
+        except GitError as exc:
+            if "couldn't find remote ref" not in exc.stderr:
+                raise
+            # The branch is not on the remote (yet): an empty remote, or one emptied.
+            if repo.resolve(repo.tracking) is not None:
+                repo.git.run("update-ref", "-d", repo.tracking)
+
+    def _integrate(self, report: Report) -> str | None:
+        """Merge the fetched remote into our branch; the commit to push (None: nothing)."""
+        repo = self.repo
+        head, theirs = repo.head(), repo.resolve(repo.tracking)
+        if theirs is None:  # an empty remote: ours goes up as it is
+            return head
+        seen = repo.resolve(SEEN_REF)
+        adopt = seen is not None and seen != theirs and not repo.is_ancestor(seen, theirs)
+        if head is not None and not adopt and (head == theirs or repo.is_ancestor(theirs, head)):
+            return head if head != theirs else None
+        hosts = Hosts(self.host, _author_of(repo, theirs), today(self.now()))
+        integ = integrate(repo, self.scope, head, theirs, hosts, adopt)
+        if self.foreign_refused and integ.other:
+            names = ", ".join(sorted(integ.other)[:5])
+            raise Refused(
+                f"the remote's {repo.branch} changed files outside memory ({names}): pull "
+                f"them yourself (git pull in {self.root}; the memory files merge by "
+                "memoryd's rules), then memoryd syncs again"
+            )
+        keep = bool(integ.removed) and not adopt
+        report.written = write_integration(
+            self.root, repo, integ, self.locked, self.host, self.now(), keep
+        )
+        report.pulled = repo.count(f"{head}..{theirs}") if head else repo.count(theirs)
+        report.notes, report.rewritten = integ.notes, adopt
+        report.forgotten = {r.path: r.lines for r in integ.removed}
+        target = self._commit_merge(integ)
+        repo.set_ref(repo.ref, target, head, "memoryd: merge")
+        self._follow(sorted(integ.contents))
+        repo.set_ref(SEEN_REF, theirs, None if seen is None else seen, "memoryd: seen")
+        if adopt:
+            self._drop_old_history()
+        return target if target != theirs else None
+
+    def _commit_merge(self, integ: Integration) -> str:
+        repo = self.repo
+        changes: dict[str, Entry | None] = dict(integ.other)
+        for path, data in integ.contents.items():
+            changes[path] = None if data is None else Entry(FILE_MODE, repo.write_blob(data))
+        tree = repo.write_tree(integ.ours, changes)
+        if tree == repo.git.out("rev-parse", f"{integ.theirs}^{{tree}}"):
+            return integ.theirs
+        message = f"memoryd: {self.host} merged {integ.theirs[:12]}"
+        return repo.commit_tree(tree, integ.parents, message)
+
+    def _push(self, target: str, report: Report) -> bool:
+        """Push ``target``; False when refused because the remote moved (merge again)."""
+        repo = self.repo
+        try:
+            repo.git.run(
+                "push", "-q", "--porcelain", repo.remote, f"{target}:{repo.ref}", network=True
+            )
+        except GitError as exc:
+            if exc.offline:
+                report.offline = exc.message
+                return True
+            if "rejected" in exc.stderr or "fetch first" in exc.stderr:
+                return False
+            raise
+        report.pushed = True
+        seen = repo.resolve(SEEN_REF)
+        repo.set_ref(SEEN_REF, target, seen, "memoryd: pushed")
+        repo.set_ref(repo.tracking, target, repo.resolve(repo.tracking), "memoryd: pushed")
+        return True
+
+    def _drop_old_history(self) -> None:
+        """After adopting a rewritten remote: what only our old history held goes."""
+        git = self.repo.git
+        git.run("reflog", "expire", "--expire=now", "--all")
+        git.run("gc", "-q", "--prune=now")
+
+
+def _author_of(repo: Repo, commit: str) -> str:
+    name = repo.git.out("show", "-s", "--format=%an", commit)
+    return name or "remote"

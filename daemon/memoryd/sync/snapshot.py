@@ -1,0 +1,135 @@
+"""The commit step: the workspace's synced files as they are now, into the sync repository.
+
+The repository's own index is the stat cache: ``update-index`` re-reads only files whose
+size or times changed, so a commit with nothing new costs a walk of the memory folders and
+one small git call. A file that holds a hand-written secret (memoryd/secrets.py: appends
+are redacted on the way in, but a person may paste one by hand) is not committed: its last
+committed version stays in the tree, so it is never pushed, and ``status`` names it
+(``held``) until the secret is gone from the file.
+
+Paths the tree holds that are not synced (a forge's README on the remote's branch) are
+left as they are: memoryd only ever adds, changes or removes synced paths.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memoryd.secrets import redact
+from memoryd.sync.paths import Scope
+from memoryd.sync.repo import Entry, Repo
+
+__all__ = ["Held", "Snapshot", "commit_workspace"]
+
+
+@dataclass(frozen=True)
+class Held:
+    path: str
+    kinds: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "kinds": sorted(set(self.kinds))}
+
+
+@dataclass
+class Snapshot:
+    head: str | None  # the branch after the step
+    commit: str | None = None  # the new commit, None when nothing changed
+    changed: list[str] = field(default_factory=list)
+    held: list[Held] = field(default_factory=list)
+
+
+def _nul(items: list[str]) -> bytes:
+    return "".join(p + "\0" for p in items).encode("utf-8", "surrogateescape")
+
+
+def commit_workspace(repo: Repo, root: Path, scope: Scope, message: str) -> Snapshot:
+    git = repo.git
+    head = repo.head()
+    # The index follows the branch (a merge moves the branch, not the index); "-m" keeps
+    # the stat data of entries that did not change, so nothing is hashed again for them.
+    if head:
+        git.run("read-tree", "--reset", head)
+    else:
+        git.run("read-tree", "--empty")
+    on_disk = [rel for rel, _ in scope.walk(root)]
+    listed = git.run("ls-files", "-z").stdout.decode("utf-8", "surrogateescape").split("\0")
+    present = set(on_disk)
+    gone = [p for p in listed if p and scope.synced(p) and p not in present]
+    if on_disk:
+        git.run("update-index", "--add", "-z", "--stdin", input=_nul(on_disk))
+    if gone:
+        git.run("update-index", "--force-remove", "-z", "--stdin", input=_nul(gone))
+    changes = _staged(repo, head)
+    if not changes:
+        return Snapshot(head)
+    held = _secrets(repo, changes)
+    if held:
+        _unstage(repo, head, [h.path for h in held])
+    tree = git.out("write-tree")
+    if head is not None and tree == git.out("rev-parse", f"{head}^{{tree}}"):
+        return Snapshot(head, held=held)
+    commit = repo.commit_tree(tree, [head] if head else [], message)
+    repo.set_ref(repo.ref, commit, head, "memoryd: commit")
+    kept = {h.path for h in held}
+    return Snapshot(commit, commit, sorted(p for p in changes if p not in kept), held)
+
+
+def _staged(repo: Repo, head: str | None) -> dict[str, str | None]:
+    """What the index changes against ``head``: path -> new blob id (None: removed)."""
+    if head is None:
+        raw = repo.git.run("ls-files", "-s", "-z").stdout
+        out: dict[str, str | None] = {}
+        for item in raw.split(b"\0"):
+            if item:
+                meta, _, path = item.partition(b"\t")
+                out[path.decode("utf-8", "surrogateescape")] = meta.decode().split(" ")[1]
+        return out
+    raw = repo.git.run("diff-index", "--cached", "-z", "--no-renames", head).stdout
+    parts = raw.split(b"\0")
+    changed: dict[str, str | None] = {}
+    for i in range(0, len(parts) - 1, 2):
+        info = parts[i].decode().lstrip(":").split(" ")
+        changed[parts[i + 1].decode("utf-8", "surrogateescape")] = (
+            None if info[4] == "D" else info[3]
+        )
+    return changed
+
+
+def _secrets(repo: Repo, changes: dict[str, str | None]) -> list[Held]:
+    oids = {p: o for p, o in changes.items() if o is not None}
+    data = repo.blobs(oids.values())
+    held = []
+    for path, oid in sorted(oids.items()):
+        kinds = redact(data[oid].decode("utf-8", "replace")).kinds
+        if kinds:
+            held.append(Held(path, kinds))
+    return held
+
+
+def _unstage(repo: Repo, head: str | None, paths: list[str]) -> None:
+    """Put the committed version of ``paths`` back in the index (or none, if new)."""
+    before = repo.tree_of(head)
+    restore: dict[str, Entry | None] = {p: before.get(p) for p in paths}
+    lines = [
+        f"{e.mode} {e.oid}\t{p}" if e is not None else f"0 {'0' * 40}\t{p}"
+        for p, e in restore.items()
+    ]
+    repo.git.run("update-index", "-z", "--index-info", input=_nul(lines))
+
+
+def uncommitted(repo: Repo, root: Path, scope: Scope) -> list[str]:
+    """The synced files that changed since the last commit (or are new)."""
+    git = repo.git
+    head = repo.head()
+    if head:
+        git.run("read-tree", "--reset", head)
+    on_disk = [rel for rel, _ in scope.walk(root)]
+    listed = set(git.run("ls-files", "-z").stdout.decode("utf-8", "surrogateescape").split("\0"))
+    git.run("update-index", "-q", "--refresh", ok=(0, 1))
+    raw = git.run("diff-files", "--name-only", "-z").stdout.decode("utf-8", "surrogateescape")
+    changed = {p for p in raw.split("\0") if p and scope.synced(p)}
+    changed |= {p for p in on_disk if p not in listed}
+    return sorted(changed)

@@ -1,0 +1,118 @@
+"""Two hosts' commits merged into one tree, file by file, and the tombstones applied.
+
+``integrate`` compares our last commit with the remote's: every path that differs is
+merged three-way against their merge base by its kind's rule (merge_file.py); the ledger
+first, as the merged ledger tells the other merges when each line was written and by whom.
+Then the tombstones this host has not applied yet remove their lines (tombstones.py). The
+answer is the new content of each path that changes against our commit: what the commit
+will hold and what the workspace's files must become.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from memoryd.files.provenance import LEDGER_REL
+from memoryd.sync.merge_daily import Sides
+from memoryd.sync.merge_file import merge_file
+from memoryd.sync.merge_ledger import LedgerView, Tombstone, parse_records
+from memoryd.sync.paths import Scope, kind_of
+from memoryd.sync.repo import Entry, Repo
+from memoryd.sync.text import as_bytes, as_text
+from memoryd.sync.tombstones import Removal, drop_lines, unseen
+
+__all__ = ["Integration", "integrate"]
+
+FILE_MODE = "100644"
+
+
+@dataclass
+class Integration:
+    ours: str | None
+    theirs: str
+    parents: list[str]
+    contents: dict[str, bytes | None] = field(default_factory=dict)  # synced, vs ours
+    other: dict[str, Entry | None] = field(default_factory=dict)  # not synced, vs ours
+    notes: dict[str, int] = field(default_factory=dict)  # path -> conflict notes written
+    removed: list[Removal] = field(default_factory=list)  # lines tombstones took out
+    ledger: LedgerView = field(default_factory=LedgerView)  # the merged one
+
+
+@dataclass(frozen=True)
+class Hosts:
+    ours: str
+    theirs: str
+    day: str
+
+
+def integrate(
+    repo: Repo, scope: Scope, ours: str | None, theirs: str, hosts: Hosts, adopt: bool = False
+) -> Integration:
+    """Our commit ``ours`` (None: nothing committed yet) and the remote's ``theirs``.
+    ``adopt``: the remote's history was rewritten (a purge): the result builds on theirs
+    alone, and our old history is dropped."""
+    base = repo.merge_base(ours, theirs) if ours else None
+    if ours is None or adopt or repo.is_ancestor(ours, theirs):
+        parents = [theirs]
+    else:
+        parents = [ours, theirs]
+    t_o, t_t, t_b = repo.tree_of(ours), repo.tree_of(theirs), repo.tree_of(base)
+    out = Integration(ours, theirs, parents)
+    paths = sorted(p for p in t_o.keys() | t_t.keys() if t_o.get(p) != t_t.get(p))
+    synced = [p for p in paths if scope.synced(p)]
+    for p in paths:
+        if p not in synced:  # memoryd never touches it: theirs unless only ours changed it
+            changed_ours = t_o.get(p) != t_b.get(p)
+            if not changed_ours:
+                out.other[p] = t_t.get(p)
+    oids = [e.oid for t in (t_o, t_t, t_b) for p in synced if (e := t.get(p)) is not None]
+    ledger_oids = [e.oid for t in (t_o, t_t) if (e := t.get(LEDGER_REL)) is not None]
+    blobs = repo.blobs([*oids, *ledger_oids])
+
+    def blob(tree: dict[str, Entry], p: str) -> bytes | None:
+        e = tree.get(p)
+        return None if e is None else blobs[e.oid]
+
+    times = (repo.commit_time(ours) if ours else 0.0, repo.commit_time(theirs))
+    ordered = sorted(synced, key=lambda p: p != LEDGER_REL)  # the ledger first
+    view = LedgerView.of(parse_records(blob(t_o, LEDGER_REL)))
+    for p in ordered:
+        sides = Sides(p, view, hosts.ours, hosts.theirs, times[0], times[1], hosts.day)
+        merged = merge_file(kind_of(p), blob(t_b, p), blob(t_o, p), blob(t_t, p), sides)
+        if merged.notes:
+            out.notes[p] = merged.notes
+        if merged.data != blob(t_o, p):
+            out.contents[p] = merged.data
+        if p == LEDGER_REL:
+            view = LedgerView.of(parse_records(merged.data))
+    out.ledger = view
+    committed = LedgerView.of(parse_records(blob(t_o, LEDGER_REL)))
+    _tombstones(out, unseen(view, committed), lambda p: blob(t_o, p), scope)
+    return out
+
+
+def _tombstones(
+    out: Integration,
+    stones: list[Tombstone],
+    ours_blob: Callable[[str], bytes | None],
+    scope: Scope,
+) -> None:
+    by_path: dict[str, set[str]] = {}
+    for t in stones:
+        if scope.synced(t.path):
+            by_path.setdefault(t.path, set()).add(t.k)
+    for path, keys in sorted(by_path.items()):
+        current = out.contents[path] if path in out.contents else ours_blob(path)
+        if current is None:
+            continue
+        text = as_text(current)
+        lines, removed = drop_lines(text.lines, keys)
+        if removed:
+            out.contents[path] = as_bytes(lines, text.newline_at_end)
+            out.removed.append(Removal(path, removed))
+
+
+def today(now: float) -> str:
+    return dt.datetime.fromtimestamp(now, dt.UTC).date().isoformat()
