@@ -14,7 +14,7 @@ import functools
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -210,7 +210,7 @@ class Daemon:
                 lambda: [(w.name, w.root) for w in self.registry.list()],
                 lambda: self.config,
                 self.clock,
-                self._lock_paths,
+                self.file_locks.locked,
                 self.watcher.submit,
             )
             self.watcher.listeners.append(self.sync.notify)
@@ -547,14 +547,6 @@ class Daemon:
         methods.sync = self.sync  # sync.* (rpc/sync_methods.py)
         methods.table.update(SyncMethods(methods).table())
         return methods
-
-    @contextlib.contextmanager
-    def _lock_paths(self, paths: Iterable[Path]) -> Iterator[None]:
-        """The append locks of ``paths``, in one sorted order (sync's merges)."""
-        with contextlib.ExitStack() as stack:
-            for path in sorted({p.resolve() for p in paths}):
-                stack.enter_context(self.appender.lock_for(path))
-            yield
 
     # -- the watch -------------------------------------------------------------------------
 
