@@ -71,12 +71,13 @@ def make_remote(tmp: Path) -> Path:
 
 
 @contextlib.contextmanager
-def host(name: str, sync: dict[str, Any] | None = None) -> Iterator[Host]:
+def host(name: str, sync: dict[str, Any] | None = None, remote: str = "") -> Iterator[Host]:
+    """A daemon with workspace "notes"; ``remote``: it syncs there as its config says."""
     home = short_tmp()
     ws = home / "ws"
     (ws / "memory").mkdir(parents=True)
     config = {
-        "workspaces": [{"path": str(ws), "name": "notes"}],
+        "workspaces": [{"path": str(ws), "name": "notes", "sync_remote": remote}],
         "sync": {"host": name, **(sync or {})},
     }
     clock = FakeClock(START)
@@ -107,13 +108,15 @@ def settle(a: Host, b: Host, rounds: int = 3) -> None:
 
 
 def remote_files(bare: Path, branch: str = "main") -> dict[str, str]:
-    """The files of the remote's branch, as the remote holds them."""
-    out = subprocess.run(
+    """The files of the remote's branch, as the remote holds them ({}: no branch yet)."""
+    listed = subprocess.run(
         ["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", branch],
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout.split()
+    )
+    if listed.returncode:
+        return {}
+    out = listed.stdout.split()
     files = {}
     for rel in out:
         files[rel] = subprocess.run(

@@ -56,6 +56,10 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "forget": ["--query", "old fact"],
     "export": ["-o", "/tmp/x.tar.gz"],
     "import": ["/tmp/x.tar.gz"],
+    "sync enable": ["--remote", "file:///tmp/memory.git"],
+    "sync status": [],
+    "sync now": [],
+    "sync disable": [],
 }
 ONE_WORKSPACE_COMMANDS = {
     "status",
@@ -73,6 +77,10 @@ ONE_WORKSPACE_COMMANDS = {
     "import",
     "hook",
     "setup",
+    "sync enable",
+    "sync status",
+    "sync now",
+    "sync disable",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

@@ -54,7 +54,13 @@ def add_commands(
         example="  memctl sync status",
     )
     command(sync_sub, "now", cmd_now, "commit, pull, merge, push now", example="  memctl sync now")
-    command(sync_sub, "disable", cmd_disable, "stop syncing the workspace")
+    command(
+        sync_sub,
+        "disable",
+        cmd_disable,
+        "stop syncing the workspace",
+        example="  memctl sync disable -w alice",
+    )
 
 
 def cmd_enable(args: argparse.Namespace, ctx: Context) -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +39,7 @@ from memoryd.sync.workspace_repo import open_engine
 __all__ = ["SyncService"]
 
 log = get_logger("memoryd.sync.service")
+STATUS_WAIT_S = 5.0  # status waits this long for a running sync to count what waits
 
 
 class SyncClock(Protocol):
@@ -63,7 +65,7 @@ class _Ws:
     next_sync: float = 0.0
     failures: int = 0
     task: asyncio.Task[Report | None] | None = None
-    waiters: list[asyncio.Future[Report | None]] = field(default_factory=list)
+    seen: dict[Path, tuple[int, int]] = field(default_factory=dict)  # (mtime_ns, size) told
 
 
 class SyncService:
@@ -110,9 +112,11 @@ class SyncService:
             await asyncio.wait(running, timeout=10)
 
     def notify(self, name: str, paths: Iterable[Path]) -> None:
-        """A write in workspace ``name`` (the watcher's batches and appends)."""
+        """A write in workspace ``name`` (the watcher's batches and appends). The watcher's
+        echo of a write already told (an append's, a merge's own) is not a new write: the
+        debounce is not started again by it."""
         for ws in self._ws.values():
-            if ws.name == name:
+            if ws.name == name and _changed(ws, paths):
                 now = self._now()
                 ws.dirty_at = ws.dirty_at or now
                 ws.last_write = now
@@ -234,7 +238,9 @@ class SyncService:
         now = self._now()
         ws.recorded.record(report, now, trigger)
         if report.written:
-            self.written(ws.name, [ws.root / p for p in report.written])
+            paths = [ws.root / p for p in report.written]
+            _changed(ws, paths)  # our own writes: their echo is no new write
+            self.written(ws.name, paths)
         if not full:
             return
         if report.offline or report.error:
@@ -312,7 +318,7 @@ class SyncService:
             "conflicts": conflicts_in(ws.root, saved.scope_of(cfg)),
         }
         engine = ws.engine
-        if engine is not None and engine.lock.acquire(timeout=0):
+        if engine is not None and engine.lock.acquire(timeout=STATUS_WAIT_S):
             try:
                 out["waiting"] = {
                     **waiting(engine.repo),
@@ -325,6 +331,21 @@ class SyncService:
         if out.get("waiting"):
             out["waiting"]["oldest_at"] = iso(out["waiting"]["oldest_at"])
         return out
+
+
+def _changed(ws: _Ws, paths: Iterable[Path]) -> bool:
+    """Whether any of ``paths`` changed since last told (and remember them as they are)."""
+    changed = False
+    for path in paths:
+        try:
+            st = os.stat(path)
+            now = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            now = (-1, -1)  # gone: a change once
+        if ws.seen.get(path) != now:
+            ws.seen[path] = now
+            changed = True
+    return changed
 
 
 def describe_settings(s: saved.Settings, folder: Path) -> dict[str, Any]:
