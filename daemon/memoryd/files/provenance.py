@@ -374,6 +374,7 @@ class Ledger:
         ]
         self.add(records)
         return len(records)
+
     @contextlib.contextmanager
     def exclusive(self) -> Iterator[None]:
         """Hold off every ``add`` while the caller replaces the file as a whole (sync's
