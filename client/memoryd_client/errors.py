@@ -166,6 +166,13 @@ class DiskFull(RemoteError):
     code = ErrorCode.DISK_FULL
 
 
+class Conflict(RemoteError):
+    """A file kept changing under a write (another writer): ``data`` says what was done and
+    what was not; running the request again is safe."""
+
+    code = ErrorCode.CONFLICT
+
+
 class InternalError(RemoteError):
     code = ErrorCode.INTERNAL
 
@@ -175,6 +182,7 @@ __all__ = [
     "BadResponse",
     "ClientError",
     "ClientTimeout",
+    "Conflict",
     "ConnectionLost",
     "DaemonNotRunning",
     "DiskFull",

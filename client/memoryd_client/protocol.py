@@ -37,6 +37,7 @@ class ErrorCode:
     UNAVAILABLE: Final = "unavailable"
     SHUTTING_DOWN: Final = "shutting_down"
     DISK_FULL: Final = "disk_full"
+    CONFLICT: Final = "conflict"
     INTERNAL: Final = "internal"
 
 

@@ -53,6 +53,13 @@ class UnknownWorkspace(MemorydError):
     code = ErrorCode.UNKNOWN_WORKSPACE
 
 
+class Conflict(MemorydError):
+    """A file kept changing under a rewrite (an outside writer): what was not done is named
+    in the error's data; nothing is claimed that did not happen."""
+
+    code = ErrorCode.CONFLICT
+
+
 class Unavailable(MemorydError):
     code = ErrorCode.UNAVAILABLE
 

@@ -199,3 +199,17 @@ def test_kept_pre_images_older_than_keep_days_are_pruned(workspace: Path) -> Non
     assert journal.prune(workspace, 7, time.time()) == 1
     assert journal.kept(workspace).changes == 0
     assert (workspace / DAY).read_text() == "- only this\n"
+
+
+def test_a_forget_leaves_a_tombstone_in_the_ledger_a_hash_never_the_text(
+    daemon: DaemonThread, workspace: Path
+) -> None:
+    with MemoryClient(daemon.socket_path) as c:
+        c.forget(workspace="alice", path=DAY, lines="3", purge=True)
+    ledger = (workspace / "memory" / ".provenance.jsonl").read_text()
+    assert "heroku" not in ledger
+    stones = [json.loads(line) for line in ledger.splitlines() if '"op":"forget"' in line]
+    assert [(s["k"], s["path"]) for s in stones] == [
+        (line_key("- The deploy target is heroku."), DAY)
+    ]
+    assert [r.op for r in Ledger(workspace).records() if r.op == "forget"] == ["forget"]

@@ -256,17 +256,37 @@ def _names(layout: Layout, rel: str, session: str) -> bool:
     return session in first_line_sessions(opened.fd)
 
 
-def cut(data: bytes, removal: Removal) -> bytes:
-    """``data`` without the removal's lines; a blank line left doubled by the cut is dropped.
-    InvalidParams when a line no longer reads as it did when selected."""
-    lines = _lines(data)
-    for n, text in removal.lines.items():
-        if n > len(lines) or lines[n - 1].rstrip("\r\n") != text:
+def _locate(lines: list[str], removal: Removal) -> dict[int, str]:
+    """Where the removal's lines are now: each at its number when it still reads the same
+    there, else at the one place in the file that reads so (an outside writer inserted or
+    removed lines above it). InvalidParams when a line is gone or no longer unique."""
+    found: dict[int, str] = {}
+    where: dict[str, list[int]] | None = None
+    for n, text in sorted(removal.lines.items()):
+        if n <= len(lines) and lines[n - 1].rstrip("\r\n") == text and n not in found:
+            found[n] = text
+            continue
+        if where is None:
+            where = {}
+            for i, line in enumerate(lines, 1):
+                where.setdefault(line.rstrip("\r\n"), []).append(i)
+        places = [i for i in where.get(text, []) if i not in found]
+        if len(places) != 1:
             raise InvalidParams(
                 f"{removal.rel} changed since its lines were selected (line {n}): "
-                "nothing was forgotten; run the forget again",
-                {"path": removal.rel},
+                "nothing was forgotten there; run the forget again",
+                {"path": removal.rel, "line": n},
             )
+        found[places[0]] = text
+    return found
+
+
+def cut(data: bytes, removal: Removal) -> bytes:
+    """``data`` without the removal's lines; a blank line left doubled by the cut is dropped.
+    The removal's line numbers become where the lines were found (``_locate``);
+    InvalidParams when a line no longer reads as it did when selected."""
+    lines = _lines(data)
+    removal.lines = _locate(lines, removal)
     kept: list[str] = []
     for n, line in enumerate(lines, 1):
         if n in removal.lines:
@@ -279,10 +299,13 @@ def cut(data: bytes, removal: Removal) -> bytes:
     return "".join(kept).encode("utf-8", "surrogateescape")
 
 
-def build_change(layout: Layout, sel: Selection, keep: bool, meta: dict[str, Any]) -> Change:
+def build_change(
+    layout: Layout, sel: Selection, keep: bool, meta: dict[str, Any]
+) -> tuple[Change, dict[str, str]]:
     """The journal change removing ``sel``, from the files as they are now (the caller holds
-    their append locks)."""
+    their locks), and the files whose lines cannot be found any more (file -> why)."""
     files: list[FileChange] = []
+    left: dict[str, str] = {}
     for r in sel.removals:
         if r.whole_file:
             with contextlib.suppress(FileNotFoundError):
@@ -290,6 +313,9 @@ def build_change(layout: Layout, sel: Selection, keep: bool, meta: dict[str, Any
                 with os.fdopen(opened.fd, "rb") as f:
                     files.append(FileChange(r.rel, f.read(), None))
             continue
-        before = read_file(layout, r.rel)
-        files.append(FileChange(r.rel, before, cut(before, r)))
-    return Change("forget", files, meta, keep)
+        try:
+            before = read_file(layout, r.rel)
+            files.append(FileChange(r.rel, before, cut(before, r)))
+        except (InvalidParams, NotFound) as exc:
+            left[r.rel] = str(exc)
+    return Change("forget", files, meta, keep), left

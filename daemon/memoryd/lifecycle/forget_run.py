@@ -13,15 +13,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memoryd.errors import InvalidParams
+from memoryd.errors import Conflict, InvalidParams
 from memoryd.files.append import Appender
 from memoryd.files.layout import Layout
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, ledger_for
 from memoryd.lifecycle import journal
-from memoryd.lifecycle.forget import Selection, build_change
+from memoryd.lifecycle.forget import Selection, build_change, cut
 
-__all__ = ["Forgotten", "apply_forget", "describe", "redo_meta"]
+__all__ = ["ForgetConflict", "Forgotten", "apply_forget", "describe", "redo_meta"]
 
 
 @dataclass
@@ -52,45 +52,96 @@ def redo_meta(root: Path, meta: dict[str, Any]) -> None:
         if session not in ledger.forgotten_sessions:
             ledger.forget_session(session)
         ledger.rewrite(lambda r: r.session_id == session)
-    keys = set(meta.get("keys") or ())
-    paths = set(meta.get("paths") or ())
-    if keys:
-        ledger.rewrite(lambda r: r.k in keys and r.path in paths)
+    at = round(float(meta.get("at") or 0.0), 3)
+    # Tombstones: hashes, never text (sync makes forgets travel with them); recovery redoing
+    # this does not write them twice.
+    have = {(r.path, r.k) for r in ledger.records() if r.op == "forget" and r.at == at}
+    lines = [(str(p), str(k)) for p, k in meta.get("forgotten") or () if p and k]
+    new = [line for line in lines if line not in have]
+    if new:
+        ledger.forget_lines(new, at)
+
+
+def _forgotten_meta(meta: dict[str, Any], sel: Selection) -> None:
+    """What the ledger learns of a forget (redo_meta): the keys whose records go, and a
+    tombstone (path, key) for each removed line."""
+    pairs = {(r.rel, line_key(t)) for r in sel.removals for t in r.lines.values()}
+    meta["keys"] = sorted({k for _, k in pairs if k})
+    meta["paths"] = sorted({r.rel for r in sel.removals})
+    meta["forgotten"] = sorted([p, k] for p, k in pairs if k)
+    meta.setdefault("at", round(time.time(), 3))
 
 
 def apply_forget(
     root: Path, sel: Selection, appender: Appender, *, purge: bool, keep_days: float
 ) -> Forgotten:
-    """Remove ``sel`` for good (pre-image kept unless ``purge``)."""
+    """Remove ``sel`` for good (pre-image kept unless ``purge``). The answer lists exactly
+    what left the disk; lines that could not be removed (their file kept changing, or was
+    edited so they cannot be found again) fail the request with ``conflict``, naming them
+    and what was removed."""
     layout = Layout(root)
-    answer = describe(sel, dry_run=False)
     if not sel.removals and sel.session is None:
-        return Forgotten(answer)
-    keys = sorted(
-        {line_key(t) for r in sel.removals for t in r.lines.values()} - {""},
-    )
-    meta: dict[str, Any] = {
-        "keys": keys,
-        "paths": sorted({r.rel for r in sel.removals}),
-    }
+        return Forgotten(describe(sel, dry_run=False))
+    meta: dict[str, Any] = {}
     if sel.session is not None:
         meta["session"] = sel.session
+    _forgotten_meta(meta, sel)
     ledger: Ledger = ledger_for(root)
+    by_rel = {r.rel: r for r in sel.removals}
+
+    def replan(rel: str, now: bytes | None) -> bytes | None:
+        """The file changed beyond an append since it was read: cut its lines again."""
+        removal = by_rel[rel]
+        if removal.whole_file:
+            return None
+        if now is None:
+            raise journal.Stale("it was deleted meanwhile")
+        try:
+            return cut(now, removal)
+        except InvalidParams as exc:
+            raise journal.Stale(str(exc)) from None
+
     with appender.locks.locked(root / r.rel for r in sel.removals):
-        change = build_change(layout, sel, keep=not purge, meta=meta)
+        change, left = build_change(layout, sel, keep=not purge, meta=meta)
 
         def mark() -> None:  # durable before any file is touched: never flushed again
             if sel.session is not None and sel.session not in ledger.forgotten_sessions:
                 ledger.forget_session(sel.session)
 
-        try:
-            folder = journal.apply(root, change, on_planned=mark)
-        except journal.Conflict as exc:
-            raise InvalidParams(f"{exc}: nothing was forgotten; run the forget again") from None
+        applied = journal.apply(root, change, on_planned=mark, replan=replan)
+    applied.left.update(left)
+    done = Selection([r for r in sel.removals if r.rel not in applied.left], sel.session, sel.left)
+    _forgotten_meta(meta, done)
     redo_meta(root, meta)
-    answer["kept"] = None if purge else folder
+    answer = describe(done, dry_run=False)
+    answer["kept"] = None if purge or not applied.folder else applied.folder
     answer["pruned"] = journal.prune(root, keep_days, time.time())
-    return Forgotten(answer, [root / r.rel for r in sel.removals])
+    paths = [root / r.rel for r in done.removals]
+    if applied.left:
+        not_removed = [
+            {**by_rel[rel].to_dict(), "why": why} for rel, why in sorted(applied.left.items())
+        ]
+        raise ForgetConflict(answer, not_removed, paths)
+    return Forgotten(answer, paths)
+
+
+class ForgetConflict(Conflict):
+    """Some lines could not be removed: the error names them; ``paths`` (what did change)
+    still go to the index before the error is answered."""
+
+    def __init__(
+        self, answer: dict[str, Any], not_removed: list[dict[str, Any]], paths: list[Path]
+    ) -> None:
+        lines = sum(len(r.get("lines") or ()) for r in not_removed)
+        files = ", ".join(str(r["path"]) for r in not_removed)
+        super().__init__(
+            f"not removed: {files} ({not_removed[0]['why']}); "
+            f"{answer['lines']} line(s) of {answer['files']} file(s) were removed. "
+            "Run the forget again for the rest",
+            {"not_removed": not_removed, "removed": answer["removed"], "kept": answer["kept"]},
+        )
+        self.paths = paths
+        self.not_removed_lines = lines
 
 
 def apply_import(root: Path, merged: Any, appender: Appender, keep_days: float) -> dict[str, Any]:
@@ -101,10 +152,18 @@ def apply_import(root: Path, merged: Any, appender: Appender, keep_days: float) 
         answer["kept"] = None
         return answer
     with appender.locks.locked(root / f.rel for f in change.files):
-        try:
-            folder = journal.apply(root, change)
-        except journal.Conflict as exc:
-            raise InvalidParams(f"{exc}: nothing was imported; run the import again") from None
-    answer["kept"] = folder
+        applied = journal.apply(root, change)
+    answer["kept"] = applied.folder if change.keep else None
     answer["pruned"] = journal.prune(root, keep_days, time.time())
+    if applied.left:
+        imported = sorted({f.rel for f in change.files} - set(applied.left))
+        raise Conflict(
+            f"not imported: {', '.join(sorted(applied.left))} (changed by another writer "
+            f"meanwhile); imported: {', '.join(imported) or 'nothing'}. Importing the same "
+            "archive again adds only what is missing",
+            {
+                "not_imported": [{"path": p, "why": w} for p, w in sorted(applied.left.items())],
+                "imported": imported,
+            },
+        )
     return answer

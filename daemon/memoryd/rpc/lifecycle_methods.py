@@ -14,7 +14,7 @@ from memoryd.files.layout import Layout
 from memoryd.files.provenance import ledger_for
 from memoryd.lifecycle import archive, exports, importing
 from memoryd.lifecycle import forget as select
-from memoryd.lifecycle.forget_run import apply_forget, apply_import, describe
+from memoryd.lifecycle.forget_run import ForgetConflict, apply_forget, apply_import, describe
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd_client.search_terms import SOURCE_MEMORY
@@ -82,28 +82,39 @@ class LifecycleMethods:
             return describe(sel, dry_run=True)
         # The index side loads numpy and the tokenizer: here, as the index itself is loaded
         # after the socket listens (registry.py), never at the daemon's start.
-        from memoryd.index.forget_cache import cache_hashes, purge_cache
+        from memoryd.index.forget_cache import cache_hashes
 
         window = cfg.index.vector_window_tokens  # the vector windows' size (their cache keys)
         hashes = await asyncio.wrap_future(index.on_writer(lambda c: cache_hashes(c, sel, window)))
-        done = await asyncio.to_thread(
-            apply_forget,
-            ws.root,
-            sel,
-            self.m.appender,
-            purge=purge,
-            keep_days=cfg.forget.keep_days,
-        )
-        if done.paths:
-            # Synced before answering: a search right after never finds a forgotten line.
-            await asyncio.wrap_future(index.submit_sync(done.paths))
-            gone = await asyncio.wrap_future(
-                index.on_writer(lambda c: purge_cache(c, hashes or []))
+        try:
+            done = await asyncio.to_thread(
+                apply_forget,
+                ws.root,
+                sel,
+                self.m.appender,
+                purge=purge,
+                keep_days=cfg.forget.keep_days,
             )
-            done.answer["cache_entries_removed"] = gone or 0
-            if self.m.fleet is not None:  # fleet search drops the lines now, not next pass
-                done.answer["fleet"] = await self.m.fleet.publish_now(ws.name, index)
+        except ForgetConflict as exc:  # what did go leaves the index before the error
+            await self._forgotten(ws.name, index, exc.paths, hashes or [], {})
+            raise
+        await self._forgotten(ws.name, index, done.paths, hashes or [], done.answer)
         return done.answer
+
+    async def _forgotten(
+        self, name: str, index: Any, paths: list[Path], hashes: list[str], answer: dict[str, Any]
+    ) -> None:
+        """The index side of a forget: files synced before the answer (a search right after
+        never finds a forgotten line), cached vectors dropped, the fleet told."""
+        from memoryd.index.forget_cache import purge_cache
+
+        if not paths:
+            return
+        await asyncio.wrap_future(index.submit_sync(paths))
+        gone = await asyncio.wrap_future(index.on_writer(lambda c: purge_cache(c, hashes)))
+        answer["cache_entries_removed"] = gone or 0
+        if self.m.fleet is not None:  # fleet search drops the lines now, not next pass
+            answer["fleet"] = await self.m.fleet.publish_now(name, index)
 
     async def export(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
