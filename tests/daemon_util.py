@@ -222,6 +222,10 @@ class Proc:
         """The daemon's resident memory once it stops growing by itself: after "ready" it
         still imports in the background (the file watcher's backend, the model's runtime),
         which a test that measures what a request holds must not count."""
+        # The background start-up is done first (its last step logs it); then the imports
+        # it set off settle. Waiting for the event, not for quiet samples alone: on a loaded
+        # machine an import can pause longer than any quiet spell (a 41 MiB flake).
+        wait_for(lambda: "background_ready" in self.events(), 60, 0.1)
         deadline = time.monotonic() + timeout
         last = self.rss_bytes()
         steady = 0

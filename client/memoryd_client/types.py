@@ -138,6 +138,17 @@ class Forgotten(_Wire):
     text: str = field(metadata=_absent(""))
     lines: list[str] = field(default_factory=list)  # "12" or "12-15"
     whole_file: bool = False
+    via: list[str] = field(default_factory=list)  # the links to it the request named
+
+
+@dataclass
+class UnmatchedHit(_Wire):
+    """A hit of ``forget --query`` no line of which holds a query word: nothing taken."""
+
+    _what: ClassVar[str] = "unmatched hit"
+
+    path: str
+    lines: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -154,6 +165,8 @@ class ForgetResult(_Wire):
     cache_entries_removed: int = field(metadata=_absent(0))
     session_id: str | None = None
     left_outside: list[str] = field(default_factory=list)  # transcripts not deleted
+    # --query: hits no line of which holds a query word (found by meaning): nothing taken
+    unmatched: list[UnmatchedHit] = field(default_factory=list)
     kept: str | None = None  # where the pre-image is kept (None: dry run or purge)
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 

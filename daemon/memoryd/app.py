@@ -340,6 +340,8 @@ class Daemon:
                     self.sync.start()  # after the indexes: a merge's files are indexed
             heap.freeze_long_lived()  # full collections walk what came after only
             self.background_ready.set()
+            # The start-up's last step: what a measure of the daemon's own memory waits for.
+            log.info("background_ready", ms=round((time.monotonic() - self.started_at) * 1000))
 
     async def _load_provider(self) -> None:
         # Loading a model takes both cores (and the GIL while onnxruntime is imported) for

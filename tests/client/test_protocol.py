@@ -164,5 +164,6 @@ def test_error_codes_are_the_documented_set() -> None:
         "unavailable",
         "shutting_down",
         "disk_full",
+        "conflict",
         "internal",
     } == protocol.ERROR_CODES

@@ -238,8 +238,11 @@ def _import_and_kill(work: Path, archive: Path, delay: float) -> float:
     again = Proc(home)
     try:
         again.ready()
-        with RawConn(again.socket) as c:
-            c.result("hello")  # answered once the start (and its recovery) is done
+        with RawConn(again.socket, timeout=60) as c:
+            # Answered once the start (and its recovery) is done; the log says why if not.
+            c.send(protocol.request(1, "hello"))
+            frame = c.recv()
+            assert frame is not None and frame["ok"], (frame, again.logs()[-8:])
     finally:
         again.kill()
     present = sum("walrus" in p.read_text() for p in (ws / "memory").glob("*.md"))

@@ -215,3 +215,35 @@ def test_a_forget_leaves_a_tombstone_in_the_ledger_a_hash_never_the_text(
     ledger = Ledger(workspace)
     ledger.refresh()
     assert [r.op for r in ledger.records() if r.op == "forget"] == ["forget"]
+
+
+def test_forget_by_query_takes_the_matching_lines_only_never_their_neighbours(
+    daemon: DaemonThread, workspace: Path
+) -> None:
+    with MemoryClient(daemon.socket_path) as c:
+        shown = c.forget(workspace="alice", query="staging database orca", dry_run=True)
+        # The preview is exactly what goes: the one matching line, not the snippet's rest.
+        assert [(r.path, r.lines, r.text) for r in shown.removed] == [
+            (DAY, ["5"], "- The staging database is called orca.")
+        ]
+        done = c.forget(workspace="alice", query="staging database orca")
+        assert [(r.path, r.lines) for r in done.removed] == [(DAY, ["5"])]
+    assert (workspace / DAY).read_text() == DAY_TEXT.replace(
+        "- The staging database is called orca.\n", ""
+    )
+
+
+def test_forget_through_a_link_acts_on_its_target_and_keeps_the_link(
+    daemon: DaemonThread, workspace: Path
+) -> None:
+    link = workspace / "memory" / "today.md"
+    link.symlink_to(workspace / DAY)
+    with MemoryClient(daemon.socket_path) as c:
+        c.reindex(workspace="alice")
+        done = c.forget(workspace="alice", path="memory/today.md", lines="3")
+        assert [(r.path, r.lines, r.via) for r in done.removed] == [
+            (DAY, ["3"], ["memory/today.md"])
+        ]
+        assert not any("heroku" in s for s in hits(c, "deploy target heroku"))
+    assert link.is_symlink() and link.resolve() == (workspace / DAY).resolve()
+    assert "heroku" not in (workspace / DAY).read_text()

@@ -96,9 +96,15 @@ def print_forget(ctx: Context, result: ForgetResult) -> None:
         if r.whole_file:
             ctx.print(f"{verb} {r.path} (the whole transcript)")
             continue
-        ctx.print(f"{verb} {r.path}:{','.join(r.lines)}")
+        via = f" (through {', '.join(r.via)})" if r.via else ""
+        ctx.print(f"{verb} {r.path}:{','.join(r.lines)}{via}")
         for line in r.text.splitlines():
             ctx.print(f"    {line}")
+    for hit in result.unmatched:
+        ctx.note(
+            f"{hit.path}:{','.join(hit.lines)} was found by meaning, no line holds a word of "
+            "the query: nothing taken there (name lines with --path and --lines)"
+        )
     for path in result.left_outside:
         ctx.note(f"{path} is outside the workspace: not deleted (the session is never flushed)")
     if not result.removed:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from memoryd.errors import InvalidParams, NotFound
+from memoryd.errors import ForbiddenPath, InvalidParams, NotFound
 from memoryd.files.beneath import open_beneath
 from memoryd.files.layout import (
     ARCHIVE_DIR,
@@ -38,6 +38,7 @@ from memoryd.files.openclaw_mirror import file_name
 from memoryd.files.provenance import Ledger
 from memoryd.files.session_headings import flush_heading_prefix
 from memoryd.files.transcripts import first_line_sessions
+from memoryd.lifecycle.hits import words_of
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import mask
 
@@ -52,12 +53,15 @@ _RANGE: Final = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+))?\s*$")
 class Removal:
     """Lines of one file to remove (1-based), with the text each had when selected."""
 
-    rel: str
+    rel: str  # the file itself: a link inside the workspace is followed, never replaced
     lines: dict[int, str] = field(default_factory=dict)
     whole_file: bool = False  # a transcript: the file goes
+    aliases: set[str] = field(default_factory=set)  # links to it the request named
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.rel}
+        if self.aliases:
+            out["via"] = sorted(self.aliases)
         if self.whole_file:
             out["whole_file"] = True
             return out
@@ -71,6 +75,7 @@ class Selection:
     removals: list[Removal]
     session: str | None = None
     left: list[str] = field(default_factory=list)  # transcripts outside the workspace
+    unmatched: list[dict[str, Any]] = field(default_factory=list)  # hits found by meaning
 
     @property
     def line_count(self) -> int:
@@ -104,9 +109,22 @@ def parse_range(text: str) -> tuple[int, int]:
 
 def read_file(layout: Layout, rel: str) -> bytes:
     """A memory file's bytes, opened beneath the workspace by the reading rule."""
+    return read_real(layout, rel)[1]
+
+
+def read_real(layout: Layout, rel: str) -> tuple[str, bytes]:
+    """(the file's own path, links inside the workspace followed; its bytes)."""
     opened = layout.open_memory(rel)
     with os.fdopen(opened.fd, "rb") as f:
-        return f.read()
+        return opened.rel, f.read()
+
+
+def _removal(found: dict[str, Removal], real: str, named: str) -> Removal:
+    """The removal of file ``real``, named ``named`` by the request (a link to it, maybe)."""
+    removal = found.setdefault(real, Removal(real))
+    if named != real:
+        removal.aliases.add(named)
+    return removal
 
 
 def _lines(data: bytes) -> list[str]:
@@ -117,20 +135,40 @@ def by_range(layout: Layout, rel: str, first: int, last: int) -> Selection:
     rel = layout.requested_rel(rel)
     if layout.classify(rel) != "memory":
         raise InvalidParams(f"{rel} is not a memory file", {"param": "path"})
-    lines = _lines(read_file(layout, rel))
+    real, data = read_real(layout, rel)
+    lines = _lines(data)
     if first > len(lines):
         raise InvalidParams(f"{rel} has {len(lines)} lines", {"param": "lines"})
     last = min(last, len(lines))
     if last - first + 1 > MAX_LINES:
         raise InvalidParams(f"at most {MAX_LINES} lines at once", {"param": "lines"})
-    chosen = {n: lines[n - 1].rstrip("\r\n") for n in range(first, last + 1)}
-    return Selection([Removal(rel, chosen)])
+    removal = _removal({}, real, rel)
+    removal.lines = {n: lines[n - 1].rstrip("\r\n") for n in range(first, last + 1)}
+    return Selection([removal])
 
 
-def by_hits(layout: Layout, hits: Iterable[dict[str, Any]]) -> Selection:
-    """The lines a search's hits show (their snippets' ranges), blank and heading lines left."""
+def _stem(word: str) -> str:
+    """A word without its plainest English endings: "protocols" matches "protocol"."""
+    for end in ("ing", "ed", "es", "s", "ly"):
+        if word.endswith(end) and len(word) - len(end) >= 3:
+            return word[: -len(end)]
+    return word
+
+
+def _matches(words: set[str], text: str) -> int:
+    """How many of the query's words (stemmed) line ``text`` holds."""
+    return len(words & {_stem(w) for w in words_of(text)})
+
+
+def by_hits(layout: Layout, hits: Iterable[dict[str, Any]], query: str) -> Selection:
+    """The lines of a search's hits that match the query: of each hit's snippet, the lines
+    holding the most of its words (the words hit counting matches by), never a neighbour
+    that only stands beside one. A hit no line of which holds a word (found by meaning
+    alone) selects nothing: it is listed in ``unmatched`` for the person to name lines."""
+    words = {_stem(w) for w in words_of(query)}
     found: dict[str, Removal] = {}
-    cache: dict[str, list[str]] = {}
+    cache: dict[str, tuple[str, list[str]]] = {}
+    unmatched: list[dict[str, Any]] = []
     for hit in hits:
         if hit.get("source", "memory") != "memory":
             continue
@@ -139,16 +177,25 @@ def by_hits(layout: Layout, hits: Iterable[dict[str, Any]]) -> Selection:
         last = int(hit.get("snippet_end_line") or hit["end_line"])
         if rel not in cache:
             try:
-                cache[rel] = _lines(read_file(layout, rel))
-            except (NotFound, OSError):
+                real, data = read_real(layout, rel)
+            except (NotFound, ForbiddenPath, OSError):
                 continue
-        lines = cache[rel]
-        removal = found.setdefault(rel, Removal(rel))
-        for n in range(first, min(last, len(lines)) + 1):
-            text = lines[n - 1].rstrip("\r\n")
-            if text.strip() and not _HEADING.match(text):
-                removal.lines[n] = text
-    return Selection([r for r in found.values() if r.lines])
+            cache[rel] = (real, _lines(data))
+        real, lines = cache[rel]
+        shown = {
+            n: text
+            for n in range(first, min(last, len(lines)) + 1)
+            if (text := lines[n - 1].rstrip("\r\n")).strip() and not _HEADING.match(text)
+        }
+        score = {n: _matches(words, text) for n, text in shown.items()}
+        best = max(score.values(), default=0)
+        if best == 0:
+            unmatched.append({"path": rel, "lines": _ranges(sorted(shown))})
+            continue
+        _removal(found, real, rel).lines.update(
+            {n: text for n, text in shown.items() if score[n] == best}
+        )
+    return Selection([r for r in found.values() if r.lines], unmatched=unmatched)
 
 
 def _memory_files(layout: Layout) -> Iterator[str]:
@@ -168,15 +215,16 @@ def by_session(
         flush_heading_prefix(session),  # flush's
         f"Session summary ({session})",  # the fallback summary's
     )
-    removals: list[Removal] = []
+    found: dict[str, Removal] = {}
     for rel in _memory_files(layout):
         try:
-            lines = _lines(read_file(layout, rel))
-        except (NotFound, OSError):
+            real, data = read_real(layout, rel)
+        except (NotFound, ForbiddenPath, OSError):
             continue
-        chosen = _session_lines(lines, keys, headings)
+        chosen = _session_lines(_lines(data), keys, headings)
         if chosen:
-            removals.append(Removal(rel, chosen))
+            _removal(found, real, rel).lines.update(chosen)
+    removals = list(found.values())
     left: list[str] = []
     for rel in _transcripts_of(layout, session, flushed, left):
         removals.append(Removal(rel, whole_file=True))

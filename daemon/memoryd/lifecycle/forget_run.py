@@ -41,6 +41,8 @@ def describe(sel: Selection, dry_run: bool) -> dict[str, Any]:
         out["session_id"] = sel.session
     if sel.left:
         out["left_outside"] = sel.left  # transcripts outside the workspace: not deleted
+    if sel.unmatched:
+        out["unmatched"] = sel.unmatched  # hits no line of which holds a query word
     return out
 
 
@@ -110,13 +112,15 @@ def apply_forget(
 
         applied = journal.apply(root, change, on_planned=mark, replan=replan)
     applied.left.update(left)
-    done = Selection([r for r in sel.removals if r.rel not in applied.left], sel.session, sel.left)
+    done = Selection(
+        [r for r in sel.removals if r.rel not in applied.left], sel.session, sel.left, sel.unmatched
+    )
     _forgotten_meta(meta, done)
     redo_meta(root, meta)
     answer = describe(done, dry_run=False)
     answer["kept"] = None if purge or not applied.folder else applied.folder
     answer["pruned"] = journal.prune(root, keep_days, time.time())
-    paths = [root / r.rel for r in done.removals]
+    paths = [root / rel for r in done.removals for rel in (r.rel, *sorted(r.aliases))]
     if applied.left:
         not_removed = [
             {**by_rel[rel].to_dict(), "why": why} for rel, why in sorted(applied.left.items())

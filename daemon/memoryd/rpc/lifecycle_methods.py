@@ -67,7 +67,7 @@ class LifecycleMethods:
                 ),
                 req,
             )
-            sel = await asyncio.to_thread(select.by_hits, layout, found["results"])
+            sel = await asyncio.to_thread(select.by_hits, layout, found["results"], query)
         elif path:
             assert lines is not None
             first, last = select.parse_range(lines)
