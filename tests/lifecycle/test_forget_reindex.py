@@ -71,3 +71,37 @@ def test_a_forgotten_session_is_never_indexed_again(md_home: Path) -> None:
         c.reindex(workspace="alice", full=True, wait=True)  # a full rebuild skips them too
         assert session_hits(c, "kite") == ["sessions/s-10.jsonl"]
         assert session_hits(c, "submarine") == []
+
+
+def claude_transcript(path: Path, session: str, text: str) -> None:
+    """Claude Code: a summary line first (no session id), the session id on later lines."""
+    lines = [
+        {"type": "summary", "summary": "Earlier chat", "leafUuid": "u-1"},
+        {"type": "summary", "summary": "More of it", "leafUuid": "u-2"},
+        {"type": "user", "sessionId": session, "message": {"role": "user", "content": text}},
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_claude_code_transcript_opening_with_a_summary_is_forgotten_for_good(
+    md_home: Path,
+) -> None:
+    ws = md_home / "alice"
+    (ws / "memory").mkdir(parents=True)
+    sessions = ws / "sessions"
+    claude_transcript(sessions / "chat.jsonl", "cc-1", "The lighthouse keeper is Maren.")
+    config = {"workspaces": [{"path": str(ws), "name": "alice"}], "index": {"sessions": True}}
+    with DaemonThread(md_home, config) as d, MemoryClient(d.socket_path) as c:
+        c.reindex(workspace="alice", wait=True)
+        assert session_hits(c, "lighthouse keeper") == ["sessions/chat.jsonl"]
+        done = c.forget(workspace="alice", session_id="cc-1")
+        assert [r.path for r in done.removed if r.whole_file] == ["sessions/chat.jsonl"]
+        assert not (sessions / "chat.jsonl").exists()
+        assert session_hits(c, "lighthouse keeper") == []
+        # The agent writes it again: never indexed again.
+        claude_transcript(sessions / "chat.jsonl", "cc-1", "The lighthouse keeper is Maren.")
+        c.reindex(workspace="alice", full=True, wait=True)
+        assert session_hits(c, "lighthouse keeper") == []
+        skipped = c.status().workspaces[0].skipped
+        assert skipped["sessions/chat.jsonl"] == "session cc-1 was forgotten: never indexed again"

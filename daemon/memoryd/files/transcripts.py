@@ -21,7 +21,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 _ROLES = ("user", "assistant")
 READ_BLOCK = 1 << 20
@@ -162,24 +162,41 @@ def stream_transcript(
         yield [carry], parsed
 
 
-def first_line_sessions(fd: int) -> tuple[str, ...]:
-    """The sessions a transcript's first line names (OpenClaw's session line ``id``, Claude
-    Code's ``sessionId``); open file ``fd`` is closed. One line read, at most 64 KiB."""
-    with os.fdopen(fd, "rb") as f:
-        head = f.readline(1 << 16)
+HEAD_BYTES: Final = 256 << 10  # how far a transcript is read for the session it belongs to
+_SESSION_ID: Final = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
+
+
+def _line_sessions(line: bytes) -> tuple[str, ...]:
     try:
-        first = json.loads(head)
-    except ValueError:
+        obj = json.loads(line)
+    except ValueError:  # cut at HEAD_BYTES: the id may still be in what was read
+        return tuple(m.decode("utf-8", "replace") for m in _SESSION_ID.findall(line)[:1])
+    if not isinstance(obj, dict):
         return ()
-    if not isinstance(first, dict):
-        return ()
-    return tuple(v for v in (first.get("id"), first.get("sessionId")) if isinstance(v, str) and v)
+    return tuple(v for v in (obj.get("id"), obj.get("sessionId")) if isinstance(v, str) and v)
+
+
+def head_sessions(fd: int) -> tuple[str, ...]:
+    """The sessions a transcript's first line that names one names (OpenClaw's session line
+    ``id``, Claude Code's ``sessionId``: a Claude Code transcript may open with summary
+    lines that name none); open file ``fd`` is closed. At most HEAD_BYTES read."""
+    read = 0
+    with os.fdopen(fd, "rb") as f:
+        while read < HEAD_BYTES:
+            line = f.readline(HEAD_BYTES - read)
+            if not line:
+                break
+            read += len(line)
+            found = _line_sessions(line) if line.strip() else ()
+            if found:
+                return found
+    return ()
 
 
 def forgotten_session_of(path: Path, forgotten: frozenset[str]) -> str | None:
     """Which of the ``forgotten`` sessions transcript ``path`` is (its name ``<id>.jsonl``,
-    or its first line's session), if any: the indexer never indexes such a transcript again
-    (``memctl forget --session``). Reads one line, and nothing at all while no session was
+    or the session its first lines name), if any: the indexer never indexes such a transcript again
+    (``memctl forget --session``). Reads its head, and nothing at all while no session was
     forgotten."""
     if not forgotten:
         return None
@@ -189,4 +206,4 @@ def forgotten_session_of(path: Path, forgotten: frozenset[str]) -> str | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
     except OSError:
         return None
-    return next((s for s in first_line_sessions(fd) if s in forgotten), None)
+    return next((s for s in head_sessions(fd) if s in forgotten), None)

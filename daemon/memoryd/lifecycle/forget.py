@@ -37,7 +37,7 @@ from memoryd.files.lines import line_key
 from memoryd.files.openclaw_mirror import file_name
 from memoryd.files.provenance import Ledger
 from memoryd.files.session_headings import flush_heading_prefix
-from memoryd.files.transcripts import first_line_sessions
+from memoryd.files.transcripts import head_sessions
 from memoryd.lifecycle.hits import words_of
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import mask
@@ -296,12 +296,12 @@ def _archived(folder: Path, names: set[str]) -> set[str]:
 
 
 def _names(layout: Layout, rel: str, session: str) -> bool:
-    """Whether transcript ``rel``'s first line names ``session`` (opened beneath the root)."""
+    """Whether transcript ``rel``'s head names ``session`` (opened beneath the root)."""
     try:
         opened = open_beneath(layout.root, rel, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return False
-    return session in first_line_sessions(opened.fd)
+    return session in head_sessions(opened.fd)
 
 
 def _locate(lines: list[str], removal: Removal) -> dict[int, str]:
