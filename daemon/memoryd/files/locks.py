@@ -30,7 +30,7 @@ class FileLocks:
 
     def lock_for(self, path: Path) -> threading.Lock:
         """The lock serialising this daemon's writes to ``path``."""
-        key = path.resolve()
+        key = _key(path)
         with self._guard:
             return self._locks.setdefault(key, threading.Lock())
 
@@ -38,8 +38,18 @@ class FileLocks:
     def locked(self, paths: Iterable[Path]) -> Iterator[None]:
         """Hold the locks of all ``paths`` (duplicates and links collapse), taken in one
         sorted order so that no two writers deadlock."""
-        keys = sorted({p.resolve() for p in paths})
+        keys = sorted({_key(p) for p in paths})
         with contextlib.ExitStack() as stack:
             for key in keys:
                 stack.enter_context(self.lock_for(key))
             yield
+
+
+def _key(path: Path) -> Path:
+    """``path`` resolved; as given (made absolute) when a link on the way is being swapped
+    right now (resolving then fails with EINVAL): the writer opening it beneath the
+    workspace sees the swap and starts again."""
+    try:
+        return path.resolve()
+    except OSError:
+        return path.absolute()
