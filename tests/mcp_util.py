@@ -47,9 +47,13 @@ def child_env(home: Path) -> dict[str, str]:
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(home: Path, cwd: Path, *extra: str) -> AsyncIterator[ClientSession]:
+async def stdio_session(
+    home: Path, cwd: Path, *extra: str, env: dict[str, str] | None = None
+) -> AsyncIterator[ClientSession]:
+    """``env``: more environment for the server (what a client hands it, e.g. Claude Code's
+    CLAUDE_CODE_SESSION_ID)."""
     params = StdioServerParameters(
-        command=MEMCTL, args=["mcp", *extra], env=child_env(home), cwd=str(cwd)
+        command=MEMCTL, args=["mcp", *extra], env={**child_env(home), **(env or {})}, cwd=str(cwd)
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()

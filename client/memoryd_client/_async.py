@@ -383,7 +383,7 @@ class AsyncMemoryClient:
 
     async def observe(
         self,
-        session_id: str,
+        session_id: str | None,
         event: str,
         *,
         workspace: str | None = None,

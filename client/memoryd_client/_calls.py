@@ -235,7 +235,7 @@ def flush_agent(
     return Call("flush.agent", params, AgentFlushResult.from_wire, idempotent=False)
 
 
-def observe(session_id: str, event: str, **params: str | None) -> Call[ObserveResult]:
+def observe(session_id: str | None, event: str, **params: str | None) -> Call[ObserveResult]:
     # Idempotent: a user message or a read observed twice is the same state.
     return Call("observe", observe_params(session_id, event, **params), ObserveResult.from_wire)
 

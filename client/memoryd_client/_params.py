@@ -98,7 +98,7 @@ def recall_params(
 
 
 def observe_params(
-    session_id: str,
+    session_id: str | None,
     event: str,
     *,
     workspace: str | None = None,

@@ -355,7 +355,7 @@ class MemoryClient:
 
     def observe(
         self,
-        session_id: str,
+        session_id: str | None,
         event: str,
         *,
         workspace: str | None = None,

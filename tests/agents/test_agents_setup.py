@@ -45,7 +45,13 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
     assert mcp["memoryd"]["args"] == ["mcp"]
     data = json.loads(settings.read_text())
     assert data["permissions"] == FOREIGN_SETTINGS["permissions"]
-    assert data["hooks"]["PreToolUse"] == FOREIGN_SETTINGS["hooks"]["PreToolUse"]
+    # Theirs kept; ours a group of its own, for memoryd's tools only (the call's session).
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0] == FOREIGN_SETTINGS["hooks"]["PreToolUse"][0]
+    assert pre[1]["matcher"] == "^mcp__memoryd__"
+    assert pre[1]["hooks"][0]["command"].endswith("hook claude-code pre-tool-use")
+    [post] = data["hooks"]["PostToolUse"]  # what tools bring into the session
+    assert "WebFetch" in post["matcher"] and post["matcher"].startswith("^(?!mcp__memoryd__)")
     prompt = data["hooks"]["UserPromptSubmit"]
     assert prompt[0] == FOREIGN_SETTINGS["hooks"]["UserPromptSubmit"][0]
     assert prompt[1]["hooks"][0]["command"].endswith("hook claude-code user-prompt-submit")
@@ -148,12 +154,19 @@ def test_without_an_llm_setup_installs_a_stop_hook_instead_of_the_daemon_flush(
     assert code == 0, err
     assert "Stop hook" in out
     hooks = json.loads(settings.read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop"}
+    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "Stop", "PostToolUse", "PreToolUse"}
     assert hooks["Stop"][0]["hooks"][0]["command"].endswith("hook claude-code stop")
     # Chosen the other way later: the Stop hook goes, the daemon's flush hooks come.
     run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
     hooks = json.loads(settings.read_text())["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart", "PreCompact", "SessionEnd"}
+    assert set(hooks) == {
+        "UserPromptSubmit",
+        "SessionStart",
+        "PreCompact",
+        "SessionEnd",
+        "PostToolUse",
+        "PreToolUse",
+    }
 
 
 def test_setup_skill_writes_the_skill_in_a_fresh_home(

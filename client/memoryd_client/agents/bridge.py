@@ -14,6 +14,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from memoryd_client.agents.mcp_session import CALL_ID, client_session
 from memoryd_client.agents.project import project_key
 from memoryd_client.agents.workspace import choices_message, containing, default_for
 from memoryd_client.agents.workspace import looks_like_path as _looks_like_path
@@ -67,6 +68,8 @@ class Bridge:
         self.confined = confined and workspace is not None
         self.cwd = cwd or os.getcwd()
         self.notices = notices or sys.stderr
+        # The agent session the client started us for (mcp_session.py): not the model's.
+        self.session = client_session(os.environ)
         self._default: str | None = None
         self._known: list[WorkspaceInfo] = []
 
@@ -171,6 +174,7 @@ class Bridge:
             project=project_key(self.cwd),
             include_superseded=include_superseded,
         )
+        await self._tainted_by(result.results)
         name = self._name_of(ws)
         out: dict[str, Any] = {
             "results": [
@@ -197,6 +201,21 @@ class Bridge:
         if result.notices:  # why there are no hits (a query of stop words only, ...)
             out["notices"] = list(result.notices)
         return out
+
+    async def _tainted_by(self, hits: list[SearchHit]) -> None:
+        """A search that showed untrusted or system lines put them before the model: its
+        session read them (a rule a web page got stored must not come back as the agent's
+        note by being read and appended again)."""
+        call = CALL_ID.get()
+        if not (call or self.session) or all(h.origin in (None, "owner", "agent") for h in hits):
+            return
+        await self.client.observe(
+            self.session,
+            "read",
+            origin="untrusted",
+            what="memory_search showed untrusted lines",
+            call_id=call,
+        )
 
     async def get(
         self,
@@ -261,10 +280,18 @@ class Bridge:
             date=date,
             heading=heading,
             origin=origin or "agent",
-            session_id=session_id,
+            session_id=self.session or session_id,  # the client's word over the model's
             session_kind=session_kind,
+            via="mcp",
+            call_id=CALL_ID.get(),
         )
-        out = {"path": result.path, "startLine": result.start_line, "endLine": result.end_line}
+        out: dict[str, Any] = {
+            "path": result.path,
+            "startLine": result.start_line,
+            "endLine": result.end_line,
+        }
+        if result.origin:
+            out["origin"] = result.origin
         if result.duplicate:
             out["duplicate"] = True
         return out
@@ -469,7 +496,13 @@ _DAYS: Final = (("firstDay", "first_day"), ("lastDay", "last_day"))
 def append_text(result: dict[str, Any]) -> str:
     if result.get("duplicate"):
         return f"Already in memory at {result['path']}:{result['startLine']}; nothing written."
-    return f"Appended to {result['path']}:{result['startLine']}-{result['endLine']}."
+    done = f"Appended to {result['path']}:{result['startLine']}-{result['endLine']}."
+    if result.get("origin") in ("untrusted", "system"):
+        done += (
+            f" Recorded {result['origin']}: this session read outside content, so the note "
+            "stays searchable but is never recalled by itself until the owner approves it."
+        )
+    return done
 
 
 def status_text(result: dict[str, Any]) -> str:

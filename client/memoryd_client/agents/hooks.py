@@ -9,7 +9,14 @@ Claude Code runs the command with the event's JSON on stdin (``session_id``,
   run in the background); the hook returns at once;
 - ``stop``: the flush without an LLM. When enough new conversation has accumulated since
   the last flush of the session, the hook answers ``{"decision": "block", "reason": ...}``
-  and Claude takes one more turn to save the durable facts with ``memory_append``.
+  and Claude takes one more turn to save the durable facts with ``memory_append``;
+- ``post-tool-use``: what the tool brought into the session (a web page, a shell command's
+  download, a file from outside the project) goes to the daemon's ``observe``: the
+  session's writes then take the least trusted origin it read (docs/provenance.md);
+- ``pre-tool-use`` (memoryd's ``memory_append``): binds the call's tool-use id to the
+  session, so the MCP server's append is the session's, and reads the transcript's turn.
+
+``user-prompt-submit`` also tells the daemon the user spoke: the session's turn starts clean.
 
 A hook must never break the agent: whatever fails (bad arguments, no daemon, no workspace,
 bad input, a timeout) it exits 0 with nothing on stdout, and writes one line to the hook
@@ -28,7 +35,7 @@ import sys
 import time
 
 from memoryd_client._connection import Connection
-from memoryd_client._params import flush_params, recall_params
+from memoryd_client._params import flush_params, observe_params, recall_params
 from memoryd_client._socket_path import socket_file
 from memoryd_client.agents.project import project_key
 from memoryd_client.errors import BadResponse, ClientError, DaemonNotRunning, UnknownWorkspace
@@ -47,7 +54,10 @@ EVENTS: Final = {
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
     "stop": "Stop",
+    "post-tool-use": "PostToolUse",
+    "pre-tool-use": "PreToolUse",
 }
+_PATH_KEYS: Final = ("file_path", "path", "notebook_path")
 AGENTS: Final = ("claude-code",)
 TIMEOUT_S: Final = 5.0  # Claude Code waits for the hook; recall answers in milliseconds
 MAX_STDIN: Final = 4 * 1024 * 1024
@@ -225,6 +235,49 @@ def _flush(conn: Connection, method: str, transcript: str, session: str, ws: str
     return _map(conn.request(method, params, idempotent=False), method)
 
 
+def _session(event: dict[str, Any]) -> str | None:
+    value = event.get("session_id")
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _observe(conn: Connection, params: dict[str, Any]) -> None:
+    _map(conn.request("observe", params), "observe")
+
+
+def _tool_event(
+    event_name: str, event: dict[str, Any], conn: Connection, workspace: str | None, cwd: str
+) -> None:
+    """PostToolUse: what the tool read; PreToolUse of memoryd's append: the call's id."""
+    session = _text_field(event, "session_id")
+    tool = _text_field(event, "tool_name")
+    args = event.get("tool_input")
+    args = args if isinstance(args, dict) else {}
+    if event_name == "pre-tool-use":
+        call = _text_field(event, "tool_use_id")
+        transcript = event.get("transcript_path")
+        params = observe_params(session, "call", call_id=call, tool=tool, cwd=cwd)
+        if isinstance(transcript, str) and os.path.isfile(os.path.expanduser(transcript)):
+            params["transcript"] = os.path.abspath(os.path.expanduser(transcript))
+    else:
+        if tool.startswith("mcp__memoryd__"):
+            return  # our own: the MCP server says what its answers held
+        command, path = (
+            args.get("command"),
+            next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None),
+        )
+        what = args.get("url") or args.get("query")
+        params = observe_params(
+            session,
+            "read",
+            tool=tool,
+            command=command[:2000] if isinstance(command, str) else None,
+            path=path,
+            cwd=cwd,
+            what=f"{tool} {what}"[:200] if isinstance(what, str) else None,
+        )
+    in_workspace(conn, workspace, cwd, lambda ws: _observe(conn, {**params, "workspace": ws}))
+
+
 def handle(
     event_name: str, event: dict[str, Any], conn: Connection, workspace: str | None = None
 ) -> str | None:
@@ -237,8 +290,14 @@ def handle(
             return None
     cwd = event.get("cwd")
     cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd.strip() else os.getcwd()
+    if event_name in ("post-tool-use", "pre-tool-use"):
+        _tool_event(event_name, event, conn, workspace, cwd)
+        return None
     if event_name == "user-prompt-submit":
         prompt = _text_field(event, "prompt")
+        session = _session(event)
+        if session is not None:  # the user spoke: the session's turn starts clean
+            _observe(conn, observe_params(session, "user_message"))
         block = in_workspace(conn, workspace, cwd, lambda ws: _recall(conn, prompt, ws, cwd))
         return _context("UserPromptSubmit", block) if block else None
     if event_name == "session-start":

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from memoryd_client import __version__
 from memoryd_client.agents.bridge import Bridge, ToolRefusal, explain
+from memoryd_client.agents.mcp_session import CALL_ID, call_id_of
 from memoryd_client.agents.mcp_tools import TOOLS, check_arguments
 from memoryd_client.errors import ClientError
 
@@ -195,6 +196,7 @@ class McpServer:
         try:
             arguments = check_arguments(tool, params.get("arguments"))
             await self.bridge.ready()
+            CALL_ID.set(call_id_of(params))  # this request's task only
             data, text = await tool.run(self.bridge, arguments)
         except ToolRefusal as exc:
             return _tool_error(f"{tool.name}: {exc}")

@@ -221,13 +221,16 @@ _CORE: Final = {
                         "description": "Where the text comes from: agent (your own note, the "
                         "default), untrusted (copied from a web page, an email, tool output), "
                         "system (scheduled or scaffolding runs). Untrusted notes are "
-                        "searchable but never recalled into a prompt by themselves.",
+                        "searchable but never recalled into a prompt by themselves. memoryd "
+                        "also records what this session read: after a web page, the note is "
+                        "untrusted whatever this says.",
                     },
                     "sessionId": {
                         "type": "string",
                         "minLength": 1,
                         "maxLength": 200,
-                        "description": "The session this note comes from.",
+                        "description": "The session this note comes from (the client's "
+                        "own session id wins when it gives one).",
                     },
                     "sessionKind": {
                         "type": "string",
@@ -244,6 +247,8 @@ _CORE: Final = {
                     "startLine": {"type": "integer"},
                     "endLine": {"type": "integer"},
                     "duplicate": {"type": "boolean"},  # already there: nothing written
+                    # what the lines were recorded with (the session's trust applied)
+                    "origin": {"type": "string"},
                 },
             },
             read_only=False,

@@ -36,6 +36,15 @@ HOOK_EVENTS: Final = {
     "PreCompact": "pre-compact",
     "SessionEnd": "session-end",
     "Stop": "stop",
+    "PostToolUse": "post-tool-use",
+    "PreToolUse": "pre-tool-use",
+}
+# Tool events run only for these tools (a regular expression over the tool's name): what
+# can bring outside content into a session (docs/provenance.md), memoryd's own aside; and
+# memoryd's tools, whose call the daemon binds to the session before the MCP server asks.
+HOOK_MATCHERS: Final = {
+    "PostToolUse": "^(?!mcp__memoryd__)(WebFetch|WebSearch|Bash|Read|NotebookRead|mcp__.*)$",
+    "PreToolUse": "^mcp__memoryd__",
 }
 FLUSH_EVENTS: Final = {
     # who writes a session's notes: the daemon's LLM at compaction and exit, or the
@@ -174,7 +183,8 @@ def merge_hooks(
             inner[:] = kept
         groups = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
         if entry is not None and not placed:
-            groups.append({"hooks": [entry]})
+            matcher = HOOK_MATCHERS.get(name)
+            groups.append({"matcher": matcher, "hooks": [entry]} if matcher else {"hooks": [entry]})
         if groups:
             hooks[name] = groups
         else:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.files.transcripts import parse_transcript
+from memoryd.jobs.flush_origin import Turns
 from memoryd.jobs.history import History
 
 MIN_NEW_CHARS: Final = 6000
@@ -35,6 +36,7 @@ class AgentFlush:
     from_line: int
     to_line: int
     chars: int
+    origin: str = "agent"  # the least trusted of the stretch (flush_origin.Turns)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -65,4 +67,12 @@ def check(history: History, transcript: Path, session: str, root: Path, now: flo
     if chars < MIN_NEW_CHARS and not full:
         return AgentFlush(False, first, last, chars)
     history.set_flush_offset(transcript, session, offset + parsed.consumed, last, root, now)
-    return AgentFlush(chars > 0, first, last, chars)
+    return AgentFlush(chars > 0, first, last, chars, stretch_origin(data[: parsed.consumed]))
+
+
+def stretch_origin(data: bytes) -> str:
+    """The least trusted origin of a stretch of transcript lines: ``untrusted`` when any
+    turn of it called a tool that fetches outside content (flush's rule)."""
+    turns = Turns()
+    origins = {turns.origin(raw) for raw in data.split(b"\n") if raw.strip()}
+    return "untrusted" if "untrusted" in origins or turns.tainted else "agent"

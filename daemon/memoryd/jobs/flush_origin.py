@@ -2,8 +2,9 @@
 
 The rule:
 - the user's words are ``owner``; the assistant's are ``agent``;
-- once a turn calls a tool that fetches outside content (web, browser, email, a URL), what
-  the assistant says after it in that turn is ``untrusted``: it may repeat or obey the page;
+- once a turn calls a tool that fetches outside content (web, browser, email, a URL, a
+  shell command with a network client), what the assistant says after it in that turn is
+  ``untrusted``: it may repeat or obey the page;
   a turn starts at the user's next words;
 - cron, heartbeat and sub-agent sessions write no durable notes at all (the run is skipped
   with the reason): scaffolding is not memory;
@@ -31,6 +32,21 @@ OUTSIDE_TOOL: Final = re.compile(
     re.I,
 )
 _TOOL_BLOCKS: Final = ("tool_use", "toolCall", "tool_call", "function_call")
+SHELL_TOOL: Final = re.compile(r"^(?:bash|shell|sh|exec|run_?command|terminal|process)$", re.I)
+# A shell command that brings outside content in: a network client or a URL.
+SHELL_OUTSIDE: Final = re.compile(
+    r"://|\b(?:curl|wget|http|https|lynx|w3m|links|ssh|scp|sftp|rsync|ftp|nc|ncat|telnet|"
+    r"aria2c|gh|git\s+(?:clone|fetch|pull))\b",
+    re.I,
+)
+
+
+def outside_call(name: str, command: str | None) -> bool:
+    """Whether a tool call brings outside content in: a tool named for the web, a browser
+    or mail (memoryd's own tools aside), or a shell command with a network client or URL."""
+    if OUTSIDE_TOOL.search(name) and not name.startswith("mcp__memoryd__"):
+        return True
+    return bool(command and SHELL_TOOL.match(name) and SHELL_OUTSIDE.search(command))
 
 
 def session_kind(transcript: Path, given: str | None) -> str | None:
@@ -98,7 +114,11 @@ def _fetches_outside(content: Any) -> bool:
     for b in content:
         if isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS:
             name = b.get("name") or (b.get("function") or {}).get("name") or ""
-            if isinstance(name, str) and OUTSIDE_TOOL.search(name):
+            args = b.get("input") or b.get("arguments") or {}
+            command = args.get("command") if isinstance(args, dict) else None
+            if isinstance(name, str) and outside_call(
+                name, command if isinstance(command, str) else None
+            ):
                 return True
     return False
 

@@ -25,7 +25,7 @@ PreToolUse hook reported first) live in memory only: they matter for a second.
 
 from __future__ import annotations
 
-import re
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Final
 
 from memoryd.files.provenance import Provenance, least_trusted
-from memoryd.jobs.flush_origin import OUTSIDE_TOOL
+from memoryd.jobs.flush_origin import Turns, outside_call
 from memoryd.runtime.state import StateDB
 from memoryd.secrets import redact
 
@@ -45,13 +45,8 @@ CLEAN: Final = "owner"  # nothing outside read: the session takes what its calle
 KEEP_DAYS: Final = 30
 MAX_CALLS: Final = 4096  # tool-use ids kept for their MCP call (a second's worth, many times)
 MAX_WHAT: Final = 200
-_SHELL_TOOL: Final = re.compile(r"^(?:bash|shell|sh|exec|run_?command|terminal|process)$", re.I)
-# A shell command that brings outside content in: a network client or a URL.
-_SHELL_OUTSIDE: Final = re.compile(
-    r"://|\b(?:curl|wget|http|https|lynx|w3m|links|ssh|scp|sftp|rsync|ftp|nc|ncat|telnet|"
-    r"aria2c|gh|git\s+(?:clone|fetch|pull))\b",
-    re.I,
-)
+MAX_WATCH_BYTES: Final = 4 << 20  # of a transcript read per observation
+MAX_WATCHED: Final = 1024  # transcripts whose read offset is kept
 
 
 def classify_read(
@@ -61,9 +56,7 @@ def classify_read(
     nothing from outside: a tool named for the web, a browser or mail (flush's rule,
     flush_origin.OUTSIDE_TOOL), a shell command with a network client or a URL in it, or a
     file read from outside ``roots`` (the workspace and the agent's project)."""
-    if tool and OUTSIDE_TOOL.search(tool) and not tool.startswith("mcp__memoryd__"):
-        return "untrusted"
-    if tool and command and _SHELL_TOOL.match(tool) and _SHELL_OUTSIDE.search(command):
+    if tool and outside_call(tool, command):
         return "untrusted"
     if path:
         target = Path(path).expanduser()
@@ -76,6 +69,13 @@ def classify_read(
         if not any(real == r or real.is_relative_to(r) for r in roots):
             return "untrusted"
     return None
+
+
+@dataclass
+class _Watched:
+    ino: int
+    offset: int  # read up to here (a line end)
+    turns: Turns  # the turn state at that point
 
 
 @dataclass(frozen=True)
@@ -113,6 +113,7 @@ class SessionTrust:
         self._lock = threading.Lock()
         self._cache: dict[str, SessionState | None] = {}
         self._calls: OrderedDict[str, str] = OrderedDict()
+        self._watched: dict[str, _Watched] = {}  # transcript -> how far it was read here
 
     def prune(self) -> int:
         """Drop the sessions not heard of for KEEP_DAYS; how many went."""
@@ -176,12 +177,18 @@ class SessionTrust:
         return self._put(session_id, new, old)
 
     def read(
-        self, session_id: str, origin: str, what: str | None, kind: str | None = None
+        self,
+        session_id: str,
+        origin: str,
+        what: str | None,
+        kind: str | None = None,
+        earlier: bool = False,
     ) -> SessionState:
-        """The session read something of ``origin`` (a web page: untrusted)."""
+        """The session read something of ``origin`` (a web page: untrusted); ``earlier``:
+        in a turn before the current one (its stretch only)."""
         old = self.get(session_id)
         base = old or SessionState()
-        turn = least_trusted(base.turn, origin)
+        turn = base.turn if earlier else least_trusted(base.turn, origin)
         lowered = turn != base.turn or least_trusted(base.stretch, origin) != base.stretch
         new = replace(
             base,
@@ -233,6 +240,44 @@ class SessionTrust:
             origin = least_trusted(origin, state.floor(via))
         kind = declared.session_kind or (state.kind if state is not None else None)
         return Provenance(origin, session, kind), state
+
+    def observe_transcript(self, session_id: str, path: Path) -> SessionState:
+        """Read what the transcript gained since it was last read here (at most the last
+        MAX_WATCH_BYTES; a transcript seen the first time from there): a tool call that
+        brought outside content in lowers the session, its turn when that is the current
+        one (flush's rule, flush_origin.Turns). Never raises trust: only the user's message,
+        as an observer reports it, does. Raises OSError when it cannot be read."""
+        key = str(path)
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            with self._lock:
+                w = self._watched.get(key)
+            fresh = w is None or w.ino != st.st_ino or st.st_size < w.offset
+            if fresh or w is None:
+                w = _Watched(st.st_ino, max(0, st.st_size - MAX_WATCH_BYTES), Turns())
+            skip_first = fresh and w.offset > 0
+            if st.st_size - w.offset > MAX_WATCH_BYTES:  # grew by more: its end only
+                w.offset, skip_first = st.st_size - MAX_WATCH_BYTES, True
+            f.seek(w.offset)
+            data = f.read(st.st_size - w.offset)
+        end = data.rfind(b"\n") + 1
+        lines = data[:end].split(b"\n")[:-1]
+        if skip_first:
+            lines = lines[1:]  # cut in the middle
+        lowered = False
+        for raw in lines:
+            was = w.turns.tainted
+            w.turns.origin(raw)
+            lowered = lowered or (w.turns.tainted and not was)
+        w.offset += end
+        with self._lock:
+            self._watched[key] = w
+            while len(self._watched) > MAX_WATCHED:
+                self._watched.pop(next(iter(self._watched)))
+        if w.turns.tainted or lowered:
+            what = f"a tool call in {path.name} brought outside content in"
+            return self.read(session_id, "untrusted", what, earlier=not w.turns.tainted)
+        return self.seen(session_id)
 
     # -- tool calls ----------------------------------------------------------------------
     def bind_call(self, call_id: str, session_id: str) -> None:

@@ -145,12 +145,14 @@ class AgentMethods:
                 f"cannot read the transcript {path}: {exc.strerror or exc}",
                 {"param": "transcript"},
             ) from None
+        if found.due:  # the save the agent now writes covers the whole stretch it read
+            await asyncio.to_thread(self.m.trust.arm_save, session_id, found.origin)
         return {"workspace": ws.name, **found.to_wire()}
 
     async def observe(self, p: Params, req: Request) -> dict[str, Any]:
         """An observer says what an agent session did (jobs/session_trust.py): the user
         spoke, the session read something, or it is about to call a tool of ours."""
-        session_id = p.required_text("session_id")
+        given = p.text("session_id")
         event = p.choice("event", session_trust.EVENTS)
         origin = p.choice("origin", ORIGINS)
         tool = p.text("tool")
@@ -161,38 +163,60 @@ class AgentMethods:
         call_id = p.text("call_id")
         kind = p.choice("session_kind", SESSION_KINDS)
         ref = p.path("workspace")
+        transcript = p.path("transcript")
         p.done()
         if event is None:
             raise InvalidParams("event is required", {"param": "event"})
+        trust = self.m.trust
+        # An MCP server knows the tool call's id, the hook that announced it the session.
+        bound = trust.session_of_call(call_id) if call_id and event != "call" else None
+        session_id = bound or given
+        if session_id is None:
+            raise InvalidParams(
+                "session_id is required (or the call_id of a call an observer announced)",
+                {"param": "session_id"},
+            )
         if len(session_id) > MAX_SESSION_ID or not session_id.isprintable():
             raise InvalidParams(
                 f"session_id must be a printable string of at most {MAX_SESSION_ID} characters",
                 {"param": "session_id"},
             )
         req.log_fields.update(session=session_id[:80], observed=event)
-        trust = self.m.trust
         if event == "user_message":
             state = await asyncio.to_thread(trust.user_message, session_id, kind)
-        elif event == "call":
+            return {"session_id": session_id, "event": event, **state.to_wire()}
+        if event == "call":
             if not call_id:
                 raise InvalidParams("a call event needs call_id", {"param": "call_id"})
             trust.bind_call(call_id[:MAX_SESSION_ID], session_id)
-            state = await asyncio.to_thread(trust.seen, session_id, kind)
-        else:
-            roots = tuple(Path(r).resolve() for r in (cwd,) if r and os.path.isabs(r))
-            ws = self._workspace_or_none(ref)
-            if ws is not None:
-                roots += (ws.root.resolve(),)
-            found = session_trust.classify_read(tool, command, path, roots)
-            lowest = origin if found is None else found
-            if origin is not None and found is not None:
-                lowest = least_trusted(origin, found)
+        roots = tuple(Path(r).resolve() for r in (cwd,) if r and os.path.isabs(r))
+        ws = self._workspace_or_none(ref)
+        if ws is not None:
+            roots += (ws.root.resolve(),)
+        found = session_trust.classify_read(tool, command, path, roots)
+        lowest = (
+            found if origin is None else origin if found is None else least_trusted(origin, found)
+        )
+        if lowest is not None:
             described = what or " ".join(x for x in (tool, command or path) if x) or None
-            if lowest is None:  # nothing from outside: the session is known, still clean
-                state = await asyncio.to_thread(trust.seen, session_id, kind)
-            else:
-                state = await asyncio.to_thread(trust.read, session_id, lowest, described, kind)
+            state = await asyncio.to_thread(trust.read, session_id, lowest, described, kind)
+        else:  # nothing from outside: the session is known, as it was
+            state = await asyncio.to_thread(trust.seen, session_id, kind)
+        if transcript is not None:  # the hook's transcript: what the turn called
+            state = await self._watch(ref, transcript, session_id)
         return {"session_id": session_id, "event": event, **state.to_wire()}
+
+    async def _watch(
+        self, ref: str | None, transcript: str, session_id: str
+    ) -> session_trust.SessionState:
+        _, watched = self._transcript(ref, transcript, session_id)
+        try:
+            return await asyncio.to_thread(self.m.trust.observe_transcript, session_id, watched)
+        except OSError as exc:
+            raise InvalidParams(
+                f"cannot read the transcript {watched}: {exc.strerror or exc}",
+                {"param": "transcript"},
+            ) from None
 
     def _workspace_or_none(self, ref: str | None) -> Workspace | None:
         """The workspace named (errors as usual), or the default one when there is one."""
