@@ -164,3 +164,37 @@ class SessionReader(io.RawIOBase):
         b[:n] = self._buf[:n]
         self._buf = self._buf[n:]
         return n
+
+
+def agent_store(home: Path, agent: str) -> Path:
+    """An agent's store under OpenClaw's home."""
+    return home / "agents" / agent / "agent" / STORE_NAME
+
+
+def session_key(store: Path, session_id: str) -> str | None:
+    """The session's key (``agent:<id>:cron:...``) as the store's ``session_windows`` says,
+    or None: no store, no such table (an older OpenClaw), no row."""
+    if not store.is_file():
+        return None
+    try:
+        with open_store(store) as conn:
+            row = conn.execute(
+                "SELECT session_key FROM session_windows WHERE session_id = ?", (session_id,)
+            ).fetchone()
+    except (StoreError, apsw.Error):
+        return None
+    return str(row[0]) if row and row[0] else None
+
+
+def kind_of_key(key: str) -> str:
+    """The kind of an OpenClaw session by its key, OpenClaw's own rule (the plugin's
+    ``sessionKindOf``): ``...:cron:...``, ``...:heartbeat``, ``...:subagent:...``."""
+    low = key.strip().lower()
+    rest = ":".join(low.split(":")[2:]) if low.startswith("agent:") else low
+    if rest.startswith("cron:"):
+        return "cron"
+    if rest == "heartbeat" or rest.endswith(":heartbeat"):
+        return "heartbeat"
+    if rest.startswith("subagent:") or ":subagent:" in rest:
+        return "subagent"
+    return "interactive"

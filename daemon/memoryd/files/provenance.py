@@ -61,7 +61,7 @@ LEDGER_REL: Final = f"{LEDGER_DIR}/{LEDGER_NAME}"
 VERSION: Final = 1
 # ORIGINS: most trusted first. The least trusted of several sources is what a line is.
 _TRUST: Final = {o: len(ORIGINS) - i for i, o in enumerate(ORIGINS)}
-VIAS: Final = ("append", "mcp", "flush", "hippocampus", "import", "move")
+VIAS: Final = ("append", "mcp", "flush", "summary", "hippocampus", "import", "move")
 OPS: Final = ("add", "forget", "approve", "forget_session")
 _LINE_OPS: Final = ("forget", "approve")  # {k, path, at} only
 # What a caller of the ``append`` method may say it is: a plain append, an MCP tool call

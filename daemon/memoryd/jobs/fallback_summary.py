@@ -11,6 +11,14 @@ handled at most once; a heading already in the file (a run that stopped after ap
 is recorded rather than written twice. A session that cannot be handled (its LLM call
 fails, or anything unexpected while reading or appending it) is listed as failed in the
 run's report and retried next run; the other sessions are handled all the same.
+
+It follows flush's rules (flush_origin.py, docs/provenance.md): a cron, heartbeat or
+sub-agent session is left alone (scaffolding is not memory: its kind from a Claude Code
+sub-agent's path, an OpenClaw session's key in its agent's store, or what an observer said);
+blocks memoryd injected (``<memoryd-recall>``) are dropped; what the assistant said after a
+tool call that fetched outside content, for the rest of that turn, is summarised apart and
+recorded ``untrusted``; the rest is the agent's, no better than what observers saw the
+session read (``observe``). Every line is recorded in the ledger (via ``summary``).
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote
 
+from memoryd.files.injected import drop_injected
 from memoryd.files.layout import (
     MEMORY_DIR,
     TRANSCRIPT_SUFFIX,
@@ -33,7 +43,8 @@ from memoryd.files.layout import (
     display_name,
     transcript_dirs,
 )
-from memoryd.files.provenance import ledger_for
+from memoryd.files.openclaw_store import agent_store, kind_of_key, session_key
+from memoryd.files.provenance import Provenance, least_trusted, ledger_for
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import (
@@ -44,8 +55,10 @@ from memoryd.jobs.base import (
     JobSkipped,
     LlmNotConfigured,
 )
+from memoryd.jobs.flush_origin import Turns, session_kind, skip_reason
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
+from memoryd.jobs.session_trust import stored_state
 from memoryd.runtime.logs import get_logger
 
 log = get_logger("memoryd.jobs")
@@ -80,6 +93,8 @@ class Session:
     messages: list[str] = field(default_factory=list)
     mentions: set[str] = field(default_factory=set)  # days whose daily file a tool call named
     too_long: bool = False  # more messages than a run's LLM calls can summarise (not all read)
+    origins: list[str] = field(default_factory=list)  # each message's (flush_origin.Turns)
+    kind: str | None = None  # interactive, cron, heartbeat, subagent (when known)
 
 
 def _stamp(value: Any, tz: dt.tzinfo) -> float | None:
@@ -103,15 +118,20 @@ def read_session(path: Path, layout: Layout, tz: dt.tzinfo, max_chars: int) -> S
     ``max_chars`` (what the run's LLM calls can summarise): past that, reading stops and
     ``too_long`` says so."""
     messages: list[str] = []
+    origins: list[str] = []
     chars = 0
     too_long = False
     session_id: str | None = None
     first: float | None = None
     mentions: set[str] = set()
+    turns = Turns()
+    line = 1
     with layout.open_file(path) as fh:  # beneath the workspace, by the reading rule
         end = os.fstat(fh.fileno()).st_mtime
         for raws, parsed in stream_transcript(fh):
             session_id = session_id or parsed.session_id
+            said = {n: turns.origin(raw) for n, raw in enumerate(raws, line)}
+            line += parsed.lines_consumed
             for raw in raws:
                 try:
                     obj = json.loads(raw)
@@ -127,8 +147,12 @@ def read_session(path: Path, layout: Layout, tz: dt.tzinfo, max_chars: int) -> S
                     first = ts if first is None else min(first, ts)
                 if obj.get("type") in ("tool_call", "tool_result"):
                     mentions |= {m.decode() for m in _DAILY_REF.findall(raw)}
-            for _, text in parsed.messages:
+            for lineno, message in parsed.messages:
+                text = drop_injected(message)  # what memoryd put before the model is not news
+                if not text.split(":", 1)[-1].strip():
+                    continue
                 messages.append(text)
+                origins.append(said.get(lineno) or "agent")
                 chars += len(text) + 2
             if chars > max_chars:
                 too_long = True
@@ -148,6 +172,8 @@ def read_session(path: Path, layout: Layout, tz: dt.tzinfo, max_chars: int) -> S
         messages,
         mentions,
         too_long,
+        origins,
+        session_kind(path, None),
     )
 
 
@@ -201,11 +227,11 @@ def wrote_daily(ctx: JobContext, s: Session) -> str | None:
     return None
 
 
-def summarise(ctx: JobContext, llm: LlmClient, s: Session) -> str:
-    """The session's summary; a long conversation is summarised in parts, then merged."""
+def summarise(ctx: JobContext, llm: LlmClient, messages: list[str]) -> str:
+    """The summary of ``messages``; a long conversation is summarised in parts, then merged."""
     cfg = ctx.config.llm
     budget = cfg.context_tokens - cfg.max_output_tokens - PROMPT_RESERVE_TOKENS
-    blocks, text = s.messages, "\n\n".join(s.messages)
+    blocks, text = messages, "\n\n".join(messages)
     system, user = SYSTEM_SUMMARY, f"Conversation:\n\n{text}"
     rounds = 0
     while _text.tokens(text) > budget:
@@ -266,21 +292,10 @@ def run(ctx: JobContext) -> JobResult:
     for _, path in sorted(candidates):
         try:
             s = read_session(path, ctx.layout, ctx.now.tzinfo or dt.UTC, max_chars)
-            reason = wrote_daily(ctx, s)
+            reason, outcome = _left_alone(ctx, s)
         except Exception as exc:  # one bad transcript must not stop the others
             _failed(ctx, failed, ctx.rel(path), exc)
             continue
-        if not reason and s.id in ledger_for(ctx.root).forgotten_sessions:
-            reason = "forgotten (memctl forget --session): never summarised again"
-        if s.too_long and not reason:
-            cap = ctx.config.llm.max_calls_per_run
-            reason = (
-                f"too long to summarise: its messages need more than "
-                f"llm.max_calls_per_run ({cap}) LLM calls"
-            )
-            outcome: str | None = "too_long"
-        else:
-            outcome = "wrote_daily" if reason else None if s.messages else "empty"
         if outcome is None:
             todo.append(s)
             continue
@@ -313,6 +328,43 @@ def run(ctx: JobContext) -> JobResult:
     return _summarise_all(ctx, todo, report, failed)
 
 
+def _left_alone(ctx: JobContext, s: Session) -> tuple[str | None, str | None]:
+    """Why the session is not summarised and how that is recorded; (None, None): it is."""
+    reason = wrote_daily(ctx, s)
+    if reason:
+        return reason, "wrote_daily"
+    if s.id in ledger_for(ctx.root).forgotten_sessions:
+        return "forgotten (memctl forget --session): never summarised again", "wrote_daily"
+    s.kind = s.kind or _kind_of(ctx, s)
+    reason = skip_reason(s.kind)  # flush's rule: scheduled and delegated runs are not memory
+    if reason:
+        return reason, "not_memory"
+    if s.too_long:
+        cap = ctx.config.llm.max_calls_per_run
+        return (
+            f"too long to summarise: its messages need more than "
+            f"llm.max_calls_per_run ({cap}) LLM calls"
+        ), "too_long"
+    return (None, None) if s.messages else (None, "empty")
+
+
+def _kind_of(ctx: JobContext, s: Session) -> str | None:
+    """The session's kind as an OpenClaw session's key says (its agent's store, read-only),
+    else as an observer said (``observe`` with ``session_kind``)."""
+    rel = s.path.relative_to(ctx.root).parts
+    if len(rel) == 4 and rel[:2] == ("sessions", "openclaw"):
+        home = ctx.history.state.conn.execute(
+            "SELECT home FROM openclaw_homes WHERE workspace_path = ?", (str(ctx.root),)
+        ).fetchone()
+        if home is not None:
+            store = agent_store(Path(str(home[0])), unquote(rel[2]))
+            key = session_key(store, unquote(Path(rel[3]).stem))
+            if key is not None:
+                return kind_of_key(key)
+    seen = stored_state(ctx.history.state, s.id)
+    return seen.kind if seen is not None else None
+
+
 def _failed(ctx: JobContext, failed: list[dict[str, str]], session: str, exc: Exception) -> None:
     """Note a session that could not be handled (logged with its traceback)."""
     log.exception("fallback_session_failed", workspace=ctx.workspace, session=session)
@@ -330,8 +382,11 @@ def _summarise_one(
     if _text.has_heading(target, heading):  # appended by a run that stopped before recording
         ctx.history.record_session(ctx.root, s.rel, "summarised", ctx.now.timestamp(), rel)
         return {"session": s.rel, "into": rel, "note": "already there"}, None
-    summary = summarise(ctx, llm, s)
-    result = ctx.appender.append(ctx.root, summary, day, heading, ctx.config.index.max_file_bytes)
+    parts = _parts(ctx, llm, s)
+    summary = "\n".join(text for text, _ in parts)
+    result = ctx.appender.append(
+        ctx.root, summary, day, heading, ctx.config.index.max_file_bytes, parts, via="summary"
+    )
     ctx.history.record_session(
         ctx.root,
         s.rel,
@@ -341,6 +396,24 @@ def _summarise_one(
         result.abs_path.stat().st_mtime_ns,
     )
     return {"session": s.rel, "into": result.path}, result.abs_path
+
+
+def _parts(ctx: JobContext, llm: LlmClient, s: Session) -> list[tuple[str, Provenance]]:
+    """The summary in parts of one origin each: the untrusted stretches (what followed an
+    outside fetch in a turn) summarised apart from the rest, as flush does."""
+    seen = stored_state(ctx.history.state, s.id)
+    kind = s.kind or (seen.kind if seen is not None else None)
+    rest = "agent" if seen is None else least_trusted("agent", seen.stretch)
+    out = []
+    for origin in (rest, "untrusted"):
+        chosen = [
+            m
+            for m, o in zip(s.messages, s.origins, strict=True)
+            if (o == "untrusted") == (origin == "untrusted")
+        ]
+        if chosen:
+            out.append((summarise(ctx, llm, chosen), Provenance(origin, s.id, kind)))
+    return out
 
 
 def _summarise_all(

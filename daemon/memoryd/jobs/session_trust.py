@@ -38,7 +38,7 @@ from memoryd.jobs.flush_origin import Turns, outside_call
 from memoryd.runtime.state import StateDB
 from memoryd.secrets import redact
 
-__all__ = ["EVENTS", "SessionState", "SessionTrust", "classify_read"]
+__all__ = ["EVENTS", "SessionState", "SessionTrust", "classify_read", "stored_state"]
 
 EVENTS: Final = ("user_message", "read", "call")
 CLEAN: Final = "owner"  # nothing outside read: the session takes what its caller declares
@@ -131,16 +131,7 @@ class SessionTrust:
         with self._lock:
             if session_id in self._cache:
                 return self._cache[session_id]
-        with self.state.lock:
-            rows = self.state.conn.execute(
-                "SELECT turn, stretch, save, kind, what, updated_at FROM session_trust "
-                "WHERE session_id = ?",
-                (session_id,),
-            ).fetchall()
-        found = None
-        if rows:
-            turn, stretch, save, kind, what, at = (_text(v) for v in rows[0])
-            found = SessionState(turn or CLEAN, stretch or CLEAN, save, kind, what, float(at or 0))
+        found = stored_state(self.state, session_id)
         with self._lock:
             self._cache[session_id] = found
         return found
@@ -290,6 +281,21 @@ class SessionTrust:
     def session_of_call(self, call_id: str) -> str | None:
         with self._lock:
             return self._calls.get(call_id)
+
+
+def stored_state(state: StateDB, session_id: str) -> SessionState | None:
+    """A session's state as the state database has it (a job's read; the daemon's
+    SessionTrust writes every change through)."""
+    with state.lock:
+        rows = state.conn.execute(
+            "SELECT turn, stretch, save, kind, what, updated_at FROM session_trust "
+            "WHERE session_id = ?",
+            (session_id,),
+        ).fetchall()
+    if not rows:
+        return None
+    turn, stretch, save, kind, what, at = (_text(v) for v in rows[0])
+    return SessionState(turn or CLEAN, stretch or CLEAN, save, kind, what, float(at or 0))
 
 
 def _text(value: object) -> str | None:
