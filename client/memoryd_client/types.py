@@ -61,6 +61,18 @@ class Hello(_Wire):
 
 
 @dataclass
+class LineOrigin(_Wire):
+    """One line of a hit's snippet with a recorded origin (a line not listed: the owner's)."""
+
+    _what: ClassVar[str] = "line origin"
+
+    line: int
+    origin: str
+    session_id: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
 class SearchHit(_Wire):
     """One search result: a chunk's line range in a workspace-relative file, and a snippet."""
 
@@ -89,6 +101,8 @@ class SearchHit(_Wire):
     key: str | None = None
     supersedes: list[str] = field(default_factory=list)  # keyed lines it stands over
     superseded: bool = False  # with include_superseded: it shows a superseded line
+    # Each snippet line with a recorded origin (``origin`` is the least trusted of them).
+    line_origins: list[LineOrigin] = field(default_factory=list)
 
 
 @dataclass
@@ -589,6 +603,7 @@ __all__ = [
     "JobInfo",
     "JobRun",
     "JobsList",
+    "LineOrigin",
     "Progress",
     "ProviderStatus",
     "ReindexResult",

@@ -463,6 +463,15 @@ def _provenance(hit: SearchHit) -> dict[str, Any]:
     ):
         if value is not None:
             out[key] = value
+    if hit.line_origins:  # each line's own origin (a line not listed: the owner's)
+        out["lineOrigins"] = [
+            {
+                "line": x.line,
+                "origin": x.origin,
+                **({"sessionId": x.session_id} if x.session_id else {}),
+            }
+            for x in hit.line_origins
+        ]
     return out
 
 

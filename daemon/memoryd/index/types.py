@@ -82,11 +82,19 @@ class HitMeta:
     triggers: tuple[str, ...] = ()
     project: str | None = None
     key: str | None = None
+    # Each snippet line with a recorded origin: (line, origin, session); a line not listed
+    # is the owner's. Recall trims a mixed snippet to its eligible lines by them.
+    lines: tuple[tuple[int, str, str | None], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"origin": self.origin}
         if self.session_id:
             out["session_id"] = self.session_id
+        if self.lines:
+            out["line_origins"] = [
+                {"line": n, "origin": o, **({"session_id": s} if s else {})}
+                for n, o, s in self.lines
+            ]
         if self.importance is not None:
             out["importance"] = self.importance
         if self.triggers:

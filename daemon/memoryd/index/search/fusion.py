@@ -410,7 +410,8 @@ def shown_hits(
         )
         meta = None
         if signals is not None and signals.meta:
-            found = summarise(signals.meta.span(c.path, snip.start_line, snip.end_line))
+            lines = signals.meta.lines(c.path, snip.start_line, snip.end_line)
+            found = summarise(m for _, m in lines)
             if found is not None:
                 meta = HitMeta(
                     found.origin,
@@ -419,6 +420,7 @@ def shown_hits(
                     found.triggers,
                     found.project,
                     found.key,
+                    tuple((n, m.origin, m.session_id) for n, m in lines if m.origin),
                 )
         hits.append(
             SearchHit(

@@ -8,14 +8,17 @@ file, the best first, within a token budget counted on the very text that is ret
 Only eligible memory is injected: curated lines (MEMORY.md, USER.md), and episodic lines
 whose origin is the owner's or the agent's. Lines from untrusted content (web pages, tool
 output) or from system scaffolding (cron, heartbeat) never reach a prompt by themselves;
-search still finds them. The block is wrapped in RECALL_OPEN/RECALL_CLOSE, so that what
-was injected is never learnt again (files/injected.py).
+search still finds them. A snippet that mixes them with eligible lines is trimmed to its
+eligible lines, each run of them an item with its own citation: an untrusted line appended
+next to the owner's must not hide the owner's. The block is wrapped in
+RECALL_OPEN/RECALL_CLOSE, so that what was injected is never learnt again
+(files/injected.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from memoryd_client.protocol import RECALL_CLOSE, RECALL_OPEN
@@ -34,14 +37,16 @@ HEADER: Final = "Relevant memory (memoryd recall; cite as path#Lstart-Lend):"
 INJECTABLE_ORIGINS: Final = frozenset({"owner", "agent"})
 
 
+def _tier_ok(hit: Mapping[str, Any]) -> bool:
+    return hit.get("tier") in ("curated", "episodic", None)
+
+
 def eligible(hit: Mapping[str, Any]) -> bool:
     """Whether a search hit may be injected: the owner's or the agent's, curated or episodic
     (a hit without ``origin`` has no record: written by hand, the owner's). A curated line
     recorded untrusted or system (an imported archive's, an append that named MEMORY.md) is
     left out too: being in MEMORY.md does not make a web page's words the owner's."""
-    return hit.get("tier") in ("curated", "episodic", None) and (
-        hit.get("origin", "owner") in INJECTABLE_ORIGINS
-    )
+    return _tier_ok(hit) and hit.get("origin", "owner") in INJECTABLE_ORIGINS
 
 
 def candidates(budget_tokens: int) -> int:
@@ -71,6 +76,58 @@ class Item:
         return f"[{self.citation}]\n{self.text}"
 
 
+def items_of(hit: Mapping[str, Any]) -> list[Item]:
+    """What of a search hit may be injected: the whole snippet when every line is eligible;
+    a mixed one trimmed to its runs of eligible lines (by the hit's ``line_origins``), each
+    cited by its own lines; nothing when its lines cannot be told apart."""
+    start = int(hit.get("snippet_start_line") or hit["start_line"])
+    end = int(hit.get("snippet_end_line") or hit["end_line"])
+    text = str(hit.get("snippet") or "").strip("\n")
+    if not text.strip() or not _tier_ok(hit):
+        return []
+    item = Item(
+        str(hit["path"]),
+        start,
+        end,
+        float(hit["score"]),
+        text.strip(),
+        str(hit.get("source") or "memory"),
+        superseded_by=tuple(hit.get("superseded_by") or ()),
+    )
+    if eligible(hit):
+        return [item]
+    lines = text.split("\n")
+    if len(lines) != end - start + 1:  # a fragment of one long line: not to be split
+        return []
+    refused = {
+        int(x["line"])
+        for x in hit.get("line_origins") or ()
+        if isinstance(x, Mapping) and x.get("origin") not in INJECTABLE_ORIGINS
+    }
+    if not refused:
+        return []  # untrusted, and no line says which: nothing is known to be eligible
+    runs: list[list[int]] = [[]]
+    for n in range(start, end + 1):
+        if n in refused:
+            runs.append([])
+        else:
+            runs[-1].append(n)
+    out: list[Item] = []
+    for run in runs:
+        while run and (not lines[run[0] - start].strip() or _heading(lines[run[0] - start])):
+            run.pop(0)  # a run starts at a fact, not at a heading or a blank line
+        while run and not lines[run[-1] - start].strip():
+            run.pop()
+        if run:
+            body = "\n".join(lines[k - start] for k in run).strip()
+            out.append(replace(item, start_line=run[0], end_line=run[-1], text=body))
+    return out
+
+
+def _heading(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
 def _overlaps(taken: Iterable[Item], item: Item) -> bool:
     return any(
         t.path == item.path and t.start_line <= item.end_line and item.start_line <= t.end_line
@@ -91,23 +148,7 @@ def select(
         if used + cost <= budget_tokens and not _overlaps(chosen, item):
             chosen.append(item)
             used += cost
-    for hit in hits:
-        if not eligible(hit):
-            continue
-        start = int(hit.get("snippet_start_line") or hit["start_line"])
-        end = int(hit.get("snippet_end_line") or hit["end_line"])
-        text = str(hit.get("snippet") or "").strip()
-        if not text:
-            continue
-        item = Item(
-            str(hit["path"]),
-            start,
-            end,
-            float(hit["score"]),
-            text,
-            str(hit.get("source") or "memory"),
-            superseded_by=tuple(hit.get("superseded_by") or ()),
-        )
+    for item in (i for hit in hits for i in items_of(hit)):
         if _overlaps(chosen, item):
             continue
         cost = tokens(item.render()) + 1  # the blank line between items
