@@ -34,7 +34,7 @@ from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.jobs.session_trust import SessionTrust
 from memoryd.lifecycle import journal
-from memoryd.lifecycle.forget_run import redo_meta
+from memoryd.lifecycle.forget_run import catch_up_index, redo_meta
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.connection import Limits
@@ -191,7 +191,9 @@ class Daemon:
             self.hits = HitCounter(self.state)
             self.trust = SessionTrust(self.state, lambda: self.clock.now().timestamp())
             self.trust.prune()
-            self._registry = Registry(self.config, self.paths.index_dir, self.state)
+            self._registry = Registry(
+                self.config, self.paths.index_dir, self.state, before_serving=catch_up_index
+            )
             self._registry.load()
             history = History(self.state)
             runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)

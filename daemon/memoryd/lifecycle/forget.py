@@ -366,4 +366,4 @@ def build_change(
             files.append(FileChange(r.rel, before, cut(before, r)))
         except (InvalidParams, NotFound) as exc:
             left[r.rel] = str(exc)
-    return Change("forget", files, meta, keep), left
+    return Change("forget", files, meta, keep, reindex=True), left

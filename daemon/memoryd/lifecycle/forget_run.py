@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import Conflict, InvalidParams
 from memoryd.files.append import Appender
@@ -20,14 +20,28 @@ from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, ledger_for
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget import Selection, build_change, cut
+from memoryd.runtime.logs import get_logger
 
-__all__ = ["ForgetConflict", "Forgotten", "apply_forget", "describe", "redo_meta"]
+if TYPE_CHECKING:
+    from memoryd.index.workspace import WorkspaceIndex
+
+log = get_logger("memoryd.lifecycle.forget_run")
+
+__all__ = [
+    "ForgetConflict",
+    "Forgotten",
+    "apply_forget",
+    "catch_up_index",
+    "describe",
+    "redo_meta",
+]
 
 
 @dataclass
 class Forgotten:
     answer: dict[str, Any]
     paths: list[Path] = field(default_factory=list)  # changed files, for the index
+    folder: str = ""  # the journal's change: marked indexed once the index followed
 
 
 def describe(sel: Selection, dry_run: bool) -> dict[str, Any]:
@@ -62,6 +76,19 @@ def redo_meta(root: Path, meta: dict[str, Any]) -> None:
     new = [line for line in lines if line not in have]
     if new:
         ledger.forget_lines(new, at)
+
+
+def catch_up_index(root: Path, index: WorkspaceIndex) -> None:
+    """Before an index just opened answers anyone: the files of forgets whose index sync a
+    kill stopped are synced now (blocking), so no forgotten line is ever served again."""
+    pending = journal.unindexed(root)
+    if not pending:
+        return
+    paths = sorted({root / rel for rels in pending.values() for rel in rels})
+    index.submit_sync(paths).result()
+    for folder in pending:
+        journal.mark_indexed(root, folder)
+    log.info("forget_index_caught_up", changes=len(pending), files=len(paths))
 
 
 def _forgotten_meta(meta: dict[str, Any], sel: Selection) -> None:
@@ -125,8 +152,8 @@ def apply_forget(
         not_removed = [
             {**by_rel[rel].to_dict(), "why": why} for rel, why in sorted(applied.left.items())
         ]
-        raise ForgetConflict(answer, not_removed, paths)
-    return Forgotten(answer, paths)
+        raise ForgetConflict(answer, not_removed, paths, applied.folder)
+    return Forgotten(answer, paths, applied.folder)
 
 
 class ForgetConflict(Conflict):
@@ -134,7 +161,11 @@ class ForgetConflict(Conflict):
     still go to the index before the error is answered."""
 
     def __init__(
-        self, answer: dict[str, Any], not_removed: list[dict[str, Any]], paths: list[Path]
+        self,
+        answer: dict[str, Any],
+        not_removed: list[dict[str, Any]],
+        paths: list[Path],
+        folder: str,
     ) -> None:
         lines = sum(len(r.get("lines") or ()) for r in not_removed)
         files = ", ".join(str(r["path"]) for r in not_removed)
@@ -145,6 +176,7 @@ class ForgetConflict(Conflict):
             {"not_removed": not_removed, "removed": answer["removed"], "kept": answer["kept"]},
         )
         self.paths = paths
+        self.folder = folder
         self.not_removed_lines = lines
 
 

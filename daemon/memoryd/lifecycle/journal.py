@@ -49,8 +49,10 @@ __all__ = [
     "Stale",
     "apply",
     "kept",
+    "mark_indexed",
     "prune",
     "recover",
+    "unindexed",
 ]
 
 log = get_logger("memoryd.lifecycle.journal")
@@ -77,6 +79,10 @@ class Change:
     files: list[FileChange]
     meta: dict[str, Any] = field(default_factory=dict)
     keep: bool = True  # keep the pre-images (False: --purge)
+    # The index must follow before anything searches it again (a forget): the plan says so
+    # until ``mark_indexed``, so a daemon killed before the index followed syncs the files
+    # at its next start before the workspace answers (``unindexed``).
+    reindex: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,6 +160,7 @@ def apply(
             "at": now or time.time(),
             "state": "applying",
             "keep": change.keep,
+            "indexed": not change.reindex,
             "meta": change.meta,
             "files": [
                 {
@@ -182,9 +189,45 @@ def apply(
         _done(dir_fd, plan, sorted(left))
     finally:
         os.close(dir_fd)
-    if not change.keep:
+    if not change.keep and not change.reindex:
         _remove(layout, folder)
     return Applied(folder, left)
+
+
+def unindexed(root: Path) -> dict[str, list[str]]:
+    """The finished changes the index has not followed yet (a kill came first): their
+    folders and the files they changed."""
+    return {
+        f"{CHANGES_DIR}/{name}": [str(f["rel"]) for f in plan.get("files", ())]
+        for name, plan in _plans(Layout(root))
+        if plan.get("state") == "done" and plan.get("indexed") is False
+    }
+
+
+def mark_indexed(root: Path, folder: str) -> None:
+    """The index followed the change in ``folder``: a purge's folder goes now (it holds no
+    pre-image, only the plan), a kept one says so."""
+    if not folder:
+        return
+    layout = Layout(root)
+    try:
+        dir_fd = layout.open_dir(folder)
+    except OSError:
+        return  # pruned meanwhile
+    try:
+        plan = json.loads(_read_at(dir_fd, PLAN))
+        if not plan.get("keep", True):
+            remove = True
+        else:
+            remove = False
+            plan["indexed"] = True
+            _write(dir_fd, PLAN, json.dumps(plan).encode())
+    except (OSError, ValueError):
+        return
+    finally:
+        os.close(dir_fd)
+    if remove:
+        _remove(layout, folder)
 
 
 class _Moved(Exception):
@@ -444,7 +487,7 @@ def recover(root: Path, after: Callable[[dict[str, Any]], None] | None = None) -
         finally:
             os.close(dir_fd)
         log.info("change_recovered", kind=plan.get("kind"), folder=folder, left=len(left))
-        if not plan.get("keep", True):
+        if not plan.get("keep", True) and plan.get("indexed") is not False:
             _remove(layout, folder)
         done += 1
     return done
@@ -456,7 +499,7 @@ def kept(root: Path) -> Kept:
     oldest: float | None = None
     base = root / CHANGES_DIR
     for name, plan in _plans(layout):
-        if plan.get("state") != "done":
+        if plan.get("state") != "done" or not plan.get("keep", True):
             continue
         count += 1
         at = float(plan.get("at") or 0)
@@ -473,7 +516,11 @@ def prune(root: Path, keep_days: float, now: float) -> int:
     layout = Layout(root)
     gone = 0
     for name, plan in _plans(layout):
-        if plan.get("state") == "done" and float(plan.get("at") or 0) < now - keep_days * 86400:
+        if (
+            plan.get("state") == "done"
+            and plan.get("indexed") is not False  # the index follows first (unindexed)
+            and float(plan.get("at") or 0) < now - keep_days * 86400
+        ):
             _remove(layout, f"{CHANGES_DIR}/{name}")
             gone += 1
     return gone

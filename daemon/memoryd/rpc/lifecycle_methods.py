@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
 from memoryd.files.provenance import ledger_for
-from memoryd.lifecycle import archive, exports, importing
+from memoryd.lifecycle import archive, exports, importing, journal
 from memoryd.lifecycle import forget as select
 from memoryd.lifecycle.forget_run import ForgetConflict, apply_forget, apply_import, describe
 from memoryd.rpc.params import Params
@@ -20,7 +20,9 @@ from memoryd.rpc.server import Request
 from memoryd_client.search_terms import SOURCE_MEMORY
 
 if TYPE_CHECKING:
+    from memoryd.index.workspace import WorkspaceIndex
     from memoryd.rpc.methods import Handler, Methods
+    from memoryd.workspace.registry import Workspace
 
 MAX_QUERY_HITS = 50
 
@@ -96,25 +98,35 @@ class LifecycleMethods:
                 keep_days=cfg.forget.keep_days,
             )
         except ForgetConflict as exc:  # what did go leaves the index before the error
-            await self._forgotten(ws.name, index, exc.paths, hashes or [], {})
+            await self._forgotten(ws, index, exc.paths, exc.folder, hashes or [], {})
             raise
-        await self._forgotten(ws.name, index, done.paths, hashes or [], done.answer)
+        await self._forgotten(ws, index, done.paths, done.folder, hashes or [], done.answer)
         return done.answer
 
     async def _forgotten(
-        self, name: str, index: Any, paths: list[Path], hashes: list[str], answer: dict[str, Any]
+        self,
+        ws: Workspace,
+        index: WorkspaceIndex,
+        paths: list[Path],
+        folder: str,
+        hashes: list[str],
+        answer: dict[str, Any],
     ) -> None:
         """The index side of a forget: files synced before the answer (a search right after
-        never finds a forgotten line), cached vectors dropped, the fleet told."""
+        never finds a forgotten line; the journal knows it is done only then, so a kill
+        before it makes the next start sync them first), cached vectors dropped, the fleet
+        told."""
         from memoryd.index.forget_cache import purge_cache
 
         if not paths:
+            await asyncio.to_thread(journal.mark_indexed, ws.root, folder)
             return
         await asyncio.wrap_future(index.submit_sync(paths))
+        await asyncio.to_thread(journal.mark_indexed, ws.root, folder)
         gone = await asyncio.wrap_future(index.on_writer(lambda c: purge_cache(c, hashes)))
         answer["cache_entries_removed"] = gone or 0
         if self.m.fleet is not None:  # fleet search drops the lines now, not next pass
-            answer["fleet"] = await self.m.fleet.publish_now(name, index)
+            answer["fleet"] = await self.m.fleet.publish_now(ws.name, index)
 
     async def export(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")

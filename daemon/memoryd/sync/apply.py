@@ -94,9 +94,16 @@ def write_integration(
             if not files:
                 return []
             change = journal.Change("sync", files, {"sync": integ.theirs}, keep)
-            try:
-                journal.apply(root, change, now=now)
-            except journal.Conflict:
+
+            def replan(rel: str, disk: bytes | None) -> bytes | None:
+                """Written again just before its rename (beyond an append): merged again."""
+                entry = committed.get(rel)
+                base = old[entry.oid] if entry is not None else None
+                sides = Sides(rel, integ.ledger, host, host, now, now)
+                return merge_file(kind_of(rel), base, disk, integ.contents[rel], sides).data
+
+            applied = journal.apply(root, change, now=now, replan=replan)
+            if applied.left:  # a link or a folder took a file's place: tried again
                 continue
             return [f.rel for f in files]
     raise Busy("the memory files kept changing while sync wrote them; it tries again")

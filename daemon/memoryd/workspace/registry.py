@@ -142,10 +142,19 @@ class Workspace:
 
 
 class Registry:
-    def __init__(self, config: Config, index_dir: Path, state: StateDB) -> None:
+    def __init__(
+        self,
+        config: Config,
+        index_dir: Path,
+        state: StateDB,
+        before_serving: Callable[[Path, WorkspaceIndex], None] | None = None,
+    ) -> None:
         self.config = config
         self.index_dir = index_dir
         self.state = state
+        # Run on an index just opened, before any request sees it (blocking, its thread):
+        # the daemon syncs the files a forget killed mid-way changed (lifecycle/journal.py).
+        self.before_serving = before_serving
         self._items: dict[str, Workspace] = {}
         self.choice: ProviderChoice | None = None
         self.provider_ready = asyncio.Event()
@@ -322,6 +331,12 @@ class Registry:
             provider_pending=choice is None,
         )
         index.open()
+        if self.before_serving is not None:
+            try:
+                self.before_serving(ws.root, index)
+            except BaseException:
+                index.close()
+                raise
         return index
 
     def _start_scan(self, ws: Workspace) -> None:
