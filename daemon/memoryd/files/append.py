@@ -35,7 +35,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -53,7 +53,7 @@ from memoryd.files.fsutil import fsync_dir
 from memoryd.files.layout import Layout, daily_path, daily_rel
 from memoryd.files.lines import text_keys
 from memoryd.files.locks import FileLocks
-from memoryd.files.provenance import Provenance, Record, ledger_for
+from memoryd.files.provenance import Provenance, Record, clean_session_id, ledger_for
 from memoryd.files.reader import read_all
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import redact
@@ -215,6 +215,12 @@ class Appender:
         heading = normalise_heading(heading)
         clean = redact(text)
         text = clean.text
+        kinds = clean.kinds
+        if heading is not None:  # it reaches the file (and the index, exports) too
+            said = redact(heading)
+            heading, kinds = said.text, kinds + said.kinds
+        if isinstance(provenance, Provenance) and provenance.session_id:
+            provenance = replace(provenance, session_id=clean_session_id(provenance.session_id))
         root = root.resolve()
         if not root.is_dir():  # never create a missing (unmounted?) workspace folder
             raise Unavailable(f"workspace folder {root} is missing")
@@ -260,12 +266,12 @@ class Appender:
                     int(first["line"]),
                     int(first["line"]),
                     0,
-                    clean.kinds,
+                    kinds,
                     found.dropped,
                 )
             if opened.created:
                 fsync_dir(real.parent)
-            return AppendResult(rel, real, start, end, size, clean.kinds, found.dropped)
+            return AppendResult(rel, real, start, end, size, kinds, found.dropped)
         raise MemorydError(f"{rel} kept changing while appending; try again")
 
     @staticmethod

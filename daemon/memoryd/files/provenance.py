@@ -35,6 +35,7 @@ from typing import Any, Final
 from memoryd.errors import InvalidParams
 from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write_at
+from memoryd.secrets import redact
 from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "Provenance",
     "Record",
     "check_provenance",
+    "clean_session_id",
     "fold",
     "least_trusted",
     "ledger_for",
@@ -91,6 +93,12 @@ class Provenance:
 HAND_WRITTEN: Final = Provenance("owner")  # a line with no record
 
 
+def clean_session_id(value: str) -> str:
+    """A session id as it may reach the disk (the ledger, a heading, the state database,
+    logs): a secret in it replaced by ``[REDACTED:kind]`` (secrets.py), as in any text."""
+    return redact(value).text
+
+
 def check_provenance(
     origin: object, session_id: object, session_kind: object, *, default_origin: str
 ) -> Provenance:
@@ -119,7 +127,7 @@ def check_provenance(
     assert isinstance(origin, str)
     return Provenance(
         origin,
-        session_id if isinstance(session_id, str) else None,
+        clean_session_id(session_id) if isinstance(session_id, str) else None,
         session_kind if isinstance(session_kind, str) else None,
     )
 

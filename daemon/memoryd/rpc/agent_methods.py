@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.files.annotations import normalize_project
-from memoryd.files.provenance import ORIGINS, least_trusted
+from memoryd.files.provenance import ORIGINS, clean_session_id, least_trusted
 from memoryd.index.search import recall as _recall
 from memoryd.jobs import agent_flush, session_trust
 from memoryd.jobs.transcript_folders import check_transcript
@@ -110,7 +110,7 @@ class AgentMethods:
     async def flush(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
         transcript = p.required_path("transcript")
-        session_id = p.required_text("session_id")
+        session_id = clean_session_id(p.required_text("session_id"))
         wait = p.flag("wait")
         trigger = p.choice("trigger", FLUSH_TRIGGERS, default="hook") or "hook"
         kind = p.choice("session_kind", SESSION_KINDS)  # cron, heartbeat, subagent: skipped
@@ -129,7 +129,7 @@ class AgentMethods:
         without an LLM configured); when it should, the offset moves past those lines."""
         ref = p.path("workspace")
         transcript = p.required_path("transcript")
-        session_id = p.required_text("session_id")
+        session_id = clean_session_id(p.required_text("session_id"))
         p.done()
         ws, path = self._transcript(ref, transcript, session_id)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
@@ -153,6 +153,7 @@ class AgentMethods:
         """An observer says what an agent session did (jobs/session_trust.py): the user
         spoke, the session read something, or it is about to call a tool of ours."""
         given = p.text("session_id")
+        given = clean_session_id(given) if given is not None else None
         event = p.choice("event", session_trust.EVENTS)
         origin = p.choice("origin", ORIGINS)
         tool = p.text("tool")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
-from memoryd.files.provenance import ledger_for
+from memoryd.files.provenance import clean_session_id, ledger_for
 from memoryd.lifecycle import archive, exports, importing, journal
 from memoryd.lifecycle import forget as select
 from memoryd.lifecycle.forget_run import ForgetConflict, apply_forget, apply_import, describe
@@ -40,6 +40,7 @@ class LifecycleMethods:
         lines = p.text("lines")
         query = p.text("query")
         session = p.text("session_id")
+        session = clean_session_id(session) if session is not None else None  # as stored
         max_results = p.integer("max_results", lo=1, hi=MAX_QUERY_HITS, default=5)
         dry_run = p.flag("dry_run")
         purge = p.flag("purge")

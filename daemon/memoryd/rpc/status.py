@@ -17,6 +17,7 @@ from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
+from memoryd.secrets import mask
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
@@ -51,7 +52,9 @@ class StatusReport:
             "provider": self.provider(),
             "server": self.server(),
             "degraded": self.degraded(),
-            "workspaces": await asyncio.gather(*(self.workspace(w) for w in items)),
+            "workspaces": [
+                masked(w) for w in await asyncio.gather(*(self.workspace(w) for w in items))
+            ],
             **(
                 {"fleet": self.fleet.local_status()}
                 if self.fleet is not None
@@ -136,3 +139,22 @@ class StatusReport:
         if kept.changes:  # what forget keeps (docs/lifecycle.md); absent when nothing
             out["forget_kept"] = {**kept.to_dict(), "keep_days": self.config().forget.keep_days}
         return out
+
+
+def masked(entry: dict[str, Any]) -> dict[str, Any]:
+    """A workspace's status with what memory files said masked, as search, get and recall
+    mask it (secrets.py): the most returned lines (a hand-written secret in one must not be
+    printed by ``memctl status``), and the reasons files were skipped or the index is
+    degraded (they may quote a name or a line)."""
+    hits = entry.get("line_hits")
+    if isinstance(hits, dict):
+        for top in hits.get("top") or ():
+            if isinstance(top, dict) and isinstance(top.get("line"), str):
+                top["line"] = mask(top["line"])
+    skipped = entry.get("skipped")
+    if isinstance(skipped, dict):
+        entry["skipped"] = {k: mask(v) if isinstance(v, str) else v for k, v in skipped.items()}
+    degraded = entry.get("degraded")
+    if isinstance(degraded, list):
+        entry["degraded"] = [mask(d) if isinstance(d, str) else d for d in degraded]
+    return entry
