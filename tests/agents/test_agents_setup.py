@@ -23,6 +23,14 @@ FOREIGN_SETTINGS = {
 FOREIGN_MCP = {"mcpServers": {"github": {"command": "gh-mcp", "args": []}}}
 
 
+@pytest.fixture(autouse=True)
+def home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home of its own: setup writes ~/.claude.json (never the real one)."""
+    path = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(path))
+    return path
+
+
 def run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     code = cli.main(list(argv), stdout=out, stderr=err)
@@ -37,9 +45,12 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
     settings.write_text(json.dumps(FOREIGN_SETTINGS))
     (tmp_path / ".mcp.json").write_text(json.dumps(FOREIGN_MCP))
 
-    code, out, err = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    code, out, err = run(
+        "setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon", "--shared"
+    )
     assert code == 0, err
-    assert out.count(": updated") == 2
+    assert out.count(": updated") == 3  # .mcp.json, settings.json, settings.local.json
+    assert "approve memoryd" in out  # a shared .mcp.json server waits for each person's yes
     mcp = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]
     assert mcp["github"] == FOREIGN_MCP["mcpServers"]["github"]
     assert mcp["memoryd"]["args"] == ["mcp"]
@@ -64,8 +75,10 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
         assert group["hooks"][0]["command"].endswith(f"hook claude-code {arg}")
 
     files = {p: p.read_bytes() for p in (settings, tmp_path / ".mcp.json")}
-    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
-    assert code == 0 and out.count("already set up") == 2
+    code, out, _ = run(
+        "setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon", "--shared"
+    )
+    assert code == 0 and out.count("already set up") == 3
     assert {p: p.read_bytes() for p in files} == files
 
 
@@ -93,7 +106,7 @@ def test_a_settings_file_that_is_not_json_is_left_alone_with_a_clear_error(
     tmp_path: Path,
 ) -> None:
     (tmp_path / ".mcp.json").write_text("{ not json")
-    code, _, err = run("setup", "claude-code", "--project", str(tmp_path))
+    code, _, err = run("setup", "claude-code", "--project", str(tmp_path), "--shared")
     assert code == 1 and "is not valid JSON" in err and err.count("\n") == 1
     assert (tmp_path / ".mcp.json").read_text() == "{ not json"
 
@@ -128,7 +141,9 @@ def test_the_skill_is_shipped_in_agent_skills_format() -> None:
 
 
 def test_setup_writes_the_workspace_into_the_hooks_and_the_mcp_entry(tmp_path: Path) -> None:
-    code, _, err = run("setup", "claude-code", "--project", str(tmp_path), "-w", "alice")
+    code, _, err = run(
+        "setup", "claude-code", "--project", str(tmp_path), "-w", "alice", "--shared"
+    )
     assert code == 0, err
     mcp = json.loads((tmp_path / ".mcp.json").read_text())["mcpServers"]["memoryd"]
     assert mcp["args"] == ["mcp", "-w", "alice"]
@@ -180,3 +195,40 @@ def test_setup_skill_writes_the_skill_in_a_fresh_home(
     code, _, _ = run("setup", "skill", "--project", str(tmp_path / "app"))
     assert code == 0
     assert (tmp_path / "app" / ".claude" / "skills" / "memoryd-memory" / "SKILL.md").is_file()
+
+
+# ---------------------------------------------------------------- issue 35
+
+
+def test_project_setup_is_local_to_the_user_and_allows_the_read_only_tools(
+    tmp_path: Path, home: Path
+) -> None:
+    (home / ".claude.json").write_text(json.dumps({"numStartups": 3, "projects": {"/x": {}}}))
+    local = tmp_path / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps(FOREIGN_SETTINGS))
+    code, out, err = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    assert code == 0, err
+    assert not (tmp_path / ".mcp.json").exists()  # a project server would wait for approval
+    state = json.loads((home / ".claude.json").read_text())
+    assert state["numStartups"] == 3 and state["projects"]["/x"] == {}
+    entry = state["projects"][str(tmp_path)]["mcpServers"]["memoryd"]
+    assert entry["args"] == ["mcp"] and entry["type"] == "stdio"
+    assert entry["alwaysLoad"] is True  # not behind tool search: searched before answering
+    # claude -p honours the user's own settings.local.json, not the project's settings.json
+    data = json.loads(local.read_text())
+    assert data["hooks"] == FOREIGN_SETTINGS["hooks"]
+    assert data["permissions"]["allow"] == [
+        "Bash(npm test)",  # the user's, kept first
+        "mcp__memoryd__memory_search",
+        "mcp__memoryd__memory_get",
+        "mcp__memoryd__memory_status",
+    ]  # writes (append, forget, export, import) stay the user's choice
+    assert "permissions" not in json.loads((tmp_path / ".claude" / "settings.json").read_text())
+    assert "approve" not in out
+    code, out, _ = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    assert code == 0 and out.count("already set up") == 3
+    user = run("setup", "claude-code", "--user", "--flush", "daemon")
+    assert user[0] == 0, user[2]
+    home_settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert "mcp__memoryd__memory_search" in home_settings["permissions"]["allow"]

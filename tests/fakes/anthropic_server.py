@@ -1,19 +1,40 @@
 """A fake Anthropic Messages API on 127.0.0.1 for driving Claude Code headless (``claude
--p``): every ``POST /v1/messages`` gets one short text turn (as server-sent events when the
-request streams) and is kept, its JSON body parsed, in ``requests``."""
+-p``): every ``POST /v1/messages`` gets one assistant turn (as server-sent events when the
+request streams) and is kept, its JSON body parsed, in ``requests``. The turn is one short
+text, or what ``reply(body)`` answers: content blocks, text or ``tool_use`` (then the turn
+stops for the tool, and Claude Code sends its result in the next request)."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 ANSWER = "Noted."
+Reply = Callable[[dict[str, Any]], list[dict[str, Any]] | None]
+
+
+def tool_use(name: str, args: dict[str, Any], call_id: str = "toolu_fake_1") -> dict[str, Any]:
+    """A content block asking Claude Code to run tool ``name``."""
+    return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+
+def tool_results(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``tool_result`` blocks of a request's messages."""
+    return [
+        block
+        for m in body.get("messages", [])
+        if isinstance(m.get("content"), list)
+        for block in m["content"]
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
 
 
 class FakeAnthropicServer:
-    def __init__(self) -> None:
+    def __init__(self, reply: Reply | None = None) -> None:
+        self.reply = reply
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
@@ -42,7 +63,12 @@ class FakeAnthropicServer:
         self._httpd.server_close()
 
 
-def _events(model: str) -> list[tuple[str, dict[str, Any]]]:
+def _blocks(server: FakeAnthropicServer, body: dict[str, Any]) -> list[dict[str, Any]]:
+    chosen = server.reply(body) if server.reply is not None else None
+    return chosen or [{"type": "text", "text": ANSWER}]
+
+
+def _events(model: str, blocks: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
     message = {
         "id": "msg_fake",
         "type": "message",
@@ -53,35 +79,37 @@ def _events(model: str) -> list[tuple[str, dict[str, Any]]]:
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 1},
     }
-    return [
-        ("message_start", {"type": "message_start", "message": message}),
-        (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-        (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "text_delta", "text": ANSWER},
-            },
-        ),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": message})
+    ]
+    for i, block in enumerate(blocks):
+        if block["type"] == "tool_use":
+            start = {**block, "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            start = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": block["text"]}
+        events += [
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": i, "content_block": start},
+            ),
+            ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": i}),
+        ]
+    stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+    events += [
         (
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "delta": {"stop_reason": stop, "stop_sequence": None},
                 "usage": {"output_tokens": 2},
             },
         ),
         ("message_stop", {"type": "message_stop"}),
     ]
+    return events
 
 
 def _handler_for(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
@@ -103,15 +131,19 @@ def _handler_for(server: FakeAnthropicServer) -> type[BaseHTTPRequestHandler]:
                 server.requests.append({"path": self.path, "body": body})
             if "count_tokens" in self.path:
                 self._json({"input_tokens": 10})
-            elif body.get("stream"):
+                return
+            blocks = _blocks(server, body)
+            events = _events(str(body.get("model", "fake")), blocks)
+            if body.get("stream"):
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
                 self.end_headers()
-                for name, data in _events(str(body.get("model", "fake"))):
+                for name, data in events:
                     self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
             else:
-                message = dict(_events(str(body.get("model", "fake")))[0][1]["message"])
-                message.update(content=[{"type": "text", "text": ANSWER}], stop_reason="end_turn")
+                message = dict(events[0][1]["message"])
+                stop = events[-2][1]["delta"]["stop_reason"]
+                message.update(content=blocks, stop_reason=stop)
                 self._json(message)
 
         def _json(self, obj: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -54,6 +55,10 @@ FLUSH_EVENTS: Final = {
 }
 FLUSH_MODES: Final = ("auto", "agent", "daemon")
 SKILL_DIR: Final = Path(".claude") / "skills" / "memoryd-memory"
+# What `claude -p` may run without asking: the read-only tools (search, get, status).
+READ_ONLY_TOOLS: Final = tuple(
+    f"mcp__{SERVER_NAME}__memory_{tool}" for tool in ("search", "get", "status")
+)
 
 
 class SetupError(Exception):
@@ -75,11 +80,13 @@ def mcp_entry(command: str, workspace: str | None = None) -> dict[str, Any]:
     return {"command": command, "args": ["mcp", *(["-w", workspace] if workspace else [])]}
 
 
-def hook_entry(command: str, event: str, workspace: str | None = None) -> dict[str, Any]:
+def hook_entry(
+    command: str, event: str, workspace: str | None = None, agent: str = "claude-code"
+) -> dict[str, Any]:
     where = f" -w {shlex.quote(workspace)}" if workspace else ""
     return {
         "type": "command",
-        "command": f"{shlex.quote(command)} hook claude-code {event}{where}",  # a path with spaces
+        "command": f"{shlex.quote(command)} hook {agent} {event}{where}",  # a path with spaces
         "timeout": HOOK_TIMEOUT_S,
     }
 
@@ -140,14 +147,47 @@ def _object(parent: dict[str, Any], key: str, path: Path) -> dict[str, Any]:
     return value
 
 
-def merge_mcp(path: Path, command: str, workspace: str | None = None) -> Change:
+def edit(path: Path, *edits: Callable[[dict[str, Any], Path], None]) -> Change:
+    """The JSON file at ``path`` with ``edits`` applied (unchanged when the data is the
+    same: a file formatted by hand is not rewritten for its whitespace)."""
     before, data = _load(path)
-    _object(data, "mcpServers", path)[SERVER_NAME] = mcp_entry(command, workspace)
+    for change in edits:
+        change(data, path)
     after = _dump(data)
     return Change(path, before, before if _same(before, after) else after)
 
 
-def _ours(hook: Any, event: str) -> bool:
+def set_server(entry: dict[str, Any], *where: str) -> Callable[[dict[str, Any], Path], None]:
+    """An edit putting ``entry`` at ``where...`` / ``mcpServers`` / memoryd."""
+
+    def apply(data: dict[str, Any], path: Path) -> None:
+        for key in where:
+            data = _object(data, key, path)
+        _object(data, "mcpServers", path)[SERVER_NAME] = entry
+
+    return apply
+
+
+def merge_mcp(path: Path, command: str, workspace: str | None = None) -> Change:
+    return edit(path, set_server(mcp_entry(command, workspace)))
+
+
+def claude_mcp_entry(command: str, workspace: str | None) -> dict[str, Any]:
+    # alwaysLoad: the tools are in the model's list from the first turn, not behind Claude
+    # Code's tool search (the model must search memory before answering about prior work)
+    return {"type": "stdio", **mcp_entry(command, workspace), "alwaysLoad": True}
+
+
+def allow_read_only(data: dict[str, Any], path: Path) -> None:
+    """``permissions.allow`` gets memoryd's read-only tools: ``claude -p`` refuses any tool
+    not allowed (``readOnlyHint`` grants nothing). Writes stay the user's choice."""
+    allow = _object(data, "permissions", path).setdefault("allow", [])
+    if not isinstance(allow, list):
+        raise SetupError(f"{path}: permissions.allow is not a list; fix it, then run setup again")
+    allow.extend(rule for rule in READ_ONLY_TOOLS if rule not in allow)
+
+
+def _ours(hook: Any, agent: str, event: str) -> bool:
     """Whether ``hook`` is memctl's for ``event`` (with or without -w, by name or path)."""
     if not isinstance(hook, dict):
         return False
@@ -155,42 +195,60 @@ def _ours(hook: Any, event: str) -> bool:
         words = shlex.split(str(hook.get("command", "")))
     except ValueError:  # someone else's command with unbalanced quotes
         return False
-    return words[1:4] == ["hook", "claude-code", event]
+    return words[1:4] == ["hook", agent, event]
+
+
+def set_hooks(
+    command: str,
+    workspace: str | None,
+    events: dict[str, str],
+    wanted: dict[str, str],
+    matchers: dict[str, str],
+    agent: str = "claude-code",
+) -> Callable[[dict[str, Any], Path], None]:
+    """An edit putting our hook for each of ``wanted``'s events (name -> our event
+    argument): replaced where it is, else added as a group of its own (with the event's
+    matcher, when it has one); ours for the other ``events`` are taken out (a group left
+    empty goes too)."""
+
+    def apply(data: dict[str, Any], path: Path) -> None:
+        hooks = _object(data, "hooks", path)
+        for name, event in events.items():
+            groups = hooks.get(name, [])
+            if not isinstance(groups, list):
+                raise SetupError(
+                    f"{path}: hooks.{name} is not a list; fix it, then run setup again"
+                )
+            entry = hook_entry(command, event, workspace, agent) if name in wanted else None
+            placed = False
+            for group in groups:
+                inner = group.get("hooks") if isinstance(group, dict) else None
+                if not isinstance(inner, list):
+                    continue
+                kept = [h for h in inner if not _ours(h, agent, event)]
+                if len(kept) != len(inner) and entry is not None and not placed:
+                    at = next(i for i, h in enumerate(inner) if _ours(h, agent, event))
+                    kept.insert(at, entry)
+                    placed = True
+                inner[:] = kept
+            groups = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
+            if entry is not None and not placed:
+                matcher = matchers.get(name)
+                groups.append(
+                    {"matcher": matcher, "hooks": [entry]} if matcher else {"hooks": [entry]}
+                )
+            if groups:
+                hooks[name] = groups
+            else:
+                hooks.pop(name, None)
+
+    return apply
 
 
 def merge_hooks(
     path: Path, command: str, workspace: str | None = None, flush: str = "daemon"
 ) -> Change:
-    """Our hook for each event: replaced where it is, else added as a group of its own;
-    ours for the other flush mode's events are taken out (a group left empty goes too)."""
-    before, data = _load(path)
-    hooks = _object(data, "hooks", path)
-    wanted = hook_events(flush)
-    for name, event in HOOK_EVENTS.items():
-        groups = hooks.get(name, [])
-        if not isinstance(groups, list):
-            raise SetupError(f"{path}: hooks.{name} is not a list; fix it, then run setup again")
-        entry = hook_entry(command, event, workspace) if name in wanted else None
-        placed = False
-        for group in groups:
-            inner = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(inner, list):
-                continue
-            kept = [h for h in inner if not _ours(h, event)]
-            if len(kept) != len(inner) and entry is not None and not placed:
-                kept.insert(next(i for i, h in enumerate(inner) if _ours(h, event)), entry)
-                placed = True
-            inner[:] = kept
-        groups = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
-        if entry is not None and not placed:
-            matcher = HOOK_MATCHERS.get(name)
-            groups.append({"matcher": matcher, "hooks": [entry]} if matcher else {"hooks": [entry]})
-        if groups:
-            hooks[name] = groups
-        else:
-            hooks.pop(name, None)
-    after = _dump(data)
-    return Change(path, before, before if _same(before, after) else after)
+    return edit(path, set_hooks(command, workspace, HOOK_EVENTS, hook_events(flush), HOOK_MATCHERS))
 
 
 def _same(before: str, after: str) -> bool:
@@ -210,12 +268,30 @@ def claude_code_changes(
     command: str,
     workspace: str | None = None,
     flush: str = "daemon",
+    shared: bool = False,
 ) -> list[Change]:
-    mcp = project / ".mcp.json" if project is not None else home / ".claude.json"
-    settings = (project if project is not None else home) / ".claude" / "settings.json"
+    """``project`` None: every project (``~/.claude.json`` and ``~/.claude/settings.json``).
+    Else this project's ``.claude/settings.json`` (hooks) and ``settings.local.json`` (the
+    read-only tools allowed), and the server in ``~/.claude.json`` for
+    this project only (Claude Code's "local" scope, what ``claude mcp add`` writes: private
+    to this user, so nothing to approve), or, ``shared``, in its ``.mcp.json`` for everyone
+    who checks it out (Claude Code has each of them approve it first)."""
+    entry = claude_mcp_entry(command, workspace)
+    if project is None:
+        mcp = edit(home / ".claude.json", set_server(entry))
+    elif shared:
+        mcp = edit(project / ".mcp.json", set_server(entry))
+    else:
+        mcp = edit(home / ".claude.json", set_server(entry, "projects", str(project)))
+    hooks = set_hooks(command, workspace, HOOK_EVENTS, hook_events(flush), HOOK_MATCHERS)
+    if project is None:
+        return [mcp, edit(home / ".claude" / "settings.json", hooks, allow_read_only)]
+    # A project's shared settings.json grants no permission to `claude -p`: they go in the
+    # user's own settings.local.json (which Claude Code keeps out of git)
     return [
-        merge_mcp(mcp, command, workspace),
-        merge_hooks(settings, command, workspace, flush),
+        mcp,
+        edit(project / ".claude" / "settings.json", hooks),
+        edit(project / ".claude" / "settings.local.json", allow_read_only),
     ]
 
 
@@ -259,8 +335,9 @@ def snippet(client: str) -> str:
     short = memctl_command()
     if client == "claude-code":
         return (
-            "# .mcp.json (project) or ~/.claude.json (user): mcpServers\n"
-            + _dump({"mcpServers": {SERVER_NAME: mcp_entry(short)}})
+            "# ~/.claude.json: mcpServers (every project), or projects.<project>.mcpServers\n"
+            "# (one project), or the project's .mcp.json (shared; each person approves it)\n"
+            + _dump({"mcpServers": {SERVER_NAME: claude_mcp_entry(short, None)}})
             + "\n# .claude/settings.json (project) or ~/.claude/settings.json (user): hooks\n"
             + _dump(
                 {
@@ -270,6 +347,9 @@ def snippet(client: str) -> str:
                     }
                 }
             )
+            + "\n# .claude/settings.local.json (project) or ~/.claude/settings.json (user): the\n"
+            "# read-only tools claude -p may call (a project's settings.json grants none)\n"
+            + _dump({"permissions": {"allow": list(READ_ONLY_TOOLS)}})
             + "# without an LLM configured ([llm]) the agent saves its notes itself: a Stop hook\n"
             + "# instead of PreCompact and SessionEnd (memctl setup claude-code --flush agent)\n"
         )

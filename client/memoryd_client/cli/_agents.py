@@ -159,13 +159,20 @@ def _add_setup(sub: Any, command: Command) -> None:
     where.add_argument(
         "--project",
         metavar="DIR",
-        help="claude-code: this project's .mcp.json and .claude/settings.json "
-        "(the default, with the current directory)",
+        help="claude-code: this project (the default, with the current directory): "
+        ".claude/settings.json, and the MCP server for this project in ~/.claude.json",
     )
     where.add_argument(
         "--user",
         action="store_true",
         help="claude-code: ~/.claude.json and ~/.claude/settings.json (every project)",
+    )
+    p.add_argument(
+        "--shared",
+        action="store_true",
+        help="claude-code: the MCP server in the project's .mcp.json, for everyone who checks "
+        "it out (each must approve it in Claude Code); default: in ~/.claude.json for this "
+        "project and you only, nothing to approve",
     )
     p.add_argument("--dry-run", action="store_true", help="print the diff, change nothing")
     p.add_argument("--print", action="store_true", help="print the snippet to paste")
@@ -347,6 +354,7 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
                 command=setup.memctl_command(),
                 workspace=args.workspace,
                 flush=flush,
+                shared=args.shared,
             )
     except setup.SetupError as exc:
         raise ClientError(str(exc)) from None
@@ -360,6 +368,12 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
             ctx.print(f"{change.path}: updated")
     if not args.dry_run and any(c.changed for c in changes):
         ctx.print("restart Claude Code (or run /mcp and /hooks) to load it")
+    if args.client == "claude-code" and args.shared and project is not None:
+        ctx.print(
+            "Claude Code asks each person to approve a project's .mcp.json server: run "
+            "`claude` here once and approve memoryd (until then `claude mcp list` shows it "
+            "pending approval, and `claude -p` runs without it)"
+        )
     return EXIT_OK
 
 
