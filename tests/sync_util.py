@@ -71,14 +71,21 @@ def make_remote(tmp: Path) -> Path:
 
 
 @contextlib.contextmanager
-def host(name: str, sync: dict[str, Any] | None = None, remote: str = "") -> Iterator[Host]:
-    """A daemon with workspace "notes"; ``remote``: it syncs there as its config says."""
+def host(
+    name: str,
+    sync: dict[str, Any] | None = None,
+    remote: str = "",
+    extra: dict[str, Any] | None = None,
+) -> Iterator[Host]:
+    """A daemon with workspace "notes"; ``remote``: it syncs there as its config says;
+    ``extra``: more config sections (fleet)."""
     home = short_tmp()
     ws = home / "ws"
     (ws / "memory").mkdir(parents=True)
     config = {
         "workspaces": [{"path": str(ws), "name": "notes", "sync_remote": remote}],
         "sync": {"host": name, **(sync or {})},
+        **(extra or {}),
     }
     clock = FakeClock(START)
     try:

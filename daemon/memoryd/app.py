@@ -206,7 +206,6 @@ class Daemon:
             )
             self._scheduler.recover()
             self._finish_changes()
-            self._start_fleet()
             self.sync = SyncService(
                 self.paths.state_dir,
                 lambda: [(w.name, w.root) for w in self.registry.list()],
@@ -216,6 +215,7 @@ class Daemon:
                 self.watcher.submit,
             )
             self.watcher.listeners.append(self.sync.notify)
+            self._start_fleet()
             self._methods = self._make_methods(self._registry, self._scheduler)
             await self.server.start(sock)
         except BaseException:
@@ -271,7 +271,11 @@ class Daemon:
             return
         settings = fleet_settings(self.config.fleet, self.env)  # a bad DSN: ConfigError
         self.fleet = FleetService(
-            settings, holder_id(self.paths.state_db.parent), self.registry.list, lambda: self.config
+            settings,
+            holder_id(self.paths.state_db.parent),
+            self.registry.list,
+            lambda: self.config,
+            self.sync.sync_id if self.sync is not None else lambda root: "",
         )
         self.fleet.start()
 

@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 LOCK_KEY = 0x6D656D6F7279  # "memory": the advisory lock that serialises schema creation
 
 DDL = """
@@ -32,6 +32,7 @@ CREATE TABLE IF NOT EXISTS {s}.workspaces(
     n_tokens bigint NOT NULL DEFAULT 0,
     generation bigint NOT NULL DEFAULT 0,  -- the local index generation published
     published_at timestamptz,
+    sync_id text NOT NULL DEFAULT '',  -- a workspace git-synced across hosts: one copy searched
     UNIQUE(host, name)
 );
 CREATE TABLE IF NOT EXISTS {s}.files(

@@ -104,6 +104,7 @@ class WorkspacePublisher:
         reader: LocalIndexReader,
         generation: int,
         fp: Fingerprint,
+        sync_id: str = "",
     ) -> PublishReport:
         """Bring the fleet's copy up to the local index (LeaseRefused when not ours)."""
         started = time.perf_counter()
@@ -155,9 +156,9 @@ class WorkspacePublisher:
             conn.execute(
                 self._q(
                     "UPDATE {s}.workspaces SET provider = %s, model = %s, dims = %s, "
-                    "generation = %s, published_at = now() WHERE id = %s"
+                    "generation = %s, published_at = now(), sync_id = %s WHERE id = %s"
                 ),
-                (fp.provider, fp.model, fp.dims, generation, self.ws_id),
+                (fp.provider, fp.model, fp.dims, generation, sync_id, self.ws_id),
             )
         self.generation = generation
         self.published_at = time.time()

@@ -49,6 +49,7 @@ class RemoteWorkspace:
     published_at: dt.datetime | None
     lease_live: bool
     holder_info: dict[str, Any]
+    sync_id: str = ""  # the same git-synced workspace on several hosts shares it
 
     def freshness(self, now: dt.datetime) -> dict[str, Any]:
         age = (now - self.published_at).total_seconds() if self.published_at else None
@@ -76,6 +77,31 @@ def porter_tokenizer() -> TokenizeOffsets:
     return with_offsets(tokenize)
 
 
+def fold_synced(
+    found: list[RemoteWorkspace], own_host: str
+) -> tuple[list[RemoteWorkspace], dict[tuple[str, str], RemoteWorkspace]]:
+    """One copy of each git-synced workspace (docs/sync.md, fleet): the same lines on every
+    host that syncs it are searched once. The copy kept: this host's own, else a live
+    publisher's, else the newest publish. Answers (kept, {(host, name): the copy kept})."""
+    groups: dict[str, list[RemoteWorkspace]] = {}
+    kept: list[RemoteWorkspace] = []
+    for ws in found:
+        if ws.sync_id:
+            groups.setdefault(ws.sync_id, []).append(ws)
+        else:
+            kept.append(ws)
+    folded: dict[tuple[str, str], RemoteWorkspace] = {}
+    oldest = dt.datetime.min.replace(tzinfo=dt.UTC)
+    for members in groups.values():
+        best = max(
+            members, key=lambda w: (w.host == own_host, w.lease_live, w.published_at or oldest)
+        )
+        kept.append(best)
+        folded.update({(w.host, w.name): best for w in members if w is not best})
+    kept.sort(key=lambda w: (w.host, w.name))
+    return kept, folded
+
+
 class RemoteIndex:
     """Queries over the published tables; one per searching thread (not thread-safe)."""
 
@@ -93,7 +119,7 @@ class RemoteIndex:
         rows = conn.execute(
             self._q(
                 "SELECT id, host, name, provider, model, dims, n_chunks, n_tokens, published_at, "
-                "coalesce(lease_expires > now(), false), holder_info FROM {s}.workspaces "
+                "coalesce(lease_expires > now(), false), holder_info, sync_id FROM {s}.workspaces "
                 "WHERE (%(host)s::text IS NULL OR host = %(host)s) "
                 "AND (%(name)s::text IS NULL OR name = %(name)s) ORDER BY host, name"
             ),
@@ -112,6 +138,7 @@ class RemoteIndex:
                 r[8],
                 bool(r[9]),
                 dict(r[10] or {}),
+                str(r[11] or ""),
             )
             for r in rows
         ]

@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -27,7 +28,7 @@ from memoryd.fleet import lease
 from memoryd.fleet.local_reader import LocalIndexReader
 from memoryd.fleet.postgres_schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
-from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace
+from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace, fold_synced
 from memoryd.fleet.settings import FleetSettings
 from memoryd.index.types import SearchRequest
 from memoryd.index.vectors.query_vectors import PreparedQuery
@@ -48,11 +49,15 @@ class FleetService:
         holder: str,
         workspaces: Callable[[], list[Workspace]],
         config: Callable[[], Config],
+        sync_id: Callable[[Path], str] = lambda root: "",
     ) -> None:
+        """``sync_id``: a git-synced workspace's identity (its remote and branch; '' when
+        it does not sync), published so fleet search reads one copy of it."""
         self.settings = settings
         self.holder = holder
         self._workspaces = workspaces
         self._config = config
+        self._sync_id = sync_id
         self._pub_thread = ThreadPoolExecutor(1, thread_name_prefix="memoryd-fleet-publish")
         self._search_thread = ThreadPoolExecutor(1, thread_name_prefix="memoryd-fleet-search")
         self._pub_conn: psycopg.Connection[Any] | None = None
@@ -189,7 +194,9 @@ class FleetService:
             reader = self._readers[name] = LocalIndexReader(index.db_path, text_reader(index))
             reader.owner = index
         try:
-            report = pub.publish(self._pub_conn, reader, generation, _fingerprint(index))
+            report = pub.publish(
+                self._pub_conn, reader, generation, _fingerprint(index), self._sync_id(index.root)
+            )
         except lease.LeaseRefused as exc:
             pub.renewed_at = time.monotonic()  # asked again in lease_seconds / 3
             if self._refused.get(name) != exc.message:
@@ -295,11 +302,11 @@ class FleetService:
         started = time.perf_counter()
 
         def run(conn: psycopg.Connection[Any]) -> dict[str, Any]:
-            found = (
-                [self._remote.one(conn, host, name)]
-                if host and name
-                else self._remote.workspaces(conn)
-            )
+            folded: dict[tuple[str, str], RemoteWorkspace] = {}
+            if host and name:
+                found = [self._remote.one(conn, host, name)]
+            else:  # a workspace synced to several hosts: its lines once, not once per host
+                found, folded = fold_synced(self._remote.workspaces(conn), self.settings.host)
             now = conn.execute("SELECT now()").fetchone()
             now_ts: dt.datetime = now[0] if now else dt.datetime.now(dt.UTC)
             results: list[dict[str, Any]] = []
@@ -338,7 +345,11 @@ class FleetService:
                 "mode_used": "hybrid"
                 if "hybrid" in modes
                 else (modes.pop() if modes else "keyword"),
-                "fleet": [w.freshness(now_ts) for w in found],
+                "fleet": [w.freshness(now_ts) for w in found]
+                + [
+                    {"host": h, "workspace": n, "same_as": f"{w.host}:{w.name}"}
+                    for (h, n), w in sorted(folded.items())
+                ],
                 "took_ms": round((time.perf_counter() - started) * 1000, 3),
                 "index_generation": 0,
                 "pending_files": 0,

@@ -35,6 +35,7 @@ from memoryd.sync.engine import Engine, Report
 from memoryd.sync.snapshot import uncommitted
 from memoryd.sync.status import Recorded, conflicts_in, display_remote, iso, waiting
 from memoryd.sync.workspace_repo import open_engine
+from memoryd_client.agents.project import normalize_remote
 
 __all__ = ["SyncService"]
 
@@ -283,6 +284,15 @@ class SyncService:
         task = self._start(ws, "manual")
         report = await asyncio.shield(task)
         return report, ws
+
+    def sync_id(self, root: Path) -> str:
+        """The workspace's identity across the hosts that sync it ('' when it does not):
+        its remote (normalised: ssh and https URLs of one repository agree) and branch.
+        Fleet mode publishes it so that fleet search reads one copy (docs/sync.md)."""
+        s = saved.load(self.state_dir, self.config(), root)
+        if s is None:
+            return ""
+        return f"{normalize_remote(s.remote) or s.remote.rstrip('/')}#{s.branch}"
 
     def enable(self, root: Path, settings: saved.Settings) -> None:
         saved.save(self.state_dir, root, settings)
