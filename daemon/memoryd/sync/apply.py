@@ -21,7 +21,6 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Final
 
 from memoryd.errors import MemorydError
 from memoryd.files.beneath import open_beneath
@@ -35,7 +34,6 @@ from memoryd.sync.tree_merge import Integration
 
 __all__ = ["Busy", "LockPaths", "write_integration"]
 
-MAX_ATTEMPTS: Final = 5
 LockPaths = Callable[[Iterable[Path]], AbstractContextManager[object]]
 
 
@@ -76,37 +74,36 @@ def write_integration(
     committed = repo.tree_of(integ.ours)
     old = repo.blobs(e.oid for p in integ.contents if (e := committed.get(p)) is not None)
     rels = sorted(integ.contents)
-    for _ in range(MAX_ATTEMPTS):
-        with locked(root / r for r in rels), _ledger_held(root, rels):
-            files = []
-            for rel in rels:
-                regular, disk = _read(root, rel)
-                if not regular:
-                    continue  # a link or a folder where a memory file was: left alone
-                entry = committed.get(rel)
-                base = old[entry.oid] if entry is not None else None
-                new = integ.contents[rel]
-                if disk != base:  # written since our commit: merged again, nothing lost
-                    sides = Sides(rel, integ.ledger, host, host, now, now)
-                    new = merge_file(kind_of(rel), base, disk, new, sides).data
-                if new != disk:
-                    files.append(journal.FileChange(rel, disk, new))
-            if not files:
-                return []
-            change = journal.Change("sync", files, {"sync": integ.theirs}, keep)
 
-            def replan(rel: str, disk: bytes | None) -> bytes | None:
-                """Written again just before its rename (beyond an append): merged again."""
-                entry = committed.get(rel)
-                base = old[entry.oid] if entry is not None else None
-                sides = Sides(rel, integ.ledger, host, host, now, now)
-                return merge_file(kind_of(rel), base, disk, integ.contents[rel], sides).data
+    def merged_with(rel: str, disk: bytes | None) -> bytes | None:
+        """The file's new content given what is on disk now (written since our commit:
+        merged again by its rule, with the committed version as the base)."""
+        entry = committed.get(rel)
+        base = old[entry.oid] if entry is not None else None
+        new = integ.contents[rel]
+        if disk == base:
+            return new
+        sides = Sides(rel, integ.ledger, host, host, now, now)
+        return merge_file(kind_of(rel), base, disk, new, sides).data
 
-            applied = journal.apply(root, change, now=now, replan=replan)
-            if applied.left:  # a link or a folder took a file's place: tried again
-                continue
-            return [f.rel for f in files]
-    raise Busy("the memory files kept changing while sync wrote them; it tries again")
+    with locked(root / r for r in rels), _ledger_held(root, rels):
+        files = []
+        for rel in rels:
+            regular, disk = _read(root, rel)
+            if not regular:
+                continue  # a link or a folder where a memory file was: left alone
+            new = merged_with(rel, disk)
+            if new != disk:
+                files.append(journal.FileChange(rel, disk, new))
+        change = journal.Change("sync", files, {"sync": integ.theirs}, keep)
+        done = journal.apply(root, change, now=now, replan=merged_with)
+    if done.left:  # the branch must not claim what the files do not hold: next time
+        raise Busy(
+            "sync could not write "
+            + ", ".join(f"{rel} ({why})" for rel, why in sorted(done.left.items()))
+            + "; it tries again"
+        )
+    return [f.rel for f in files]
 
 
 @contextlib.contextmanager

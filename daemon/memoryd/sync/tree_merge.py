@@ -14,6 +14,7 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from memoryd.files.lines import line_key
 from memoryd.files.provenance import LEDGER_REL
 from memoryd.sync.merge_daily import Sides
 from memoryd.sync.merge_file import merge_file
@@ -99,19 +100,24 @@ def _tombstones(
     ours_blob: Callable[[str], bytes | None],
     scope: Scope,
 ) -> None:
+    """Remove the lines of the tombstones not applied here yet, and count what this host
+    lost to forgets made elsewhere (by the merge itself, or by the tombstones now)."""
     by_path: dict[str, set[str]] = {}
     for t in stones:
         if scope.synced(t.path):
             by_path.setdefault(t.path, set()).add(t.k)
     for path, keys in sorted(by_path.items()):
-        current = out.contents[path] if path in out.contents else ours_blob(path)
+        before = ours_blob(path)
+        current = out.contents.get(path, before)
         if current is None:
             continue
         text = as_text(current)
         lines, removed = drop_lines(text.lines, keys)
         if removed:
             out.contents[path] = as_bytes(lines, text.newline_at_end)
-            out.removed.append(Removal(path, removed))
+        had = sum(1 for x in as_text(before).lines if x.strip() and line_key(x) in keys)
+        if had:
+            out.removed.append(Removal(path, had))
 
 
 def today(now: float) -> str:
