@@ -111,11 +111,33 @@ def print_forget(ctx: Context, result: ForgetResult) -> None:
         ctx.print(
             "nothing to forget" + (" (session marked forgotten)" if result.session_id else "")
         )
+    _print_sync(ctx, result)
     if result.dry_run:
         if result.removed:
             ctx.note(f"dry run: {result.lines} line(s) in {result.files} file(s); add --yes")
     elif result.kept:
         ctx.note(f"pre-image kept in {result.kept} (forget.keep_days; --purge keeps none)")
+
+
+def _print_sync(ctx: Context, result: ForgetResult) -> None:
+    """A purge on a synced workspace: what it does to the sync history (docs/sync.md)."""
+    sync = result.raw.get("sync")
+    if not isinstance(sync, dict):
+        return
+    remote = sync.get("remote")
+    if result.dry_run:
+        ctx.note(
+            f"this workspace syncs to {remote}: the purge rewrites memoryd's sync history "
+            "without these lines and force-pushes it; the other hosts remove them at their "
+            f"next sync. Out of reach: {sync.get('unreachable')}"
+        )
+    elif sync.get("done"):
+        ctx.note(f"sync history rewritten without them and force-pushed to {remote}")
+    else:
+        ctx.note(
+            f"sync history rewritten here; the force-push to {remote} is pending "
+            f"({sync.get('pending') or sync.get('error')}): every sync tries it again"
+        )
 
 
 def cmd_export(args: argparse.Namespace, ctx: Context) -> int:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
+from memoryd.files.lines import line_key
 from memoryd.files.provenance import clean_session_id, ledger_for
 from memoryd.lifecycle import archive, exports, importing, journal
 from memoryd.lifecycle import forget as select
@@ -81,8 +82,12 @@ class LifecycleMethods:
             sel = await asyncio.to_thread(
                 select.by_session, layout, ledger_for(ws.root), session, flushed
             )
+        synced = self.m.sync.purge_plan(ws.root) if purge and self.m.sync else None
         if dry_run:
-            return describe(sel, dry_run=True)
+            out = describe(sel, dry_run=True)
+            if synced is not None:  # said before it is done (docs/sync.md, purge)
+                out["sync"] = synced
+            return out
         # The index side loads numpy and the tokenizer: here, as the index itself is loaded
         # after the socket listens (registry.py), never at the daemon's start.
         from memoryd.index.forget_cache import cache_hashes
@@ -102,6 +107,10 @@ class LifecycleMethods:
             await self._forgotten(ws, index, exc.paths, exc.folder, hashes or [], {})
             raise
         await self._forgotten(ws, index, done.paths, done.folder, hashes or [], done.answer)
+        if synced is not None and self.m.sync is not None:  # memoryd's history and the remote
+            keys = {line_key(t) for r in sel.removals for t in r.lines.values()} - {""}
+            whole = {r.rel for r in sel.removals if r.whole_file}
+            done.answer["sync"] = await self.m.sync.purge(ws.root, keys, whole)
         return done.answer
 
     async def _forgotten(

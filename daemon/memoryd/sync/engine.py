@@ -27,6 +27,7 @@ from memoryd.runtime.logs import get_logger
 from memoryd.sync.apply import LockPaths, write_integration
 from memoryd.sync.git import GitError
 from memoryd.sync.paths import Scope
+from memoryd.sync.purge import Pending, drop_old_history, mark_seen, rewrite_without
 from memoryd.sync.repo import SEEN_REF, Entry, Repo
 from memoryd.sync.snapshot import Held, Snapshot, commit_workspace
 from memoryd.sync.tree_merge import FILE_MODE, Hosts, Integration, integrate, today
@@ -50,7 +51,8 @@ class Report:
     notes: dict[str, int] = field(default_factory=dict)
     forgotten: dict[str, int] = field(default_factory=dict)  # lines tombstones removed
     pushed: bool = False
-    rewritten: bool = False  # the remote's history was rewritten (a purge elsewhere)
+    rewritten: bool = False  # history rewritten (a purge: here, or elsewhere and adopted)
+    purged_versions: int = 0  # file versions a purge here rewrote
     held: list[Held] = field(default_factory=list)
     offline: str | None = None
     error: str | None = None
@@ -65,6 +67,7 @@ class Report:
             "forgotten": self.forgotten,
             "pushed": self.pushed,
             "rewritten": self.rewritten,
+            "purged_versions": self.purged_versions,
             "held": [h.to_dict() for h in self.held],
             "offline": self.offline,
             "error": self.error,
@@ -123,6 +126,9 @@ class Engine:
         with self.lock:
             snap = self._commit()
             report.committed, report.held = snap.commit, snap.held
+            pending = Pending.read(self.repo.git.git_dir)
+            if pending is not None:  # a purge's force-push has not reached the remote yet
+                return self._purge_rounds(pending, report)
             for _ in range(MAX_ROUNDS):
                 try:
                     self._fetch()
@@ -140,6 +146,78 @@ class Engine:
             report.error = "the remote kept moving: other hosts pushed during every try"
             return report
 
+    def purge(self, keys: set[str], paths: set[str] | None = None) -> Report:
+        """Rewrite memoryd's history without the lines of ``keys`` (and the whole files
+        ``paths``) and force-push it (purge.py). Durable first: a kill from here on is
+        finished by the next sync."""
+        report = Report()
+        with self.lock:
+            gd = self.repo.git.git_dir
+            pending = Pending.read(gd) or Pending(set(), self.now())
+            pending.keys |= keys
+            pending.paths |= paths or set()
+            pending.write(gd)
+            snap = self._commit()
+            report.committed, report.held = snap.commit, snap.held
+            return self._purge_rounds(pending, report)
+
+    def _purge_rounds(self, pending: Pending, report: Report) -> Report:
+        repo, keys = self.repo, frozenset(pending.keys)
+        for _ in range(MAX_ROUNDS):
+            try:
+                self._fetch()
+                report.fetched = True
+            except GitError as exc:
+                if not exc.offline:
+                    raise
+                report.offline = exc.message
+            if not report.offline:
+                self._integrate(report, purged=keys)
+            head = repo.head()
+            if head is None:
+                Pending.clear(repo.git.git_dir)
+                return report
+            tip, report.purged_versions = rewrite_without(repo, set(keys), pending.paths)
+            theirs = None if report.offline else repo.resolve(repo.tracking)
+            if theirs is not None and not self._force_push(tip, theirs, report):
+                continue  # another host pushed meanwhile: merged, rewritten again
+            repo.set_ref(repo.ref, tip, head, "memoryd: purge")
+            if report.offline:  # done here; the remote gets it at a later sync
+                for ref in (repo.tracking, SEEN_REF):  # they hold the old history
+                    if repo.resolve(ref) is not None:
+                        repo.git.run("update-ref", "-d", ref)
+            else:
+                mark_seen(repo, tip)
+                Pending.clear(repo.git.git_dir)
+                report.pushed = True
+            drop_old_history(repo)
+            report.rewritten = True
+            return report
+        report.error = "the remote kept moving: the purge's force-push is tried again later"
+        return report
+
+    def _force_push(self, tip: str, lease: str, report: Report) -> bool:
+        """Force-push ``tip`` if the remote still is ``lease``; False when it moved."""
+        repo = self.repo
+        try:
+            repo.git.run(
+                "push",
+                "-q",
+                "--porcelain",
+                f"--force-with-lease={repo.ref}:{lease}",
+                repo.remote,
+                f"{tip}:{repo.ref}",
+                network=True,
+            )
+        except GitError as exc:
+            if exc.offline:
+                report.offline = exc.message
+                return True
+            if "stale info" in exc.stderr or "rejected" in exc.stderr:
+                return False
+            raise
+        return True
+
     def _fetch(self) -> None:
         repo = self.repo
         try:
@@ -151,18 +229,24 @@ class Engine:
             if repo.resolve(repo.tracking) is not None:
                 repo.git.run("update-ref", "-d", repo.tracking)
 
-    def _integrate(self, report: Report) -> str | None:
-        """Merge the fetched remote into our branch; the commit to push (None: nothing)."""
+    def _integrate(self, report: Report, purged: frozenset[str] = frozenset()) -> str | None:
+        """Merge the fetched remote into our branch; the commit to push (None: nothing).
+        ``purged``: a purge here is rewriting our history (never an adoption of theirs)."""
         repo = self.repo
         head, theirs = repo.head(), repo.resolve(repo.tracking)
         if theirs is None:  # an empty remote: ours goes up as it is
             return head
         seen = repo.resolve(SEEN_REF)
-        adopt = seen is not None and seen != theirs and not repo.is_ancestor(seen, theirs)
+        adopt = (
+            not purged
+            and seen is not None
+            and seen != theirs
+            and not repo.is_ancestor(seen, theirs)
+        )
         if head is not None and not adopt and (head == theirs or repo.is_ancestor(theirs, head)):
             return head if head != theirs else None
         hosts = Hosts(self.host, _author_of(repo, theirs), today(self.now()))
-        integ = integrate(repo, self.scope, head, theirs, hosts, adopt)
+        integ = integrate(repo, self.scope, head, theirs, hosts, adopt, purged)
         if self.foreign_refused and integ.other:
             names = ", ".join(sorted(integ.other)[:5])
             raise Refused(
@@ -170,7 +254,7 @@ class Engine:
                 f"them yourself (git pull in {self.root}; the memory files merge by "
                 "memoryd's rules), then memoryd syncs again"
             )
-        keep = bool(integ.removed) and not adopt
+        keep = bool(integ.removed) and not adopt and not purged
         report.written = write_integration(
             self.root, repo, integ, self.locked, self.host, self.now(), keep
         )
@@ -180,9 +264,10 @@ class Engine:
         target = self._commit_merge(integ)
         repo.set_ref(repo.ref, target, head, "memoryd: merge")
         self._follow(sorted(integ.contents))
-        repo.set_ref(SEEN_REF, theirs, None if seen is None else seen, "memoryd: seen")
+        if not purged:
+            repo.set_ref(SEEN_REF, theirs, seen, "memoryd: seen")
         if adopt:
-            self._drop_old_history()
+            drop_old_history(repo)
         return target if target != theirs else None
 
     def _commit_merge(self, integ: Integration) -> str:
@@ -215,12 +300,6 @@ class Engine:
         repo.set_ref(SEEN_REF, target, seen, "memoryd: pushed")
         repo.set_ref(repo.tracking, target, repo.resolve(repo.tracking), "memoryd: pushed")
         return True
-
-    def _drop_old_history(self) -> None:
-        """After adopting a rewritten remote: what only our old history held goes."""
-        git = self.repo.git
-        git.run("reflog", "expire", "--expire=now", "--all")
-        git.run("gc", "-q", "--prune=now")
 
 
 def _author_of(repo: Repo, commit: str) -> str:

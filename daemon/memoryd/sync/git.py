@@ -155,6 +155,17 @@ class Git:
         # ssh must never wait for a passphrase on a terminal the daemon does not have.
         self._env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
 
+    def command(self, *args: str) -> list[str]:
+        """``git ARGS`` with memoryd's overrides, for a process run by hand (a pipe)."""
+        cmd = [self.exe]
+        for item in _OVERRIDES:
+            cmd += ["-c", item]
+        return [*cmd, *args]
+
+    def environment(self) -> dict[str, str]:
+        """The environment every git of this repository runs with."""
+        return {**self._env, **self.identity.env()}
+
     def run(
         self,
         *args: str,
@@ -165,11 +176,8 @@ class Git:
         cwd: Path | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run ``git ARGS``; GitError unless its exit code is in ``ok``."""
-        cmd = [self.exe]
-        for item in _OVERRIDES:
-            cmd += ["-c", item]
-        cmd += list(args)
-        full_env = {**self._env, **self.identity.env(), **(env or {})}
+        cmd = self.command(*args)
+        full_env = {**self.environment(), **(env or {})}
         try:
             proc = subprocess.run(
                 cmd,

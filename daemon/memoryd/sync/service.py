@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.sync import purge
 from memoryd.sync import settings as saved
 from memoryd.sync.apply import LockPaths
 from memoryd.sync.engine import Engine, Report
@@ -285,6 +286,35 @@ class SyncService:
         report = await asyncio.shield(task)
         return report, ws
 
+    def purge_plan(self, root: Path) -> dict[str, Any] | None:
+        """What a purge of this workspace does to its sync (None: it does not sync)."""
+        s = saved.load(self.state_dir, self.config(), root)
+        return None if s is None else purge.describe(display_remote(s.remote))
+
+    async def purge(self, root: Path, keys: set[str], paths: set[str]) -> dict[str, Any] | None:
+        """After ``forget --purge``: memoryd's history rewritten without ``keys`` (and the
+        whole files ``paths``) and force-pushed (purge.py); None when it does not sync."""
+        ws = self.of(root)
+        if ws is None or not (keys or paths):
+            return None
+        if ws.engine is None:
+            self._open(ws, self.config())
+        engine = ws.engine
+        plan = self.purge_plan(root) or {}
+        if engine is None:
+            return {**plan, "done": False, "error": f"sync cannot run: {ws.problem}"}
+        report = await asyncio.to_thread(engine.purge, keys, paths)
+        assert ws.recorded is not None
+        ws.recorded.record(report, self._now(), "purge")
+        pending = report.offline is not None or report.error is not None
+        return {
+            **plan,
+            "done": not pending,
+            "force_pushed": report.pushed,
+            "file_versions_rewritten": report.purged_versions,
+            "pending": report.offline or report.error,
+        }
+
     def sync_id(self, root: Path) -> str:
         """The workspace's identity across the hosts that sync it ('' when it does not):
         its remote (normalised: ssh and https URLs of one repository agree) and branch.
@@ -325,6 +355,7 @@ class SyncService:
             "next_sync_at": iso(ws.next_sync) if cfg.sync.interval_seconds or ws.failures else None,
             "failures": ws.failures,
             "held": rec.get("held", []),
+            "purge_pending": _pending(ws),
             "conflicts": conflicts_in(ws.root, saved.scope_of(cfg)),
         }
         engine = ws.engine
@@ -356,6 +387,13 @@ def _changed(ws: _Ws, paths: Iterable[Path]) -> bool:
             ws.seen[path] = now
             changed = True
     return changed
+
+
+def _pending(ws: _Ws) -> dict[str, Any] | None:
+    if ws.engine is None:
+        return None
+    p = purge.Pending.read(ws.engine.repo.git.git_dir)
+    return None if p is None else {"since": iso(p.since), "lines": len(p.keys)}
 
 
 def describe_settings(s: saved.Settings, folder: Path) -> dict[str, Any]:

@@ -49,11 +49,18 @@ class Hosts:
 
 
 def integrate(
-    repo: Repo, scope: Scope, ours: str | None, theirs: str, hosts: Hosts, adopt: bool = False
+    repo: Repo,
+    scope: Scope,
+    ours: str | None,
+    theirs: str,
+    hosts: Hosts,
+    adopt: bool = False,
+    purged: frozenset[str] = frozenset(),
 ) -> Integration:
     """Our commit ``ours`` (None: nothing committed yet) and the remote's ``theirs``.
     ``adopt``: the remote's history was rewritten (a purge): the result builds on theirs
-    alone, and our old history is dropped."""
+    alone, and our old history is dropped. ``purged``: line keys a purge here is taking
+    out of everything (purge.py): kept out of what the merge brings in."""
     base = repo.merge_base(ours, theirs) if ours else None
     if ours is None or adopt or repo.is_ancestor(ours, theirs):
         parents = [theirs]
@@ -91,6 +98,13 @@ def integrate(
     out.ledger = view
     committed = LedgerView.of(parse_records(blob(t_o, LEDGER_REL)))
     _tombstones(out, unseen(view, committed), lambda p: blob(t_o, p), scope)
+    if purged:
+        for p, data in list(out.contents.items()):
+            if data is not None and p != LEDGER_REL:
+                text = as_text(data)
+                lines, removed = drop_lines(text.lines, purged)
+                if removed:
+                    out.contents[p] = as_bytes(lines, text.newline_at_end)
     return out
 
 
