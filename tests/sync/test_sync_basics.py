@@ -75,3 +75,15 @@ def test_what_is_synced_and_what_never_is(tmp_path: Path) -> None:
         state = a.status()
         assert state["enabled"] and state["last_push_at"]
         assert state["waiting"]["commits"] == 0 and state["waiting"]["files"] == []
+
+
+def test_transcripts_are_synced_only_when_opted_in_and_under_the_cap(tmp_path: Path) -> None:
+    bare = make_remote(tmp_path)
+    sync = {"transcripts": True, "transcript_max_bytes": 200}
+    with host("laptop", sync, remote=f"file://{bare}") as a:
+        (a.ws / "sessions").mkdir()
+        (a.ws / "sessions" / "small.jsonl").write_text('{"role":"user","text":"hi"}\n')
+        (a.ws / "sessions" / "big.jsonl").write_text('{"role":"user"}\n' * 50)
+        a.sync()
+        files = remote_files(bare)
+        assert "sessions/small.jsonl" in files and "sessions/big.jsonl" not in files

@@ -47,6 +47,10 @@ def test_both_hosts_edit_the_same_memory_line(tmp_path: Path) -> None:
         )
         for h in (a, b):
             assert h.status()["conflicts"] == [{"path": "MEMORY.md", "line": note_line}]
+        with b.client() as c:  # the hippocampus report lists it too
+            run = c.jobs_run("hippocampus", workspace="notes", dry_run=True)
+        assert run.report["sync_conflicts"] == [note_line], run.report
+        assert "## Sync conflicts to settle" in run.report["report"]
         # The person settles it: the note goes from status everywhere.
         (a.ws / "MEMORY.md").write_text(BASE.replace("blue", "red").replace("noon", "one"))
         settle(a, b)

@@ -313,6 +313,9 @@ def report_markdown(when: str, mode: str, data: dict[str, Any]) -> str:
         f"score {c['score']})"
         for c in data.get("candidates", [])
     ] or ["- none"]
+    conflicts = data.get("sync_conflicts") or []
+    if conflicts:  # docs/sync.md: both hosts changed these lines; a person settles them
+        out += ["", "## Sync conflicts to settle", *(f"- MEMORY.md line {n}" for n in conflicts)]
     refused = data.get("gate_refused") or {}
     if refused:
         out += ["", "## Kept out by the gate", *(f"- {k}: {v} line(s)" for k, v in refused.items())]

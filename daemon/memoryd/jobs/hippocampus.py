@@ -46,6 +46,7 @@ from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.runtime.config import HippocampusConfig
 from memoryd.secrets import mask, redact
+from memoryd.sync.conflict_note import find_notes
 
 NAME: Final = "hippocampus"
 PROMPT_RESERVE_TOKENS: Final = 600  # instructions and markers around the inputs
@@ -446,6 +447,7 @@ def _finish(
     report["mode"] = mode
     report["candidates"] = [c.brief() for c in candidates[: curation.TOP_IN_REPORT]]
     report["gate_refused"] = dict(gate.refused)
+    report["sync_conflicts"] = find_notes(new)  # MEMORY.md lines under a sync conflict note
     text = curation.report_markdown(ctx.now.isoformat(timespec="seconds"), mode, report)
     new_bytes = new.encode("utf-8")
     if ctx.dry_run:
