@@ -125,3 +125,12 @@ def fleet_dsn(pg_server: ScratchPostgres) -> str:
 
 if TYPE_CHECKING:
     from scratch_postgres import ScratchPostgres
+
+
+@pytest.fixture(scope="session")
+def client_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bin folder of a fresh venv with memoryd-client installed from its wheel, as a user
+    installs it (tests/client_wheel.py): memctl there runs nothing of the checkout."""
+    from client_wheel import fresh_venv
+
+    return fresh_venv(tmp_path_factory.mktemp("client-wheel"))

@@ -118,7 +118,8 @@ def test_printed_snippets_have_each_clients_documented_shape() -> None:
         return "\n".join(line for line in out.splitlines() if not line.startswith("#"))
 
     assert json.loads(printed("cursor"))["mcpServers"]["memoryd"]["args"] == ["mcp"]
-    codex = tomllib.loads(printed("codex"))
+    codex_text = printed("codex")
+    codex = tomllib.loads(codex_text[: codex_text.index("{")])  # then hooks.json
     assert codex["mcp_servers"]["memoryd"]["args"] == ["mcp"]
     desktop = json.loads(printed("claude-desktop"))["mcpServers"]["memoryd"]
     assert Path(desktop["command"]).is_absolute()
@@ -232,3 +233,44 @@ def test_project_setup_is_local_to_the_user_and_allows_the_read_only_tools(
     assert user[0] == 0, user[2]
     home_settings = json.loads((home / ".claude" / "settings.json").read_text())
     assert "mcp__memoryd__memory_search" in home_settings["permissions"]["allow"]
+
+
+def test_codex_setup_merges_server_and_hooks_keeping_foreign_ones_and_undoes(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    codex = home / ".codex"
+    codex.mkdir()
+    config = 'model = "o3"\n\n[mcp_servers.github]\ncommand = "gh-mcp"\n'
+    (codex / "config.toml").write_text(config)
+    (codex / "hooks.json").write_text(json.dumps(FOREIGN_SETTINGS))
+    before = {p.name: p.read_bytes() for p in codex.iterdir()}
+    code, out, err = run("setup", "codex", "-w", "proj", "--flush", "daemon", "--dry-run")
+    assert code == 0 and "+[mcp_servers.memoryd]" in out and "hook codex user-prompt-submit" in out
+    assert {p.name: p.read_bytes() for p in codex.iterdir()} == before
+    code, out, err = run("setup", "codex", "-w", "proj", "--flush", "daemon")
+    assert code == 0, err
+    assert "/hooks" in out  # Codex runs a new hook only once trusted: said
+    data = tomllib.loads((codex / "config.toml").read_text())
+    assert data["model"] == "o3" and data["mcp_servers"]["github"] == {"command": "gh-mcp"}
+    server = data["mcp_servers"]["memoryd"]
+    assert server["args"] == ["mcp", "-w", "proj"] and server["env"]["MEMORYD_SOCKET"]
+    hooks = json.loads((codex / "hooks.json").read_text())["hooks"]
+    assert hooks["PreToolUse"][0] == FOREIGN_SETTINGS["hooks"]["PreToolUse"][0]
+    commands = [h["command"] for groups in hooks.values() for g in groups for h in g["hooks"]]
+    for event in ("user-prompt-submit", "session-start", "pre-compact", "session-end"):
+        assert any(c.endswith(f"hook codex {event} -w proj") for c in commands), event
+    assert not any(" stop" in c for c in commands if "codex" in c)  # daemon flush: no Stop
+    code, out, _ = run("setup", "codex", "-w", "proj", "--flush", "daemon")
+    assert code == 0 and out.count("already set up") == 2
+    code, out, err = run("setup", "codex", "--undo")
+    assert code == 0, err
+    assert tomllib.loads((codex / "config.toml").read_text()) == tomllib.loads(config)
+    hooks = json.loads((codex / "hooks.json").read_text())["hooks"]
+    assert not any(
+        "memctl" in h["command"] or "hook codex" in h["command"]
+        for groups in hooks.values()
+        for g in groups
+        for h in g["hooks"]
+    )
+    printed = run("setup", "codex", "--print")[1]
+    assert "[mcp_servers.memoryd]" in printed and "hook codex user-prompt-submit" in printed

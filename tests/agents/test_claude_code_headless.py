@@ -2,9 +2,10 @@
 writes, against a fake Anthropic API and a real daemon: the prompt hook's recall reaches
 the model's request.
 
-Skipped unless Claude Code is there: ``$CLAUDE_CODE_BIN``, ``claude`` on PATH, or
-``npm install --prefix tests/agents/claude_code @anthropic-ai/claude-code`` (a ~400 MB
-native binary from the npm registry, so CI does not install it).
+Runs when Claude Code is there: ``$CLAUDE_CODE_BIN``, ``npm ci --prefix
+tests/agents/agent_clis`` (what .ci/run does; the pinned native binary from the npm
+registry), or ``claude`` on PATH; skipped otherwise, and failed instead when
+``AGENT_CLI_TESTS=required``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from memoryd_client import MemoryClient
 pytestmark = pytest.mark.timeout(120)
 
 BIN = Path(sys.executable).parent
-LOCAL = Path(__file__).parent / "claude_code" / "node_modules" / ".bin" / "claude"
+LOCAL = Path(__file__).parent / "agent_clis" / "node_modules" / ".bin" / "claude"
 
 
 def _claude() -> str | None:
@@ -37,6 +38,8 @@ def _claude() -> str | None:
 
 
 CLAUDE = _claude()
+if CLAUDE is None and os.environ.get("AGENT_CLI_TESTS") == "required":
+    raise RuntimeError("AGENT_CLI_TESTS=required but Claude Code is not installed (.ci/run does)")
 SEARCH = "mcp__memoryd__memory_search"
 
 

@@ -1,4 +1,5 @@
-"""``memctl hook claude-code EVENT``: Claude Code's hooks, answered from memoryd.
+"""``memctl hook claude-code|codex EVENT``: Claude Code's hooks (and Codex's, which have
+the same shape), answered from memoryd.
 
 Claude Code runs the command with the event's JSON on stdin (``session_id``,
 ``transcript_path``, ``cwd``, ``prompt``, ``stop_hook_active`` ...):
@@ -58,14 +59,14 @@ EVENTS: Final = {
     "pre-tool-use": "PreToolUse",
 }
 _PATH_KEYS: Final = ("file_path", "path", "notebook_path")
-AGENTS: Final = ("claude-code",)
+AGENTS: Final = ("claude-code", "codex")  # Codex runs hooks of Claude Code's shape
 TIMEOUT_S: Final = 5.0  # Claude Code waits for the hook; recall answers in milliseconds
 MAX_STDIN: Final = 4 * 1024 * 1024
 MAX_LOG_BYTES: Final = 1024 * 1024
 LOG_NAME: Final = "hooks.log"
 NO_AUTOSTART_ENV: Final = "MEMCTL_NO_AUTOSTART"
 USAGE: Final = (
-    "usage: memctl hook claude-code EVENT [-w WORKSPACE] [--socket PATH] [--timeout S]\n"
+    "usage: memctl hook claude-code|codex EVENT [-w WORKSPACE] [--socket PATH] [--timeout S]\n"
     f"EVENT: {', '.join(EVENTS)}; the event JSON on stdin; always exits 0\n"
 )
 SAVE_REASON: Final = (
@@ -262,7 +263,7 @@ def _tool_event(
         if tool.startswith("mcp__memoryd__"):
             return  # our own: the MCP server says what its answers held
         command, path = (
-            args.get("command"),
+            _command(args),
             next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None),
         )
         what = args.get("url") or args.get("query")
@@ -270,12 +271,20 @@ def _tool_event(
             session,
             "read",
             tool=tool,
-            command=command[:2000] if isinstance(command, str) else None,
+            command=command[:2000] if command else None,
             path=path,
             cwd=cwd,
             what=f"{tool} {what}"[:200] if isinstance(what, str) else None,
         )
     in_workspace(conn, workspace, cwd, lambda ws: _observe(conn, {**params, "workspace": ws}))
+
+
+def _command(args: dict[str, Any]) -> str | None:
+    """A shell tool's command: Claude Code's ``command``, Codex's ``cmd`` (or an argv)."""
+    value = args.get("command") or args.get("cmd")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return " ".join(value)
+    return value if isinstance(value, str) else None
 
 
 def handle(

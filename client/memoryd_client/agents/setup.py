@@ -358,9 +358,15 @@ def snippet(client: str) -> str:
             {"mcpServers": {SERVER_NAME: mcp_entry(short)}}
         )
     if client == "codex":
+        from memoryd_client.agents import codex_setup
+
+        hooks: dict[str, Any] = {}
+        codex_setup.hook_edit(short, None, "daemon")(hooks, Path("hooks.json"))
         return (
-            f"# ~/.codex/config.toml\n[mcp_servers.{SERVER_NAME}]\n"
-            f'command = {json.dumps(short)}\nargs = ["mcp"]\n'
+            "# ~/.codex/config.toml (memctl setup codex merges it, with the socket in env)\n"
+            + codex_setup.server_table(short, None, {})
+            + "\n# ~/.codex/hooks.json (then trust them in codex: /hooks)\n"
+            + _dump(hooks)
         )
     if client == "claude-desktop":
         where = (

@@ -179,7 +179,8 @@ def _add_setup(sub: Any, command: Command) -> None:
     p.add_argument(
         "--undo",
         action="store_true",
-        help="openclaw: give the memory slot back to memory-core (the plugin stays installed)",
+        help="openclaw: give the memory slot back to memory-core (the plugin stays installed); "
+        "codex: take out memoryd's server and hooks",
     )
     p.add_argument(
         "--plugin",
@@ -338,6 +339,8 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
     if args.client == "openclaw" and not args.mcp:
         return cmd_setup_openclaw(args, ctx)
     project = None if args.user else Path(args.project or os.getcwd()).resolve()
+    if args.client == "codex" and not args.print:
+        return cmd_setup_codex(args, ctx)
     try:
         if args.print or args.client not in ("claude-code", "skill"):
             if not args.print:
@@ -374,6 +377,43 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
             "`claude` here once and approve memoryd (until then `claude mcp list` shows it "
             "pending approval, and `claude -p` runs without it)"
         )
+    return EXIT_OK
+
+
+def cmd_setup_codex(args: argparse.Namespace, ctx: Context) -> int:
+    """Codex's config.toml and hooks.json: the MCP server and memctl's hooks (or --undo)."""
+    from pathlib import Path
+
+    from memoryd_client.agents import codex_setup
+    from memoryd_client.agents.openclaw_setup import mcp_env
+    from memoryd_client.agents.setup import SetupError, memctl_command, write
+
+    env = dict(os.environ)
+    flush = "daemon" if args.undo else args.flush if args.flush != "auto" else _flush_mode(ctx)
+    try:
+        changes = codex_setup.changes(
+            home=codex_setup.codex_home(env),
+            project=Path(args.project).resolve() if args.project else None,
+            command=memctl_command(),
+            workspace=args.workspace,
+            flush=flush,
+            env=mcp_env(ctx.client.socket_path, env),
+            undo=args.undo,
+        )
+    except SetupError as exc:
+        raise ClientError(str(exc)) from None
+    for change in changes:
+        if not change.changed:
+            ctx.print(f"{change.path}: already {'without memoryd' if args.undo else 'set up'}")
+        elif args.dry_run:
+            ctx.stdout.write(change.diff("after undo" if args.undo else "after setup"))
+        else:
+            write(change)
+            ctx.print(f"{change.path}: updated")
+    if not args.undo and not args.dry_run:
+        ctx.print(codex_setup.TRUST_NOTE)
+        if args.project:
+            ctx.print("Codex loads a project's .codex/ only in a trusted project (codex --trust)")
     return EXIT_OK
 
 

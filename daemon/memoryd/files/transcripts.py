@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+from memoryd.files.codex_rollout import as_transcript_line
+
 _ROLES = ("user", "assistant")
 READ_BLOCK = 1 << 20
 MAX_LINE_BYTES = 16 << 20  # a longer line (a tool's output pasted whole) is stepped over
@@ -65,6 +67,7 @@ def parse_transcript(data: bytes, first_line: int = 1) -> TranscriptChunkInput:
         if not isinstance(obj, dict):
             malformed += 1
             continue
+        obj = as_transcript_line(obj)  # a Codex rollout line in the shape below
         kind = obj.get("type")
         if kind == "session":
             session_id = _str(obj.get("id")) or session_id

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from memoryd.files.codex_rollout import as_transcript_line
+
 SKIPPED_KINDS: Final = frozenset({"cron", "heartbeat", "subagent"})
 # Tool names that bring outside content in: Claude Code's WebFetch/WebSearch, browsers
 # (playwright, puppeteer, chrome), mail, and MCP tools named after any of them.
@@ -80,6 +82,7 @@ class Turns:
             return None
         if not isinstance(obj, dict):
             return None
+        obj = as_transcript_line(obj)  # a Codex rollout line
         msg = obj.get("message")
         msg = msg if isinstance(msg, dict) else {}
         role = msg.get("role") or obj.get("type")

@@ -18,8 +18,9 @@ from memoryd.files.layout import transcripts_dir
 from memoryd.runtime.config import AgentsConfig
 
 # Claude Code keeps a project's sessions in ~/.claude/projects/<project>/<session>.jsonl;
-# OpenClaw keeps its agents' sessions under ~/.openclaw.
-AGENT_FOLDERS = ("~/.claude/projects", "~/.openclaw")
+# OpenClaw keeps its agents' sessions under ~/.openclaw; Codex its rollouts under
+# ~/.codex/sessions/YYYY/MM/DD/ (or $CODEX_HOME/sessions).
+AGENT_FOLDERS = ("~/.claude/projects", "~/.openclaw", "~/.codex/sessions")
 
 
 def _home(env: Mapping[str, str]) -> str:
@@ -30,6 +31,8 @@ def allowed_folders(root: Path, cfg: AgentsConfig, env: Mapping[str, str]) -> li
     """The folders transcripts may be read from, for the workspace at ``root``."""
     home = _home(env)
     named = [*AGENT_FOLDERS, *cfg.transcript_folders]
+    if env.get("CODEX_HOME"):
+        named.append(os.path.join(env["CODEX_HOME"], "sessions"))
     out = [Path(home, f[2:]) if f.startswith("~/") else Path(f) for f in named]
     return [*out, transcripts_dir(root)]
 
