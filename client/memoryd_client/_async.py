@@ -47,6 +47,8 @@ from memoryd_client.types import (
     ObserveResult,
     RecallResult,
     ReindexResult,
+    ReviewItem,
+    ReviewList,
     SearchResult,
     Status,
     SyncList,
@@ -416,6 +418,20 @@ class AsyncMemoryClient:
                 session_kind=session_kind,
             )
         )
+
+    async def review_list(self, *, workspace: str | None = None) -> ReviewList:
+        """The lines waiting for the owner's review (untrusted writes that ask to be kept)."""
+        return await self._run(_calls.review_list(workspace=workspace))
+
+    async def review_approve(self, item: str, *, workspace: str | None = None) -> ReviewItem:
+        """Take the waiting line ``item`` (its id, or 4+ characters of it) as the owner's."""
+        return await self._run(_calls.review_approve(item, workspace=workspace))
+
+    async def review_reject(
+        self, item: str, *, workspace: str | None = None
+    ) -> tuple[ReviewItem, ForgetResult]:
+        """Forget the waiting line ``item`` (its pre-image kept, as for any forget)."""
+        return await self._run(_calls.review_reject(item, workspace=workspace))
 
     async def reindex(
         self,

@@ -40,6 +40,8 @@ from memoryd_client.types import (
     Progress,
     RecallResult,
     ReindexResult,
+    ReviewItem,
+    ReviewList,
     SearchResult,
     Status,
     SyncList,
@@ -238,6 +240,34 @@ def flush_agent(
 def observe(session_id: str | None, event: str, **params: str | None) -> Call[ObserveResult]:
     # Idempotent: a user message or a read observed twice is the same state.
     return Call("observe", observe_params(session_id, event, **params), ObserveResult.from_wire)
+
+
+def review_list(*, workspace: str | None = None) -> Call[ReviewList]:
+    return Call("review.list", omit_none(workspace=workspace), ReviewList.from_wire)
+
+
+def review_approve(item: str, *, workspace: str | None = None) -> Call[ReviewItem]:
+    def approved(data: Any) -> ReviewItem:
+        return ReviewItem.from_wire(data.get("approved") if isinstance(data, dict) else None)
+
+    return Call(
+        "review.approve", omit_none(id=item, workspace=workspace), approved, idempotent=False
+    )
+
+
+def review_reject(
+    item: str, *, workspace: str | None = None
+) -> Call[tuple[ReviewItem, ForgetResult]]:
+    def rejected(data: Any) -> tuple[ReviewItem, ForgetResult]:
+        if not isinstance(data, dict):
+            raise BadResponse(f"malformed review.reject result from the daemon: {data!r}")
+        return ReviewItem.from_wire(data.get("rejected")), ForgetResult.from_wire(
+            data.get("forget")
+        )
+
+    return Call(
+        "review.reject", omit_none(id=item, workspace=workspace), rejected, idempotent=False
+    )
 
 
 def reindex(

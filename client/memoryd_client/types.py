@@ -387,6 +387,38 @@ class ObserveResult(_Wire):
 
 
 @dataclass
+class ReviewItem(_Wire):
+    """A line waiting for the owner's review (docs/provenance.md, "What waits on the
+    owner"): an untrusted write that asks to be kept long-term."""
+
+    _what: ClassVar[str] = "review item"
+
+    id: str
+    path: str
+    line: int
+    text: str = ""  # secrets masked
+    origin: str = "untrusted"
+    via: str = ""  # how it was written: append, mcp, flush, summary, import...
+    at: float = 0.0  # when (Unix seconds)
+    reasons: list[str] = field(default_factory=list)  # why it waits
+    session_id: str | None = None
+    session_kind: str | None = None
+    session_read: str | None = None  # what the session read that made it untrusted
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
+class ReviewList(_Wire):
+    """The answer to ``review.list``."""
+
+    _what: ClassVar[str] = "review list"
+
+    workspace: str | None = None
+    items: list[ReviewItem] = field(default_factory=list)
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+
+@dataclass
 class JobInfo(_Wire):
     """One job for one workspace: schedule, next run, last result (``jobs.list``, ``status``)."""
 
@@ -607,6 +639,8 @@ __all__ = [
     "Progress",
     "ProviderStatus",
     "ReindexResult",
+    "ReviewItem",
+    "ReviewList",
     "SearchHit",
     "SearchResult",
     "Status",

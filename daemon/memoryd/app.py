@@ -41,6 +41,7 @@ from memoryd.rpc.connection import Limits
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.lifecycle_methods import LifecycleMethods
 from memoryd.rpc.methods import Methods
+from memoryd.rpc.review_methods import ReviewMethods
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.status import StatusReport
 from memoryd.rpc.sync_methods import SyncMethods
@@ -550,6 +551,7 @@ class Daemon:
         )
         methods.table.update(AgentMethods(methods).table())  # recall, flush
         methods.table.update(LifecycleMethods(methods).table())  # forget, export, import
+        methods.table.update(ReviewMethods(methods).table())  # review.list, approve, reject
         methods.hits = self.hits  # search and recall count what they return
         methods.openclaw = self.openclaw  # workspace.add openclaw_home
         methods.sync = self.sync  # sync.* (rpc/sync_methods.py)

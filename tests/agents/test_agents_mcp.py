@@ -37,6 +37,7 @@ TOOLS = {
     "memory_status",
     "memory_export",
     "memory_import",
+    "memory_review",
 }
 
 
@@ -589,7 +590,7 @@ def test_server_info_capabilities_and_tool_annotations(md_home: Path) -> None:
         assert info["capabilities"] == {"tools": {"listChanged": False}}  # no empty extras
         raw.send({"method": "tools/list"})
         tools = {t["name"]: t for t in raw.answer()["result"]["tools"]}
-        for name in ("memory_search", "memory_get", "memory_status"):
+        for name in ("memory_search", "memory_get", "memory_status", "memory_review"):
             hints = tools[name]["annotations"]
             assert hints["readOnlyHint"] is True and hints["idempotentHint"] is True
         append = tools["memory_append"]["annotations"]

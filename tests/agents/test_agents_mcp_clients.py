@@ -82,6 +82,7 @@ def test_inspector_cli_over_stdio(node: str, md_home: Path, era: str) -> None:
             "memory_status",
             "memory_export",
             "memory_import",
+            "memory_review",
         }
         found, err = inspector(
             node,

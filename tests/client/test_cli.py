@@ -60,6 +60,9 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "sync status": [],
     "sync now": [],
     "sync disable": [],
+    "review list": [],
+    "review approve": ["3fa9c2d1"],
+    "review reject": ["3fa9c2d1"],
 }
 ONE_WORKSPACE_COMMANDS = {
     "status",
@@ -81,6 +84,9 @@ ONE_WORKSPACE_COMMANDS = {
     "sync status",
     "sync now",
     "sync disable",
+    "review list",
+    "review approve",
+    "review reject",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

@@ -217,6 +217,32 @@ class Bridge:
             call_id=call,
         )
 
+    async def review(self, workspace: str | None = None) -> dict[str, Any]:
+        """The review queue, read-only (approving is the owner's, through memctl)."""
+        ws = await self.workspace(workspace)
+        found = await self.client.review_list(workspace=ws)
+        items = [
+            {
+                "id": i.id,
+                "path": i.path,
+                "line": i.line,
+                "text": i.text,
+                "origin": i.origin,
+                "reasons": i.reasons,
+                **({"sessionId": i.session_id} if i.session_id else {}),
+            }
+            for i in found.items
+        ]
+        if items and (CALL_ID.get() or self.session):  # the model now read them
+            await self.client.observe(
+                self.session,
+                "read",
+                origin="untrusted",
+                what="memory_review showed untrusted lines",
+                call_id=CALL_ID.get(),
+            )
+        return {"workspace": found.workspace or ws, "items": items}
+
     async def get(
         self,
         path: str,
@@ -512,6 +538,17 @@ def append_text(result: dict[str, Any]) -> str:
             "stays searchable but is never recalled by itself until the owner approves it."
         )
     return done
+
+
+def review_text(result: dict[str, Any]) -> str:
+    items = result["items"]
+    if not items:
+        return f"Nothing waits for review in {result['workspace']}."
+    lines = [f"{len(items)} note(s) wait for the user's review in {result['workspace']}:"]
+    for i in items:
+        lines.append(f"- {i['id']} {i['path']}:{i['line']} ({i['origin']}): {i['text']}")
+    lines.append("Only the user can approve (memctl review approve ID) or reject them.")
+    return "\n".join(lines)
 
 
 def status_text(result: dict[str, Any]) -> str:

@@ -80,6 +80,11 @@ async def _append(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], st
     return data, _bridge.append_text(data)
 
 
+async def _review(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    data = await bridge.review(a.get("workspace"))
+    return data, _bridge.review_text(data)
+
+
 async def _status(bridge: Bridge, a: dict[str, Any]) -> tuple[dict[str, Any], str]:
     data = await bridge.status()
     return data, _bridge.status_text(data)
@@ -271,6 +276,19 @@ _CORE: Final = {
             read_only=True,
             idempotent=True,
             run=_status,
+        ),
+        Tool(
+            "memory_review",
+            "What waits for the owner's review",
+            "The notes waiting for the user's review: untrusted writes (made after a session "
+            "read a web page, an email or tool output) that ask to be kept long-term. They "
+            "are searchable but never recalled until the user approves them with `memctl "
+            "review approve`; only the user can approve or reject them. Read-only.",
+            schema({"workspace": WORKSPACE}),
+            out(workspace="string", items="array"),
+            read_only=True,
+            idempotent=True,
+            run=_review,
         ),
     )
 }

@@ -177,7 +177,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_agent_commands(sub, command)  # mcp, recall, flush, hook, setup (_agents.py)
     add_lifecycle_commands(sub, command)  # forget, export, import (_lifecycle.py)
     _sync_commands(sub)
+    _review_commands(sub)
     return parser
+
+
+def _review_commands(sub: Any) -> None:
+    """review [approve ID | reject ID] (_review.py)."""
+    from memoryd_client.cli._review import add_commands
+
+    add_commands(sub, command)
 
 
 def _sync_commands(sub: Any) -> None:
@@ -511,4 +519,5 @@ _GROUPS: dict[str, Callable[[Any], None]] = {
     "fleet": _fleet_commands,
     "jobs": _jobs_commands,
     "sync": _sync_commands,
+    "review": _review_commands,
 }

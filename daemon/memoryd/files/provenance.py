@@ -329,6 +329,17 @@ class Ledger:
         with self._lock:
             return {k: p for (rel, k), p in self._by_line.items() if rel == path}
 
+    def held(self, origins: Collection[str]) -> list[tuple[Line, Provenance, Record]]:
+        """The lines whose provenance is one of ``origins`` (untrusted, system: what the
+        review queue looks at), each with its latest ``add`` record (how and when)."""
+        with self._lock:
+            out = []
+            for line, prov in self._by_line.items():
+                if prov.origin in origins:
+                    adds = [r for r in self._lines[line] if r.op == "add"]
+                    out.append((line, prov, max(adds, key=lambda r: r.at)))
+            return out
+
     @property
     def forgotten_sessions(self) -> frozenset[str]:
         with self._lock:
