@@ -224,6 +224,7 @@ def test_project_setup_is_local_to_the_user_and_allows_the_read_only_tools(
         "mcp__memoryd__memory_search",
         "mcp__memoryd__memory_get",
         "mcp__memoryd__memory_status",
+        "mcp__memoryd__memory_review",
     ]  # writes (append, forget, export, import) stay the user's choice
     assert "permissions" not in json.loads((tmp_path / ".claude" / "settings.json").read_text())
     assert "approve" not in out

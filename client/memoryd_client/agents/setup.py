@@ -55,9 +55,9 @@ FLUSH_EVENTS: Final = {
 }
 FLUSH_MODES: Final = ("auto", "agent", "daemon")
 SKILL_DIR: Final = Path(".claude") / "skills" / "memoryd-memory"
-# What `claude -p` may run without asking: the read-only tools (search, get, status).
+# What `claude -p` may run without asking: the read-only tools (search, get, status, review).
 READ_ONLY_TOOLS: Final = tuple(
-    f"mcp__{SERVER_NAME}__memory_{tool}" for tool in ("search", "get", "status")
+    f"mcp__{SERVER_NAME}__memory_{tool}" for tool in ("search", "get", "status", "review")
 )
 
 
