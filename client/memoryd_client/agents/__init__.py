@@ -5,6 +5,6 @@ Only :mod:`memoryd_client.agents.mcp_server` imports the ``mcp`` SDK (the ``mcp`
 everything else here is as light as the rest of the client.
 """
 
-CLIENTS = ("claude-code", "cursor", "codex", "claude-desktop", "openclaw", "skill")
+CLIENTS = ("claude-code", "cursor", "codex", "claude-desktop", "openclaw", "hermes", "skill")
 """The agents ``memctl setup`` knows (setup.py); here, so memctl's parser can offer them
 without importing setup."""

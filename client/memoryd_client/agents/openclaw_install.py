@@ -87,7 +87,13 @@ def run(command: list[str], env: dict[str, str]) -> str:
     """Run an openclaw command; its stdout, or SetupError with the last lines it said."""
     try:
         done = subprocess.run(
-            command, env=env, capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+            command,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise SetupError(f"{' '.join(command)}: {exc}") from None

@@ -180,7 +180,7 @@ def _add_setup(sub: Any, command: Command) -> None:
         "--undo",
         action="store_true",
         help="openclaw: give the memory slot back to memory-core (the plugin stays installed); "
-        "codex: take out memoryd's server and hooks",
+        "codex: take out memoryd's server and hooks; hermes: back to its built-in memory",
     )
     p.add_argument(
         "--plugin",
@@ -189,6 +189,7 @@ def _add_setup(sub: Any, command: Command) -> None:
         "this memoryd-client ships)",
     )
     p.add_argument("--openclaw-bin", metavar="PATH", help="openclaw: its executable")
+    p.add_argument("--hermes-bin", metavar="PATH", help="hermes: its executable")
     p.add_argument(
         "--mcp",
         action="store_true",
@@ -341,6 +342,8 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
     project = None if args.user else Path(args.project or os.getcwd()).resolve()
     if args.client == "codex" and not args.print:
         return cmd_setup_codex(args, ctx)
+    if args.client == "hermes":
+        return cmd_setup_hermes(args, ctx)
     try:
         if args.print or args.client not in ("claude-code", "skill"):
             if not args.print:
@@ -414,6 +417,46 @@ def cmd_setup_codex(args: argparse.Namespace, ctx: Context) -> int:
         ctx.print(codex_setup.TRUST_NOTE)
         if args.project:
             ctx.print("Codex loads a project's .codex/ only in a trusted project (codex --trust)")
+    return EXIT_OK
+
+
+def cmd_setup_hermes(args: argparse.Namespace, ctx: Context) -> int:
+    """Hermes' memory folder registered, the provider plugin written and activated."""
+    from memoryd_client.agents import hermes_setup
+    from memoryd_client.agents.setup import SetupError
+
+    env = dict(os.environ)
+    try:
+        p = hermes_setup.plan(
+            env=env,
+            socket=ctx.client.socket_path,
+            workspace=args.workspace,
+            hermes_bin=args.hermes_bin,
+            undo=args.undo,
+        )
+    except SetupError as exc:
+        raise ClientError(str(exc)) from None
+    if args.print:
+        ctx.stdout.write(hermes_setup.print_snippet(p))
+        return EXIT_OK
+    if args.dry_run:
+        after = "after undo" if args.undo else "after setup"
+        ctx.stdout.write(p.describe(args.undo) + "".join(c.diff(after) for c in p.files))
+        return EXIT_OK
+    try:
+        if p.register is not None:
+            p.register.mkdir(parents=True, exist_ok=True)
+            added = ctx.client.workspace_add(p.register, hermes_setup.WORKSPACE_NAME)
+            ctx.print(f"memoryd: workspace {added.name} = {added.path}")
+        for line in hermes_setup.apply(p, env, args.undo):
+            ctx.print(line)
+    except SetupError as exc:
+        raise ClientError(str(exc)) from None
+    ctx.print(
+        "Hermes is back on its built-in memory"
+        if args.undo
+        else "memoryd is Hermes' memory provider (hermes memory status shows it)"
+    )
     return EXIT_OK
 
 
