@@ -123,6 +123,9 @@ def connect(
         if not readonly:
             _set_wal(conn)  # the first read: NotADBError here
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Freed content is zeroed when freed: a forgotten line's bytes do not linger in
+            # a freed cell or page (index/purge.py; its cost: docs/lifecycle.md).
+            conn.execute("PRAGMA secure_delete=ON")
         conn.execute("PRAGMA foreign_keys=ON")
         if setup is not None:
             setup(conn)

@@ -37,6 +37,7 @@ __all__ = [
     "TOP_FILES",
     "Archive",
     "pack",
+    "pack_members",
     "read_archive",
     "summary",
     "write_archive",
@@ -95,15 +96,25 @@ def _read(layout: Layout, rel: str) -> bytes:
 def pack(root: Path, name: str, now: float | None = None) -> tuple[bytes, dict[str, Any]]:
     """Workspace ``root``'s memory as a .tar.gz, and what it holds (``summary``)."""
     layout = Layout(root)
+    members: dict[str, bytes] = {}
+    for rel in _exportable(layout):
+        try:
+            members[rel] = _read(layout, rel)
+        except OSError:
+            continue  # gone meanwhile, or a link leading out: not exported
+    return pack_members(members, name, time.time() if now is None else now)
+
+
+def pack_members(
+    members: dict[str, bytes], name: str, stamp: float
+) -> tuple[bytes, dict[str, Any]]:
+    """``members`` (workspace-relative path -> bytes) as an export of workspace ``name``
+    made at ``stamp``: the .tar.gz and its summary (a purge repacks a kept export so)."""
     files: list[dict[str, Any]] = []
     buf = io.BytesIO()
-    stamp = time.time() if now is None else now
     with tarfile.open(fileobj=buf, mode="w") as tar:
-        for rel in _exportable(layout):
-            try:
-                data = _read(layout, rel)
-            except OSError:
-                continue  # gone meanwhile, or a link leading out: not exported
+        for rel in sorted(members):
+            data = members[rel]
             files.append(
                 {"path": rel, "sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
             )
@@ -156,6 +167,7 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, stamp: float) -> None:
 class Archive:
     workspace: str
     files: dict[str, bytes]  # memory files and the ledger, by workspace-relative path
+    created_at: float = 0.0  # the manifest's
 
 
 def read_archive(path: Path, dir_fd: int | None = None) -> Archive:
@@ -245,4 +257,9 @@ def _checked(path: Path, members: dict[str, bytes]) -> Archive:
     missing = sorted(set(listed) - set(members))
     if missing:
         raise InvalidParams(f"the archive lacks {missing[0]!r} (in its manifest)")
-    return Archive(str(manifest.get("workspace") or ""), members)
+    at = manifest.get("created_at")
+    return Archive(
+        str(manifest.get("workspace") or ""),
+        members,
+        float(at) if isinstance(at, int | float) else 0.0,
+    )

@@ -42,7 +42,15 @@ from memoryd.lifecycle.hits import words_of
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import mask
 
-__all__ = ["Removal", "Selection", "build_change", "by_hits", "by_range", "by_session"]
+__all__ = [
+    "Removal",
+    "Selection",
+    "build_change",
+    "by_hits",
+    "by_range",
+    "by_session",
+    "with_copies",
+]
 
 MAX_LINES: Final = 10_000  # one forget; more is a file to delete by hand
 _HEADING: Final = re.compile(r"^(#{1,6})\s")
@@ -196,6 +204,28 @@ def by_hits(layout: Layout, hits: Iterable[dict[str, Any]], query: str) -> Selec
             {n: text for n, text in shown.items() if score[n] == best}
         )
     return Selection([r for r in found.values() if r.lines], unmatched=unmatched)
+
+
+def with_copies(layout: Layout, sel: Selection) -> Selection:
+    """``sel`` and every other line of the memory files that is the same line (its
+    ``line_key``): what a purge removes too (hippocampus promoted it into MEMORY.md, a
+    person pasted it twice). Shown in the preview like the rest."""
+    keys = {line_key(t) for r in sel.removals for t in r.lines.values()} - {""}
+    if not keys:
+        return sel
+    found = {r.rel: r for r in sel.removals}
+    for rel in _memory_files(layout):
+        try:
+            real, data = read_real(layout, rel)
+        except (NotFound, ForbiddenPath, OSError):
+            continue
+        for n, raw in enumerate(_lines(data), 1):
+            text = raw.rstrip("\r\n")
+            if line_key(text) in keys:
+                removal = _removal(found, real, rel)
+                if not removal.whole_file:
+                    removal.lines.setdefault(n, text)
+    return Selection(list(found.values()), sel.session, sel.left, sel.unmatched)
 
 
 def _memory_files(layout: Layout) -> Iterator[str]:

@@ -15,6 +15,7 @@ from memoryd.files.lines import line_key
 from memoryd.files.provenance import clean_session_id, ledger_for
 from memoryd.lifecycle import archive, exports, importing, journal
 from memoryd.lifecycle import forget as select
+from memoryd.lifecycle import purge as purging
 from memoryd.lifecycle.forget_run import ForgetConflict, apply_forget, apply_import, describe
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
@@ -59,19 +60,7 @@ class LifecycleMethods:
         cfg = self.m.config()
         layout = Layout(ws.root, cfg.index.sessions, cfg.index.extra_paths)
         if query:
-            found = await self.m.table["search"](
-                Params(
-                    "search",
-                    {
-                        "query": query,
-                        "workspace": ws.name,
-                        "max_results": max_results,
-                        "sources": [SOURCE_MEMORY],
-                    },
-                ),
-                req,
-            )
-            sel = await asyncio.to_thread(select.by_hits, layout, found["results"], query)
+            sel = await self._by_query(ws, layout, query, max_results, req)
         elif path:
             assert lines is not None
             first, last = select.parse_range(lines)
@@ -82,6 +71,8 @@ class LifecycleMethods:
             sel = await asyncio.to_thread(
                 select.by_session, layout, ledger_for(ws.root), session, flushed
             )
+        if purge:  # every copy of the lines in the memory files goes too
+            sel = await asyncio.to_thread(select.with_copies, layout, sel)
         synced = self.m.sync.purge_plan(ws.root) if purge and self.m.sync else None
         if dry_run:
             out = describe(sel, dry_run=True)
@@ -104,14 +95,63 @@ class LifecycleMethods:
                 keep_days=cfg.forget.keep_days,
             )
         except ForgetConflict as exc:  # what did go leaves the index before the error
-            await self._forgotten(ws, index, exc.paths, exc.folder, hashes or [], {})
+            left = {str(r["path"]) for r in (exc.data or {}).get("not_removed", ())}
+            keys = _keys([r for r in sel.removals if r.rel not in left])
+            await self._forgotten(ws, index, exc.paths, exc.folder, hashes or [], {}, keys)
             raise
-        await self._forgotten(ws, index, done.paths, done.folder, hashes or [], done.answer)
+        keys = _keys(sel.removals)
+        await self._forgotten(ws, index, done.paths, done.folder, hashes or [], done.answer, keys)
+        if purge:
+            done.answer["purged"] = await self._purge(ws, index, sel, keys, done.answer)
         if synced is not None and self.m.sync is not None:  # memoryd's history and the remote
-            keys = {line_key(t) for r in sel.removals for t in r.lines.values()} - {""}
             whole = {r.rel for r in sel.removals if r.whole_file}
             done.answer["sync"] = await self.m.sync.purge(ws.root, keys, whole)
         return done.answer
+
+    async def _by_query(
+        self, ws: Workspace, layout: Layout, query: str, max_results: int | None, req: Request
+    ) -> select.Selection:
+        found = await self.m.table["search"](
+            Params(
+                "search",
+                {
+                    "query": query,
+                    "workspace": ws.name,
+                    "max_results": max_results,
+                    "sources": [SOURCE_MEMORY],
+                },
+            ),
+            req,
+        )
+        return await asyncio.to_thread(select.by_hits, layout, found["results"], query)
+
+    async def _purge(
+        self,
+        ws: Workspace,
+        index: WorkspaceIndex,
+        sel: select.Selection,
+        keys: set[str],
+        answer: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Every other copy (lifecycle/purge.py); what it could not reach is named."""
+        report = purging.Purge(
+            ws.root,
+            keys,
+            purging.cores_of(t for r in sel.removals for t in r.lines.values()),
+            {r.rel for r in sel.removals if r.whole_file},
+        )
+        state, locks = self.m.registry.state, self.m.appender.locks
+        purged = await asyncio.to_thread(purging.run, report, index, state, locks, self.m.hits)
+        fleet = answer.get("fleet")
+        if fleet not in (None, "published"):
+            purged["not_reached"].append(
+                {
+                    "path": "fleet (Postgres)",
+                    "why": f"not published yet ({fleet}): the publisher's next pass removes "
+                    "the rows",
+                }
+            )
+        return purged
 
     async def _forgotten(
         self,
@@ -121,6 +161,7 @@ class LifecycleMethods:
         folder: str,
         hashes: list[str],
         answer: dict[str, Any],
+        keys: set[str],
     ) -> None:
         """The index side of a forget: files synced before the answer (a search right after
         never finds a forgotten line; the journal knows it is done only then, so a kill
@@ -135,6 +176,7 @@ class LifecycleMethods:
         await asyncio.to_thread(journal.mark_indexed, ws.root, folder)
         gone = await asyncio.wrap_future(index.on_writer(lambda c: purge_cache(c, hashes)))
         answer["cache_entries_removed"] = gone or 0
+        await asyncio.to_thread(purging.forget_hits, self.m.registry.state, ws.root, keys)
         if self.m.fleet is not None:  # fleet search drops the lines now, not next pass
             answer["fleet"] = await self.m.fleet.publish_now(ws.name, index)
 
@@ -145,11 +187,21 @@ class LifecycleMethods:
         ws = self.m.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
         if given is None:  # the workspace's exports folder (what MCP's memory_export uses)
-            return await asyncio.to_thread(exports.export_here, ws.root, ws.name)
+            lock = self.m.appender.locks.lock_for(ws.root / exports.EXPORTS_DIR)
+
+            def here() -> dict[str, Any]:
+                with lock:  # a purge rewriting the folder waits, or comes after
+                    return exports.export_here(ws.root, ws.name)
+
+            return await asyncio.to_thread(here)
         out = _absolute(given)
         if not out.parent.is_dir():
             raise InvalidParams(f"{out.parent} is not a folder", {"param": "path"})
-        return await asyncio.to_thread(archive.write_archive, ws.root, ws.name, out)
+        written = await asyncio.to_thread(archive.write_archive, ws.root, ws.name, out)
+        await asyncio.to_thread(  # a purge names it while it is still as written
+            purging.record_outside_export, self.m.registry.state, ws.root, out, written["sha256"]
+        )
+        return written
 
     async def import_(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
@@ -177,6 +229,11 @@ class LifecycleMethods:
         if paths:
             self.m.watcher.submit(ws.name, paths)  # searchable without waiting for inotify
         return {**answer, "dry_run": False}
+
+
+def _keys(removals: list[select.Removal]) -> set[str]:
+    """The removed lines' keys: their hit counts go with them."""
+    return {line_key(t) for r in removals for t in r.lines.values()} - {""}
 
 
 def _absolute(path: str) -> Path:

@@ -166,6 +166,17 @@ MIGRATIONS: Final[list[sqlite.Migration]] = [
         ) WITHOUT ROWID;
     """,
     ),
+    (
+        "0010_exports_outside",
+        """
+        CREATE TABLE exports_outside (  -- archives export -o wrote outside the workspace
+            path TEXT PRIMARY KEY,  -- absolute; a purge names those still as written
+            workspace_path TEXT NOT NULL,
+            sha256 TEXT NOT NULL,
+            at REAL NOT NULL
+        ) WITHOUT ROWID;
+    """,
+    ),
 ]
 
 
