@@ -271,12 +271,17 @@ class AsyncMemoryClient:
         )
 
     async def export(
-        self, output: str | Path | None = None, *, workspace: str | None = None
+        self,
+        output: str | Path | None = None,
+        *,
+        workspace: str | None = None,
+        force: bool = False,
     ) -> ExportResult:
         """Write the workspace's memory (markdown, provenance, a manifest with hashes) to
-        the .tar.gz ``output``; without it, into the workspace's exports folder
+        the .tar.gz ``output`` (a new file: an existing one only with ``force``, and only a
+        regular file); without it, into the workspace's exports folder
         (memory/.history/exports, the newest few kept: docs/lifecycle.md)."""
-        return await self._run(_calls.export(output, workspace=workspace))
+        return await self._run(_calls.export(output, workspace=workspace, force=force))
 
     async def import_archive(
         self,

@@ -176,10 +176,12 @@ def forget(
     return Call("forget", params, ForgetResult.from_wire, idempotent=False)
 
 
-def export(output: str | Path | None, *, workspace: str | None = None) -> Call[ExportResult]:
+def export(
+    output: str | Path | None, *, workspace: str | None = None, force: bool = False
+) -> Call[ExportResult]:
     # No output: the workspace's exports folder (memory/.history/exports), the daemon's choice.
     path = None if output is None else os.path.abspath(output)
-    params = omit_none(path=path, workspace=workspace)
+    params = omit_none(path=path, workspace=workspace, force=force or None)
     return Call("export", params, ExportResult.from_wire, idempotent=False)
 
 

@@ -492,6 +492,25 @@ def test_stdio_garbage_lines_are_answered_or_skipped_and_the_server_goes_on(
         assert raw.close() == 0
 
 
+def test_a_lone_surrogate_in_an_argument_is_a_tool_error_not_an_internal_one(
+    md_home: Path,
+) -> None:
+    ws = make_workspace(md_home)
+    with daemon_with(md_home, ws):
+        raw = RawServer(md_home, ws)
+        raw.write(
+            b'{"jsonrpc": "2.0", "id": 79, "method": "tools/call", "params": {"name": '
+            b'"memory_append", "arguments": {"text": "- a \\ud800 b"}}}\n'
+        )
+        answer = raw.answer()
+        assert answer["id"] == 79 and answer["result"]["isError"], answer
+        assert "lone surrogate" in answer["result"]["content"][0]["text"]
+        raw.next_id = 79
+        ok = raw.call("memory_append", {"text": "- a plain note"})
+        assert not ok.get("isError"), ok
+        assert raw.close() == 0
+
+
 def test_stdio_an_answer_bigger_than_the_pipe_reaches_a_client_that_reads_late(
     md_home: Path,
 ) -> None:

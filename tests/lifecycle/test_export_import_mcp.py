@@ -181,3 +181,31 @@ def test_memory_import_refusals_are_tool_errors_and_touch_nothing(md_home: Path)
     after = {p: p.read_bytes() for p in ws.rglob("*") if p.is_file() and EXPORTS_DIR not in str(p)}
     assert after == {p: b for p, b in before.items()}
     assert not (md_home / "escaped.md").exists()
+
+
+def test_a_confined_server_imports_only_from_its_own_exports_folder(md_home: Path) -> None:
+    alice = make_workspace(md_home, "alice")
+    bob = make_workspace(md_home, "bob")
+    (bob / "memory" / "2025-03-02.md").write_text("- Bob's private plan is the otter heist.\n")
+
+    async def main() -> None:
+        with MemoryClient(daemon.socket_path) as c:
+            bobs = Path(c.export(workspace="bob").path)  # in bob's own exports folder
+            alices = Path(c.export(workspace="alice").path)
+        async with stdio_session(md_home, alice, "-w", "alice") as s:
+            for confirm in (False, True):
+                r = await s.call_tool("memory_import", {"archive": str(bobs), "confirm": confirm})
+                assert r.isError and "imports only from" in text_of(r), text_of(r)
+            # Its own export, by its full path, is fine (taken by its name).
+            r = await s.call_tool("memory_import", {"archive": str(alices)})
+            assert not r.isError, text_of(r)
+        async with stdio_session(md_home, alice, "-w", "alice", "--all-workspaces") as s:
+            r = await s.call_tool("memory_import", {"archive": str(bobs)})
+            assert not r.isError, text_of(r)  # not confined: the owner chose this server
+
+    with daemon_with(md_home, alice, bob) as daemon:
+        asyncio.run(main())
+        with MemoryClient(daemon.socket_path) as c:
+            found = c.search("otter heist", workspace="alice", mode="keyword").results
+    assert found == []
+    assert "otter" not in "".join(p.read_text() for p in alice.rglob("*.md"))

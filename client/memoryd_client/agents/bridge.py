@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from memoryd_client._async import AsyncMemoryClient
 
 MAX_QUERY_CHARS = 2000
+EXPORTS_FOLDER: Final = "memory/.history/exports"  # the daemon's (lifecycle/exports.py)
 """A longer "query" is a pasted document, not a question: refused with this limit."""
 MAX_APPEND_CHARS = 64 * 1024
 SOURCES = ("memory", "sessions", "all")
@@ -403,6 +404,8 @@ class Bridge:
         else:
             name = archive  # one of the workspace's exports
         ws = await self.workspace(workspace)
+        if path is not None and self.confined:
+            name, path = await self._own_export(ws, path), None
         raw = (
             await self.client.import_archive(
                 path, export=name, workspace=ws, dry_run=not confirm, untrusted=True
@@ -422,6 +425,25 @@ class Bridge:
         if raw.get("kept"):
             out["kept"] = raw["kept"]
         return out
+
+    async def _own_export(self, workspace: str, path: str) -> str:
+        """A confined server (``memctl mcp -w``) imports from its own workspace's exports
+        folder only: another workspace's archive, or any file elsewhere, would bring that
+        memory into this one. The path as an export's name, or ToolRefusal."""
+        name = self._name_of(workspace)
+        own = next((w for w in self._known if w.name == name), None)
+        if own is None:
+            own = next((w for w in await self._refresh() if w.name == name), None)
+        real = os.path.realpath(path)
+        if own is not None:
+            folder = os.path.realpath(os.path.join(own.path, EXPORTS_FOLDER))
+            if os.path.dirname(real) == folder:
+                return os.path.basename(real)
+        raise ToolRefusal(
+            f"this server serves workspace {name} only (memctl mcp -w): it imports only from "
+            f"that workspace's exports folder ({EXPORTS_FOLDER}, the names memory_export "
+            "answers); importing another archive is the owner's memctl import"
+        )
 
     async def status(self) -> dict[str, Any]:
         status = await self.client.status()

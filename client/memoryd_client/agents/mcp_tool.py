@@ -102,7 +102,21 @@ def _check(name: str, value: Any, schema: dict[str, Any]) -> Any:
     wrong_bool = isinstance(value, bool) and kind != "boolean"
     if wrong_bool or not isinstance(value, _PYTHON_TYPES[kind]):
         raise ToolRefusal(f"argument {name}: must be {_ARTICLE.get(kind, kind)}")
+    _unicode(name, value)
     return _within(name, value, schema)
+
+
+def _unicode(name: str, value: Any) -> None:
+    """JSON may carry a lone surrogate (``"\\ud800"``); no text on disk or on the wire can."""
+    for text in value if isinstance(value, list) else [value]:
+        if isinstance(text, str):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ToolRefusal(
+                    f"argument {name}: not valid Unicode text (a lone surrogate at "
+                    f"character {exc.start})"
+                ) from None
 
 
 def _within(name: str, value: Any, schema: dict[str, Any]) -> Any:

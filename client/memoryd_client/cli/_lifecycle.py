@@ -24,6 +24,11 @@ def add_commands(sub: Any, command: Command) -> None:
         example="  memctl export -w alice -o alice-memory.tar.gz",
     )
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="the .tar.gz to write")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace FILE if it exists (a regular file only; never a memory file)",
+    )
     p = command(
         sub,
         "import",
@@ -141,7 +146,7 @@ def _print_sync(ctx: Context, result: ForgetResult) -> None:
 
 
 def cmd_export(args: argparse.Namespace, ctx: Context) -> int:
-    result = ctx.client.export(args.output, workspace=ctx.workspace())
+    result = ctx.client.export(args.output, workspace=ctx.workspace(), force=args.force)
     if args.json:
         ctx.print_json(result.raw)
     else:

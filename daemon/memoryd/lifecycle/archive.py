@@ -13,23 +13,27 @@ or a member whose hash is not the manifest's, refuses the whole import, naming t
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gzip
 import hashlib
 import io
 import json
 import os
+import secrets
 import stat
 import tarfile
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO, Final
 
 from memoryd.errors import InvalidParams, TooLarge
 from memoryd.files.beneath import open_beneath
-from memoryd.files.fsutil import atomic_write
 from memoryd.files.layout import MEMORY_DIR, MEMORY_FILES, NOTE_SUFFIX, Layout, day_of
 from memoryd.files.provenance import LEDGER_REL
+from memoryd.lifecycle.tar_limits import Bounded, HeaderBound, is_gzip
 
 __all__ = [
     "FORMAT",
@@ -38,6 +42,7 @@ __all__ = [
     "Archive",
     "pack",
     "pack_members",
+    "place",
     "read_archive",
     "summary",
     "write_archive",
@@ -48,6 +53,7 @@ VERSION: Final = 1
 MANIFEST: Final = "manifest.json"
 MAX_IMPORT_BYTES: Final = 256 << 20  # packed, and again unpacked: a stated limit
 MAX_MEMBERS: Final = 100_000
+MAX_NAME_BYTES: Final = 1024  # a member's path (each part at most 255: a file name)
 TOP_FILES: Final = (*MEMORY_FILES, "USER.md")
 
 
@@ -72,10 +78,13 @@ def _check_name(name: str) -> None:
         or "\\" in name
         or "\x00" in name
         or any(p in ("..", "") for p in name.split("/"))
+        or len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES
+        or any(len(p.encode("utf-8", "surrogateescape")) > 255 for p in name.split("/"))
     ):
         raise InvalidParams(
-            f"the archive's member {name[:200]!r} would land outside the workspace: "
-            "nothing imported",
+            f"the archive's member {name[:200]!r} would land outside the workspace (or its "
+            "name is too long for a file: a part over 255 bytes, the whole over "
+            f"{MAX_NAME_BYTES}): nothing imported",
             {"member": name[:200]},
         )
 
@@ -148,11 +157,97 @@ def summary(packed: bytes, files: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def write_archive(root: Path, name: str, out: Path, now: float | None = None) -> dict[str, Any]:
-    """Export workspace ``root`` to ``out`` (a .tar.gz, replaced atomically)."""
+def write_archive(
+    root: Path, name: str, out: Path, now: float | None = None, *, force: bool = False
+) -> dict[str, Any]:
+    """Export workspace ``root`` to ``out`` (a .tar.gz): see ``place``."""
     packed, held = pack(root, name, now)
-    atomic_write(out, packed, mode=0o600)  # memory is private, whatever the umask
+    place(out, packed, force=force)
     return {"path": str(out), **held}
+
+
+def place(out: Path, data: bytes, *, force: bool = False) -> None:
+    """Write ``data`` (0600: memory is private) to a new file ``out``, through a temp file
+    beside it. An existing ``out`` is refused unless ``force``, and even then anything but
+    a regular file (a FIFO, a device, a folder, a link) is never replaced: whatever the
+    path names, it does not become an archive by accident."""
+    try:
+        dir_fd = os.open(out.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise InvalidParams(
+            f"{out.parent} is not a folder one can write to ({exc.strerror})", {"param": "path"}
+        ) from None
+    tmp = f".{out.name[:200]}.{secrets.token_hex(4)}.tmp"
+    try:
+        old = _existing(dir_fd, out, force)
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=dir_fd
+        )
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if old is None:
+            _link_new(dir_fd, tmp, out)
+        else:  # --force: still the regular file checked above, then replaced whole
+            if _existing(dir_fd, out, force) != old:
+                raise InvalidParams(f"{out} changed while the export was written: not replaced")
+            os.replace(tmp, out.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        os.close(dir_fd)
+
+
+def _existing(dir_fd: int, out: Path, force: bool) -> tuple[int, int] | None:
+    """The identity of the file ``out`` names now (None: nothing), or InvalidParams."""
+    try:
+        st = os.stat(out.name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        raise InvalidParams(
+            f"{out} exists and is not a regular file ({_kind_of(st.st_mode)}): never replaced",
+            {"param": "path"},
+        )
+    if not force:
+        raise InvalidParams(
+            f"{out} exists: nothing written (force, memctl export --force, replaces a file)",
+            {"param": "path"},
+        )
+    return (st.st_dev, st.st_ino)
+
+
+def _kind_of(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISLNK, "a link"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a device"),
+        (stat.S_ISBLK, "a device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return "not a file"
+
+
+def _link_new(dir_fd: int, tmp: str, out: Path) -> None:
+    """Give the temp file the name ``out`` only if nothing took it meanwhile."""
+    try:
+        os.link(tmp, out.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise InvalidParams(f"{out} was created meanwhile: nothing written") from None
+    except OSError as exc:  # no hard links here: reserve the name, then rename over it
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        try:
+            os.close(os.open(out.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=dir_fd))
+        except FileExistsError:
+            raise InvalidParams(f"{out} was created meanwhile: nothing written") from None
+        os.replace(tmp, out.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes, stamp: float) -> None:
@@ -182,10 +277,11 @@ def read_archive(path: Path, dir_fd: int | None = None) -> Archive:
             fd = os.open(path.name, flags | os.O_NOFOLLOW, dir_fd=dir_fd)
     except OSError as exc:
         raise InvalidParams(f"cannot read {path}: {exc.strerror}", {"param": "path"}) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # checked before any read: a folder, a FIFO, a device
+        os.close(fd)
+        raise InvalidParams(f"{path} is not a regular file: nothing imported", {"param": "path"})
     with os.fdopen(fd, "rb") as handle:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidParams(f"{path} is not a regular file: nothing imported")
         if st.st_size > MAX_IMPORT_BYTES:
             raise TooLarge(
                 f"{path} is {st.st_size} bytes, over the import limit ({MAX_IMPORT_BYTES}): "
@@ -196,22 +292,21 @@ def read_archive(path: Path, dir_fd: int | None = None) -> Archive:
 
 
 def _members(path: Path, handle: BinaryIO) -> Archive:
+    """Read in a stream, every size bounded before it is held (tar_limits.py)."""
     members: dict[str, bytes] = {}
+    gz = is_gzip(os.pread(handle.fileno(), 2, 0))
+    # The members may unpack to MAX_IMPORT_BYTES; their headers and padding come on top.
+    stream = Bounded(handle, MAX_IMPORT_BYTES + (MAX_MEMBERS + 2) * 2 * tarfile.BLOCKSIZE, gz)
     total = 0
     try:
-        with tarfile.open(fileobj=handle, mode="r:*") as tar:
+        with tarfile.open(fileobj=stream, mode="r|", tarinfo=HeaderBound) as tar:
             for count, info in enumerate(tar, 1):
                 if count > MAX_MEMBERS:
                     raise TooLarge(f"more than {MAX_MEMBERS} members: nothing imported")
                 _check_name(info.name)
                 if info.isdir():
                     continue
-                if not info.isreg():
-                    raise InvalidParams(
-                        f"the archive's member {info.name!r} is a link or a special "
-                        "file, not a regular file: nothing imported",
-                        {"member": info.name},
-                    )
+                _check_member(info)
                 total += info.size
                 if total > MAX_IMPORT_BYTES:
                     raise TooLarge(
@@ -219,20 +314,28 @@ def _members(path: Path, handle: BinaryIO) -> Archive:
                         "nothing imported",
                         {"max_bytes": MAX_IMPORT_BYTES},
                     )
-                if info.name != MANIFEST and not allowed_member(info.name):
-                    raise InvalidParams(
-                        f"the archive's member {info.name!r} is not a memory file: "
-                        "nothing imported",
-                        {"member": info.name},
-                    )
                 member = tar.extractfile(info)
                 assert member is not None  # a regular file
                 members[info.name] = member.read()
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         raise InvalidParams(
             f"{path} is not a memoryd export (.tar.gz): {exc}", {"param": "path"}
         ) from None
     return _checked(path, members)
+
+
+def _check_member(info: tarfile.TarInfo) -> None:
+    if not info.isreg():
+        raise InvalidParams(
+            f"the archive's member {info.name!r} is a link or a special "
+            "file, not a regular file: nothing imported",
+            {"member": info.name},
+        )
+    if info.name != MANIFEST and not allowed_member(info.name):
+        raise InvalidParams(
+            f"the archive's member {info.name!r} is not a memory file: nothing imported",
+            {"member": info.name},
+        )
 
 
 def _checked(path: Path, members: dict[str, bytes]) -> Archive:

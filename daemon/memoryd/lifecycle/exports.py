@@ -61,7 +61,10 @@ def _prune(dir_fd: int, keep: str) -> int:
     found: list[tuple[float, str]] = []
     for entry in os.scandir(dir_fd):
         if entry.name.endswith(SUFFIX) and entry.is_file(follow_symlinks=False):
-            found.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
+            try:
+                found.append((entry.stat(follow_symlinks=False).st_mtime, entry.name))
+            except FileNotFoundError:  # another export's prune removed it meanwhile
+                continue
     found.sort(reverse=True)
     gone = 0
     for _, name in found[KEEP_EXPORTS:]:

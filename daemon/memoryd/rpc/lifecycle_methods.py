@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.errors import InvalidParams
-from memoryd.files.layout import Layout
+from memoryd.errors import ForbiddenPath, InvalidParams
+from memoryd.files.layout import CURATED_FILES, MEMORY_DIR, SESSIONS_DIR, Layout
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import clean_session_id, ledger_for
 from memoryd.lifecycle import archive, exports, importing, journal
@@ -183,6 +184,7 @@ class LifecycleMethods:
     async def export(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
         given = p.path("path")
+        force = p.flag("force")
         p.done()
         ws = self.m.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
@@ -195,13 +197,36 @@ class LifecycleMethods:
 
             return await asyncio.to_thread(here)
         out = _absolute(given)
-        if not out.parent.is_dir():
-            raise InvalidParams(f"{out.parent} is not a folder", {"param": "path"})
-        written = await asyncio.to_thread(archive.write_archive, ws.root, ws.name, out)
+        self._not_memory(out)
+        written = await asyncio.to_thread(
+            functools.partial(archive.write_archive, ws.root, ws.name, out, force=force)
+        )
         await asyncio.to_thread(  # a purge names it while it is still as written
             purging.record_outside_export, self.m.registry.state, ws.root, out, written["sha256"]
         )
         return written
+
+    def _not_memory(self, out: Path) -> None:
+        """An export never lands among a workspace's memory files (MEMORY.md, memory/,
+        sessions/): forbidden_path, whichever workspace, whatever the name."""
+        try:
+            real = out.parent.resolve() / out.name
+        except OSError:
+            real = out
+        for other in self.m.registry.list():
+            try:
+                rel = real.relative_to(other.root)
+            except ValueError:
+                continue
+            parts = rel.parts
+            if parts and (
+                rel.as_posix() in CURATED_FILES or parts[0] in (MEMORY_DIR, SESSIONS_DIR)
+            ):
+                raise ForbiddenPath(
+                    f"{out} is among the memory files of workspace {other.name}: an export "
+                    "is written elsewhere (or, without a path, into its exports folder)",
+                    {"param": "path"},
+                )
 
     async def import_(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
