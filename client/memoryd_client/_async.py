@@ -56,6 +56,7 @@ from memoryd_client.types import (
     WorkspaceChange,
     WorkspaceInfo,
 )
+from memoryd_client.usage import StatsResult
 
 T = TypeVar("T")
 
@@ -387,6 +388,10 @@ class AsyncMemoryClient:
             session_kind=session_kind,
         )
         return await self._run(call)
+
+    async def stats(self, *, days: int | None = None, workspace: str | None = None) -> StatsResult:
+        """As :meth:`MemoryClient.stats`."""
+        return await self._run(_calls.stats(days=days, workspace=workspace))
 
     async def observe(
         self,

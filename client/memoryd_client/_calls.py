@@ -50,6 +50,7 @@ from memoryd_client.types import (
     WorkspaceInfo,
     WorkspaceList,
 )
+from memoryd_client.usage import StatsResult
 
 T = TypeVar("T")
 
@@ -242,6 +243,10 @@ def flush_agent(
 def observe(session_id: str | None, event: str, **params: str | None) -> Call[ObserveResult]:
     # Idempotent: a user message or a read observed twice is the same state.
     return Call("observe", observe_params(session_id, event, **params), ObserveResult.from_wire)
+
+
+def stats(*, days: int | None = None, workspace: str | None = None) -> Call[StatsResult]:
+    return Call("stats", omit_none(days=days, workspace=workspace), StatsResult.from_wire)
 
 
 def review_list(*, workspace: str | None = None) -> Call[ReviewList]:

@@ -84,8 +84,12 @@ def recall_params(
     project: str | Iterable[str] | None = None,
     now: DateLike | None = None,
     include_superseded: bool = False,
+    agent: str | None = None,
 ) -> dict[str, Any]:
+    """``agent``: who the block is for, as ``memctl stats`` counts it (default: the
+    connection's client name)."""
     return omit_none(
+        agent=agent,
         query=query,
         workspace=workspace,
         budget_tokens=budget_tokens,
@@ -135,10 +139,12 @@ def flush_params(
     wait: bool = False,
     trigger: str | None = None,
     session_kind: str | None = None,
+    agent: str | None = None,
 ) -> dict[str, Any]:
     """``flush``'s params; ``flush.agent`` takes the first three. The daemon reads the
-    transcript itself: it wants an absolute path."""
+    transcript itself: it wants an absolute path. ``agent``: whose LLM tokens (stats)."""
     return omit_none(
+        agent=agent,
         transcript=os.path.abspath(os.path.expanduser(transcript)),
         session_id=session_id,
         workspace=workspace,

@@ -52,6 +52,7 @@ from memoryd_client.types import (
     WorkspaceChange,
     WorkspaceInfo,
 )
+from memoryd_client.usage import StatsResult
 
 T = TypeVar("T")
 
@@ -359,6 +360,12 @@ class MemoryClient:
         (``.due``): enough new conversation since the last flush of ``session_id``. When
         due, the daemon has moved the offset: the same lines are never asked about twice."""
         return self._run(_calls.flush_agent(transcript, session_id, workspace=workspace))
+
+    def stats(self, *, days: int | None = None, workspace: str | None = None) -> StatsResult:
+        """What memory cost each agent per day over the last ``days`` (default 30): tokens
+        injected by recall and digests, empty recalls, LLM tokens of flush, hippocampus and
+        fallback summaries, recalled lines later searched again or cited."""
+        return self._run(_calls.stats(days=days, workspace=workspace))
 
     def observe(
         self,

@@ -51,6 +51,7 @@ from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.pool import HandoffPool
 from memoryd.runtime.state import StateDB
+from memoryd.runtime.usage import Usage
 from memoryd.service.notify import (
     STARTING_STATUS,
     STATUS_INTERVAL_S,
@@ -130,6 +131,7 @@ class Daemon:
         self._methods: Methods | None = None
         self.state: StateDB | None = None
         self.hits: HitCounter | None = None
+        self.usage: Usage | None = None
         self.trust: SessionTrust | None = None  # what each agent session read (observe)
         self._registry: Registry | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
@@ -190,6 +192,7 @@ class Daemon:
             int8_rows.keep_in(self.paths.state_dir / "models")
             self.state = StateDB(self.paths.state_db)
             self.hits = HitCounter(self.state)
+            self.usage = Usage(self.state)
             self.trust = SessionTrust(self.state, lambda: self.clock.now().timestamp())
             self.trust.prune()
             self._registry = Registry(
@@ -198,6 +201,7 @@ class Daemon:
             self._registry.load()
             history = History(self.state)
             runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)
+            runner.usage = self.usage
             self._scheduler = Scheduler(
                 history, self.clock, lambda: self.config, self._registry.list, runner
             )
@@ -429,6 +433,8 @@ class Daemon:
     def _close_sync(self) -> None:
         if self.hits is not None:
             self.hits.close()  # before the state it writes to
+        if self.usage is not None:
+            self.usage.close()  # what is queued written first
         if self.state is not None:
             self.state.close()
             self.state = None
@@ -553,6 +559,7 @@ class Daemon:
         methods.table.update(LifecycleMethods(methods).table())  # forget, export, import
         methods.table.update(ReviewMethods(methods).table())  # review.list, approve, reject
         methods.hits = self.hits  # search and recall count what they return
+        methods.usage = self.usage  # and what memory costs each agent
         methods.openclaw = self.openclaw  # workspace.add openclaw_home
         methods.sync = self.sync  # sync.* (rpc/sync_methods.py)
         methods.table.update(SyncMethods(methods).table())

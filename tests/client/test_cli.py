@@ -63,6 +63,7 @@ REQUIRED_ARGS: dict[str, list[str]] = {
     "review list": [],
     "review approve": ["3fa9c2d1"],
     "review reject": ["3fa9c2d1"],
+    "stats": [],
 }
 ONE_WORKSPACE_COMMANDS = {
     "status",
@@ -87,6 +88,7 @@ ONE_WORKSPACE_COMMANDS = {
     "review list",
     "review approve",
     "review reject",
+    "stats",
 }
 # Commands that do not exit 3 without a daemon: an MCP server answers tool errors until it
 # is back, a hook never breaks the agent, setup only writes files (tests/test_agents_*.py).

@@ -46,6 +46,7 @@ else:
 log = logging.getLogger("memoryd")
 
 NAME: Final = "memoryd"
+NAME_FOR_STATS: Final = "hermes"  # the agent memctl stats counts
 CONFIG_FILE: Final = "memoryd.json"  # in the plugin folder: {"socket", "workspace"}
 RECALL_TIMEOUT_S: Final = 1.5
 TIMEOUT_S: Final = 5.0
@@ -113,7 +114,7 @@ class MemorydProvider(_Base):
     def prefetch(self, query: str, *, session_id: str = "") -> str:
         if not query.strip():
             return ""
-        params = recall_params(query, workspace=self.workspace)
+        params = recall_params(query, workspace=self.workspace, agent=NAME_FOR_STATS)
         answer = self._guard("prefetch", lambda: self._call("recall", params, RECALL_TIMEOUT_S))
         markdown = answer.get("markdown") if isinstance(answer, dict) else None
         return markdown if isinstance(markdown, str) else ""
@@ -289,7 +290,9 @@ class MemorydProvider(_Base):
         path = self.transcript(session)
         if path is None or not path.exists() or not self.write:
             return
-        params = flush_params(path, session, workspace=self.workspace, session_kind=self.kind)
+        params = flush_params(
+            path, session, workspace=self.workspace, session_kind=self.kind, agent=NAME_FOR_STATS
+        )
         params["trigger"] = "hook"
         self._call("flush", params, TIMEOUT_S)
 

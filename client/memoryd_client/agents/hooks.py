@@ -220,19 +220,23 @@ def _map(result: Any, method: str) -> dict[str, Any]:
     return result
 
 
-def _recall(conn: Connection, prompt: str, workspace: str, cwd: str) -> str:
+def _recall(conn: Connection, prompt: str, workspace: str, cwd: str, agent: str) -> str:
     """The recall block for the prompt ('' when nothing was worth adding)."""
-    params = recall_params(prompt, workspace=workspace, project=project_key(cwd))
+    params = recall_params(prompt, workspace=workspace, project=project_key(cwd), agent=agent)
     markdown = _map(conn.request("recall", params), "recall").get("markdown", "")
     if not isinstance(markdown, str):
         raise BadResponse(f"malformed recall result from the daemon: markdown {markdown!r}")
     return markdown
 
 
-def _flush(conn: Connection, method: str, transcript: str, session: str, ws: str) -> Any:
+def _flush(
+    conn: Connection, method: str, transcript: str, session: str, ws: str, agent: str = ""
+) -> Any:
     """``flush`` or ``flush.agent``; never resent on a fresh connection (the run may be
     queued, the offset may have moved)."""
     params = flush_params(transcript, session, workspace=ws)
+    if method == "flush" and agent:
+        params["agent"] = agent  # whose LLM tokens (memctl stats)
     return _map(conn.request(method, params, idempotent=False), method)
 
 
@@ -288,7 +292,11 @@ def _command(args: dict[str, Any]) -> str | None:
 
 
 def handle(
-    event_name: str, event: dict[str, Any], conn: Connection, workspace: str | None = None
+    event_name: str,
+    event: dict[str, Any],
+    conn: Connection,
+    workspace: str | None = None,
+    agent: str = "claude-code",
 ) -> str | None:
     """What to print for the event (None: nothing). Raises on any failure."""
     if event_name in ("pre-compact", "session-end", "stop"):
@@ -307,12 +315,14 @@ def handle(
         session = _session(event)
         if session is not None:  # the user spoke: the session's turn starts clean
             _observe(conn, observe_params(session, "user_message"))
-        block = in_workspace(conn, workspace, cwd, lambda ws: _recall(conn, prompt, ws, cwd))
+        block = in_workspace(conn, workspace, cwd, lambda ws: _recall(conn, prompt, ws, cwd, agent))
         return _context("UserPromptSubmit", block) if block else None
     if event_name == "session-start":
         from memoryd_client.agents.digest import digest  # only this event reads the files
 
-        block = in_workspace(conn, workspace, cwd, lambda ws: digest(conn, workspace=ws))
+        block = in_workspace(
+            conn, workspace, cwd, lambda ws: _digest(conn, ws, agent, digest(conn, workspace=ws))
+        )
         return _context("SessionStart", block) if block else None
     assert transcript is not None
     session = _text_field(event, "session_id")
@@ -324,8 +334,23 @@ def handle(
             return None
         reason = SAVE_REASON.format(first=due.get("from_line", 0), last=due.get("to_line", 0))
         return json.dumps({"decision": "block", "reason": reason}, ensure_ascii=False)
-    in_workspace(conn, workspace, cwd, lambda ws: _flush(conn, "flush", transcript, session, ws))
+    in_workspace(
+        conn, workspace, cwd, lambda ws: _flush(conn, "flush", transcript, session, ws, agent)
+    )
     return None
+
+
+def _digest(conn: Connection, workspace: str, agent: str, block: str) -> str:
+    """The digest, counted for ``memctl stats`` (only the hook knows what it injected)."""
+    if block:
+        tokens = (len(block) + 3) // 4
+        try:  # a count, never worth the digest itself
+            for metric, value in (("digests", 1), ("digest_tokens", tokens)):
+                params = {"metric": metric, "value": value, "workspace": workspace}
+                conn.request("stats.record", {**params, "agent": agent}, idempotent=False)
+        except ClientError as exc:
+            note(f"{agent} session-start: the digest was not counted ({exc})")
+    return block
 
 
 def in_workspace(conn: Connection, requested: str | None, cwd: str, call: Callable[[str], T]) -> T:
@@ -380,7 +405,7 @@ def run_hook(
         )
         if event_name not in ("pre-compact", "session-end", "stop") or _needs_daemon(event):
             _connect(conn, log)
-        out = handle(event_name, event, conn, workspace)
+        out = handle(event_name, event, conn, workspace, agent)
     except (ClientError, HookInputError, OSError) as exc:
         note(f"{agent} {event_name}: {type(exc).__name__}: {exc}", log)
         return 0

@@ -178,6 +178,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     add_lifecycle_commands(sub, command)  # forget, export, import (_lifecycle.py)
     _sync_commands(sub)
     _review_commands(sub)
+    from memoryd_client.cli._stats import add_commands as add_stats_commands
+
+    add_stats_commands(sub, command)  # stats (_stats.py)
     return parser
 
 

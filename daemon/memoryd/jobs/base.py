@@ -20,6 +20,7 @@ from memoryd.files.layout import Layout, display_name
 from memoryd.jobs.history import History
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.usage import Usage
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
@@ -100,6 +101,8 @@ class JobContext:
     progress: Callable[[str], None] = lambda phase: None
     params: Mapping[str, Any] = field(default_factory=dict)  # a run's own inputs (flush)
     run_id: int | None = None  # its row in the history (None when it could not be recorded)
+    usage: Usage | None = None  # what memory costs each agent (runtime/usage.py)
+    llm_clients: list[LlmClient] = field(default_factory=list)  # their tokens go to usage
 
     def checkpoint(self, report: dict[str, Any]) -> None:
         """Record the report so far on the running row, so that a kill right after says
@@ -123,7 +126,9 @@ class JobContext:
         problem = llm_problem(self.config.llm, self.env)
         if problem:
             raise LlmNotConfigured(problem)
-        return LlmClient(self.config.llm, self.env, cancelled=self.cancelled)
+        client = LlmClient(self.config.llm, self.env, cancelled=self.cancelled)
+        self.llm_clients.append(client)
+        return client
 
     @property
     def layout(self) -> Layout:

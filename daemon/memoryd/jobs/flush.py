@@ -194,6 +194,9 @@ def run(ctx: JobContext) -> JobResult:
 
     if not new.messages:
         return moved("no user or assistant text")
+    if ctx.usage is not None:  # recalled lines the agent cited (path#Lx) since
+        said = "\n".join(m for m in new.messages if m.startswith("assistant: "))
+        ctx.usage.cited(ctx.now.date().isoformat(), ctx.workspace, said)
     day = ctx.now.date()
     target = daily_path(ctx.root, day)
     heading = heading_for(session, first, last)

@@ -52,9 +52,11 @@ class FlushQueue:
         session_id: str,
         trigger: str = "hook",
         session_kind: str | None = None,
+        agent: str | None = None,
     ) -> asyncio.Task[RunRecord]:
         task = asyncio.create_task(
-            self._run(ws, transcript, session_id, trigger, session_kind), name=f"flush-{ws.name}"
+            self._run(ws, transcript, session_id, trigger, session_kind, agent),
+            name=f"flush-{ws.name}",
         )
         self._tasks.add(task)
         task.add_done_callback(self._done)
@@ -67,6 +69,7 @@ class FlushQueue:
         session_id: str,
         trigger: str,
         session_kind: str | None = None,
+        agent: str | None = None,
     ) -> RunRecord:
         lock = self._locks.setdefault(ws.root, asyncio.Lock())
         async with lock:
@@ -80,6 +83,7 @@ class FlushQueue:
                     "transcript": str(transcript),
                     "session_id": session_id,
                     **({"session_kind": session_kind} if session_kind else {}),
+                    **({"agent": agent} if agent else {}),  # whose LLM tokens (usage)
                 },
                 spec=FLUSH,
             )

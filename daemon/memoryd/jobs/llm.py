@@ -55,6 +55,7 @@ class LlmClient:
     ) -> None:
         self.cfg = cfg
         self.calls = 0
+        self.tokens = 0  # what the calls used (their usage, else the characters / 4)
         self._cancelled = cancelled
         self._endpoint = Endpoint(
             "LLM endpoint",
@@ -87,7 +88,18 @@ class LlmClient:
                 max_tokens=self.cfg.max_output_tokens,
             )
         )
+        self._count(payload, len(system) + len(user))
         return self._answer(payload)
+
+    def _count(self, payload: Any, sent: int) -> None:
+        usage = payload.get("usage") if isinstance(payload, dict) else None
+        total = usage.get("total_tokens") if isinstance(usage, dict) else None
+        if isinstance(total, int) and total >= 0:
+            self.tokens += total
+        else:
+            choices = payload.get("choices") if isinstance(payload, dict) else None
+            text = str(choices[0].get("message", {}).get("content") or "") if choices else ""
+            self.tokens += (sent + len(text) + 3) // 4
 
     def _answer(self, payload: Any) -> ChatAnswer:
         choices = payload.get("choices") if isinstance(payload, dict) else None

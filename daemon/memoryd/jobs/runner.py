@@ -26,6 +26,7 @@ from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.registry import JOBS
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.usage import Usage
 from memoryd.workspace.registry import Workspace
 
 log = get_logger("memoryd.jobs")
@@ -93,6 +94,7 @@ class Runner:
         self.env = env
         self.jobs = jobs
         self.cancelled = threading.Event()
+        self.usage: Usage | None = None  # set by the daemon: the runs' LLM tokens, per agent
         self._running: dict[tuple[str, Path], Running] = {}
 
     def spec(self, name: str) -> JobSpec:
@@ -174,6 +176,7 @@ class Runner:
             progress=progress,
             params=dict(params or {}),
             run_id=run_id,
+            usage=self.usage,
         )
         task = asyncio.create_task(
             self._execute(spec, ctx, run_id, scheduled_for), name=f"job-{job}-{ws.name}"
@@ -254,6 +257,11 @@ class Runner:
     ) -> RunRecord:
         seconds = time.monotonic() - t0
         ended = ctx.now.timestamp() + seconds
+        tokens = sum(c.tokens for c in ctx.llm_clients)
+        if tokens and self.usage is not None:  # what the run's LLM calls cost, and for whom
+            agent = str(ctx.params.get("agent") or "memoryd")
+            day = ctx.now.date().isoformat()
+            self.usage.add(day, agent, ctx.workspace, f"llm_tokens_{ctx.job}", tokens)
         record: RunRecord | None = None
         if run_id is not None:
             try:

@@ -9,6 +9,7 @@ and returns.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import os
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from memoryd.jobs import agent_flush, session_trust
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
+from memoryd.runtime import usage
 from memoryd_client.search_terms import SESSION_KINDS, SOURCE_MEMORY, SOURCES
 
 if TYPE_CHECKING:
@@ -60,6 +62,8 @@ class AgentMethods:
             "flush": self.flush,
             "flush.agent": self.flush_agent,
             "observe": self.observe,
+            "stats": self.stats,
+            "stats.record": self.stats_record,
         }
 
     async def recall(self, p: Params, req: Request) -> dict[str, Any]:
@@ -71,6 +75,7 @@ class AgentMethods:
         projects = p.text_list("project")
         now = p.date("now")
         include_superseded = p.flag("include_superseded")  # as search (docs/lifecycle.md)
+        agent = self._agent(p, req)
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
@@ -103,9 +108,45 @@ class AgentMethods:
                 first = await asyncio.to_thread(triggered, index, prompt, projects)
         out = _recall.select(found["results"], budget, first)
         out["took_ms"] = round((time.monotonic() - started) * 1000, 3)
+        if self.m.usage is not None:  # a deque append (runtime/usage.py)
+            ws_name = req.log_fields.get("workspace") or ref or ""
+            self.m.usage.recalled(self._today(), agent, str(ws_name), out)
         if found.get("degraded"):
             out["degraded"] = found["degraded"]
         return out
+
+    def _agent(self, p: Params, req: Request) -> str:
+        """Who is asking, for usage: the ``agent`` a caller names, else its hello's client."""
+        named = p.text("agent")
+        return named or (req.conn.client if req.conn is not None else "") or "unknown"
+
+    def _today(self) -> str:
+        return self.m.clock.now().date().isoformat()
+
+    async def stats(self, p: Params, req: Request) -> dict[str, Any]:
+        """What memory cost each agent per day, for the last ``days`` (docs/protocol.md)."""
+        days = p.integer("days", lo=1, hi=366, default=30)
+        ref = p.path("workspace")
+        p.done()
+        assert days is not None and self.m.usage is not None
+        name = self.m.registry.resolve(ref).name if ref is not None else None
+        since = (self.m.clock.now().date() - dt.timedelta(days=days - 1)).isoformat()
+        rows = await asyncio.to_thread(self.m.usage.report, since, name)
+        return {"days": days, "since": since, "rows": rows}
+
+    async def stats_record(self, p: Params, req: Request) -> dict[str, Any]:
+        """A count only the client knows (a hook's digest), added to today's row."""
+        metric = p.choice("metric", usage.CLIENT_METRICS)
+        value = p.integer("value", lo=0, hi=10_000_000, default=1)
+        ref = p.path("workspace")
+        agent = self._agent(p, req)
+        p.done()
+        if metric is None:
+            raise InvalidParams("metric is required", {"param": "metric"})
+        assert value is not None and self.m.usage is not None
+        name = self.m.registry.resolve(ref).name if ref is not None else ""
+        self.m.usage.add(self._today(), agent, name, metric, value)
+        return {"recorded": True}
 
     async def flush(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
@@ -114,11 +155,12 @@ class AgentMethods:
         wait = p.flag("wait")
         trigger = p.choice("trigger", FLUSH_TRIGGERS, default="hook") or "hook"
         kind = p.choice("session_kind", SESSION_KINDS)  # cron, heartbeat, subagent: skipped
+        agent = self._agent(p, req)
         p.done()
         ws, path = self._transcript(ref, transcript, session_id)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
         assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
-        queued = self.m.flushes.submit(ws, path, session_id, trigger, kind)
+        queued = self.m.flushes.submit(ws, path, session_id, trigger, kind, agent=agent)
         if not wait:
             return {"queued": True, "workspace": ws.name}
         record = await queued

@@ -46,6 +46,7 @@ class Connection:
         self.total = total  # the daemon's, shared by every connection
         self.tasks: set[asyncio.Task[None]] = set()
         self.serving: asyncio.Task[Any] | None = None  # the task reading this connection
+        self.client = ""  # the name its hello gave (what usage counts an agent by, by default)
         self.closed = False
         self.aborted = False  # closed by us for want of progress: pending answers are dropped
         self.computing = 0  # requests being worked on (not waiting for budget or the peer)

@@ -45,6 +45,7 @@ from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.usage import Usage
 from memoryd.secrets import mask_snippets, mask_text_of
 from memoryd.workspace.openclaw_sessions import OpenClawSessions, set_home
 from memoryd.workspace.registry import Registry, Workspace
@@ -151,6 +152,7 @@ class Methods:
         self.trust = trust  # what each agent session read (observe, append)
         self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores
         self.hits: HitCounter | None = None  # set by the daemon (app.py)
+        self.usage: Usage | None = None  # what memory costs each agent (app.py)
         self.sync: SyncService | None = None  # set by the daemon (app.py)
         self.supersession = supersession.Supersession()
         self.table: dict[str, Handler] = {
@@ -210,6 +212,8 @@ class Methods:
         p.done()
         if client:
             req.log_fields["client"] = client[:80]
+            if req.conn is not None:
+                req.conn.client = client[:80]
         return {
             "server": "memoryd",
             "version": memoryd.__version__,
@@ -319,6 +323,10 @@ class Methods:
         result = await self._superseded(ws.root, ws.index, answer.result, include_superseded)
         if self.hits is not None:  # a deque append; counted off the hot path (lifecycle/hits.py)
             self.hits.record(ws.root, query, result["results"])
+        if self.usage is not None and req.method == "search":  # recall's own search aside
+            self.usage.searched(
+                self.clock.now().date().isoformat(), answer.workspace, result["results"]
+            )
         return mask_snippets(result)
 
     async def _superseded(

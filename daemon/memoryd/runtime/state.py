@@ -177,6 +177,19 @@ MIGRATIONS: Final[list[sqlite.Migration]] = [
         ) WITHOUT ROWID;
     """,
     ),
+    (
+        "0011_agent_usage",
+        """
+        CREATE TABLE agent_usage (  -- what memory costs each agent, per day (runtime/usage.py)
+            day TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            workspace_path TEXT NOT NULL,
+            metric TEXT NOT NULL,
+            value INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (day, agent, workspace_path, metric)
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 

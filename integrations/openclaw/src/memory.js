@@ -158,6 +158,7 @@ export class MemorydMemory {
           budget_tokens: r.budgetTokens,
           min_score: r.minScore,
           project: this.projectFor(p.cfg, p.agentId, p.workspaceDir),
+          agent: "openclaw", // who memctl stats counts the block for
         },
         { timeoutMs: r.timeoutMs },
       );
