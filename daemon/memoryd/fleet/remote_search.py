@@ -24,6 +24,7 @@ from memoryd.files.reader import LinesRead
 from memoryd.index.keyword.bm25 import K1, MIN_IDF, B
 from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets, with_offsets
 from memoryd.index.search.candidates import Candidate, Filters
+from memoryd.index.search.focus import asks_when, refocus
 from memoryd.index.search.fusion import (
     KEYWORD_OVERFETCH,
     fuse,
@@ -218,9 +219,12 @@ class RemoteIndex:
 
         tokenize = self.tokenize
 
+        when = asks_when(req.query)
+
         def fill_lines(c: Candidate) -> None:
             if c.lines is None:
-                c.lines = line_scores([self.line_stems.get(c.id, c.text, tokenize)], weights)[0]
+                scores = line_scores([self.line_stems.get(c.id, c.text, tokenize)], weights)[0]
+                c.lines = refocus(c.text, scores, when)
 
         fused = fuse(cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results)
         hits = shown_hits(fused, min_score, max_results, fill_lines, window_budget, terms, cfg)

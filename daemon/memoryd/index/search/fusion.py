@@ -31,6 +31,7 @@ from memoryd.index.search.candidates import (
     load_candidates,
     vector_candidates,
 )
+from memoryd.index.search.focus import asks_when, refocus
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
@@ -297,14 +298,14 @@ def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
 
 
 def _cached_line_scores(
-    line_stems: LineStems, cands: Sequence[Candidate], weights: dict[str, float]
+    line_stems: LineStems, cands: Sequence[Candidate], weights: dict[str, float], when: bool
 ) -> None:
     """Line scores of the candidates whose stems are cached, in one pass; the others (their
     tokenizing is the cost) are scored only when fuse needs them."""
     peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
     known = [(c, lines) for c, lines in zip(cands, peeked, strict=True) if lines is not None]
     for (c, _), scores in zip(known, line_scores([x for _, x in known], weights), strict=True):
-        c.lines = scores
+        c.lines = refocus(c.text, scores, when)
 
 
 def run_search(
@@ -367,11 +368,13 @@ def run_search(
         kept = env.windows if env.windows and env.windows.fits(n_chunks, qvec.shape[0]) else None
         fill_window_sims(conn, cands, qvec, kept, env.generation)
 
-    _cached_line_scores(env.line_stems, cands, weights)
+    when = asks_when(req.query)
+    _cached_line_scores(env.line_stems, cands, weights, when)
 
     def fill_lines(c: Candidate) -> None:
         if c.lines is None:
-            c.lines = line_scores([env.line_stems.get(c.id, c.text, tokenize)], weights)[0]
+            scores = line_scores([env.line_stems.get(c.id, c.text, tokenize)], weights)[0]
+            c.lines = refocus(c.text, scores, when)
 
     # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
     # cannot reach them (keep).

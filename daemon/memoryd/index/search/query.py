@@ -16,6 +16,15 @@ these they this those through to too under until up very was we were what when w
 while who whom why will with would you your yours yourself yourselves s t don ll ve re d m
 """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+# Verbs by which a question points at speech ("what did Jon say about the store?"): the
+# line that answers quotes the speech itself, without them, and a log full of "said" and
+# "told" would rank by those words. Left out of the keyword query while another word
+# remains (on LoCoMo dev: R@5 .917 -> .920, MRR .808 -> .810, no category lower).
+_SPEECH_TEXT = """
+say says said saying tell tells told telling mention mentions mentioned mentioning
+describe describes described describing
+"""
+SPEECH_VERBS = frozenset(_SPEECH_TEXT.split())
 
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
@@ -24,11 +33,13 @@ MAX_TERMS = 64  # a query is a question, not a document; also bounds the SQL it 
 
 
 def query_terms(query: str) -> list[str]:
-    """Distinct lower-cased words without stop words (all words when only stop words remain).
+    """Distinct lower-cased words without stop words and speech verbs (the speech verbs when
+    nothing else remains, all words when only stop words do).
     A CJK run counts as its bigrams (keyword_text): a sentence asks for each of them."""
     words = list(dict.fromkeys(w.lower() for w in WORD_RE.findall(keyword_text(query))))
     kept = [w for w in words if w not in STOPWORDS]
-    return (kept or words)[:MAX_TERMS]
+    asked = [w for w in kept if w not in SPEECH_VERBS]
+    return (asked or kept or words)[:MAX_TERMS]
 
 
 def stopwords_only(query: str) -> list[str] | None:
