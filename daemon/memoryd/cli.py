@@ -2,20 +2,20 @@
 ``--version``.
 
 Errors are one line on stderr with a named exit code, never a traceback.
+
+Each command imports what it needs when it runs: ``--version``, ``--help`` and ``stop`` load
+neither asyncio nor structlog (tests/daemon/test_daemon_cli.py).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Final
 
 import memoryd
-from memoryd.errors import ConfigError, MemorydError
 from memoryd.exit_codes import (
     EXIT_ALREADY_RUNNING,
     EXIT_CONFIG,
@@ -24,8 +24,7 @@ from memoryd.exit_codes import (
     EXIT_SOCKET,
     EXIT_USAGE,
 )
-from memoryd.runtime import heap
-from memoryd.runtime.logs import LEVELS, configure_logging, get_logger
+from memoryd.runtime.log_levels import LEVELS
 from memoryd_client.paths import config_path, default_paths, socket_path
 
 # Longer than the daemon's own drain (server.shutdown_timeout, 10 s by default).
@@ -139,9 +138,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     # set it), as memctl does: from an editable install every start would otherwise compile
     # the ~300 modules below anew (~0.15-0.3 s before the socket accepts).
     sys.dont_write_bytecode = False
-    from memoryd.app import Daemon  # keeps `memoryd --version` fast
+    import asyncio
+
+    from memoryd.app import Daemon
+    from memoryd.errors import ConfigError, MemorydError
     from memoryd.rpc.instance import AlreadyRunning, InstanceError
+    from memoryd.runtime import heap
     from memoryd.runtime.config import load_config
+    from memoryd.runtime.logs import configure_logging, get_logger
 
     on_terminal = sys.stderr.isatty()
     level = (args.log_level or ("warning" if on_terminal else "info")).lower()
@@ -185,6 +189,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    import json
+
     from memoryd.doctor import run_checks
 
     env = dict(os.environ)

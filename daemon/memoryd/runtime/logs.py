@@ -27,9 +27,10 @@ from typing import Any, Final, TextIO
 import structlog
 from structlog.typing import FilteringBoundLogger
 
+from memoryd.runtime.log_levels import LEVELS
 from memoryd.secrets import mask
 
-LEVELS: Final = ("debug", "info", "warning", "error", "critical")
+__all__ = ["LEVELS", "configure_logging", "get_logger"]
 _SECRET_KEY = re.compile(
     r"(api_?key|token|secret|password|passwd|authorization|credential)", re.IGNORECASE
 )
