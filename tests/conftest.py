@@ -21,6 +21,14 @@ settings.load_profile("memoryd")
 os.environ["MEMCTL_NO_AUTOSTART"] = "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # In-process daemons log JSON from their own threads: never among the progress dots.
+    from log_sink import CapturedStderr, log_to_the_tests_stderr
+
+    CapturedStderr.capturing = config.option.capture != "no"
+    log_to_the_tests_stderr()
+
+
 @pytest.fixture
 def openai_server() -> Iterator[FakeOpenAIServer]:
     """A fake OpenAI-compatible server on 127.0.0.1 (embeddings and chat), stopped after."""

@@ -24,13 +24,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from log_sink import log_to_the_tests_stderr
 from memoryd.app import Daemon
 from memoryd.runtime.config import config_from_mapping
-from memoryd.runtime.logs import configure_logging
 from memoryd_client import cli, protocol
 from memoryd_client.paths import default_paths
 
-configure_logging("info", json=True)  # info: capture_logs must see info events
+log_to_the_tests_stderr()
 
 
 def short_tmp() -> Path:

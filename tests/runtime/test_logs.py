@@ -19,6 +19,7 @@ from structlog.testing import capture_logs
 from daemon_util import DaemonThread, RawConn, wait_for
 from fakes.clock import FakeClock
 from jobs_util import NOW
+from log_sink import CapturedStderr, log_to_the_tests_stderr
 from memoryd.runtime.logs import configure_logging, get_logger
 
 
@@ -30,7 +31,7 @@ class Tty(io.StringIO):
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
     yield
-    configure_logging("info", json=True)  # what tests/daemon_util.py sets
+    log_to_the_tests_stderr()  # what every test process runs with
 
 
 def test_json_lines_when_not_a_tty_with_secrets_masked(restore_logging: None) -> None:
@@ -197,3 +198,20 @@ def test_the_line_after_the_window_says_how_many_repeats_were_dropped() -> None:
     now[0] = 11.0
     event = limiter(None, "warning", {"event": "x", "level": "warning"})
     assert event["repeats_dropped"] == 48
+
+
+def test_a_daemon_line_logged_while_pytest_capture_is_suspended_never_reaches_the_terminal(
+    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Between a test's phases pytest puts the terminal back as sys.stderr; a daemon thread
+    # logging then wrote among the progress dots. capfd stands in for the terminal's fd 2.
+    monkeypatch.setattr(CapturedStderr, "capturing", True)  # as under pytest without -s
+    log_to_the_tests_stderr()
+    log = get_logger("memoryd.test")
+    log.info("while_captured")
+    with monkeypatch.context() as m:
+        m.setattr(sys, "stderr", sys.__stderr__)
+        log.info("between_phases")
+        sys.__stderr__.flush()
+    err = capfd.readouterr().err
+    assert '"event": "while_captured"' in err and "between_phases" not in err

@@ -14,6 +14,7 @@ import pytest
 from daemon_util import DaemonThread, memctl
 from fakes.openai_server import FakeOpenAIServer
 from jobs_util import llm_daemon
+from log_sink import log_to_the_tests_stderr
 from mcp_util import daemon_with, make_workspace, stdio_session, text_of
 from memoryd.runtime.logs import configure_logging, get_logger
 from memoryd.secrets import mask, redact
@@ -83,7 +84,7 @@ def test_logs_mask_a_secret_quoted_in_any_field() -> None:
     try:
         get_logger("test").warning("odd_input", text=f"the deploy token is {GITHUB}")
     finally:
-        configure_logging("info", json=True)
+        log_to_the_tests_stderr()
     line = json.loads(out.getvalue().splitlines()[-1])
     assert GITHUB not in out.getvalue() and "[REDACTED:github_token]" in line["text"]
 
