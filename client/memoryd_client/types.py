@@ -479,6 +479,9 @@ class WorkspaceStatus(_Wire):
     embedding_eta_s: float | None = field(default=None, metadata=_read(_embedding("eta_s")))
     jobs: list[JobInfo] = field(default_factory=list)
     """Each scheduled job's next run and last result for this workspace."""
+    sessions_left_out: int = 0
+    """Transcripts (sessions/*.jsonl) in the workspace that index.sessions = false leaves
+    out of the index."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -486,6 +486,31 @@ def test_status_says_where_the_knn_and_bm25_run(fake_memoryd: FakeMemoryd) -> No
     assert "vectors ready (KNN: memory)  BM25: fts5" in shown
 
 
+def test_status_says_once_which_transcripts_are_left_out_and_how_to_index_them(
+    fake_memoryd: FakeMemoryd,
+) -> None:
+    import copy
+
+    from memoryd_client.cli._format import format_status
+    from memoryd_client.types import Status
+
+    wire = copy.deepcopy(fake_memoryd.results["status"])
+    first = wire["workspaces"][0]
+    wire["workspaces"] = [
+        {**first, "sessions_left_out": 13},
+        {**first, "name": "ws2", "sessions_left_out": 2},
+    ]
+    shown = format_status(Status.from_wire(wire))
+    assert "  sessions: 13 transcript(s) in sessions/ not indexed (index.sessions = false)" in shown
+    assert [line for line in shown if "sessions = true" in line] == [
+        "to search transcripts too: set `sessions = true` under [index] in the config file "
+        "(or MEMORYD_INDEX_SESSIONS=true), then restart memoryd"
+    ]
+    del wire["workspaces"][1]
+    del wire["workspaces"][0]["sessions_left_out"]
+    assert not any("sessions" in line for line in format_status(Status.from_wire(wire)))
+
+
 def test_remote_error_exits_1_with_one_line(fake_memoryd: FakeMemoryd) -> None:
     @fake_memoryd.handle("get")
     async def get(req: FakeRequest) -> Any:

@@ -486,6 +486,23 @@ def test_status_reports_daemon_provider_and_workspaces(md_home: Path) -> None:
     assert w["name"] == "ws" and w["files"] == 3 and w["chunks"] >= 3
     assert w["watcher"] == "watching"
     assert w["pending_files"] == 0 and w["startup_scan"]["running"] is False
+    assert "sessions_left_out" not in w  # no transcripts: nothing to say
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_status_counts_the_transcripts_index_sessions_false_leaves_out(
+    md_home: Path, indexed: bool
+) -> None:
+    ws = make_workspace(md_home / "ws")
+    copies = ws / "sessions" / "openclaw" / "main"
+    copies.mkdir(parents=True)
+    for path in (ws / "sessions" / "a.jsonl", ws / "sessions" / "b.jsonl", copies / "c.jsonl"):
+        path.write_text('{"type": "session", "id": "x"}\n', encoding="utf-8")
+    (ws / "sessions" / "notes.txt").write_text("not a transcript\n", encoding="utf-8")
+    config = {"index": {"sessions": indexed}, "workspaces": [{"path": str(ws), "name": "w"}]}
+    with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
+        [w] = c.result("status")["workspaces"]
+    assert w.get("sessions_left_out") == (None if indexed else 3)
 
 
 @pytest.mark.model

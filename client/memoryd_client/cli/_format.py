@@ -49,8 +49,18 @@ def format_status(status: Status) -> list[str]:
         lines.append(detail)
         lines.extend(f"  degraded: {reason}" for reason in ws.degraded)
         lines.extend(f"  skipped {path}: {why}" for path, why in ws.skipped.items())
+        if ws.sessions_left_out:
+            lines.append(
+                f"  sessions: {ws.sessions_left_out} transcript(s) in sessions/ not indexed "
+                "(index.sessions = false)"
+            )
         width = max((len(j.name) for j in ws.jobs), default=0)
         lines.extend(f"  job {_job_line(j, width)}" for j in ws.jobs)
+    if any(ws.sessions_left_out for ws in status.workspaces):
+        lines.append(
+            "to search transcripts too: set `sessions = true` under [index] in the config file "
+            "(or MEMORYD_INDEX_SESSIONS=true), then restart memoryd"
+        )
     return lines
 
 

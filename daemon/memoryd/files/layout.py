@@ -73,6 +73,23 @@ def transcript_dirs(root: Path) -> list[Path]:
     return out
 
 
+def transcripts_in(root: Path) -> int:
+    """How many transcripts the workspace holds (``*.jsonl`` in ``transcript_dirs``): what
+    ``index.sessions = false`` leaves out of the index, for status to say."""
+    count = 0
+    for folder in transcript_dirs(root):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # no sessions/ (most workspaces), or unreadable: nothing to say
+            continue
+        count += sum(
+            1
+            for e in entries
+            if e.name.endswith(TRANSCRIPT_SUFFIX) and e.is_file(follow_symlinks=False)
+        )
+    return count
+
+
 def transcript_archive_dir(root: Path, folder: Path, month: str) -> Path:
     """Where retention keeps old transcripts of ``folder`` (one of ``transcript_dirs``):
     ``sessions/archive/YYYY-MM/``, OpenClaw's copies under ``openclaw/<agent>/`` there."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import memoryd
+from memoryd.files.layout import transcripts_in
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
@@ -135,6 +136,10 @@ class StatusReport:
             counted = await loop.run_in_executor(self.readers, self.hits.summary, ws.root)
             if counted is not None:  # absent until a search returned a memory line
                 out["line_hits"] = counted
+        if not self.config().index.sessions:
+            left_out = await loop.run_in_executor(self.readers, transcripts_in, ws.root)
+            if left_out:  # absent when there are none, or they are indexed
+                out["sessions_left_out"] = left_out
         kept = await loop.run_in_executor(self.readers, journal.kept, ws.root)
         if kept.changes:  # what forget keeps (docs/lifecycle.md); absent when nothing
             out["forget_kept"] = {**kept.to_dict(), "keep_days": self.config().forget.keep_days}
