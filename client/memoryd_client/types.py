@@ -261,7 +261,10 @@ class ReindexResult(_Wire):
     chunks_written: int = 0
     chunks_removed: int = 0
     seconds: float = 0.0
+    """The keyword index's sync."""
     vectors_pending: int = 0
+    vectors_seconds: float | None = None
+    """With ``wait``: how long the vectors took after the sync (None: not waited for)."""
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 

@@ -431,6 +431,48 @@ def test_reindex_progress_is_json_lines_when_not_a_terminal(fake_memoryd: FakeMe
     assert {"rate", "eta_s"} <= set(lines[0])
 
 
+def test_json_progress_writes_a_line_only_when_the_count_moves() -> None:
+    from memoryd_client.cli._progress import JsonProgress
+    from memoryd_client.types import Progress
+
+    now = [0.0]
+    err = io.StringIO()
+    progress = JsonProgress(err, clock=lambda: now[0])
+    # The daemon's heartbeat: the same count every second while the model loads (95 s).
+    events = [("scanning", 3, 3)] + [("vectors", 0, 40)] * 95 + [("vectors", 40, 40)]
+    for phase, done, total in events:
+        progress(Progress(phase=phase, done=done, total=total))
+        now[0] += 1.0
+    progress.finish()
+    lines = [json.loads(line) for line in err.getvalue().splitlines()]
+    assert [(e["phase"], e["done"]) for e in lines] == [
+        ("scanning", 3),
+        ("vectors", 0),
+        ("vectors", 40),
+    ]
+
+
+def test_workspace_add_wait_gives_the_whole_wait_with_keyword_and_vectors_apart(
+    fake_memoryd: FakeMemoryd, short_tmp: Path
+) -> None:
+    @fake_memoryd.handle("workspace.add")
+    async def add(req: FakeRequest) -> Any:
+        for _ in range(5):  # heartbeats while the model loads
+            await req.progress(0, 4, "vectors")
+        await req.progress(4, 4, "vectors")
+        indexed = {"files_scanned": 4, "seconds": 0.46, "vectors_seconds": 94.7}
+        return {"name": "ws", "path": str(short_tmp), "added": True, "indexed": indexed}
+
+    code, out, err = run_on(fake_memoryd, ["workspace", "add", str(short_tmp), "--wait"])
+    assert code == EXIT_OK
+    assert [json.loads(line)["done"] for line in err.splitlines() if "progress" in line] == [0, 4]
+    assert re.fullmatch(
+        rf"added workspace ws at {short_tmp} \(indexed in \d+\.\ds: keyword 0\.46s, "
+        r"vectors 94\.70s\)\n",
+        out,
+    ), out
+
+
 def test_workspace_add_sends_an_absolute_path(
     fake_memoryd: FakeMemoryd, short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

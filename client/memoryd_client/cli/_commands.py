@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +28,7 @@ from memoryd_client.errors import ClientError
 from memoryd_client.paths import socket_path as resolve_socket_path
 
 if TYPE_CHECKING:
-    from memoryd_client.types import SearchResult
+    from memoryd_client.types import ReindexResult, SearchResult
 
 
 def status(args: argparse.Namespace, ctx: Context) -> int:
@@ -177,6 +178,7 @@ def workspace_add(args: argparse.Namespace, ctx: Context) -> int:
     path = os.path.abspath(os.path.expanduser(args.path))
     if not os.path.isdir(path):
         raise ClientError(f"not a directory: {path}")
+    started = time.monotonic()
     if args.wait:
         progress = progress_reporter(ctx.stderr, args.json)
         try:
@@ -185,17 +187,28 @@ def workspace_add(args: argparse.Namespace, ctx: Context) -> int:
             progress.finish()
     else:
         result = ctx.client.workspace_add(path, args.name)
+    waited = time.monotonic() - started
     for warning in layout_warnings(Path(path)):
         ctx.note(warning)
     done = result.indexed
     if args.json:
         ctx.print_json(result.raw)
     elif result.changed:
-        how = "indexing in the background" if done is None else f"indexed in {done.seconds:.2f}s"
+        how = "indexing in the background" if done is None else indexed_in(done, waited)
         ctx.print(f"added workspace {result.name} at {result.path} ({how})")
     else:
         ctx.print(f"workspace {result.name} at {result.path} was already registered")
     return EXIT_OK
+
+
+def indexed_in(done: ReindexResult, waited: float) -> str:
+    """The whole wait, then its keyword and vector parts apart: the keyword index is
+    searchable long before the local model has embedded every chunk."""
+    parts = [f"keyword {done.seconds:.2f}s"]
+    if done.vectors_seconds is not None:
+        parts.append(f"vectors {done.vectors_seconds:.2f}s")
+    pending = f"; {done.vectors_pending} vectors pending" if done.vectors_pending else ""
+    return f"indexed in {waited:.1f}s: {', '.join(parts)}{pending}"
 
 
 def layout_warnings(path: Path) -> list[str]:

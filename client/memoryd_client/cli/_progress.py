@@ -55,7 +55,9 @@ class ProgressBar:
 
 
 class JsonProgress:
-    """``{"event": "progress", "phase", "done", "total", "rate", "eta_s"}`` lines."""
+    """``{"event": "progress", "phase", "done", "total", "rate", "eta_s"}`` lines, one only
+    when the count moved: the daemon repeats an unchanged count every second (a heartbeat
+    for the wait's timeout) while the model loads, which a log needs once."""
 
     def __init__(self, stream: TextIO, clock: Callable[[], float] = time.monotonic) -> None:
         self.stream = stream
@@ -63,6 +65,7 @@ class JsonProgress:
         self.phase: str | None = None
         self.rate = Rate(clock)
         self.last_at = 0.0
+        self.written: tuple[str | None, int, int | None] | None = None
         self.pending: Progress | None = None  # the newest event not written yet
 
     def __call__(self, progress: Progress) -> None:
@@ -72,6 +75,8 @@ class JsonProgress:
             self.finish()  # the last count of the phase before, if held back
             self.phase, self.rate = progress.phase, Rate(self.clock)
         self.rate.add(progress.done)
+        if (progress.phase, progress.done, progress.total) == self.written:
+            return  # a heartbeat: nothing new to say
         last = progress.total is not None and progress.done >= progress.total
         if new_phase or last or now - self.last_at >= JSON_EVERY_S:
             self._write(progress)
@@ -94,6 +99,7 @@ class JsonProgress:
         }
         self.stream.write(json.dumps(line) + "\n")
         self.stream.flush()
+        self.written = (progress.phase, progress.done, progress.total)
         self.pending = None
 
     def finish(self) -> None:

@@ -450,10 +450,12 @@ class Methods:
     ) -> dict[str, Any]:
         """A sync's answer, with ``wait`` once every vector is embedded."""
         loop = asyncio.get_running_loop()
-        if wait:  # its own executor: an abandoned long wait must not starve append
-            await loop.run_in_executor(self.waiters, index.wait_embedded, None, progress)
-        status = await loop.run_in_executor(self.readers, index.status)
         out = report.to_dict()
+        if wait:  # its own executor: an abandoned long wait must not starve append
+            started = time.monotonic()
+            await loop.run_in_executor(self.waiters, index.wait_embedded, None, progress)
+            out["vectors_seconds"] = round(time.monotonic() - started, 3)
+        status = await loop.run_in_executor(self.readers, index.status)
         out["vectors_pending"] = int(status.get("pending_vectors", 0))
         return out
 
