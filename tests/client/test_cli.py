@@ -545,7 +545,8 @@ def test_status_says_once_which_transcripts_are_left_out_and_how_to_index_them(
     shown = format_status(Status.from_wire(wire))
     assert "  sessions: 13 transcript(s) in sessions/ not indexed (index.sessions = false)" in shown
     assert [line for line in shown if "sessions = true" in line] == [
-        "to search transcripts too: set `sessions = true` under [index] in the config file "
+        f"to search transcripts too: set `sessions = true` under [index] in "
+        f"{wire['config_source'] or 'the config file'} "
         "(or MEMORYD_INDEX_SESSIONS=true), then restart memoryd"
     ]
     del wire["workspaces"][1]

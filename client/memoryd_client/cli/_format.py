@@ -57,8 +57,9 @@ def format_status(status: Status) -> list[str]:
         width = max((len(j.name) for j in ws.jobs), default=0)
         lines.extend(f"  job {_job_line(j, width)}" for j in ws.jobs)
     if any(ws.sessions_left_out for ws in status.workspaces):
+        where = status.config_source or "the config file"
         lines.append(
-            "to search transcripts too: set `sessions = true` under [index] in the config file "
+            f"to search transcripts too: set `sessions = true` under [index] in {where} "
             "(or MEMORYD_INDEX_SESSIONS=true), then restart memoryd"
         )
     return lines

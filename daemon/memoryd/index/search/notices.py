@@ -30,8 +30,8 @@ def search_notices(req: SearchRequest, sessions_indexed: bool) -> Notices:
     if "sessions" in req.sources and not sessions_indexed:
         out.lines.append(
             "transcripts are not indexed (index.sessions = false): set "
-            "index.sessions = true in config.toml and reload the daemon "
-            "(SIGHUP) to search sessions/*.jsonl"
+            "sessions = true under [index] in config.toml and restart memoryd "
+            "to search sessions/*.jsonl"
         )
         out.nothing_to_search |= set(req.sources) == {"sessions"}
     return out
