@@ -64,6 +64,7 @@ from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher, WatchTarget
+from memoryd_client.command_names import typed
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
@@ -585,11 +586,12 @@ class Daemon:
 def ready_line(socket_path: Path, workspaces: list[Workspace]) -> str:
     """What a person starting ``memoryd run`` in a terminal needs: it works, where, what next."""
     head = f"memoryd {memoryd.__version__} ready on {socket_path} (pid {os.getpid()})"
+    stop = f"Stop: Ctrl-C or {typed('memoryd')} stop"
     if not workspaces:
-        return f"{head}; no workspace yet: memctl workspace add PATH. Stop: Ctrl-C or memoryd stop"
+        return f"{head}; no workspace yet: {typed('memctl')} workspace add PATH. {stop}"
     listed = ", ".join(f"{w.name} ({_home_relative(w.root)})" for w in workspaces[:5])
     more = f" and {len(workspaces) - 5} more" if len(workspaces) > 5 else ""
-    return f"{head}; workspaces: {listed}{more}. Stop: Ctrl-C or memoryd stop"
+    return f"{head}; workspaces: {listed}{more}. {stop}"
 
 
 def _home_relative(path: Path) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from memoryd.errors import MemorydError
 from memoryd.runtime.config import Config, load_config
+from memoryd_client.command_names import typed
 from memoryd_client.paths import check_socket_path_length, default_paths
 
 
@@ -80,7 +81,11 @@ def check_state(state_db: Path) -> Check:
     fix = (
         f"start memoryd: it moves the file aside and rebuilds it, registered workspaces "
         f"come back from {copy.name}"
-        + ("" if copy.exists() else " (absent here: re-add them with memctl workspace add)")
+        + (
+            ""
+            if copy.exists()
+            else f" (absent here: re-add them with {typed('memctl')} workspace add)"
+        )
     )
     try:
         size = state_db.stat().st_size

@@ -749,3 +749,27 @@ def test_search_all_without_any_workspace_says_how_to_add_one(fake_memoryd: Fake
     code, _, err = run_on(fake_memoryd, ["search", "--all", "q"])
     assert code == EXIT_ERROR and "memctl workspace add PATH" in err
     assert not fake_memoryd.calls("search")
+
+
+def test_a_next_step_names_memctl_as_this_shell_finds_this_installations(tmp_path: Path) -> None:
+    from memoryd_client.command_names import spelled
+
+    home = tmp_path / "home"
+    venv_bin = home / "proj" / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    python = venv_bin / "python"
+    memctl = venv_bin / "memctl"
+    memctl.write_text("#!/bin/sh\n")
+    memctl.chmod(0o755)
+    other = tmp_path / "other-memctl"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    # PATH finds this very memctl (an activated venv, pipx): the bare name.
+    assert spelled("memctl", str(python), lambda name: str(memctl), home) == "memctl"
+    # A venv nobody activated, or another memctl first on PATH: the one beside this Python.
+    expected = "~/proj/.venv/bin/memctl"
+    assert spelled("memctl", str(python), lambda name: None, home) == expected
+    assert spelled("memctl", str(python), lambda name: str(other), home) == expected
+    assert spelled("memctl", str(python), lambda name: None, tmp_path / "elsewhere") == str(memctl)
+    # Not installed beside this Python (a daemon-only environment): the bare name.
+    assert spelled("memoryd", str(python), lambda name: None, home) == "memoryd"

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import select
+import shutil
 import subprocess
 import sys
 import time
@@ -207,6 +209,29 @@ def start_line(env: dict[str, str]) -> tuple[str, Run]:
     return text, run
 
 
+def assert_next_steps_run_as_written(line: str, env: dict[str, str]) -> None:
+    """The ready line's memctl and memoryd are commands this shell finds as written."""
+    steps = re.search(
+        r"no workspace yet: (\S+) workspace add PATH\. Stop: Ctrl-C or (\S+) stop", line
+    )
+    assert steps, line
+    for typed, name in zip(steps.groups(), ("memctl", "memoryd"), strict=True):
+        assert Path(typed).name == name
+        found = shutil.which(os.path.expanduser(typed), path=env["PATH"])
+        assert found and os.path.samefile(found, Path(MEMORYD).parent / name), (typed, env)
+
+
+def test_the_ready_lines_next_steps_name_memctl_as_a_shell_finds_it(root: Path) -> None:
+    # The README's install: a venv nobody activated (its bin/ not on PATH), then activated.
+    venv_bin = str(Path(MEMORYD).parent)
+    path = ":".join(p for p in os.environ.get("PATH", "/usr/bin:/bin").split(":") if p != venv_bin)
+    for shell_path, bare in ((path, False), (f"{venv_bin}:{path}", True)):
+        env = bare_env(root, MEMORYD_HOME=str(root / "mh"), PATH=shell_path)
+        text, _ = start_line(env)
+        assert_next_steps_run_as_written(text, env)
+        assert ("; no workspace yet: memctl workspace add" in text) is bare, text
+
+
 def test_on_a_terminal_one_line_says_ready_where_and_what_next(root: Path) -> None:
     env = bare_env(root, MEMORYD_HOME=str(root / "mh"))
     sock = root / "mh" / "run" / "memoryd.sock"
@@ -214,7 +239,7 @@ def test_on_a_terminal_one_line_says_ready_where_and_what_next(root: Path) -> No
     lines = [line for line in text.splitlines() if line.strip()]
     assert len(lines) == 1, text  # warnings and worse only: nothing else on a quiet start
     assert f"ready on {sock} (pid {run.p.pid})" in lines[0]
-    assert "no workspace yet: memctl workspace add PATH" in lines[0]
+    assert_next_steps_run_as_written(lines[0], env)
 
     ws = root / "notes"
     (ws / "memory").mkdir(parents=True)

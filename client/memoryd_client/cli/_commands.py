@@ -24,6 +24,7 @@ from memoryd_client.cli._base import (
 from memoryd_client.cli._format import format_jobs, format_run, format_search, format_status
 from memoryd_client.cli._progress import progress_reporter
 from memoryd_client.cli._search import read_query, search_many
+from memoryd_client.command_names import typed
 from memoryd_client.errors import ClientError
 from memoryd_client.paths import socket_path as resolve_socket_path
 
@@ -68,7 +69,9 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
     workspace = None if args.all else ctx.workspace()
     names = [ws.name for ws in ctx.workspaces()] if workspace is None else []
     if args.all and not names:
-        raise ClientError("no workspace is registered; add one with `memctl workspace add PATH`")
+        raise ClientError(
+            f"no workspace is registered; add one with `{typed('memctl')} workspace add PATH`"
+        )
     if args.all or len(names) > 1:
         result = search_many(ctx.client, names, query, **options)
     else:
@@ -246,7 +249,7 @@ def workspace_list(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         ctx.print_json({"workspaces": [asdict(ws) for ws in workspaces]})
     elif not workspaces:
-        ctx.print("no workspace registered (memctl workspace add PATH)")
+        ctx.print(f"no workspace registered ({typed('memctl')} workspace add PATH)")
     else:
         width = max(len(ws.name) for ws in workspaces)
         for ws in workspaces:

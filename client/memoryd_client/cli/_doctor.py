@@ -18,11 +18,17 @@ from typing import Any
 
 from memoryd_client._autostart import find_memoryd
 from memoryd_client.client import MemoryClient
+from memoryd_client.command_names import typed
 from memoryd_client.errors import ClientError, DaemonNotRunning, ProtocolMismatch, StaleSocket
 from memoryd_client.paths import check_socket_path_length
 from memoryd_client.types import Status
 
-START_FIX = "start the daemon: `memoryd run` (foreground) or `memoryd service install`"
+
+def start_fix() -> str:
+    memoryd = typed("memoryd")
+    return f"start the daemon: `{memoryd} run` (foreground) or `{memoryd} service install`"
+
+
 MEMORYD_DOCTOR_TIMEOUT_S = 60.0
 
 
@@ -56,11 +62,11 @@ def run_doctor(socket: Path, socket_override: str | None, timeout: float | None)
         hello = client.connect()
     except StaleSocket:
         detail = f"stale socket: {socket} exists but nobody listens (a daemon died)"
-        checks.append(Check("daemon reachable", False, detail, START_FIX + "; it cleans up"))
+        checks.append(Check("daemon reachable", False, detail, start_fix() + "; it cleans up"))
         checks.extend(_memoryd_doctor(socket_override))
     except DaemonNotRunning:
         detail = f"memoryd is not running (no socket at {socket})"
-        checks.append(Check("daemon reachable", False, detail, START_FIX))
+        checks.append(Check("daemon reachable", False, detail, start_fix()))
         checks.extend(_memoryd_doctor(socket_override))
     except ProtocolMismatch as exc:
         running = True
@@ -69,7 +75,7 @@ def run_doctor(socket: Path, socket_override: str | None, timeout: float | None)
             Check("protocol", False, str(exc), "install the same version of memoryd and memctl")
         )
     except ClientError as exc:
-        checks.append(Check("daemon reachable", False, str(exc), START_FIX))
+        checks.append(Check("daemon reachable", False, str(exc), start_fix()))
     else:
         running = True
         checks.append(
@@ -142,7 +148,9 @@ def status_checks(status: Status) -> list[Check]:
         _vector_check(status),
     ]
     if not status.workspaces:
-        checks.append(Check("workspaces", False, "none registered", "memctl workspace add PATH"))
+        checks.append(
+            Check("workspaces", False, "none registered", f"{typed('memctl')} workspace add PATH")
+        )
     for ws in status.workspaces:
         detail = f"{ws.path}: {ws.files} files, {ws.chunks} chunks"
         if ws.pending_files:
@@ -156,8 +164,8 @@ def status_checks(status: Status) -> list[Check]:
                     f"workspace {ws.name}",
                     False,
                     detail + "; degraded: " + "; ".join(problems),
-                    "fix the cause above, then `memctl reindex --workspace "
-                    f"{ws.name}`; `memoryd doctor` checks the provider",
+                    f"fix the cause above, then `{typed('memctl')} reindex --workspace "
+                    f"{ws.name}`; `{typed('memoryd')} doctor` checks the provider",
                 )
             )
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 
+from memoryd_client.command_names import typed
 from memoryd_client.rate import clock_text
 from memoryd_client.types import JobInfo, JobRun, JobsList, SearchResult, Status
 
@@ -25,7 +26,7 @@ def format_status(status: Status) -> list[str]:
     lines.append(provider)
     lines.extend(f"degraded: {reason}" for reason in status.degraded)
     if not status.workspaces:
-        lines.append("no workspace registered (memctl workspace add PATH)")
+        lines.append(f"no workspace registered ({typed('memctl')} workspace add PATH)")
     for ws in status.workspaces:
         lines.append(f"workspace {ws.name}  {ws.path}")
         vectors = "ready" if ws.vector_ready else "not ready"
@@ -98,7 +99,7 @@ def format_jobs(result: JobsList) -> list[str]:
     )
     lines = [f"time zone {result.timezone or 'local'}; LLM: {llm_text}"]
     if not result.jobs:
-        lines.append("no workspace registered (memctl workspace add PATH)")
+        lines.append(f"no workspace registered ({typed('memctl')} workspace add PATH)")
     width = max((len(j.name) for j in result.jobs), default=0)
     workspace = None
     for job in result.jobs:
