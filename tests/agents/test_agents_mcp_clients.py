@@ -153,3 +153,15 @@ def test_typescript_sdk_client_over_http(node: str, md_home: Path) -> None:
         proc = run_node(node, md_home, ws, str(CLIENTS / "ts_session.mjs"), "http", url)
     assert proc.returncode == 0, proc.stderr
     check_ts_session(json.loads(proc.stdout), ws)
+
+
+def test_the_readme_says_how_to_install_these_clients_as_ci_does() -> None:
+    # Without them these tests skip: the README's test command alone does not install them.
+    root = CLIENTS.parents[2]
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
+    installs = [line.split(" --loglevel")[0] for line in ci.splitlines() if "npm ci" in line]
+    assert installs == ["npm ci --prefix tests/agents/mcp_clients --no-audit --no-fund"]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    assert f"`{installs[0]}`" in readme
+    # and Claude Code's, as its test's docstring says (tests/agents/test_claude_code_headless.py)
+    assert "`npm install --prefix tests/agents/claude_code @anthropic-ai/claude-code`" in readme
