@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import socket
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from memoryd.embeddings import int8_rows
 from memoryd.errors import MemorydError
 from memoryd.runtime.config import Config, load_config
 from memoryd_client.command_names import typed
@@ -135,11 +136,15 @@ _REINSTALL_MODEL = (
 )
 
 
-def check_local_model(cfg: Config) -> Check:
+def check_local_model(cfg: Config, loaded_dims: int | None = None) -> Check:
+    """``loaded_dims``: the provider check already loaded the bundled model (it is the
+    provider in use) and it answered with that many dims: not loaded a second time."""
     if cfg.embedding.provider not in ("auto", "local"):
         return Check(
             "local_model", True, f"not used (embedding.provider = {cfg.embedding.provider})"
         )
+    if loaded_dims is not None:
+        return Check("local_model", True, f"bundled model loads ({loaded_dims} dims)")
     try:
         from memoryd.embeddings.local import LocalProvider
 
@@ -153,28 +158,33 @@ def check_local_model(cfg: Config) -> Check:
     return Check("local_model", True, f"bundled model loads ({dims} dims)")
 
 
-def check_provider(cfg: Config, env: Mapping[str, str]) -> Check:
+def check_provider(cfg: Config, env: Mapping[str, str]) -> tuple[Check, int | None]:
+    """The provider in use answers; with it, the dims of the bundled model when that is the
+    provider (check_local_model then loads it no second time)."""
     from memoryd.embeddings.factory import choose_provider
 
     try:
         choice = choose_provider(cfg.embedding, env)
     except MemorydError as exc:
-        return Check("provider", False, exc.message, "fix [embedding] in the config")
+        return Check("provider", False, exc.message, "fix [embedding] in the config"), None
     p = choice.provider
     if p is None:
-        return Check("provider", True, f"keyword search only: {choice.reason}")
+        return Check("provider", True, f"keyword search only: {choice.reason}"), None
     try:
-        dims = p.embed(["memoryd doctor"]).shape[1]
+        dims = int(p.embed(["memoryd doctor"]).shape[1])
     except MemorydError as exc:
-        return Check(
+        failed = Check(
             "provider",
             False,
             f"{p.name} {p.model}: {exc.message}",
             "check embedding.base_url, the API key and that the server is up",
         )
+        return failed, None
     finally:
         p.close()
-    return Check("provider", True, f"{p.name} {p.model} answers ({dims} dims): {choice.reason}")
+    bundled = p.name == "local" and not cfg.embedding.model_path
+    answers = Check("provider", True, f"{p.name} {p.model} answers ({dims} dims): {choice.reason}")
+    return answers, dims if bundled else None
 
 
 def run_checks(config_file: Path, socket_path: Path, env: Mapping[str, str]) -> list[Check]:
@@ -185,7 +195,12 @@ def run_checks(config_file: Path, socket_path: Path, env: Mapping[str, str]) -> 
         check_state(default_paths(dict(env)).state_db),
         check_sqlite_vec(),
     ]
-    later: list[Callable[[], Check]] = []
-    if cfg is not None:
-        later = [lambda: check_local_model(cfg), lambda: check_provider(cfg, env)]
-    return checks + [f() for f in later]
+    if cfg is None:
+        return checks
+    # The rewrite of the bundled model the daemon keeps (embeddings/int8_rows.py), reused
+    # rather than made again in a child Python; kept only where the daemon has its state.
+    state_dir = default_paths(dict(env)).state_dir
+    if state_dir.is_dir():
+        int8_rows.keep_in(state_dir / "models")
+    provider, loaded_dims = check_provider(cfg, env)
+    return [*checks, check_local_model(cfg, loaded_dims), provider]

@@ -246,6 +246,52 @@ def test_version_and_doctor_json(home: Path) -> None:
     assert not config_check["ok"] and "search.max_results" in config_check["detail"]
 
 
+# A child that counts the bundled model's loads (onnxruntime sessions made by local.py) and
+# the int8 rewrites run in a child Python, then runs `memoryd doctor --json`.
+COUNT_LOADS = """
+import json, sys, threading
+from memoryd.embeddings import local
+loads, rewrites = [], []
+def profile(frame, event, arg):
+    if event == "call" and frame.f_code is local._load_session.__code__:
+        loads.append(1)
+def audit(event, args):
+    if event == "subprocess.Popen" and any("import onnx" in str(a) for a in args[1]):
+        rewrites.append(1)
+sys.setprofile(profile)
+threading.setprofile(profile)
+sys.addaudithook(audit)
+from memoryd.cli import main
+main(["doctor", "--json"])
+sys.setprofile(None)
+print(json.dumps({"loads": len(loads), "rewrites": len(rewrites)}))
+"""
+
+
+@pytest.mark.model
+def test_doctor_with_the_daemon_stopped_loads_the_model_once_and_reuses_the_kept_rewrite(
+    home: Path,
+) -> None:
+    (home / "state").mkdir(mode=0o700)  # a daemon ran here before: it keeps its state there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
+    env["MEMORYD_HOME"] = str(home)  # provider auto, no key: the bundled model
+    kept: list[tuple[Path, int]] = []
+    counts: list[dict[str, int]] = []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-c", COUNT_LOADS], env=env, capture_output=True, text=True
+        )
+        *doctor, counted = done.stdout.splitlines()
+        checks = {c["name"]: c for c in json.loads("\n".join(doctor))["checks"]}
+        assert checks["local_model"]["ok"] and checks["provider"]["ok"], checks
+        assert "local" in checks["provider"]["detail"]
+        counts.append(json.loads(counted))
+        kept += [(p, p.stat().st_mtime_ns) for p in (home / "state" / "models").glob("*.onnx")]
+    # Each run loads it once; the first run rewrites and keeps it, the second reuses that.
+    assert counts == [{"loads": 1, "rewrites": 1}, {"loads": 1, "rewrites": 0}]
+    assert len(kept) == 2 and kept[0] == kept[1]
+
+
 def test_request_lines_are_debug_a_refused_request_info(home: Path) -> None:
     for level, expected in (
         ("info", [("get", "unknown_workspace")]),
