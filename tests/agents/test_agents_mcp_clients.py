@@ -160,8 +160,6 @@ def test_the_readme_says_how_to_install_these_clients_as_ci_does() -> None:
     root = CLIENTS.parents[2]
     ci = (root / ".ci" / "run").read_text(encoding="utf-8")
     installs = [line.split(" --loglevel")[0] for line in ci.splitlines() if "npm ci" in line]
-    assert installs == ["npm ci --prefix tests/agents/mcp_clients --no-audit --no-fund"]
+    assert "npm ci --prefix tests/agents/mcp_clients --no-audit --no-fund" in installs
     readme = (root / "README.md").read_text(encoding="utf-8")
-    assert f"`{installs[0]}`" in readme
-    # and Claude Code's, as its test's docstring says (tests/agents/test_claude_code_headless.py)
-    assert "`npm install --prefix tests/agents/claude_code @anthropic-ai/claude-code`" in readme
+    assert all(f"\n{command}\n" in readme for command in installs), installs
