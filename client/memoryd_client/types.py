@@ -260,11 +260,9 @@ class ReindexResult(_Wire):
     files_skipped: int = 0
     chunks_written: int = 0
     chunks_removed: int = 0
-    seconds: float = 0.0
-    """The keyword index's sync."""
+    seconds: float = 0.0  # the keyword index's sync
     vectors_pending: int = 0
-    vectors_seconds: float | None = None
-    """With ``wait``: how long the vectors took after the sync (None: not waited for)."""
+    vectors_seconds: float | None = None  # with wait: the vectors' time after the sync
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -482,9 +480,7 @@ class WorkspaceStatus(_Wire):
     embedding_eta_s: float | None = field(default=None, metadata=_read(_embedding("eta_s")))
     jobs: list[JobInfo] = field(default_factory=list)
     """Each scheduled job's next run and last result for this workspace."""
-    sessions_left_out: int = 0
-    """Transcripts (sessions/*.jsonl) in the workspace that index.sessions = false leaves
-    out of the index."""
+    sessions_left_out: int = 0  # transcripts index.sessions = false leaves out of the index
     raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
