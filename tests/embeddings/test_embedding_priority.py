@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
 from engine_util import IndexFactory
 from fakes.openai_server import FakeOpenAIServer
 from memoryd.embeddings.openai_compat import OpenAIProvider
-from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.runtime.priority import BACKGROUND_NICE
 
 pytestmark = pytest.mark.skipif(
@@ -48,23 +48,38 @@ def test_the_embedding_thread_runs_lowered_and_the_caller_does_not(
     assert nice_of(threading.get_native_id()) == base
 
 
+# Run in a process of its own: under pytest -n a thread another test left behind (a daemon's
+# background work) could start between the two listings and be taken for onnxruntime's.
+_WORKERS_PROBE = """
+import json, os, threading
+from memoryd.embeddings.local import LocalProvider
+from memoryd.embeddings.tokenizer import load_tokenizer
+
+def nice(t): return os.getpriority(os.PRIO_PROCESS, t)
+me = threading.get_native_id()
+base = nice(me)
+# tokenizers starts its process-wide pool at its first batch, on whichever thread asks:
+# start it now, so that only onnxruntime's workers are new below.
+load_tokenizer().encode_batch(["start the tokenizer's pool"] * 8)
+before = set(os.listdir("/proc/self/task"))
+provider = LocalProvider(threads=2)
+try:
+    provider.embed(["the workers run now"])
+    new = [int(t) for t in set(os.listdir("/proc/self/task")) - before]
+    alive = [nice(t) for t in new if os.path.exists(f"/proc/self/task/{t}")]
+    print(json.dumps({"base": base, "new": len(new), "nices": alive, "caller": nice(me)}))
+finally:
+    provider.close()
+"""
+
+
 @pytest.mark.model
 def test_the_local_models_worker_threads_start_lowered() -> None:
-    from memoryd.embeddings.local import LocalProvider
-
-    me = threading.get_native_id()
-    base = nice_of(me)
-    # tokenizers starts its process-wide thread pool at its first batch, on whichever thread
-    # asks (under pytest -n, maybe this test): start it now, so that only onnxruntime's
-    # workers are new below.
-    load_tokenizer().encode_batch(["start the tokenizer's pool"] * 8)
-    before = set(os.listdir("/proc/self/task"))
-    provider = LocalProvider(threads=2)
-    try:
-        provider.embed(["the workers run now"])
-        new = [int(t) for t in set(os.listdir("/proc/self/task")) - before]
-        assert new, "onnxruntime started no intra-op worker with threads=2"
-        assert {nice_of(t) for t in new if Path(f"/proc/self/task/{t}").exists()} == {lowered(base)}
-        assert nice_of(me) == base  # the caller (a search's thread) keeps its priority
-    finally:
-        provider.close()
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKERS_PROBE], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["new"], "onnxruntime started no intra-op worker with threads=2"
+    assert set(seen["nices"]) == {lowered(seen["base"])}
+    assert seen["caller"] == seen["base"]  # the caller (a search's thread) keeps its priority
