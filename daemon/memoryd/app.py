@@ -199,6 +199,7 @@ class Daemon:
             self._registry = Registry(
                 self.config, self.paths.index_dir, self.state, before_serving=catch_up_index
             )
+            self._registry.reopened = self.refresh_watch  # a workspace back after a failed open
             self._registry.load()
             history = History(self.state)
             runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)

@@ -105,6 +105,13 @@ class StatusReport:
                 degraded=[ws.error or "opening the index"],
                 watcher="not watched",
             )
+            retry = ws.open_failing()
+            if retry is not None:  # tried again by itself (registry.py, _open_failed)
+                out["open_retry"] = retry
+                out["degraded"] = [
+                    f"the index could not be opened ({ws.error}); tried {retry['failures']} "
+                    f"time(s), again in {retry['retry_in_s']:.0f} s"
+                ]
             return out
         loop = asyncio.get_running_loop()
         status = await loop.run_in_executor(self.readers, ws.index.status)

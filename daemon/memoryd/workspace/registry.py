@@ -15,7 +15,7 @@ import contextlib
 import hashlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,11 @@ log = get_logger("memoryd.workspace.registry")
 # to the maximum, as the watcher retries a failed sync: the files are not left for a restart.
 SCAN_RETRY_FIRST_S = 1.0
 SCAN_RETRY_MAX_S = 300.0
+# An index that cannot be opened (no file descriptor left, a full disk, an unmounted folder)
+# is opened again after this, doubling up to OPEN_RETRY_MAX_S: the cause going away is
+# enough, no restart needed.
+OPEN_RETRY_FIRST_S = 1.0
+OPEN_RETRY_MAX_S = 120.0
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
@@ -113,6 +118,9 @@ class Workspace:
     scan_retry: asyncio.TimerHandle | None = None
     opening: bool = False  # an open was started (exactly one per workspace)
     opened: asyncio.Event = field(default_factory=asyncio.Event)
+    open_failures: int = 0  # in a row; retried with back-off
+    open_retry_at: float = 0.0  # time.time() of the next try
+    open_retry: asyncio.TimerHandle | None = None
 
     def info(self) -> dict[str, Any]:
         return {"name": self.name, "path": str(self.root), "source": self.source}
@@ -131,6 +139,19 @@ class Workspace:
         if self.scan_retry is not None:
             self.scan_retry.cancel()
             self.scan_retry = None
+        if self.open_retry is not None:
+            self.open_retry.cancel()
+            self.open_retry = None
+
+    def open_failing(self) -> dict[str, Any] | None:
+        """Why the index could not be opened and when it is tried again (status)."""
+        if not self.open_failures or self.index is not None:
+            return None
+        return {
+            "failures": self.open_failures,
+            "error": self.error,
+            "retry_in_s": round(max(0.0, self.open_retry_at - time.time()), 1),
+        }
 
     def usable_index(self) -> WorkspaceIndex:
         if self.index is None:
@@ -159,6 +180,9 @@ class Registry:
         self.choice: ProviderChoice | None = None
         self.provider_ready = asyncio.Event()
         self._closing = False
+        self._reopening: set[asyncio.Task[None]] = set()  # retried opens (_open_failed)
+        # Told when a retried open succeeded (the daemon's watch and scheduler follow).
+        self.reopened: Callable[[], Awaitable[None]] | None = None
 
     # -- loading -----------------------------------------------------------------------
 
@@ -285,14 +309,12 @@ class Registry:
             index = await asyncio.to_thread(self._make_index, ws)
         except Exception as exc:  # one bad workspace must not stop the others
             ws.error = exc.message if isinstance(exc, MemorydError) else f"{exc}"
-            log.error(
-                "workspace_unavailable", workspace=ws.name, path=str(ws.root), reason=ws.error
-            )
+            self._open_failed(ws)
         else:
             if self._closing or self._items.get(ws.name) is not ws:  # removed meanwhile
                 await asyncio.to_thread(index.close)
             else:
-                ws.index = index
+                ws.index, ws.error, ws.open_failures = index, None, 0
                 log.info(
                     "workspace_opened",
                     workspace=ws.name,
@@ -304,6 +326,39 @@ class Registry:
             ws.opened.set()
         if self.choice is not None:  # chosen while this index opened: load_provider may
             await self._attach(ws)  # have passed it by
+
+    def _open_failed(self, ws: Workspace) -> None:
+        """Open the index again later, backing off: what failed may pass (descriptors freed,
+        space made, the folder mounted) and the workspace comes back without a restart."""
+        ws.open_failures += 1
+        delay = min(OPEN_RETRY_MAX_S, OPEN_RETRY_FIRST_S * 2 ** (ws.open_failures - 1))
+        ws.open_retry_at = time.time() + delay
+        log.error(
+            "workspace_unavailable",
+            workspace=ws.name,
+            path=str(ws.root),
+            reason=ws.error,
+            failures=ws.open_failures,
+            retry_in_s=delay,
+        )
+
+        def retry() -> None:
+            ws.open_retry = None
+            if self._closing or self._items.get(ws.name) is not ws or ws.index is not None:
+                return
+            ws.opening = False  # _open starts afresh; requests keep answering unavailable
+            task = asyncio.get_running_loop().create_task(self._reopen(ws), name="reopen")
+            self._reopening.add(task)
+            task.add_done_callback(self._reopening.discard)
+
+        if ws.open_retry is not None:
+            ws.open_retry.cancel()
+        ws.open_retry = asyncio.get_running_loop().call_later(delay, retry)
+
+    async def _reopen(self, ws: Workspace) -> None:
+        await self._open(ws)
+        if ws.index is not None and self.reopened is not None:
+            await self.reopened()
 
     def _make_index(self, ws: Workspace) -> WorkspaceIndex:
         """Blocking (sqlite-vec probe, migrations): run in a thread."""

@@ -1,0 +1,44 @@
+"""An index that could not be opened is opened again by itself, with back-off, once the
+cause is gone (a folder unmounted at start-up, no descriptor left, a full disk): no restart.
+``status`` says it failed and when it is tried again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from daemon_util import DaemonThread, wait_for
+from memoryd_client import MemoryClient, Unavailable
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def test_a_workspace_whose_index_failed_to_open_comes_back_when_the_cause_is_gone(
+    md_home: Path,
+) -> None:
+    ws = md_home / "mounted-later"  # not there at start-up (an unmounted disk)
+    config = {"workspaces": [{"path": str(ws), "name": "later"}]}
+    with DaemonThread(md_home, config) as d, MemoryClient(d.socket_path) as c:
+
+        def entry() -> dict[str, object]:
+            return c.status(workspace="later").workspaces[0].raw
+
+        assert wait_for(lambda: "open_retry" in entry(), 20)
+        failing = entry()
+        retry = failing["open_retry"]
+        assert isinstance(retry, dict) and retry["failures"] >= 1 and retry["retry_in_s"] >= 0
+        assert "tried" in str(failing["degraded"])
+        with pytest.raises(Unavailable):
+            c.search("anything", workspace="later")
+        (ws / "memory").mkdir(parents=True)  # the disk is mounted
+        (ws / "MEMORY.md").write_text("# Memory\n\n- The pelican lives on the pier.\n")
+
+        # Tried again by itself (1 s, 2 s, 4 s, ...): no restart, no request needed.
+        def back() -> bool:  # opened, and watched
+            now = entry()
+            return "open_retry" not in now and now["watcher"] != "not watched"
+
+        assert wait_for(back, 60), (entry()["degraded"], entry()["watcher"])
+        c.reindex(workspace="later", wait=True)
+        assert [h.path for h in c.search("pelican", workspace="later").results] == ["MEMORY.md"]
