@@ -314,7 +314,13 @@ def test_http_serves_the_same_tools(md_home: Path) -> None:
     ws = make_workspace(md_home)
 
     async def main(url: str) -> None:
-        async with streamable_http_client(url) as (read, write, _), ClientSession(read, write) as s:
+        # The token memctl made on first use (0600 in the state folder): what setup writes.
+        token = (md_home / "state" / "mcp-token").read_text().strip()
+        async with (
+            httpx.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+            streamable_http_client(url, http_client=http) as (read, write, _),
+            ClientSession(read, write) as s,
+        ):
             await s.initialize()
             tools = {t.name for t in (await s.list_tools()).tools}
             assert tools == TOOLS
@@ -361,14 +367,14 @@ def test_http_with_a_token_refuses_requests_without_it(md_home: Path) -> None:
 
 def test_http_beyond_loopback_without_a_token_is_refused_at_start(md_home: Path) -> None:
     proc = subprocess.run(
-        [MEMCTL, "mcp", "--http", "0.0.0.0:9"],
+        [MEMCTL, "mcp", "--http", "0.0.0.0:9", "--no-token"],
         env=child_env(md_home),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 2
-    assert "needs --token" in proc.stderr
+    assert "needs a token" in proc.stderr
 
 
 # ---------------------------------------------------------------- the stdio transport

@@ -2,10 +2,19 @@
 
 The protocol itself (both eras, the tools) is :mod:`mcp_protocol` and
 :mod:`mcp_tools`; this module starts a transport on it. The transport is a start-up
-choice: stdio (what agents spawn, :mod:`stdio`), or streamable HTTP at ``/mcp`` on
-loopback, or on any address with a bearer token. HTTP answers each POSTed message with
-one JSON reply (the protocol's JSON response mode: no event stream, no session), and
-needs uvicorn (the client's ``mcp`` extra); stdio needs nothing beyond the client.
+choice: stdio (what agents spawn, :mod:`stdio`), or streamable HTTP at ``/mcp``. HTTP
+answers each POSTed message with one JSON reply (the protocol's JSON response mode: no
+event stream, no session), and needs uvicorn (the client's ``mcp`` extra); stdio needs
+nothing beyond the client.
+
+HTTP follows the specification's transport security (basic/transports, "Security
+Warning"): every request's ``Origin`` is checked (a web page's is refused, 403), on
+loopback its ``Host`` too (DNS rebinding: 421, as the SDKs answer), a POST is
+``application/json`` only (a page's ``text/plain`` form post needs no CORS preflight: 415),
+and a bearer token is required by default (mcp_token.py). A connection that has not sent
+its request's headers within HEADER_TIMEOUT_S is closed, and past MAX_CONNECTIONS the one
+idle longest makes room: half-open connections cannot lock clients out or use up the
+process's file descriptors.
 """
 
 from __future__ import annotations
@@ -30,6 +39,10 @@ from memoryd_client.agents.mcp_protocol import (
 )
 from memoryd_client.agents.stdio import LINE_LIMIT
 from memoryd_client.agents.stdio import serve_stdio as _serve_stdio
+
+HEADER_TIMEOUT_S: Final = 10.0
+MAX_CONNECTIONS: Final = 256
+LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -76,9 +89,43 @@ async def _body(receive: Receive, limit: int) -> bytes | None:
             return b"".join(parts)
 
 
-def http_app(server: McpServer, *, check_origin: bool = True) -> ASGIApp:
+def _host_name(value: str) -> str:
+    """The name of a Host header (its port dropped; an IPv6 address unbracketed)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+async def _refused(
+    headers: dict[bytes, bytes], scope: dict[str, Any], send: Send, *, loopback: bool
+) -> bool:
+    """Answer and True when the request may not reach the tools (see the module's docs)."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    if loopback and _host_name(host) not in LOOPBACK_HOSTS:
+        # A page whose name was made to point at 127.0.0.1 (DNS rebinding) sends its own.
+        await _respond(send, 421, b'{"error": "Misdirected Request: this Host is not served"}')
+        return True
+    origin = headers.get(b"origin", b"").decode("latin-1")
+    if origin and not is_loopback(urlsplit(origin).hostname or ""):
+        # A web page elsewhere (a browser sends its Origin): never, token or not.
+        await _respond(send, 403, b'{"error": "this Origin may not call the server"}')
+        return True
+    if scope["method"] != "POST":
+        await _respond(send, 405, b"", [(b"allow", b"POST")])
+        return True
+    kind = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    if kind != b"application/json":
+        # text/plain, form posts: what a page may send cross-site without a preflight
+        await _respond(send, 415, b'{"error": "the body must be Content-Type: application/json"}')
+        return True
+    return False
+
+
+def http_app(server: McpServer, *, loopback: bool = True) -> ASGIApp:
     """The ASGI app: POST /mcp, one JSON-RPC message in, its reply out (202 for a
-    notification). GET (an event stream) and DELETE (a session) are 405: there are none."""
+    notification). GET (an event stream) and DELETE (a session) are 405: there are none.
+    ``loopback``: served on a loopback address (the Host header is checked)."""
 
     async def app(scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,13 +134,7 @@ def http_app(server: McpServer, *, check_origin: bool = True) -> ASGIApp:
             await _respond(send, 404, b'{"error": "not found: the MCP endpoint is /mcp"}')
             return
         headers = dict(scope.get("headers") or [])
-        origin = headers.get(b"origin", b"").decode("latin-1")
-        if check_origin and origin and not is_loopback(urlsplit(origin).hostname or ""):
-            # a web page elsewhere must not reach a loopback server (DNS rebinding)
-            await _respond(send, 403, b'{"error": "this Origin may not call the server"}')
-            return
-        if scope["method"] != "POST":
-            await _respond(send, 405, b"", [(b"allow", b"POST")])
+        if await _refused(headers, scope, send, loopback=loopback):
             return
         body = await _body(receive, LINE_LIMIT)
         if body is None:
@@ -139,8 +180,21 @@ async def serve_http(bridge: Bridge, host: str, port: int, token: str | None) ->
     """Streamable HTTP at ``http://HOST:PORT/mcp`` until cancelled."""
     import uvicorn  # the client's mcp extra
 
-    app = http_app(McpServer(bridge), check_origin=not token)
+    from memoryd_client.agents.http_guard import guarded_protocol
+
+    app = http_app(McpServer(bridge), loopback=is_loopback(host))
     if token:
         app = require_token(app, token)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        http=guarded_protocol(HEADER_TIMEOUT_S, MAX_CONNECTIONS),
+        h11_max_incomplete_event_size=64 * 1024,  # a request's headers, at most
+        # asyncio accepts up to this many at once before any is handed to the protocol: a
+        # flood of 1,100 was all accepted (out of descriptors) before one could be closed.
+        backlog=128,
+    )
     await uvicorn.Server(config).serve()

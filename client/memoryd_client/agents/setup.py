@@ -261,6 +261,13 @@ def _same(before: str, after: str) -> bool:
         return False
 
 
+def http_entry(url: str, token: str, *, typed: bool = True) -> dict[str, Any]:
+    """An MCP server entry for ``memctl mcp --http`` at ``url``, with its bearer token
+    (mcp_token.py): what Claude Code (``typed``) and Cursor read."""
+    entry: dict[str, Any] = {"url": url, "headers": {"Authorization": f"Bearer {token}"}}
+    return {"type": "http", **entry} if typed else entry
+
+
 def claude_code_changes(
     *,
     project: Path | None,
@@ -269,14 +276,19 @@ def claude_code_changes(
     workspace: str | None = None,
     flush: str = "daemon",
     shared: bool = False,
+    http: dict[str, Any] | None = None,
 ) -> list[Change]:
     """``project`` None: every project (``~/.claude.json`` and ``~/.claude/settings.json``).
     Else this project's ``.claude/settings.json`` (hooks) and ``settings.local.json`` (the
     read-only tools allowed), and the server in ``~/.claude.json`` for
     this project only (Claude Code's "local" scope, what ``claude mcp add`` writes: private
     to this user, so nothing to approve), or, ``shared``, in its ``.mcp.json`` for everyone
-    who checks it out (Claude Code has each of them approve it first)."""
-    entry = claude_mcp_entry(command, workspace)
+    who checks it out (Claude Code has each of them approve it first). ``http``: the server
+    entry for ``memctl mcp --http`` (http_entry) instead of stdio; never in a shared file
+    (it carries the token)."""
+    if http is not None and shared:
+        raise SetupError("--http with --shared would put the token in .mcp.json (for git)")
+    entry = http if http is not None else claude_mcp_entry(command, workspace)
     if project is None:
         mcp = edit(home / ".claude.json", set_server(entry))
     elif shared:
@@ -328,10 +340,19 @@ def write(change: Change) -> None:
 # ---------------------------------------------------------------- printed snippets
 
 
-def snippet(client: str) -> str:
-    """What to paste, and where, for ``client`` (``skill``: the SKILL.md)."""
+def snippet(client: str, http: tuple[str, str] | None = None) -> str:
+    """What to paste, and where, for ``client`` (``skill``: the SKILL.md). ``http``: (url,
+    token) of ``memctl mcp --http``: the server entry for it (Claude Code, Cursor)."""
     if client == "skill":
         return skill_text()
+    if http is not None:
+        if client not in ("claude-code", "cursor"):
+            raise SetupError(f"{client} is set up over stdio (--http: claude-code, cursor)")
+        return (
+            f"# {'~/.claude.json mcpServers' if client == 'claude-code' else '~/.cursor/mcp.json'}"
+            " (private: the entry carries the token)\n"
+            + _dump({"mcpServers": {SERVER_NAME: http_entry(*http, typed=client == "claude-code")}})
+        )
     short = memctl_command()
     if client == "claude-code":
         return (

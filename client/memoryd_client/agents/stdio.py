@@ -5,11 +5,12 @@ the event loop (asyncio pipe transports: no thread hand-off per line). Anything 
 terminal, a file) is read and written by a worker thread, so O_NONBLOCK is never set on a
 descriptor shared with a shell.
 
-Each request runs as a task of its own, so a slow call never holds up a ``ping``;
-``notifications/cancelled`` cancels one (and it gets no reply, as the protocol says). A
-line longer than ``line_limit`` is dropped without being held in memory and answered with
-an error carrying its id when the id is among its first keys. At the end of stdin the
-calls still running finish, then the server returns.
+Each request runs as a task of its own, so a slow call never holds up a ``ping``, at most
+``MAX_IN_FLIGHT`` at once (past that, stdin waits); ``notifications/cancelled`` cancels one
+(and it gets no reply, as the protocol says). A line longer than ``line_limit`` is dropped
+without being held in memory and answered with an error carrying its id when the id is
+among its first keys. At the end of stdin the calls still running finish, then the server
+returns.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ LINE_LIMIT: Final = 4 * 1024 * 1024
 below it, even with every character escaped."""
 CHUNK: Final = 64 * 1024
 DRAIN_S: Final = 30.0
+MAX_IN_FLIGHT: Final = 64
+"""Requests answered at once; with this many running, stdin is not read until one ends (the
+client's writes wait in the pipe): 20,000 pipelined calls took 177 MB held as tasks."""
 """At the end of stdin, how long calls still running may take to finish."""
 
 Reader = Callable[[], Awaitable[bytes]]
@@ -196,6 +200,10 @@ async def serve(
                 task.cancel()
             continue
         request_id = message.get("id") if isinstance(message, dict) else None
+        busy = tasks - listening
+        while len(busy) >= MAX_IN_FLIGHT:  # stop reading: the client's pipe fills and waits
+            _, still = await asyncio.wait(busy, return_when=asyncio.FIRST_COMPLETED)
+            busy = still - listening
         task = asyncio.create_task(answer(message, request_id))
         tasks.add(task)
         task.add_done_callback(tasks.discard)

@@ -50,13 +50,20 @@ def _add_mcp(sub: Any, command: Command) -> None:
         "--http",
         metavar="[HOST:]PORT",
         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio "
-        "(HOST defaults to 127.0.0.1; any other than loopback needs --token)",
+        "(HOST defaults to 127.0.0.1); every request needs the bearer token",
     )
     p.add_argument(
         "--token",
         metavar="TOKEN",
-        help=f"require 'Authorization: Bearer TOKEN' on every HTTP request "
-        f"(default: ${MCP_TOKEN_ENV} if set)",
+        help=f"the token 'Authorization: Bearer TOKEN' must carry (default: ${MCP_TOKEN_ENV}, "
+        "else the one in the state folder's mcp-token, made on first use: memctl setup "
+        "--http writes it into the clients it configures)",
+    )
+    p.add_argument(
+        "--no-token",
+        action="store_true",
+        help="loopback only: no token (any local user or program can then read and write "
+        "the memory)",
     )
     p.add_argument(
         "--all-workspaces",
@@ -196,6 +203,14 @@ def _add_setup(sub: Any, command: Command) -> None:
         help="openclaw: print the MCP server snippet instead (memoryd beside memory-core)",
     )
     p.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="claude-code, cursor: connect to memctl mcp --http at that address instead of "
+        "spawning memctl mcp (the entry carries the bearer token: the state folder's "
+        "mcp-token, or --token)",
+    )
+    p.add_argument("--token", metavar="TOKEN", help="with --http: the token (see memctl mcp)")
+    p.add_argument(
         "--flush",
         choices=("auto", "agent", "daemon"),
         default="auto",
@@ -237,11 +252,18 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
 
     token = args.token or os.environ.get(MCP_TOKEN_ENV) or None
     listen = parse_listen(args.http) if args.http else None
-    if listen is not None and not token and not mcp_server.is_loopback(listen[0]):
-        raise UsageError(
-            f"--http {args.http}: serving beyond loopback needs --token "
-            f"(or ${MCP_TOKEN_ENV}); anyone who can reach the port could read the memory"
-        )
+    where = "given"
+    if listen is not None and token is None:
+        if not args.no_token:
+            from memoryd_client.agents import mcp_token
+
+            token, path = mcp_token.load_or_create()
+            where = f"in {path}"
+        elif not mcp_server.is_loopback(listen[0]):
+            raise UsageError(
+                f"--http {args.http} --no-token: serving beyond loopback needs a token; "
+                "anyone who can reach the port could read the memory"
+            )
 
     async def run() -> None:
         client = AsyncMemoryClient(
@@ -262,7 +284,11 @@ def cmd_mcp(args: argparse.Namespace, ctx: Context) -> int:
             else:
                 print(
                     f"memctl mcp: serving http://{listen[0]}:{listen[1]}/mcp"
-                    + (" (bearer token required)" if token else ""),
+                    + (
+                        f" (bearer token required: {where})"
+                        if token
+                        else " (no token: any local user or program can call it)"
+                    ),
                     file=ctx.stderr,
                     flush=True,
                 )
@@ -344,11 +370,12 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
         return cmd_setup_codex(args, ctx)
     if args.client == "hermes":
         return cmd_setup_hermes(args, ctx)
+    http = _http_target(args)
     try:
         if args.print or args.client not in ("claude-code", "skill"):
             if not args.print:
                 raise UsageError(f"memctl setup {args.client} only prints its snippet: add --print")
-            ctx.stdout.write(setup.snippet(args.client))
+            ctx.stdout.write(setup.snippet(args.client, http))
             return EXIT_OK
         if args.client == "skill":
             changes = [setup.skill_change(project=project, home=Path.home())]
@@ -361,6 +388,7 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
                 workspace=args.workspace,
                 flush=flush,
                 shared=args.shared,
+                http=setup.http_entry(*http) if http is not None else None,
             )
     except setup.SetupError as exc:
         raise ClientError(str(exc)) from None
@@ -381,6 +409,21 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
             "pending approval, and `claude -p` runs without it)"
         )
     return EXIT_OK
+
+
+def _http_target(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(url, token) of ``memctl mcp --http`` for ``setup --http``; the token made on first
+    use, as the server makes it (mcp_token.py)."""
+    if not args.http:
+        return None
+    host, port = parse_listen(args.http)
+    token = args.token or os.environ.get(MCP_TOKEN_ENV)
+    if not token:
+        from memoryd_client.agents import mcp_token
+
+        token, _ = mcp_token.load_or_create()
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/mcp", token
 
 
 def cmd_setup_codex(args: argparse.Namespace, ctx: Context) -> int:
