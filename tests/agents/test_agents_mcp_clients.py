@@ -108,12 +108,13 @@ def test_inspector_cli_over_http(node: str, md_home: Path, era: str) -> None:
 
     ws = make_workspace(md_home)
     with daemon_with(md_home, ws), http_server(md_home, ws) as url:
+        token = (md_home / "state" / "mcp-token").read_text().strip()  # what setup writes
         found, _ = inspector(
             node,
             md_home,
             ws,
             era,
-            [url],
+            [url, "--header", f"Authorization: Bearer {token}"],
             "--method",
             "tools/call",
             "--tool-name",
@@ -150,7 +151,8 @@ def test_typescript_sdk_client_over_http(node: str, md_home: Path) -> None:
 
     ws = make_workspace(md_home)
     with daemon_with(md_home, ws), http_server(md_home, ws) as url:
-        proc = run_node(node, md_home, ws, str(CLIENTS / "ts_session.mjs"), "http", url)
+        token = (md_home / "state" / "mcp-token").read_text().strip()  # what setup writes
+        proc = run_node(node, md_home, ws, str(CLIENTS / "ts_session.mjs"), "http", url, token)
     assert proc.returncode == 0, proc.stderr
     check_ts_session(json.loads(proc.stdout), ws)
 

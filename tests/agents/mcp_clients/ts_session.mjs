@@ -1,5 +1,5 @@
 // A scripted session with the TypeScript MCP SDK's Client against `memctl mcp`:
-//   node ts_session.mjs stdio MEMCTL [ARGS...]   |   node ts_session.mjs http URL
+//   node ts_session.mjs stdio MEMCTL [ARGS...]   |   node ts_session.mjs http URL TOKEN
 // Prints one JSON object: the tools listed and what each call answered.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -9,7 +9,9 @@ const [mode, target, ...rest] = process.argv.slice(2);
 const transport =
   mode === "stdio"
     ? new StdioClientTransport({ command: target, args: ["mcp", ...rest], env: process.env, stderr: "pipe" })
-    : new StreamableHTTPClientTransport(new URL(target));
+    : new StreamableHTTPClientTransport(new URL(target), {
+        requestInit: { headers: { Authorization: `Bearer ${rest[0]}` } },
+      });
 const client = new Client({ name: "memoryd-ts-test", version: "0.0.0" });
 await client.connect(transport);
 const out = {
