@@ -33,7 +33,7 @@ from memoryd.files.layout import (
     Layout,
     transcripts_dir,
 )
-from memoryd.files.lines import line_key
+from memoryd.files.lines import line_key, normalize_line
 from memoryd.files.openclaw_mirror import file_name
 from memoryd.files.provenance import Ledger
 from memoryd.files.session_headings import flush_heading_prefix
@@ -206,6 +206,20 @@ def by_hits(layout: Layout, hits: Iterable[dict[str, Any]], query: str) -> Selec
     return Selection([r for r in found.values() if r.lines], unmatched=unmatched)
 
 
+def _probes(texts: Iterable[str]) -> set[bytes] | None:
+    """A word each line surely holds, to pass over files without any: the longest ASCII
+    word of the line (ASCII: lowercasing the file's bytes is then the line's case-folding).
+    None: a line has no such word, every file is looked at line by line."""
+    out: set[bytes] = set()
+    for text in texts:
+        raw = text.lower()
+        words = [w for w in normalize_line(text).split() if w.isascii() and w in raw]
+        if not words:
+            return None
+        out.add(max(words, key=len).encode())
+    return out
+
+
 def with_copies(layout: Layout, sel: Selection) -> Selection:
     """``sel`` and every other line of the memory files that is the same line (its
     ``line_key``): what a purge removes too (hippocampus promoted it into MEMORY.md, a
@@ -213,11 +227,14 @@ def with_copies(layout: Layout, sel: Selection) -> Selection:
     keys = {line_key(t) for r in sel.removals for t in r.lines.values()} - {""}
     if not keys:
         return sel
+    probes = _probes(t for r in sel.removals for t in r.lines.values())
     found = {r.rel: r for r in sel.removals}
     for rel in _memory_files(layout):
         try:
             real, data = read_real(layout, rel)
         except (NotFound, ForbiddenPath, OSError):
+            continue
+        if probes is not None and not any(p in data.lower() for p in probes):
             continue
         for n, raw in enumerate(_lines(data), 1):
             text = raw.rstrip("\r\n")
