@@ -64,7 +64,10 @@ def test_heading_is_written_once_for_consecutive_appends_under_it(tmp_path: Path
     second = app.append(tmp_path, "beta", DAY, heading="## Decisions")
     third = app.append(tmp_path, "gamma", DAY, heading="Open questions")
     path = daily_path(tmp_path, DAY)
-    assert path.read_text() == ("## Decisions\n\nalpha\n\nbeta\n\n## Open questions\n\ngamma\n")
+    # a new daily file whose first block is a section starts with the day's title
+    assert path.read_text() == (
+        "# 2024-03-09\n\n## Decisions\n\nalpha\n\nbeta\n\n## Open questions\n\ngamma\n"
+    )
     assert lines_of(path, first.start_line, first.end_line) == ["## Decisions", "", "alpha"]
     assert lines_of(path, second.start_line, second.end_line) == ["beta"]
     assert lines_of(path, third.start_line, third.end_line) == ["## Open questions", "", "gamma"]
@@ -144,16 +147,18 @@ def test_append_method_writes_and_reports_through_the_daemon(md_home: Path) -> N
         )
         assert res == {
             "path": "memory/2024-03-09.md",
-            "start_line": 1,
-            "end_line": 3,
-            "bytes": len("## Todo\n\nremember the milk\n"),
+            "start_line": 3,  # under the day's title, a new file's first two lines
+            "end_line": 5,
+            "bytes": len("# 2024-03-09\n\n## Todo\n\nremember the milk\n"),
             "origin": "agent",  # what the lines were recorded with
         }
         today = c.result("append", {"text": "today's note"})
         assert today["path"] == f"memory/{dt.date.today().isoformat()}.md"
         bad = c.call("append", {"text": "x", "workspace": "nope"})
         assert error_code(bad) == "unknown_workspace"
-    assert (ws / "memory" / "2024-03-09.md").read_text() == "## Todo\n\nremember the milk\n"
+    assert (ws / "memory" / "2024-03-09.md").read_text() == (
+        "# 2024-03-09\n\n## Todo\n\nremember the milk\n"
+    )
 
 
 def test_append_to_a_missing_workspace_folder_creates_nothing(tmp_path: Path) -> None:

@@ -125,11 +125,15 @@ def _last_heading(content: bytes, block: int = 1 << 16) -> bytes | None:
         block *= 4
 
 
-def build_suffix(existing: bytes, text: str, heading: str | None) -> tuple[bytes, int, int]:
+def build_suffix(
+    existing: bytes, text: str, heading: str | None, title: str | None = None
+) -> tuple[bytes, int, int]:
     """The bytes to add after ``existing``, and the 1-based line range of the new block.
 
     Blocks are separated by one blank line. A heading is written only when the file's last
-    section is not already that heading, so repeated appends under it stay one section.
+    section is not already that heading, so repeated appends under it stay one section. A
+    new file whose first block is a section starts with ``# title`` (a daily file's day, as
+    memory-core and people write it), so the section sits under the day's title.
     """
     sep = b""
     if existing and not existing.endswith(b"\n"):
@@ -139,6 +143,8 @@ def build_suffix(existing: bytes, text: str, heading: str | None) -> tuple[bytes
     block = text.strip("\n").encode("utf-8") + b"\n"
     if heading and _last_heading(existing) != heading.encode("utf-8"):
         block = f"## {heading}\n\n".encode() + block
+        if title and not existing.strip():
+            block = f"# {title}\n\n".encode() + block
     start = (existing + sep).count(b"\n") + 1
     end = start + block.count(b"\n") - 1
     suffix = sep + block
@@ -302,7 +308,8 @@ class Appender:
         existing = (
             read if read is not None and len(read) == st.st_size else read_all(fd, st.st_size)
         )
-        suffix, _, _ = build_suffix(existing, text, heading)
+        title = rel.removeprefix("memory/").removesuffix(".md")  # the daily file's day
+        suffix, _, _ = build_suffix(existing, text, heading, title)
         if len(existing) + len(suffix) > max_file_bytes:
             raise TooLarge(
                 f"{rel} would grow to {len(existing) + len(suffix)} bytes, over "
@@ -330,9 +337,11 @@ class Appender:
         prefix = (
             existing if begin == len(existing) else read_all(fd, begin)
         )  # someone else appended in between
-        # The suffix is separator newlines, then the block, which ends with a newline.
+        # The suffix is separator newlines, then the block, which ends with a newline; a new
+        # file's title (two lines) is not the block's.
         end = prefix.count(b"\n") + suffix.count(b"\n")
-        return end - suffix.lstrip(b"\n").count(b"\n") + 1, end, len(suffix)
+        titled = 2 if suffix.startswith(b"# ") else 0
+        return end - suffix.lstrip(b"\n").count(b"\n") + 1 + titled, end, len(suffix)
 
 
 def _recorder(
