@@ -135,6 +135,25 @@ export function flushWriteOf(params, workspaceDir) {
   return m ? { relativePath: `memory/${m[1]}.md`, date: m[1], text } : null;
 }
 
+/**
+ * The workspace-relative memory file a file tool's params target (MEMORY.md, USER.md,
+ * memory/**.md), or null.
+ * @param {any} params
+ * @param {string | undefined} workspaceDir
+ */
+export function memoryFileOf(params, workspaceDir) {
+  const target = [params?.path, params?.file_path, params?.filePath].find((v) => typeof v === "string");
+  if (!target) return null;
+  let rel = target.replaceAll("\\", "/");
+  if (path.isAbsolute(target)) {
+    if (!workspaceDir) return null;
+    rel = path.relative(workspaceDir, target).replaceAll("\\", "/");
+  }
+  rel = path.posix.normalize(rel.replace(/^\.\//, ""));
+  if (rel.startsWith("../")) return null;
+  return /^(MEMORY|memory|USER)\.md$/.test(rel) || /^memory\/.+\.md$/i.test(rel) ? rel : null;
+}
+
 /** @param {unknown} value */
 function nonNegativeInt(value) {
   if (typeof value !== "number" || !Number.isFinite(value)) return null;

@@ -6,7 +6,9 @@ import { MemorydMemory } from "./memory.js";
 import { createRuntime } from "./runtime.js";
 import { resolveSettings } from "./settings.js";
 import { createGetTool, createSearchTool } from "./tools.js";
-import { FlushRuns, buildFlushPlan, flushWriteOf, sessionKindOf } from "./flush.js";
+import { FlushRuns, buildFlushPlan, flushWriteOf, memoryFileOf, sessionKindOf } from "./flush.js";
+import { WRITE_TOOLS, readOf, toolCallOf } from "./observe.js";
+import { guardMemoryFile, noteThroughMemoryd } from "./writes.js";
 import { agentStorePath, sourceSessionOf } from "./source-session.js";
 
 export const PLUGIN_ID = "memoryd";
@@ -95,6 +97,11 @@ export function registerMemoryd(api, deps = {}) {
       return undefined;
     }
     flushRuns.noteTrigger(ctx?.sessionKey, ctx?.trigger);
+    if (ctx?.sessionId && (!ctx?.trigger || ctx.trigger === "user")) {
+      // The user spoke: the session's turn starts clean (what it reads next may lower it).
+      const kind = sessionKindOf(ctx.sessionKey, ctx.trigger);
+      await memory.call("observe", { session_id: ctx.sessionId, event: "user_message", session_kind: kind }).catch(() => undefined);
+    }
     if (!settings.recall.enabled || (ctx?.trigger && ctx.trigger !== "user")) return undefined;
     const prompt = typeof event?.prompt === "string" ? event.prompt : "";
     if (!prompt.trim()) return undefined;
@@ -102,49 +109,32 @@ export function registerMemoryd(api, deps = {}) {
     return markdown ? { prependContext: markdown } : undefined;
   });
 
-  api.on(
-    "before_tool_call",
-    async (/** @type {any} */ event, /** @type {any} */ ctx) => {
-      const run = flushRuns.get(ctx?.runId ?? event?.runId);
-      if (!run || event?.toolName !== "write") return undefined;
-      const cfg = liveConfig();
-      const agentId = ctx?.agentId ?? run.agentId;
-      const write = flushWriteOf(event.params, agentId && resolveWorkspaceDir ? safeDir(resolveWorkspaceDir, cfg, agentId) : undefined);
-      if (!write) return undefined;
-      // The run's conversation (the flush itself runs in a hidden session of its own).
-      const sessionId = run.sessionId ?? ctx?.sessionId;
-      const sessionKey = run.sessionKey ?? ctx?.sessionKey;
+  api.on("before_tool_call", async (/** @type {any} */ event, /** @type {any} */ ctx) => {
+    const cfg = liveConfig();
+    const run = flushRuns.get(ctx?.runId ?? event?.runId);
+    const agentId = ctx?.agentId ?? run?.agentId;
+    const workspaceDir = ctx?.workspaceDir ?? (agentId && resolveWorkspaceDir ? safeDir(resolveWorkspaceDir, cfg, agentId) : undefined);
+    const workspace = memory.workspaceFor(cfg, agentId);
+    const call = toolCallOf(event);
+    if (!WRITE_TOOLS.has(call.name)) {
+      // What the tool brings into the session, told before it runs: the session's notes then
+      // take the least trusted origin it read (memoryd's rule, docs/provenance.md).
+      const sessionKey = ctx?.sessionKey;
       const kind = sessionKindOf(sessionKey, flushRuns.triggerOf(sessionKey));
-      if (kind !== "interactive") {
-        // memoryd's rule for flush (docs/provenance.md): cron, heartbeat and sub-agent runs
-        // leave no durable notes; the host's own write would break it, so it is blocked too.
-        logger.info(`memoryd: no flush notes from a ${kind} session (${sessionId ?? "unknown"})`);
-        return {
-          block: true,
-          blockReason: `Not saved: a ${kind} session leaves no durable memory notes (memoryd's rule). Reply NO_REPLY.`,
-        };
-      }
-      try {
-        const at = await memory.call("append", {
-          text: write.text,
-          date: write.date,
-          heading: `Session notes (${sessionId ?? "unknown"})`,
-          workspace: memory.workspaceFor(cfg, agentId),
-          origin: "agent", // the model wrote it in the flush turn
-          ...(sessionId ? { session_id: sessionId } : {}),
-          session_kind: kind,
-        });
-        return {
-          block: true,
-          blockReason: `Saved through memoryd: appended to ${at.path} lines ${at.start_line}-${at.end_line}. The notes are stored; do not write them again.`,
-        };
-      } catch (err) {
-        logger.warn(`memoryd: the flush note goes to ${write.relativePath} without memoryd (${/** @type {Error} */ (err).message})`);
-        return undefined; // the host's own append-only write keeps the note
-      }
-    },
-    { matcher: ["write"] },
-  );
+      const read = readOf(call, { sessionId: ctx?.sessionId, workspace, workspaceDir, kind });
+      if (read) await memory.call("observe", read).catch(() => undefined);
+      return undefined;
+    }
+    // The run's conversation (a flush runs in a hidden session of its own).
+    const sessionId = run?.sessionId ?? ctx?.sessionId;
+    const sessionKey = run?.sessionKey ?? ctx?.sessionKey;
+    const kind = sessionKindOf(sessionKey, flushRuns.triggerOf(sessionKey));
+    const write = call.name === "write" ? flushWriteOf(call.params, workspaceDir) : null;
+    if (write) return noteThroughMemoryd({ memory, logger, write, run, sessionId, kind, workspace });
+    const file = memoryFileOf(call.params, workspaceDir);
+    if (!file || !sessionId) return undefined;
+    return guardMemoryFile({ memory, file, sessionId, workspace });
+  });
 
   api.on("agent_end", (/** @type {any} */ _event, /** @type {any} */ ctx) => {
     flushRuns.end(ctx?.runId);
