@@ -302,7 +302,17 @@ def openclaw(openclaw_bin: str) -> list[Outcome]:
     node = shutil.which("node")
     if node is None:
         raise RuntimeError("node is not on PATH")
-    driver = ROOT / "integrations" / "openclaw" / "test" / "poisoning-driver.mjs"
+    plugin = Path(os.environ.get("POISON_TREE", ROOT)) / "integrations" / "openclaw"
+    if plugin != ROOT / "integrations" / "openclaw":  # REV's plugin: our scenarios beside it
+        for name in ("poisoning.js", "poisoning-driver.mjs"):
+            shutil.copy(ROOT / "integrations" / "openclaw" / "test" / name, plugin / "test" / name)
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+            cwd=plugin,
+            check=True,
+            capture_output=True,
+        )
+    driver = plugin / "test" / "poisoning-driver.mjs"
     env = {**os.environ, "OPENCLAW_BIN": openclaw_bin, "PLUGIN_TEST_PYTHON": sys.executable}
     run = subprocess.run([node, str(driver)], env=env, capture_output=True, text=True, timeout=1800)
     if run.returncode:
@@ -354,7 +364,11 @@ def _baseline(rev: str, argv: list[str]) -> int:
             check=True,
             capture_output=True,
         )
-        env = {**os.environ, "PYTHONPATH": f"{tree / 'daemon'}{os.pathsep}{tree / 'client'}"}
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{tree / 'daemon'}{os.pathsep}{tree / 'client'}",
+            "POISON_TREE": str(tree),  # REV's OpenClaw plugin
+        }
         return subprocess.run([sys.executable, __file__, *argv], env=env).returncode
     finally:
         subprocess.run(

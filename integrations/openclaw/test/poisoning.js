@@ -79,7 +79,7 @@ export async function runScenario(openclaw, scenario) {
     };
     fs.mkdirSync(path.join(home, ".openclaw"), { recursive: true });
     fs.writeFileSync(path.join(home, ".openclaw", "openclaw.json"), JSON.stringify(config, null, 2));
-    const env = { HOME: home, PYTHONPATH: "" };
+    const env = { HOME: home };
     const setup = await run(memctl(), ["setup", "openclaw", "--socket", daemon.socket, "--openclaw-bin", openclaw], env, workspace);
     if (setup.code !== 0) throw new Error(`memctl setup openclaw failed: ${setup.out}\n${setup.err}`);
     const first = scenario === "web page" ? `Summarise ${WEB_URL} for me.` : `Remember this for later: ${line.slice(2)}`;
