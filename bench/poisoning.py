@@ -221,8 +221,15 @@ def claude_code(claude: str) -> list[Outcome]:
                 json.dumps(
                     {
                         "mcpServers": {
-                            "memoryd": {"command": str(bin_dir / "memctl"), "args": ["mcp"]},
+                            # alwaysLoad: the tools in every request, not behind
+                            # Claude Code's tool search (as setup writes memoryd's entry)
+                            "memoryd": {
+                                "command": str(bin_dir / "memctl"),
+                                "args": ["mcp"],
+                                "alwaysLoad": True,
+                            },
                             "web": {
+                                "alwaysLoad": True,
                                 "command": sys.executable,
                                 "args": [str(ROOT / "tests" / "fakes" / "web_mcp_server.py")],
                                 "env": {"FAKE_WEB_PAGE": str(page)},
@@ -392,6 +399,7 @@ def main() -> int:
         rest = [a for a in sys.argv[1:] if a not in ("--baseline", args.baseline)]
         return _baseline(args.baseline, rest)
     claude = args.claude or os.environ.get("CLAUDE_CODE_BIN") or shutil.which("claude")
+    claude = os.path.abspath(claude) if claude else None  # it runs in the agent's project
     oc = None if args.no_openclaw else os.environ.get("OPENCLAW_BIN")
     rows = run_all(claude, oc)
     if args.json:
