@@ -34,6 +34,7 @@ from memoryd_client.errors import (
     RemoteError,
 )
 from memoryd_client.paths import socket_path as default_socket_path
+from memoryd_client.trust_types import ObserveResult, ReviewItem, ReviewList
 from memoryd_client.types import (
     AppendResult,
     ExportResult,
@@ -44,11 +45,8 @@ from memoryd_client.types import (
     ImportResult,
     JobRun,
     JobsList,
-    ObserveResult,
     RecallResult,
     ReindexResult,
-    ReviewItem,
-    ReviewList,
     SearchResult,
     Status,
     SyncList,

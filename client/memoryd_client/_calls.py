@@ -25,6 +25,7 @@ from memoryd_client._params import (
     search_params,
 )
 from memoryd_client.errors import BadResponse, ProtocolMismatch
+from memoryd_client.trust_types import ObserveResult, ReviewItem, ReviewList
 from memoryd_client.types import (
     AgentFlushResult,
     AppendResult,
@@ -36,12 +37,9 @@ from memoryd_client.types import (
     ImportResult,
     JobRun,
     JobsList,
-    ObserveResult,
     Progress,
     RecallResult,
     ReindexResult,
-    ReviewItem,
-    ReviewList,
     SearchResult,
     Status,
     SyncList,

@@ -29,6 +29,7 @@ from memoryd_client._calls import Call, DateLike, ProgressCallback
 from memoryd_client._connection import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT, Connection
 from memoryd_client.errors import ConnectionLost
 from memoryd_client.paths import socket_path as default_socket_path
+from memoryd_client.trust_types import ObserveResult, ReviewItem, ReviewList
 from memoryd_client.types import (
     AgentFlushResult,
     AppendResult,
@@ -40,11 +41,8 @@ from memoryd_client.types import (
     ImportResult,
     JobRun,
     JobsList,
-    ObserveResult,
     RecallResult,
     ReindexResult,
-    ReviewItem,
-    ReviewList,
     SearchResult,
     Status,
     SyncList,

@@ -12,7 +12,7 @@ from memoryd_client.cli._base import EXIT_OK, Context
 
 if TYPE_CHECKING:
     from memoryd_client.cli._base import Command
-    from memoryd_client.types import ReviewItem
+    from memoryd_client.trust_types import ReviewItem
 
 
 def add_commands(sub: Any, command: Command) -> None:
