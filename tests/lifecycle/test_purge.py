@@ -135,3 +135,19 @@ def test_purge_leaves_no_byte_of_the_line_under_the_workspace_or_the_home(
         assert holders(workspace, md_home, words=second) == []
     logged = capfd.readouterr()
     assert not any(w.decode() in (logged.out + logged.err).lower() for w in WORDS)
+
+
+def test_purge_names_a_transcript_quoting_the_line_and_leaves_it(
+    md_home: Path, workspace: Path
+) -> None:
+    quoted = workspace / "sessions" / "s-1.jsonl"
+    quoted.parent.mkdir()
+    quoted.write_text(
+        json.dumps({"type": "message", "message": {"role": "user", "content": SECOND[2:]}}) + "\n"
+    )
+    before = quoted.read_bytes()
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        n = (workspace / DAY).read_text().splitlines().index(SECOND) + 1
+        done = c.forget(workspace="ws", path=DAY, lines=str(n), purge=True)
+    assert done.raw["purged"]["still_in"] == ["sessions/s-1.jsonl"]
+    assert quoted.read_bytes() == before  # the agent's file: named, not changed

@@ -206,17 +206,20 @@ def by_hits(layout: Layout, hits: Iterable[dict[str, Any]], query: str) -> Selec
     return Selection([r for r in found.values() if r.lines], unmatched=unmatched)
 
 
-def _probes(texts: Iterable[str]) -> set[bytes] | None:
-    """A word each line surely holds, to pass over files without any: the longest ASCII
-    word of the line (ASCII: lowercasing the file's bytes is then the line's case-folding).
-    None: a line has no such word, every file is looked at line by line."""
-    out: set[bytes] = set()
+def _probes(texts: Iterable[str]) -> list[list[bytes]] | None:
+    """The words each line surely holds, longest first, to pass over files lacking one of
+    them: its ASCII words of 3+ letters as written (ASCII: lowercasing the file's bytes is
+    then the line's case-folding). None: a line has no such word, every file is looked at
+    line by line."""
+    out: list[list[bytes]] = []
     for text in texts:
         raw = text.lower()
-        words = [w for w in normalize_line(text).split() if w.isascii() and w in raw]
+        words = {
+            w for w in normalize_line(text).split() if len(w) >= 3 and w.isascii() and w in raw
+        }
         if not words:
             return None
-        out.add(max(words, key=len).encode())
+        out.append(sorted((w.encode() for w in words), key=len, reverse=True))
     return out
 
 
@@ -234,8 +237,10 @@ def with_copies(layout: Layout, sel: Selection) -> Selection:
             real, data = read_real(layout, rel)
         except (NotFound, ForbiddenPath, OSError):
             continue
-        if probes is not None and not any(p in data.lower() for p in probes):
-            continue
+        if probes is not None:
+            low = data.lower()
+            if not any(all(w in low for w in words) for words in probes):
+                continue
         for n, raw in enumerate(_lines(data), 1):
             text = raw.rstrip("\r\n")
             if line_key(text) in keys:

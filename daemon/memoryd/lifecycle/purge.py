@@ -348,21 +348,24 @@ def _sha_of(path: Path) -> str | None:
 def _transcripts_holding(p: Purge) -> list[str]:
     """Transcripts in the workspace that quote a removed line (read, never changed)."""
     found: list[str] = []
-    layout = Layout(p.root, sessions=True)
     probes = [c.encode() for c in p.cores if len(c) >= MIN_CONTAINED]
-    if not probes:
+    top = p.root / SESSIONS_DIR
+    if not probes or not top.is_dir() or top.is_symlink():
         return found
-    for f in layout.iter_files():
-        if f.source != "sessions" or f.rel in p.transcripts:
-            continue
-        try:
-            opened = open_beneath(p.root, f.rel, os.O_RDONLY | os.O_CLOEXEC)
-        except OSError:
-            continue
-        with os.fdopen(opened.fd, "rb") as fh:
-            data = " ".join(fh.read().decode("utf-8", "replace").split()).casefold().encode()
-        if any(probe in data for probe in probes):
-            found.append(f.rel)
+    for folder, dirs, names in os.walk(top):  # links are not followed
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        for name in sorted(names):
+            rel = Path(folder, name).relative_to(p.root).as_posix()
+            if not name.endswith(".jsonl") or rel in p.transcripts:
+                continue
+            try:
+                opened = open_beneath(p.root, rel, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            with os.fdopen(opened.fd, "rb") as fh:
+                data = " ".join(fh.read().decode("utf-8", "replace").split()).casefold().encode()
+            if any(probe in data for probe in probes):
+                found.append(rel)
     return found
 
 
@@ -376,16 +379,29 @@ def run(
     every other copy, in this order, and answer what was done and what was not reached."""
     from memoryd.index.purge import scrub
 
-    started = time.perf_counter()
+    started = last = time.perf_counter()
+    steps: dict[str, float] = {}
+
+    def step(name: str) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        steps[name] = round((now - last) * 1000, 1)
+        last = now
+
     with locks.lock_for(p.root / EXPORTS_DIR):  # an export packing now finishes first
         scrub_history(p)
+    step("history")
     p.report["index"] = index.on_writer(scrub).result() or {}
     index.copies.drop_sidecar()  # its stems; written again at a clean close, without them
+    step("index")
     if hits is not None:
         hits.wait_idle()  # counts queued before the forget are written, then dropped
     forget_hits(state, p.root, p.keys)
     scrub_state(state, p)
+    step("state")
     unreached(state, p)
+    step("not_reached")
+    p.report["steps_ms"] = steps
     p.report["ms"] = round((time.perf_counter() - started) * 1000, 1)
     log.info("purged", workspace=str(p.root), lines=len(p.keys), ms=p.report["ms"])
     return p.report
