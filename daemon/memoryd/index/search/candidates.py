@@ -13,7 +13,8 @@ import numpy as np
 
 from memoryd.embeddings.base import Vectors
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
-from memoryd.index.search.rows import ChunkRows, ChunkWindows, read_rows, read_windows
+from memoryd.index.scratch import SCRATCH
+from memoryd.index.search.rows import ChunkRows, ChunkWindows, Windows, read_rows, read_windows
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror, VectorWidthError
 from memoryd.index.vectors.windows import WINDOW_SLOTS
@@ -185,9 +186,13 @@ def fill_window_sims(
     embedded = [c.id for c in cands if c.embedded]
     if not embedded:
         return
-    found = read_windows(conn, embedded, kept, generation)
-    if found is None:
-        return
+    with SCRATCH.borrow() as scratch:
+        found = read_windows(conn, embedded, kept, generation, scratch)
+        if found is not None:
+            _best_windows(cands, found, q)
+
+
+def _best_windows(cands: Sequence[Candidate], found: Windows, q: Vectors) -> None:
     m, ids = found.vectors, found.ids
     if m.shape[1] != q.shape[0]:
         raise VectorWidthError(f"query has {q.shape[0]} dims, the index {m.shape[1]}")

@@ -20,6 +20,7 @@ import apsw
 import numpy as np
 import numpy.typing as npt
 
+from memoryd.index.scratch import Scratch
 from memoryd.index.search.query import query_days, query_terms
 from memoryd.index.vectors.windows import WINDOW_SLOTS
 
@@ -145,11 +146,20 @@ def read_rows(
 
 
 def read_windows(
-    conn: apsw.Connection, ids: Sequence[int], kept: ChunkWindows | None, generation: int
+    conn: apsw.Connection,
+    ids: Sequence[int],
+    kept: ChunkWindows | None,
+    generation: int,
+    scratch: Scratch | None = None,
 ) -> Windows | None:
     """The window vectors of chunks ``ids`` (those that have any), chunk by chunk in that
     order, windows ascending: those ``kept`` holds for ``generation``, the others read in
-    one statement (a rowid range per chunk) and kept. None when none has any."""
+    one statement (a rowid range per chunk) and kept. None when none has any.
+
+    With ``scratch``, kept windows are gathered into its arrays (valid until it is given
+    back): a hybrid search's ~50 candidates have ~400 KB of them, and a fresh array that
+    size is an mmap whose munmap, in a process with threads, costs ~0.4 ms on the VMs we
+    measure (runtime/heap.py, index/scratch.py)."""
     found = kept.get_many(ids, generation) if kept is not None else {}
     missing = [i for i in ids if i not in found]
     read = _read_windows(conn, missing) if missing else None
@@ -169,9 +179,15 @@ def read_windows(
         return None
     if len(parts) == 1:
         return parts[0]
-    return Windows(
-        np.concatenate([w.ids for w in parts]), np.concatenate([w.vectors for w in parts])
-    )
+    if scratch is None:
+        return Windows(
+            np.concatenate([w.ids for w in parts]), np.concatenate([w.vectors for w in parts])
+        )
+    rows = sum(len(w.ids) for w in parts)
+    dims = parts[0].vectors.shape[1]
+    wids = np.concatenate([w.ids for w in parts], out=scratch.empty("window_ids", rows, np.int64))
+    vectors = scratch.empty("windows", (rows, dims), np.float32)
+    return Windows(wids, np.concatenate([w.vectors for w in parts], out=vectors))
 
 
 def _read_windows(conn: apsw.Connection, ids: Sequence[int]) -> Windows | None:
