@@ -102,3 +102,13 @@ if _OUT:
             _f.write(json.dumps({"at": time.time(), "big": sizes[:15]}) + "\n")
 
         gc.callbacks.append(_big)
+
+_PROFILE = os.environ.get("STALL_PROBE_PROFILE")
+if _PROFILE:  # cProfile of the main thread (the event loop's), written at exit
+    import atexit
+    import time
+    import cProfile
+
+    _prof = cProfile.Profile(time.thread_time)  # CPU, not waits: a loaded machine leaves it
+    _prof.enable()
+    atexit.register(lambda: (_prof.disable(), _prof.dump_stats(_PROFILE)))

@@ -41,6 +41,9 @@ class Freshness:
         self._files: dict[str, tuple[int, int]] = {}  # rel -> (mtime_ns, size) as indexed
         self._recent: dict[str, float] = {}  # rel -> when a targeted sync committed it
         self._dir_mtimes: dict[str, int] = {}  # after the last whole scan; {}: none yet
+        self._root_str = str(self.root)
+        self._hot_day: date | None = None  # the day _hot was made for
+        self._hot: tuple[tuple[str, str], ...] = ()  # (rel, absolute path) always checked
 
     def load(self, rows: Iterable[FileRow]) -> None:
         """The index's files as opened."""
@@ -120,26 +123,36 @@ class Freshness:
         """Recently active files whose (mtime, size) differ from the index: a cheap check
         (a few stats) that lets a search see a write the watcher has not reported yet."""
         today = date.today()
-        hot = {*CURATED_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
+        if today != self._hot_day:  # the curated files, today's and yesterday's log
+            rels = {*CURATED_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
+            self._hot = tuple((rel, os.path.join(self._root_str, rel)) for rel in sorted(rels))
+            self._hot_day = today
+        hot = self._hot
         now = time.monotonic()
         with self._lock:  # only the hot entries: this runs before every search
-            hot |= {rel for rel, t in self._recent.items() if now - t < HOT_SECONDS}
-            state = {rel: self._files.get(rel) for rel in hot}
+            files = self._files
+            state = [(rel, path, files.get(rel)) for rel, path in hot]
+            if self._recent:
+                known = {rel for rel, _ in hot}
+                state += [
+                    (rel, os.path.join(self._root_str, rel), files.get(rel))
+                    for rel, t in self._recent.items()
+                    if now - t < HOT_SECONDS and rel not in known
+                ]
         stale = []
-        root = str(self.root)
-        for rel in hot:
+        for rel, path, indexed in state:
             try:
-                st = os.stat(os.path.join(root, rel))
+                st = os.stat(path)
                 current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
             except OSError:
                 current = None
-            if current != state[rel] and (current is None or self.layout.classify(rel)):
+            if current != indexed and (current is None or self.layout.classify(rel)):
                 stale.append(self.root / rel)
         if self._dir_mtimes and self._read_dir_mtimes() != self._dir_mtimes:
             with self._lock:
-                known = set(self._files)
+                known_files = set(self._files)
             present = {f.rel for f in self.layout.iter_files()}
-            stale += [self.root / rel for rel in sorted(present ^ known)]
+            stale += [self.root / rel for rel in sorted(present ^ known_files)]
             self._dir_mtimes = self._read_dir_mtimes()
         return stale
 

@@ -114,7 +114,14 @@ def _snippet_lines(snippet: str) -> _SnippetLines:
     return tuple(keyed), {w: tuple(ix) for w, ix in by_word.items()}
 
 
-def _matched(snippets: tuple[str, ...], words: set[str]) -> dict[str, tuple[str, str]]:
+@functools.lru_cache(maxsize=SNIPPETS_KEPT)
+def _query_facts(query: str) -> tuple[str, frozenset[str]]:
+    """A query's hash (its normalised text's) and words: agents ask the same ones again."""
+    qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
+    return qhash, frozenset(words_of(query))
+
+
+def _matched(snippets: tuple[str, ...], words: frozenset[str]) -> dict[str, tuple[str, str]]:
     """key -> (sample, the query's words it holds) of the snippet lines the query matched (a
     snippet shows its neighbours too); none of them (a vector hit): the snippet's first
     keyed line, matched by no word. The first line of a key wins."""
@@ -195,8 +202,8 @@ class HitCounter:
         rows: dict[tuple[str, str], list[Any]] = {}  # (root, key) -> [sample, hits, last at]
         queries: dict[tuple[str, str, str], str] = {}  # (root, key, query) -> matched words
         for n, (root, query, snippets, at) in enumerate(batch, 1):
-            qhash = hashlib.sha256(normalize_line(query).encode()).hexdigest()[:16]
-            for k, (text, tied) in _matched(snippets, words_of(query)).items():
+            qhash, words = _query_facts(query)
+            for k, (text, tied) in _matched(snippets, words).items():
                 row = rows.setdefault((root, k), [text, 0, at])
                 row[1] += 1
                 row[2] = max(row[2], at)

@@ -32,7 +32,7 @@ from memoryd.rpc.budget import ByteBudget
 from memoryd.rpc.connection import LARGE_BODY_BYTES, Connection, Limits, read_body
 from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
-from memoryd.runtime.logs import get_logger
+from memoryd.runtime.logs import debug_enabled, get_logger
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode, FrameError
 
@@ -389,10 +389,12 @@ class Server:
 
     @staticmethod
     def _log_request(conn: Connection, req: Request, code: str, started: float) -> None:
-        ms = round((time.perf_counter() - started) * 1000, 3)
         # One line per request is debug: thousands a minute under load would drown the
         # journal. A refused request is info (the caller got the reason already); only
         # our own failures warn.
+        if code == "ok" and not debug_enabled():
+            return  # nothing built for a line nobody writes
+        ms = round((time.perf_counter() - started) * 1000, 3)
         emit = log.debug if code == "ok" else log.warning if code in _OUR_FAILURES else log.info
         emit(
             "request",

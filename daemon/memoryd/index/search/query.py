@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 
 from memoryd.index.keyword.text import keyword_text
@@ -42,10 +43,12 @@ def query_terms(query: str) -> list[str]:
     return (asked or kept or words)[:MAX_TERMS]
 
 
-def stopwords_only(query: str) -> list[str] | None:
+@functools.lru_cache(maxsize=1024)
+def stopwords_only(query: str) -> tuple[str, ...] | None:
     """The query's words when none of them can tell notes apart (all stop words, or no word
-    at all), else None: such a query would rank arbitrary chunks that share a "the"."""
-    words = list(dict.fromkeys(w.lower() for w in WORD_RE.findall(keyword_text(query))))
+    at all), else None: such a query would rank arbitrary chunks that share a "the".
+    Remembered: every search asks it before it starts."""
+    words = tuple(dict.fromkeys(w.lower() for w in WORD_RE.findall(keyword_text(query))))
     return words if all(w in STOPWORDS for w in words) else None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 
 Range = tuple[str | None, str | None]
@@ -100,8 +101,10 @@ def _relative(kind: str, m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.
     return today - dt.timedelta(days=days - 1), today  # lastn
 
 
+@functools.lru_cache(maxsize=1024)
 def understood(text: str, today: dt.date) -> Range | None:
-    """The range of days ``text`` names, relative to ``today``; None when it names none."""
+    """The range of days ``text`` names, relative to ``today``; None when it names none.
+    Remembered: every search asks it of its query, and agents ask the same ones again."""
     if not _CHEAP.search(text):
         return None
     since: dt.date | None = None
