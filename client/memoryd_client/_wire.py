@@ -10,8 +10,8 @@ is a :class:`BadResponse` that names the result, the key and the value.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import MISSING, fields
-from typing import Any, ClassVar, Self, get_args, get_origin, get_type_hints
+from dataclasses import MISSING, Field, fields
+from typing import Any, ClassVar, NamedTuple, Self, get_args, get_origin, get_type_hints
 
 from memoryd_client.errors import BadResponse
 
@@ -151,23 +151,56 @@ class _Wire:
     ``_absent``, ``_read``), so a field is declared once; ``raw`` keeps the map."""
 
     _what: ClassVar[str]
-    _readers: ClassVar[list[tuple[str, str, Reader]] | None] = None  # per class, at first use
+    _readers: ClassVar[_Plan | None] = None  # per class, at first use
 
     @classmethod
     def from_wire(cls, data: Any) -> Self:
-        readers = cls.__dict__.get("_readers")
-        if readers is None:
-            readers = cls._readers = _readers_of(cls)
+        plan = cls.__dict__.get("_readers")
+        if plan is None:
+            plan = cls._readers = _plan_of(cls)
         f = _Fields(data, cls._what)
-        values = {name: read(f, key) for name, key, read in readers}
-        if "raw" in cls.__dataclass_fields__:  # type: ignore[attr-defined]
+        values = {name: read(f, key) for name, key, read in plan.always}
+        optional = plan.optional
+        for key in f.data.keys() & optional.keys():  # the keys present: a hit has ~10 of 23
+            name, read = optional[key]
+            values[name] = read(f, key)
+        if plan.raw:
             values["raw"] = f.data
         return cls(**values)
 
 
-def _readers_of(cls: type[_Wire]) -> list[tuple[str, str, Reader]]:
+class _Plan(NamedTuple):
+    """How a class is read: ``always`` (field, key, reader) for each field whose reader must
+    run whether its key is there or not (required, an ``_absent`` or ``_read`` one, a nested
+    result); ``optional`` key -> (field, reader) for fields that, when their key is missing,
+    take their dataclass default, which is what their reader would give (None, a constant,
+    an empty list or map): left out, they cost nothing."""
+
+    always: list[tuple[str, str, Reader]]
+    optional: dict[str, tuple[str, Reader]]
+    raw: bool
+
+
+_SIMPLE = (str, int, float, bool)
+
+
+def _defaults_alike(hint: Any, fl: Field[Any]) -> bool:
+    """Whether a missing key's reader gives what the field's own default is."""
+    if "read" in fl.metadata or "absent" in fl.metadata:
+        return False
+    if fl.default is MISSING and fl.default_factory is MISSING:
+        return False
+    args = get_args(hint)
+    if hint in _SIMPLE:
+        return True
+    if args and type(None) in args and len(args) == 2:
+        return (args[0] if args[1] is type(None) else args[1]) in _SIMPLE
+    return (get_origin(hint) is list and args == (str,)) or get_origin(hint) is dict
+
+
+def _plan_of(cls: type[_Wire]) -> _Plan:
     hints = get_type_hints(cls)
-    out = []
+    always, optional = [], {}
     for fl in fields(cls):  # type: ignore[arg-type]
         if fl.name == "raw":
             continue
@@ -184,8 +217,12 @@ def _readers_of(cls: type[_Wire]) -> list[tuple[str, str, Reader]]:
             else:
                 absent = _MISSING
             read = _by_type(hints[fl.name], absent)
-        out.append((fl.name, meta.get("key") or fl.name, read))
-    return out
+        key = meta.get("key") or fl.name
+        if _defaults_alike(hints[fl.name], fl):
+            optional[key] = (fl.name, read)
+        else:
+            always.append((fl.name, key, read))
+    return _Plan(always, optional, "raw" in cls.__dataclass_fields__)  # type: ignore[attr-defined]
 
 
 __all__ = ["Reader", "_Fields", "_Wire", "_absent", "_read"]
