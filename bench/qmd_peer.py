@@ -100,6 +100,11 @@ class Qmd:
         return int(found[0]) if found else self.proc.pid
 
     def stop(self) -> None:
+        """Stop the server, if any, and remove this home."""
+        self.stop_server()
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def stop_server(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             try:
@@ -108,7 +113,6 @@ class Qmd:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
         self.proc = None
-        shutil.rmtree(self.home, ignore_errors=True)
 
 
 def search(conn: http.client.HTTPConnection, query: str, limit: int = 10) -> int:

@@ -1,31 +1,38 @@
-"""What one search costs, end to end, against a baseline revision and qmd (issue 27's table).
+"""What one search costs, end to end, against a baseline revision and qmd (issues 27, 38).
 
     python bench/search_cost.py [WORKSPACE] [--baseline REV] [--rounds 5] [--local]
-                                [--qmd CMD] [--json]
+                                [--qmd CMD] [--clients 16] [--json]
 
-WORKSPACE (default ../shared/bench/locomo-dev/conv-26, read in place, copied to a temp
-folder) is the small workspace of the issue. In each round, each code (``--baseline REV``
-first, then this tree; bench/scale.py's detached worktree) runs, interleaved so the machine's
-load drifts alike for both:
+WORKSPACE (default LoCoMo dev's conv-26, copied to a temp folder) is the small workspace of
+the issues; its questions (conv-26's 150) are the queries. In each round, each code
+(``--baseline REV`` first, then this tree; bench/scale.py's detached worktree, bytecode
+compiled first) runs, then qmd, interleaved so the machine's load drifts alike for all:
 
 1. a keyword daemon (provider none): ``memctl workspace add --wait`` of WORKSPACE (or
    ``workspace add`` + ``reindex --wait``, two processes, for a code without ``--wait``),
    timed as whole processes (the cold index as a user runs it), and the same for a
    synthetic workspace of 1,001 files (bench/synth.py); and WORKSPACE once more against a
    daemon started 5 s before (a running service, its start's background work over);
-2. on WORKSPACE: ``hello`` p50 and keyword search p50 through one ``MemoryClient``
-   connection (LoCoMo's questions for the default workspace), the engine's own ``took_ms``
-   p50, and the daemon's CPU per search (utime + stime over the timed searches);
+2. on WORKSPACE: ``hello`` p50 and keyword search p50/p99 (10 hits, min score 0) through
+   one ``MemoryClient`` connection, the engine's own ``took_ms`` p50, the daemon's CPU per
+   search (utime + stime over the timed searches); then ``--clients`` processes searching
+   back to back for ``--seconds`` (latency.throughput): searches/s and the daemon's CPU per
+   search during that run;
 3. fresh processes, in turn: ``python -c pass``, ``memctl --version``, ``memctl search --json``
-   (bytecode compiled, the daemon of 2 running);
-4. with ``--local``, a daemon with the bundled model on WORKSPACE (embedded once per code):
+   (the daemon of 2 running);
+4. spawn → first keyword answer: the daemon stopped and spawned again on that index, timed
+   until a client's first search is answered (a daemon started for the question), 3 times;
+5. with ``--local``, a daemon with the bundled model on WORKSPACE (embedded once per code):
    hybrid p50 with the query vectors cached (a warm-up pass embeds them) and the idle RSS
    after the index is built (VmRSS, 5 s after the last request).
 
-``--qmd CMD`` times qmd on the same files in the same rounds: ``collection add`` (its cold
-index), ``--version`` and a fresh ``search --json``. Ratios: this tree ÷ the baseline, qmd ÷
-this tree (and ÷ the interpreter's floor for the CLI rows, below the table); machines
-differ, so only ratios within one run count.
+``--qmd CMD`` runs qmd (bench/qmd_peer.py: keyword side only, its models cannot be
+downloaded here) on the same files in the same rounds: ``collection add`` (its cold index),
+``--version`` and a fresh ``search --json``; its HTTP server (``qmd mcp --http``, REST
+``/search``, lex): spawn → first answer, p50/p99 over one keep-alive connection, the same
+``--clients`` throughput, and the server's CPU per search. The first table is issue 38's,
+with this tree ÷ qmd; the second every row with this ÷ the baseline and qmd ÷ this.
+Machines differ, so only ratios within one run count.
 """
 
 from __future__ import annotations
@@ -34,7 +41,6 @@ import argparse
 import contextlib
 import json
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
@@ -45,14 +51,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from latency import Daemon, hello_latency, log
+import qmd_peer
+from latency import Daemon, hello_latency, log, summarize, throughput
 from scale import code_at, daemon
-from synth import LOCOMO_DIR, locomo_queries, make_queries, make_workspace
+from synth import LOCOMO_DIR, conv_questions, make_queries, make_workspace
 
 HERE = Path(__file__).resolve().parent
 CONV26 = LOCOMO_DIR / "conv-26"
 RUNNING_AFTER_S = 5.0  # a daemon's start is over by then (its background imports and loads)
 FILES_1001 = 7_273  # chunks for which bench/synth.py writes 1,000 daily files + MEMORY.md
+SPAWNS = 3  # spawn -> first answer, per round and code
 
 
 def median_ms(run: Callable[[], Any], n: int) -> float:
@@ -109,26 +117,42 @@ def cold_cli(d: Daemon, root: Path) -> tuple[float, str]:
 
 
 def searches(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) -> dict[str, float]:
+    """``rounds`` passes over ``queries`` (10 hits, min score 0) on one connection, after a
+    warm-up pass: p50, p99, the engine's took_ms p50 and the daemon's CPU per search."""
     ms: list[float] = []
     took: list[float] = []
     with d.client() as c:
         for q in queries:  # warm-up: caches, query vectors
-            c.search(q, workspace=ws, mode=mode)
+            c.search(q, workspace=ws, mode=mode, max_results=10, min_score=0)
         cpu = d.cpu_seconds()
         for _ in range(rounds):
             for q in queries:
                 t = time.perf_counter()
-                r = c.search(q, workspace=ws, mode=mode)
+                r = c.search(q, workspace=ws, mode=mode, max_results=10, min_score=0)
                 ms.append((time.perf_counter() - t) * 1000)
                 took.append(r.took_ms or 0.0)
                 if r.mode_used != mode:
                     raise SystemExit(f"asked {mode}, got {r.mode_used}: {r.degraded}")
         cpu_ms = (d.cpu_seconds() - cpu) * 1000 / len(ms)
+    s = summarize(ms)
     return {
-        "p50": statistics.median(ms),
+        "p50": s["p50"],
+        "p99": s["p99"],
         "engine_p50": statistics.median(took),
         "cpu_ms": cpu_ms,
     }
+
+
+def spawn_to_answer(d: Daemon, ws: str, query: str) -> float:
+    """Seconds from spawning ``memoryd run`` on an existing index to its first keyword
+    answer (the client retries its connect every 2 ms, as Daemon.start does)."""
+    t = time.perf_counter()
+    d.start()
+    with d.client() as c:
+        c.search(query, workspace=ws, mode="keyword", max_results=10, min_score=0)
+    took = time.perf_counter() - t
+    d.stop()
+    return took
 
 
 def fresh_processes(d: Daemon, ws: str, q: list[str], n: int) -> dict[str, float]:
@@ -163,12 +187,20 @@ def one_round(
     try:
         d.start()
         r["cold_s"], ws = cold_cli(d, ws_root)
-        r["cold_1001_s"], _ = cold_cli(d, Path(shutil.copytree(tmp / "w1001", tmp / f"x-{code}")))
+        r["cold_1001_s"], big = cold_cli(d, Path(shutil.copytree(tmp / "w1001", tmp / f"x-{code}")))
+        with d.client() as c:  # the rows below are conv-26's alone, as qmd's index holds
+            c.workspace_remove(big, delete_index=True)
         d.settle()
         r["hello_p50"] = hello_latency(d)["p50"]
         r["keyword"] = searches(d, ws, queries, "keyword", args.rounds)
+        tp = throughput(d, ws, queries, args.clients, args.seconds)
+        r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["daemon_cpu_ms_per_search"]
         q = queries[0].split()
         r.update(fresh_processes(d, ws, q, 9))
+        d.stop()
+        r["spawn_s"] = statistics.median(
+            spawn_to_answer(d, ws, queries[i]) for i in range(1, SPAWNS + 1)
+        )
     finally:
         d.stop()
         shutil.rmtree(home, ignore_errors=True)
@@ -206,58 +238,79 @@ def one_round(
     return r
 
 
-def qmd_round(cmd: str, args: argparse.Namespace, tmp: Path, query: str) -> dict[str, Any]:
-    home = tmp / "qmd"
-    shutil.rmtree(home, ignore_errors=True)
-    home.mkdir()
-    env = dict(os.environ, HOME=str(home))
-    env["XDG_CACHE_HOME"], env["XDG_CONFIG_HOME"] = str(home / "cache"), str(home / "config")
-
-    def qmd(*argv: str) -> Callable[[], Any]:
-        return lambda: subprocess.run(
-            [*shlex.split(cmd), *argv], env=env, check=True, stdout=subprocess.DEVNULL
-        )
-
+def qmd_round(cmd: str, args: argparse.Namespace, tmp: Path, queries: list[str]) -> dict[str, Any]:
+    q = qmd_peer.Qmd(cmd, tmp / "qmd")
     r: dict[str, Any] = {"code": "qmd", "load": os.getloadavg()[0]}
-    r["cold_s"] = median_ms(qmd("collection", "add", str(args.workspace), "--name", "w"), 1) / 1000
-    r["cold_1001_s"] = median_ms(qmd("collection", "add", str(tmp / "w1001"), "--name", "x"), 1)
-    r["cold_1001_s"] /= 1000
-    r["version_ms"] = median_ms(qmd("--version"), 9)
-    r["search_cli_ms"] = median_ms(qmd("search", "--json", "-c", "w", query), 9)
-    shutil.rmtree(home, ignore_errors=True)
+    try:
+        r["cold_s"] = q.add(args.workspace, "w")
+        big = qmd_peer.Qmd(cmd, tmp / "qmd1001")  # an index of its own, as memoryd's
+        r["cold_1001_s"] = big.add(tmp / "w1001", "x")
+        big.stop()
+        r["version_ms"] = median_ms(q.cli("--version"), 9)
+        r["search_cli_ms"] = qmd_peer.cli_search_ms(q, "w", queries[0], 9)
+        spawns = []
+        for i in range(1, SPAWNS + 1):
+            spawns.append(q.serve(queries[i]))
+            q.stop_server()
+        r["spawn_s"] = statistics.median(spawns)
+        q.serve(queries[0])
+        lat = qmd_peer.latency(q, queries, args.rounds)
+        r["keyword"] = {"p50": lat["p50"], "p99": lat["p99"], "cpu_ms": lat["cpu_ms"]}
+        tp = qmd_peer.throughput(q, queries, args.clients, args.seconds)
+        r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["cpu_ms_per_search"]
+    finally:
+        q.stop()
     log(f"[qmd] {json.dumps(r)}")
     return r
 
 
-def report(rows: list[dict[str, Any]], baseline: str | None) -> None:
-    def med(code: str, key: str, sub: str | None = None) -> float | None:
+ISSUE_ROWS = (  # issue 38's table: (label, key, sub, digits, goal)
+    ("keyword search p50 ms, conv-26", "keyword", "p50", 3, "-"),
+    ("keyword search p99 ms, conv-26", "keyword", "p99", 3, "p99 <= 2x p50"),
+    ("{clients}-client throughput, searches/s", "qps", None, 0, ">= 2x qmd"),
+    ("server CPU per search during that run, ms", "tp_cpu_ms", None, 3, "<= 0.5x qmd"),
+    ("hybrid p50 ms, cached query vectors (qmd: keyword)", "hybrid", "p50", 3, "<= 1.0x"),
+    ("spawn -> first keyword answer, s", "spawn_s", None, 3, "<= 0.5x"),
+    ("cold index, 1,001 files, s", "cold_1001_s", None, 2, "<= 1.0x"),
+)
+LINES = (  # every row: (label, key, sub, digits)
+    ("hello p50 ms (client)", "hello_p50", None, 3),
+    ("keyword search p50 ms (client)", "keyword", "p50", 3),
+    ("keyword search p99 ms (client)", "keyword", "p99", 3),
+    ("keyword engine took_ms p50", "keyword", "engine_p50", 3),
+    ("keyword server CPU ms per search, one client", "keyword", "cpu_ms", 3),
+    ("throughput, searches/s", "qps", None, 0),
+    ("server CPU ms per search, throughput run", "tp_cpu_ms", None, 3),
+    ("hybrid search p50 ms, query vector cached", "hybrid", "p50", 3),
+    ("hybrid engine took_ms p50", "hybrid", "engine_p50", 3),
+    ("spawn -> first keyword answer, s", "spawn_s", None, 3),
+    ("`python -c pass` ms", "python_ms", None, 1),
+    ("`--version` ms", "version_ms", None, 1),
+    ("fresh `search --json` ms", "search_cli_ms", None, 1),
+    ("cold index, workspace, s (through memctl)", "cold_s", None, 2),
+    ("cold index, workspace, s, daemon running 5 s", "cold_running_s", None, 2),
+    ("cold index, 1,001 files, s", "cold_1001_s", None, 2),
+    ("idle RSS MB, local model", "idle_rss_mb", None, 0),
+)
+
+
+def report(rows: list[dict[str, Any]], baseline: str | None, clients: int) -> None:
+    def med(code: str | None, key: str, sub: str | None = None) -> float | None:
         vals = [
-            r[key] if sub is None else r[key][sub] for r in rows if r["code"] == code and key in r
+            r[key] if sub is None else r[key][sub]
+            for r in rows
+            if r["code"] == code and key in r and (sub is None or sub in r[key])
         ]
         return statistics.median(vals) if vals else None
 
     codes = list(dict.fromkeys(r["code"] for r in rows))
-    lines = [
-        ("hello p50 ms (client)", "hello_p50", None, 3),
-        ("keyword search p50 ms (client)", "keyword", "p50", 3),
-        ("keyword engine took_ms p50", "keyword", "engine_p50", 3),
-        ("keyword daemon CPU ms per search", "keyword", "cpu_ms", 3),
-        ("hybrid search p50 ms, query vector cached", "hybrid", "p50", 3),
-        ("hybrid engine took_ms p50", "hybrid", "engine_p50", 3),
-        ("`python -c pass` ms", "python_ms", None, 1),
-        ("`--version` ms", "version_ms", None, 1),
-        ("fresh `search --json` ms", "search_cli_ms", None, 1),
-        ("cold index, workspace, s (through memctl)", "cold_s", None, 2),
-        ("cold index, workspace, s, daemon running 5 s", "cold_running_s", None, 2),
-        ("cold index, 1,001 files, s", "cold_1001_s", None, 2),
-        ("idle RSS MB, local model", "idle_rss_mb", None, 0),
-    ]
+    if "qmd" in codes:
+        _issue_table(med, baseline, clients)
     print("| what | " + " | ".join(codes) + " |")
     print("|---|" + "---:|" * len(codes))
-    for label, key, sub, digits in lines:
+    for label, key, sub, digits in LINES:
         cells = []
-        base = med(baseline, key, sub) if baseline else None
-        this = med("this", key, sub)
+        base, this = med(baseline, key, sub), med("this", key, sub)
         for code in codes:
             v = med(code, key, sub)
             if v is None:
@@ -294,6 +347,30 @@ def report(rows: list[dict[str, Any]], baseline: str | None) -> None:
     )
 
 
+def _issue_table(med: Callable[..., float | None], baseline: str | None, clients: int) -> None:
+    """Issue 38's rows: qmd, the baseline, this tree and this ÷ qmd (the hybrid row against
+    qmd's keyword p50: its vectors need models this machine cannot download)."""
+    head = ["qmd", *([baseline] if baseline else []), "this", "this ÷ qmd", "goal"]
+    print("| metric | " + " | ".join(head) + " |")
+    print("|---|" + "---:|" * (len(head) - 1) + "---|")
+    for label, key, sub, digits, goal in ISSUE_ROWS:
+        peer = med("qmd", "keyword", "p50") if key == "hybrid" else med("qmd", key, sub)
+        cells = [med(c, key, sub) for c in ["qmd", *([baseline] if baseline else []), "this"]]
+        cells[0] = peer
+        shown = ["-" if v is None else f"{v:.{digits}f}" for v in cells]
+        this = cells[-1]
+        ratio = f"{this / peer:.2f}" if this is not None and peer else "-"
+        print(f"| {label.format(clients=clients)} | " + " | ".join([*shown, ratio, goal]) + " |")
+    hello, kw = med("this", "hello_p50"), med("this", "keyword", "p50")
+    if hello and kw:
+        print(
+            "| client search ÷ client hello | - | "
+            + "- | " * bool(baseline)
+            + f"{kw / hello:.1f}x | - | <= 3x |"
+        )
+    print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -301,14 +378,17 @@ def main() -> None:
     ap.add_argument("workspace", type=Path, nargs="?", default=CONV26)
     ap.add_argument("--baseline", metavar="REV")
     ap.add_argument("--rounds", type=int, default=5, help="rounds (each code once per round)")
-    ap.add_argument("--search-rounds", type=int, default=10, help="passes over the queries")
+    ap.add_argument("--search-rounds", type=int, default=3, help="passes over the queries")
+    ap.add_argument("--clients", type=int, default=16, help="processes of the throughput run")
+    ap.add_argument("--seconds", type=float, default=5.0, help="of the throughput run")
     ap.add_argument("--local", action="store_true", help="also the bundled model's rows")
     ap.add_argument("--qmd", metavar="CMD", help="how to run qmd (see bench/scale.py)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.workspace = args.workspace.resolve()
     rounds, args.rounds = args.rounds, args.search_rounds
-    queries = locomo_queries(60) if args.workspace == CONV26.resolve() else make_queries(50)
+    conv26 = args.workspace == CONV26.resolve()
+    queries = conv_questions("conv-26", 150) if conv26 else make_queries(50)
     rows: list[dict[str, Any]] = []
     codes = ([(args.baseline, args.baseline)] if args.baseline else []) + [("this", None)]
     with _tmpdir() as tmp, contextlib.ExitStack() as stack:
@@ -321,10 +401,10 @@ def main() -> None:
             for label, _ in codes:
                 rows.append(one_round(label, envs[label], args, tmp, queries))
             if args.qmd:
-                rows.append(qmd_round(args.qmd, args, tmp, queries[0]))
+                rows.append(qmd_round(args.qmd, args, tmp, queries))
     if args.json:
         print(json.dumps(rows, indent=2))
-    report(rows, args.baseline)
+    report(rows, args.baseline, args.clients)
 
 
 @contextlib.contextmanager

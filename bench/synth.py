@@ -219,6 +219,17 @@ def make_locomo_workspace(path: Path | str, chunks: int, source: Path = LOCOMO_D
     return root
 
 
+def conv_questions(conv: str, n: int, source: Path = LOCOMO_DIR) -> list[str]:
+    """The first ``n`` distinct questions of one LoCoMo dev conversation (conv-26 has 150)."""
+    out: list[str] = []
+    with (source / "qrels.jsonl").open() as f:
+        for line in f:
+            row = json.loads(line)
+            if row["conv"] == conv and row["question"] not in out:
+                out.append(row["question"])
+    return out[:n]
+
+
 def locomo_queries(n: int = 50, source: Path = LOCOMO_DIR) -> list[str]:
     """The first ``n`` distinct questions of the LoCoMo dev qrels."""
     out: list[str] = []

@@ -38,18 +38,9 @@ from typing import Any
 from latency import Daemon, log, summarize
 from scale import code_at, daemon
 from synth import LOCOMO_DIR as LOCOMO
+from synth import conv_questions
 
 PROBE = Path(__file__).resolve().parent / "_stall_probe"
-
-
-def conv_questions(conv: str, n: int) -> list[str]:
-    out: list[str] = []
-    with (LOCOMO / "qrels.jsonl").open() as f:
-        for line in f:
-            row = json.loads(line)
-            if row["conv"] == conv and row["question"] not in out:
-                out.append(row["question"])
-    return out[:n]
 
 
 def start(

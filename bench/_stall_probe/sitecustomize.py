@@ -106,8 +106,8 @@ if _OUT:
 _PROFILE = os.environ.get("STALL_PROBE_PROFILE")
 if _PROFILE:  # cProfile of the main thread (the event loop's), written at exit
     import atexit
-    import time
     import cProfile
+    import time
 
     _prof = cProfile.Profile(time.thread_time)  # CPU, not waits: a loaded machine leaves it
     _prof.enable()
