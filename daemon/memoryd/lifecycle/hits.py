@@ -121,11 +121,13 @@ def _query_facts(query: str) -> tuple[str, frozenset[str]]:
     return qhash, frozenset(words_of(query))
 
 
-def _matched(snippets: tuple[str, ...], words: frozenset[str]) -> dict[str, tuple[str, str]]:
-    """key -> (sample, the query's words it holds) of the snippet lines the query matched (a
-    snippet shows its neighbours too); none of them (a vector hit): the snippet's first
-    keyed line, matched by no word. The first line of a key wins."""
-    seen: dict[str, tuple[str, str]] = {}
+def _matched(
+    snippets: tuple[str, ...], words: frozenset[str]
+) -> dict[str, tuple[str, frozenset[str]]]:
+    """key -> (sample, the line's words) of the snippet lines the query matched (a snippet
+    shows its neighbours too); none of them (a vector hit): the snippet's first keyed line,
+    matched by no word. The first line of a key wins."""
+    seen: dict[str, tuple[str, frozenset[str]]] = {}
     for snippet in snippets:
         keyed, by_word = _snippet_lines(snippet)
         if not keyed:
@@ -134,7 +136,7 @@ def _matched(snippets: tuple[str, ...], words: frozenset[str]) -> dict[str, tupl
         for i in lines:
             k, sample, its = keyed[i]
             if k not in seen:
-                seen[k] = (sample, " ".join(sorted(words & its))[:SAMPLE_CHARS])
+                seen[k] = (sample, its)
     return seen
 
 
@@ -201,14 +203,21 @@ class HitCounter:
     def _write(self, batch: list[tuple[str, str, tuple[str, ...], float]]) -> None:
         rows: dict[tuple[str, str], list[Any]] = {}  # (root, key) -> [sample, hits, last at]
         queries: dict[tuple[str, str, str], str] = {}  # (root, key, query) -> matched words
-        for n, (root, query, snippets, at) in enumerate(batch, 1):
+        # The same search again within the batch (a retry, a recall each turn) is matched
+        # once and counted as often as it was asked.
+        asked: dict[tuple[str, str, tuple[str, ...]], list[float]] = {}
+        for root, query, snippets, at in batch:
+            asked.setdefault((root, query, snippets), []).append(at)
+        for n, ((root, query, snippets), ats) in enumerate(asked.items(), 1):
             qhash, words = _query_facts(query)
-            for k, (text, tied) in _matched(snippets, words).items():
-                row = rows.setdefault((root, k), [text, 0, at])
-                row[1] += 1
-                row[2] = max(row[2], at)
-                if (root, k, qhash) not in self._written:
-                    queries.setdefault((root, k, qhash), tied)
+            last = max(ats)
+            for k, (text, its) in _matched(snippets, words).items():
+                row = rows.setdefault((root, k), [text, 0, last])
+                row[1] += len(ats)
+                row[2] = max(row[2], last)
+                pair = (root, k, qhash)
+                if pair not in self._written and pair not in queries:
+                    queries[pair] = " ".join(sorted(words & its))[:SAMPLE_CHARS]
             if n % YIELD_EVERY == 0:
                 time.sleep(0)  # the GIL to a waiting search now, not at the switch interval
         with self.state.lock, self.state.conn:
