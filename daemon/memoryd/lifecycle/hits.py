@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+import sys
 import threading
 import time
 from collections import deque
@@ -40,7 +41,8 @@ log = get_logger("memoryd.lifecycle.hits")
 
 MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest are dropped
 SAMPLE_CHARS: Final = 200
-SNIPPETS_KEPT: Final = 1024  # snippets whose keyed lines and words are remembered (~1-2 MB)
+SNIPPETS_KEPT: Final = 1024  # snippets whose keyed lines are remembered (~0.5 MB)
+LINES_KEPT: Final = 4096  # snippet lines whose key and words are remembered (~2.5 MB)
 YIELD_EVERY: Final = 8  # searches counted between two hand-overs of the GIL
 PAIRS_KEPT: Final = 100_000  # (line, query) pairs known to be written (~15 MB at most)
 COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
@@ -94,23 +96,31 @@ def words_of(text: str) -> set[str]:
 
 
 # A snippet's keyed lines (key, sample) in order, and for each word the lines holding it.
-_SnippetLines = tuple[tuple[tuple[str, str, frozenset[str]], ...], dict[str, tuple[int, ...]]]
+_SnippetLines = tuple[tuple[tuple[str, str, tuple[str, ...]], ...], dict[str, tuple[int, ...]]]
+
+
+@functools.lru_cache(maxsize=LINES_KEPT)
+def _line_facts(line: str) -> tuple[str, str, tuple[str, ...]]:
+    """A snippet line's key, sample and words (interned: ~0.6 KB a line kept): a line comes
+    back in many snippets (they overlap), and hashing and splitting it was most of what
+    counting cost."""
+    words = tuple(sorted(sys.intern(w) for w in words_of(line)))
+    return line_key(line), line.strip()[:SAMPLE_CHARS], words
 
 
 @functools.lru_cache(maxsize=SNIPPETS_KEPT)
 def _snippet_lines(snippet: str) -> _SnippetLines:
     """A snippet's keyed lines and their words, by word: the same snippets come back search
-    after search, and hashing and splitting their lines was most of what counting cost."""
-    keyed: list[tuple[str, str, frozenset[str]]] = []
+    after search."""
+    keyed: list[tuple[str, str, tuple[str, ...]]] = []
     by_word: dict[str, list[int]] = {}
     for line in snippet.splitlines():
-        k = line_key(line)
-        if not k:
+        facts = _line_facts(line)
+        if not facts[0]:
             continue
-        its = frozenset(words_of(line))
-        for w in its:
+        for w in facts[2]:
             by_word.setdefault(w, []).append(len(keyed))
-        keyed.append((k, line.strip()[:SAMPLE_CHARS], its))
+        keyed.append(facts)
     return tuple(keyed), {w: tuple(ix) for w, ix in by_word.items()}
 
 
@@ -123,11 +133,11 @@ def _query_facts(query: str) -> tuple[str, frozenset[str]]:
 
 def _matched(
     snippets: tuple[str, ...], words: frozenset[str]
-) -> dict[str, tuple[str, frozenset[str]]]:
+) -> dict[str, tuple[str, tuple[str, ...]]]:
     """key -> (sample, the line's words) of the snippet lines the query matched (a snippet
     shows its neighbours too); none of them (a vector hit): the snippet's first keyed line,
     matched by no word. The first line of a key wins."""
-    seen: dict[str, tuple[str, frozenset[str]]] = {}
+    seen: dict[str, tuple[str, tuple[str, ...]]] = {}
     for snippet in snippets:
         keyed, by_word = _snippet_lines(snippet)
         if not keyed:
@@ -217,7 +227,7 @@ class HitCounter:
                 row[2] = max(row[2], last)
                 pair = (root, k, qhash)
                 if pair not in self._written and pair not in queries:
-                    queries[pair] = " ".join(sorted(words & its))[:SAMPLE_CHARS]
+                    queries[pair] = " ".join(sorted(words.intersection(its)))[:SAMPLE_CHARS]
             if n % YIELD_EVERY == 0:
                 time.sleep(0)  # the GIL to a waiting search now, not at the switch interval
         with self.state.lock, self.state.conn:
