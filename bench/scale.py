@@ -172,6 +172,28 @@ def search_ms(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) ->
     return {**summarize(ms), "cpu_ms": cpu_ms, "mode_used": ",".join(sorted(used))}
 
 
+def searches_while_scanning(
+    d: Daemon, ws: str, queries: list[str], limit_s: float = 30.0
+) -> dict[str, Any] | None:
+    """Keyword searches back to back while the restart's start-up scan runs (it stats every
+    file on the writer thread, sharing the GIL with them): p50/p99 and the daemon's CPU per
+    search; None when the scan was over before the first search."""
+    ms: list[float] = []
+    with d.client() as c:
+        cpu = cpu_s(d.pid)
+        deadline = time.monotonic() + limit_s
+        while time.monotonic() < deadline:
+            st = next(w for w in c.status().workspaces if w.name == ws)
+            if not st.raw.get("startup_scan", {}).get("running"):
+                break
+            for q in queries[:20]:
+                t = time.perf_counter()
+                c.search(q, workspace=ws, mode="keyword")
+                ms.append((time.perf_counter() - t) * 1000)
+        cpu_ms = (cpu_s(d.pid) - cpu) * 1000 / max(1, len(ms))
+    return {**summarize(ms), "cpu_ms": cpu_ms} if ms else None
+
+
 def start_phases(
     d: Daemon, ws: str, query: str, vectors: bool, timeout: float = 600
 ) -> dict[str, Any]:
@@ -407,6 +429,7 @@ def run_size(
     try:
         r["start"] = start_phases(d, ws, queries[0], vectors)
         r["rss_loaded_mb"] = rss_mb(d)
+        r["keyword_scanning"] = searches_while_scanning(d, ws, queries)
         # Searches in the steady state: the restart's scan of every file (27k at the chatter
         # corpus's 104k chunks) would otherwise share the GIL with them.
         d.settle()
@@ -536,6 +559,21 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f} "
             f"(CPU x{cpu_growth:.1f}; {lo['chunks']} → {hi['chunks']} chunks){growth}"
         )
+    print("\nKeyword searches while the restart's start-up scan runs (the smallest size's")
+    print("steady state the reference):\n")
+    print("| code | chunks | files | searches | p50 / p99 ms | CPU ms | p50 ÷ steady smallest |")
+    print("|---|---:|---:|---:|---|---:|---:|")
+    for c, sizes in by_code.items():
+        lo = sizes[min(sizes)]
+        for r in sizes.values():
+            k = r.get("keyword_scanning")
+            if k is None:
+                print(f"| {c} | {r['chunks']} | {r['files']} | 0 (scan over first) | - | - | - |")
+                continue
+            print(
+                f"| {c} | {r['chunks']} | {r['files']} | {k['n']} | {k['p50']:.2f} / "
+                f"{k['p99']:.1f} | {k['cpu_ms']:.2f} | x{k['p50'] / lo['keyword']['p50']:.1f} |"
+            )
     storms = [r for r in rows if "storm" in r]
     if storms:
         print(

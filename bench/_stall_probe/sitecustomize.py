@@ -112,3 +112,17 @@ if _PROFILE:  # cProfile of the main thread (the event loop's), written at exit
     _prof = cProfile.Profile(time.thread_time)  # CPU, not waits: a loaded machine leaves it
     _prof.enable()
     atexit.register(lambda: (_prof.disable(), _prof.dump_stats(_PROFILE)))
+
+_MODULES = os.environ.get("STALL_PROBE_MODULES")
+if _MODULES:  # the modules loaded when the bench touches MODULES.go (its first answer)
+    import sys as _sys
+    import threading as _threading
+    import time as _time
+
+    def _list_modules() -> None:
+        while not os.path.exists(_MODULES + ".go"):
+            _time.sleep(0.005)
+        with open(_MODULES, "w") as f:
+            f.write("\n".join(sorted(_sys.modules)) + "\n")
+
+    _threading.Thread(target=_list_modules, daemon=True, name="stall-probe-modules").start()

@@ -143,7 +143,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from memoryd.app import Daemon
     from memoryd.errors import ConfigError, MemorydError
     from memoryd.rpc.instance import AlreadyRunning, InstanceError
-    from memoryd.runtime import heap
+    from memoryd.runtime import foreground, heap
     from memoryd.runtime.config import load_config
     from memoryd.runtime.logs import configure_logging, get_logger
 
@@ -154,6 +154,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     configure_logging(level)
     heap.configure()  # a long-lived process: memory freed after a burst goes back
+    foreground.configure()  # a 1 ms switch interval: searches wait less for busy threads
     log = get_logger("memoryd.cli")
     env = dict(os.environ)
     cfg_file = config_path(env, args.config)

@@ -54,6 +54,7 @@ from memoryd.index.transcript_steps import (
 )
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
@@ -198,6 +199,7 @@ class Syncer:
         to_workers: set[int] | None = None  # the targets the workers chunk: bulk runs only
         ahead_ok = True
         for done, (rel, f) in enumerate(targets, 1):
+            FOREGROUND.step_aside()  # a search being answered goes first (foreground.py)
             if self.stopping():
                 log.info("sync_stopped", done=done - 1, total=total, reason="closing")
                 break

@@ -11,8 +11,8 @@ That thread shares the GIL with the event loop, so it must stay small and let go
 batch that held the interpreter for tens of milliseconds made every search arriving
 meanwhile wait for it, 5 ms (the switch interval) per hand-over (issue 38's p99). Each
 snippet's keyed lines and its word index are remembered (the same snippets come back search
-after search), a search's matched lines are a few dict lookups, and the thread yields the
-GIL between searches. A queued search is a tuple of strings, which the garbage collector
+after search), a search's matched lines are a few dict lookups, and the thread steps aside
+while a search is being answered (runtime/foreground.py). A queued search is a tuple of strings, which the garbage collector
 stops tracking at once: a second's queue of lists had been promoted to the oldest
 generation, which then ran full collections (25-40 ms of CPU with the GIL held) every few
 hundred searches.
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.files.lines import line_key, normalize_line
+from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 
@@ -43,7 +44,6 @@ MAX_QUEUED: Final = 10_000  # searches waiting to be counted; past it the oldest
 SAMPLE_CHARS: Final = 200
 SNIPPETS_KEPT: Final = 1024  # snippets whose keyed lines are remembered (~0.5 MB)
 LINES_KEPT: Final = 4096  # snippet lines whose key and words are remembered (~2.5 MB)
-YIELD_EVERY: Final = 8  # searches counted between two hand-overs of the GIL
 PAIRS_KEPT: Final = 100_000  # (line, query) pairs known to be written (~15 MB at most)
 COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
 
@@ -218,7 +218,8 @@ class HitCounter:
         asked: dict[tuple[str, str, tuple[str, ...]], list[float]] = {}
         for root, query, snippets, at in batch:
             asked.setdefault((root, query, snippets), []).append(at)
-        for n, ((root, query, snippets), ats) in enumerate(asked.items(), 1):
+        for (root, query, snippets), ats in asked.items():
+            FOREGROUND.step_aside()  # a search being answered goes first (foreground.py)
             qhash, words = _query_facts(query)
             last = max(ats)
             for k, (text, its) in _matched(snippets, words).items():
@@ -228,8 +229,6 @@ class HitCounter:
                 pair = (root, k, qhash)
                 if pair not in self._written and pair not in queries:
                     queries[pair] = " ".join(sorted(words.intersection(its)))[:SAMPLE_CHARS]
-            if n % YIELD_EVERY == 0:
-                time.sleep(0)  # the GIL to a waiting search now, not at the switch interval
         with self.state.lock, self.state.conn:
             self.state.conn.executemany(
                 "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "

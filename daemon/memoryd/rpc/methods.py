@@ -44,6 +44,7 @@ from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Outcome, Request
 from memoryd.rpc.status import StatusReport
 from memoryd.runtime.config import Config
+from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.usage import Usage
 from memoryd.secrets import mask_snippets, mask_text_of
@@ -72,6 +73,10 @@ log = get_logger("memoryd.rpc.methods")
 
 Handler = Callable[[Params, Request], Awaitable[dict[str, Any]]]
 PROGRESS_INTERVAL_S = 0.1
+# Answered in milliseconds from what is in memory: background threads step aside while one
+# runs. Not the ones that wait (reindex, a first index, jobs): they would slow what they
+# wait for.
+QUICK_METHODS = frozenset({"hello", "search", "get", "recall", "status", "workspace.list"})
 HEARTBEAT_S = 1.0
 JOB_HEARTBEAT_S = 5.0  # jobs.run: a progress event at least this often, for the client
 
@@ -183,6 +188,9 @@ class Methods:
                 ),
                 ErrorCode.UNKNOWN_METHOD,
             )
+        quick = req.method in QUICK_METHODS
+        if quick:  # background threads step aside while it runs (runtime/foreground.py)
+            FOREGROUND.begin()
         try:
             if not isinstance(req.params, dict):
                 raise InvalidParams("params must be a map", {"param": "params"})
@@ -202,6 +210,9 @@ class Methods:
                 ),
                 ErrorCode.INTERNAL,
             )
+        finally:
+            if quick:
+                FOREGROUND.end()
         return Outcome(protocol.response(req.id, result), "ok")
 
     # -- methods -----------------------------------------------------------------------
