@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import memoryd
 from memoryd import secret_rules
 from memoryd.embeddings import int8_rows
-from memoryd.errors import MemorydError
+from memoryd.errors import IndexUnavailable, MemorydError
 from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
 from memoryd.fleet.configured import fleet_configured
@@ -75,6 +75,9 @@ MiB = 1024 * 1024
 SOCKET_CHECK_S = 5.0  # how often the socket file is checked (a deleted one is made again)
 WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 PROVIDER_AFTER_SCANS_S = 2.0  # the provider loads once the startup scans end, or after this
+# The start's other work (the watch, the provider, maintenance) waits for the first answer
+# to a question, or this long: a daemon started by a question answers it sooner.
+FIRST_ANSWER_FIRST_S = 1.0
 
 
 class Daemon:
@@ -103,6 +106,7 @@ class Daemon:
         self.started_at = time.monotonic()
         self.ready = asyncio.Event()  # the socket accepts
         self.background_ready = asyncio.Event()  # indexes opened, provider chosen
+        self._answered = asyncio.Event()  # a first request (not hello) was answered
         self._exit = asyncio.Event()
         self._force = asyncio.Event()
         self._wake = asyncio.Event()
@@ -156,7 +160,11 @@ class Daemon:
 
     async def _dispatch(self, req: Request) -> Outcome:
         # The socket accepts only once startup has made the methods' collaborators.
-        return await self.methods.dispatch(req)
+        try:
+            return await self.methods.dispatch(req)
+        finally:
+            if req.method != "hello":  # a client's connect says hello before it asks
+                self._answered.set()
 
     @property
     def scheduler(self) -> Scheduler:
@@ -329,11 +337,15 @@ class Daemon:
             opening = self.registry.open_all()  # which imports the engine for a workspace
             if self.registry.list():
                 await opening
+                # The rest waits for the first answer (or FIRST_ANSWER_FIRST_S): on two
+                # cores it took CPU from the question that started the daemon.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._answered.wait(), FIRST_ANSWER_FIRST_S)
             else:  # none yet: the first workspace.add would wait for the engine's imports
                 await asyncio.gather(opening, asyncio.to_thread(_import_engine))
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
-                self.refresh_watch(), self._load_provider(), return_exceptions=True
+                self._watch_late(), self._load_provider(), return_exceptions=True
             )
             for failed in done:
                 if isinstance(failed, BaseException):
@@ -355,6 +367,16 @@ class Daemon:
             self.background_ready.set()
             # The start-up's last step: what a measure of the daemon's own memory waits for.
             log.info("background_ready", ms=round((time.monotonic() - self.started_at) * 1000))
+
+    async def _watch_late(self) -> None:
+        """The watch, begun after the startup scans (they may have passed a file that was
+        written before the watch began): each index is synced once more, behind its scan
+        (an unchanged file costs a stat)."""
+        await self.refresh_watch()
+        for ws in self.registry.list():
+            if ws.index is not None:
+                with contextlib.suppress(IndexUnavailable):  # removed meanwhile
+                    ws.index.submit_sync(None)
 
     async def _load_provider(self) -> None:
         # Loading a model takes both cores (and the GIL while onnxruntime is imported) for

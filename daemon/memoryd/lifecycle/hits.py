@@ -12,10 +12,10 @@ batch that held the interpreter for tens of milliseconds made every search arriv
 meanwhile wait for it, 5 ms (the switch interval) per hand-over (issue 38's p99). Each
 snippet's keyed lines and its word index are remembered (the same snippets come back search
 after search), a search's matched lines are a few dict lookups, and the thread steps aside
-while a search is being answered (runtime/foreground.py). A queued search is a tuple of strings, which the garbage collector
-stops tracking at once: a second's queue of lists had been promoted to the oldest
-generation, which then ran full collections (25-40 ms of CPU with the GIL held) every few
-hundred searches.
+while a search is being answered (runtime/foreground.py). A queued search is a tuple of
+strings, which the garbage collector stops tracking at once: a second's queue of lists had
+been promoted to the oldest generation, which then ran full collections (25-40 ms of CPU
+with the GIL held) every few hundred searches.
 """
 
 from __future__ import annotations
