@@ -27,7 +27,10 @@ import contextlib
 import json
 import os
 import shutil
+import signal
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +38,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from latency import Daemon, log
+from latency import MEMORYD, Daemon, log
+from memoryd_client import MemoryClient
 from scale import code_at, daemon, fake_openai
 
 PROVIDERS = ("none", "local", "openai")
@@ -59,6 +63,40 @@ def first_answers(d: Daemon, ws: str, provider: str, timeout: float = 60) -> dic
         out["vectors_mode"] = r.mode_used
     d.stop()
     return out
+
+
+def activated_answer(d: Daemon, ws: str, query: str) -> float:
+    """Socket activation as systemd does it (memoryd.socket): the socket is bound and
+    listening before the daemon exists; a question's connection waits in its backlog while
+    the manager spawns ``memoryd run`` with the socket as fd 3 (LISTEN_PID, LISTEN_FDS).
+    Seconds from the spawn (the question already asked) to its answer."""
+    d.socket.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    d.socket.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(d.socket))
+    os.chmod(d.socket, 0o600)
+    listener.listen(16)
+    fd = listener.fileno()
+
+    def as_systemd() -> None:  # in the child, between fork and exec
+        os.environ.clear()
+        os.environ.update(d.env, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
+        os.dup2(fd, 3)
+
+    with open(d.log, "ab") as out:
+        t = time.perf_counter()
+        proc = subprocess.Popen(
+            [MEMORYD, "run"], pass_fds=[fd], preexec_fn=as_systemd, stdout=out, stderr=out
+        )
+    try:
+        with MemoryClient(d.socket, timeout=60) as c:
+            c.search(query, workspace=ws, mode="keyword", max_results=10, min_score=0)
+        return time.perf_counter() - t
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        listener.close()
+        d.socket.unlink(missing_ok=True)  # the manager's file: the daemon leaves it
 
 
 def prepare(home: Path, src: Path, provider: str, env: dict[str, str], url: str) -> str:

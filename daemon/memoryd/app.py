@@ -192,12 +192,15 @@ class Daemon:
             self._install_signals()
         self.fd_limit = raise_nofile()[0]
         self.server.set_limits(self._limits(self.config.server))
+        # Before the socket is taken: under socket activation that logs its path, whose
+        # digits are masked with the rules the state folder keeps (else a child process
+        # reads them from detect-secrets first: ~0.1 s, more on a loaded machine).
+        secret_rules.keep_rules_in(self.paths.state_dir)
         sock = self.instance.acquire()
         self.socket_path = self.instance.socket_path  # a socket-activated one may differ
         try:
             for folder in (self.paths.data_dir, self.paths.index_dir, self.paths.state_dir):
                 make_private_dir(folder)  # notes live in there: 0700 whatever the umask
-            secret_rules.keep_rules_in(self.paths.state_dir)
             int8_rows.keep_in(self.paths.state_dir / "models")
             self.state = StateDB(self.paths.state_db)
             self.hits = HitCounter(self.state)
