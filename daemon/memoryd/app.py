@@ -550,7 +550,14 @@ class Daemon:
         methods = Methods(
             registry=registry,
             searches=SearchService(
-                registry, self.watcher, self.readers, self.query_embedder, lambda: self.config
+                registry,
+                self.watcher,
+                self.readers,
+                self.query_embedder,
+                lambda: self.config,
+                hits=self.hits,
+                fleet=self.fleet,
+                fleet_off=self.fleet_off,
             ),
             status=StatusReport(
                 registry,

@@ -431,3 +431,43 @@ def test_without_fleet_mode_remote_search_is_a_clear_error(md_daemon: DaemonThre
         assert error_code(frame) == "invalid_params"
         assert "[fleet] dsn" in frame["error"]["message"]
         assert error_code(conn.call("fleet.status")) == "invalid_params"
+
+
+def test_a_fleet_search_settles_this_hosts_lines_as_a_local_search_does(
+    fleet_dsn: str, tmp_path: Path
+) -> None:
+    """SearchService.answer: through the fleet, this host's superseded keyed line is left out
+    (or marked with include_superseded), its hits are counted and secrets masked, as locally."""
+    old = "- The deploy target is heroku. <!-- key: deploy -->\n"
+    new = "- The deploy target is now fly.io. <!-- key: deploy -->\n"
+    token = "- The deploy token is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + ".\n"
+    ws = make_workspace(
+        tmp_path / "a",
+        {
+            "memory/2025-03-10.md": "# 2025-03-10\n\n" + old,
+            "memory/2025-03-11.md": "# 2025-03-11\n\n" + new + token,
+        },
+    )
+    with host(fleet_dsn, "A", ws) as (d, a):
+
+        def fleet_paths(**extra: Any) -> list[str]:
+            params = {"query": "deploy target", "fleet": True, "mode": "keyword", **extra}
+            return sorted(r["path"] for r in a.result("search", params)["results"])
+
+        assert wait_for(lambda: "memory/2025-03-11.md" in fleet_paths(include_superseded=True), 15)
+        assert fleet_paths() == ["memory/2025-03-11.md"]
+        marked = a.result(
+            "search",
+            {
+                "query": "deploy target heroku",
+                "fleet": True,
+                "mode": "keyword",
+                "include_superseded": True,
+            },
+        )["results"]
+        assert any(r.get("superseded") for r in marked)
+        found = a.result("search", {"query": "deploy token", "fleet": True, "mode": "keyword"})
+        assert found["results"] and "ghp_" not in str(found["results"])
+        assert d.daemon is not None and d.daemon.hits is not None and d.daemon.hits.wait_idle()
+        counted = a.result("status", {"workspace": "notes"})["workspaces"][0].get("line_hits")
+        assert counted is not None and counted["lines"] >= 1

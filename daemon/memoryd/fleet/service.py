@@ -282,6 +282,11 @@ class FleetService:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._search_thread, self._ask, fn)
 
+    @property
+    def host(self) -> str:
+        """This daemon's name in the fleet (hits carry it as ``host``)."""
+        return self.settings.host
+
     def split_ref(self, ref: str | None) -> tuple[str, str] | None:
         """(host, name) when ``ref`` names another host's workspace ("host:name")."""
         if ref is None or ":" not in ref or "/" in ref:

@@ -51,7 +51,6 @@ from memoryd.index.search.fusion import SearchEnv, run_search
 from memoryd.index.search.rows import ChunkRows, ChunkWindows, ParsedQueries
 from memoryd.index.search.signals import for_request
 from memoryd.index.search.triggers import TriggerLane
-from memoryd.index.search.validate import check_search_request
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.tail_warm import SyncerWarm
@@ -518,8 +517,8 @@ class WorkspaceIndex:
         beforehand on another thread; None: made here. ``in_memory``: answer only when the
         in-memory copies can rank it (search.answers_from_memory), else raise NotInMemory
         having done nothing costly; it never runs the embedding model then: without a
-        ``prepared`` vector, only a cached one will do."""
-        check_search_request(req)
+        ``prepared`` vector, only a cached one will do. ``req`` was checked when it was made
+        (types.SearchRequest)."""
         if in_memory and prepared is None:
             prepared = self.queries.prepare_cached(req)
             if prepared is None:

@@ -19,6 +19,7 @@ from memoryd.errors import InvalidParams, MemorydError
 from memoryd.files.annotations import normalize_project
 from memoryd.files.provenance import ORIGINS, clean_session_id, least_trusted
 from memoryd.index.search import recall as _recall
+from memoryd.index.types import SearchRequest
 from memoryd.jobs import agent_flush, session_trust
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
@@ -79,27 +80,21 @@ class AgentMethods:
         p.done()
         assert budget is not None and min_score is not None
         started = time.monotonic()
-        search = self.m.table["search"]
         prompt = query[: _recall.MAX_QUERY_CHARS]
-        found = await search(
-            Params(
-                "search",
-                {
-                    "query": prompt,
-                    "workspace": ref,
-                    "max_results": _recall.candidates(budget),
-                    "min_score": min_score,
-                    "sources": list(sources),
-                    **({"project": list(projects)} if projects else {}),
-                    **({"now": now.isoformat()} if now else {}),
-                    **({"include_superseded": True} if include_superseded else {}),
-                },
-            ),
-            req,
+        sreq = SearchRequest(
+            query=prompt,
+            max_results=_recall.candidates(budget),
+            min_score=min_score,
+            sources=sources,
+            projects=projects,
+            today=(now or self.m.clock.now().date()).isoformat(),
         )
+        answer = await self.m.searches.answer(ref, sreq, include_superseded=include_superseded)
+        req.log_fields["workspace"] = answer.workspace
+        found = answer.result
         first: list[_recall.Item] = []
-        if self.m.fleet is None or not self.m.fleet.split_ref(ref):  # a local workspace
-            _, index = await self.m.registry.index_of(ref)
+        index = answer.index
+        if index is not None:  # a local workspace: its trigger lines
             if index.triggers.settled(with_vectors=index.queries.embedder is not None):
                 # Nothing to read or embed (most workspaces have no trigger lines): on the
                 # loop; a thread's hop there and back was a fifth of a recall.
@@ -109,8 +104,7 @@ class AgentMethods:
         out = _recall.select(found["results"], budget, first)
         out["took_ms"] = round((time.monotonic() - started) * 1000, 3)
         if self.m.usage is not None:  # a deque append (runtime/usage.py)
-            ws_name = req.log_fields.get("workspace") or ref or ""
-            self.m.usage.recalled(self._today(), agent, str(ws_name), out)
+            self.m.usage.recalled(self._today(), agent, answer.workspace, out)
         if found.get("degraded"):
             out["degraded"] = found["degraded"]
         return out

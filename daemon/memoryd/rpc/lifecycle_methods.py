@@ -14,6 +14,7 @@ from memoryd.errors import ForbiddenPath, InvalidParams
 from memoryd.files.layout import CURATED_FILES, MEMORY_DIR, SESSIONS_DIR, Layout
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import clean_session_id, ledger_for
+from memoryd.index.types import SearchRequest
 from memoryd.lifecycle import archive, exports, importing, journal
 from memoryd.lifecycle import forget as select
 from memoryd.lifecycle import purge as purging
@@ -112,18 +113,15 @@ class LifecycleMethods:
     async def _by_query(
         self, ws: Workspace, layout: Layout, query: str, max_results: int | None, req: Request
     ) -> select.Selection:
-        found = await self.m.table["search"](
-            Params(
-                "search",
-                {
-                    "query": query,
-                    "workspace": ws.name,
-                    "max_results": max_results,
-                    "sources": [SOURCE_MEMORY],
-                },
-            ),
-            req,
+        # The hits a search of the notes would show (superseded lines left out); they do
+        # not count as used: their lines are about to go.
+        sreq = SearchRequest(
+            query=query,
+            max_results=max_results,
+            sources=(SOURCE_MEMORY,),
+            today=self.m.clock.now().date().isoformat(),
         )
+        found = (await self.m.searches.answer(ws.name, sreq, count=False)).result
         return await asyncio.to_thread(select.by_hits, layout, found["results"], query)
 
     async def _purge(

@@ -30,8 +30,6 @@ from memoryd.files.provenance import (
     ledger_for,
 )
 from memoryd.files.reader import read_lines
-from memoryd.index.search import supersession
-from memoryd.index.search.validate import check_search_request
 from memoryd.index.types import Fusion, Mode, SearchRequest, SyncProgress, SyncReport
 from memoryd.jobs.clock import Clock, zone_name
 from memoryd.jobs.flush_queue import FLUSH
@@ -47,7 +45,7 @@ from memoryd.runtime.config import Config
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.usage import Usage
-from memoryd.secrets import mask_snippets, mask_text_of
+from memoryd.secrets import mask_text_of
 from memoryd.workspace.openclaw_sessions import OpenClawSessions, set_home
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
@@ -159,7 +157,6 @@ class Methods:
         self.hits: HitCounter | None = None  # set by the daemon (app.py)
         self.usage: Usage | None = None  # what memory costs each agent (app.py)
         self.sync: SyncService | None = None  # set by the daemon (app.py)
-        self.supersession = supersession.Supersession()
         self.table: dict[str, Handler] = {
             "hello": self.hello,
             "status": self.status,
@@ -316,39 +313,14 @@ class Methods:
         everywhere = p.flag("fleet")
         include_superseded = p.flag("include_superseded")
         p.done()
-        if everywhere or (self.fleet is not None and self.fleet.split_ref(ref)):
-            # Another host's workspace, or every published one: through Postgres (fleet/).
-            check_search_request(sreq)
-            req.log_fields["workspace"] = "fleet" if everywhere else ref
-            found = await self._fleet().answer_search(
-                sreq,
-                None if everywhere else ref,
-                self.registry.provider,
-                self.searches.query_embedder,
-                await self.searches.query_for_fleet(sreq),
-            )
-            return mask_snippets(found)
-        answer = await self.searches.search(ref, sreq)
+        answer = await self.searches.answer(
+            ref, sreq, everywhere=everywhere, include_superseded=include_superseded
+        )
         req.log_fields["workspace"] = answer.workspace
-        ws = self.registry.resolve(answer.workspace)
-        result = await self._superseded(ws.root, ws.index, answer.result, include_superseded)
-        if self.hits is not None:  # a deque append; counted off the hot path (lifecycle/hits.py)
-            self.hits.record(ws.root, query, result["results"])
-        if self.usage is not None and req.method == "search":  # recall's own search aside
-            self.usage.searched(
-                self.clock.now().date().isoformat(), answer.workspace, result["results"]
-            )
-        return mask_snippets(result)
-
-    async def _superseded(
-        self, root: Path, index: WorkspaceIndex | None, result: dict[str, Any], include: bool
-    ) -> dict[str, Any]:
-        """Keyed lines a newer one superseded, left out (index/search/supersession.py): what is
-        known, a dict lookup; never a wait (they are read again in the background)."""
-        if index is None or not result.get("results"):
-            return result
-        sup = self.supersession.current(root, index)
-        return result if sup is None else supersession.apply(result, sup, include)
+        if self.usage is not None and answer.index is not None:  # a local workspace's
+            today = self.clock.now().date().isoformat()
+            self.usage.searched(today, answer.workspace, answer.result["results"])
+        return answer.result
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
         path = p.required_path("path")
@@ -361,7 +333,7 @@ class Methods:
         injectable = p.flag("injectable")
         p.done()
         answer = await self._get(req, path, ref, from_line, lines)
-        if injectable and not (self.fleet is not None and self.fleet.split_ref(ref)):
+        if injectable and not self.searches.remote(ref):
             ledger = ledger_for(self.registry.resolve(ref).root.resolve())
             answer["text"] = await asyncio.to_thread(
                 injectable_text, answer["text"], ledger, str(answer["path"])

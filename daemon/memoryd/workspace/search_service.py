@@ -1,4 +1,10 @@
-"""Search with read-your-writes: what the daemon answers to ``search``.
+"""A search's answer, in one place: what ``search``, ``recall`` and forget by query get.
+
+``SearchService.answer`` finds the hits (a local workspace with read-your-writes, or other
+hosts' through fleet mode), then leaves out the lines a newer keyed line superseded, counts
+the hits (hit counting, off the hot path) and masks secrets in the snippets: the same steps
+for every caller and every path. The request was checked when it was made
+(``index.types.SearchRequest``); nothing here checks it again.
 
 A search sees every write made before it was asked, within ``server.read_your_writes_ms``
 in total: it waits for the changes the watcher had queued for the workspace when it was
@@ -24,44 +30,164 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
+from memoryd.errors import InvalidParams, MemorydError
+from memoryd.index.search import supersession
 from memoryd.index.search.notices import search_notices
-from memoryd.index.search.validate import check_search_request
 from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
+from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
-from memoryd.workspace.registry import Registry
+from memoryd.secrets import mask_snippets
+from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
+    from memoryd.embeddings.base import EmbeddingProvider
     from memoryd.index.vectors.query_vectors import PreparedQuery
     from memoryd.index.workspace import WorkspaceIndex
 
+FLEET_OFF = "fleet mode is off: set [fleet] dsn (docs/fleet.md)"
+
+
+class FleetSearch(Protocol):
+    """What a search asks of fleet mode (``fleet.service.FleetService``, a room above this
+    one: it reads the registry's workspaces to publish them)."""
+
+    @property
+    def host(self) -> str: ...  # this daemon's host name in the fleet
+
+    def split_ref(self, ref: str | None) -> tuple[str, str] | None: ...
+
+    async def answer_search(
+        self,
+        req: SearchRequest,
+        ref: str | None,
+        provider: EmbeddingProvider | None,
+        embedder: Executor,
+        prepared: PreparedQuery | None = None,
+    ) -> dict[str, Any]: ...
+
 
 @dataclass(frozen=True)
-class FreshAnswer:
-    workspace: str  # its name
+class Answer:
+    workspace: str  # the local workspace's name; "fleet" (every one), or "host:name"
     result: dict[str, Any]  # the answer of the ``search`` method (docs/protocol.md)
+    index: WorkspaceIndex | None = None  # the local workspace's index (None: fleet)
 
 
-@dataclass(frozen=True)
 class SearchService:
-    registry: Registry
-    watcher: Watcher
-    readers: Executor  # the searches the copies cannot rank
-    query_embedder: Executor  # new query vectors
-    config: Callable[[], Config]  # the current one, read at each search
+    def __init__(
+        self,
+        registry: Registry,
+        watcher: Watcher,
+        readers: Executor,  # the searches the copies cannot rank
+        query_embedder: Executor,  # new query vectors
+        config: Callable[[], Config],  # the current one, read at each search
+        *,
+        hits: HitCounter | None = None,  # how often search and recall returned each line
+        fleet: FleetSearch | None = None,  # fleet mode when [fleet] is set...
+        fleet_off: str | None = None,  # ...else why not
+    ) -> None:
+        self.registry = registry
+        self.watcher = watcher
+        self.readers = readers
+        self.query_embedder = query_embedder
+        self.config = config
+        self.hits = hits
+        self.fleet = fleet
+        self.fleet_off = fleet_off
+        self.supersession = supersession.Supersession()
 
-    async def search(self, ref: str | None, req: SearchRequest) -> FreshAnswer:
-        """Search workspace ``ref`` (name or path; None: the only one)."""
-        check_search_request(req)
+    def remote(self, ref: str | None) -> bool:
+        """Whether ``ref`` names another host's workspace ("host:name", fleet mode)."""
+        return self.fleet is not None and self.fleet.split_ref(ref) is not None
+
+    async def answer(
+        self,
+        ref: str | None,
+        req: SearchRequest,
+        *,
+        everywhere: bool = False,
+        include_superseded: bool = False,
+        count: bool = True,
+    ) -> Answer:
+        """Search workspace ``ref`` (name or path; None: the only one; "host:name": another
+        host's), or with ``everywhere`` every workspace the fleet publishes. Superseded lines
+        are left out (marked with ``include_superseded``); ``count``: the hits count as used
+        (hit counting; a forget's own search does not)."""
+        if everywhere or self.remote(ref):
+            return await self._fleet_answer(None if everywhere else ref, req, include_superseded)
+        ws, index, result = await self._fresh(ref, req)
+        result["results"] = self._settle(
+            ws, index, req.query, result["results"], include_superseded, count=count
+        )
+        return Answer(ws.name, mask_snippets(result), index)
+
+    def _settle(
+        self,
+        ws: Workspace,
+        index: WorkspaceIndex | None,
+        query: str,
+        hits: list[dict[str, Any]],
+        include_superseded: bool,
+        *,
+        count: bool,
+    ) -> list[dict[str, Any]]:
+        """A workspace's hits without the lines a newer keyed line superseded, counted:
+        index/search/supersession.py, what is known (a dict lookup; never a wait: they are
+        read again in the background)."""
+        if index is not None and hits:
+            sup = self.supersession.current(ws.root, index)
+            if sup is not None:
+                hits = supersession.apply({"results": hits}, sup, include_superseded)["results"]
+        if count and self.hits is not None:  # a deque append; counted off the hot path
+            self.hits.record(ws.root, query, hits)
+        return hits
+
+    async def _fleet_answer(
+        self, ref: str | None, req: SearchRequest, include_superseded: bool
+    ) -> Answer:
+        """Through Postgres (fleet/): this host's own workspaces among the hits are settled
+        as a local search's are; another host's lines have no line meta here."""
+        if self.fleet is None:
+            raise InvalidParams(self.fleet_off or FLEET_OFF, {"param": "fleet"})
+        result = await self.fleet.answer_search(
+            req,
+            ref,
+            self.registry.provider,
+            self.query_embedder,
+            await self.query_for_fleet(req),
+        )
+        hits: list[dict[str, Any]] = result.get("results", [])
+        own: dict[str, list[dict[str, Any]]] = {}
+        for hit in hits:
+            if hit.get("host") == self.fleet.host:
+                own.setdefault(str(hit.get("workspace")), []).append(hit)
+        dropped: set[int] = set()
+        for name, mine in own.items():
+            try:
+                ws = self.registry.resolve(name)
+            except MemorydError:  # published, since removed here
+                continue
+            kept = self._settle(ws, ws.index, req.query, mine, include_superseded, count=True)
+            dropped.update({id(h) for h in mine} - {id(h) for h in kept})
+        if dropped:
+            result["results"] = [h for h in hits if id(h) not in dropped]
+        return Answer("fleet" if ref is None else ref, mask_snippets(result))
+
+    async def _fresh(
+        self, ref: str | None, req: SearchRequest
+    ) -> tuple[Workspace, WorkspaceIndex, dict[str, Any]]:
+        """Search workspace ``ref`` with read-your-writes."""
         ws, index = await self.registry.index_of(ref)
         config = self.config()
         notices = search_notices(req, config.index.sessions)
         if notices.nothing_to_search:
             provider = index.queries.provider  # as a search that ran would name it
-            return FreshAnswer(
-                ws.name,
+            return (
+                ws,
+                index,
                 {
                     "results": [],
                     "provider": provider.name if provider else "none",
@@ -105,7 +231,7 @@ class SearchService:
             out["stale"] = True  # a write may be missing: the wait ran out of budget
         if notices.lines:
             out["notices"] = notices.lines
-        return FreshAnswer(ws.name, out)
+        return ws, index, out
 
     async def query_for_fleet(self, req: SearchRequest) -> PreparedQuery | None:
         """The query vector for a search of other hosts' workspaces, prepared as a local
