@@ -85,13 +85,17 @@ def activated_answer(d: Daemon, ws: str, query: str) -> float:
 
     with open(d.log, "ab") as out:
         t = time.perf_counter()
+        # close_fds=False: fd 3, made by dup2 in the child, is inheritable and must survive
+        # (Python's own descriptors are close-on-exec whatever this says).
         proc = subprocess.Popen(
-            [MEMORYD, "run"], pass_fds=[fd], preexec_fn=as_systemd, stdout=out, stderr=out
+            [MEMORYD, "run"], close_fds=False, preexec_fn=as_systemd, stdout=out, stderr=out
         )
     try:
         with MemoryClient(d.socket, timeout=60) as c:
             c.search(query, workspace=ws, mode="keyword", max_results=10, min_score=0)
         return time.perf_counter() - t
+    except Exception as exc:
+        raise SystemExit(f"socket-activated daemon: {exc}\n{d.log.read_text()[-3000:]}") from exc
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)
