@@ -20,6 +20,7 @@ from structlog.testing import capture_logs
 import memoryd
 from daemon_util import DaemonThread, RawConn, error_code, run_daemon, short_home, wait_for
 from memoryd.app import Daemon
+from memoryd.errors import InvalidParams
 from memoryd.files.append import daily_path
 from memoryd.rpc.connection import MAX_IN_FLIGHT_PER_CONNECTION
 from memoryd.rpc.params import Params
@@ -596,3 +597,22 @@ def test_a_protocol_version_nested_a_thousand_deep_is_a_protocol_error(
         assert error_code(c.frame()) == "protocol_error"
     with RawConn(md_daemon.socket_path) as c:
         assert c.result("hello")["server"] == "memoryd"
+
+
+def test_a_handler_log_field_named_like_the_request_lines_own_is_kept_and_answered(
+    md_daemon: DaemonThread,
+) -> None:
+    async def chatty(p: Params, req: Request) -> dict[str, Any]:
+        p.done()
+        req.log_fields.update(event="mine", method="other", workspace="w")
+        raise InvalidParams("refused on purpose")
+
+    assert md_daemon.daemon is not None
+    md_daemon.daemon.methods.table["test.chatty"] = chatty
+    with RawConn(md_daemon.socket_path) as c, capture_logs() as logs:
+        frame = c.call("test.chatty")  # a refusal is logged at info: the line is built
+        assert error_code(frame) == "invalid_params"
+        assert c.result("hello")["server"] == "memoryd"
+    [logged] = [e for e in logs if e["event"] == "request" and e["method"] == "test.chatty"]
+    assert logged["event_"] == "mine" and logged["method_"] == "other"
+    assert logged["workspace"] == "w"

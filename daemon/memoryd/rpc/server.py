@@ -39,6 +39,8 @@ from memoryd_client.protocol import ErrorCode, FrameError
 log = get_logger("memoryd.rpc.server")
 # Answers that are the daemon's fault or trouble, not the caller's mistake.
 _OUR_FAILURES = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.TOO_LARGE})
+# The request line's own keys (and structlog's): a handler's log field never takes one.
+_REQUEST_KEYS = frozenset({"event", "method", "id", "ms", "result", "peer_pid", "level"})
 
 Emit = Callable[[str, dict[str, Any]], None]
 
@@ -396,6 +398,12 @@ class Server:
             return  # nothing built for a line nobody writes
         ms = round((time.perf_counter() - started) * 1000, 3)
         emit = log.debug if code == "ok" else log.warning if code in _OUR_FAILURES else log.info
+        fields = {
+            # A handler's field named like one of the line's own (event, method, ...) is
+            # kept under another name: a clash would raise here and the answer never leave.
+            (f"{k}_" if k in _REQUEST_KEYS else k): v
+            for k, v in req.log_fields.items()
+        }
         emit(
             "request",
             method=req.method,
@@ -403,7 +411,7 @@ class Server:
             ms=ms,
             result=code,
             peer_pid=conn.peer_pid,
-            **req.log_fields,
+            **fields,
         )
 
     # -- shutdown ----------------------------------------------------------------------
