@@ -29,7 +29,7 @@ from memoryd.sync.git import GitError
 from memoryd.sync.paths import Scope
 from memoryd.sync.purge import Pending, drop_old_history, mark_seen, rewrite_without
 from memoryd.sync.repo import SEEN_REF, Entry, Repo
-from memoryd.sync.snapshot import Held, Snapshot, commit_workspace
+from memoryd.sync.snapshot import Held, Snapshot, Stamp, commit_workspace
 from memoryd.sync.tree_merge import FILE_MODE, Hosts, Integration, integrate, today
 
 __all__ = ["Engine", "Refused", "Report"]
@@ -86,13 +86,22 @@ class Engine:
     # pull, and their index follows memoryd's commits for the memory files.
     foreign_refused: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # What the last commit step saw (branch, file stamps) and held: unchanged, it is skipped.
+    _seen: tuple[str | None, dict[str, Stamp]] | None = None
+    _held: list[Held] = field(default_factory=list)
 
     def commit(self) -> Snapshot:
         with self.lock:
             return self._commit()
 
     def _commit(self) -> Snapshot:
-        snap = commit_workspace(self.repo, self.root, self.scope, f"memoryd: {self.host}")
+        message = f"memoryd: {self.host}"
+        snap = commit_workspace(self.repo, self.root, self.scope, message, self._seen)
+        if snap.skipped:
+            snap.held = self._held  # held back as the last step found
+        else:
+            self._held = snap.held
+        self._seen = (snap.head, snap.seen)
         if snap.commit is not None:
             self._follow(snap.changed)
         return snap

@@ -80,19 +80,24 @@ class Scope:
     def walk(self, root: Path) -> Iterator[tuple[str, int]]:
         """Every synced regular file now in the workspace: (rel, size). Links are not
         followed, folders named with a dot are skipped, transcripts over the cap left out."""
+        for rel, st in self.stats(root):
+            yield rel, st.st_size
+
+    def stats(self, root: Path) -> Iterator[tuple[str, os.stat_result]]:
+        """``walk`` with each file's stat (what tells a commit step nothing changed)."""
         for rel in (*CURATED_FILES, LEDGER_REL):
-            size = _regular_size(root / rel)
-            if size is not None:
-                yield rel, size
+            st = _regular(root / rel)
+            if st is not None:
+                yield rel, st
         yield from self._tree(root, MEMORY_DIR, NOTE_SUFFIX)
         if self.transcripts:
-            for rel, size in self._tree(root, SESSIONS_DIR, TRANSCRIPT_SUFFIX, depth=1):
-                if not self.too_large(rel, size):
-                    yield rel, size
+            for rel, st in self._tree(root, SESSIONS_DIR, TRANSCRIPT_SUFFIX, depth=1):
+                if not self.too_large(rel, st.st_size):
+                    yield rel, st
 
     def _tree(
         self, root: Path, top: str, suffix: str, depth: int = 64
-    ) -> Iterator[tuple[str, int]]:
+    ) -> Iterator[tuple[str, os.stat_result]]:
         stack = [(top, 0)]
         while stack:
             rel_dir, level = stack.pop()
@@ -113,12 +118,12 @@ class Scope:
                 if stat.S_ISDIR(st.st_mode) and level + 1 < depth:
                     stack.append((rel, level + 1))
                 elif stat.S_ISREG(st.st_mode) and e.name.endswith(suffix):
-                    yield rel, st.st_size
+                    yield rel, st
 
 
-def _regular_size(path: Path) -> int | None:
+def _regular(path: Path) -> os.stat_result | None:
     try:
         st = os.lstat(path)
     except OSError:
         return None
-    return st.st_size if stat.S_ISREG(st.st_mode) else None
+    return st if stat.S_ISREG(st.st_mode) else None

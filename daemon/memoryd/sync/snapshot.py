@@ -33,28 +33,51 @@ class Held:
         return {"path": self.path, "kinds": sorted(set(self.kinds))}
 
 
+Stamp = tuple[int, int, int, int]  # (size, mtime_ns, ctime_ns, inode)
+
+
 @dataclass
 class Snapshot:
     head: str | None  # the branch after the step
     commit: str | None = None  # the new commit, None when nothing changed
     changed: list[str] = field(default_factory=list)
     held: list[Held] = field(default_factory=list)
+    seen: dict[str, Stamp] = field(default_factory=dict)  # the files as this step saw them
+    skipped: bool = False  # nothing moved since the last step: git was not run
+
+
+def stamps(root: Path, scope: Scope) -> dict[str, Stamp]:
+    return {
+        rel: (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        for rel, st in scope.stats(root)
+    }
 
 
 def _nul(items: list[str]) -> bytes:
     return "".join(p + "\0" for p in items).encode("utf-8", "surrogateescape")
 
 
-def commit_workspace(repo: Repo, root: Path, scope: Scope, message: str) -> Snapshot:
+def commit_workspace(
+    repo: Repo,
+    root: Path,
+    scope: Scope,
+    message: str,
+    before: tuple[str | None, dict[str, Stamp]] | None = None,
+) -> Snapshot:
+    """``before``: (the branch, the files' stamps) the last step saw: when neither moved,
+    nothing changed and git is not run at all (a sync with nothing to do costs a walk)."""
     git = repo.git
+    now = stamps(root, scope)
     head = repo.head()
+    if before is not None and before == (head, now):
+        return Snapshot(head, seen=now, skipped=True)
     # The index follows the branch (a merge moves the branch, not the index); "-m" keeps
     # the stat data of entries that did not change, so nothing is hashed again for them.
     if head:
         git.run("read-tree", "--reset", head)
     else:
         git.run("read-tree", "--empty")
-    on_disk = [rel for rel, _ in scope.walk(root)]
+    on_disk = list(now)
     listed = git.run("ls-files", "-z").stdout.decode("utf-8", "surrogateescape").split("\0")
     present = set(on_disk)
     gone = [p for p in listed if p and scope.synced(p) and p not in present]
@@ -64,17 +87,17 @@ def commit_workspace(repo: Repo, root: Path, scope: Scope, message: str) -> Snap
         git.run("update-index", "--force-remove", "-z", "--stdin", input=_nul(gone))
     changes = _staged(repo, head)
     if not changes:
-        return Snapshot(head)
+        return Snapshot(head, seen=now)
     held = _secrets(repo, changes)
     if held:
         _unstage(repo, head, [h.path for h in held])
     tree = git.out("write-tree")
     if head is not None and tree == git.out("rev-parse", f"{head}^{{tree}}"):
-        return Snapshot(head, held=held)
+        return Snapshot(head, held=held, seen=now)
     commit = repo.commit_tree(tree, [head] if head else [], message)
     repo.set_ref(repo.ref, commit, head, "memoryd: commit")
     kept = {h.path for h in held}
-    return Snapshot(commit, commit, sorted(p for p in changes if p not in kept), held)
+    return Snapshot(commit, commit, sorted(p for p in changes if p not in kept), held, now)
 
 
 def _staged(repo: Repo, head: str | None) -> dict[str, str | None]:
