@@ -129,12 +129,15 @@ class Engine:
         except GitError as exc:  # their index is busy (a git of theirs): it catches up later
             log.warning("sync_index_not_followed", error=exc.message)
 
-    def sync(self, push: bool = True) -> Report:
-        """Commit, then pull and merge, then push (unless ``push`` is False)."""
-        report = Report()
+    def sync(self, walk: bool = True) -> Report:
+        """Commit, then pull and merge, then push. ``walk`` False: no write was seen since
+        the last commit step (the daemon's watcher says so), which is skipped: a sync with
+        nothing to do is a fetch and one look at the refs."""
+        report = Report(held=self._held)
         with self.lock:
-            snap = self._commit()
-            report.committed, report.held = snap.commit, snap.held
+            if walk:
+                snap = self._commit()
+                report.committed, report.held = snap.commit, snap.held
             pending = Pending.read(self.repo.git.git_dir)
             if pending is not None:  # a purge's force-push has not reached the remote yet
                 return self._purge_rounds(pending, report)
@@ -148,7 +151,7 @@ class Engine:
                     raise
                 report.fetched = True
                 target = self._integrate(report)
-                if not push or target is None:
+                if target is None:
                     return report
                 if self._push(target, report):
                     return report
@@ -242,10 +245,9 @@ class Engine:
         """Merge the fetched remote into our branch; the commit to push (None: nothing).
         ``purged``: a purge here is rewriting our history (never an adoption of theirs)."""
         repo = self.repo
-        head, theirs = repo.head(), repo.resolve(repo.tracking)
+        head, theirs, seen = repo.tips()
         if theirs is None:  # an empty remote: ours goes up as it is
             return head
-        seen = repo.resolve(SEEN_REF)
         adopt = (
             not purged
             and seen is not None
@@ -305,9 +307,7 @@ class Engine:
                 return False
             raise
         report.pushed = True
-        seen = repo.resolve(SEEN_REF)
-        repo.set_ref(SEEN_REF, target, seen, "memoryd: pushed")
-        repo.set_ref(repo.tracking, target, repo.resolve(repo.tracking), "memoryd: pushed")
+        repo.point({SEEN_REF: target, repo.tracking: target}, "memoryd: pushed")
         return True
 
 

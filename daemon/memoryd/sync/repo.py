@@ -107,6 +107,23 @@ class Repo:
     def head(self) -> str | None:
         return self.resolve(self.ref)
 
+    def tips(self) -> tuple[str | None, str | None, str | None]:
+        """(our branch, the remote's as last fetched, the remote tip last seen), read in
+        one git call (every spawn counts in a sync with nothing to do)."""
+        wanted = (self.ref, self.tracking, SEEN_REF)
+        out = self.git.out("for-each-ref", "--format=%(objectname) %(refname)", *wanted)
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            oid, _, ref = line.partition(" ")
+            found[ref] = oid
+        head, tracking, seen = (found.get(r) for r in wanted)
+        return head, tracking, seen
+
+    def point(self, refs: dict[str, str], why: str) -> None:
+        """Move several refs at once (no old value checked: after a push, what we know)."""
+        lines = "".join(f"update {ref} {oid}\n" for ref, oid in refs.items())
+        self.git.run("update-ref", "-m", why, "--stdin", input=lines.encode())
+
     def set_ref(self, ref: str, new: str, old: str | None, why: str) -> None:
         """Move ``ref`` to ``new`` if it still is ``old`` (None: it must not exist)."""
         self.git.run("update-ref", "-m", why, ref, new, old or "0" * 40)

@@ -41,6 +41,7 @@ from memoryd_client.agents.project import normalize_remote
 __all__ = ["SyncService"]
 
 log = get_logger("memoryd.sync.service")
+WALK_S = 3600.0  # the commit step looks at every file at least this often
 STATUS_WAIT_S = 5.0  # status waits this long for a running sync to count what waits
 
 
@@ -68,6 +69,7 @@ class _Ws:
     failures: int = 0
     task: asyncio.Task[Report | None] | None = None
     seen: dict[Path, tuple[int, int]] = field(default_factory=dict)  # (mtime_ns, size) told
+    walked_at: float = 0.0  # the last commit step that looked at every file
 
 
 class SyncService:
@@ -208,17 +210,23 @@ class SyncService:
     def _start(self, ws: _Ws, trigger: str) -> asyncio.Task[Report | None]:
         cfg = self.config().sync
         full = trigger != "write" or cfg.interval_seconds == 0
+        now = self._now()
+        # The files are walked when a write was seen, when asked, and at least hourly (a
+        # write the watcher could not see); else a sync is a fetch and a look at the refs.
+        walk = ws.dirty_at is not None or trigger == "manual" or now - ws.walked_at > WALK_S
+        if walk:
+            ws.walked_at = now
         ws.dirty_at = None  # writes from now on make it dirty again
-        ws.task = asyncio.create_task(self._run(ws, trigger, full))
+        ws.task = asyncio.create_task(self._run(ws, trigger, full, walk))
         return ws.task
 
-    async def _run(self, ws: _Ws, trigger: str, full: bool) -> Report | None:
+    async def _run(self, ws: _Ws, trigger: str, full: bool, walk: bool) -> Report | None:
         engine = ws.engine
         assert engine is not None and ws.recorded is not None
         report: Report | None = None
         try:
             if full:
-                report = await asyncio.to_thread(engine.sync)
+                report = await asyncio.to_thread(engine.sync, walk)
             else:
                 snap = await asyncio.to_thread(engine.commit)
                 report = Report(committed=snap.commit, held=snap.held)
