@@ -103,3 +103,27 @@ def test_a_host_joining_with_an_old_copy_does_not_bring_a_forgotten_line_back(
             settle(a, b)
             for h in (a, b):
                 assert SECRET not in h.read(DAILY) and "the server's own" in h.read(DAILY)
+
+
+def test_a_forgotten_line_written_again_by_hand_is_kept_on_a_host_that_missed_the_forget(
+    tmp_path: Path,
+) -> None:
+    """The forget and the line written anew by hand (no ledger record) reach the desktop in
+    one sync: the tombstone does not take the line the remote's copy holds on purpose, and
+    the sync does not fail on a file both hosts hold alike."""
+    bare = make_remote(tmp_path)
+    with two_hosts(f"file://{bare}") as (a, b):
+        a.append("- keep this one")
+        a.append(SECRET)
+        settle(a, b)
+        before = a.read(DAILY)
+        with a.client() as c:
+            c.forget(workspace="notes", path=DAILY, lines=str(_line_of(before, SECRET)))
+        a.sync()
+        (a.ws / DAILY).write_text(before)  # the person puts it back by hand
+        a.sync()
+        report = b.sync()
+        assert report["error"] is None and report["forgotten"] == {}, report
+        settle(a, b)
+        for h in (a, b):
+            assert h.read(DAILY) == before

@@ -81,7 +81,11 @@ def integrate(
 
     def blob(tree: dict[str, Entry], p: str) -> bytes | None:
         e = tree.get(p)
-        return None if e is None else blobs[e.oid]
+        if e is None:
+            return None
+        if e.oid not in blobs:  # a path the two sides hold alike (a tombstone's)
+            blobs.update(repo.blobs([e.oid]))
+        return blobs[e.oid]
 
     times = (repo.commit_time(ours) if ours else 0.0, repo.commit_time(theirs))
     ordered = sorted(synced, key=lambda p: p != LEDGER_REL)  # the ledger first
@@ -97,7 +101,8 @@ def integrate(
             view = LedgerView.of(parse_records(merged.data))
     out.ledger = view
     committed = LedgerView.of(parse_records(blob(t_o, LEDGER_REL)))
-    _tombstones(out, unseen(view, committed), lambda p: blob(t_o, p), scope)
+    stones = unseen(view, committed)
+    _tombstones(out, stones, lambda p: blob(t_o, p), lambda p: blob(t_t, p), scope)
     if purged:
         for p, data in list(out.contents.items()):
             if data is not None and p != LEDGER_REL:
@@ -112,18 +117,26 @@ def _tombstones(
     out: Integration,
     stones: list[Tombstone],
     ours_blob: Callable[[str], bytes | None],
+    theirs_blob: Callable[[str], bytes | None],
     scope: Scope,
 ) -> None:
     """Remove the lines of the tombstones not applied here yet, and count what this host
-    lost to forgets made elsewhere (by the merge itself, or by the tombstones now)."""
+    lost to forgets made elsewhere (by the merge itself, or by the tombstones now).
+
+    A line the remote's own version of the file still holds stays: the remote's ledger has
+    the tombstone, so whoever committed that version had applied it, and the line is there
+    again on purpose (written anew by hand, which records no ``add``)."""
     by_path: dict[str, set[str]] = {}
     for t in stones:
         if scope.synced(t.path):
             by_path.setdefault(t.path, set()).add(t.k)
     for path, keys in sorted(by_path.items()):
+        theirs = theirs_blob(path)
+        if theirs is not None:
+            keys = keys - {line_key(x) for x in as_text(theirs).lines if x.strip()}
         before = ours_blob(path)
         current = out.contents.get(path, before)
-        if current is None:
+        if current is None or not keys:
             continue
         text = as_text(current)
         lines, removed = drop_lines(text.lines, keys)
