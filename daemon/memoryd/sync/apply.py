@@ -29,7 +29,6 @@ from memoryd.lifecycle import journal
 from memoryd.sync.merge_daily import Sides
 from memoryd.sync.merge_file import merge_file
 from memoryd.sync.paths import kind_of
-from memoryd.sync.repo import Repo
 from memoryd.sync.tree_merge import Integration
 
 __all__ = ["Busy", "LockPaths", "write_integration"]
@@ -61,7 +60,6 @@ def _read(root: Path, rel: str) -> tuple[bool, bytes | None]:
 
 def write_integration(
     root: Path,
-    repo: Repo,
     integ: Integration,
     locked: LockPaths,
     host: str,
@@ -71,15 +69,12 @@ def write_integration(
     """Bring the workspace's files to ``integ``; the paths written."""
     if not integ.contents:
         return []
-    committed = repo.tree_of(integ.ours)
-    old = repo.blobs(e.oid for p in integ.contents if (e := committed.get(p)) is not None)
     rels = sorted(integ.contents)
 
     def merged_with(rel: str, disk: bytes | None) -> bytes | None:
         """The file's new content given what is on disk now (written since our commit:
         merged again by its rule, with the committed version as the base)."""
-        entry = committed.get(rel)
-        base = old[entry.oid] if entry is not None else None
+        base = integ.committed[rel]
         new = integ.contents[rel]
         if disk == base:
             return new

@@ -248,16 +248,21 @@ class Engine:
         head, theirs, seen = repo.tips()
         if theirs is None:  # an empty remote: ours goes up as it is
             return head
-        adopt = (
-            not purged
-            and seen is not None
-            and seen != theirs
-            and not repo.is_ancestor(seen, theirs)
-        )
-        if head is not None and not adopt and (head == theirs or repo.is_ancestor(theirs, head)):
+        if head == theirs and seen == theirs:  # nothing moved (the usual quiet sync)
+            return None
+        base = repo.merge_base(head, theirs) if head else None
+        adopt = not purged and seen is not None and seen != theirs
+        if adopt and seen == head:  # ours is what we saw last: is it in theirs' history?
+            adopt = base != head
+        elif adopt:
+            adopt = not repo.is_ancestor(str(seen), theirs)
+        if head is not None and not adopt and base == theirs:  # theirs is in ours
             return head if head != theirs else None
-        hosts = Hosts(self.host, _author_of(repo, theirs), today(self.now()))
-        integ = integrate(repo, self.scope, head, theirs, hosts, adopt, purged)
+        info = repo.commits(*([head] if head else []), theirs)
+        ours_time = info[head][0] if head in info else 0.0
+        theirs_time, author = info.get(theirs, (0.0, ""))
+        hosts = Hosts(self.host, author or "remote", today(self.now()), ours_time, theirs_time)
+        integ = integrate(repo, self.scope, head, theirs, base, hosts, adopt, purged)
         if self.foreign_refused and integ.other:
             names = ", ".join(sorted(integ.other)[:5])
             raise Refused(
@@ -267,21 +272,24 @@ class Engine:
             )
         keep = bool(integ.removed) and not adopt and not purged
         report.written = write_integration(
-            self.root, repo, integ, self.locked, self.host, self.now(), keep
+            self.root, integ, self.locked, self.host, self.now(), keep
         )
         report.pulled = repo.count(f"{head}..{theirs}") if head else repo.count(theirs)
         report.notes, report.rewritten = integ.notes, adopt
         report.forgotten = {r.path: r.lines for r in integ.removed}
         target = self._commit_merge(integ)
-        repo.set_ref(repo.ref, target, head, "memoryd: merge")
-        self._follow(sorted(integ.contents))
+        moves = [(repo.ref, target, head)]
         if not purged:
-            repo.set_ref(SEEN_REF, theirs, seen, "memoryd: seen")
+            moves.append((SEEN_REF, theirs, seen))
+        repo.move(moves, "memoryd: merge")
+        self._follow(sorted(integ.contents))
         if adopt:
             drop_old_history(repo)
         return target if target != theirs else None
 
     def _commit_merge(self, integ: Integration) -> str:
+        if integ.is_theirs:  # the remote's tree as it is: its commit, nothing to write
+            return integ.theirs
         repo = self.repo
         changes: dict[str, Entry | None] = dict(integ.other)
         for path, data in integ.contents.items():
@@ -309,8 +317,3 @@ class Engine:
         report.pushed = True
         repo.point({SEEN_REF: target, repo.tracking: target}, "memoryd: pushed")
         return True
-
-
-def _author_of(repo: Repo, commit: str) -> str:
-    name = repo.git.out("show", "-s", "--format=%an", commit)
-    return name or "remote"

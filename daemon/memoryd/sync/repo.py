@@ -126,7 +126,12 @@ class Repo:
 
     def set_ref(self, ref: str, new: str, old: str | None, why: str) -> None:
         """Move ``ref`` to ``new`` if it still is ``old`` (None: it must not exist)."""
-        self.git.run("update-ref", "-m", why, ref, new, old or "0" * 40)
+        self.move([(ref, new, old)], why)
+
+    def move(self, moves: list[tuple[str, str, str | None]], why: str) -> None:
+        """Move each (ref, new, old) as ``set_ref`` does, all or none, in one git call."""
+        lines = "".join(f"update {ref} {new} {old or '0' * 40}\n" for ref, new, old in moves)
+        self.git.run("update-ref", "-m", why, "--stdin", input=lines.encode())
 
     def is_ancestor(self, a: str, b: str) -> bool:
         return self.git.run("merge-base", "--is-ancestor", a, b, ok=(0, 1)).returncode == 0
@@ -138,8 +143,13 @@ class Repo:
     def count(self, spec: str) -> int:
         return int(self.git.out("rev-list", "--count", spec) or 0)
 
-    def commit_time(self, commit: str) -> float:
-        return float(self.git.out("show", "-s", "--format=%ct", commit) or 0)
+    def commits(self, *commits: str) -> dict[str, tuple[float, str]]:
+        """Each commit's (commit time, author name), read in one git call."""
+        out: dict[str, tuple[float, str]] = {}
+        for line in self.git.out("show", "-s", "--format=%H %ct %an", *commits).splitlines():
+            oid, ct, name = [*line.split(" ", 2), "", ""][:3]
+            out[oid] = (float(ct or 0), name)
+        return out
 
     # -- trees and blobs ---------------------------------------------------------------
 

@@ -39,6 +39,8 @@ class Integration:
     notes: dict[str, int] = field(default_factory=dict)  # path -> conflict notes written
     removed: list[Removal] = field(default_factory=list)  # lines tombstones took out
     ledger: LedgerView = field(default_factory=LedgerView)  # the merged one
+    is_theirs: bool = False  # the result is the remote's tree as it is (a fast-forward)
+    committed: dict[str, bytes | None] = field(default_factory=dict)  # ours, of contents'
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class Hosts:
     ours: str
     theirs: str
     day: str
+    ours_time: float = 0.0  # when each side's commit was made
+    theirs_time: float = 0.0
 
 
 def integrate(
@@ -53,20 +57,18 @@ def integrate(
     scope: Scope,
     ours: str | None,
     theirs: str,
+    base: str | None,
     hosts: Hosts,
     adopt: bool = False,
     purged: frozenset[str] = frozenset(),
 ) -> Integration:
-    """Our commit ``ours`` (None: nothing committed yet) and the remote's ``theirs``.
-    ``adopt``: the remote's history was rewritten (a purge): the result builds on theirs
-    alone, and our old history is dropped. ``purged``: line keys a purge here is taking
-    out of everything (purge.py): kept out of what the merge brings in."""
-    base = repo.merge_base(ours, theirs) if ours else None
-    if ours is None or adopt or repo.is_ancestor(ours, theirs):
-        parents = [theirs]
-    else:
-        parents = [ours, theirs]
-    t_o, t_t, t_b = repo.tree_of(ours), repo.tree_of(theirs), repo.tree_of(base)
+    """Our commit ``ours`` (None: nothing committed yet) and the remote's ``theirs``, and
+    their merge base ``base``. ``adopt``: the remote's history was rewritten (a purge): the
+    result builds on theirs alone, and our old history is dropped. ``purged``: line keys a
+    purge here is taking out of everything (purge.py): kept out of what the merge brings in."""
+    parents = [theirs] if ours is None or adopt or base == ours else [ours, theirs]
+    t_o, t_t = repo.tree_of(ours), repo.tree_of(theirs)
+    t_b = t_o if base == ours else repo.tree_of(base)
     out = Integration(ours, theirs, parents)
     paths = sorted(p for p in t_o.keys() | t_t.keys() if t_o.get(p) != t_t.get(p))
     synced = [p for p in paths if scope.synced(p)]
@@ -87,7 +89,7 @@ def integrate(
             blobs.update(repo.blobs([e.oid]))
         return blobs[e.oid]
 
-    times = (repo.commit_time(ours) if ours else 0.0, repo.commit_time(theirs))
+    times = (hosts.ours_time, hosts.theirs_time)
     ordered = sorted(synced, key=lambda p: p != LEDGER_REL)  # the ledger first
     view = LedgerView.of(parse_records(blob(t_o, LEDGER_REL)))
     for p in ordered:
@@ -110,7 +112,30 @@ def integrate(
                 lines, removed = drop_lines(text.lines, purged)
                 if removed:
                     out.contents[p] = as_bytes(lines, text.newline_at_end)
+    out.is_theirs = _is_theirs(out, paths, set(synced), t_t, blob)
+    out.committed = {p: blob(t_o, p) for p in out.contents}
     return out
+
+
+def _is_theirs(
+    out: Integration,
+    paths: list[str],
+    synced: set[str],
+    t_t: dict[str, Entry],
+    blob: Callable[[dict[str, Entry], str], bytes | None],
+) -> bool:
+    """Whether the result is the remote's tree exactly (its commit is the result)."""
+    for p in paths:  # every path the two sides hold differently takes theirs
+        if p not in (out.contents if p in synced else out.other):
+            return False
+    for p, data in out.contents.items():
+        e = t_t.get(p)
+        if data is None or e is None:
+            if data is not None or e is not None:
+                return False
+        elif e.mode != FILE_MODE or data != blob(t_t, p):
+            return False
+    return True
 
 
 def _tombstones(
