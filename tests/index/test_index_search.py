@@ -175,6 +175,24 @@ def test_a_partial_line_needs_room_for_more_than_a_label() -> None:
     assert fill_after(lines, 1, lines[1], 10_000) == (lines[1], 1)  # nothing follows
 
 
+def test_the_snippet_window_holds_the_best_line_over_a_run_of_weaker_ones() -> None:
+    from memoryd.index.search.snippets import best_window
+
+    # The answer (line 1, all three query words) is long; three short lines after it name one
+    # word each and together outscore it. The window must still show the answer.
+    lines = [
+        "- intro",
+        "- Jon: yesterday I went to a fair to show off my dance studio " + "x" * 120,
+        "- Gina: congrats on the fair!",
+        "- Jon: the studio is doing well.",
+        "- Gina: dance on!",
+    ]
+    scores = [0.0, 3.0, 1.2, 1.2, 1.2]
+    first, last = best_window(lines, scores, 200)
+    assert first <= 1 <= last
+    assert best_window(lines, [0.0] * 5, 200)[0] == 0  # nothing matched: from the top
+
+
 def test_snippet_of_one_long_line_is_cut_around_the_match(make_index: IndexFactory) -> None:
     make_index.write("memory/a.md", "word " * 500 + "the zeppelin landed " + "word " * 500 + "\n")
     ix = make_index({"index": {"chunk_tokens": 4000, "chunk_overlap": 0}})
