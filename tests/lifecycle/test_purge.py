@@ -151,3 +151,31 @@ def test_purge_names_a_transcript_quoting_the_line_and_leaves_it(
         done = c.forget(workspace="ws", path=DAY, lines=str(n), purge=True)
     assert done.raw["purged"]["still_in"] == ["sessions/s-1.jsonl"]
     assert quoted.read_bytes() == before  # the agent's file: named, not changed
+
+
+def test_purge_finds_copies_however_they_are_cased_marked_or_folded(
+    md_home: Path, workspace: Path
+) -> None:
+    """A copy is the same line by ``line_key`` (case-folded, spacing, list marker, task box,
+    annotations): a purge finds it in any memory file, also when its letters fold to the
+    line's only by Unicode case-folding (a ligature pasted from a PDF, "ß", the Kelvin sign;
+    a line with no ASCII word at all), and leaves a line that only shares its words."""
+    lines = ["- The office finance key is in Strasse Kelvin.", "- Größe der Σοφία-Akte: zwölf"]
+    (workspace / DAY).write_text(DAY_TEXT + "".join(f"{x}\n" for x in lines))
+    copies = {
+        "MEMORY.md": "* [x] THE OFFICE FINANCE KEY IS IN STRASSE KELVIN. <!-- importance: 8 -->",
+        "memory/2025-03-10.md": "1. The office \ufb01nance key  is in Stra\u00dfe \u212aelvin.",
+        "memory/2025-03-09.md": "- GRÖSSE DER ΣΟΦΊΑ-AKTE: ZWÖLF",
+    }
+    near = "- The office finance key is in the drawer."
+    for rel, copy in copies.items():
+        (workspace / rel).write_text(f"# Notes\n\n- The user prefers tabs.\n{copy}\n{near}\n")
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        n = (workspace / DAY).read_text().splitlines().index(lines[0]) + 1
+        what = {"workspace": "ws", "path": DAY, "lines": f"{n}-{n + 1}", "purge": True}
+        preview = c.forget(**what, dry_run=True)
+        assert sorted(r.path for r in preview.removed) == sorted([DAY, *copies])
+        c.forget(**what)
+    for rel, copy in copies.items():
+        text = (workspace / rel).read_text()
+        assert copy not in text and near in text and "prefers tabs" in text, rel

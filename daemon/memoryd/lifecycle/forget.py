@@ -206,21 +206,51 @@ def by_hits(layout: Layout, hits: Iterable[dict[str, Any]], query: str) -> Selec
     return Selection([r for r in found.values() if r.lines], unmatched=unmatched)
 
 
-def _probes(texts: Iterable[str]) -> list[list[bytes]] | None:
-    """The words each line surely holds, longest first, to pass over files lacking one of
-    them: its ASCII words of 3+ letters as written (ASCII: lowercasing the file's bytes is
-    then the line's case-folding). None: a line has no such word, every file is looked at
-    line by line."""
-    out: list[list[bytes]] = []
-    for text in texts:
-        raw = text.lower()
-        words = {
-            w for w in normalize_line(text).split() if len(w) >= 3 and w.isascii() and w in raw
-        }
-        if not words:
-            return None
-        out.append(sorted((w.encode() for w in words), key=len, reverse=True))
-    return out
+MAX_PROBES: Final = 32  # lines to look for beyond this: every file is keyed line by line
+
+
+class _Probe:
+    """Which files may hold a copy of some lines, before they are split and hashed line by
+    line (at 100k chunks, keying every line of every file was most of a purge's CPU).
+
+    A copy has the line's normalised text (``normalize_line``: case-folded, whitespace
+    collapsed, a leading marker and trailing annotations dropped), so each of that text's
+    words (split at whitespace, punctuation kept: "olivia:" passes over far more files than
+    "olivia") is in the copy's own case-folding too; a file whose case-folded text lacks one
+    of a line's words holds no copy of it. A word with a '<' is not looked for: dropping one
+    of our annotations can join the text before it to a comment after it. Case-folding the
+    file, not lowercasing its bytes, is what finds a copy that differs by more than ASCII
+    case ("ﬁnance" for "finance", "STRASSE" for "Straße"); an ASCII file is lowercased as
+    bytes (the same folding, no decoding), and holds no copy of a line with a non-ASCII
+    word. Beyond MAX_PROBES lines every file is keyed: that many searches per file cost as
+    much."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.lines: list[list[str]] | None = []
+        for text in texts:
+            norm = normalize_line(text)
+            if not norm:
+                continue  # a blank or heading line: no key, never a copy
+            words = sorted({w for w in norm.split() if "<" not in w}, key=len, reverse=True)
+            words = [w for w in words if len(w) >= 3] or words[:1]  # short ones pass anyway
+            if not words or len(self.lines) >= MAX_PROBES:
+                self.lines = None  # nothing to look for, or too much: every file is keyed
+                break
+            self.lines.append(words)  # the longest (rarest) first
+        self._ascii = [
+            [w.encode() for w in words]
+            for words in self.lines or ()
+            if all(w.isascii() for w in words)
+        ]
+
+    def may_hold(self, data: bytes) -> bool:
+        if self.lines is None:
+            return True
+        if data.isascii():
+            low = data.lower()
+            return any(all(w in low for w in words) for words in self._ascii)
+        folded = data.decode("utf-8", "surrogateescape").casefold()
+        return any(all(w in folded for w in words) for words in self.lines)
 
 
 def with_copies(layout: Layout, sel: Selection) -> Selection:
@@ -230,17 +260,15 @@ def with_copies(layout: Layout, sel: Selection) -> Selection:
     keys = {line_key(t) for r in sel.removals for t in r.lines.values()} - {""}
     if not keys:
         return sel
-    probes = _probes(t for r in sel.removals for t in r.lines.values())
+    probe = _Probe(t for r in sel.removals for t in r.lines.values())
     found = {r.rel: r for r in sel.removals}
     for rel in _memory_files(layout):
         try:
             real, data = read_real(layout, rel)
         except (NotFound, ForbiddenPath, OSError):
             continue
-        if probes is not None:
-            low = data.lower()
-            if not any(all(w in low for w in words) for words in probes):
-                continue
+        if not probe.may_hold(data):
+            continue
         for n, raw in enumerate(_lines(data), 1):
             text = raw.rstrip("\r\n")
             if line_key(text) in keys:
