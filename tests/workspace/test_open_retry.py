@@ -4,11 +4,13 @@ cause is gone (a folder unmounted at start-up, no descriptor left, a full disk):
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
 from daemon_util import DaemonThread, wait_for
+from memoryd.workspace.registry import index_file
 from memoryd_client import MemoryClient, Unavailable
 
 pytestmark = pytest.mark.timeout(90)
@@ -42,3 +44,36 @@ def test_a_workspace_whose_index_failed_to_open_comes_back_when_the_cause_is_gon
         assert wait_for(back, 60), (entry()["degraded"], entry()["watcher"])
         c.reindex(workspace="later", wait=True)
         assert [h.path for h in c.search("pelican", workspace="later").results] == ["MEMORY.md"]
+
+
+def test_a_workspace_added_while_its_index_cannot_be_made_comes_back_by_itself(
+    md_home: Path,
+) -> None:
+    """``workspace add`` while the index file cannot be made (a full disk, no descriptor
+    left; here a folder stands where the file goes): the workspace is registered, said to be
+    retried, and opens by itself once the cause is gone."""
+    ws = md_home / "notes"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Memory\n\n- The heron nests by the weir.\n")
+    with DaemonThread(md_home, {}) as d, MemoryClient(d.socket_path) as c:
+        assert d.daemon is not None
+        blocker = index_file(d.daemon.paths.index_dir, "notes", ws.resolve())
+        blocker.mkdir(parents=True)
+        with contextlib.suppress(Unavailable):  # registered either way
+            c.workspace_add(str(ws), name="notes")
+
+        def entry() -> dict[str, object]:
+            return c.status(workspace="notes").workspaces[0].raw
+
+        assert wait_for(lambda: "open_retry" in entry(), 20)
+        with pytest.raises(Unavailable):
+            c.search("heron", workspace="notes")
+        blocker.rmdir()  # space made
+
+        def back() -> bool:
+            now = entry()
+            return "open_retry" not in now and now["watcher"] != "not watched"
+
+        assert wait_for(back, 60), entry()["degraded"]
+        c.reindex(workspace="notes", wait=True)
+        assert [h.path for h in c.search("heron", workspace="notes").results] == ["MEMORY.md"]
