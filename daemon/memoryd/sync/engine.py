@@ -29,7 +29,7 @@ from memoryd.sync.git import GitError
 from memoryd.sync.paths import Scope
 from memoryd.sync.purge import Pending, drop_old_history, mark_seen, rewrite_without
 from memoryd.sync.repo import SEEN_REF, Entry, Repo
-from memoryd.sync.snapshot import Held, Snapshot, Stamp, commit_workspace
+from memoryd.sync.snapshot import Held, Snapshot, Stamp, commit_workspace, seen_after_write
 from memoryd.sync.tree_merge import FILE_MODE, Hosts, Integration, integrate, today
 
 __all__ = ["Engine", "Refused", "Report"]
@@ -283,6 +283,9 @@ class Engine:
             moves.append((SEEN_REF, theirs, seen))
         repo.move(moves, "memoryd: merge")
         self._follow(sorted(integ.contents))
+        if self._seen is not None and self._seen[0] == head:  # the next step: no git for us
+            held = {h.path for h in self._held}
+            self._seen = (target, seen_after_write(self.root, self._seen[1], integ.contents, held))
         if adopt:
             drop_old_history(repo)
         return target if target != theirs else None

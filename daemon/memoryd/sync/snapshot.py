@@ -13,15 +13,20 @@ left as they are: memoryd only ever adds, changes or removes synced paths.
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from memoryd.errors import MemorydError
+from memoryd.files.beneath import open_beneath
 from memoryd.secrets import redact
 from memoryd.sync.paths import Scope
 from memoryd.sync.repo import Entry, Repo
 
-__all__ = ["Held", "Snapshot", "commit_workspace"]
+__all__ = ["Held", "Snapshot", "commit_workspace", "seen_after_write"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,7 @@ class Held:
 
 
 Stamp = tuple[int, int, int, int]  # (size, mtime_ns, ctime_ns, inode)
+UNKNOWN: Final[Stamp] = (-1, -1, -1, -1)  # no file's: the next commit step runs git
 
 
 @dataclass
@@ -46,11 +52,45 @@ class Snapshot:
     skipped: bool = False  # nothing moved since the last step: git was not run
 
 
+def _stamp(st: os.stat_result) -> Stamp:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 def stamps(root: Path, scope: Scope) -> dict[str, Stamp]:
-    return {
-        rel: (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        for rel, st in scope.stats(root)
-    }
+    return {rel: _stamp(st) for rel, st in scope.stats(root)}
+
+
+def seen_after_write(
+    root: Path, seen: Mapping[str, Stamp], written: Mapping[str, bytes | None], held: set[str]
+) -> dict[str, Stamp]:
+    """The stamps a commit step saw (``seen``), updated after a merge wrote the workspace:
+    a file takes its new stamp only if it holds exactly the merged commit's bytes
+    (``written``; read between two equal stats), so a write by anyone else, before or
+    after ours, still makes the next step run git and commit it."""
+    out = dict(seen)
+    for rel, data in written.items():
+        if data is None and not os.path.lexists(root / rel):
+            out.pop(rel, None)
+        elif data is None or rel in held:
+            out[rel] = UNKNOWN
+        else:
+            out[rel] = _stamp_if(root, rel, data)
+    return out
+
+
+def _stamp_if(root: Path, rel: str, expected: bytes) -> Stamp:
+    try:
+        before = os.lstat(root / rel)
+        if not stat.S_ISREG(before.st_mode) or before.st_size != len(expected):
+            return UNKNOWN
+        opened = open_beneath(root, rel, os.O_RDONLY | os.O_CLOEXEC)
+        with os.fdopen(opened.fd, "rb") as f:
+            data = f.read()
+        after = os.lstat(root / rel)
+    except (OSError, MemorydError):
+        return UNKNOWN
+    same = _stamp(before) == _stamp(after) and data == expected
+    return _stamp(after) if same else UNKNOWN
 
 
 def _nul(items: list[str]) -> bytes:
