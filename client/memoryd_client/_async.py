@@ -7,7 +7,7 @@ One reader task owns the socket's read side and routes every frame by its reques
 answers may come back out of order, and each call's progress events reach that call's own
 ``on_progress`` (a plain function or a coroutine function). Connection behaviour is the
 blocking client's (see :mod:`memoryd_client.client`): ``hello`` first, a dropped connection
-is reconnected once and idempotent calls are resent (not ``append``), timeouts leave the
+is reconnected once and calls safe to resend are resent (not ``append``), timeouts leave the
 connection usable.
 """
 
@@ -559,9 +559,9 @@ class AsyncMemoryClient:
                 ) from None
             except _Dropped:
                 await self._discard(conn)
-                if attempt == 1 and call.idempotent:
+                if attempt == 1 and protocol.safe_to_resend(call.method):
                     continue
-                lost = _connection.lost_message(call.method, call.idempotent)
+                lost = _connection.lost_message(call.method)
                 raise ConnectionLost(lost) from None
         raise AssertionError("unreachable")
 

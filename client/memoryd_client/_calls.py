@@ -62,16 +62,14 @@ DateLike = _dt.date | str
 class Call(Generic[T]):
     """One request to make: the method, its params and how to read its result.
 
-    ``idempotent`` says whether the call may be sent again on a fresh connection when the
-    first one dropped after the request went out (the daemon may or may not have run it).
-    ``append`` and ``jobs.run`` are not: a second send could write the text twice, or run
-    the job twice.
+    Whether it may be sent again on a fresh connection when the first one dropped after the
+    request went out is the method's, in the protocol's table (``protocol.SAFE_TO_RESEND``):
+    ``append`` is not (a second send could write the text twice), nor ``jobs.run``.
     """
 
     method: str
     params: dict[str, Any]
     convert: Callable[[Any], T]
-    idempotent: bool = True
     on_progress: ProgressCallback | None = None
     long: bool = False
 
@@ -148,7 +146,7 @@ def append(
         via=via,
         call_id=call_id,
     )
-    return Call("append", params, AppendResult.from_wire, idempotent=False)
+    return Call("append", params, AppendResult.from_wire)
 
 
 def forget(
@@ -172,7 +170,7 @@ def forget(
         dry_run=dry_run or None,
         purge=purge or None,
     )
-    return Call("forget", params, ForgetResult.from_wire, idempotent=False)
+    return Call("forget", params, ForgetResult.from_wire)
 
 
 def export(
@@ -181,7 +179,7 @@ def export(
     # No output: the workspace's exports folder (memory/.history/exports), the daemon's choice.
     path = None if output is None else os.path.abspath(output)
     params = omit_none(path=path, workspace=workspace, force=force or None)
-    return Call("export", params, ExportResult.from_wire, idempotent=False)
+    return Call("export", params, ExportResult.from_wire)
 
 
 def import_archive(
@@ -199,7 +197,7 @@ def import_archive(
         dry_run=dry_run or None,
         untrusted=untrusted or None,
     )
-    return Call("import", params, ImportResult.from_wire, idempotent=False)
+    return Call("import", params, ImportResult.from_wire)
 
 
 def recall(query: str, **options: Any) -> Call[RecallResult]:
@@ -227,7 +225,7 @@ def flush(
         trigger=trigger,
         session_kind=session_kind,
     )
-    return Call("flush", params, FlushResult.from_wire, idempotent=False, long=wait)
+    return Call("flush", params, FlushResult.from_wire, long=wait)
 
 
 def flush_agent(
@@ -235,7 +233,7 @@ def flush_agent(
 ) -> Call[AgentFlushResult]:
     # Not resent after a dropped connection: the offset may have moved.
     params = flush_params(transcript, session_id, workspace=workspace)
-    return Call("flush.agent", params, AgentFlushResult.from_wire, idempotent=False)
+    return Call("flush.agent", params, AgentFlushResult.from_wire)
 
 
 def observe(session_id: str | None, event: str, **params: str | None) -> Call[ObserveResult]:
@@ -255,9 +253,7 @@ def review_approve(item: str, *, workspace: str | None = None) -> Call[ReviewIte
     def approved(data: Any) -> ReviewItem:
         return ReviewItem.from_wire(data.get("approved") if isinstance(data, dict) else None)
 
-    return Call(
-        "review.approve", omit_none(id=item, workspace=workspace), approved, idempotent=False
-    )
+    return Call("review.approve", omit_none(id=item, workspace=workspace), approved)
 
 
 def review_reject(
@@ -270,9 +266,7 @@ def review_reject(
             data.get("forget")
         )
 
-    return Call(
-        "review.reject", omit_none(id=item, workspace=workspace), rejected, idempotent=False
-    )
+    return Call("review.reject", omit_none(id=item, workspace=workspace), rejected)
 
 
 def reindex(
@@ -332,9 +326,7 @@ def jobs_run(
 ) -> Call[JobRun]:
     # Not resent after a dropped connection: the run may have happened (an LLM call, a write).
     params = omit_none(name=name, workspace=workspace, dry_run=dry_run or None, force=force or None)
-    return Call(
-        "jobs.run", params, JobRun.from_wire, idempotent=False, on_progress=on_progress, long=True
-    )
+    return Call("jobs.run", params, JobRun.from_wire, on_progress=on_progress, long=True)
 
 
 def sync_enable(
@@ -342,7 +334,7 @@ def sync_enable(
 ) -> Call[SyncRun]:
     # Not resent: the first sync (a commit, a push) may have happened.
     params = omit_none(workspace=workspace, remote=remote, branch=branch, repo=repo)
-    return Call("sync.enable", params, SyncRun.from_wire, idempotent=False, long=True)
+    return Call("sync.enable", params, SyncRun.from_wire, long=True)
 
 
 def sync_disable(*, workspace: str | None = None) -> Call[dict[str, Any]]:
@@ -365,13 +357,14 @@ def sync_now(*, workspace: str | None = None) -> Call[list[SyncRun]]:
 
 
 def shutdown() -> Call[None]:
-    # Idempotent in effect: if the connection drops the daemon is going down anyway.
+    # Not resent: a dropped connection is the daemon going down, and a second send could
+    # reach (or, with autostart, start) a daemon that came up since.
     return Call("shutdown", {}, _none)
 
 
 def raw(method: str, params: dict[str, Any] | None = None) -> Call[Any]:
     """Any method by name, result as the wire map (for methods newer than this client)."""
-    return Call(method, dict(params or {}), _identity, idempotent=False)
+    return Call(method, dict(params or {}), _identity)
 
 
 # ------------------------------------------------------------------ answers

@@ -1,6 +1,6 @@
 """One blocking connection to memoryd, spoken in plain maps: connect (starting the daemon
 when asked), ``hello``, a request and its answer (its progress events on the way), and the
-one resend on a fresh connection that is safe for an idempotent call.
+one resend on a fresh connection for a method safe to resend (protocol.SAFE_TO_RESEND).
 
 :class:`~memoryd_client.MemoryClient` reads each answer into its result type; memctl's
 lean paths (``memctl hook``, ``memctl search --json``) use a connection alone and keep the
@@ -102,15 +102,15 @@ class Connection:
         method: str,
         params: dict[str, Any],
         *,
-        idempotent: bool = True,
         long: bool = False,
         on_event: EventHandler | None = None,
     ) -> Any:
         """The result map of ``method``, or the :class:`RemoteError` the daemon answered.
 
-        ``idempotent``: may be sent again on a fresh connection when the first dropped after
-        the request went out; ``long``: waits at least :data:`LONG_CALL_MIN_TIMEOUT` between
-        frames; ``on_event``: called with each event frame of this call (progress)."""
+        Sent again once on a fresh connection, when the first dropped after the request went
+        out, only if the method is safe to resend (:data:`protocol.SAFE_TO_RESEND`).
+        ``long``: waits at least :data:`LONG_CALL_MIN_TIMEOUT` between frames; ``on_event``:
+        called with each event frame of this call (progress)."""
         for attempt in (1, 2):
             sock = self._connection()
             self._just_opened = False
@@ -130,9 +130,9 @@ class Connection:
                 return self._receive(sock, req_id, method, wait, on_event)
             except _Dropped:
                 self.close()
-                if attempt == 1 and idempotent:
+                if attempt == 1 and protocol.safe_to_resend(method):
                     continue
-                raise ConnectionLost(lost_message(method, idempotent)) from None
+                raise ConnectionLost(lost_message(method)) from None
         raise AssertionError("unreachable")
 
     def _receive(
@@ -321,8 +321,8 @@ def timeout_message(method: str, waited: float | None) -> str:
     return f"memoryd did not answer `{method}` within {waited or 0:g}s (is it overloaded or stuck?)"
 
 
-def lost_message(method: str, idempotent: bool) -> str:
-    if not idempotent:
+def lost_message(method: str) -> str:
+    if not protocol.safe_to_resend(method):
         return (
             f"lost the connection to memoryd after sending `{method}`: it may or may not "
             "have been carried out (for append: check the daily file before retrying; for "

@@ -516,7 +516,8 @@ class MemoryClient:
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
         """Any method by name with the raw result map (for methods newer than this client).
 
-        Not retried after a dropped connection, since the method's effects are unknown.
+        Sent again after a dropped connection only when the protocol's table says the method
+        is safe to resend (a method newer than this client is not: its effects are unknown).
         """
         return self._run(_calls.raw(method, params))
 
@@ -535,7 +536,6 @@ class MemoryClient:
         result = self._conn.request(
             call.method,
             call.params,
-            idempotent=call.idempotent,
             long=call.long,
             on_event=on_event,
         )

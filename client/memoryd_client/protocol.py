@@ -22,6 +22,32 @@ HEADER = struct.Struct(">I")
 # and append refuses a text that is only a copy of one (no recall loops).
 RECALL_OPEN: Final = "<memoryd-recall>"
 RECALL_CLOSE: Final = "</memoryd-recall>"
+# The methods a client may send again, once, on a fresh connection when the first one
+# dropped after the request went out (the daemon may or may not have run it): running them
+# twice changes nothing more than once. docs/protocol.md's "resend" column, which the Python
+# and Node clients' tests read; every other method, and any method not named here, may have
+# written, queued or stopped something, and its caller is told so instead.
+SAFE_TO_RESEND: Final = frozenset(
+    {
+        "hello",
+        "status",
+        "workspace.add",
+        "workspace.remove",
+        "workspace.list",
+        "search",
+        "get",
+        "reindex",
+        "jobs.list",
+        "fleet.status",
+        "recall",
+        "observe",
+        "stats",
+        "review.list",
+        "sync.disable",
+        "sync.status",
+        "sync.now",
+    }
+)
 
 
 class ErrorCode:
@@ -83,6 +109,11 @@ def unpack(body: bytes | memoryview) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise FrameError(ErrorCode.PROTOCOL_ERROR, "a frame must be a msgpack map")
     return obj
+
+
+def safe_to_resend(method: str) -> bool:
+    """Whether ``method`` may be sent again after a connection dropped under it."""
+    return method in SAFE_TO_RESEND
 
 
 def request(req_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -218,7 +218,7 @@ class MemorydProvider(_Base):
                 )
             self._conn.timeout = timeout
             clean = {k: v for k, v in params.items() if v is not None}
-            return self._conn.request(method, clean, idempotent=method not in ("flush", "append"))
+            return self._conn.request(method, clean)
 
     def _guard(self, what: str, call: Any) -> Any:
         try:

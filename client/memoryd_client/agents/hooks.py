@@ -237,7 +237,7 @@ def _flush(
     params = flush_params(transcript, session, workspace=ws)
     if method == "flush" and agent:
         params["agent"] = agent  # whose LLM tokens (memctl stats)
-    return _map(conn.request(method, params, idempotent=False), method)
+    return _map(conn.request(method, params), method)
 
 
 def _session(event: dict[str, Any]) -> str | None:
@@ -347,7 +347,7 @@ def _digest(conn: Connection, workspace: str, agent: str, block: str) -> str:
         try:  # a count, never worth the digest itself
             for metric, value in (("digests", 1), ("digest_tokens", tokens)):
                 params = {"metric": metric, "value": value, "workspace": workspace}
-                conn.request("stats.record", {**params, "agent": agent}, idempotent=False)
+                conn.request("stats.record", {**params, "agent": agent})
         except ClientError as exc:
             note(f"{agent} session-start: the digest was not counted ({exc})")
     return block

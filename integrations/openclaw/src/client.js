@@ -25,8 +25,31 @@ export const ErrorCode = Object.freeze({
   TIMEOUT: "timeout",
 });
 
-// Resending these after a dropped connection could write twice.
-const NOT_RESENT = new Set(["append", "flush", "shutdown", "jobs.run", "workspace.add"]);
+// The methods sent again, once, on a fresh connection when the connection dropped after the
+// request went out: running them twice changes nothing more than once. docs/protocol.md's
+// "resend" column (test/client.test.js reads it); any other method may have written, queued
+// or stopped something (an append twice is two notes), and its caller gets the error instead.
+export const SAFE_TO_RESEND = Object.freeze(
+  new Set([
+    "hello",
+    "status",
+    "workspace.add",
+    "workspace.remove",
+    "workspace.list",
+    "search",
+    "get",
+    "reindex",
+    "jobs.list",
+    "fleet.status",
+    "recall",
+    "observe",
+    "stats",
+    "review.list",
+    "sync.disable",
+    "sync.status",
+    "sync.now",
+  ]),
+);
 
 export class MemorydError extends Error {
   /**
@@ -232,9 +255,9 @@ export class MemorydClient {
     if (this.conn === conn) this.conn = null;
     for (const [id, entry] of [...this.pending]) {
       if (entry.sentOn !== conn) continue;
-      // The daemon closes idle connections; a read-only request sent as it closed is sent
-      // again once on a new connection.
-      if (!entry.resent && !NOT_RESENT.has(entry.method) && !this.closed) {
+      // The daemon closes idle connections; a request safe to resend that went out as it
+      // closed is sent again once on a new connection.
+      if (!entry.resent && SAFE_TO_RESEND.has(entry.method) && !this.closed) {
         entry.resent = true;
         entry.sentOn = null;
         this.send(id, entry);

@@ -4,7 +4,8 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { Decoder } from "../vendor/msgpack/index.mjs";
-import { ErrorCode, MemorydClient, MemorydError, frame } from "../src/client.js";
+import { fileURLToPath } from "node:url";
+import { ErrorCode, MemorydClient, MemorydError, SAFE_TO_RESEND, frame } from "../src/client.js";
 import { startDaemon, tempDir, writeFiles } from "./daemon.js";
 
 describe("against a real memoryd", () => {
@@ -175,4 +176,57 @@ describe("at the socket boundary", () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test("a dropped request is sent again exactly when docs/protocol.md's resend column says yes", async () => {
+    const documented = documentedResend();
+    assert.ok(["append", "forget", "import", "export", "flush", "search"].every((m) => documented.has(m)));
+    const safe = [...documented].filter(([, yes]) => yes).map(([m]) => m);
+    assert.deepEqual([...SAFE_TO_RESEND].sort(), safe.sort());
+    const dir = tempDir("mdrs");
+    const sock = path.join(dir, "s.sock");
+    /** @type {Map<string, number>} */
+    const seen = new Map();
+    const server = net.createServer((conn) => {
+      let buf = Buffer.alloc(0);
+      conn.on("data", (chunk) => {
+        buf = Buffer.concat([buf, chunk]);
+        while (buf.length >= 4 && buf.length >= 4 + buf.readUInt32BE(0)) {
+          const req = /** @type {any} */ (new Decoder().decode(buf.subarray(4, 4 + buf.readUInt32BE(0))));
+          buf = buf.subarray(4 + buf.readUInt32BE(0));
+          const n = (seen.get(req.method) ?? 0) + 1;
+          seen.set(req.method, n);
+          if (n === 1) return void conn.destroy(); // dropped after the request went out
+          conn.write(frame({ id: req.id, ok: true, result: { method: req.method } }));
+        }
+      });
+    });
+    await new Promise((r) => server.listen(sock, () => r(null)));
+    const c = new MemorydClient({ socket: sock, timeoutMs: 5000 });
+    try {
+      for (const [method, yes] of documented) {
+        const answer = await c.call(method, {}).catch((e) => e);
+        if (yes) assert.deepEqual(answer, { method }, method);
+        else assert.ok(answer instanceof MemorydError && answer.code === ErrorCode.UNAVAILABLE, `${method}: ${answer}`);
+        assert.equal(seen.get(method), yes ? 2 : 1, method);
+      }
+    } finally {
+      c.close();
+      server.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
+
+/** docs/protocol.md's methods table: method -> safe to resend. */
+function documentedResend() {
+  const doc = fs.readFileSync(fileURLToPath(new URL("../../../docs/protocol.md", import.meta.url)), "utf8");
+  const table = doc.split("| method | params | result | resend |")[1].split("\n\n")[0];
+  /** @type {Map<string, boolean>} */
+  const rows = new Map();
+  for (const line of table.split("\n").slice(2)) {
+    const m = /^\| `([a-z_.]+)` \|.*\| (yes|no) \|$/.exec(line);
+    assert.ok(m, `a methods row without a yes/no resend cell: ${line.slice(0, 80)}`);
+    rows.set(m[1], m[2] === "yes");
+  }
+  return rows;
+}
