@@ -36,7 +36,7 @@ from memoryd.files.layout import (
 from memoryd.files.lines import line_key, normalize_line
 from memoryd.files.openclaw_mirror import file_name
 from memoryd.files.provenance import Ledger
-from memoryd.files.session_headings import flush_heading_prefix
+from memoryd.files.session_headings import session_headings
 from memoryd.files.transcripts import head_sessions
 from memoryd.lifecycle.hits import words_of
 from memoryd.lifecycle.journal import Change, FileChange
@@ -292,7 +292,7 @@ def by_session(
     ledger.refresh()
     keys = {r.k for r in ledger.records_for_session(session)}
     headings = (
-        flush_heading_prefix(session),  # flush's
+        *session_headings(session),  # flush's and an agent's own (the OpenClaw plugin's)
         f"Session summary ({session})",  # the fallback summary's
     )
     found: dict[str, Removal] = {}

@@ -31,7 +31,7 @@ export async function noteThroughMemoryd({ memory, logger, write, run, sessionId
     const at = await memory.call("append", {
       text: write.text,
       date: write.date,
-      ...(run ? { heading: `Session notes (${sessionId ?? "unknown"})`, via: "flush" } : {}),
+      ...(run ? { heading: `Session notes (${sessionLabel(sessionId ?? "unknown")})`, via: "flush" } : {}),
       workspace,
       origin: "agent", // the model wrote it; memoryd lowers it to what the session read
       ...(sessionId ? { session_id: sessionId } : {}),
@@ -49,6 +49,16 @@ export async function noteThroughMemoryd({ memory, logger, write, run, sessionId
     logger.warn(`memoryd: the note goes to ${write.relativePath} without memoryd (${/** @type {Error} */ (err).message})`);
     return undefined; // the host's own append-only write keeps the note
   }
+}
+
+/**
+ * A session id as memoryd writes it in a heading (daemon/memoryd/files/session_headings.py,
+ * session_label): what `memctl forget --session` looks for, so the heading goes with the
+ * session's notes.
+ * @param {string} sessionId
+ */
+export function sessionLabel(sessionId) {
+  return sessionId.replace(/[^A-Za-z0-9._:-]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 80) || "unnamed";
 }
 
 /**

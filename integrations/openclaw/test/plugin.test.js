@@ -8,7 +8,7 @@ import plugin from "../index.js";
 import { MemorydClient } from "../src/client.js";
 import { localDateStamp } from "../src/flush.js";
 import { authorizeHits, toMemoryHit } from "../src/shape.js";
-import { startDaemon, tempDir, writeFiles } from "./daemon.js";
+import { memctl, run, startDaemon, tempDir, writeFiles } from "./daemon.js";
 
 /**
  * What OpenClaw hands a plugin's register(), recording what the plugin registers.
@@ -178,6 +178,24 @@ describe("the plugin against a real memoryd", () => {
     const plain = await api.hooks.get("before_tool_call")({ toolName: "write", params: { path: "memory/2026-01-05.md", content: "- A plain note.\n" } }, { agentId: "main", runId: "run-f" });
     assert.equal(plain.block, true);
     assert.equal(fs.readFileSync(`${workspace}/memory/2026-01-05.md`, "utf8"), "- A plain note.\n");
+  });
+
+  test("memctl forget --session takes a plugin-flushed session's heading with its notes", async () => {
+    const date = "2026-01-07";
+    const sessionId = "agent:main/sess 77"; // memoryd labels it agent:main-sess-77 in a heading
+    const ctx = { agentId: "main", runId: "run-g", sessionId };
+    await api.hooks.get("before_prompt_build")({ prompt: "flush" }, { ...ctx, trigger: "memory" });
+    const note = "- Kept: the 蜻蜓 rollout waits for Lena.\n";
+    const verdict = await api.hooks.get("before_tool_call")({ toolName: "write", params: { path: `memory/${date}.md`, content: note } }, ctx);
+    assert.equal(verdict.block, true);
+    api.hooks.get("agent_end")({}, { runId: "run-g" });
+    const file = `${workspace}/memory/${date}.md`;
+    assert.match(fs.readFileSync(file, "utf8"), /## Session notes \(agent:main-sess-77\)\n+- Kept: the 蜻蜓 rollout/);
+    const forgot = await run(memctl(), ["forget", "--session", sessionId, "--yes", "-w", "oc", "--socket", daemon.socket, "--json"], {}, workspace);
+    assert.equal(forgot.code, 0, `${forgot.out}\n${forgot.err}`);
+    const left = fs.readFileSync(file, "utf8");
+    assert.doesNotMatch(left, /Session notes/, left);
+    assert.doesNotMatch(left, /蜻蜓/, left);
   });
 
   test("a session that read outside content writes untrusted notes and cannot touch MEMORY.md", async () => {
