@@ -14,7 +14,9 @@ from memoryd.files.provenance import (
     Ledger,
     Provenance,
     Record,
+    SessionMark,
     check_provenance,
+    entry_from_json,
     ledger_for,
 )
 
@@ -181,3 +183,30 @@ def test_carry_gives_a_moved_files_lines_their_records_at_the_new_path(tmp_path:
     assert ledger.lookup("memory/archive/2026/d.md", line_key("a")) == Provenance(
         "untrusted", "s", "interactive"
     )
+
+
+def test_each_kind_of_ledger_line_reads_back_as_itself_and_writes_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    lines = [
+        '{"v":1,"op":"add","k":"abc","path":"memory/d.md","origin":"agent",'
+        '"session_id":"s1","session_kind":"interactive","via":"flush","at":1.5}',
+        '{"v":1,"op":"forget","k":"abc","path":"memory/d.md","at":2.0}',
+        '{"v":1,"op":"approve","k":"abc","path":"memory/d.md","at":3.0}',
+        '{"v":1,"op":"forget_session","session_id":"s1","at":4.0}',
+    ]
+    entries = [entry_from_json(line) for line in lines]
+    assert entries == [
+        Record.added("abc", D, Provenance("agent", "s1", "interactive"), "flush", 1.5),
+        Record.tombstone("abc", D, 2.0),
+        Record.approval("abc", D, 3.0),
+        SessionMark("s1", 4.0),
+    ]
+    assert [e.to_json() for e in entries if e is not None] == lines
+    ledger = Ledger(tmp_path)
+    ledger.add([e for e in entries if e is not None])
+    assert (tmp_path / LEDGER_REL).read_text() == "\n".join(lines) + "\n"
+    fresh = Ledger(tmp_path)
+    fresh.refresh()
+    assert fresh.forgotten_sessions == {"s1"}
+    assert [r.op for r in fresh.records()] == ["add", "forget", "approve"]  # no session mark

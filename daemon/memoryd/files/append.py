@@ -49,7 +49,7 @@ from memoryd.errors import (
 )
 from memoryd.files.beneath import Opened
 from memoryd.files.duplicates import Duplicates
-from memoryd.files.fsutil import fsync_dir
+from memoryd.files.fsutil import fsync_dir, write_all
 from memoryd.files.layout import Layout, daily_path, daily_rel
 from memoryd.files.lines import text_keys
 from memoryd.files.locks import FileLocks
@@ -174,21 +174,6 @@ def check_text(text: str) -> None:
             f"text is {size} bytes; one append takes at most {MAX_APPEND_BYTES}",
             {"param": "text", "max_bytes": MAX_APPEND_BYTES},
         )
-
-
-def _write_all(fd: int, data: bytes) -> int:
-    """Write ``data``: one ``write`` for a regular file; the loop only covers a short write
-    (a full disk), which then raises on the next one. The OSError carries ``written``, the
-    bytes that did land, for the caller to take back."""
-    view = memoryview(data)
-    done = 0
-    try:
-        while done < len(data):
-            done += os.write(fd, view[done:])
-    except OSError as exc:
-        exc.written = done  # type: ignore[attr-defined]
-        raise
-    return done
 
 
 class Appender:
@@ -320,7 +305,7 @@ class Appender:
         if before_write is not None:
             before_write()
         try:
-            _write_all(fd, suffix)
+            write_all(fd, suffix)
             os.fsync(fd)
         except OSError as exc:
             try:
@@ -360,7 +345,7 @@ def _recorder(
     parts = [(text, provenance)] if isinstance(provenance, Provenance) else list(provenance)
     at = time.time()
     records = [
-        Record(k, rel, p.origin, p.session_id, p.session_kind, via, at)
+        Record.added(k, rel, p, via, at)
         for part, p in parts
         for k in dict.fromkeys(text_keys(redact(part).text if part is not text else part))
         if k in written

@@ -40,6 +40,21 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def write_all(fd: int, data: bytes) -> int:
+    """Write ``data``: one ``write`` for a regular file; the loop only covers a short write
+    (a full disk), which then raises on the next one. The OSError carries ``written``, the
+    bytes that did land, for the caller to take back."""
+    view = memoryview(data)
+    done = 0
+    try:
+        while done < len(data):
+            done += os.write(fd, view[done:])
+    except OSError as exc:
+        exc.written = done  # type: ignore[attr-defined]
+        raise
+    return done
+
+
 def atomic_write(
     path: Path,
     data: bytes,

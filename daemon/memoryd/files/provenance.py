@@ -30,11 +30,11 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from memoryd.errors import InvalidParams
 from memoryd.files.beneath import open_beneath
-from memoryd.files.fsutil import atomic_write_at
+from memoryd.files.fsutil import atomic_write_at, write_all
 from memoryd.secrets import redact
 from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
@@ -134,10 +134,10 @@ def check_provenance(
 
 @dataclass(frozen=True)
 class Record:
-    """One ledger line. ``op`` "add": line ``k`` was written to ``path``; "forget": line ``k``
-    was removed from ``path`` (a tombstone, a hash and no text); "approve": the owner took
-    line ``k`` of ``path`` as theirs in review; "forget_session": issue 26's mark that a
-    session is never flushed or indexed again (``k`` and ``path`` '')."""
+    """One line's ledger record. ``op`` "add": line ``k`` was written to ``path`` (by whom:
+    origin and session, and how: ``via``); "forget": line ``k`` was removed from ``path`` (a
+    tombstone, a hash and no text); "approve": the owner took line ``k`` of ``path`` as
+    theirs in review. Made by ``added``, ``tombstone`` and ``approval``."""
 
     k: str
     path: str
@@ -148,60 +148,81 @@ class Record:
     at: float = 0.0
     op: str = "add"
 
+    @classmethod
+    def added(cls, k: str, path: str, prov: Provenance, via: str, at: float) -> Record:
+        return cls(k, path, prov.origin, prov.session_id, prov.session_kind, via=via, at=at)
+
+    @classmethod
+    def tombstone(cls, k: str, path: str, at: float) -> Record:
+        return cls(k, path, "owner", via="", at=at, op="forget")
+
+    @classmethod
+    def approval(cls, k: str, path: str, at: float) -> Record:
+        return cls(k, path, "owner", via="", at=at, op="approve")
+
     @property
     def provenance(self) -> Provenance:
         return Provenance(self.origin, self.session_id, self.session_kind)
 
     def to_json(self) -> str:
-        if self.op == "forget_session":
-            body: dict[str, Any] = {"v": VERSION, "op": self.op, "session_id": self.session_id}
-        elif self.op in _LINE_OPS:
-            body = {"v": VERSION, "op": self.op, "k": self.k, "path": self.path}
-        else:
-            body = {
-                "v": VERSION,
-                "op": self.op,
-                "k": self.k,
-                "path": self.path,
-                "origin": self.origin,
-                "session_id": self.session_id,
-                "session_kind": self.session_kind,
-                "via": self.via,
-            }
+        body: dict[str, Any] = {"v": VERSION, "op": self.op, "k": self.k, "path": self.path}
+        if self.op == "add":
+            body["origin"] = self.origin
+            body["session_id"] = self.session_id
+            body["session_kind"] = self.session_kind
+            body["via"] = self.via
         body["at"] = round(self.at, 3)
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
-    @classmethod
-    def from_json(cls, line: str) -> Record | None:
-        """The record of one ledger line, or None when it is not a valid one."""
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            return None
-        if not isinstance(obj, dict) or obj.get("v") != VERSION:
-            return None
-        at = obj.get("at", 0.0)
-        at = float(at) if isinstance(at, int | float) else 0.0
-        sid = obj.get("session_id")
-        sid = sid if isinstance(sid, str) and sid else None
-        if obj.get("op") == "forget_session":
-            return cls("", "", "owner", sid, None, "", at, "forget_session") if sid else None
-        k, path, origin, op = obj.get("k"), obj.get("path"), obj.get("origin"), obj.get("op")
-        if op in _LINE_OPS and isinstance(k, str) and k and isinstance(path, str) and path:
-            return cls(k, path, "owner", None, None, "", at, str(op))
-        if op != "add" or not isinstance(k, str) or not k or origin not in ORIGINS:
-            return None
-        kind = obj.get("session_kind")
-        via = obj.get("via")
-        return cls(
-            k,
-            path if isinstance(path, str) else "",
-            str(origin),
-            sid,
-            kind if kind in SESSION_KINDS else None,
-            via if isinstance(via, str) else "append",
-            at,
-        )
+
+@dataclass(frozen=True)
+class SessionMark:
+    """Issue 26's mark that a session is never flushed or indexed again (``forget
+    --session``): a ledger line of its own kind, about a session rather than a line."""
+
+    session_id: str
+    at: float = 0.0
+    op: ClassVar[str] = "forget_session"
+
+    def to_json(self) -> str:
+        body = {"v": VERSION, "op": self.op, "session_id": self.session_id}
+        body["at"] = round(self.at, 3)
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+
+
+Entry = Record | SessionMark  # one ledger line
+
+
+def entry_from_json(line: str) -> Entry | None:
+    """The record (or session mark) of one ledger line, or None when it is not a valid one."""
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, dict) or obj.get("v") != VERSION:
+        return None
+    at = obj.get("at", 0.0)
+    at = float(at) if isinstance(at, int | float) else 0.0
+    sid = obj.get("session_id")
+    sid = sid if isinstance(sid, str) and sid else None
+    if obj.get("op") == SessionMark.op:
+        return SessionMark(sid, at) if sid else None
+    k, path, origin, op = obj.get("k"), obj.get("path"), obj.get("origin"), obj.get("op")
+    if op in _LINE_OPS and isinstance(k, str) and k and isinstance(path, str) and path:
+        return Record(k, path, "owner", via="", at=at, op=str(op))
+    if op != "add" or not isinstance(k, str) or not k or origin not in ORIGINS:
+        return None
+    kind = obj.get("session_kind")
+    via = obj.get("via")
+    return Record(
+        k,
+        path if isinstance(path, str) else "",
+        str(origin),
+        session_id=sid,
+        session_kind=kind if kind in SESSION_KINDS else None,
+        via=via if isinstance(via, str) else "append",
+        at=at,
+    )
 
 
 Line = tuple[str, str]  # (path, line_key): a line in its file
@@ -231,7 +252,7 @@ class Ledger:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._lock = threading.RLock()
-        self._records: list[Record] = []
+        self._records: list[Entry] = []
         self._lines: dict[Line, list[Record]] = {}  # each line's records, in file order
         self._by_line: dict[Line, Provenance] = {}
         self._forgotten: set[str] = set()
@@ -265,12 +286,12 @@ class Ledger:
                     data = f.read()
                     st = os.fstat(f.fileno())
                     sig = (st.st_mtime_ns, st.st_size)
-        records: list[Record] = []
+        records: list[Entry] = []
         malformed = 0
         for raw in data.decode("utf-8", "replace").splitlines():
             if not raw.strip():
                 continue
-            rec = Record.from_json(raw)
+            rec = entry_from_json(raw)
             if rec is None:
                 malformed += 1  # a torn last line after a crash, or a hand edit
             else:
@@ -283,13 +304,12 @@ class Ledger:
         self._signature = sig
         self.malformed = malformed
 
-    def _index(self, records: Iterable[Record]) -> None:
+    def _index(self, records: Iterable[Entry]) -> None:
         touched: set[Line] = set()
         for rec in records:
             self._records.append(rec)
-            if rec.op == "forget_session":
-                if rec.session_id:
-                    self._forgotten.add(rec.session_id)
+            if isinstance(rec, SessionMark):
+                self._forgotten.add(rec.session_id)
                 continue
             line = (rec.path, rec.k)
             self._lines.setdefault(line, []).append(rec)
@@ -317,12 +337,17 @@ class Ledger:
         return not self._by_line
 
     def records(self) -> list[Record]:
+        """Every line's records, in file order (the session marks: ``forgotten_sessions``)."""
         with self._lock:
-            return list(self._records)
+            return [r for r in self._records if isinstance(r, Record)]
 
     def records_for_session(self, session_id: str) -> list[Record]:
         with self._lock:
-            return [r for r in self._records if r.op == "add" and r.session_id == session_id]
+            return [
+                r
+                for r in self._records
+                if isinstance(r, Record) and r.op == "add" and r.session_id == session_id
+            ]
 
     def lines_of(self, path: str) -> dict[str, Provenance]:
         """Every recorded line of ``path``: key -> provenance."""
@@ -346,7 +371,7 @@ class Ledger:
             return frozenset(self._forgotten)
 
     # -- writing ------------------------------------------------------------------------
-    def add(self, records: Sequence[Record]) -> None:
+    def add(self, records: Sequence[Entry]) -> None:
         """Append ``records`` durably (write + fsync) before returning. The caller holds the
         lock of the markdown file they describe and writes that file after this."""
         if not records:
@@ -360,10 +385,7 @@ class Ledger:
                 # A torn last line (a crash mid-write) must not swallow our first record.
                 if size and os.pread(opened.fd, 1, size - 1) != b"\n":
                     payload = b"\n" + payload
-                view = memoryview(payload)
-                done = 0
-                while done < len(payload):
-                    done += os.write(opened.fd, view[done:])
+                write_all(opened.fd, payload)
                 os.fsync(opened.fd)
                 st = os.fstat(opened.fd)
             finally:
@@ -376,20 +398,19 @@ class Ledger:
     def forget_lines(self, lines: Iterable[Line], at: float | None = None) -> None:
         """Tombstones: each (path, key) was removed from its file (by a forget, H33)."""
         when = time.time() if at is None else at
-        self.add([Record(k, path, "owner", None, None, "", when, "forget") for path, k in lines])
+        self.add([Record.tombstone(k, path, when) for path, k in lines])
 
     def approve(self, path: str, key: str, at: float | None = None) -> None:
         """The owner took line ``key`` of ``path`` as theirs (review): its annotations apply."""
         when = time.time() if at is None else at
-        self.add([Record(key, path, "owner", None, None, "", when, "approve")])
+        self.add([Record.approval(key, path, when)])
 
     def carry(self, old: str, new: str, at: float | None = None) -> int:
         """The daemon moved file ``old`` to ``new`` (retention's archive): its lines keep
         their provenance there. The caller holds both files' locks. How many were carried."""
         when = time.time() if at is None else at
         records = [
-            Record(k, new, p.origin, p.session_id, p.session_kind, "move", when)
-            for k, p in sorted(self.lines_of(old).items())
+            Record.added(k, new, p, "move", when) for k, p in sorted(self.lines_of(old).items())
         ]
         self.add(records)
         return len(records)
@@ -408,20 +429,7 @@ class Ledger:
 
     def forget_session(self, session_id: str, at: float | None = None) -> None:
         """Issue 26: record that ``session_id`` is never flushed or indexed again."""
-        self.add(
-            [
-                Record(
-                    "",
-                    "",
-                    "owner",
-                    session_id,
-                    None,
-                    "",
-                    time.time() if at is None else at,
-                    "forget_session",
-                )
-            ]
-        )
+        self.add([SessionMark(session_id, time.time() if at is None else at)])
 
     def rewrite(self, without: Callable[[Record], bool]) -> int:
         """Replace the file, atomically, with the records ``without`` does not drop (only
@@ -429,10 +437,14 @@ class Ledger:
         marks are always kept); returns how many were dropped."""
         with self._lock:
             self.refresh()
-            kept = [r for r in self._records if r.op not in ("add", "approve") or not without(r)]
+            kept = [
+                r
+                for r in self._records
+                if not isinstance(r, Record) or r.op not in ("add", "approve") or not without(r)
+            ]
             return self._replace(kept)
 
-    def _replace(self, kept: list[Record]) -> int:
+    def _replace(self, kept: list[Entry]) -> int:
         dropped = len(self._records) - len(kept)
         if not dropped:
             return 0
@@ -454,9 +466,9 @@ class Ledger:
             kept = [
                 r
                 for r in self._records
-                if (r.op in ("add", "approve") and (r.path, r.k) in live)
+                if isinstance(r, SessionMark)
+                or (r.op in ("add", "approve") and (r.path, r.k) in live)
                 or (r.op == "forget" and r.at >= keep_forgets_since)
-                or r.op == "forget_session"
             ]
             return self._replace(kept)
 

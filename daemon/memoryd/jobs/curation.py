@@ -181,9 +181,7 @@ def promoted_records(ledger: Ledger, rel: str, old: str, new: str, at: float) ->
             continue
         prov = ledger.lookup(found.group(1), key)
         if prov is not None and prov.origin != "owner":
-            out.append(
-                Record(key, rel, prov.origin, prov.session_id, prov.session_kind, "hippocampus", at)
-            )
+            out.append(Record.added(key, rel, prov, "hippocampus", at))
     return out
 
 

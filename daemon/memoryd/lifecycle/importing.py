@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from memoryd.files.beneath import open_beneath
 from memoryd.files.lines import line_key
-from memoryd.files.provenance import LEDGER_REL, Record
+from memoryd.files.provenance import LEDGER_REL, Provenance, Record, SessionMark, entry_from_json
 from memoryd.lifecycle.archive import TOP_FILES, Archive
 from memoryd.lifecycle.journal import Change, FileChange
 from memoryd.secrets import redact
@@ -84,12 +84,12 @@ def merge_text(existing: str, incoming: str) -> tuple[str, list[str], int]:
 def _merge_ledger(current: bytes | None, incoming: bytes) -> tuple[bytes | None, int]:
     have: set[str] = set()
     for raw in (current or b"").decode("utf-8", "replace").splitlines():
-        rec = Record.from_json(raw)
+        rec = entry_from_json(raw)
         if rec is not None:
             have.add(rec.to_json().rsplit(',"at"', 1)[0])
     new: list[str] = []
     for raw in incoming.decode("utf-8", "replace").splitlines():
-        rec = Record.from_json(raw)
+        rec = entry_from_json(raw)
         if rec is None:
             continue
         sig = rec.to_json().rsplit(',"at"', 1)[0]
@@ -184,12 +184,13 @@ def _listed(rel: str, created: bool, added: list[str], skipped: int) -> dict[str
 
 def _untrusted_records(added: list[tuple[str, str]]) -> bytes | None:
     at = time.time()
-    lines = [Record(k, rel, "untrusted", via="import", at=at).to_json() for k, rel in added]
+    untrusted = Provenance("untrusted", None, None)
+    lines = [Record.added(k, rel, untrusted, "import", at).to_json() for k, rel in added]
     return ("\n".join(lines) + "\n").encode() if lines else None
 
 
 def _forget_marks(ledger: bytes | None) -> int:
     records = (
-        Record.from_json(raw) for raw in (ledger or b"").decode("utf-8", "replace").splitlines()
+        entry_from_json(raw) for raw in (ledger or b"").decode("utf-8", "replace").splitlines()
     )
-    return sum(1 for r in records if r is not None and r.op == "forget_session")
+    return sum(1 for r in records if isinstance(r, SessionMark))
