@@ -30,8 +30,6 @@ from memoryd_client._socket_path import (
     private_dir_problem,
 )
 
-LOCK_NAME = "memoryd.lock"
-
 
 @dataclass(frozen=True)
 class Paths:
@@ -52,10 +50,6 @@ class Paths:
     @property
     def socket(self) -> Path:
         return self.runtime_dir / SOCKET_NAME
-
-    @property
-    def lock_file(self) -> Path:
-        return self.runtime_dir / LOCK_NAME
 
 
 def _platformdirs() -> ModuleType:
@@ -124,7 +118,6 @@ def socket_path(env: dict[str, str] | None = None, override: str | None = None) 
 
 __all__ = [
     "APP",
-    "LOCK_NAME",
     "LOGIN_RUNTIME_BASE",
     "MAX_SOCKET_PATH_BYTES",
     "SOCKET_NAME",

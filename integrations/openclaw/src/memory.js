@@ -172,14 +172,6 @@ export class MemorydMemory {
   }
 
   /**
-   * Append a note through memoryd (serialised, searchable at once).
-   * @param {{ cfg: any, agentId?: string, text: string, heading?: string }} p
-   */
-  append(p) {
-    return this.call("append", { text: p.text, heading: p.heading, workspace: this.workspaceFor(p.cfg, p.agentId) });
-  }
-
-  /**
    * The daemon's status entry for the agent's workspace (kept for the synchronous status()).
    * @param {{ cfg: any, agentId?: string }} p
    */
