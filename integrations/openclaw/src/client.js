@@ -104,6 +104,7 @@ export class MemorydClient {
     this.conn = null;
     /** @type {Promise<net.Socket> | null} */
     this.connecting = null;
+    /** @type {Buffer} */
     this.buffer = Buffer.alloc(0);
     this.decoder = new Decoder();
     this.closed = false;

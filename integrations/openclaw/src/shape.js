@@ -75,7 +75,7 @@ export function toMemoryHit(r) {
   };
   if (typeof r.vector_score === "number") hit.vectorScore = r.vector_score;
   if (typeof r.text_score === "number") hit.textScore = r.text_score;
-  hit.citation = citationOf(hit);
+  hit.citation = citationOf({ path: r.path, startLine, endLine });
   const session = hit.source === "sessions" ? sessionOf(hit.path) : null;
   if (session) {
     hit.sessionId = session.sessionId;
@@ -101,6 +101,7 @@ export function toMemoryHit(r) {
  * @param {boolean} includeCitation
  */
 export function presentHit(hit, includeCitation) {
+  /** @type {Record<string, any>} */
   const presented = { ...hit, corpus: hit.source };
   if (!includeCitation) {
     delete presented.citation;

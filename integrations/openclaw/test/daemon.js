@@ -95,6 +95,7 @@ export async function queryStore(file, sql, ...args) {
 export async function startDaemon(opts = {}) {
   const home = opts.home ?? tempDir("mdh");
   if (opts.config !== undefined) fs.writeFileSync(path.join(home, "config.toml"), opts.config);
+  /** @type {Record<string, string | undefined>} */
   const env = { ...process.env, MEMORYD_HOME: home, MEMORYD_EMBEDDING_PROVIDER: "none", ...(opts.env ?? {}) };
   delete env.MEMORYD_SOCKET;
   delete env.MEMORYD_CONFIG;

@@ -32,7 +32,7 @@ function script(line, viaWeb, date) {
   return (/** @type {any} */ request) => {
     const messages = Array.isArray(request.messages) ? request.messages : [];
     const users = messages.filter((/** @type {any} */ m) => m.role === "user").map((/** @type {any} */ m) => JSON.stringify(m.content));
-    const first = users.find((u) => u.includes("Summarise") || u.includes("Remember this"));
+    const first = users.find((/** @type {string} */ u) => u.includes("Summarise") || u.includes("Remember this"));
     const tools = messages.filter((/** @type {any} */ m) => m.role === "tool").length;
     if (!first) return { role: "assistant", content: "Noted." }; // session 2
     /** @param {string} name @param {any} args */

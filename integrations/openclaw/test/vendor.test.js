@@ -20,6 +20,10 @@ function sources(dir) {
     .sort();
 }
 
+test("every file package.json ships is there", () => {
+  for (const entry of pkg.files) assert.ok(fs.existsSync(path.join(ROOT, entry)), `package.json lists ${entry}, which does not exist`);
+});
+
 test("the plugin has no runtime npm dependency", () => {
   assert.deepEqual(pkg.dependencies ?? {}, {});
   assert.equal(pkg.devDependencies["@msgpack/msgpack"], "3.1.3");
