@@ -239,6 +239,34 @@ def test_a_query_naming_a_date_prefers_that_days_log(make_index: IndexFactory) -
     assert paths(search(ix, "lunch with Sam on 1 May 2024"))[0] == "memory/2024-05-01.md"
 
 
+def test_a_query_naming_a_date_finds_the_next_days_note_that_says_last_night(
+    make_index: IndexFactory,
+) -> None:
+    make_index.write(
+        "memory/2024-05-02.md", "# 2024-05-02\n\n- Had dinner with Priya last night.\n"
+    )
+    make_index.write(
+        "memory/2024-05-09.md", "# 2024-05-09\n\n- Had dinner with Sam, a long dinner.\n"
+    )
+    ix = make_index()
+    ix.sync()
+    assert paths(search(ix, "who did I have dinner with"))[0] == "memory/2024-05-09.md"
+    assert (
+        paths(search(ix, "who did I have dinner with on 1 May 2024"))[0] == "memory/2024-05-02.md"
+    )
+
+
+def test_the_days_a_note_names_are_single_days_before_it() -> None:
+    from memoryd.index.search.line_days import named_days, on_named_day
+
+    text = "- ran 3 days ago\n- on Wednesday we met\n- last week was long\n- tomorrow: dentist"
+    assert named_days(text, "2023-05-04") == {"2023-05-01", "2023-05-03"}  # a Thursday
+    assert named_days(text, "") == frozenset()  # MEMORY.md has no day
+    assert on_named_day("2023-05-04", text, ["2023-05-04"])
+    assert on_named_day("2023-05-04", text, ["2023-05-03"])
+    assert not on_named_day("2023-05-04", text, ["2023-04-28"])  # inside "last week" only
+
+
 def test_snippet_shows_what_follows_a_match(make_index: IndexFactory) -> None:
     lines = [
         f"- filler line {i} with enough words to take up room in the budget." for i in range(30)

@@ -34,6 +34,7 @@ from memoryd.index.search.candidates import (
     vector_candidates,
 )
 from memoryd.index.search.focus import asks_when, refocus
+from memoryd.index.search.line_days import on_named_day
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
@@ -54,7 +55,9 @@ from memoryd_client.search_terms import SOURCES
 
 KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector candidates
 # A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
-# as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day.
+# as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day;
+# a chunk whose lines name that day ("yesterday" in the next day's note) is on it too
+# (line_days.py).
 DATE_WEIGHT = 0.2
 
 
@@ -158,7 +161,7 @@ def fuse(
         return dated(s, c)
 
     def dated(s: float, c: Candidate) -> float:
-        s = (1 - DATE_WEIGHT) * s + DATE_WEIGHT * (c.day in days) if days else s
+        s = (1 - DATE_WEIGHT) * s + DATE_WEIGHT * on_named_day(c.day, c.text, days) if days else s
         return adjust(s, c) if adjust is not None else s
 
     # RRF scores ranks: the first of a list gets 1.0 however weak it is. With no query word
@@ -222,7 +225,7 @@ def _weighted_scores(
             both = (w.vector * v) / w.vector if w.vector > 0 else zero
         s = np.where(has_v, both, kw) if mode == "hybrid" else kw
     if days:
-        on_day = np.fromiter((r[0].day in days for r in rows), np.float64, n)
+        on_day = np.fromiter((on_named_day(r[0].day, r[0].text, days) for r in rows), np.float64, n)
         s = (1 - DATE_WEIGHT) * s + DATE_WEIGHT * on_day
     return list(s.tolist())
 
