@@ -153,6 +153,30 @@ def test_purge_names_a_transcript_quoting_the_line_and_leaves_it(
     assert quoted.read_bytes() == before  # the agent's file: named, not changed
 
 
+def test_memctl_purge_tells_the_person_what_it_could_not_reach(
+    md_home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    """What the purge could not reach is the person's to deal with: memctl says it, not
+    only the wire answer (before, `memctl forget --purge --yes` printed the lines only)."""
+    quoted = workspace / "sessions" / "s-1.jsonl"
+    quoted.parent.mkdir()
+    quoted.write_text(
+        json.dumps({"type": "message", "message": {"role": "user", "content": SECOND[2:]}}) + "\n"
+    )
+    mine = tmp_path / "mine.tar.gz"
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        c.export(mine, workspace="ws")
+        n = (workspace / DAY).read_text().splitlines().index(SECOND) + 1
+        argv = ("forget", "-w", "ws", "--path", DAY, "--lines", str(n), "--purge", "--yes")
+        code, out, err = memctl(daemon, *argv)
+    assert code == 0, err
+    assert f"forgot {DAY}:{n}" in out
+    assert "purged: no pre-image kept" in err
+    assert f"NOT reached: {mine}: an export written outside the workspace" in err
+    assert "still in sessions/s-1.jsonl" in err
+    assert SECOND not in (workspace / DAY).read_text()
+
+
 def test_purge_finds_copies_however_they_are_cased_marked_or_folded(
     md_home: Path, workspace: Path
 ) -> None:

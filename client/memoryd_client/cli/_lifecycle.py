@@ -68,7 +68,9 @@ def _add_forget(sub: Any, command: Command) -> None:
     p.add_argument(
         "--purge",
         action="store_true",
-        help="keep no pre-image (default: kept under memory/.history for forget.keep_days)",
+        help="keep no pre-image (default: kept under memory/.history for forget.keep_days) "
+        "and remove every copy memoryd holds: the same line in the other memory files, older "
+        "pre-images, kept exports, the index and state databases; what it cannot reach is named",
     )
 
 
@@ -116,12 +118,35 @@ def print_forget(ctx: Context, result: ForgetResult) -> None:
         ctx.print(
             "nothing to forget" + (" (session marked forgotten)" if result.session_id else "")
         )
+    _print_purged(ctx, result)
     _print_sync(ctx, result)
     if result.dry_run:
         if result.removed:
             ctx.note(f"dry run: {result.lines} line(s) in {result.files} file(s); add --yes")
     elif result.kept:
         ctx.note(f"pre-image kept in {result.kept} (forget.keep_days; --purge keeps none)")
+
+
+def _print_purged(ctx: Context, result: ForgetResult) -> None:
+    """A purge: the copies it rewrote, and above all what it could not reach (the person
+    must deal with those: an archive written elsewhere, a git history, a transcript)."""
+    purged = result.raw.get("purged")
+    if not isinstance(purged, dict):
+        return
+    history, exports = purged.get("history") or {}, purged.get("exports") or {}
+    older = [*history.get("rewritten", ()), *history.get("removed", ())]
+    kept = [*exports.get("rewritten", ()), *exports.get("removed", ())]
+    ctx.note(
+        f"purged: no pre-image kept; {len(older)} older history file(s) and {len(kept)} kept "
+        "export(s) rewritten or removed; the index and state databases scrubbed"
+    )
+    for item in purged.get("not_reached") or ():
+        ctx.note(f"NOT reached: {item.get('path')}: {item.get('why')}")
+    for path in purged.get("still_in") or ():
+        ctx.note(
+            f"still in {path}: an agent's transcript quoting the line, left as it is "
+            "(forget its session to remove it)"
+        )
 
 
 def _print_sync(ctx: Context, result: ForgetResult) -> None:
