@@ -33,6 +33,8 @@ from memoryd.jobs.registry import llm_jobs_without_llm
 from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.jobs.session_trust import SessionTrust
+from memoryd.jobs.transcript_folders import TranscriptPlaces
+from memoryd.jobs.transcript_watch import TranscriptWatch
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget_run import catch_up_index, redo_meta
 from memoryd.lifecycle.hits import HitCounter
@@ -205,7 +207,8 @@ class Daemon:
             self.state = StateDB(self.paths.state_db)
             self.hits = HitCounter(self.state)
             self.usage = Usage(self.state)
-            self.trust = SessionTrust(self.state, lambda: self.clock.now().timestamp())
+            places = TranscriptPlaces(self.env, lambda: [w.root for w in self.registry.list()])
+            self.trust = SessionTrust(self.state, lambda: self.clock.now().timestamp(), places)
             self.trust.prune()
             self._registry = Registry(
                 self.config, self.paths.index_dir, self.state, before_serving=catch_up_index
@@ -233,6 +236,7 @@ class Daemon:
                 self.watcher.submit,
             )
             self.watcher.listeners.append(self.sync.notify)
+            self.watcher.listeners.append(TranscriptWatch(self.trust, self._registry).notify)
             self._start_fleet()
             self._methods = self._make_methods(self._registry, self._scheduler)
             await self.server.start(sock)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -34,6 +35,7 @@ OUTSIDE_TOOL: Final = re.compile(
     re.I,
 )
 _TOOL_BLOCKS: Final = ("tool_use", "toolCall", "tool_call", "function_call")
+_PATH_KEYS: Final = ("file_path", "path", "notebook_path")  # as the hooks read a tool's input
 SHELL_TOOL: Final = re.compile(r"^(?:bash|shell|sh|exec|run_?command|terminal|process)$", re.I)
 # A shell command that brings outside content in: a network client or a URL.
 SHELL_OUTSIDE: Final = re.compile(
@@ -68,11 +70,22 @@ def skip_reason(kind: str | None) -> str | None:
     return None
 
 
+# Whether a tool call brought outside content in: (tool, shell command, file path, the
+# session's working directory). Flush's rule judges the tool and the command only.
+CallRule = Callable[[str, str | None, str | None, str | None], bool]
+
+
+def _flush_rule(tool: str, command: str | None, path: str | None, cwd: str | None) -> bool:
+    return outside_call(tool, command)
+
+
 @dataclass
 class Turns:
     """Follows the turns of a transcript, line by line, across reads."""
 
     tainted: bool = False  # an outside fetch happened earlier in this turn
+    rule: CallRule = _flush_rule  # what counts as an outside fetch
+    user_at: object = None  # the timestamp of the user's last message, as the line has it
 
     def origin(self, raw: bytes) -> str | None:
         """The origin of the message on this line (None: not a user/assistant message)."""
@@ -82,6 +95,7 @@ class Turns:
             return None
         if not isinstance(obj, dict):
             return None
+        cwd = obj.get("cwd")  # Claude Code's lines say where the session works
         obj = as_transcript_line(obj)  # a Codex rollout line
         msg = obj.get("message")
         msg = msg if isinstance(msg, dict) else {}
@@ -90,12 +104,16 @@ class Turns:
         if role == "user":
             if _has_text(content):  # the person's words: a new turn
                 self.tainted = False
+                self.user_at = obj.get("timestamp") or msg.get("timestamp")
                 return "owner"
             return None  # tool results come back as user lines: not a turn
         if role != "assistant":
             return None
         origin = "untrusted" if self.tainted else "agent"
-        if _fetches_outside(content):
+        where = cwd if isinstance(cwd, str) else None
+        if any(
+            self.rule(name, command, path, where) for name, command, path in tool_calls(content)
+        ):
             self.tainted = True  # what follows in this turn may carry the page
         return origin
 
@@ -111,19 +129,21 @@ def _has_text(content: Any) -> bool:
     return False
 
 
-def _fetches_outside(content: Any) -> bool:
+def tool_calls(content: Any) -> Iterator[tuple[str, str | None, str | None]]:
+    """The tool calls of an assistant message: (tool, shell command, file path), each
+    read from the call's input as the hooks read it."""
     if not isinstance(content, list):
-        return False
+        return
     for b in content:
         if isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS:
-            name = b.get("name") or (b.get("function") or {}).get("name") or ""
+            fn = b.get("function")  # OpenAI's shape: {"function": {"name", "arguments"}}
+            name = b.get("name") or (fn.get("name") if isinstance(fn, dict) else None) or ""
             args = b.get("input") or b.get("arguments") or {}
-            command = args.get("command") if isinstance(args, dict) else None
-            if isinstance(name, str) and outside_call(
-                name, command if isinstance(command, str) else None
-            ):
-                return True
-    return False
+            args = args if isinstance(args, dict) else {}
+            command = args.get("command") or args.get("cmd")
+            path = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
+            if isinstance(name, str):
+                yield name, command if isinstance(command, str) else None, path
 
 
 def trust_class(origin: str) -> str:

@@ -4,7 +4,9 @@ A write's origin is the least trusted of what its caller declares and what its s
 read since the user's last message. The observers say what a session reads, through the
 ``observe`` method: Claude Code's hooks (the prompt, every tool's result, the transcript
 each hook gets), the OpenClaw plugin (every turn and tool call), and any agent that can
-call memoryd on its turns (Hermes, Codex). The daemon keeps, per session id:
+call memoryd on its turns (Hermes, Codex); and the session's transcript itself, wherever the
+daemon finds it (a hook names it, the watch sees a workspace's ``sessions/`` change, or a write
+names a session whose transcript ``TranscriptPlaces`` finds). The daemon keeps, per session id:
 
 - ``turn``: the least trusted origin read since the user's last message (``owner`` when
   nothing outside was read): what an ``append`` of the session takes;
@@ -15,7 +17,10 @@ call memoryd on its turns (Hermes, Codex). The daemon keeps, per session id:
 
 A session no observer has seen is unknown: its writes take what their caller declares
 (``mcp.append_origin = "untrusted"`` holds every MCP write for users who want that).
-Observations can only lower trust; only the user's next message restores the turn's.
+Observations can only lower trust; only the user's next message restores the turn's: as an
+observer reports it, or as the transcript shows it when its time is later than everything the
+session's state holds (an observer that saw a page after that message is never overruled by
+a transcript read late).
 
 Kept in the state database (a restart forgets nothing a turn read) and in memory; rows
 not touched for ``KEEP_DAYS`` are dropped at start. Tool-call bindings (an MCP server
@@ -25,7 +30,9 @@ PreToolUse hook reported first) live in memory only: they matter for a second.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import stat
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -34,9 +41,13 @@ from pathlib import Path
 from typing import Final
 
 from memoryd.files.provenance import Provenance, least_trusted
-from memoryd.jobs.flush_origin import Turns, outside_call
+from memoryd.jobs.flush_origin import CallRule, Turns, outside_call
+from memoryd.jobs.transcript_folders import TranscriptPlaces
+from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 from memoryd.secrets import redact
+
+log = get_logger("memoryd.trust")
 
 __all__ = ["EVENTS", "SessionState", "SessionTrust", "classify_read", "stored_state"]
 
@@ -107,10 +118,15 @@ class SessionTrust:
     """The sessions' observed trust. Thread-safe; every change is written through to the
     state database (a change only: a user message in a clean session writes nothing)."""
 
-    def __init__(self, state: StateDB, now: Callable[[], float]) -> None:
+    def __init__(
+        self, state: StateDB, now: Callable[[], float], places: TranscriptPlaces | None = None
+    ) -> None:
         self.state = state
         self.now = now
+        self.places = places  # where a session's transcript may be found (None: nowhere)
         self._lock = threading.Lock()
+        self._change = threading.RLock()  # one observation's read-modify-write at a time
+        self._transcripts: OrderedDict[str, Path] = OrderedDict()  # session -> its transcript
         self._cache: dict[str, SessionState | None] = {}
         self._calls: OrderedDict[str, str] = OrderedDict()
         self._watched: dict[str, _Watched] = {}  # transcript -> how far it was read here
@@ -136,8 +152,12 @@ class SessionTrust:
             self._cache[session_id] = found
         return found
 
-    def _put(self, session_id: str, new: SessionState, old: SessionState | None) -> SessionState:
-        if old is not None and replace(old, updated_at=new.updated_at) == new:
+    def _put(
+        self, session_id: str, new: SessionState, old: SessionState | None, touch: bool = False
+    ) -> SessionState:
+        """Store ``new``; ``touch``: also when only its time changed (an outside read: a
+        transcript's user message older than it must not start the turn over)."""
+        if old is not None and replace(old, updated_at=new.updated_at) == new and not touch:
             return old  # nothing changed: no write
         with self.state.lock, self.state.conn:
             self.state.conn.execute(
@@ -162,10 +182,13 @@ class SessionTrust:
     def user_message(self, session_id: str, kind: str | None = None) -> SessionState:
         """The user spoke: the turn starts clean (what earlier turns read stays in the
         stretch, for the session's next flush)."""
-        old = self.get(session_id)
-        base = old or SessionState()
-        new = replace(base, turn=CLEAN, save=None, kind=kind or base.kind, updated_at=self.now())
-        return self._put(session_id, new, old)
+        with self._change:
+            old = self.get(session_id)
+            base = old or SessionState()
+            new = replace(
+                base, turn=CLEAN, save=None, kind=kind or base.kind, updated_at=self.now()
+            )
+            return self._put(session_id, new, old)
 
     def read(
         self,
@@ -177,55 +200,67 @@ class SessionTrust:
     ) -> SessionState:
         """The session read something of ``origin`` (a web page: untrusted); ``earlier``:
         in a turn before the current one (its stretch only)."""
-        old = self.get(session_id)
-        base = old or SessionState()
-        turn = base.turn if earlier else least_trusted(base.turn, origin)
-        lowered = turn != base.turn or least_trusted(base.stretch, origin) != base.stretch
-        new = replace(
-            base,
-            turn=turn,
-            stretch=least_trusted(base.stretch, origin),
-            kind=kind or base.kind,
-            what=_what(what) if lowered and what else base.what,
-            updated_at=self.now(),
-        )
-        return self._put(session_id, new, old)
+        with self._change:
+            old = self.get(session_id)
+            base = old or SessionState()
+            turn = base.turn if earlier else least_trusted(base.turn, origin)
+            lowered = turn != base.turn or least_trusted(base.stretch, origin) != base.stretch
+            new = replace(
+                base,
+                turn=turn,
+                stretch=least_trusted(base.stretch, origin),
+                kind=kind or base.kind,
+                what=_what(what) if lowered and what else base.what,
+                updated_at=self.now(),
+            )
+            return self._put(session_id, new, old, touch=origin not in (CLEAN, "agent"))
 
     def seen(self, session_id: str, kind: str | None = None) -> SessionState:
         """An observer saw the session (a tool call of nothing outside): it is known."""
-        old = self.get(session_id)
-        if old is not None and (kind is None or kind == old.kind):
-            return old
-        base = old or SessionState()
-        return self._put(
-            session_id, replace(base, kind=kind or base.kind, updated_at=self.now()), old
-        )
+        with self._change:
+            old = self.get(session_id)
+            if old is not None and (kind is None or kind == old.kind):
+                return old
+            base = old or SessionState()
+            return self._put(
+                session_id, replace(base, kind=kind or base.kind, updated_at=self.now()), old
+            )
 
     def flushed(self, session_id: str) -> None:
         """A flush of the session wrote its notes: the next one starts a new stretch."""
-        old = self.get(session_id)
-        if old is not None and old.stretch != CLEAN:
-            self._put(session_id, replace(old, stretch=CLEAN, updated_at=self.now()), old)
+        with self._change:
+            old = self.get(session_id)
+            if old is not None and old.stretch != CLEAN:
+                self._put(session_id, replace(old, stretch=CLEAN, updated_at=self.now()), old)
 
     def arm_save(self, session_id: str, read: str) -> SessionState:
         """A Stop-hook save was asked for (``flush.agent``): until the user's next message
         the session's writes also take the stretch it covers (``read``: what the
         transcript's lines of it hold, with what the observers saw)."""
-        old = self.get(session_id)
-        base = old or SessionState()
-        save = least_trusted(base.stretch, read)
-        new = replace(base, save=save, stretch=CLEAN, updated_at=self.now())
-        return self._put(session_id, new, old)
+        with self._change:
+            old = self.get(session_id)
+            base = old or SessionState()
+            save = least_trusted(base.stretch, read)
+            new = replace(base, save=save, stretch=CLEAN, updated_at=self.now())
+            return self._put(session_id, new, old)
 
     def for_write(
-        self, declared: Provenance, via: str, call_id: str | None, floor: str | None = None
+        self,
+        declared: Provenance,
+        via: str,
+        call_id: str | None,
+        floor: str | None = None,
+        workspace: Path | None = None,
     ) -> tuple[Provenance, SessionState | None]:
         """What a write is recorded with: the least trusted of what its caller declares,
         ``floor`` (``mcp.append_origin``) and what its session read. The session is the one
         that announced ``call_id`` (exact: the agent said so before the call), else the
-        declared one. Also the session's state (None: unknown)."""
+        declared one; its transcript, when known or found (``workspace``'s first), is read
+        up to now first. Also the session's state (None: unknown). Blocking (file reads)."""
         session = (self.session_of_call(call_id) if call_id else None) or declared.session_id
         origin = declared.origin if floor is None else least_trusted(declared.origin, floor)
+        if session:
+            self.catch_up(session, workspace)
         state = self.get(session) if session else None
         if state is not None:
             origin = least_trusted(origin, state.floor(via))
@@ -234,13 +269,48 @@ class SessionTrust:
 
     def observe_transcript(self, session_id: str, path: Path) -> SessionState:
         """Read what the transcript gained since it was last read here (at most the last
-        MAX_WATCH_BYTES; a transcript seen the first time from there): a tool call that
-        brought outside content in lowers the session, its turn when that is the current
-        one (flush's rule, flush_origin.Turns). Never raises trust: only the user's message,
-        as an observer reports it, does. Raises OSError when it cannot be read."""
+        MAX_WATCH_BYTES; a transcript seen the first time from there), as its observers
+        would have reported it: a tool call that brought outside content in (classify_read:
+        a tool for the web, a shell command with a network client or a URL, a file from
+        outside the workspaces and the session's working directory) lowers the session, its
+        turn when that is the current one; the user's message starts the turn over when it
+        is later than everything the state holds (``_spoke_after``). Raises OSError when
+        it cannot be read (or is not a regular file)."""
+        at = self.now()
+        w, lines = self._new_lines(path)
+        seen: list[str] = []
+        w.turns.rule = self._rule(seen)
+        lowered = spoke = False
+        for raw in lines:
+            was = w.turns.tainted
+            spoke = w.turns.origin(raw) == "owner" or spoke
+            lowered = lowered or (w.turns.tainted and not was)
+        self._remember(session_id, path, w)
+        with self._change:
+            old = self.get(session_id)
+            base = old or SessionState()
+            if spoke and (old is None or _spoke_after(w.turns.user_at, old.updated_at)):
+                base = replace(base, turn=CLEAN, save=None)
+            if lowered:
+                turn = least_trusted(base.turn, "untrusted") if w.turns.tainted else base.turn
+                what = f"{seen[-1]} (in {path.name})" if seen else path.name
+                base = replace(
+                    base,
+                    turn=turn,
+                    stretch=least_trusted(base.stretch, "untrusted"),
+                    what=_what(what),
+                )
+            return self._put(session_id, replace(base, updated_at=at), old)
+
+    def _new_lines(self, path: Path) -> tuple[_Watched, list[bytes]]:
+        """The whole lines the transcript gained since it was last read here, and where its
+        reading stands (the offset already moved past them)."""
         key = str(path)
-        with open(path, "rb") as f:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
+        with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(f"{path} is not a regular file")
             with self._lock:
                 w = self._watched.get(key)
             fresh = w is None or w.ino != st.st_ino or st.st_size < w.offset
@@ -253,22 +323,51 @@ class SessionTrust:
             data = f.read(st.st_size - w.offset)
         end = data.rfind(b"\n") + 1
         lines = data[:end].split(b"\n")[:-1]
-        if skip_first:
-            lines = lines[1:]  # cut in the middle
-        lowered = False
-        for raw in lines:
-            was = w.turns.tainted
-            w.turns.origin(raw)
-            lowered = lowered or (w.turns.tainted and not was)
         w.offset += end
+        return w, lines[1:] if skip_first else lines  # the first cut in the middle
+
+    def _remember(self, session_id: str, path: Path, w: _Watched) -> None:
         with self._lock:
-            self._watched[key] = w
+            self._watched[str(path)] = w
             while len(self._watched) > MAX_WATCHED:
                 self._watched.pop(next(iter(self._watched)))
-        if w.turns.tainted or lowered:
-            what = f"a tool call in {path.name} brought outside content in"
-            return self.read(session_id, "untrusted", what, earlier=not w.turns.tainted)
-        return self.seen(session_id)
+            self._transcripts.pop(session_id, None)
+            self._transcripts[session_id] = path
+            while len(self._transcripts) > MAX_WATCHED:
+                self._transcripts.popitem(last=False)
+
+    def _rule(self, seen: list[str]) -> CallRule:
+        """The hooks' rule (classify_read) for a transcript's tool calls, the workspaces and
+        the line's working directory inside; what it found goes to ``seen``."""
+        roots = self.places.roots() if self.places is not None else ()
+
+        def outside(tool: str, command: str | None, path: str | None, cwd: str | None) -> bool:
+            here = roots + ((Path(cwd),) if cwd and os.path.isabs(cwd) else ())
+            if classify_read(tool, command, path, here) is None:
+                return False
+            seen.append(" ".join(x for x in (tool, command or path) if x))
+            return True
+
+        return outside
+
+    def transcript_of(self, session_id: str) -> Path | None:
+        """The transcript the session was last observed through, if any."""
+        with self._lock:
+            return self._transcripts.get(session_id)
+
+    def catch_up(self, session_id: str, workspace: Path | None = None) -> None:
+        """Before a write of the session: read what its transcript gained, the one it was
+        observed through or else one ``places`` finds (``workspace``'s first). A transcript
+        that cannot be read leaves the state as the observers made it."""
+        path = self.transcript_of(session_id)
+        if path is None and self.places is not None:
+            path = self.places.find(session_id, workspace)
+        if path is None:
+            return
+        try:
+            self.observe_transcript(session_id, path)
+        except OSError as exc:
+            log.warning("transcript_unreadable", session=session_id[:80], error=str(exc))
 
     # -- tool calls ----------------------------------------------------------------------
     def bind_call(self, call_id: str, session_id: str) -> None:
@@ -296,6 +395,23 @@ def stored_state(state: StateDB, session_id: str) -> SessionState | None:
         return None
     turn, stretch, save, kind, what, at = (_text(v) for v in rows[0])
     return SessionState(turn or CLEAN, stretch or CLEAN, save, kind, what, float(at or 0))
+
+
+def _spoke_after(stamp: object, updated_at: float) -> bool:
+    """Whether a transcript's user message (its ``timestamp``: ISO 8601, or epoch seconds
+    or milliseconds) is later than ``updated_at``, the last observation of the session: the
+    turn it starts then holds nothing an observer reported. No time: never."""
+    if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        return (stamp / 1000 if stamp > 1e11 else float(stamp)) > updated_at
+    if not isinstance(stamp, str):
+        return False
+    try:
+        when = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        return False
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return when.timestamp() > updated_at
 
 
 def _text(value: object) -> str | None:

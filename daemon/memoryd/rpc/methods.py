@@ -381,7 +381,9 @@ class Methods:
         req.log_fields["workspace"] = ws.name
         config = self.config()
         hold = "untrusted" if via == "mcp" and config.mcp.append_origin == "untrusted" else None
-        prov, observed = self.trust.for_write(prov, via, call_id, hold)
+        prov, observed = await asyncio.to_thread(
+            self.trust.for_write, prov, via, call_id, hold, ws.root
+        )
         layout = Layout(ws.root, config.index.sessions, config.index.extra_paths)
         if await asyncio.to_thread(injected_copy, text, layout):
             raise InvalidParams(
