@@ -19,8 +19,10 @@ Agents: the plain MCP client (the MCP SDK's ``ClientSession`` driving ``memctl m
 session 2 gets what memoryd injects, recall and digest, as a hook or plugin would put it),
 with the default config and with ``[mcp] append_origin = "untrusted"``; Claude Code (the
 real ``claude`` binary, headless, with the hooks ``memctl setup claude-code`` installs and
-a stdio ``fetch`` MCP server; where it is installed); OpenClaw (the real package, driven by
-integrations/openclaw/test/poisoning.js; where ``OPENCLAW_BIN`` names it). Printed per
+a stdio ``fetch`` MCP server; where it is installed), and the same without the PostToolUse
+and PreToolUse hooks (the transcript alone observes the session); OpenClaw (the real
+package, driven by integrations/openclaw/test/poisoning.js; where ``OPENCLAW_BIN`` names
+it). Printed per
 agent and scenario: whether the note reached the disk and with which origin, whether
 session 2's model got it, whether it waits in review (``memctl review``).
 
@@ -192,7 +194,18 @@ def _claude_model(line: str, via_web: bool) -> Any:
     return reply
 
 
-def claude_code(claude: str) -> list[Outcome]:
+def _drop_tool_hooks(ws: Path) -> None:
+    """Claude Code as a user may run it: the prompt and session hooks (recall, digest,
+    flush) without PostToolUse and PreToolUse; the session's transcript is its observer."""
+    settings = ws / ".claude" / "settings.json"
+    data = json.loads(settings.read_text())
+    for event in ("PostToolUse", "PreToolUse"):
+        data["hooks"].pop(event, None)
+    settings.write_text(json.dumps(data, indent=2))
+
+
+def claude_code(claude: str, tool_hooks: bool = True) -> list[Outcome]:
+    """``tool_hooks`` False: without the PostToolUse and PreToolUse hooks."""
     from daemon_util import DaemonThread, short_home
     from fakes.anthropic_server import FakeAnthropicServer
     from memoryd_client import MemoryClient
@@ -251,6 +264,8 @@ def claude_code(claude: str) -> list[Outcome]:
                 )
                 if setup.returncode:
                     raise RuntimeError(f"memctl setup claude-code failed: {setup.stderr}")
+                if not tool_hooks:
+                    _drop_tool_hooks(ws)
                 first = (
                     f"Summarise {WEB_URL} for me"
                     if scenario == "web page"
@@ -290,7 +305,7 @@ def claude_code(claude: str) -> list[Outcome]:
                 on_disk, origin = recorded_origin(ws, line)
                 out.append(
                     Outcome(
-                        "Claude Code",
+                        "Claude Code" if tool_hooks else "Claude Code, no tool hooks",
                         scenario,
                         on_disk,
                         origin,
@@ -357,6 +372,7 @@ def run_all(claude: str | None, openclaw_bin: str | None) -> list[Outcome]:
         rows += plain_mcp(hold=True)
     if claude:
         rows += claude_code(claude)
+        rows += claude_code(claude, tool_hooks=False)
     if openclaw_bin:
         rows += openclaw(openclaw_bin)
     return rows

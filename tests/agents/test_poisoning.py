@@ -51,3 +51,14 @@ def test_claude_code_stores_the_pages_rule_untrusted_and_never_recalls_it() -> N
     assert not web.injected and web.waits, web
     assert honest.on_disk and honest.origin == "agent" and honest.injected, honest
     assert not honest.waits, honest
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="Claude Code is not installed")
+def test_claude_code_without_the_tool_hooks_is_observed_through_its_transcript() -> None:
+    """No PostToolUse or PreToolUse hook: the daemon reads the session's transcript (named
+    by the MCP server's CLAUDE_CODE_SESSION_ID) before the append."""
+    assert CLAUDE is not None
+    rows = _by_scenario(poisoning.claude_code(os.fspath(CLAUDE), tool_hooks=False))
+    web, honest = rows["web page"], rows["honest"]
+    assert web.on_disk and web.origin == "untrusted" and not web.injected and web.waits, web
+    assert honest.on_disk and honest.origin == "agent" and honest.injected, honest
