@@ -151,6 +151,10 @@ def test_the_watch_feeds_the_session_and_the_users_next_message_starts_clean(
         out = c.append("- Hostname noted.", workspace="ws", date=DAY, session_id="s1")
         assert out.origin == "untrusted"
         assert c.observe("s1", "read").what == "Read /etc/hostname (in s1.jsonl)"
+        # Claude Code's own lines in the user's role (a caveat, a reminder) are no new turn.
+        _write(transcript, {**_user("Caveat: the command's output", 0.8), "isMeta": True}, mode="a")
+        meta = c.append("- Caveat noted.", workspace="ws", date=DAY, session_id="s1")
+        assert meta.origin == "untrusted"
         # A hook saw a page after the next message: the transcript, read late, never undoes it.
         clock.set(NOW + dt.timedelta(minutes=3))
         c.observe("s1", "read", tool="WebFetch", what="https://example.org/other")

@@ -102,6 +102,8 @@ class Turns:
         role = msg.get("role") or obj.get("type")
         content = msg.get("content")
         if role == "user":
+            if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
+                return None  # Claude Code's own lines (a caveat, a summary): not the person
             if _has_text(content):  # the person's words: a new turn
                 self.tainted = False
                 self.user_at = obj.get("timestamp") or msg.get("timestamp")
