@@ -221,3 +221,14 @@ def test_malformed_and_huge_transcripts_leave_indexing_and_the_daemon_whole(
         assert c.observe("ok", "read").origin == "owner"
     origins = {r["session_id"]: r["origin"] for r in _ledger(ws)}
     assert origins == {"bad": "agent", "huge": "untrusted", "pipe": "agent", "ok": "agent"}
+
+
+def test_a_transcript_message_restores_the_turn_only_when_its_time_is_later() -> None:
+    from memoryd.jobs.session_trust import _spoke_after
+
+    at = NOW.timestamp()
+    assert _spoke_after(_stamp(1), at) and not _spoke_after(_stamp(-1), at)
+    assert _spoke_after("2026-03-02T12:01:00", at)  # no zone: UTC
+    assert _spoke_after((at + 60) * 1000, at) and _spoke_after(at + 60, at)  # ms, s
+    for bad in (None, True, float("nan"), float("inf"), "yesterday", [at + 60]):
+        assert not _spoke_after(bad, at)

@@ -31,6 +31,7 @@ PreToolUse hook reported first) live in memory only: they matter for a second.
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import stat
 import threading
@@ -402,6 +403,8 @@ def _spoke_after(stamp: object, updated_at: float) -> bool:
     or milliseconds) is later than ``updated_at``, the last observation of the session: the
     turn it starts then holds nothing an observer reported. No time: never."""
     if isinstance(stamp, (int, float)) and not isinstance(stamp, bool):
+        if not math.isfinite(stamp):
+            return False
         return (stamp / 1000 if stamp > 1e11 else float(stamp)) > updated_at
     if not isinstance(stamp, str):
         return False
