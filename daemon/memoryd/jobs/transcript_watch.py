@@ -90,6 +90,8 @@ class TranscriptWatch:
             self.trust.observe_transcript(session, path)
         except OSError as exc:
             log.debug("transcript_not_read", path=str(path), error=str(exc))
+        except Exception:  # on the writer's future, which nobody reads: say it here
+            log.exception("transcript_trust_failed", path=str(path))
 
     def _session_of(self, path: Path) -> str:
         """The session a transcript records: the one its first lines name, else its name."""
