@@ -369,9 +369,10 @@ class SyncService:
         engine = ws.engine
         if engine is not None and engine.lock.acquire(timeout=STATUS_WAIT_S):
             try:
+                head, _, seen = engine.repo.tips()
                 out["waiting"] = {
-                    **waiting(engine.repo),
-                    "files": uncommitted(engine.repo, ws.root, engine.scope),
+                    **waiting(engine.repo, head, seen),
+                    "files": uncommitted(engine.repo, ws.root, engine.scope, head),
                 }
             except MemorydError as exc:
                 out["problem"] = out["problem"] or exc.message

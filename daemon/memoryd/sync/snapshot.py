@@ -183,10 +183,9 @@ def _unstage(repo: Repo, head: str | None, paths: list[str]) -> None:
     repo.git.run("update-index", "-z", "--index-info", input=_nul(lines))
 
 
-def uncommitted(repo: Repo, root: Path, scope: Scope) -> list[str]:
-    """The synced files that changed since the last commit (or are new)."""
+def uncommitted(repo: Repo, root: Path, scope: Scope, head: str | None) -> list[str]:
+    """The synced files that changed since ``head``, our last commit (or are new)."""
     git = repo.git
-    head = repo.head()
     if head:
         git.run("read-tree", "--reset", head)
     on_disk = [rel for rel, _ in scope.walk(root)]

@@ -18,7 +18,7 @@ from memoryd.files.fsutil import atomic_write
 from memoryd.sync.conflict_note import find_notes
 from memoryd.sync.engine import Report
 from memoryd.sync.paths import CURATED, NOTE, Scope, kind_of
-from memoryd.sync.repo import SEEN_REF, Repo
+from memoryd.sync.repo import Repo
 
 __all__ = ["Recorded", "conflicts_in", "display_remote", "waiting"]
 
@@ -79,12 +79,11 @@ class Recorded:
         self.save()
 
 
-def waiting(repo: Repo) -> dict[str, Any]:
-    """Commits made here and not on the remote yet, and how old the oldest is."""
-    head = repo.head()
-    if head is None:
+def waiting(repo: Repo, head: str | None, seen: str | None) -> dict[str, Any]:
+    """Commits made here and not on the remote yet, and how old the oldest is (``head``:
+    our branch, ``seen``: the remote tip last seen, as Repo.tips reads them)."""
+    if head is None or head == seen:
         return {"commits": 0, "oldest_at": None}
-    seen = repo.resolve(SEEN_REF)
     spec = f"{seen}..{head}" if seen else head
     count = repo.count(spec)
     oldest = None
