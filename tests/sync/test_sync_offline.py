@@ -3,8 +3,10 @@ hand-written secret that is never pushed."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
+from daemon_util import wait_for
 from sync_util import (
     DAILY,
     git_daemon,
@@ -41,6 +43,27 @@ def test_remote_down_writes_go_on_and_the_backlog_is_pushed_later(tmp_path: Path
         b.sync()
         assert sorted(lines_of(b.read(DAILY))) == sorted(lines_of(a.read(DAILY)))
         assert len(lines_of(b.read(DAILY))) == 6
+
+
+def test_an_unreachable_remote_is_tried_again_after_a_doubling_wait(tmp_path: Path) -> None:
+    """Scheduled tries against a remote that is not there: retry_min_seconds, doubling, up to
+    retry_max_seconds (the daemon's fake clock moves them); appends are answered meanwhile."""
+    sync = {"retry_min_seconds": 30, "retry_max_seconds": 100, "interval_seconds": 300}
+    with host("laptop", sync, remote=f"file://{tmp_path / 'not-there.git'}") as a:
+        waits: list[float] = []
+        for tries in range(1, 5):
+            assert wait_for(lambda n=tries: a.status()["failures"] == n, 30), a.status()
+            state = a.status()
+            assert state["offline_since"] and state["last_sync"]["ok"] is False
+            at, due = (
+                dt.datetime.fromisoformat(t)
+                for t in (state["last_sync"]["at"], state["next_sync_at"])
+            )
+            waits.append((due - at).total_seconds())
+            a.append(f"- written while the remote is away {tries}")
+            a.advance(waits[-1])
+        assert waits == [30, 60, 100, 100]
+        assert a.status()["waiting"]["commits"] >= 1
 
 
 def test_sync_over_git_daemon_on_loopback(tmp_path: Path) -> None:
