@@ -9,33 +9,37 @@ vector windows) that held a removed line, read before the change.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import apsw
 
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index.store import text_hash
 from memoryd.index.vectors.windows import vector_windows
-from memoryd.lifecycle.forget import Selection
 
 __all__ = ["cache_hashes", "purge_cache"]
 
 
-def cache_hashes(conn: apsw.Connection, sel: Selection, window_tokens: int | None) -> list[str]:
-    """The embedding-cache keys of the chunks holding a line to forget (writer thread)."""
+def cache_hashes(
+    conn: apsw.Connection,
+    spans: Iterable[tuple[str, int | None, int | None]],
+    window_tokens: int | None,
+) -> list[str]:
+    """The embedding-cache keys of the chunks holding a line to forget (writer thread):
+    ``spans`` are (path, first line, last line), (path, None, None) a whole file."""
     hashes: set[str] = set()
     tokenizer = load_tokenizer() if window_tokens else None
-    for r in sel.removals:
-        if r.whole_file:
+    for rel, first, last in spans:
+        if first is None or last is None:
             rows = conn.execute(
-                "SELECT heading, text, text_hash FROM chunks WHERE path = ?", (r.rel,)
+                "SELECT heading, text, text_hash FROM chunks WHERE path = ?", (rel,)
             )
-        elif r.lines:
+        else:
             rows = conn.execute(
                 "SELECT heading, text, text_hash FROM chunks WHERE path = ? "
                 "AND end_line >= ? AND start_line <= ?",
-                (r.rel, min(r.lines), max(r.lines)),
+                (rel, first, last),
             )
-        else:
-            continue
         for heading, text, digest in rows:
             hashes.add(str(digest))
             if tokenizer is not None and window_tokens:

@@ -89,6 +89,15 @@ class Selection:
     def line_count(self) -> int:
         return sum(len(r.lines) for r in self.removals)
 
+    def spans(self) -> list[tuple[str, int | None, int | None]]:
+        """(path, first line, last line) of each file's removal; (path, None, None): the
+        whole file (what index/forget_cache.py reads the chunks of)."""
+        return [
+            (r.rel, None, None) if r.whole_file else (r.rel, min(r.lines), max(r.lines))
+            for r in self.removals
+            if r.whole_file or r.lines
+        ]
+
 
 def _ranges(lines: list[int]) -> list[str]:
     out: list[str] = []

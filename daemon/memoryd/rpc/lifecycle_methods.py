@@ -86,7 +86,10 @@ class LifecycleMethods:
         from memoryd.index.forget_cache import cache_hashes
 
         window = cfg.index.vector_window_tokens  # the vector windows' size (their cache keys)
-        hashes = await asyncio.wrap_future(index.on_writer(lambda c: cache_hashes(c, sel, window)))
+        spans = sel.spans()
+        hashes = await asyncio.wrap_future(
+            index.on_writer(lambda c: cache_hashes(c, spans, window))
+        )
         try:
             done = await asyncio.to_thread(
                 apply_forget,
