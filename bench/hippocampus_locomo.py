@@ -62,8 +62,8 @@ def main() -> None:
                 c.search(q, workspace=args.conv)
                 c.recall(q, workspace=args.conv)
             took = time.monotonic() - started
-            assert d.daemon is not None and d.daemon.hits is not None
-            d.daemon.hits.wait_idle(30)
+            assert d.daemon is not None and d.daemon.services.hits is not None
+            d.daemon.services.hits.wait_idle(30)
             status = c.status(workspace=args.conv).workspaces[0].raw
             print(f"{len(questions)} questions, searched and recalled in {took:.1f} s")
             print("status line_hits:", json.dumps(status.get("line_hits"), indent=1))

@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo
 from daemon_util import DaemonThread
 from fakes.clock import FakeClock
 from memoryd.files.append import Appender
+from memoryd.files.locks import FileLocks
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.jobs.flush_queue import FLUSH
 from memoryd.jobs.history import History, RunRecord
@@ -92,7 +93,8 @@ class JobHarness:
         self.clock = FakeClock(now)
         self.state = StateDB(state_path)
         self.history = History(self.state)
-        self.appender = Appender()
+        self.locks = FileLocks()
+        self.appender = Appender(self.locks)
         self.index = index
         self.data: dict[str, Any] = {"embedding": {"provider": "none"}, **(config or {})}
         self.env: dict[str, str] = {}
@@ -105,7 +107,9 @@ class JobHarness:
         return Workspace("ws", self.root, "config", index=self.index)
 
     def runner(self) -> Runner:
-        return Runner(self.history, self.clock, lambda: self.config, self.appender, self.env)
+        return Runner(
+            self.history, self.clock, lambda: self.config, self.appender, self.env, locks=self.locks
+        )
 
     def run(
         self, job: str, *, dry_run: bool = False, force: bool = False, trigger: str = "manual"

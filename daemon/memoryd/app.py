@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import os
 import signal
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 import memoryd
 from memoryd import secret_rules
@@ -25,52 +24,31 @@ from memoryd.embeddings import int8_rows
 from memoryd.errors import IndexUnavailable, MemorydError
 from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
-from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
-from memoryd.jobs.flush_queue import FlushQueue
-from memoryd.jobs.history import History
 from memoryd.jobs.registry import llm_jobs_without_llm
-from memoryd.jobs.runner import Runner
 from memoryd.jobs.scheduler import Scheduler
-from memoryd.jobs.session_trust import SessionTrust
-from memoryd.jobs.transcript_folders import TranscriptPlaces
-from memoryd.jobs.transcript_watch import TranscriptWatch
-from memoryd.lifecycle import journal
-from memoryd.lifecycle.forget_run import catch_up_index, redo_meta
-from memoryd.lifecycle.hits import HitCounter
-from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.connection import Limits
+from memoryd.rpc.dispatch import Dispatcher
 from memoryd.rpc.instance import Instance
-from memoryd.rpc.lifecycle_methods import LifecycleMethods
-from memoryd.rpc.methods import Methods
-from memoryd.rpc.review_methods import ReviewMethods
 from memoryd.rpc.server import Outcome, Request, Server
-from memoryd.rpc.status import StatusReport
-from memoryd.rpc.sync_methods import SyncMethods
+from memoryd.rpc.wiring import DaemonParts, method_table
 from memoryd.runtime import heap
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.pool import HandoffPool
-from memoryd.runtime.state import StateDB
-from memoryd.runtime.usage import Usage
 from memoryd.service.notify import (
     STARTING_STATUS,
     STATUS_INTERVAL_S,
     Notifier,
     startup_status,
 )
+from memoryd.services import Services
 from memoryd.sqlite import make_private_dir
-from memoryd.sync.service import SyncService
-from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
-from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.command_names import typed
 from memoryd_client.paths import Paths
-
-if TYPE_CHECKING:
-    from memoryd.fleet.service import FleetService
 
 log = get_logger("memoryd.daemon")
 MiB = 1024 * 1024
@@ -135,28 +113,22 @@ class Daemon:
         self.waiters = ThreadPoolExecutor(WAIT_THREADS, thread_name_prefix="memoryd-wait")
         self.fd_limit = 0  # the soft RLIMIT_NOFILE, raised in startup
         self.server = Server(self._dispatch, self._limits(config.server))
-        self._methods: Methods | None = None
-        self.state: StateDB | None = None
-        self.hits: HitCounter | None = None
-        self.usage: Usage | None = None
-        self.trust: SessionTrust | None = None  # what each agent session read (observe)
-        self._registry: Registry | None = None
+        self._methods: Dispatcher | None = None
+        self._services: Services | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
-        self._scheduler: Scheduler | None = None
-        self.fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)
-        self.fleet_off: str | None = None  # why fleet mode is configured but not running
-        self._flushes: FlushQueue | None = None
-        self.openclaw: OpenClawSessions | None = None  # OpenClaw's session stores, copied
-        self.sync: SyncService | None = None  # git sync of the workspaces that opt in
         self._openclaw_task: asyncio.Task[None] | None = None
 
     @property
-    def registry(self) -> Registry:
-        assert self._registry is not None, "startup() first"
-        return self._registry
+    def services(self) -> Services:
+        assert self._services is not None, "startup() first"
+        return self._services
 
     @property
-    def methods(self) -> Methods:
+    def registry(self) -> Registry:
+        return self.services.registry
+
+    @property
+    def methods(self) -> Dispatcher:
         assert self._methods is not None, "startup() first"
         return self._methods
 
@@ -170,8 +142,7 @@ class Daemon:
 
     @property
     def scheduler(self) -> Scheduler:
-        assert self._scheduler is not None, "startup() first"
-        return self._scheduler
+        return self.services.scheduler
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -204,41 +175,17 @@ class Daemon:
             for folder in (self.paths.data_dir, self.paths.index_dir, self.paths.state_dir):
                 make_private_dir(folder)  # notes live in there: 0700 whatever the umask
             int8_rows.keep_in(self.paths.state_dir / "models")
-            self.state = StateDB(self.paths.state_db)
-            self.hits = HitCounter(self.state)
-            self.usage = Usage(self.state)
-            places = TranscriptPlaces(self.env, lambda: [w.root for w in self.registry.list()])
-            self.trust = SessionTrust(self.state, lambda: self.clock.now().timestamp(), places)
-            self.trust.prune()
-            self._registry = Registry(
-                self.config, self.paths.index_dir, self.state, before_serving=catch_up_index
+            self._services = Services.open(
+                config=lambda: self.config,
+                paths=self.paths,
+                env=self.env,
+                clock=self.clock,
+                watcher=self.watcher,
+                appender=self.appender,
+                locks=self.file_locks,
+                reopened=self.refresh_watch,
             )
-            self._registry.reopened = self.refresh_watch  # a workspace back after a failed open
-            self._registry.load()
-            history = History(self.state)
-            runner = Runner(history, self.clock, lambda: self.config, self.appender, self.env)
-            runner.usage = self.usage
-            self._scheduler = Scheduler(
-                history, self.clock, lambda: self.config, self._registry.list, runner
-            )
-            self._flushes = FlushQueue(runner)
-            self.openclaw = OpenClawSessions(
-                self.state, self._registry, self.watcher, lambda: self.config.index.sessions
-            )
-            self._scheduler.recover()
-            self._finish_changes()
-            self.sync = SyncService(
-                self.paths.state_dir,
-                lambda: [(w.name, w.root) for w in self.registry.list()],
-                lambda: self.config,
-                self.clock,
-                self.file_locks.locked,
-                self.watcher.submit,
-            )
-            self.watcher.listeners.append(self.sync.notify)
-            self.watcher.listeners.append(TranscriptWatch(self.trust, self._registry).notify)
-            self._start_fleet()
-            self._methods = self._make_methods(self._registry, self._scheduler)
+            self._methods = self._make_methods(self._services)
             await self.server.start(sock)
         except BaseException:
             self._close_sync()
@@ -263,43 +210,6 @@ class Daemon:
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
             self.announce.flush()
-
-    def _finish_changes(self) -> None:
-        """Finish the forgets and imports a kill interrupted, before anything reads the
-        files (lifecycle/journal.py); drop the pre-images older than forget.keep_days."""
-        now = time.time()
-        for ws in self.registry.list():
-            root = ws.root
-            try:
-                journal.recover(root, after=functools.partial(redo_meta, root))
-                journal.prune(root, self.config.forget.keep_days, now)
-            except Exception:  # one workspace's journal must not stop the daemon
-                log.exception("change_recovery_failed", workspace=ws.name)
-
-    def _start_fleet(self) -> None:
-        """Fleet mode when [fleet] has a DSN; psycopg is imported only then (memoryd[fleet])."""
-        if not fleet_configured(self.config.fleet, self.env):
-            return
-        try:
-            from memoryd.fleet.lease import holder_id
-            from memoryd.fleet.service import FleetService
-            from memoryd.fleet.settings import fleet_settings
-        except ImportError as exc:
-            self.fleet_off = (
-                f"fleet mode needs psycopg ({exc}): install the daemon with "
-                "its fleet extra (pip install '.[fleet]' in its checkout)"
-            )
-            log.error("fleet_off", error=self.fleet_off)
-            return
-        settings = fleet_settings(self.config.fleet, self.env)  # a bad DSN: ConfigError
-        self.fleet = FleetService(
-            settings,
-            holder_id(self.paths.state_db.parent),
-            self.registry.list,
-            lambda: self.config,
-            self.sync.sync_id if self.sync is not None else lambda root: "",
-        )
-        self.fleet.start()
 
     def _start_service_tasks(self) -> None:
         """Under systemd: STATUS= lines while the startup scans run, and watchdog pings."""
@@ -360,16 +270,14 @@ class Daemon:
         except Exception:
             log.exception("background_startup_failed")
         finally:
-            if not self._exit.is_set() and self.openclaw is not None:
-                self._openclaw_task = asyncio.create_task(
-                    self.openclaw.run(), name="memoryd-openclaw-sessions"
-                )
             if not self._exit.is_set():
+                self._openclaw_task = asyncio.create_task(
+                    self.services.openclaw.run(), name="memoryd-openclaw-sessions"
+                )
                 # After the indexes (a job's changes are indexed at once), and even when
                 # something above failed: maintenance must not silently stop.
                 self.scheduler.start()
-                if self.sync is not None:
-                    self.sync.start()  # after the indexes: a merge's files are indexed
+                self.services.sync.start()  # after the indexes: a merge's files are indexed
             heap.freeze_long_lived()  # full collections walk what came after only
             self.background_ready.set()
             # The start-up's last step: what a measure of the daemon's own memory waits for.
@@ -427,29 +335,28 @@ class Daemon:
         self.server.stop_accepting()
         if self._socket_check is not None:
             self._socket_check.cancel()
-        if self._openclaw_task is not None and self.openclaw is not None:
-            await self.openclaw.stop(self._openclaw_task)
-        if self._scheduler is not None:
-            self._scheduler.begin_stop()  # running jobs stop before their next write
+        sv = self._services
+        if self._openclaw_task is not None and sv is not None:
+            await sv.openclaw.stop(self._openclaw_task)
+        if sv is not None:
+            sv.scheduler.begin_stop()  # running jobs stop before their next write
         cancelled = await self.server.drain(self.config.server.shutdown_timeout, self._force)
         if self._bg is not None and not self._bg.done():
             self._bg.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._bg
-        if self._flushes is not None:
-            await self._flushes.stop()
-        if self._scheduler is not None:
-            await self._scheduler.stop(
+        if sv is not None:
+            await sv.flushes.stop()
+            await sv.scheduler.stop(
                 0 if self._force.is_set() else self.config.server.shutdown_timeout
             )
-        if self.sync is not None:
-            await self.sync.stop()
+            await sv.sync.stop()
         await self.watcher.close()
-        if self.fleet is not None:
-            await self.fleet.stop()  # releases its leases: another daemon may take them now
+        if sv is not None and sv.fleet is not None:
+            await sv.fleet.stop()  # releases its leases: another daemon may take them now
         await self.server.close()
-        if self._registry is not None:
-            await self._registry.close()
+        if sv is not None:
+            await sv.registry.close()
         self.readers.shutdown(wait=False, cancel_futures=True)
         self.query_embedder.shutdown(wait=False, cancel_futures=True)
         self.waiters.shutdown(wait=False, cancel_futures=True)
@@ -462,13 +369,8 @@ class Daemon:
         )
 
     def _close_sync(self) -> None:
-        if self.hits is not None:
-            self.hits.close()  # before the state it writes to
-        if self.usage is not None:
-            self.usage.close()  # what is queued written first
-        if self.state is not None:
-            self.state.close()
-            self.state = None
+        if self._services is not None:
+            self._services.close()
         self.instance.release()
 
     def _server_status(self) -> dict[str, Any]:
@@ -549,59 +451,28 @@ class Daemon:
             needs_restart=restart_needed or None,
         )
 
-    def _make_methods(self, registry: Registry, scheduler: Scheduler) -> Methods:
-        assert self.trust is not None, "made with the state database"
-        methods = Methods(
-            registry=registry,
-            searches=SearchService(
-                registry,
-                self.watcher,
-                self.readers,
-                self.query_embedder,
-                lambda: self.config,
-                hits=self.hits,
-                fleet=self.fleet,
-                fleet_off=self.fleet_off,
+    def _make_methods(self, sv: Services) -> Dispatcher:
+        """Each group of methods with the pieces it works with (rpc/wiring.py)."""
+        return method_table(
+            sv,
+            DaemonParts(
+                config=lambda: self.config,
+                clock=self.clock,
+                env=self.env,
+                watcher=self.watcher,
+                readers=self.readers,
+                query_embedder=self.query_embedder,
+                waiters=self.waiters,
+                appender=self.appender,
+                locks=self.file_locks,
+                socket_path=self.socket_path,
+                started_at=self.started_at,
+                server_status=self._server_status,
+                degraded=self.degraded,
+                workspaces_changed=self.refresh_watch,
+                request_exit=self.request_exit,
             ),
-            status=StatusReport(
-                registry,
-                scheduler,
-                self.watcher,
-                self.readers,
-                lambda: self.config,
-                self.socket_path,
-                self.started_at,
-                self._server_status,
-                self.degraded,
-                self.fleet,
-                self.fleet_off,
-                self.hits,
-                self.openclaw,
-            ),
-            appender=self.appender,
-            watcher=self.watcher,
-            scheduler=scheduler,
-            clock=self.clock,
-            readers=self.readers,
-            waiters=self.waiters,
-            config=lambda: self.config,
-            env=self.env,
-            workspaces_changed=self.refresh_watch,
-            request_exit=self.request_exit,
-            flushes=self._flushes,
-            trust=self.trust,
-            fleet=self.fleet,
-            fleet_off=self.fleet_off,
         )
-        methods.table.update(AgentMethods(methods).table())  # recall, flush
-        methods.table.update(LifecycleMethods(methods).table())  # forget, export, import
-        methods.table.update(ReviewMethods(methods).table())  # review.list, approve, reject
-        methods.hits = self.hits  # search and recall count what they return
-        methods.usage = self.usage  # and what memory costs each agent
-        methods.openclaw = self.openclaw  # workspace.add openclaw_home
-        methods.sync = self.sync  # sync.* (rpc/sync_methods.py)
-        methods.table.update(SyncMethods(methods).table())
-        return methods
 
     # -- the watch -------------------------------------------------------------------------
 
@@ -612,12 +483,13 @@ class Daemon:
             for w in self.registry.list()
             if w.index is not None
         )
-        if self._scheduler is not None:
-            self._scheduler.wake()
+        if self._services is not None:
+            self._services.scheduler.wake()
 
     def degraded(self) -> list[str]:
         """What is wrong with the daemon itself (a workspace's own problems are its own)."""
-        return [self.state.recovered] if self.state is not None and self.state.recovered else []
+        state = self._services.state if self._services is not None else None
+        return [state.recovered] if state is not None and state.recovered else []
 
 
 def ready_line(socket_path: Path, workspaces: list[Workspace]) -> str:

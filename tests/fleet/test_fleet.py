@@ -413,7 +413,7 @@ def test_fleet_config_masks_the_password_and_refuses_a_host_with_a_colon(
     with pytest.raises(ConfigError, match=r"fleet\.host"):
         config_from_mapping({"fleet": {"dsn": fleet_dsn, "host": "a:b"}})
     with host(fleet_dsn, "A", password_env="FLEET_TEST_PW") as (d, a):
-        assert d.daemon is not None and d.daemon.fleet is not None
+        assert d.daemon is not None and d.daemon.services.fleet is not None
         status = a.result("status")["fleet"]
         assert status["host"] == "A" and status["state"] in ("connected", "connecting")
     with (
@@ -468,6 +468,10 @@ def test_a_fleet_search_settles_this_hosts_lines_as_a_local_search_does(
         assert any(r.get("superseded") for r in marked)
         found = a.result("search", {"query": "deploy token", "fleet": True, "mode": "keyword"})
         assert found["results"] and "ghp_" not in str(found["results"])
-        assert d.daemon is not None and d.daemon.hits is not None and d.daemon.hits.wait_idle()
+        assert (
+            d.daemon is not None
+            and d.daemon.services.hits is not None
+            and d.daemon.services.hits.wait_idle()
+        )
         counted = a.result("status", {"workspace": "notes"})["workspaces"][0].get("line_hits")
         assert counted is not None and counted["lines"] >= 1

@@ -19,6 +19,7 @@ from memoryd.cron import latest_at_or_before, next_after
 from memoryd.errors import ConfigError
 from memoryd.files.append import Appender
 from memoryd.files.fsutil import atomic_write
+from memoryd.files.locks import FileLocks
 from memoryd.jobs.base import JobContext, JobFn, JobResult, JobSettings, JobSpec
 from memoryd.jobs.history import History
 from memoryd.jobs.runner import AlreadyRunning, Runner
@@ -141,7 +142,10 @@ class Rig:
         self.config = config_from_mapping({})
         self.ws = Workspace("ws", self.root, "config")
         jobs = {"probe": self.probe.spec()}
-        self.runner = Runner(self.history, self.clock, lambda: self.config, Appender(), {}, jobs)
+        locks = FileLocks()
+        self.runner = Runner(
+            self.history, self.clock, lambda: self.config, Appender(locks), {}, jobs, locks=locks
+        )
         self.scheduler = Scheduler(
             self.history, self.clock, lambda: self.config, lambda: [self.ws], self.runner, jobs
         )

@@ -94,8 +94,8 @@ def test_without_an_llm_the_gated_run_merges_applies_keys_and_promotes(
         for q in ("where is the quokka dataset", "quokka bucket", "lab bucket data"):
             c.search(q, workspace="ws", mode="keyword")
         c.recall("which bucket holds the quokka dataset?", workspace="ws", min_score=0)
-    assert daemon.daemon is not None and daemon.daemon.hits is not None
-    assert daemon.daemon.hits.wait_idle()
+    assert daemon.daemon is not None and daemon.daemon.services.hits is not None
+    assert daemon.daemon.services.hits.wait_idle()
     with MemoryClient(daemon.socket_path) as c:
         status = c.status(workspace="ws").workspaces[0].raw
     top = status["line_hits"]["top"][0]

@@ -53,8 +53,8 @@ def test_a_line_found_by_rare_words_outranks_lines_found_by_a_common_name(
                 c.search(q, workspace="ws", mode="keyword", max_results=20)
             for q in ("kayak rental", "when does the kayak place close"):
                 c.search(q, workspace="ws", mode="keyword", max_results=20)
-        assert d.daemon is not None and d.daemon.hits is not None
-        assert d.daemon.hits.wait_idle()
+        assert d.daemon is not None and d.daemon.services.hits is not None
+        assert d.daemon.services.hits.wait_idle()
         out = io.StringIO()
         argv = ["jobs", "run", "hippocampus", "-w", "ws", "--dry-run", "--json"]
         code = cli.main([*argv, "--socket", str(d.socket_path)], stdout=out, stderr=io.StringIO())

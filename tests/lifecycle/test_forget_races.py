@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from daemon_util import DaemonThread
-from memoryd.files.append import Appender
 from memoryd.files.layout import Layout
+from memoryd.files.locks import FileLocks
 from memoryd.lifecycle import forget as select
 from memoryd.lifecycle.forget_run import ForgetConflict, apply_forget
 from memoryd_client import MemoryClient, RemoteError
@@ -84,7 +84,7 @@ def test_a_forget_planned_before_an_outside_edit_cuts_its_line_where_it_is_now(
     layout = Layout(tmp_path)
     sel = select.by_range(layout, DAILY, 3, 3)
     day.write_text("- an editor added this first\n" + day.read_text())  # not an append
-    done = apply_forget(tmp_path, sel, Appender(), purge=True, keep_days=7)
+    done = apply_forget(tmp_path, sel, FileLocks(), purge=True, keep_days=7)
     assert day.read_text() == "- an editor added this first\n- one\n- two\n- four\n"
     assert done.answer["removed"] == [
         {"path": DAILY, "lines": ["4"], "text": "- the line to forget"}
@@ -105,7 +105,7 @@ def test_lines_edited_meanwhile_are_named_not_removed_and_the_rest_goes(tmp_path
     )
     b.write_text("- keep b\n- forget b, edited by hand\n")
     with pytest.raises(ForgetConflict) as err:
-        apply_forget(tmp_path, sel, Appender(), purge=False, keep_days=7)
+        apply_forget(tmp_path, sel, FileLocks(), purge=False, keep_days=7)
     assert a.read_text() == "- keep a\n"
     assert b.read_text() == "- keep b\n- forget b, edited by hand\n"
     data = err.value.data

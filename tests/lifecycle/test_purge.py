@@ -88,8 +88,8 @@ def test_purge_leaves_no_byte_of_the_line_under_the_workspace_or_the_home(
         # Every place a line is copied to in a normal life:
         for q in ("vault code", "quetzal kumquat", "zeppelin vault"):  # hit counts, samples
             c.search(q, workspace="ws", mode="keyword")
-        assert daemon.daemon is not None and daemon.daemon.hits is not None
-        assert daemon.daemon.hits.wait_idle()
+        assert daemon.daemon is not None and daemon.daemon.services.hits is not None
+        assert daemon.daemon.services.hits.wait_idle()
         c.forget(workspace="ws", path=DAY, lines="3")  # a pre-image of the whole day
         src = tmp_path / "src"
         (src / "memory").mkdir(parents=True)

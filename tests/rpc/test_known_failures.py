@@ -17,8 +17,8 @@ def test_workspace_add_on_a_full_disk_is_disk_full_and_registers_nothing(
         deep = deep / (f"{i:02d}" + "x" * 240)
     deep.mkdir(parents=True)
     daemon = md_daemon.daemon
-    assert daemon is not None and daemon.state is not None
-    state = daemon.state
+    assert daemon is not None
+    state = daemon.services.state
     with state.lock:
         pages = state.conn.execute("PRAGMA page_count").fetchone()[0]
         state.conn.execute(f"PRAGMA max_page_count = {pages}")

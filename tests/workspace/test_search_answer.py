@@ -68,10 +68,10 @@ def test_search_recall_and_forget_by_query_check_their_request_once(daemon: Daem
 def test_a_forgets_own_search_does_not_count_its_hits_as_used(daemon: DaemonThread) -> None:
     with MemoryClient(daemon.socket_path) as c:
         assert c.forget(workspace="ws", query="walrus", dry_run=True).removed
-        assert daemon.daemon is not None and daemon.daemon.hits is not None
-        assert daemon.daemon.hits.wait_idle()
+        assert daemon.daemon is not None and daemon.daemon.services.hits is not None
+        assert daemon.daemon.services.hits.wait_idle()
         assert "line_hits" not in c.status(workspace="ws").workspaces[0].raw
         assert c.search("walrus", workspace="ws").results  # a search does count
-        assert daemon.daemon.hits.wait_idle()
+        assert daemon.daemon.services.hits.wait_idle()
         counted = c.status(workspace="ws").workspaces[0].raw.get("line_hits")
         assert counted is not None and counted["lines"] == 1

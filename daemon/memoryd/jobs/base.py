@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from memoryd.files.append import Appender
 from memoryd.files.layout import Layout, display_name
+from memoryd.files.locks import FileLocks
 from memoryd.jobs.history import History
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
@@ -93,7 +94,8 @@ class JobContext:
     now: dt.datetime  # aware, local zone: when the run started
     dry_run: bool
     force: bool
-    appender: Appender
+    appender: Appender  # appends daily-file blocks
+    locks: FileLocks  # the daemon's file locks (files/locks.py), the appender's too
     history: History
     env: Mapping[str, str]
     cancelled: threading.Event

@@ -532,7 +532,7 @@ def _write_checked(ctx: JobContext, memory: Memory, new: bytes, report: dict[str
     try:
         # Under the file's lock: a forget or import in this daemon waits, and the check
         # just before the rename sees everything they wrote.
-        with ctx.appender.locks.lock_for(memory.path):
+        with ctx.locks.lock_for(memory.path):
             ledger = ledger_for(ctx.root)
             ledger.refresh()
             text = new.decode("utf-8", "replace")

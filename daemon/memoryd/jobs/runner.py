@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from memoryd.errors import InvalidParams, MemorydError, Unavailable
 from memoryd.files.append import Appender
+from memoryd.files.locks import FileLocks
 from memoryd.jobs.base import JobContext, JobOutcome, JobSpec, LlmNotConfigured
 from memoryd.jobs.clock import Clock
 from memoryd.jobs.history import History, RunRecord
@@ -86,15 +87,21 @@ class Runner:
         appender: Appender,
         env: Mapping[str, str],
         jobs: Mapping[str, JobSpec] = JOBS,
+        *,
+        locks: FileLocks,
+        usage: Usage | None = None,
     ) -> None:
+        """``locks``: the daemon's file locks (files/locks.py), which ``appender`` takes
+        too; ``usage``: the runs' LLM tokens, per agent (runtime/usage.py)."""
         self.history = history
         self.clock = clock
         self.config = config
         self.appender = appender
         self.env = env
         self.jobs = jobs
+        self.locks = locks
         self.cancelled = threading.Event()
-        self.usage: Usage | None = None  # set by the daemon: the runs' LLM tokens, per agent
+        self.usage = usage
         self._running: dict[tuple[str, Path], Running] = {}
 
     def spec(self, name: str) -> JobSpec:
@@ -169,6 +176,7 @@ class Runner:
             dry_run=dry_run,
             force=force,
             appender=self.appender,
+            locks=self.locks,
             history=self.history,
             env=self.env,
             cancelled=self.cancelled,

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import Conflict, InvalidParams
-from memoryd.files.append import Appender
 from memoryd.files.layout import Layout
 from memoryd.files.lines import line_key
+from memoryd.files.locks import FileLocks
 from memoryd.files.provenance import Ledger, ledger_for
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget import Selection, build_change, cut
@@ -102,7 +102,7 @@ def _forgotten_meta(meta: dict[str, Any], sel: Selection) -> None:
 
 
 def apply_forget(
-    root: Path, sel: Selection, appender: Appender, *, purge: bool, keep_days: float
+    root: Path, sel: Selection, locks: FileLocks, *, purge: bool, keep_days: float
 ) -> Forgotten:
     """Remove ``sel`` for good (pre-image kept unless ``purge``). The answer lists exactly
     what left the disk; lines that could not be removed (their file kept changing, or was
@@ -130,7 +130,7 @@ def apply_forget(
         except InvalidParams as exc:
             raise journal.Stale(str(exc)) from None
 
-    with appender.locks.locked(root / r.rel for r in sel.removals):
+    with locks.locked(root / r.rel for r in sel.removals):
         change, left = build_change(layout, sel, keep=not purge, meta=meta)
 
         def mark() -> None:  # durable before any file is touched: never flushed again
@@ -180,14 +180,14 @@ class ForgetConflict(Conflict):
         self.not_removed_lines = lines
 
 
-def apply_import(root: Path, merged: Any, appender: Appender, keep_days: float) -> dict[str, Any]:
-    """Write an import's change (importing.py) under the append locks of its files."""
+def apply_import(root: Path, merged: Any, locks: FileLocks, keep_days: float) -> dict[str, Any]:
+    """Write an import's change (importing.py) under the locks of its files."""
     change: journal.Change = merged.change
     answer = dict(merged.report)
     if not change.files:
         answer["kept"] = None
         return answer
-    with appender.locks.locked(root / f.rel for f in change.files):
+    with locks.locked(root / f.rel for f in change.files):
         applied = journal.apply(root, change)
     answer["kept"] = applied.folder if change.keep else None
     answer["pruned"] = journal.prune(root, keep_days, time.time())

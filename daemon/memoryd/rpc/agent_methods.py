@@ -1,9 +1,9 @@
 """The methods agents' hooks call: ``recall`` (memory for a prompt) and ``flush`` (a
 transcript's durable facts into the daily file, by the LLM, in the background).
 
-Kept apart from the core method table (methods.py) and added to it by the daemon (app.py):
-recall is a search with its own selection on top, flush hands a run to the flush queue
-and returns.
+Recall is a search (workspace/search_service.py) with its own selection on top, flush
+hands a run to the flush queue and returns; observe and stats are what agents' observers
+and hooks report.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import asyncio
 import datetime as dt
 import os
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,16 +22,23 @@ from memoryd.files.provenance import ORIGINS, clean_session_id, least_trusted
 from memoryd.index.search import recall as _recall
 from memoryd.index.types import SearchRequest
 from memoryd.jobs import agent_flush, session_trust
+from memoryd.jobs.clock import Clock
+from memoryd.jobs.flush_queue import FlushQueue
+from memoryd.jobs.history import History
+from memoryd.jobs.session_trust import SessionTrust
 from memoryd.jobs.transcript_folders import check_transcript
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd.runtime import usage
+from memoryd.runtime.config import Config
+from memoryd.runtime.usage import Usage
+from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.search_service import SearchService
 from memoryd_client.search_terms import SESSION_KINDS, SOURCE_MEMORY, SOURCES
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
-    from memoryd.rpc.methods import Handler, Methods
-    from memoryd.workspace.registry import Workspace
+    from memoryd.rpc.dispatch import Handler
 
 MAX_SESSION_ID = 200
 FLUSH_TRIGGERS = ("hook", "manual")  # an agent's hook (the default), or a person (memctl)
@@ -54,8 +62,31 @@ def triggered(index: WorkspaceIndex, prompt: str, projects: tuple[str, ...]) -> 
 
 
 class AgentMethods:
-    def __init__(self, methods: Methods) -> None:
-        self.m = methods
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        searches: SearchService,
+        flushes: FlushQueue,
+        history: History,
+        trust: SessionTrust,
+        usage: Usage,
+        clock: Clock,
+        config: Callable[[], Config],
+        env: Mapping[str, str],
+    ) -> None:
+        """``flushes``: flush's queue (its runs' ``history`` says what a transcript had
+        flushed); ``trust``: what each agent session read; ``usage``: what memory costs
+        each agent; ``env``: where the agents' transcript folders are."""
+        self.registry = registry
+        self.searches = searches
+        self.flushes = flushes
+        self.history = history
+        self.trust = trust
+        self.usage = usage
+        self.clock = clock
+        self.config = config
+        self.env = env
 
     def table(self) -> dict[str, Handler]:
         return {
@@ -72,7 +103,7 @@ class AgentMethods:
         ref = p.path("workspace")
         budget = p.integer("budget_tokens", lo=50, hi=8000, default=_recall.DEFAULT_BUDGET_TOKENS)
         min_score = p.number("min_score", lo=0.0, hi=1.0, default=_recall.DEFAULT_MIN_SCORE)
-        sources = p.choice_list("sources", SOURCES, default=self.m.config().search.sources)
+        sources = p.choice_list("sources", SOURCES, default=self.config().search.sources)
         projects = p.text_list("project")
         now = p.date("now")
         include_superseded = p.flag("include_superseded")  # as search (docs/lifecycle.md)
@@ -87,9 +118,9 @@ class AgentMethods:
             min_score=min_score,
             sources=sources,
             projects=projects,
-            today=(now or self.m.clock.now().date()).isoformat(),
+            today=(now or self.clock.now().date()).isoformat(),
         )
-        answer = await self.m.searches.answer(ref, sreq, include_superseded=include_superseded)
+        answer = await self.searches.answer(ref, sreq, include_superseded=include_superseded)
         req.log_fields["workspace"] = answer.workspace
         found = answer.result
         first: list[_recall.Item] = []
@@ -103,8 +134,7 @@ class AgentMethods:
                 first = await asyncio.to_thread(triggered, index, prompt, projects)
         out = _recall.select(found["results"], budget, first)
         out["took_ms"] = round((time.monotonic() - started) * 1000, 3)
-        if self.m.usage is not None:  # a deque append (runtime/usage.py)
-            self.m.usage.recalled(self._today(), agent, answer.workspace, out)
+        self.usage.recalled(self._today(), agent, answer.workspace, out)  # a deque append
         if found.get("degraded"):
             out["degraded"] = found["degraded"]
         return out
@@ -115,17 +145,17 @@ class AgentMethods:
         return named or (req.conn.client if req.conn is not None else "") or "unknown"
 
     def _today(self) -> str:
-        return self.m.clock.now().date().isoformat()
+        return self.clock.now().date().isoformat()
 
     async def stats(self, p: Params, req: Request) -> dict[str, Any]:
         """What memory cost each agent per day, for the last ``days`` (docs/protocol.md)."""
         days = p.integer("days", lo=1, hi=366, default=30)
         ref = p.path("workspace")
         p.done()
-        assert days is not None and self.m.usage is not None
-        name = self.m.registry.resolve(ref).name if ref is not None else None
-        since = (self.m.clock.now().date() - dt.timedelta(days=days - 1)).isoformat()
-        rows = await asyncio.to_thread(self.m.usage.report, since, name)
+        assert days is not None
+        name = self.registry.resolve(ref).name if ref is not None else None
+        since = (self.clock.now().date() - dt.timedelta(days=days - 1)).isoformat()
+        rows = await asyncio.to_thread(self.usage.report, since, name)
         return {"days": days, "since": since, "rows": rows}
 
     async def stats_record(self, p: Params, req: Request) -> dict[str, Any]:
@@ -137,9 +167,9 @@ class AgentMethods:
         p.done()
         if metric is None:
             raise InvalidParams("metric is required", {"param": "metric"})
-        assert value is not None and self.m.usage is not None
-        name = self.m.registry.resolve(ref).name if ref is not None else ""
-        self.m.usage.add(self._today(), agent, name, metric, value)
+        assert value is not None
+        name = self.registry.resolve(ref).name if ref is not None else ""
+        self.usage.add(self._today(), agent, name, metric, value)
         return {"recorded": True}
 
     async def flush(self, p: Params, req: Request) -> dict[str, Any]:
@@ -153,12 +183,11 @@ class AgentMethods:
         p.done()
         ws, path = self._transcript(ref, transcript, session_id)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
-        assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
-        queued = self.m.flushes.submit(ws, path, session_id, trigger, kind, agent=agent)
+        queued = self.flushes.submit(ws, path, session_id, trigger, kind, agent=agent)
         if not wait:
             return {"queued": True, "workspace": ws.name}
         record = await queued
-        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.m.clock.tz)}
+        return {"queued": True, "workspace": ws.name, "run": record.to_dict(self.clock.tz)}
 
     async def flush_agent(self, p: Params, req: Request) -> dict[str, Any]:
         """Whether the agent's own model should save the session's facts now (a Stop hook
@@ -169,9 +198,8 @@ class AgentMethods:
         p.done()
         ws, path = self._transcript(ref, transcript, session_id)
         req.log_fields.update(workspace=ws.name, session=session_id[:80])
-        assert self.m.flushes is not None, "the daemon gives the methods its flush queue"
-        history = self.m.flushes.runner.history
-        now = self.m.clock.now().timestamp()
+        history = self.history
+        now = self.clock.now().timestamp()
         try:
             found = await asyncio.to_thread(
                 agent_flush.check, history, path, session_id, ws.root, now
@@ -182,7 +210,7 @@ class AgentMethods:
                 {"param": "transcript"},
             ) from None
         if found.due:  # the save the agent now writes covers the whole stretch it read
-            await asyncio.to_thread(self.m.trust.arm_save, session_id, found.origin)
+            await asyncio.to_thread(self.trust.arm_save, session_id, found.origin)
         return {"workspace": ws.name, **found.to_wire()}
 
     async def observe(self, p: Params, req: Request) -> dict[str, Any]:
@@ -204,7 +232,7 @@ class AgentMethods:
         p.done()
         if event is None:
             raise InvalidParams("event is required", {"param": "event"})
-        trust = self.m.trust
+        trust = self.trust
         # An MCP server knows the tool call's id, the hook that announced it the session.
         bound = trust.session_of_call(call_id) if call_id and event != "call" else None
         session_id = bound or given
@@ -248,7 +276,7 @@ class AgentMethods:
     ) -> session_trust.SessionState:
         _, watched = self._transcript(ref, transcript, session_id)
         try:
-            return await asyncio.to_thread(self.m.trust.observe_transcript, session_id, watched)
+            return await asyncio.to_thread(self.trust.observe_transcript, session_id, watched)
         except OSError as exc:
             raise InvalidParams(
                 f"cannot read the transcript {watched}: {exc.strerror or exc}",
@@ -258,9 +286,9 @@ class AgentMethods:
     def _workspace_or_none(self, ref: str | None) -> Workspace | None:
         """The workspace named (errors as usual), or the default one when there is one."""
         if ref is not None:
-            return self.m.registry.resolve(ref)
+            return self.registry.resolve(ref)
         try:
-            return self.m.registry.resolve(None)
+            return self.registry.resolve(None)
         except MemorydError:
             return None
 
@@ -276,8 +304,8 @@ class AgentMethods:
         if not os.path.isabs(transcript):
             raise InvalidParams("transcript must be an absolute path", {"param": "transcript"})
         path = Path(transcript)
-        ws = self.m.registry.resolve(ref)
-        check_transcript(path, ws.root, self.m.config().agents, self.m.env)
+        ws = self.registry.resolve(ref)
+        check_transcript(path, ws.root, self.config().agents, self.env)
         if not path.is_file():
             raise InvalidParams(f"transcript {transcript} is not a file", {"param": "transcript"})
         return ws, path

@@ -1,28 +1,51 @@
 """The review queue's methods (lifecycle/review.py): ``review.list``, ``review.approve``
 (the line is the owner's from then on: an ``approve`` record in the ledger, and its file's
 line meta read again so its annotations apply) and ``review.reject`` (the line is forgotten
-through ``forget``, by path and line, its pre-image kept as for any forget)."""
+as ``forget`` by path and line forgets it, lifecycle/forget_service.py, its pre-image kept)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import NotFound
 from memoryd.files.layout import Layout
+from memoryd.files.locks import FileLocks
 from memoryd.files.provenance import ledger_for
-from memoryd.lifecycle import review
+from memoryd.jobs.session_trust import SessionTrust
+from memoryd.lifecycle import forget, review
+from memoryd.lifecycle.forget_service import ForgetService
+from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
+from memoryd.runtime.config import Config
+from memoryd.workspace.registry import Registry, Workspace
 
 if TYPE_CHECKING:
-    from memoryd.rpc.methods import Handler, Methods
-    from memoryd.workspace.registry import Workspace
+    from memoryd.rpc.dispatch import Handler
 
 
 class ReviewMethods:
-    def __init__(self, methods: Methods) -> None:
-        self.m = methods
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        forgets: ForgetService,
+        trust: SessionTrust,
+        locks: FileLocks,
+        config: Callable[[], Config],
+        hits: HitCounter | None = None,
+    ) -> None:
+        """``forgets``: reject's forget (lifecycle/forget_service.py); ``trust``: what an
+        item's session read; ``locks``: the file's, while its approval is recorded;
+        ``hits``: how often search and recall returned each waiting line."""
+        self.registry = registry
+        self.forgets = forgets
+        self.trust = trust
+        self.locks = locks
+        self.config = config
+        self.hits = hits
 
     def table(self) -> dict[str, Handler]:
         return {
@@ -32,11 +55,11 @@ class ReviewMethods:
         }
 
     async def _items(self, ref: str | None, req: Request) -> tuple[Workspace, list[review.Waiting]]:
-        ws = self.m.registry.resolve(ref)
+        ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        cfg = self.m.config()
+        cfg = self.config()
         layout = Layout(ws.root, cfg.index.sessions, cfg.index.extra_paths)
-        hits = self.m.hits
+        hits = self.hits
 
         def counts(keys: Any) -> dict[str, tuple[int, int]]:
             return hits.counts(ws.root, keys) if hits is not None else {}
@@ -48,7 +71,7 @@ class ReviewMethods:
         """An item as the owner reads it: with what its session read, when an observer said."""
         out = item.to_wire()
         if item.session_id:
-            state = await asyncio.to_thread(self.m.trust.get, item.session_id)
+            state = await asyncio.to_thread(self.trust.get, item.session_id)
             if state is not None and state.what:
                 out["session_read"] = state.what
         return out
@@ -79,7 +102,7 @@ class ReviewMethods:
         path = ws.root / item.path
 
         def record() -> None:
-            with self.m.appender.locks.lock_for(path):
+            with self.locks.lock_for(path):
                 ledger_for(ws.root).approve(item.path, item.key)
 
         await asyncio.to_thread(record)
@@ -90,8 +113,9 @@ class ReviewMethods:
     async def reject(self, p: Params, req: Request) -> dict[str, Any]:
         ws, item = await self._one(p, req)
         shown = await self._shown(item)
-        forgot = await self.m.table["forget"](
-            Params("forget", {"workspace": ws.name, "path": item.path, "lines": str(item.line)}),
-            req,
-        )
+        _, index = await self.registry.index_of(ws.name)
+        cfg = self.config()
+        layout = Layout(ws.root, cfg.index.sessions, cfg.index.extra_paths)
+        sel = await asyncio.to_thread(forget.by_range, layout, item.path, item.line, item.line)
+        forgot = await self.forgets.forget(ws.name, ws.root, index, sel)
         return {"workspace": ws.name, "rejected": shown, "forget": forgot}

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # psycopg is imported only in fleet mode
     from memoryd.fleet.service import FleetService
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StatusReport:
     registry: Registry
     scheduler: Scheduler

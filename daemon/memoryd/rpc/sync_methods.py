@@ -1,27 +1,31 @@
-"""The ``sync.*`` methods (docs/sync.md, docs/protocol.md): enable, disable, status, now.
-
-Added to the core method table (methods.py) like the agents' and lifecycle methods.
-"""
+"""The ``sync.*`` methods (docs/sync.md, docs/protocol.md): enable, disable, status, now."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams, Unavailable
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
+from memoryd.runtime.config import Config
 from memoryd.sync import settings as saved
 from memoryd.sync.service import SyncService
+from memoryd.workspace.registry import Registry, Workspace
 
 if TYPE_CHECKING:
-    from memoryd.rpc.methods import Handler, Methods
-    from memoryd.workspace.registry import Workspace
+    from memoryd.rpc.dispatch import Handler
 
 
 class SyncMethods:
-    def __init__(self, methods: Methods) -> None:
-        self.m = methods
+    def __init__(
+        self, *, registry: Registry, config: Callable[[], Config], sync: SyncService | None
+    ) -> None:
+        """``sync``: None when it does not run in this daemon (the methods say so)."""
+        self.registry = registry
+        self.config = config
+        self.sync = sync
 
     def table(self) -> dict[str, Handler]:
         return {
@@ -33,12 +37,12 @@ class SyncMethods:
 
     @property
     def service(self) -> SyncService:
-        if self.m.sync is None:
+        if self.sync is None:
             raise Unavailable("sync is not running in this daemon")
-        return self.m.sync
+        return self.sync
 
     def _named(self, ref: str | None) -> list[Workspace]:
-        return [self.m.registry.resolve(ref)] if ref is not None else self.m.registry.list()
+        return [self.registry.resolve(ref)] if ref is not None else self.registry.list()
 
     async def enable(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
@@ -46,9 +50,9 @@ class SyncMethods:
         branch = saved.check_branch(p.text("branch") or "main")
         repo = p.choice("repo", saved.REPOS, default="memoryd")
         p.done()
-        ws = self.m.registry.resolve(ref)
+        ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        current = saved.load(self.service.state_dir, self.m.config(), ws.root)
+        current = saved.load(self.service.state_dir, self.config(), ws.root)
         if current is not None and current.from_config:
             raise InvalidParams(
                 f"{ws.name} syncs as the config file says ([[workspaces]] sync_remote): "
@@ -67,9 +71,9 @@ class SyncMethods:
     async def disable(self, p: Params, req: Request) -> dict[str, Any]:
         ref = p.path("workspace")
         p.done()
-        ws = self.m.registry.resolve(ref)
+        ws = self.registry.resolve(ref)
         req.log_fields["workspace"] = ws.name
-        current = saved.load(self.service.state_dir, self.m.config(), ws.root)
+        current = saved.load(self.service.state_dir, self.config(), ws.root)
         if current is None:
             return {"workspace": ws.name, "enabled": False, "was_enabled": False}
         if current.from_config:
@@ -100,7 +104,7 @@ class SyncMethods:
         targets = self._named(ref)
         state = self.service.state_dir
         if ref is None:  # every workspace that syncs
-            targets = [w for w in targets if saved.load(state, self.m.config(), w.root)]
+            targets = [w for w in targets if saved.load(state, self.config(), w.root)]
         out = []
         for ws in targets:
             report, _ = await self.service.sync_now(ws.root)

@@ -1,0 +1,85 @@
+"""The method table (docs/protocol.md) and the mapping of failures to wire errors.
+
+The handlers live in groups (``rpc/*_methods.py``), each made with the pieces it works
+with; ``Dispatcher`` holds their union and answers a request. Each handler validates its
+params strictly (params.py), then does its work; engine calls block, so they run in
+threads. Our own errors carry their wire code; anything else is an ``internal`` error with
+a logged traceback, and the daemon keeps serving.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
+
+from memoryd.errors import InvalidParams, MemorydError
+from memoryd.rpc.failures import known_failure
+from memoryd.rpc.params import Params
+from memoryd.rpc.server import Outcome, Request
+from memoryd.runtime.foreground import FOREGROUND
+from memoryd.runtime.logs import get_logger
+from memoryd_client import protocol
+from memoryd_client.protocol import ErrorCode
+
+log = get_logger("memoryd.rpc.dispatch")
+
+Handler = Callable[[Params, Request], Awaitable[dict[str, Any]]]
+# Answered in milliseconds from what is in memory: background threads step aside while one
+# runs. Not the ones that wait (reindex, a first index, jobs): they would slow what they
+# wait for.
+QUICK_METHODS = frozenset({"hello", "search", "get", "recall", "status", "workspace.list"})
+
+
+class HandlerGroup(Protocol):
+    def table(self) -> dict[str, Handler]: ...
+
+
+class Dispatcher:
+    """Every group's methods in one table (also the extension point tests use)."""
+
+    def __init__(self, groups: Iterable[HandlerGroup]) -> None:
+        self.table: dict[str, Handler] = {}
+        for group in groups:
+            methods = group.table()
+            twice = sorted(set(methods) & set(self.table))
+            assert not twice, f"methods in two groups: {twice}"
+            self.table.update(methods)
+
+    async def dispatch(self, req: Request) -> Outcome:
+        handler = self.table.get(req.method)
+        if handler is None:
+            known = ", ".join(sorted(self.table))
+            return Outcome(
+                protocol.error(
+                    req.id,
+                    ErrorCode.UNKNOWN_METHOD,
+                    f"unknown method {req.method!r} (known: {known})",
+                ),
+                ErrorCode.UNKNOWN_METHOD,
+            )
+        quick = req.method in QUICK_METHODS
+        if quick:  # background threads step aside while it runs (runtime/foreground.py)
+            FOREGROUND.begin()
+        try:
+            if not isinstance(req.params, dict):
+                raise InvalidParams("params must be a map", {"param": "params"})
+            result = await handler(Params(req.method, req.params), req)
+        except MemorydError as exc:
+            return Outcome(protocol.error(req.id, exc.code, exc.message, exc.data), exc.code)
+        except Exception as exc:
+            failure = known_failure(exc)
+            if failure is not None:
+                log.warning("request_failed", method=req.method, id=req.id, error=failure.message)
+                return Outcome(protocol.error(req.id, failure.code, failure.message), failure.code)
+            log.exception("internal_error", method=req.method, id=req.id)
+            text = f"{type(exc).__name__}: {exc}"
+            return Outcome(
+                protocol.error(
+                    req.id, ErrorCode.INTERNAL, f"internal error in {req.method}: {text[:300]}"
+                ),
+                ErrorCode.INTERNAL,
+            )
+        finally:
+            if quick:
+                FOREGROUND.end()
+        return Outcome(protocol.response(req.id, result), "ok")

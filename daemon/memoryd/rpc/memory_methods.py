@@ -1,0 +1,199 @@
+"""The methods that read and write memory itself: ``search``, ``get`` and ``append``.
+
+A search's answer is built below (workspace/search_service.py); a handler here reads its
+params, asks, and counts what memory costs each agent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from memoryd.errors import InvalidParams
+from memoryd.files.append import Appender, normalise_heading
+from memoryd.files.injected import injectable_text, injected_copy
+from memoryd.files.layout import Layout
+from memoryd.files.provenance import (
+    APPEND_VIAS,
+    ORIGINS,
+    SESSION_KINDS,
+    check_provenance,
+    ledger_for,
+)
+from memoryd.files.reader import read_lines
+from memoryd.index.types import Fusion, Mode, SearchRequest
+from memoryd.jobs.clock import Clock
+from memoryd.jobs.session_trust import SessionTrust
+from memoryd.rpc.params import Params
+from memoryd.rpc.server import Request
+from memoryd.runtime.config import Config
+from memoryd.runtime.usage import Usage
+from memoryd.secrets import mask_text_of
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.search_service import SearchService
+from memoryd.workspace.watcher import Watcher
+from memoryd_client.search_terms import (
+    DEFAULT_MODE,
+    FUSIONS,
+    MAX_RESULTS,
+    MIN_SCORE_RANGE,
+    MODES,
+    SOURCES,
+)
+
+if TYPE_CHECKING:  # psycopg is imported only in fleet mode
+    from memoryd.fleet.service import FleetService
+    from memoryd.rpc.dispatch import Handler
+
+
+class MemoryMethods:
+    def __init__(
+        self,
+        *,
+        registry: Registry,
+        searches: SearchService,
+        appender: Appender,
+        watcher: Watcher,
+        trust: SessionTrust,
+        clock: Clock,
+        config: Callable[[], Config],
+        usage: Usage | None = None,
+        fleet: FleetService | None = None,
+    ) -> None:
+        """``watcher``: told of an append at once; ``trust``: what each agent session read
+        (append's origin); ``usage``: what memory costs each agent; ``fleet``: another
+        host's files (get "host:name")."""
+        self.registry = registry
+        self.searches = searches
+        self.appender = appender
+        self.watcher = watcher
+        self.trust = trust
+        self.clock = clock
+        self.config = config
+        self.usage = usage
+        self.fleet = fleet
+
+    def table(self) -> dict[str, Handler]:
+        return {"search": self.search, "get": self.get, "append": self.append}
+
+    async def search(self, p: Params, req: Request) -> dict[str, Any]:
+        query = p.required_text("query")
+        ref = p.path("workspace")
+        sreq = SearchRequest(
+            query=query,
+            max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
+            min_score=p.number("min_score", lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1]),
+            sources=p.choice_list("sources", SOURCES, default=self.config().search.sources),
+            mode=cast(Mode, p.choice("mode", MODES, default=DEFAULT_MODE)),
+            fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
+            path_prefix=p.path("path_prefix"),
+            since=_iso(p.date("since")),
+            until=_iso(p.date("until")),
+            projects=p.text_list("project"),
+            today=(p.date("now") or self.clock.now().date()).isoformat(),
+        )
+        everywhere = p.flag("fleet")
+        include_superseded = p.flag("include_superseded")
+        p.done()
+        answer = await self.searches.answer(
+            ref, sreq, everywhere=everywhere, include_superseded=include_superseded
+        )
+        req.log_fields["workspace"] = answer.workspace
+        if self.usage is not None and answer.index is not None:  # a local workspace's
+            today = self.clock.now().date().isoformat()
+            self.usage.searched(today, answer.workspace, answer.result["results"])
+        return answer.result
+
+    async def get(self, p: Params, req: Request) -> dict[str, Any]:
+        path = p.required_path("path")
+        ref = p.path("workspace")
+        from_line = p.integer("from", lo=1)
+        lines = p.integer("lines", lo=1)
+        raw = p.flag("raw")
+        # What may be put before a model as it is (the session-start digest): lines of
+        # untrusted or system origin left out, annotation comments removed.
+        injectable = p.flag("injectable")
+        p.done()
+        answer = await self._get(req, path, ref, from_line, lines)
+        if injectable and not self.searches.remote(ref):
+            ledger = ledger_for(self.registry.resolve(ref).root.resolve())
+            answer["text"] = await asyncio.to_thread(
+                injectable_text, answer["text"], ledger, str(answer["path"])
+            )
+        return answer if raw else mask_text_of(answer)
+
+    async def _get(
+        self, req: Request, path: str, ref: str | None, from_line: int | None, lines: int | None
+    ) -> dict[str, Any]:
+        if self.fleet is not None and (remote := self.fleet.split_ref(ref)):
+            req.log_fields["workspace"] = ref
+            return await self.fleet.get(*remote, path, from_line, lines)
+        ws = self.registry.resolve(ref)
+        req.log_fields["workspace"] = ws.name
+        config = self.config()
+        cfg = config.index
+        # The most a get can answer, reserved before the file is read: pipelined gets from
+        # a peer that does not read wait here instead of each holding a file's text.
+        await req.reserve(min(config.server.max_frame_bytes, cfg.max_file_bytes))
+        layout = Layout(ws.root, cfg.sessions, cfg.extra_paths)
+        result = await asyncio.to_thread(
+            read_lines, layout, path, from_line, lines, cfg.max_file_bytes
+        )
+        return result.to_dict()
+
+    async def append(self, p: Params, req: Request) -> dict[str, Any]:
+        text = p.required_text("text")
+        ref = p.path("workspace")
+        date = p.date("date") or dt.date.today()
+        heading = normalise_heading(p.text("heading", allow_empty=True))
+        # The daemon decides provenance, never the text (docs/provenance.md): a caller that
+        # says nothing is an agent.
+        prov = check_provenance(
+            p.choice("origin", ORIGINS),
+            p.text("session_id"),
+            p.choice("session_kind", SESSION_KINDS),
+            default_origin="agent",
+        )
+        # How it came (an MCP tool call, an agent's flush of its session) and the agent's
+        # tool-use id: the session's observed trust lowers the origin (session_trust.py).
+        via = p.choice("via", APPEND_VIAS, default="append") or "append"
+        call_id = p.text("call_id")
+        p.done()
+        ws = self.registry.resolve(ref)
+        req.log_fields["workspace"] = ws.name
+        config = self.config()
+        hold = "untrusted" if via == "mcp" and config.mcp.append_origin == "untrusted" else None
+        prov, observed = await asyncio.to_thread(
+            self.trust.for_write, prov, via, call_id, hold, ws.root
+        )
+        layout = Layout(ws.root, config.index.sessions, config.index.extra_paths)
+        if await asyncio.to_thread(injected_copy, text, layout):
+            raise InvalidParams(
+                "text is only a copy of memory memoryd injected (recall or digest): "
+                "it is in memory already, nothing appended",
+                {"param": "text", "reason": "recalled"},
+            )
+        result = await asyncio.to_thread(
+            self.appender.append,
+            ws.root,
+            text,
+            date,
+            heading,
+            config.index.max_file_bytes,
+            prov,
+            via,
+        )
+        self.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
+        if via == "flush" and prov.session_id and not result.duplicate:
+            self.trust.flushed(prov.session_id)
+        out = result.to_dict()
+        out["origin"] = prov.origin
+        if prov.session_id:
+            out["session_observed"] = observed is not None
+        return out
+
+
+def _iso(day: dt.date | None) -> str | None:
+    return day.isoformat() if day is not None else None

@@ -1,0 +1,167 @@
+"""Which pieces each group of methods works with: the daemon's method table, made once
+its services are open (app.py's startup).
+
+A group takes the named pieces it uses and nothing else; the services several groups share
+(a search's answer, a forget's sequence, status) are made here once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memoryd.files.append import Appender
+from memoryd.files.locks import FileLocks
+from memoryd.jobs.clock import Clock
+from memoryd.lifecycle.forget_service import ForgetService
+from memoryd.rpc.agent_methods import AgentMethods
+from memoryd.rpc.daemon_methods import DaemonMethods
+from memoryd.rpc.dispatch import Dispatcher, HandlerGroup
+from memoryd.rpc.job_methods import JobMethods
+from memoryd.rpc.lifecycle_methods import LifecycleMethods
+from memoryd.rpc.memory_methods import MemoryMethods
+from memoryd.rpc.review_methods import ReviewMethods
+from memoryd.rpc.status import StatusReport
+from memoryd.rpc.sync_methods import SyncMethods
+from memoryd.rpc.workspace_methods import WorkspaceMethods
+from memoryd.runtime.config import Config
+from memoryd.services import Services
+from memoryd.workspace.search_service import SearchService
+from memoryd.workspace.watcher import Watcher
+
+
+@dataclass(frozen=True, kw_only=True)
+class DaemonParts:
+    """What the daemon process itself holds that methods use (app.py)."""
+
+    config: Callable[[], Config]  # the current one (a reload replaces it)
+    clock: Clock
+    env: Mapping[str, str]
+    watcher: Watcher
+    readers: Executor  # searches and reads
+    query_embedder: Executor  # a new query's embedding
+    waiters: Executor  # long waits (reindex wait=true), apart so that they starve nothing
+    appender: Appender
+    locks: FileLocks  # every writer of memory files takes its file's lock here
+    socket_path: Path
+    started_at: float  # monotonic
+    server_status: Callable[[], dict[str, Any]]  # connections, refusals, fd limit
+    degraded: Callable[[], list[str]]  # the daemon's own problems
+    workspaces_changed: Callable[[], Awaitable[None]]  # the watch follows
+    request_exit: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class _Shared:
+    searches: SearchService
+    forgets: ForgetService
+    status: StatusReport
+
+
+def method_table(sv: Services, d: DaemonParts) -> Dispatcher:
+    """Every group of methods, each with the pieces it works with."""
+    return Dispatcher(_groups(sv, d, _shared(sv, d)))
+
+
+def _shared(sv: Services, d: DaemonParts) -> _Shared:
+    searches = SearchService(
+        sv.registry,
+        d.watcher,
+        d.readers,
+        d.query_embedder,
+        d.config,
+        hits=sv.hits,
+        fleet=sv.fleet,
+        fleet_off=sv.fleet_off,
+    )
+    forgets = ForgetService(
+        state=sv.state,
+        locks=d.locks,
+        config=d.config,
+        hits=sv.hits,
+        sync=sv.sync,
+        fleet=sv.fleet,
+    )
+    status = StatusReport(
+        registry=sv.registry,
+        scheduler=sv.scheduler,
+        watcher=d.watcher,
+        readers=d.readers,
+        config=d.config,
+        socket_path=d.socket_path,
+        started_at=d.started_at,
+        server=d.server_status,
+        degraded=d.degraded,
+        fleet=sv.fleet,
+        fleet_off=sv.fleet_off,
+        hits=sv.hits,
+        openclaw=sv.openclaw,
+    )
+    return _Shared(searches, forgets, status)
+
+
+def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]:
+    registry, config, clock = sv.registry, d.config, d.clock
+    return [
+        DaemonMethods(
+            registry=registry,
+            status=shared.status,
+            request_exit=d.request_exit,
+            fleet=sv.fleet,
+            fleet_off=sv.fleet_off,
+        ),
+        WorkspaceMethods(
+            registry=registry,
+            workspaces_changed=d.workspaces_changed,
+            readers=d.readers,
+            waiters=d.waiters,
+            openclaw=sv.openclaw,
+        ),
+        MemoryMethods(
+            registry=registry,
+            searches=shared.searches,
+            appender=d.appender,
+            watcher=d.watcher,
+            trust=sv.trust,
+            clock=clock,
+            config=config,
+            usage=sv.usage,
+            fleet=sv.fleet,
+        ),
+        JobMethods(
+            registry=registry, scheduler=sv.scheduler, clock=clock, config=config, env=d.env
+        ),
+        AgentMethods(
+            registry=registry,
+            searches=shared.searches,
+            flushes=sv.flushes,
+            history=sv.history,
+            trust=sv.trust,
+            usage=sv.usage,
+            clock=clock,
+            config=config,
+            env=d.env,
+        ),
+        LifecycleMethods(
+            registry=registry,
+            searches=shared.searches,
+            forgets=shared.forgets,
+            history=sv.history,
+            locks=d.locks,
+            watcher=d.watcher,
+            clock=clock,
+            config=config,
+        ),
+        ReviewMethods(
+            registry=registry,
+            forgets=shared.forgets,
+            trust=sv.trust,
+            locks=d.locks,
+            config=config,
+            hits=sv.hits,
+        ),
+        SyncMethods(registry=registry, config=config, sync=sv.sync),
+    ]

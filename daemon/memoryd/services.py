@@ -1,0 +1,169 @@
+"""What a running daemon is made of besides its socket: the state database and what keeps its
+tables (hit counting, usage, what each agent session read), the workspaces' registry, the
+jobs (runner, scheduler, flush queue), OpenClaw's session copies, git sync and fleet mode.
+
+``Services.open`` makes them, in order, once the socket is held (app.py's startup); the
+forgets and imports a kill interrupted are finished before anything reads the files. The
+daemon starts, stops and closes them (app.py); the methods get the pieces they use
+(rpc/wiring.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memoryd.files.append import Appender
+from memoryd.files.locks import FileLocks
+from memoryd.fleet.configured import fleet_configured
+from memoryd.jobs.clock import Clock
+from memoryd.jobs.flush_queue import FlushQueue
+from memoryd.jobs.history import History
+from memoryd.jobs.runner import Runner
+from memoryd.jobs.scheduler import Scheduler
+from memoryd.jobs.session_trust import SessionTrust
+from memoryd.jobs.transcript_folders import TranscriptPlaces
+from memoryd.jobs.transcript_watch import TranscriptWatch
+from memoryd.lifecycle import journal
+from memoryd.lifecycle.forget_run import catch_up_index, redo_meta
+from memoryd.lifecycle.hits import HitCounter
+from memoryd.runtime.config import Config
+from memoryd.runtime.logs import get_logger
+from memoryd.runtime.state import StateDB
+from memoryd.runtime.usage import Usage
+from memoryd.sync.service import SyncService
+from memoryd.workspace.openclaw_sessions import OpenClawSessions
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.watcher import Watcher
+from memoryd_client.paths import Paths
+
+if TYPE_CHECKING:  # psycopg is imported only in fleet mode
+    from memoryd.fleet.service import FleetService
+
+log = get_logger("memoryd.daemon")
+
+
+@dataclass
+class Services:
+    state: StateDB
+    hits: HitCounter  # how often search and recall returned each line
+    usage: Usage  # what memory costs each agent
+    trust: SessionTrust  # what each agent session read (observe)
+    registry: Registry
+    history: History  # the jobs' runs
+    scheduler: Scheduler
+    flushes: FlushQueue
+    openclaw: OpenClawSessions  # OpenClaw's session stores, copied
+    sync: SyncService  # git sync of the workspaces that opt in
+    fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)...
+    fleet_off: str | None = None  # ...else why fleet mode is configured but not running
+
+    @classmethod
+    def open(
+        cls,
+        *,
+        config: Callable[[], Config],
+        paths: Paths,
+        env: Mapping[str, str],
+        clock: Clock,
+        watcher: Watcher,
+        appender: Appender,
+        locks: FileLocks,
+        reopened: Callable[[], Awaitable[None]],
+    ) -> Services:
+        """Blocking but fast (no index is opened here: ``registry.open_all`` does, in the
+        background). ``reopened``: after a workspace came back from a failed open."""
+        state = StateDB(paths.state_db)
+        hits, usage = HitCounter(state), Usage(state)
+        try:
+            # the agents' transcript folders, and the workspaces' (a transcript is read too)
+            places = TranscriptPlaces(env, lambda: [w.root for w in registry.list()])
+            trust = SessionTrust(state, lambda: clock.now().timestamp(), places)
+            trust.prune()
+            registry = Registry(config(), paths.index_dir, state, before_serving=catch_up_index)
+            registry.reopened = reopened
+            registry.load()
+            history = History(state)
+            runner = Runner(history, clock, config, appender, env, locks=locks, usage=usage)
+            scheduler = Scheduler(history, clock, config, registry.list, runner)
+            openclaw = OpenClawSessions(state, registry, watcher, lambda: config().index.sessions)
+            scheduler.recover()
+            _finish_changes(registry, config().forget.keep_days)
+            sync = SyncService(
+                paths.state_dir,
+                lambda: [(w.name, w.root) for w in registry.list()],
+                config,
+                clock,
+                locks.locked,
+                watcher.submit,
+            )
+            watcher.listeners.append(sync.notify)
+            watcher.listeners.append(TranscriptWatch(trust, registry).notify)
+            services = cls(
+                state=state,
+                hits=hits,
+                usage=usage,
+                trust=trust,
+                registry=registry,
+                history=history,
+                scheduler=scheduler,
+                flushes=FlushQueue(runner),
+                openclaw=openclaw,
+                sync=sync,
+            )
+            services._start_fleet(config, paths, env)
+        except BaseException:
+            hits.close()
+            usage.close()
+            state.close()
+            raise
+        return services
+
+    def _start_fleet(
+        self, config: Callable[[], Config], paths: Paths, env: Mapping[str, str]
+    ) -> None:
+        """Fleet mode when [fleet] has a DSN; psycopg is imported only then (memoryd[fleet])."""
+        if not fleet_configured(config().fleet, env):
+            return
+        try:
+            from memoryd.fleet.lease import holder_id
+            from memoryd.fleet.service import FleetService
+            from memoryd.fleet.settings import fleet_settings
+        except ImportError as exc:
+            self.fleet_off = (
+                f"fleet mode needs psycopg ({exc}): install the daemon with "
+                "its fleet extra (pip install '.[fleet]' in its checkout)"
+            )
+            log.error("fleet_off", error=self.fleet_off)
+            return
+        settings = fleet_settings(config().fleet, env)  # a bad DSN: ConfigError
+        self.fleet = FleetService(
+            settings,
+            holder_id(paths.state_db.parent),
+            self.registry.list,
+            config,
+            self.sync.sync_id,
+        )
+        self.fleet.start()
+
+    def close(self) -> None:
+        """The state database last: hit counting and usage write what is queued first."""
+        self.hits.close()
+        self.usage.close()
+        self.state.close()
+
+
+def _finish_changes(registry: Registry, keep_days: float) -> None:
+    """Finish the forgets and imports a kill interrupted, before anything reads the files
+    (lifecycle/journal.py); drop the pre-images older than forget.keep_days."""
+    now = time.time()
+    for ws in registry.list():
+        root = ws.root
+        try:
+            journal.recover(root, after=functools.partial(redo_meta, root))
+            journal.prune(root, keep_days, now)
+        except Exception:  # one workspace's journal must not stop the daemon
+            log.exception("change_recovery_failed", workspace=ws.name)
