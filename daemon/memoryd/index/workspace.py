@@ -535,16 +535,16 @@ class WorkspaceIndex:
         qvec, degraded = prepared or self.queries.prepare(req)
         usable = self.vec.ok and self.has_vec_table
         env = SearchEnv(
-            self.search_settings(),
-            self.copies.line_stems,
-            self.copies.vectors,
-            self.config.index.vector_window_tokens,
-            self._indexed_sources,
-            self.copies.keywords,
-            self.rows,
-            self.generation,  # before any row is read (rows.py)
-            self.parsed,
-            self.windows,
+            cfg=self.search_settings(),
+            line_stems=self.copies.line_stems,
+            mirror=self.copies.vectors,
+            window_budget=self.config.index.vector_window_tokens,
+            indexed_sources=self._indexed_sources,
+            keywords=self.copies.keywords,
+            rows=self.rows,
+            generation=self.generation,  # before any row is read (rows.py)
+            parsed=self.parsed,
+            windows=self.windows,
         )
         signals, dates = for_request(req, env.cfg.recency_half_life_days, self.line_meta)
         with self.readers.borrow() as r:

@@ -61,7 +61,7 @@ KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector cand
 DATE_WEIGHT = 0.2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SearchEnv:
     """What a search needs of its index besides the connection and the request."""
 
