@@ -150,19 +150,7 @@ def run(ctx: JobContext) -> JobResult:
     transcript = Path(str(ctx.params["transcript"]))
     session = str(ctx.params["session_id"])
     kind = session_kind(transcript, ctx.params.get("session_kind"))
-    if not ctx.root.is_dir():
-        raise JobSkipped(f"workspace folder {ctx.root} is missing")
-    if session in ledger_for(ctx.root).forgotten_sessions:
-        raise JobSkipped(f"session {session} was forgotten (memctl forget): never flushed again")
-    if (why := skip_reason(kind)) is not None:
-        raise JobSkipped(why, {"transcript": str(transcript), "session": session, "kind": kind})
-    problem = llm_problem(ctx.config.llm, ctx.env)
-    if problem:
-        raise JobSkipped(f"no LLM configured: {problem}")
-    try:  # asked for by an allowed path; the run opens what it really is now
-        check_transcript(transcript, ctx.root, ctx.config.agents, ctx.env)
-    except ForbiddenPath as exc:
-        raise JobFailed(exc.message) from None
+    _check(ctx, transcript, session, kind)
     offset, line = ctx.history.flush_offset(transcript, session)
     report: dict[str, Any] = {
         "transcript": str(transcript),
@@ -227,6 +215,23 @@ def run(ctx: JobContext) -> JobResult:
     if note:
         report["index"] = note
     return done
+
+
+def _check(ctx: JobContext, transcript: Path, session: str, kind: str | None) -> None:
+    """Whether this flush may run at all: JobSkipped (or JobFailed) says why not."""
+    if not ctx.root.is_dir():
+        raise JobSkipped(f"workspace folder {ctx.root} is missing")
+    if session in ledger_for(ctx.root).forgotten_sessions:
+        raise JobSkipped(f"session {session} was forgotten (memctl forget): never flushed again")
+    if (why := skip_reason(kind)) is not None:
+        raise JobSkipped(why, {"transcript": str(transcript), "session": session, "kind": kind})
+    problem = llm_problem(ctx.config.llm, ctx.env)
+    if problem:
+        raise JobSkipped(f"no LLM configured: {problem}")
+    try:  # asked for by an allowed path; the run opens what it really is now
+        check_transcript(transcript, ctx.root, ctx.config.agents, ctx.env)
+    except ForbiddenPath as exc:
+        raise JobFailed(exc.message) from None
 
 
 def _read(

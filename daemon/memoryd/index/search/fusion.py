@@ -120,11 +120,9 @@ def fuse(
     scored on the keyword scale and can pass min_score, and semantic-only hits likewise.
     A query naming a date mixes in DATE_WEIGHT x (the chunk is that day's).
 
-    ``fill_lines`` sets a candidate's ``lines`` (what l comes from: the costliest part of a
-    search). Weighted fusion returns the best ``keep`` only and asks for the lines of no
-    candidate that cannot reach them even with l = 1: the same top, exactly. RRF ranks every
-    candidate by every signal, so it needs them all.
-    """
+    ``fill_lines`` sets a candidate's ``lines`` (l's source, a search's costliest part).
+    Weighted fusion keeps the best ``keep`` and fills no candidate that cannot reach them
+    even with l = 1 (the same top, exactly); RRF ranks every candidate by every signal."""
     best_bm25 = max((c.bm25 for c in cands if c.bm25 is not None and c.bm25 > 0), default=0.0)
     # When no candidate contains a query word, the keyword signals say nothing about any of
     # them: they drop out, so a purely semantic match can pass min_score on its own.
