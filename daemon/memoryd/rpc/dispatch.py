@@ -42,7 +42,8 @@ class Dispatcher:
         for group in groups:
             methods = group.table()
             twice = sorted(set(methods) & set(self.table))
-            assert not twice, f"methods in two groups: {twice}"
+            if twice:  # a method has one home: a second would silently win
+                raise ValueError(f"methods in two groups: {', '.join(twice)}")
             self.table.update(methods)
 
     async def dispatch(self, req: Request) -> Outcome:

@@ -1,0 +1,73 @@
+"""The method table is the union of handler groups (rpc/dispatch.py), each made with the
+named pieces it works with (rpc/wiring.py), never the whole daemon."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon_util import DaemonThread
+from memoryd.rpc.dispatch import Dispatcher, Handler
+from memoryd.rpc.params import Params
+from memoryd.rpc.server import Request
+
+REPO = Path(__file__).resolve().parents[2]
+RPC = REPO / "daemon" / "memoryd" / "rpc"
+
+
+def documented_methods() -> set[str]:
+    text = (REPO / "docs" / "protocol.md").read_text()
+    table = text.split("## Methods", 1)[1].split("\n\n", 2)[1]
+    return set(re.findall(r"^\| `([a-z_.]+)` \|", table, flags=re.M))
+
+
+def test_the_daemon_answers_every_documented_method_and_no_other(
+    md_daemon: DaemonThread,
+) -> None:
+    assert md_daemon.daemon is not None
+    documented = documented_methods()
+    assert len(documented) > 20
+    assert set(md_daemon.daemon.methods.table) == documented
+
+
+def test_a_method_in_two_groups_is_refused_when_the_table_is_made() -> None:
+    async def hello(p: Params, req: Request) -> dict[str, Any]:
+        return {}
+
+    class Group:
+        def table(self) -> dict[str, Handler]:
+            return {"hello": hello}
+
+    with pytest.raises(ValueError, match="methods in two groups: hello"):
+        Dispatcher([Group(), Group()])
+
+
+def test_each_handler_group_takes_its_pieces_by_name_never_the_daemon_or_a_bag() -> None:
+    groups = []
+    for path in sorted(RPC.glob("*_methods.py")):
+        module = importlib.import_module(f"memoryd.rpc.{path.stem}")
+        groups += [
+            cls
+            for name, cls in vars(module).items()
+            if inspect.isclass(cls)
+            and name.endswith("Methods")
+            and cls.__module__ == module.__name__
+        ]
+    assert len(groups) >= 8
+    bags = ("Daemon", "Services", "Dispatcher", "Methods", "DaemonParts")
+    for cls in groups:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+        assert params, cls
+        for p in params:
+            assert p.kind is inspect.Parameter.KEYWORD_ONLY, (cls.__name__, p.name)
+            annotation = str(p.annotation)
+            assert not any(re.search(rf"\b{b}\b", annotation) for b in bags), (
+                cls.__name__,
+                p.name,
+                annotation,
+            )
