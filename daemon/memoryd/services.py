@@ -83,8 +83,13 @@ class Services:
             places = TranscriptPlaces(env, lambda: [w.root for w in registry.list()])
             trust = SessionTrust(state, lambda: clock.now().timestamp(), places)
             trust.prune()
-            registry = Registry(config(), paths.index_dir, state, before_serving=catch_up_index)
-            registry.reopened = reopened
+            registry = Registry(
+                config(),
+                paths.index_dir,
+                state,
+                before_serving=catch_up_index,  # a forget a kill interrupted is indexed first
+                reopened=reopened,
+            )
             registry.load()
             history = History(state)
             runner = Runner(history, clock, config, appender, env, locks=locks, usage=usage)

@@ -169,6 +169,7 @@ class Registry:
         index_dir: Path,
         state: StateDB,
         before_serving: Callable[[Path, WorkspaceIndex], None] | None = None,
+        reopened: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
         self.index_dir = index_dir
@@ -182,7 +183,7 @@ class Registry:
         self._closing = False
         self._reopening: set[asyncio.Task[None]] = set()  # retried opens (_open_failed)
         # Told when a retried open succeeded (the daemon's watch and scheduler follow).
-        self.reopened: Callable[[], Awaitable[None]] | None = None
+        self.reopened = reopened
 
     # -- loading -----------------------------------------------------------------------
 
