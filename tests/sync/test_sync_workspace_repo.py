@@ -67,3 +67,43 @@ def test_sync_through_the_workspaces_own_repository(tmp_path: Path) -> None:
             and "src/app.py" in state.last_sync["error"]
         )
         assert (a.ws / "src" / "app.py").read_text() == "print('hello')\n"
+
+
+def test_a_workspace_that_is_a_git_repository_gets_no_commit_by_default(tmp_path: Path) -> None:
+    """Without ``repo = workspace`` (the person's consent) memoryd syncs through a repository
+    of its own: the person's history, branches, staging area and config stay as they were."""
+    bare = make_remote(tmp_path)
+    with host("laptop") as a:
+        git(a.ws, "init", "-q", "-b", "main")
+        (a.ws / "README.md").write_text("my agent\n")
+        git(a.ws, "add", "README.md")
+        git(a.ws, "commit", "-qm", "the person's first commit")
+        before = {
+            "refs": git(a.ws, "for-each-ref"),
+            "index": (a.ws / ".git" / "index").read_bytes(),
+            "config": (a.ws / ".git" / "config").read_text(),
+        }
+        a.append("- a note that syncs")
+        with a.client() as c:
+            run = c.sync_enable(f"file://{bare}", workspace="notes")
+        assert run.report["pushed"], run.report
+        a.append("- and another")
+        a.sync()
+        assert git(a.ws, "log", "--format=%s", "--all").split("\n")[:-1] == [
+            "the person's first commit"
+        ]
+        after = {
+            "refs": git(a.ws, "for-each-ref"),
+            "index": (a.ws / ".git" / "index").read_bytes(),
+            "config": (a.ws / ".git" / "config").read_text(),
+        }
+        assert after == before
+        repository = Path(a.status()["repository"])
+        assert not repository.is_relative_to(a.ws)  # memoryd's own, in its state folder
+        log = subprocess.run(
+            ["git", "--git-dir", str(bare), "log", "--format=%an", "main"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert set(log.split()) == {"laptop"}
