@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon_util import Proc, short_tmp
+from daemon_util import Proc, short_tmp, wait_for
 from memoryd_client import MemoryClient
 from memoryd_client.errors import ClientError
 from sync_util import host, lines_of, make_remote
@@ -28,12 +28,13 @@ ROUNDS = 6
 FILES = 20
 
 
-def laptop_home(remote: str) -> tuple[Path, Path]:
+def laptop_home(remote: str, sync: str = "") -> tuple[Path, Path]:
+    """A home whose config syncs workspace "notes" to ``remote``; ``sync``: more [sync] keys."""
     home = short_tmp()
     ws = home / "ws"
     (ws / "memory").mkdir(parents=True)
     (home / "config.toml").write_text(
-        f'[sync]\nhost = "laptop"\n\n[[workspaces]]\npath = "{ws}"\nname = "notes"\n'
+        f'[sync]\nhost = "laptop"\n{sync}\n[[workspaces]]\npath = "{ws}"\nname = "notes"\n'
         f'sync_remote = "{remote}"\n'
     )
     return home, ws
@@ -107,3 +108,63 @@ def test_kill_9_at_random_moments_of_a_sync(tmp_path: Path) -> None:
             ["git", "--git-dir", repo, "fsck", "--no-dangling"], capture_output=True, text=True
         )
         assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def test_kill_9_while_the_push_waits_on_the_remote(tmp_path: Path) -> None:
+    """A kill at a known moment: the remote's pre-receive hook holds the push until the test
+    has killed the daemon (its git push dies with it), then lets the remote finish on its own.
+    The next start syncs as if nothing happened: every line once, on the remote and on the
+    other host, and the repository is sound."""
+    bare = make_remote(tmp_path)
+    pushing, release = tmp_path / "pushing", tmp_path / "release"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(
+        f'#!/bin/sh\ntouch "{pushing}"\ni=0\n'
+        f'while [ ! -e "{release}" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done\n'
+    )
+    hook.chmod(0o755)
+    # No schedule, and no commit on its own: only `sync now` pushes.
+    home, ws = laptop_home(f"file://{bare}", "interval_seconds = 0\ndebounce_seconds = 3600\n")
+    proc = Proc(home)
+    proc.ready()
+    try:
+        with client_of(home) as c:
+            c.append("- written before the kill", workspace="notes", date=day(0))
+
+        def sync_a() -> None:
+            try:
+                with client_of(home) as c:
+                    c.sync_now(workspace="notes")
+            except (ClientError, OSError):
+                pass  # killed under it
+
+        t = threading.Thread(target=sync_a)
+        t.start()
+        assert wait_for(pushing.exists, 60), proc.logs()
+        proc.kill()
+        t.join(60)
+    finally:
+        release.touch()
+    proc = Proc(home)
+    proc.ready()
+    try:
+        with client_of(home) as c:
+            c.append("- written after the restart", workspace="notes", date=day(0))
+            report = c.sync_now(workspace="notes")[0].report
+            state = c.sync_status(workspace="notes").workspaces[0]
+        assert report["error"] is None and not report["offline"], report
+        assert state.waiting is not None and state.waiting["commits"] == 0, state.waiting
+    finally:
+        proc.p.terminate()
+        proc.wait()
+    with host("desktop", remote=f"file://{bare}") as b:
+        b.sync()
+        got = lines_of(b.read(f"memory/{day(0)}.md"))
+    assert got == ["- written before the kill", "- written after the restart"]
+    assert lines_of((ws / "memory" / f"{day(0)}.md").read_text()) == got
+    fsck = subprocess.run(
+        ["git", "--git-dir", state.repository or "", "fsck", "--no-dangling"],
+        capture_output=True,
+        text=True,
+    )
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr
