@@ -219,6 +219,7 @@ def test_search_reports_generation_and_timing(ix) -> None:  # type: ignore[no-un
         ("what happened on 2024-05-01?", ["2024-05-01"]),
         ("notes from 1 May 2024", ["2024-05-01"]),
         ("June 15th, 2024 trip", ["2024-06-15"]),
+        ("shared on December 1,2023", ["2023-12-01"]),
         ("the 3rd of Sept 2023", ["2023-09-03"]),
         ("in May 2024", []),  # partial dates say nothing about one day
         ("on 2024-13-40", []),

@@ -67,10 +67,11 @@ _MONTH = (
 _M = r"(" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
 _D = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = re.compile(r"\d{4}")
+_YEAR_GAP = r"(?:,\s*|\s+)"  # "June 3, 2023", "June 3 2023", and "December 1,2023" as written
 _DATE_PATTERNS = (  # (regex, group numbers of year, month, day)
     (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (1, 2, 3)),
-    (re.compile(rf"\b{_D}\s+(?:of\s+)?{_M},?\s+(\d{{4}})\b", re.I), (3, 2, 1)),
-    (re.compile(rf"\b{_M}\s+{_D},?\s+(\d{{4}})\b", re.I), (3, 1, 2)),
+    (re.compile(rf"\b{_D}\s+(?:of\s+)?{_M}{_YEAR_GAP}(\d{{4}})\b", re.I), (3, 2, 1)),
+    (re.compile(rf"\b{_M}\s+{_D}{_YEAR_GAP}(\d{{4}})\b", re.I), (3, 1, 2)),
 )
 
 
