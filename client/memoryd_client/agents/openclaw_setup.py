@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd_client.agents import openclaw_install as install
-from memoryd_client.agents.setup import Change, SetupError, _dump, _load, _object, _same, write
+from memoryd_client.agents.setup import Change, SetupError, _load, _object, _same, dump, write
 
 PLUGIN_ID: Final = "memoryd"
 BUILTIN_MEMORY: Final = "memory-core"
@@ -93,7 +93,7 @@ def merge_config(path: Path, socket: Path, env: dict[str, str], *, undo: bool) -
         servers = data.get("mcp", {}).get("servers") if isinstance(data.get("mcp"), dict) else None
         if isinstance(servers, dict) and isinstance(servers.get(MCP_SERVER), dict):
             _object(servers[MCP_SERVER], "env", path).update(mcp_env(socket, env))
-    after = _dump(data)
+    after = dump(data)
     return Change(path, before, before if _same(before, after) else after)
 
 
@@ -224,7 +224,7 @@ def print_snippet(p: Plan) -> str:
     server = after.get("mcp", {}).get("servers", {}).get(MCP_SERVER)
     if server is not None:
         fragment["mcp"] = {"servers": {MCP_SERVER: {"env": server.get("env", {})}}}
-    return p.describe() + f"# {p.change.path} (merged)\n" + _dump(fragment)
+    return p.describe() + f"# {p.change.path} (merged)\n" + dump(fragment)
 
 
 def apply(p: Plan, socket: Path, env: dict[str, str], say: Callable[[str], None]) -> None:

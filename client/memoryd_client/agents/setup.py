@@ -2,7 +2,7 @@
 
 Claude Code gets the MCP server and the four hooks merged into its own files, keeping
 everything already there; a second run changes nothing. The other clients' snippets follow
-their documented shapes and are printed to paste:
+their documented shapes and are printed to paste (``snippets``):
 
 - Claude Code: ``.mcp.json`` (project) or ``~/.claude.json`` (user) ``mcpServers``; hooks in
   ``.claude/settings.json`` or ``~/.claude/settings.json``;
@@ -26,8 +26,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-
-from memoryd_client.agents import CLIENTS
 
 SERVER_NAME: Final = "memoryd"
 HOOK_TIMEOUT_S: Final = 10
@@ -136,7 +134,8 @@ def _load(path: Path) -> tuple[str, dict[str, Any]]:
     return text, data
 
 
-def _dump(data: dict[str, Any]) -> str:
+def dump(data: dict[str, Any]) -> str:
+    """A JSON file's text as setup writes it (and prints it)."""
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -153,7 +152,7 @@ def edit(path: Path, *edits: Callable[[dict[str, Any], Path], None]) -> Change:
     before, data = _load(path)
     for change in edits:
         change(data, path)
-    after = _dump(data)
+    after = dump(data)
     return Change(path, before, before if _same(before, after) else after)
 
 
@@ -335,80 +334,6 @@ def write(change: Change) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-# ---------------------------------------------------------------- printed snippets
-
-
-def snippet(client: str, http: tuple[str, str] | None = None) -> str:
-    """What to paste, and where, for ``client`` (``skill``: the SKILL.md). ``http``: (url,
-    token) of ``memctl mcp --http``: the server entry for it (Claude Code, Cursor)."""
-    if client == "skill":
-        return skill_text()
-    if http is not None:
-        if client not in ("claude-code", "cursor"):
-            raise SetupError(f"{client} is set up over stdio (--http: claude-code, cursor)")
-        return (
-            f"# {'~/.claude.json mcpServers' if client == 'claude-code' else '~/.cursor/mcp.json'}"
-            " (private: the entry carries the token)\n"
-            + _dump({"mcpServers": {SERVER_NAME: http_entry(*http, typed=client == "claude-code")}})
-        )
-    short = memctl_command()
-    if client == "claude-code":
-        return (
-            "# ~/.claude.json: mcpServers (every project), or projects.<project>.mcpServers\n"
-            "# (one project), or the project's .mcp.json (shared; each person approves it)\n"
-            + _dump({"mcpServers": {SERVER_NAME: claude_mcp_entry(short, None)}})
-            + "\n# .claude/settings.json (project) or ~/.claude/settings.json (user): hooks\n"
-            + _dump(
-                {
-                    "hooks": {
-                        name: [{"hooks": [hook_entry(short, event)]}]
-                        for name, event in hook_events("daemon").items()
-                    }
-                }
-            )
-            + "\n# .claude/settings.local.json (project) or ~/.claude/settings.json (user): the\n"
-            "# read-only tools claude -p may call (a project's settings.json grants none)\n"
-            + _dump({"permissions": {"allow": list(READ_ONLY_TOOLS)}})
-            + "# without an LLM configured ([llm]) the agent saves its notes itself: a Stop hook\n"
-            + "# instead of PreCompact and SessionEnd (memctl setup claude-code --flush agent)\n"
-        )
-    if client == "cursor":
-        return "# .cursor/mcp.json (project) or ~/.cursor/mcp.json (every project)\n" + _dump(
-            {"mcpServers": {SERVER_NAME: mcp_entry(short)}}
-        )
-    if client == "codex":
-        from memoryd_client.agents import codex_setup
-
-        hooks: dict[str, Any] = {}
-        codex_setup.hook_edit(short, None, "daemon")(hooks, Path("hooks.json"))
-        return (
-            "# ~/.codex/config.toml (memctl setup codex merges it, with the socket in env)\n"
-            + codex_setup.server_table(short, None, {})
-            + "\n# ~/.codex/hooks.json (then trust them in codex: /hooks)\n"
-            + _dump(hooks)
-        )
-    if client == "claude-desktop":
-        where = (
-            "~/Library/Application Support/Claude/claude_desktop_config.json"
-            if sys.platform == "darwin"
-            else "~/.config/Claude/claude_desktop_config.json"
-        )
-        return f"# {where}\n# (add --workspace NAME to args when several are registered)\n" + _dump(
-            {"mcpServers": {SERVER_NAME: mcp_entry(memctl_command(True))}}
-        )
-    if client == "openclaw":
-        # OpenClaw hands an MCP server only HOME, PATH, PWD, SHELL and TERM: name the socket.
-        from memoryd_client.paths import socket_path
-
-        entry = {**mcp_entry(short), "env": {"MEMORYD_SOCKET": str(socket_path())}}
-        return (
-            "# ~/.openclaw/openclaw.json (or: openclaw mcp set memoryd ...); "
-            "memctl setup openclaw puts memoryd in the memory slot instead\n"
-            + _dump({"mcp": {"servers": {SERVER_NAME: entry}}})
-        )
-    raise SetupError(f"unknown client {client!r} (known: {', '.join(CLIENTS)})")
 
 
 def skill_text() -> str:

@@ -375,7 +375,9 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
         if args.print or args.client not in ("claude-code", "skill"):
             if not args.print:
                 raise UsageError(f"memctl setup {args.client} only prints its snippet: add --print")
-            ctx.stdout.write(setup.snippet(args.client, http))
+            from memoryd_client.agents.snippets import snippet
+
+            ctx.stdout.write(snippet(args.client, http))
             return EXIT_OK
         if args.client == "skill":
             changes = [setup.skill_change(project=project, home=Path.home())]
