@@ -3,36 +3,26 @@
     async with AsyncMemoryClient() as client:
         a, b = await asyncio.gather(client.search("schema"), client.search("deadline"))
 
-One reader task owns the socket's read side and routes every frame by its request id:
-answers may come back out of order, and each call's progress events reach that call's own
+Answers may come back out of order; each call's progress events reach that call's own
 ``on_progress`` (a plain function or a coroutine function). Connection behaviour is the
 blocking client's (see :mod:`memoryd_client.client`): ``hello`` first, a dropped connection
 is reconnected once and calls safe to resend are resent (not ``append``), timeouts leave the
-connection usable.
+connection usable (:mod:`memoryd_client._async_connection`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import inspect
-import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from memoryd_client import _calls, _connection, protocol
-from memoryd_client._autostart import AUTOSTART_WAIT_S, POLL_INTERVAL_S, Starter
+from memoryd_client import _calls
+from memoryd_client._async_connection import AsyncConnection
 from memoryd_client._calls import Call, DateLike, ProgressCallback
 from memoryd_client._connection import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT
-from memoryd_client.errors import (
-    ClientTimeout,
-    ConnectionLost,
-    DaemonNotRunning,
-    RemoteError,
-)
+from memoryd_client.errors import ConnectionLost
 from memoryd_client.paths import socket_path as default_socket_path
 from memoryd_client.trust_types import ObserveResult, ReviewItem, ReviewList
 from memoryd_client.types import (
@@ -58,75 +48,6 @@ from memoryd_client.usage import StatsResult
 
 T = TypeVar("T")
 
-_DROPPED = object()  # queued to every waiting call when the connection ends
-
-
-class _Dropped(Exception):
-    pass
-
-
-class _SendFailed(Exception):
-    pass
-
-
-class _Connection:
-    """One socket: a write lock, and a reader task dispatching frames to waiting calls."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.pending: dict[int, asyncio.Queue[Any]] = {}
-        self.closed = False
-        self._write_lock = asyncio.Lock()
-        self._task = asyncio.get_running_loop().create_task(self._read_loop())
-
-    @property
-    def usable(self) -> bool:
-        return not (self.closed or self.reader.at_eof() or self.writer.is_closing())
-
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                header = await self.reader.readexactly(protocol.HEADER.size)
-                body = await self.reader.readexactly(protocol.frame_length(header))
-                frame = protocol.unpack(body)
-                fid = frame.get("id")
-                if fid is None and frame.get("ok") is False:
-                    # A connection-level error: every waiting call gets it, the daemon closes.
-                    for queue in self.pending.values():
-                        queue.put_nowait(frame)
-                    break
-                waiting = self.pending.get(fid) if isinstance(fid, int) else None
-                if waiting is not None:
-                    waiting.put_nowait(frame)
-                # else: the late answer of a call that timed out; dropped.
-        except (asyncio.IncompleteReadError, OSError, protocol.FrameError):
-            pass
-        finally:
-            self.closed = True
-            for queue in self.pending.values():
-                queue.put_nowait(_DROPPED)
-            self.writer.close()
-
-    async def send(self, data: bytes) -> None:
-        if not self.usable:
-            raise _SendFailed()
-        try:
-            async with self._write_lock:
-                self.writer.write(data)
-                await self.writer.drain()
-        except (OSError, RuntimeError):
-            raise _SendFailed() from None
-
-    async def close(self) -> None:
-        self.closed = True
-        self._task.cancel()
-        self.writer.close()
-        with contextlib.suppress(BaseException):
-            await self._task
-        with contextlib.suppress(OSError, RuntimeError):
-            await self.writer.wait_closed()
-
 
 class AsyncMemoryClient:
     """asyncio client for memoryd, with the same methods as :class:`MemoryClient`."""
@@ -138,17 +59,43 @@ class AsyncMemoryClient:
         autostart: bool = False,
         client_name: str = DEFAULT_CLIENT_NAME,
     ) -> None:
-        self._explicit_socket = socket_path is not None
         self.socket_path = (
             Path(socket_path).expanduser() if socket_path is not None else default_socket_path()
         )
-        self.timeout = timeout
-        self.autostart = autostart
-        self.client_name = client_name
-        self._conn: _Connection | None = None
-        self._connect_lock: asyncio.Lock | None = None
-        self._ids = itertools.count(1)
-        self.server: Hello | None = None
+        self._conn = AsyncConnection(
+            self.socket_path,
+            explicit_socket=socket_path is not None,
+            timeout=timeout,
+            autostart=autostart,
+            client_name=client_name,
+        )
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds to wait for an answer (None: forever)."""
+        return self._conn.timeout
+
+    @timeout.setter
+    def timeout(self, value: float | None) -> None:
+        self._conn.timeout = value
+
+    @property
+    def autostart(self) -> bool:
+        """Start ``memoryd run`` in the background when no daemon answers."""
+        return self._conn.autostart
+
+    @autostart.setter
+    def autostart(self, value: bool) -> None:
+        self._conn.autostart = value
+
+    @property
+    def client_name(self) -> str:
+        return self._conn.client_name
+
+    @property
+    def server(self) -> Hello | None:
+        """The daemon's ``hello`` answer on the current connection (None before connecting)."""
+        return self._conn.hello
 
     async def __aenter__(self) -> AsyncMemoryClient:
         return self
@@ -162,19 +109,17 @@ class AsyncMemoryClient:
         await self.close()
 
     def __repr__(self) -> str:
-        state = "connected" if self._conn is not None and self._conn.usable else "not connected"
+        state = "connected" if self._conn.connected else "not connected"
         return f"<AsyncMemoryClient {self.socket_path} {state}>"
 
     async def connect(self) -> Hello:
-        await self._connection()
-        assert self.server is not None
-        return self.server
+        """Connect now (calls connect lazily otherwise); returns the daemon's ``hello``."""
+        await self._conn.open()
+        assert self._conn.hello is not None
+        return self._conn.hello
 
     async def close(self) -> None:
-        conn, self._conn = self._conn, None
-        self.server = None
-        if conn is not None:
-            await conn.close()
+        await self._conn.close()
 
     # ------------------------------------------------------------ methods
 
@@ -546,120 +491,4 @@ class AsyncMemoryClient:
     # ------------------------------------------------------------ plumbing
 
     async def _run(self, call: Call[T]) -> T:
-        for attempt in (1, 2):
-            conn = await self._connection()
-            try:
-                return await self._roundtrip(conn, call)
-            except _SendFailed:
-                await self._discard(conn)
-                if attempt == 1:
-                    continue
-                raise ConnectionLost(
-                    f"lost the connection to memoryd while sending `{call.method}`"
-                ) from None
-            except _Dropped:
-                await self._discard(conn)
-                if attempt == 1 and protocol.safe_to_resend(call.method):
-                    continue
-                lost = _connection.lost_message(call.method)
-                raise ConnectionLost(lost) from None
-        raise AssertionError("unreachable")
-
-    async def _roundtrip(self, conn: _Connection, call: Call[T]) -> T:
-        req_id = next(self._ids)
-        queue: asyncio.Queue[Any] = asyncio.Queue()
-        conn.pending[req_id] = queue
-        try:
-            await conn.send(protocol.pack(protocol.request(req_id, call.method, call.params)))
-            wait = call.timeout(self.timeout)
-            while True:
-                try:
-                    # Not wait_for: on 3.11 it wraps get() in a task, one more loop pass
-                    # per answer.
-                    async with asyncio.timeout(wait):
-                        item = await queue.get()
-                except TimeoutError:
-                    raise ClientTimeout(_connection.timeout_message(call.method, wait)) from None
-                if item is _DROPPED:
-                    raise _Dropped()
-                if _connection.is_event(item):
-                    progress = _calls.progress_of(item)
-                    if progress is not None and call.on_progress is not None:
-                        outcome = call.on_progress(progress)
-                        if inspect.isawaitable(outcome):
-                            await outcome
-                    continue
-                return _calls.result_of(call, item)
-        finally:
-            conn.pending.pop(req_id, None)
-
-    async def _discard(self, conn: _Connection) -> None:
-        if self._conn is conn:
-            self._conn = None
-            self.server = None
-        await conn.close()
-
-    async def _connection(self) -> _Connection:
-        if self._connect_lock is None:
-            self._connect_lock = asyncio.Lock()
-        async with self._connect_lock:
-            if self._conn is not None and not self._conn.usable:
-                await self._discard(self._conn)
-            if self._conn is None:
-                self._conn = await self._open()
-            return self._conn
-
-    async def _open(self) -> _Connection:
-        try:
-            return await self._open_once()
-        except DaemonNotRunning:
-            if not self.autostart:
-                raise
-        starter = Starter(self.socket_path, self._explicit_socket)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + AUTOSTART_WAIT_S
-        while True:
-            await asyncio.sleep(POLL_INTERVAL_S)
-            try:
-                return await self._open_once()
-            except DaemonNotRunning:
-                failure = starter.failure()
-                if failure is not None:
-                    raise failure from None
-                if loop.time() > deadline:
-                    raise starter.timed_out() from None
-
-    async def _open_once(self) -> _Connection:
-        _connection.check_socket_path(self.socket_path)
-        try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_unix_connection(os.fspath(self.socket_path)),
-                self.timeout,
-            )
-        except TimeoutError:
-            raise ClientTimeout(
-                f"memoryd at {self.socket_path} did not accept the connection within "
-                f"{self.timeout or 0:g}s"
-            ) from None
-        except OSError as exc:
-            raise _connection.connect_error(exc, self.socket_path) from None
-        conn = _Connection(reader, writer)
-        try:
-            hello = await self._roundtrip(conn, _calls.hello(self.client_name))
-        except (_Dropped, _SendFailed):
-            await conn.close()
-            raise ConnectionLost(
-                f"memoryd at {self.socket_path} closed the connection during hello"
-            ) from None
-        except RemoteError as exc:
-            await conn.close()
-            raise _connection.hello_error(exc, self.socket_path) from None
-        except BaseException:
-            await conn.close()
-            raise
-        try:
-            self.server = _calls.check_hello(hello, self.socket_path)
-        except BaseException:
-            await conn.close()
-            raise
-        return conn
+        return await self._conn.run(call)
