@@ -16,7 +16,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from memoryd_client import _calls
 from memoryd_client._async_connection import AsyncConnection
@@ -45,6 +45,9 @@ from memoryd_client.types import (
     WorkspaceInfo,
 )
 from memoryd_client.usage import StatsResult
+
+if TYPE_CHECKING:
+    from memoryd_client.search_options import SearchOptions
 
 T = TypeVar("T")
 
@@ -130,41 +133,14 @@ class AsyncMemoryClient:
         return await self._run(_calls.status(workspace))
 
     async def search(
-        self,
-        query: str,
-        *,
-        workspace: str | None = None,
-        max_results: int | None = None,
-        min_score: float | None = None,
-        sources: str | Iterable[str] | None = None,
-        mode: str | None = None,
-        fusion: str | None = None,
-        path_prefix: str | None = None,
-        since: DateLike | None = None,
-        until: DateLike | None = None,
-        fleet: bool = False,
-        project: str | Iterable[str] | None = None,
-        now: DateLike | None = None,
-        include_superseded: bool = False,
+        self, query: str, *, workspace: str | None = None, **options: Unpack[SearchOptions]
     ) -> SearchResult:
-        return await self._run(
-            _calls.search(
-                query,
-                workspace=workspace,
-                max_results=max_results,
-                min_score=min_score,
-                sources=sources,
-                mode=mode,
-                fusion=fusion,
-                path_prefix=path_prefix,
-                since=since,
-                until=until,
-                fleet=fleet,
-                project=project,
-                now=now,
-                include_superseded=include_superseded,
-            )
-        )
+        """Hybrid search of ``workspace`` (default: the daemon's choice). ``options``: a
+        search's options (:data:`memoryd_client.search_options.OPTIONS`), e.g.
+        ``max_results``, ``sources``, ``since``; ``project``: the active project key(s)
+        (docs/provenance.md); ``now``: the day the query's "yesterday" or "last week" counts
+        from (default: today)."""
+        return await self._run(_calls.search(query, workspace=workspace, **options))
 
     async def get(
         self,

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
 
 from memoryd_client import _connection, protocol
 from memoryd_client._params import (
@@ -49,6 +49,9 @@ from memoryd_client.types import (
     WorkspaceList,
 )
 from memoryd_client.usage import StatsResult
+
+if TYPE_CHECKING:
+    from memoryd_client.search_options import SearchOptions
 
 T = TypeVar("T")
 
@@ -96,10 +99,12 @@ def status(workspace: str | None = None) -> Call[Status]:
     return Call("status", omit_none(workspace=workspace), Status.from_wire)
 
 
-def search(query: str, **options: Any) -> Call[SearchResult]:
-    """``options``: :func:`memoryd_client._params.search_params`'s."""
-    params = search_params(query, **options)
-    return Call("search", params, SearchResult.from_wire)
+def search(
+    query: str, *, workspace: str | None = None, **options: Unpack[SearchOptions]
+) -> Call[SearchResult]:
+    return Call(
+        "search", search_params(query, workspace=workspace, **options), SearchResult.from_wire
+    )
 
 
 def get(

@@ -13,7 +13,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import datetime as _dt
     from collections.abc import Iterable
-    from typing import Any
+    from typing import Any, Unpack
+
+    from memoryd_client.search_options import SearchOptions
 
     DateLike = _dt.date | str
 
@@ -37,40 +39,30 @@ def as_list(values: str | Iterable[str] | None) -> list[str] | None:
 
 
 def search_params(
-    query: str,
-    *,
-    workspace: str | None = None,
-    max_results: int | None = None,
-    min_score: float | None = None,
-    sources: str | Iterable[str] | None = None,
-    mode: str | None = None,
-    fusion: str | None = None,
-    path_prefix: str | None = None,
-    since: DateLike | None = None,
-    until: DateLike | None = None,
-    fleet: bool = False,
-    project: str | Iterable[str] | None = None,
-    now: DateLike | None = None,
-    include_superseded: bool = False,
+    query: str, *, workspace: str | None = None, **options: Unpack[SearchOptions]
 ) -> dict[str, Any]:
-    params = omit_none(
-        query=query,
-        workspace=workspace,
-        max_results=max_results,
-        min_score=min_score,
-        sources=as_list(sources),
-        mode=mode,
-        fusion=fusion,
-        path_prefix=path_prefix,
-        since=iso(since),
-        until=iso(until),
-        project=as_list(project),
-        now=iso(now),
-    )
-    if fleet:  # every workspace published in the fleet (docs/fleet.md)
-        params["fleet"] = True
-    if include_superseded:  # keyed lines a newer one superseded (docs/lifecycle.md)
-        params["include_superseded"] = True
+    """``search``'s params: ``options`` are the rows of
+    :data:`memoryd_client.search_options.OPTIONS`, each written as its kind says."""
+    from memoryd_client import search_options  # not for recall (the prompt hook's path)
+
+    params: dict[str, Any] = {"query": query}
+    if workspace is not None:
+        params["workspace"] = workspace
+    rows = search_options.by_name()
+    for name, value in options.items():
+        option = rows.get(name)
+        if option is None:
+            raise TypeError(f"search() got an unexpected keyword argument {name!r}")
+        if value is None:  # the daemon's default
+            continue
+        if option.kind == search_options.FLAG:
+            value = True if value else None  # sent only when on
+        elif option.repeat:
+            value = as_list(value)  # type: ignore[arg-type]
+        elif option.kind == search_options.DAY:
+            value = iso(value)  # type: ignore[arg-type]
+        if value is not None:
+            params[name] = value
     return params
 
 

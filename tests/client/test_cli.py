@@ -202,7 +202,7 @@ def test_search_options_parse() -> None:
     )
     assert args.query == ["what", "did", "we", "decide"]
     assert (args.max_results, args.min_score, args.mode, args.fusion) == (5, 0.25, "keyword", "rrf")
-    assert args.source == ["memory", "sessions"]
+    assert args.sources == ["memory", "sessions"]
     assert (args.path_prefix, args.since, args.until, args.workspace) == (
         "memory/",
         "2025-01-01",

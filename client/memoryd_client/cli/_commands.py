@@ -23,7 +23,7 @@ from memoryd_client.cli._base import (
 )
 from memoryd_client.cli._format import format_jobs, format_run, format_search, format_status
 from memoryd_client.cli._progress import progress_reporter
-from memoryd_client.cli._search import read_query, search_many
+from memoryd_client.cli._search import read_query, search_many, search_options
 from memoryd_client.command_names import typed
 from memoryd_client.errors import ClientError
 from memoryd_client.paths import socket_path as resolve_socket_path
@@ -44,22 +44,11 @@ def status(args: argparse.Namespace, ctx: Context) -> int:
 
 def search(args: argparse.Namespace, ctx: Context) -> int:
     query = read_query(args, sys.stdin)
-    options = {
-        "max_results": args.max_results,
-        "min_score": args.min_score,
-        "sources": args.source,
-        "mode": args.mode,
-        "fusion": args.fusion,
-        "path_prefix": args.path_prefix,
-        "since": args.since,
-        "until": args.until,
-        "project": args.project,
-        "now": args.now,
-        "include_superseded": args.include_superseded,
-    }
+    options = search_options(args)
+    fleet = options.pop("fleet")
     if args.all and args.workspace:
         raise UsageError("--all searches every workspace: leave out -w/--workspace")
-    if args.fleet:  # every host's workspaces: one search the daemon asks Postgres
+    if fleet:  # every host's workspaces: one search the daemon asks Postgres
         if args.workspace or args.all:
             raise UsageError(
                 "--fleet searches every workspace of every host: leave out -w/--workspace and --all"

@@ -13,6 +13,7 @@ import datetime as _dt
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from memoryd_client import search_options, search_terms
 from memoryd_client._connection import DEFAULT_TIMEOUT
 from memoryd_client.cli import _commands as cmd
 from memoryd_client.cli._base import (
@@ -25,7 +26,8 @@ from memoryd_client.cli._base import (
     version_line,
 )
 from memoryd_client.cli._lifecycle import add_commands as add_lifecycle_commands
-from memoryd_client.search_terms import FUSIONS, MODES, ORIGINS, SESSION_KINDS, SOURCES
+from memoryd_client.search_options import COUNT, DAY, FLAG, SCORE
+from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
 
 class Parser(argparse.ArgumentParser):
@@ -106,6 +108,9 @@ def iso_date(text: str) -> str:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
     return text
+
+
+_READERS: dict[str, Callable[[str], Any]] = {COUNT: positive_int, SCORE: _score, DAY: iso_date}
 
 
 class _VersionAction(argparse.Action):
@@ -236,62 +241,26 @@ def _search_commands(sub: Any) -> None:
         help="search every registered workspace; each hit names its workspace "
         "(the default when no workspace is chosen and several are registered)",
     )
-    p.add_argument(
-        "-n", "--max-results", type=positive_int, metavar="N", help="at most N results (default 6)"
-    )
-    p.add_argument(
-        "--min-score",
-        type=_score,
-        metavar="SCORE",
-        help="drop results scoring below this, 0..1 (default 0.35)",
-    )
-    p.add_argument("--mode", choices=MODES, help="which signals rank the results (default hybrid)")
-    p.add_argument(
-        "--fusion",
-        choices=FUSIONS,
-        help="how hybrid search combines them (default: the daemon's, weighted)",
-    )
-    p.add_argument(
-        "--source",
-        action="append",
-        choices=SOURCES,
-        help="search this source (repeatable; default: the daemon's search.sources, memory)",
-    )
-    p.add_argument("--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX")
-    p.add_argument(
-        "--since", type=iso_date, metavar="YYYY-MM-DD", help="only notes of this day or later"
-    )
-    p.add_argument(
-        "--until", type=iso_date, metavar="YYYY-MM-DD", help="only notes of this day or earlier"
-    )
-    p.add_argument(
-        "--fleet",
-        action="store_true",
-        help="every workspace of every host in the fleet (fleet mode)",
-    )
-    p.add_argument(
-        "--include-superseded",
-        action="store_true",
-        help="also lines a newer line with the same <!-- key: --> superseded",
-    )
-    add_signal_options(p)
+    add_search_options(p)
 
 
-def add_signal_options(p: Any) -> None:
-    """--project and --now, shared by search and recall."""
-    p.add_argument(
-        "--project",
-        action="append",
-        metavar="KEY",
-        help="an active project (repeatable; e.g. github.com/owner/repo): its tagged notes "
-        "rank higher, another project's a little lower",
-    )
-    p.add_argument(
-        "--now",
-        type=iso_date,
-        metavar="YYYY-MM-DD",
-        help='the day "yesterday" or "last week" in the query counts from (default today)',
-    )
+def add_search_options(p: argparse.ArgumentParser) -> None:
+    """A search's options, one flag per row of the table (``search_options.OPTIONS``): its
+    kind says how the flag's value is read, the row's name is where it lands
+    (``_search.search_options`` reads them back)."""
+    for option in search_options.OPTIONS:
+        spec: dict[str, Any] = {"dest": option.name, "help": option.help}
+        if option.kind == FLAG:
+            spec["action"] = "store_true"
+        else:
+            spec["metavar"] = option.metavar
+            if option.repeat:
+                spec["action"] = "append"
+            if option.choices:
+                spec["choices"] = getattr(search_terms, option.choices)
+            else:
+                spec["type"] = _READERS.get(option.kind)
+        p.add_argument(*option.flags, **spec)
 
 
 def _note_commands(sub: Any) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from memoryd_client import search_options as _options
 from memoryd_client.cli._base import UsageError
 from memoryd_client.cli._search_json import merge_searches
 from memoryd_client.client import MemoryClient
@@ -29,6 +30,12 @@ def read_query(args: argparse.Namespace, stdin: TextIO) -> str:
             "or - to read them from stdin)"
         )
     return text
+
+
+def search_options(args: argparse.Namespace) -> dict[str, Any]:
+    """What the parser read of a search's options (``_parser.add_search_options``), as the
+    clients' ``search`` keywords."""
+    return {option.name: getattr(args, option.name) for option in _options.OPTIONS}
 
 
 def search_many(client: MemoryClient, names: list[str], query: str, **options: Any) -> SearchResult:

@@ -14,12 +14,14 @@ A search across workspaces is merged here for both paths (:func:`merge_searches`
 
 from __future__ import annotations
 
+from memoryd_client import search_options
 from memoryd_client._connection import DEFAULT_TIMEOUT, Connection
 from memoryd_client._params import search_params
 from memoryd_client._socket_path import socket_file
 from memoryd_client.cli._base import PROG, cwd_if_in_one, workspace_param, write_json, write_note
 from memoryd_client.cli._outcome import failed
 from memoryd_client.errors import BadResponse
+from memoryd_client.search_options import CHOICE, COUNT, DAY, FLAG, SCORE, Option
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -28,27 +30,17 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_RESULTS = 6  # search.max_results' default
 
-_FLAGS = {"--json": "json", "--include-superseded": "include_superseded"}
-_VALUED = {  # option -> its key; each read as the parser's type reads it (_read_value)
+# memctl's own options, read here as the parser reads them; a search's options are the
+# table's rows (search_options.OPTIONS), each read by its kind (_read_value).
+_COMMON = {
     "-w": "workspace",
     "--workspace": "workspace",
     "--socket": "socket",
     "--timeout": "timeout",
     "-q": "query_option",
     "--query": "query_option",
-    "-n": "max_results",
-    "--max-results": "max_results",
-    "--min-score": "min_score",
-    "--mode": "mode",
-    "--fusion": "fusion",
-    "--source": "sources",
-    "--path-prefix": "path_prefix",
-    "--since": "since",
-    "--until": "until",
-    "--project": "project",
-    "--now": "now",
 }
-_REPEATED = ("sources", "project")  # append: every occurrence counts
+_FOR_THE_PARSER = ("fleet",)  # where to search, with the parser's usage checks (-w, --all)
 
 
 class _ForTheParser(Exception):
@@ -169,8 +161,14 @@ def _is_entry(entry: Any) -> bool:
 
 def parse(argv: list[str]) -> dict[str, Any]:
     """``search``'s options as the parser would read them, or :class:`_ForTheParser`."""
-    opts: dict[str, Any] = dict.fromkeys(_VALUED.values())
-    opts.update(json=False, include_superseded=False, timeout=DEFAULT_TIMEOUT)
+    rows = {o.name: o for o in search_options.OPTIONS if o.name not in _FOR_THE_PARSER}
+    flags = {"--json": "json"}
+    valued = dict(_COMMON)
+    for row in rows.values():
+        for flag in row.flags:
+            (flags if row.kind == FLAG else valued)[flag] = row.name
+    opts: dict[str, Any] = dict.fromkeys((*valued.values(), *flags.values()))
+    opts.update({name: False for name in flags.values()}, timeout=DEFAULT_TIMEOUT)
     words: list[str] = []
     words_ended = False  # the parser takes the query's words as one run
     args = iter(argv[1:])
@@ -182,15 +180,16 @@ def parse(argv: list[str]) -> dict[str, Any]:
             continue
         words_ended = bool(words)
         name, eq, inline = arg.partition("=")
-        if name in _FLAGS and not eq:
-            opts[_FLAGS[name]] = True
+        if name in flags and not eq:
+            opts[flags[name]] = True
             continue
-        key = _VALUED.get(name)
+        key = valued.get(name)
         value = inline if eq else next(args, None)
         if key is None or value is None or (not eq and value.startswith("-")):
             raise _ForTheParser()  # unknown, abbreviated, '-' (stdin), or no value
-        read = _read_value(key, value)
-        opts[key] = [*(opts[key] or []), read] if key in _REPEATED else read
+        option = rows.get(key)
+        read = _read_value(option.kind if option else key, option, value)
+        opts[key] = [*(opts[key] or []), read] if option and option.repeat else read
     query = opts.pop("query_option")
     if not opts.pop("json") or (query is not None and words) or opts["socket"] == "":
         raise _ForTheParser()
@@ -201,28 +200,28 @@ def parse(argv: list[str]) -> dict[str, Any]:
     return opts
 
 
-def _read_value(key: str, value: str) -> Any:
-    """``value`` as the parser's type for ``key`` reads it; :class:`_ForTheParser` when the
-    parser would refuse it (its message is the one to show)."""
+def _read_value(kind: str, option: Option | None, value: str) -> Any:
+    """``value`` as the parser reads a flag of this ``kind`` (an option's, or ``timeout``);
+    :class:`_ForTheParser` when the parser would refuse it (its message is the one to show)."""
     try:
-        if key == "max_results":
+        if kind == COUNT:
             number = int(value)
             if number >= 1:
                 return number
-        elif key in ("min_score", "timeout"):
+        elif kind in (SCORE, "timeout"):
             real = float(value)
-            if (0.0 <= real <= 1.0) if key == "min_score" else real > 0:
+            if (0.0 <= real <= 1.0) if kind == SCORE else real > 0:
                 return real
-        elif key in ("since", "until", "now"):
+        elif kind == DAY:
             import datetime as _dt
 
             _dt.date.fromisoformat(value)
             return value
-        elif key in ("mode", "fusion", "sources"):
+        elif kind == CHOICE:
             from memoryd_client import search_terms  # the choices: only when one is given
 
-            choices = {"mode": search_terms.MODES, "fusion": search_terms.FUSIONS}
-            if value in choices.get(key, search_terms.SOURCES):
+            assert option is not None and option.choices is not None
+            if value in getattr(search_terms, option.choices):
                 return value
         else:
             return value
