@@ -25,6 +25,7 @@ from memoryd_client._params import (
     search_params,
 )
 from memoryd_client.errors import BadResponse, ProtocolMismatch
+from memoryd_client.sync_types import SyncList, SyncRun
 from memoryd_client.trust_types import ObserveResult, ReviewItem, ReviewList
 from memoryd_client.types import (
     AgentFlushResult,
@@ -42,8 +43,6 @@ from memoryd_client.types import (
     ReindexResult,
     SearchResult,
     Status,
-    SyncList,
-    SyncRun,
     WorkspaceChange,
     WorkspaceInfo,
     WorkspaceList,

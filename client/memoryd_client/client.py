@@ -29,6 +29,7 @@ from memoryd_client._calls import Call, DateLike, ProgressCallback
 from memoryd_client._connection import DEFAULT_CLIENT_NAME, DEFAULT_TIMEOUT, Connection
 from memoryd_client.errors import ConnectionLost
 from memoryd_client.paths import socket_path as default_socket_path
+from memoryd_client.sync_types import SyncList, SyncRun
 from memoryd_client.trust_types import ObserveResult, ReviewItem, ReviewList
 from memoryd_client.types import (
     AgentFlushResult,
@@ -45,8 +46,6 @@ from memoryd_client.types import (
     ReindexResult,
     SearchResult,
     Status,
-    SyncList,
-    SyncRun,
     WorkspaceChange,
     WorkspaceInfo,
 )

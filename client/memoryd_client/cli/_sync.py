@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from memoryd_client.cli._base import Command, Handler
-    from memoryd_client.types import SyncRun, SyncState
+    from memoryd_client.sync_types import SyncRun, SyncState
 
 
 def add_commands(
