@@ -27,16 +27,16 @@ if TYPE_CHECKING:
 
         max_results: int | None
         min_score: float | None
-        sources: str | Iterable[str] | None
         mode: str | None
         fusion: str | None
+        sources: str | Iterable[str] | None
         path_prefix: str | None
         since: DateLike | None
         until: DateLike | None
         fleet: bool
+        include_superseded: bool
         project: str | Iterable[str] | None
         now: DateLike | None
-        include_superseded: bool
 
 
 # What values an option takes: memctl reads its flag with the kind's check, and the wire
@@ -94,13 +94,6 @@ OPTIONS: tuple[Option, ...] = (
         help="drop results scoring below this, 0..1 (default 0.35)",
     ),
     Option(
-        "sources",
-        "--source",
-        choices="SOURCES",
-        repeat=True,
-        help="search this source (repeatable; default: the daemon's search.sources, memory)",
-    ),
-    Option(
         "mode", "--mode", choices="MODES", help="which signals rank the results (default hybrid)"
     ),
     Option(
@@ -108,6 +101,13 @@ OPTIONS: tuple[Option, ...] = (
         "--fusion",
         choices="FUSIONS",
         help="how hybrid search combines them (default: the daemon's, weighted)",
+    ),
+    Option(
+        "sources",
+        "--source",
+        choices="SOURCES",
+        repeat=True,
+        help="search this source (repeatable; default: the daemon's search.sources, memory)",
     ),
     Option(
         "path_prefix", "--path-prefix", metavar="PREFIX", help="only paths starting with PREFIX"
@@ -125,6 +125,12 @@ OPTIONS: tuple[Option, ...] = (
         help="every workspace of every host in the fleet (fleet mode)",
     ),
     Option(
+        "include_superseded",
+        "--include-superseded",
+        kind=FLAG,
+        help="also lines a newer line with the same <!-- key: --> superseded",
+    ),
+    Option(
         "project",
         "--project",
         repeat=True,
@@ -138,12 +144,6 @@ OPTIONS: tuple[Option, ...] = (
         kind=DAY,
         metavar="YYYY-MM-DD",
         help='the day "yesterday" or "last week" in the query counts from (default today)',
-    ),
-    Option(
-        "include_superseded",
-        "--include-superseded",
-        kind=FLAG,
-        help="also lines a newer line with the same <!-- key: --> superseded",
     ),
 )
 
