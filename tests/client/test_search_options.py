@@ -50,6 +50,13 @@ def test_the_typed_options_are_the_tables_rows_in_order_each_typed_as_its_kind()
     assert _typed_fields() == expected
 
 
+def test_both_clients_type_a_searchs_options_by_the_table() -> None:
+    # mypy checks a caller's keywords against SearchOptions: a misspelt option or a value
+    # of the wrong type fails the caller's type check, as an explicit parameter would.
+    for search in (MemoryClient.search, AsyncMemoryClient.search):
+        assert search.__annotations__["options"] == "Unpack[SearchOptions]"
+
+
 def test_every_row_is_a_param_the_daemons_handlers_read() -> None:
     # The daemon side of a row: the search handler reads the param by the row's name.
     rpc = Path(__file__).parents[2] / "daemon" / "memoryd" / "rpc"
