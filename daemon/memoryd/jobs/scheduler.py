@@ -71,6 +71,10 @@ class Scheduler:
         self._task: asyncio.Task[None] | None = None
         self.sleeping = False  # waiting for the next due time or a wake-up (tests watch it)
 
+    def spec(self, name: str) -> JobSpec:
+        """The job ``name`` runs (``invalid_params`` naming the jobs when there is none)."""
+        return self.runner.spec(name)
+
     @property
     def listed(self) -> dict[str, JobSpec]:
         """The jobs ``jobs.list`` and ``status`` show: the scheduled ones, then flush (run

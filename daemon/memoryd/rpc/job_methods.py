@@ -72,7 +72,7 @@ class JobMethods:
                 "flush runs on a transcript: use the flush method (memctl flush PATH)",
                 {"param": "name"},
             )
-        self.scheduler.runner.spec(name)  # unknown job: invalid_params before anything else
+        self.scheduler.spec(name)  # unknown job: invalid_params before anything else
         ws = self.registry.resolve(ref)
         req.log_fields.update(workspace=ws.name, job=name)
         await ws.opened.wait()  # so that the run's changes reach the index at once

@@ -27,6 +27,7 @@ from memoryd.lifecycle.forget_service import ForgetService
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
+from memoryd.runtime.state import StateDB
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
@@ -43,6 +44,7 @@ class LifecycleMethods:
         self,
         *,
         registry: Registry,
+        state: StateDB,
         searches: SearchService,
         forgets: ForgetService,
         history: History,
@@ -53,9 +55,11 @@ class LifecycleMethods:
     ) -> None:
         """``searches``: forget by query selects from a search's hits; ``forgets``: the
         forget sequence (lifecycle/forget_service.py); ``history``: the transcripts a
-        session flushed (forget by session); ``locks``: the exports folder's and an
-        import's files'; ``watcher``: told of an import's files at once."""
+        session flushed (forget by session); ``state``: the exports written outside (a
+        purge names them); ``locks``: the exports folder's and an import's files';
+        ``watcher``: told of an import's files at once."""
         self.registry = registry
+        self.state = state
         self.searches = searches
         self.forgets = forgets
         self.history = history
@@ -139,7 +143,7 @@ class LifecycleMethods:
             functools.partial(archive.write_archive, ws.root, ws.name, out, force=force)
         )
         await asyncio.to_thread(  # a purge names it while it is still as written
-            purging.record_outside_export, self.registry.state, ws.root, out, written["sha256"]
+            purging.record_outside_export, self.state, ws.root, out, written["sha256"]
         )
         return written
 

@@ -23,6 +23,7 @@ from memoryd.rpc.dispatch import Dispatcher, HandlerGroup
 from memoryd.rpc.job_methods import JobMethods
 from memoryd.rpc.lifecycle_methods import LifecycleMethods
 from memoryd.rpc.memory_methods import MemoryMethods
+from memoryd.rpc.recall_methods import RecallMethods
 from memoryd.rpc.review_methods import ReviewMethods
 from memoryd.rpc.status import StatusReport
 from memoryd.rpc.sync_methods import SyncMethods
@@ -134,19 +135,25 @@ def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]
         JobMethods(
             registry=registry, scheduler=sv.scheduler, clock=clock, config=config, env=d.env
         ),
-        AgentMethods(
+        RecallMethods(
             registry=registry,
             searches=shared.searches,
+            usage=sv.usage,
+            clock=clock,
+            config=config,
+        ),
+        AgentMethods(
+            registry=registry,
             flushes=sv.flushes,
             history=sv.history,
             trust=sv.trust,
-            usage=sv.usage,
             clock=clock,
             config=config,
             env=d.env,
         ),
         LifecycleMethods(
             registry=registry,
+            state=sv.state,
             searches=shared.searches,
             forgets=shared.forgets,
             history=sv.history,
