@@ -98,10 +98,38 @@ def test_compact_drops_records_of_lines_no_longer_in_memory(tmp_path: Path) -> N
     ledger.add([_rec("kept", "agent"), _rec("gone", "agent")])
     ledger.forget_lines([(D, line_key("old"))], at=5.0)
     ledger.forget_lines([(D, line_key("older"))], at=1.0)
-    # Tombstones are kept for sync (write-path.md 3) unless older than asked.
-    assert ledger.compact({(D, line_key("kept"))}, keep_forgets_since=2.0) == 2
-    assert ledger.lookup(D, line_key("gone")) is None and len(ledger) == 2
-    assert [r.op for r in ledger.records()] == ["add", "forget"]
+    ledger.add([Record.added(line_key("young"), D, Provenance("agent"), "append", 9.0)])
+    # Tombstones are kept for sync (write-path.md 3) unless older than asked; a line's
+    # records younger than asked stay even when the line is gone.
+    live = {D: {line_key("kept")}}
+    assert ledger.compact(live, keep_forgets_since=2.0, keep_lines_since=8.0) == {
+        "add": 1,
+        "forget": 1,
+    }
+    assert ledger.lookup(D, line_key("gone")) is None and len(ledger) == 3
+    assert [r.op for r in ledger.records()] == ["add", "forget", "add"]
+    assert ledger.lookup(D, line_key("young")) is not None
+    assert [n for n in os.listdir(tmp_path / "memory") if n.endswith(".tmp")] == []
+
+
+def test_compact_leaves_other_files_and_never_changes_a_lines_trust(tmp_path: Path) -> None:
+    """A line forgotten and then typed again by hand is the owner's: dropping its old
+    tombstone also drops the untrusted record it cancelled (else that record would count
+    again); a later write's record stays; a file not asked about keeps every record."""
+    ledger = Ledger(tmp_path)
+    retyped, rewritten = line_key("retyped"), line_key("rewritten")
+    ledger.add([Record.added(retyped, D, Provenance("untrusted"), "mcp", 1.0)])
+    ledger.add([Record.added(rewritten, D, Provenance("untrusted"), "mcp", 1.0)])
+    ledger.forget_lines([(D, retyped), (D, rewritten)], at=2.0)
+    ledger.add([Record.added(rewritten, D, Provenance("agent"), "append", 3.0)])
+    ledger.add([_rec("elsewhere", "agent", path="memory/other.md")])
+    before = {k: ledger.lookup(D, k) for k in (retyped, rewritten)}
+    assert before[retyped] is None
+    counts = ledger.compact({D: {retyped, rewritten}}, keep_forgets_since=5.0, keep_lines_since=5.0)
+    assert counts == {"add": 2, "forget": 2}
+    assert {k: ledger.lookup(D, k) for k in (retyped, rewritten)} == before
+    assert ledger.lookup("memory/other.md", line_key("elsewhere")) is not None
+    assert ledger.compact({D: {retyped, rewritten}}, 5.0, 5.0) == {}
 
 
 def test_ledger_for_gives_one_copy_per_workspace(tmp_path: Path) -> None:

@@ -50,12 +50,19 @@ def test_jobs_list_shows_schedule_next_run_and_llm_per_workspace(daemon: DaemonT
     assert result["timezone"] == "Europe/Berlin"
     assert result["llm"]["configured"] is True and result["llm"]["model"] == "fake-chat"
     jobs = by_name(result["jobs"])
-    assert set(jobs) == {"hippocampus", "retention", "fallback_summary", "flush"}
+    assert set(jobs) == {
+        "hippocampus",
+        "retention",
+        "fallback_summary",
+        "ledger_compaction",
+        "flush",
+    }
     hippo = jobs["hippocampus"]
     assert (hippo["workspace"], hippo["schedule"], hippo["enabled"]) == ("alice", "0 3 * * *", True)
     assert hippo["next_run"] == "2025-03-13T03:00:00+01:00"
     assert jobs["retention"]["next_run"] == "2025-03-13T03:30:00+01:00"
     assert jobs["fallback_summary"]["next_run"] == "2025-03-12T09:45:00+01:00"
+    assert jobs["ledger_compaction"]["next_run"] == "2025-03-13T03:45:00+01:00"
     assert hippo["last_run"] is None and hippo["running"] is False
 
 
@@ -139,6 +146,7 @@ def test_memctl_jobs_list_json_and_human(daemon: DaemonThread) -> None:
         "hippocampus",
         "retention",
         "fallback_summary",
+        "ledger_compaction",
         "flush",
     }
     code, out, _ = memctl(daemon, "jobs", "list")
@@ -185,6 +193,7 @@ def test_the_client_library_runs_and_lists_jobs(daemon: DaemonThread) -> None:
             "hippocampus",
             "retention",
             "fallback_summary",
+            "ledger_compaction",
             "flush",
         }
 

@@ -414,7 +414,9 @@ def _jobs_commands(sub: Any) -> None:
         "run a job now",
         example="  memctl jobs run hippocampus --dry-run   # the diff, nothing written",
     )
-    p.add_argument("name", metavar="NAME", help="hippocampus, retention or fallback_summary")
+    p.add_argument(
+        "name", metavar="NAME", help="hippocampus, retention, fallback_summary or ledger_compaction"
+    )
     p.add_argument(
         "--dry-run",
         action="store_true",

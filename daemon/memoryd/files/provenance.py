@@ -7,8 +7,9 @@ folder and a restart; it is plain text a person can read.
 
 One JSON object a line, appended (O_APPEND, fsync) by the daemon only, while the append lock
 of the markdown file it describes is held, and BEFORE the markdown line is written: a crash
-in between leaves a record with no line (harmless, dropped at compaction); the other order
-would leave an untrusted line with no record, counted as the owner's.
+in between leaves a record with no line (harmless, dropped at compaction: the
+``ledger_compaction`` job); the other order would leave an untrusted line with no record,
+counted as the owner's.
 
 A line's trust is its own: it is found by (path, ``line_key``) (lines.py), never by its
 text elsewhere (docs/provenance.md, write-path.md section 3). For one (path, key): the least
@@ -27,7 +28,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -52,6 +53,7 @@ __all__ = [
     "Record",
     "check_provenance",
     "clean_session_id",
+    "droppable",
     "fold",
     "least_trusted",
     "ledger_for",
@@ -457,20 +459,63 @@ class Ledger:
         self._load(self._stat())
         return dropped
 
-    def compact(self, live: Collection[Line], keep_forgets_since: float = 0.0) -> int:
-        """Drop the ``add`` and ``approve`` records of lines no longer in their file
-        (``live``: every (path, key) now on disk) and the tombstones older than
-        ``keep_forgets_since`` (sync needs them for ``sync.tombstone_days``); how many went."""
+    def compact(
+        self,
+        live: Mapping[str, Collection[str]],
+        keep_forgets_since: float,
+        keep_lines_since: float,
+    ) -> dict[str, int]:
+        """Drop the records ``droppable`` names among those of the paths in ``live`` (path ->
+        the keys now in that file; the caller holds those files' locks, so no record of
+        them is written meanwhile); the file is replaced atomically. How many of each op
+        went."""
         with self._lock:
             self.refresh()
-            kept = [
-                r
-                for r in self._records
-                if isinstance(r, SessionMark)
-                or (r.op in ("add", "approve") and (r.path, r.k) in live)
-                or (r.op == "forget" and r.at >= keep_forgets_since)
-            ]
-            return self._replace(kept)
+            records = [r for r in self._records if isinstance(r, Record)]
+            gone = droppable(records, live, keep_forgets_since, keep_lines_since)
+            if not gone:
+                return {}
+            drop = {id(records[i]) for i in gone}
+            self._replace([r for r in self._records if id(r) not in drop])
+            counts: dict[str, int] = {}
+            for i in gone:
+                counts[records[i].op] = counts.get(records[i].op, 0) + 1
+            return counts
+
+
+def droppable(
+    records: Sequence[Record],
+    live: Mapping[str, Collection[str]],
+    keep_forgets_since: float,
+    keep_lines_since: float,
+) -> set[int]:
+    """The positions in ``records`` a compaction drops, among the records of the paths in
+    ``live`` (path -> the keys now in that file). An ``add`` or ``approve`` older than
+    ``keep_lines_since`` goes when its line is no longer in its file, or when a later
+    tombstone made it moot (``fold`` starts again after a ``forget``). A tombstone goes when
+    older than ``keep_forgets_since`` (sync needs it for ``sync.tombstone_days``) and every
+    record before it on its line goes too: so the fold of what stays is what it was."""
+    lines: dict[Line, list[int]] = {}
+    for i, rec in enumerate(records):
+        if rec.path in live:
+            lines.setdefault((rec.path, rec.k), []).append(i)
+    out: set[int] = set()
+    for (path, k), positions in lines.items():
+        ordered = sorted(positions, key=lambda i: records[i].at)  # fold's order
+        ops = [records[i].op for i in ordered]
+        last_forget = max((n for n, op in enumerate(ops) if op == "forget"), default=-1)
+        on_disk = k in live[path]
+        all_before = True  # every record so far on this line is dropped
+        for n, i in enumerate(ordered):
+            rec = records[i]
+            if rec.op == "forget":
+                gone = all_before and rec.at < keep_forgets_since
+            else:
+                gone = rec.at < keep_lines_since and (n < last_forget or not on_disk)
+            if gone:
+                out.add(i)
+            all_before = all_before and gone
+    return out
 
 
 _LEDGERS: dict[Path, Ledger] = {}

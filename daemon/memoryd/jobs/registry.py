@@ -31,6 +31,12 @@ def _fallback_summary() -> JobFn:
     return fallback_summary.run
 
 
+def _ledger_compaction() -> JobFn:
+    from memoryd.jobs import ledger_compaction
+
+    return ledger_compaction.run
+
+
 def _settings_hippocampus(c: Config) -> JobSettings:
     return c.jobs.hippocampus
 
@@ -41,6 +47,10 @@ def _settings_retention(c: Config) -> JobSettings:
 
 def _settings_fallback(c: Config) -> JobSettings:
     return c.jobs.fallback_summary
+
+
+def _settings_ledger(c: Config) -> JobSettings:
+    return c.jobs.ledger_compaction
 
 
 JOBS: Final[Mapping[str, JobSpec]] = {
@@ -66,6 +76,13 @@ JOBS: Final[Mapping[str, JobSpec]] = {
             True,
             _settings_fallback,
             _fallback_summary,
+        ),
+        JobSpec(
+            "ledger_compaction",
+            "drop provenance records of lines no longer on disk and old tombstones",
+            False,
+            _settings_ledger,
+            _ledger_compaction,
         ),
     )
 }

@@ -269,7 +269,9 @@ def _move_daily(ctx: JobContext, folders: _Folders, action: Action) -> None:
     assert dest is not None
     src_fd = folders.fd(action.src.parent)
     dest_fd = folders.fd(dest.parent, make=True)
-    with ctx.locks.lock_for(action.src):
+    # Both files' locks (Ledger.carry's rule): the ledger compaction never reads the new
+    # file between its records and its link.
+    with ctx.locks.locked([action.src, dest]):
         _still(folders, action)
         # A line's provenance is its own record in its file (files/provenance.py): the
         # records go with the lines, written before the lines appear there.

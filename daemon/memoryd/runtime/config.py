@@ -175,6 +175,15 @@ class FallbackSummaryConfig:
 
 
 @dataclass(frozen=True)
+class LedgerCompactionConfig:
+    enabled: bool = _opt(True)
+    schedule: str = _opt("45 3 * * *", check=_cron)
+    # A line's records are dropped (its line gone, or forgotten) only once older than this;
+    # tombstones are kept for sync.tombstone_days.
+    keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)
+
+
+@dataclass(frozen=True)
 class ForgetConfig:
     keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)  # pre-images of a forget (docs/lifecycle.md)
 
@@ -184,6 +193,7 @@ class JobsConfig:
     hippocampus: HippocampusConfig = field(default_factory=HippocampusConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     fallback_summary: FallbackSummaryConfig = field(default_factory=FallbackSummaryConfig)
+    ledger_compaction: LedgerCompactionConfig = field(default_factory=LedgerCompactionConfig)
 
 
 @dataclass(frozen=True)
@@ -318,6 +328,7 @@ JOB_SECTIONS: dict[str, type[Any]] = {
     "hippocampus": HippocampusConfig,
     "retention": RetentionConfig,
     "fallback_summary": FallbackSummaryConfig,
+    "ledger_compaction": LedgerCompactionConfig,
 }
 
 
