@@ -2,8 +2,9 @@
 
 The ledger (files/provenance.py) only grows: every append, move and forget adds records.
 This job drops, per workspace, the ``add`` and ``approve`` records of lines no longer in
-their file and those a later tombstone made moot (both once older than ``keep_days``: a
-recent session's records tell fallback_summary it was flushed), and the tombstones older
+their file and those a later tombstone made moot (both once older than ``keep_days``, and
+than fallback_summary's ``max_age_days``: a recent session's records tell it the session
+was flushed), and the tombstones older
 than ``sync.tombstone_days`` whose line has nothing older left. Tombstones are kept that
 long whether or not the workspace syncs: sync may be enabled later, and a host that joins
 with an old copy of the notes is exactly what a tombstone stops (docs/sync.md). The fold
@@ -61,7 +62,11 @@ def run(ctx: JobContext) -> JobResult:
         raise JobSkipped(f"workspace folder {ctx.root} is missing")
     now = ctx.now.timestamp()
     forgets_since = now - ctx.config.sync.tombstone_days * DAY_S
-    lines_since = now - ctx.config.jobs.ledger_compaction.keep_days * DAY_S
+    jobs = ctx.config.jobs
+    # fallback_summary takes a session with records as flushed, as long as it looks back.
+    lines_since = (
+        now - max(jobs.ledger_compaction.keep_days, jobs.fallback_summary.max_age_days) * DAY_S
+    )
     ledger = ledger_for(ctx.root)
     records = ledger.records()
     live, unreadable = _keys(ctx.root, sorted({r.path for r in records}))
