@@ -43,6 +43,7 @@ from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.line_meta import LineMeta, LineMetaMap
 from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
+from memoryd.index.secure_delete import fts_secure
 from memoryd.index.store import FileRow
 from memoryd.index.tails import TailStates, replace_tail
 from memoryd.index.transcript_steps import (
@@ -110,6 +111,8 @@ class Syncer:
     # the ledger the provenance comes from (None: none kept, as in benchmarks of the text).
     meta: LineMetaMap = field(default_factory=LineMetaMap)
     ledger: Ledger | None = None
+    # The files a forget holds: their chunks' deletes are FTS5 secure ones (secure_delete.py).
+    secure: Callable[[str], bool] = lambda rel: False
 
     reads: FileReads = field(init=False)
 
@@ -226,7 +229,7 @@ class Syncer:
                     handed += 1
             if f is None:
                 if rel in known:
-                    with self.conn:
+                    with self.conn, fts_secure(self.conn, self.secure(rel)):
                         report.chunks_removed += store.delete_file(self.conn, rel, self.mirror)
                         self._write_meta(rel, {})
                     report.files_removed += 1
@@ -382,7 +385,7 @@ class Syncer:
             0,
             reason,
         )
-        with self.conn:
+        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
             report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
             store.upsert_file(self.conn, row)
             self._write_meta(f.rel, {})
@@ -446,7 +449,7 @@ class Syncer:
         """Write a markdown file's chunks (``rows``) whole, or (``tail``: chunk_appended's)
         the chunks after those it keeps; ``state`` is kept for the next append. ``meta``:
         its lines' annotations and provenance, replaced in the same transaction."""
-        with self.conn:
+        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
             store.upsert_file(self.conn, new_row)
             self._write_meta(f.rel, meta)
             if tail is None:
@@ -521,7 +524,7 @@ class Syncer:
             head.messages + tail.messages, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
         )
         new_row = transcript_row(f, row, st, s, head, tail, chunks)
-        with self.conn:
+        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
             report.chunks_removed += store.delete_chunks(
                 self.conn, f.rel, None if s.restart else s.start_line, self.mirror
             )
@@ -562,7 +565,7 @@ class Syncer:
             max_file_bytes=self.max_file_bytes,
         )
         new_row = long_line_row(f, row, st, s, end, line)
-        with self.conn:
+        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
             if row is None or s.restart:  # a rewritten transcript: its old chunks go
                 report.chunks_removed += store.delete_chunks(self.conn, f.rel, None, self.mirror)
             store.upsert_file(self.conn, new_row)

@@ -51,6 +51,7 @@ from memoryd.index.search.fusion import SearchEnv, run_search
 from memoryd.index.search.rows import ChunkRows, ChunkWindows, ParsedQueries
 from memoryd.index.search.signals import for_request
 from memoryd.index.search.triggers import TriggerLane
+from memoryd.index.secure_delete import SecureDeletes
 from memoryd.index.store import CacheKey, FileRow
 from memoryd.index.sync import Syncer
 from memoryd.index.tail_warm import SyncerWarm
@@ -149,6 +150,7 @@ class WorkspaceIndex:
             on_writer=self._on_writer,
             on_error=self.damage.check,
         )
+        self.secure = SecureDeletes(self.layout, self.on_writer, self.copies.drop_sidecar)
 
     def _make_embedder(self, provider: EmbeddingProvider | None) -> Embedder | None:
         if provider is None or not self.vec.ok:
@@ -235,6 +237,7 @@ class WorkspaceIndex:
             stopping=lambda: self._closed,
             meta=self.line_meta,
             ledger=ledger_for(self.root),
+            secure=self.secure.covers,
         )
 
     def attach_provider(

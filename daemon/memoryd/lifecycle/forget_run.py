@@ -85,7 +85,8 @@ def catch_up_index(root: Path, index: WorkspaceIndex) -> None:
     if not pending:
         return
     paths = sorted({root / rel for rels in pending.values() for rel in rels})
-    index.submit_sync(paths).result()
+    with index.secure.hold(paths):  # secure deletes, then the WAL truncated (as a forget)
+        index.submit_sync(paths).result()
     for folder in pending:
         journal.mark_indexed(root, folder)
     log.info("forget_index_caught_up", changes=len(pending), files=len(paths))

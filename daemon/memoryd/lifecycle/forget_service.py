@@ -98,16 +98,26 @@ class ForgetService:
         run = functools.partial(
             apply_forget, root, sel, self.locks, purge=purge, keep_days=cfg.forget.keep_days
         )
+        # Until the index has followed, these files' deletes are FTS5 secure ones (the
+        # watch's sync of them too); then the WAL is truncated (index/secure_delete.py).
+        hold = index.secure.hold(root / p for r in sel.removals for p in (r.rel, *r.aliases))
         try:
-            done = await asyncio.to_thread(run)
-        except ForgetConflict as exc:  # what did go leaves the index before the error
-            left = {str(r["path"]) for r in (exc.data or {}).get("not_removed", ())}
-            keys = _keys([r for r in sel.removals if r.rel not in left])
-            await self._indexed(name, root, index, exc.paths, exc.folder, hashes or [], {}, keys)
-            raise
-        keys = _keys(sel.removals)
-        answer = done.answer
-        await self._indexed(name, root, index, done.paths, done.folder, hashes or [], answer, keys)
+            try:
+                done = await asyncio.to_thread(run)
+            except ForgetConflict as exc:  # what did go leaves the index before the error
+                left = {str(r["path"]) for r in (exc.data or {}).get("not_removed", ())}
+                keys = _keys([r for r in sel.removals if r.rel not in left])
+                await self._indexed(
+                    name, root, index, exc.paths, exc.folder, hashes or [], {}, keys
+                )
+                raise
+            keys = _keys(sel.removals)
+            answer = done.answer
+            await self._indexed(
+                name, root, index, done.paths, done.folder, hashes or [], answer, keys
+            )
+        finally:
+            await asyncio.wrap_future(hold.release())
         if purge:
             answer["purged"] = await self._purge(root, index, sel, keys, answer)
         if synced is not None and self.sync is not None:  # memoryd's history and the remote

@@ -1,0 +1,62 @@
+"""A forget without ``--purge`` keeps its own pre-image (``memory/.history``) and nothing
+else: the index database, its WAL and the keyword copy's file beside it hold none of the
+removed line's words, while the daemon runs and after a clean stop (its deletes are FTS5
+secure deletes: index/secure_delete.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import pytest
+
+from memoryd_client import MemoryClient
+from test_purge import DAY, daemon_on, holders, workspace
+
+__all__ = ["workspace"]  # the fixture
+
+pytestmark = pytest.mark.timeout(120)
+
+SECRET = "- The courier password is xylophone quagmire blunderbuss."
+WORDS = (b"xylophon", b"quagmir", b"blunderbus")  # stems too: the keyword copy keeps those
+
+
+def _more_days(ws: Path, start: int, n: int) -> None:
+    """Other notes, indexed after the line: its terms end in an older FTS5 segment."""
+    for i in range(start, start + n):
+        day = ws / "memory" / f"2025-02-{i:02d}.md"
+        day.write_text(f"# 2025-02-{i:02d}\n\n- Note {i} about the garden and the roses.\n")
+
+
+def test_a_plain_forget_leaves_no_word_of_the_line_in_the_index(
+    workspace: Path, md_home: Path
+) -> None:
+    day = workspace / DAY
+    day.write_text(day.read_text() + f"{SECRET}\n")
+    _more_days(workspace, 1, 5)
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        _more_days(workspace, 6, 5)
+        c.reindex(workspace="ws", wait=True)
+        assert c.search("courier password", workspace="ws", mode="keyword").results
+    # A clean stop wrote the keyword copy's file (its stems) and checkpointed the WAL.
+    index_dir = next(p.parent for p in md_home.rglob("*.sqlite.bm25"))
+    assert holders(index_dir, words=WORDS)  # the test sees the copies it means
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        n = day.read_text().splitlines().index(SECRET) + 1
+        done = c.forget(workspace="ws", path=DAY, lines=str(n))
+        assert done.raw["kept"]  # its pre-image, kept for keep_days
+        assert c.search("courier password", workspace="ws", mode="keyword").results == []
+        assert holders(index_dir, words=WORDS) == []  # running: database, WAL, keyword file
+        # The only copy left anywhere is the forget's own pre-image.
+        kept = [h for h in holders(workspace, md_home, words=WORDS) if "/.history/" not in h]
+        assert kept == []
+    assert holders(index_dir, words=WORDS) == []  # after a clean stop
+    kept = [h for h in holders(workspace, md_home, words=WORDS) if "/.history/" not in h]
+    assert kept == []
+    assert any("/.history/changes/" in h for h in holders(workspace, words=WORDS))
+    # Secure deletes were for the forget's files only: never left on for later edits.
+    (db,) = index_dir.glob("*.sqlite")
+    conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    setting = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'secure-delete'")
+    assert list(setting) in ([], [(0,)])
+    conn.close()
