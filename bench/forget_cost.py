@@ -1,6 +1,7 @@
 """What a forget costs, with and without ``--purge``, beside the previous code.
 
-    python bench/forget_cost.py [--chunks 10000,100000] [--trials 3] [--baseline REV] [--json]
+    python bench/forget_cost.py [--chunks 10000,100000] [--trials 3] [--baseline REV]
+        [--no-purge] [--json]
 
 For each index size, a synthetic workspace (bench/synth.py) indexed keyword-only by the
 baseline's code; two copies of that home and workspace, one served by a ``memoryd run`` of
@@ -13,7 +14,11 @@ purge is timed apart: on an index made before ``secure_delete`` it runs VACUUM o
 What this tree adds: secure_delete on every writing connection (any delete zeroes what it
 frees), the journal's compare just before each rename, the ledger's tombstones, and for a
 purge the FTS5 merge into one segment, the history and exports rewrite, the state database's
-VACUUM and the WAL checkpoints (lifecycle/purge.py, index/purge.py).
+VACUUM and the WAL checkpoints (lifecycle/purge.py, index/purge.py); since h33b, a plain
+forget's deletes are FTS5 secure deletes for its own files and the WAL is truncated after
+its sync (index/secure_delete.py). After each trial's forgets, ordinary edits (a line in the
+middle of a daily note rewritten, waited for until keyword search finds it) are timed on
+both: secure-delete must never stay on for them.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ WS = "bench"
 BULK_LINES = 1100
 BULK_FILES = 6
 COMBOS = ((1, False), (1000, False), (1, True), (1000, True))
+EDITS = 20  # ordinary edits timed after each trial's forgets
 
 
 def start(tmp: Path, code: str, chunks: int, env: dict[str, str]) -> tuple[Daemon, Path]:
@@ -83,8 +89,33 @@ def forget(
         return ms, (cpu_s(d.pid) - cpu) * 1000, answer
 
 
+def edits(d: Daemon, root: Path, trial: int) -> float:
+    """The daemon's CPU (ms) for EDITS ordinary edits: a line in the middle of a daily note
+    rewritten (its chunks deleted and written again), each waited for until keyword search
+    finds it (the watch syncs it)."""
+    days = sorted((root / "memory").glob("2*.md"))
+    with d.client(timeout=600) as c:
+        cpu = cpu_s(d.pid)
+        for i in range(EDITS):
+            f = days[(trial * EDITS * 7 + i * 7 + 3) % len(days)]
+            lines = f.read_text().splitlines()
+            token = f"editmark{trial}x{i}q"
+            lines[len(lines) // 2] = f"- a note edited by hand, {token}"
+            f.write_text("\n".join(lines) + "\n")
+            deadline = time.monotonic() + 120
+            while not c.search(token, workspace=WS, mode="keyword").results:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"edit {token} never searchable")
+                time.sleep(0.05)
+        return (cpu_s(d.pid) - cpu) * 1000
+
+
 def run_size(
-    tmp: Path, chunks: int, envs: dict[str, dict[str, str]], trials: int
+    tmp: Path,
+    chunks: int,
+    envs: dict[str, dict[str, str]],
+    trials: int,
+    combos: tuple[tuple[int, bool], ...] = COMBOS,
 ) -> list[dict[str, Any]]:
     daemons: dict[str, Daemon] = {}
     roots: dict[str, Path] = {}
@@ -95,22 +126,28 @@ def run_size(
         note_load()
         first = {}
         for code, d in daemons.items():  # the first purge: VACUUM once on this tree's code
+            if not any(p for _, p in combos):
+                break
             ms, cpu, answer = forget(d, WS, {"path": "MEMORY.md", "lines": "10"}, True)
             first[code] = (ms, cpu, answer.get("purged", {}).get("index", {}))
-        rows.append({"chunks": chunks, "what": "first purge, 1 line", **_pair(first)})
+        if first:
+            rows.append({"chunks": chunks, "what": "first purge, 1 line", **_pair(first)})
         samples: dict[tuple[int, bool], dict[str, list[tuple[float, float]]]] = {
-            k: {c: [] for c in daemons} for k in COMBOS
+            k: {c: [] for c in daemons} for k in combos
         }
+        edited: dict[str, list[float]] = {c: [] for c in daemons}
         optimize: list[float] = []
         for t in range(trials):
             order = list(daemons) if t % 2 == 0 else list(reversed(daemons))
             want = targets(roots["new"], t)
-            for combo in COMBOS:
+            for combo in combos:
                 for code in order:
                     ms, cpu, answer = forget(daemons[code], WS, want[combo], combo[1])
                     samples[combo][code].append((ms, cpu))
                     if code == "new" and combo[1]:
                         optimize.append(answer["purged"]["index"]["fts_optimize_ms"])
+            for code in order:
+                edited[code].append(edits(daemons[code], roots[code], t))
             note_load()
         for (lines, purge), by_code in samples.items():
             med = {
@@ -119,11 +156,20 @@ def run_size(
             }
             what = f"{lines} line{'s' if lines > 1 else ''}" + (", purge" if purge else "")
             rows.append({"chunks": chunks, "what": what, **_pair(med)})
+        if optimize:
+            rows.append(
+                {
+                    "chunks": chunks,
+                    "what": "of which FTS5 optimize (new)",
+                    "new_ms": round(statistics.median(optimize), 1),
+                }
+            )
         rows.append(
             {
                 "chunks": chunks,
-                "what": "of which FTS5 optimize (new)",
-                "new_ms": round(statistics.median(optimize), 1),
+                "what": f"{EDITS} edits after the forgets",
+                "base_cpu_ms": round(statistics.median(edited["base"]), 1),
+                "new_cpu_ms": round(statistics.median(edited["new"]), 1),
             }
         )
     finally:
@@ -149,6 +195,7 @@ def main() -> None:
     ap.add_argument("--chunks", default="10000,100000")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--baseline", default=BASELINE)
+    ap.add_argument("--no-purge", action="store_true", help="plain forgets only")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     global BULK_FILES
@@ -162,7 +209,8 @@ def main() -> None:
             "new": stack.enter_context(code_at(None, tmp)),
         }
         for chunks in sizes:
-            rows += run_size(tmp, chunks, envs, args.trials)
+            combos = tuple(c for c in COMBOS if not (args.no_purge and c[1]))
+            rows += run_size(tmp, chunks, envs, args.trials, combos)
     if args.json:
         json.dump(rows, sys.stdout, indent=1)
         return
