@@ -10,6 +10,8 @@ from pathlib import Path
 import apsw
 import pytest
 
+from memoryd.files.lines import line_key
+from memoryd.lifecycle import journal
 from memoryd_client import MemoryClient
 from test_purge import DAY, daemon_on, holders, workspace
 
@@ -42,6 +44,10 @@ def test_a_plain_forget_leaves_no_word_of_the_line_in_the_index(
     index_dir = next(p.parent for p in md_home.rglob("*.sqlite.bm25"))
     assert holders(index_dir, words=WORDS)  # the test sees the copies it means
     with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        # Hit counts of the line written in this run (its samples in the state's WAL).
+        assert c.search("courier password xylophone", workspace="ws", mode="keyword").results
+        assert daemon.daemon is not None and daemon.daemon.services.hits is not None
+        assert daemon.daemon.services.hits.wait_idle()
         n = day.read_text().splitlines().index(SECRET) + 1
         done = c.forget(workspace="ws", path=DAY, lines=str(n))
         assert done.raw["kept"]  # its pre-image, kept for keep_days
@@ -60,3 +66,29 @@ def test_a_plain_forget_leaves_no_word_of_the_line_in_the_index(
     setting = conn.execute("SELECT v FROM chunks_fts_config WHERE k = 'secure-delete'")
     assert list(setting) in ([], [(0,)])
     conn.close()
+
+
+def test_a_forget_finished_by_the_next_start_leaves_no_word_in_the_index(
+    workspace: Path, md_home: Path
+) -> None:
+    """A kill after the files changed and before the index followed: the start-up syncs the
+    forget's files the same way (lifecycle/forget_run.catch_up_index)."""
+    day = workspace / DAY
+    day.write_text(day.read_text() + f"{SECRET}\n")
+    _more_days(workspace, 1, 10)
+    with daemon_on(md_home, workspace):
+        pass
+    index_dir = next(p.parent for p in md_home.rglob("*.sqlite.bm25"))
+    assert holders(index_dir, words=WORDS)
+    # What the killed forget left: the file without the line, its plan done, not indexed.
+    before = day.read_bytes()
+    after = before.replace(f"{SECRET}\n".encode(), b"")
+    meta = {"forgotten": [[DAY, line_key(SECRET)]], "at": 1.0}
+    change = journal.Change(
+        "forget", [journal.FileChange(DAY, before, after)], meta, keep=True, reindex=True
+    )
+    journal.apply(workspace, change)
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        assert c.search("courier password", workspace="ws", mode="keyword").results == []
+        assert holders(index_dir, words=WORDS) == []
+    assert holders(index_dir, words=WORDS) == []

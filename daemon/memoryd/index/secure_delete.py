@@ -31,8 +31,11 @@ import apsw
 
 from memoryd.files.layout import Layout, display_name
 from memoryd.index.purge import checkpoint
+from memoryd.runtime.logs import get_logger
 
 __all__ = ["SecureDeletes", "SecureHold", "fts_secure"]
+
+log = get_logger("memoryd.index")
 
 _SET = "INSERT INTO chunks_fts(chunks_fts, rank) VALUES('secure-delete', ?)"
 
@@ -90,7 +93,10 @@ class SecureDeletes:
     def _finish(self, conn: apsw.Connection) -> None:
         """Writer thread, after the forget's sync: no older page image of a removed line
         stays in the WAL, nor its stems in the keyword copy's file."""
-        checkpoint(conn)
+        try:
+            checkpoint(conn)
+        except apsw.Error as exc:  # the forget is done; a later checkpoint finishes this
+            log.warning("forget_checkpoint_failed", error=repr(exc))
         self._drop_sidecar()
 
     def _drop(self, rels: list[str]) -> None:

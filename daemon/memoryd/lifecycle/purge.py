@@ -239,6 +239,10 @@ def forget_hits(state: StateDB, root: Path, keys: Iterable[str]) -> int:
                 f"DELETE FROM line_hit_queries WHERE workspace_path = ? AND key IN ({marks})",
                 args,
             )
+    from memoryd.index.purge import checkpoint  # as scrub below: the index side, loaded late
+
+    with state.lock:  # their older page images must not stay in the WAL (docs/lifecycle.md)
+        checkpoint(state.conn)
     return gone
 
 
