@@ -564,22 +564,6 @@ def resolve_secret(value: str, env_name: str, env: dict[str, str] | None = None)
     return value or (env.get(env_name, "") if env_name else "")
 
 
-def redacted(cfg: Any) -> dict[str, Any]:
-    """The config as a plain dict with secrets masked, for status output and logs."""
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(cfg):
-        value = getattr(cfg, f.name)
-        if dataclasses.is_dataclass(value):
-            out[f.name] = redacted(value)
-        elif isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
-            out[f.name] = [redacted(v) for v in value]
-        elif f.metadata.get("secret") and value:
-            out[f.name] = "***"
-        else:
-            out[f.name] = list(value) if isinstance(value, tuple) else value
-    return out
-
-
 __all__ = [
     "AgentsConfig",
     "Config",
@@ -597,6 +581,5 @@ __all__ = [
     "WorkspaceConfig",
     "config_from_mapping",
     "load_config",
-    "redacted",
     "resolve_secret",
 ]
