@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memoryd_client import cli
-from memoryd_client.agents.setup import skill_text
+from memoryd_client.agents.setup import HOOK_MATCHERS, skill_text
 
 FOREIGN_SETTINGS = {
     "permissions": {"allow": ["Bash(npm test)"]},
@@ -59,7 +59,7 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
     # Theirs kept; ours a group of its own, for memoryd's tools only (the call's session).
     pre = data["hooks"]["PreToolUse"]
     assert pre[0] == FOREIGN_SETTINGS["hooks"]["PreToolUse"][0]
-    assert pre[1]["matcher"] == "^mcp__memoryd__"
+    assert pre[1]["matcher"] == HOOK_MATCHERS["PreToolUse"]
     assert pre[1]["hooks"][0]["command"].endswith("hook claude-code pre-tool-use")
     [post] = data["hooks"]["PostToolUse"]  # what tools bring into the session
     assert "WebFetch" in post["matcher"] and post["matcher"].startswith("^(?!mcp__memoryd__)")

@@ -15,7 +15,10 @@ Claude Code runs the command with the event's JSON on stdin (``session_id``,
   download, a file from outside the project) goes to the daemon's ``observe``: the
   session's writes then take the least trusted origin it read (docs/provenance.md);
 - ``pre-tool-use`` (memoryd's ``memory_append``): binds the call's tool-use id to the
-  session, so the MCP server's append is the session's, and reads the transcript's turn.
+  session, so the MCP server's append is the session's, and reads the transcript's turn;
+  (Write, Edit, MultiEdit, NotebookEdit): a session that read outside content since the
+  user's last message may not change a memory file: Claude Code's ``deny``, telling the
+  model to use ``memory_append`` (agents/memory_guard.py). No daemon: the edit goes ahead.
 
 ``user-prompt-submit`` also tells the daemon the user spoke: the session's turn starts clean.
 
@@ -38,6 +41,7 @@ import time
 from memoryd_client._connection import Connection
 from memoryd_client._params import flush_params, observe_params, recall_params
 from memoryd_client._socket_path import socket_file
+from memoryd_client.agents.memory_guard import EDIT_TOOLS, guard
 from memoryd_client.agents.project import project_key
 from memoryd_client.errors import BadResponse, ClientError, DaemonNotRunning, UnknownWorkspace
 
@@ -251,12 +255,15 @@ def _observe(conn: Connection, params: dict[str, Any]) -> None:
 
 def _tool_event(
     event_name: str, event: dict[str, Any], conn: Connection, workspace: str | None, cwd: str
-) -> None:
-    """PostToolUse: what the tool read; PreToolUse of memoryd's append: the call's id."""
+) -> str | None:
+    """PostToolUse: what the tool read; PreToolUse of memoryd's append: the call's id; of a
+    file tool: the deny of a memory file's edit by a tainted session (agents/memory_guard)."""
     session = _text_field(event, "session_id")
     tool = _text_field(event, "tool_name")
     args = event.get("tool_input")
     args = args if isinstance(args, dict) else {}
+    if event_name == "pre-tool-use" and _is_edit(event):
+        return guard(conn, event, session, cwd)
     if event_name == "pre-tool-use":
         call = _text_field(event, "tool_use_id")
         transcript = event.get("transcript_path")
@@ -265,7 +272,7 @@ def _tool_event(
             params["transcript"] = os.path.abspath(os.path.expanduser(transcript))
     else:
         if tool.startswith("mcp__memoryd__"):
-            return  # our own: the MCP server says what its answers held
+            return None  # our own: the MCP server says what its answers held
         command, path = (
             _command(args),
             next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None),
@@ -281,6 +288,12 @@ def _tool_event(
             what=f"{tool} {what}"[:200] if isinstance(what, str) else None,
         )
     in_workspace(conn, workspace, cwd, lambda ws: _observe(conn, {**params, "workspace": ws}))
+    return None
+
+
+def _is_edit(event: dict[str, Any]) -> bool:
+    """A file tool's call (Write, Edit, ...): guarded, and never a reason to start a daemon."""
+    return event.get("tool_name") in EDIT_TOOLS
 
 
 def _command(args: dict[str, Any]) -> str | None:
@@ -308,8 +321,7 @@ def handle(
     cwd = event.get("cwd")
     cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd.strip() else os.getcwd()
     if event_name in ("post-tool-use", "pre-tool-use"):
-        _tool_event(event_name, event, conn, workspace, cwd)
-        return None
+        return _tool_event(event_name, event, conn, workspace, cwd)
     if event_name == "user-prompt-submit":
         prompt = _text_field(event, "prompt")
         session = _session(event)
@@ -403,9 +415,13 @@ def run_hook(
             autostart=False,
             client_name="memctl-hook",
         )
-        if event_name not in ("pre-compact", "session-end", "stop") or _needs_daemon(event):
+        if event_name == "pre-tool-use" and _is_edit(event):
+            conn.open()  # no daemon: nothing it knows to guard, and an edit must not wait
+        elif event_name not in ("pre-compact", "session-end", "stop") or _needs_daemon(event):
             _connect(conn, log)
         out = handle(event_name, event, conn, workspace, agent)
+        if out and event_name == "pre-tool-use":
+            note(f"{agent} {event_name}: denied {event.get('tool_name')}: {_reason(out)}", log)
     except (ClientError, HookInputError, OSError) as exc:
         note(f"{agent} {event_name}: {type(exc).__name__}: {exc}", log)
         return 0
@@ -425,6 +441,10 @@ def run_hook(
     if elapsed > timeout:
         note(f"{agent} {event_name}: slow ({elapsed:.1f}s)", log)
     return 0
+
+
+def _reason(out: str) -> str:
+    return str(json.loads(out)["hookSpecificOutput"]["permissionDecisionReason"])[:300]
 
 
 def _needs_daemon(event: dict[str, Any]) -> bool:

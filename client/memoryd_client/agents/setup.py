@@ -40,10 +40,11 @@ HOOK_EVENTS: Final = {
 }
 # Tool events run only for these tools (a regular expression over the tool's name): what
 # can bring outside content into a session (docs/provenance.md), memoryd's own aside; and
-# memoryd's tools, whose call the daemon binds to the session before the MCP server asks.
+# memoryd's tools, whose call the daemon binds to the session before the MCP server asks;
+# the file tools, which a tainted session may not point at a memory file (memory_guard.py).
 HOOK_MATCHERS: Final = {
     "PostToolUse": "^(?!mcp__memoryd__)(WebFetch|WebSearch|Bash|Read|NotebookRead|mcp__.*)$",
-    "PreToolUse": "^mcp__memoryd__",
+    "PreToolUse": "^(mcp__memoryd__.*|Write|Edit|MultiEdit|NotebookEdit)$",
 }
 FLUSH_EVENTS: Final = {
     # who writes a session's notes: the daemon's LLM at compaction and exit, or the
@@ -229,6 +230,8 @@ def set_hooks(
                     at = next(i for i, h in enumerate(inner) if _ours(h, agent, event))
                     kept.insert(at, entry)
                     placed = True
+                    if len(kept) == 1 and matchers.get(name):  # a group of ours: its matcher now
+                        group["matcher"] = matchers[name]
                 inner[:] = kept
             groups = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
             if entry is not None and not placed:

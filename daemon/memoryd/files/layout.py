@@ -25,18 +25,19 @@ from typing import BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.files.beneath import Opened, open_beneath
+from memoryd_client.memory_files import CURATED_FILES as CURATED_FILES
+from memoryd_client.memory_files import MEMORY_DIR as MEMORY_DIR
+from memoryd_client.memory_files import MEMORY_FILES as MEMORY_FILES
+from memoryd_client.memory_files import NOTE_SUFFIX as NOTE_SUFFIX
+from memoryd_client.memory_files import USER_FILE as USER_FILE
+from memoryd_client.memory_files import is_memory_note
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
-MEMORY_FILES = ("MEMORY.md", "memory.md")
-USER_FILE = "USER.md"  # stable preferences, relationships, style: indexed like MEMORY.md
-CURATED_FILES = (*MEMORY_FILES, USER_FILE)  # the curated tier
 TIER_CURATED, TIER_EPISODIC, TIER_SESSIONS = "curated", "episodic", "sessions"
-MEMORY_DIR = "memory"  # daily files and any other notes
 SESSIONS_DIR = "sessions"  # transcripts
 OPENCLAW_SESSIONS_DIR = "openclaw"  # sessions/openclaw/<agent>/<id>.jsonl: OpenClaw's stores
 ARCHIVE_DIR = "archive"  # memory/archive/YYYY/ (old daily files), sessions/archive/YYYY-MM/
 HISTORY_DIR = f"{MEMORY_DIR}/.history"  # MEMORY.md's previous versions (hidden: not memory)
-NOTE_SUFFIX = ".md"
 TRANSCRIPT_SUFFIX = ".jsonl"
 # ASCII digits only: \d also takes other scripts' digits, which int() reads but which sort
 # differently as strings (SQL compares days as strings, the vector mirror as numbers).
@@ -132,9 +133,7 @@ class Layout:
         parts = PurePosixPath(rel).parts
         if not parts or any(p.startswith(".") for p in parts) or ".." in parts:
             return None
-        if rel in CURATED_FILES:
-            return SOURCE_MEMORY
-        if parts[0] == MEMORY_DIR and rel.endswith(NOTE_SUFFIX):
+        if is_memory_note(parts):  # MEMORY.md, USER.md, memory/**/*.md
             return SOURCE_MEMORY
         # sessions/<id>.jsonl, and OpenClaw's sessions copied from its stores:
         # sessions/openclaw/<agent>/<id>.jsonl (files/openclaw_mirror.py)
