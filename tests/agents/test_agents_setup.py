@@ -20,6 +20,7 @@ FOREIGN_SETTINGS = {
         "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "date"}]}],
     },
 }
+LINT = {"type": "command", "command": "lint"}
 FOREIGN_MCP = {"mcpServers": {"github": {"command": "gh-mcp", "args": []}}}
 
 
@@ -80,6 +81,34 @@ def test_project_setup_merges_keeping_foreign_keys_and_a_second_run_is_a_no_op(
     )
     assert code == 0 and out.count("already set up") == 3
     assert {p: p.read_bytes() for p in files} == files
+
+
+def test_a_rerun_gives_an_older_setups_pre_tool_use_group_the_file_tools(
+    tmp_path: Path,
+) -> None:
+    """Setup before the memory-file guard matched memoryd's tools only: a rerun updates the
+    matcher of the group that holds only our hook (the file tools are guarded from then)."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    code, _, err = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    assert code == 0, err
+    data = json.loads(settings.read_text())
+    [ours] = data["hooks"]["PreToolUse"]
+    assert "Write|Edit|MultiEdit|NotebookEdit" in ours["matcher"]
+    ours["matcher"] = "^mcp__memoryd__"  # what an older setup wrote
+    settings.write_text(json.dumps(data))
+    code, _, err = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    assert code == 0, err
+    [ours] = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    assert ours["matcher"] == HOOK_MATCHERS["PreToolUse"]
+    # Our hook in a group of someone else's keeps that group's matcher (theirs to say).
+    data = json.loads(settings.read_text())
+    data["hooks"]["PreToolUse"][0] = {"matcher": "Bash", "hooks": [ours["hooks"][0], LINT]}
+    settings.write_text(json.dumps(data))
+    code, _, err = run("setup", "claude-code", "--project", str(tmp_path), "--flush", "daemon")
+    assert code == 0, err
+    [group] = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    assert group["matcher"] == "Bash" and group["hooks"][1] == LINT
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
