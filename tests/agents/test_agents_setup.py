@@ -121,6 +121,16 @@ def test_dry_run_prints_the_diff_and_writes_nothing(tmp_path: Path) -> None:
     assert not (tmp_path / ".claude").exists()
 
 
+def test_undo_where_setup_has_none_is_refused_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for client in ("claude-code", "skill", "cursor"):
+        code, _, err = run("setup", client, "--project", str(tmp_path), "--undo")
+        assert code == 2 and "has no --undo" in err, (client, err)
+    assert not (tmp_path / ".claude").exists() and not (tmp_path / "home").exists()
+
+
 def test_user_setup_writes_under_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".claude.json").write_text(json.dumps({"numStartups": 7, **FOREIGN_MCP}))

@@ -370,6 +370,11 @@ def cmd_setup(args: argparse.Namespace, ctx: Context) -> int:
         return cmd_setup_codex(args, ctx)
     if args.client == "hermes":
         return cmd_setup_hermes(args, ctx)
+    if args.undo:  # taken by the parser for every client: never a setup run instead
+        raise UsageError(
+            f"memctl setup {args.client} has no --undo (openclaw, codex and hermes do): "
+            f"`memctl setup {args.client} --dry-run` shows what setup writes, to take out by hand"
+        )
     http = _http_target(args)
     try:
         if args.print or args.client not in ("claude-code", "skill"):
