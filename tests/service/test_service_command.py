@@ -404,7 +404,10 @@ def test_status_without_a_manager_still_asks_the_daemon(runtime: Path) -> None:
 
 
 def test_status_says_not_running_and_exits_1_when_nobody_answers(runtime: Path) -> None:
-    code, out, _ = main("status", env={}, platform="freebsd14", as_json=True)
+    # The socket is looked for in the test's own runtime folder: with an empty env, a
+    # daemon of the person running the tests (the default socket) would answer.
+    env = {"XDG_RUNTIME_DIR": str(runtime), "HOME": str(runtime)}
+    code, out, _ = main("status", env=env, platform="freebsd14", as_json=True)
     assert code == EXIT_ERROR
     assert '"running": false' in out and "memoryd is not running" in out
 
