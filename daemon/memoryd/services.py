@@ -37,6 +37,7 @@ from memoryd.runtime.usage import Usage
 from memoryd.sync.service import SyncService
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry
+from memoryd.workspace.sync_forgets import SecureSyncWrites
 from memoryd.workspace.watcher import Watcher
 from memoryd_client.paths import Paths
 
@@ -104,6 +105,7 @@ class Services:
                 clock,
                 locks.locked,
                 watcher.submit,
+                SecureSyncWrites(registry.list),  # forgets that travel: secure deletes
             )
             watcher.listeners.append(sync.notify)
             watcher.listeners.append(TranscriptWatch(trust, registry).notify)

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import gzip
 import json
-import os
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 
+import word_grep
 from daemon_util import DaemonThread, memctl
 from fakes.clock import FakeClock
 from memoryd.lifecycle.archive import write_archive
@@ -40,22 +38,7 @@ DAY_TEXT = (
 
 def holders(*tops: Path, words: tuple[bytes, ...] = WORDS) -> list[str]:
     """Every file under ``tops`` whose bytes hold one of the words (any case)."""
-    found = []
-    for top in tops:
-        for folder, _, names in os.walk(top):
-            for name in names:
-                path = Path(folder) / name
-                try:
-                    raw = path.read_bytes()
-                except OSError:
-                    continue
-                data = raw.lower()
-                if name.endswith(".gz"):  # an archive: what it unpacks to
-                    with contextlib.suppress(OSError, EOFError, zlib.error):
-                        data += gzip.decompress(raw).lower()
-                if any(w in data for w in words):
-                    found.append(str(path.relative_to(top.parent)))
-    return sorted(found)
+    return word_grep.holders(*tops, words=words)
 
 
 @pytest.fixture

@@ -31,9 +31,13 @@ from memoryd.sync.merge_file import merge_file
 from memoryd.sync.paths import kind_of
 from memoryd.sync.tree_merge import Integration
 
-__all__ = ["Busy", "LockPaths", "write_integration"]
+__all__ = ["Busy", "LockPaths", "SecureWrites", "write_integration"]
 
 LockPaths = Callable[[Iterable[Path]], AbstractContextManager[object]]
+# Around a write that removes forgotten lines (root, the files): the workspace's index
+# deletes their chunks securely and follows them before it ends (services.py makes it from
+# the registry; a workspace whose index is not open gets no hold).
+SecureWrites = Callable[[Path, list[Path]], AbstractContextManager[object]]
 
 
 class Busy(MemorydError):

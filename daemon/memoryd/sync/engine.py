@@ -16,6 +16,7 @@ last was rewritten by a purge elsewhere: we rebuild on it and drop our old histo
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.errors import MemorydError
+from memoryd.files.provenance import LEDGER_REL
 from memoryd.runtime.logs import get_logger
-from memoryd.sync.apply import LockPaths, write_integration
+from memoryd.sync.apply import LockPaths, SecureWrites, write_integration
 from memoryd.sync.git import GitError
 from memoryd.sync.paths import Scope
 from memoryd.sync.purge import Pending, drop_old_history, mark_seen, rewrite_without
@@ -85,6 +87,9 @@ class Engine:
     # The workspace's own repository: a remote that changed other files is the person's to
     # pull, and their index follows memoryd's commits for the memory files.
     foreign_refused: bool = False
+    # Forgets that travel: the files tombstones (or an adopted purge) take lines out of are
+    # held secure on this workspace's index around their write (apply.SecureWrites).
+    secure: SecureWrites | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     # What the last commit step saw (branch, file stamps) and held: unchanged, it is skipped.
     _seen: tuple[str | None, dict[str, Stamp]] | None = None
@@ -271,9 +276,10 @@ class Engine:
                 "memoryd's rules), then memoryd syncs again"
             )
         keep = bool(integ.removed) and not adopt and not purged
-        report.written = write_integration(
-            self.root, integ, self.locked, self.host, self.now(), keep
-        )
+        with self._secure(integ, adopt or bool(purged)):
+            report.written = write_integration(
+                self.root, integ, self.locked, self.host, self.now(), keep
+            )
         report.pulled = repo.count(f"{head}..{theirs}") if head else repo.count(theirs)
         report.notes, report.rewritten = integ.notes, adopt
         report.forgotten = {r.path: r.lines for r in integ.removed}
@@ -289,6 +295,19 @@ class Engine:
         if adopt:
             drop_old_history(repo)
         return target if target != theirs else None
+
+    def _secure(
+        self, integ: Integration, rewritten: bool
+    ) -> contextlib.AbstractContextManager[object]:
+        """The files whose lines a forget elsewhere removes here: those of the tombstones,
+        and every merged file when a purge's rewritten history is adopted (or one here is
+        merging). Their chunks leave the index as a local forget's do (docs/sync.md)."""
+        rels = {r.path for r in integ.removed}
+        if rewritten:
+            rels |= {p for p in integ.contents if p != LEDGER_REL}
+        if self.secure is None or not rels:
+            return contextlib.nullcontext()
+        return self.secure(self.root, [self.root / p for p in sorted(rels)])
 
     def _commit_merge(self, integ: Integration) -> str:
         if integ.is_theirs:  # the remote's tree as it is: its commit, nothing to write

@@ -31,7 +31,7 @@ from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.sync import purge
 from memoryd.sync import settings as saved
-from memoryd.sync.apply import LockPaths
+from memoryd.sync.apply import LockPaths, SecureWrites
 from memoryd.sync.engine import Engine, Report
 from memoryd.sync.snapshot import uncommitted
 from memoryd.sync.status import Recorded, conflicts_in, display_remote, iso, waiting
@@ -81,6 +81,7 @@ class SyncService:
         clock: SyncClock,
         locked: LockPaths,
         written: Callable[[str, list[Path]], None],
+        secure: SecureWrites | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.workspaces = workspaces
@@ -88,6 +89,7 @@ class SyncService:
         self.clock = clock
         self.locked = locked
         self.written = written  # after a merge wrote files: the index picks them up
+        self.secure = secure  # forgets that travel: deleted from the index securely
         self._ws: dict[Path, _Ws] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -150,7 +152,9 @@ class SyncService:
     def _open(self, ws: _Ws, cfg: Config) -> None:
         ws.recorded = Recorded(ws.folder)
         try:
-            ws.engine = open_engine(ws.folder, ws.root, ws.settings, cfg, self.locked, self._now)
+            ws.engine = open_engine(
+                ws.folder, ws.root, ws.settings, cfg, self.locked, self._now, self.secure
+            )
             ws.problem = None
         except MemorydError as exc:
             ws.engine, ws.problem = None, exc.message

@@ -28,7 +28,7 @@ from memoryd.errors import InvalidParams
 from memoryd.files.provenance import LEDGER_REL
 from memoryd.runtime.config import Config
 from memoryd.sync import settings as saved
-from memoryd.sync.apply import LockPaths
+from memoryd.sync.apply import LockPaths, SecureWrites
 from memoryd.sync.engine import Engine
 from memoryd.sync.git import Git, Identity
 from memoryd.sync.repo import Repo
@@ -52,6 +52,7 @@ def open_engine(
     config: Config,
     locked: LockPaths,
     clock: Callable[[], float],
+    secure: SecureWrites | None = None,
 ) -> Engine:
     """The engine of one workspace, its repository made and pointed at the remote, the
     lock files of a git killed with the last daemon removed."""
@@ -81,6 +82,7 @@ def open_engine(
         locked,
         clock,
         foreign_refused=settings.repo == "workspace",
+        secure=secure,
     )
 
 
