@@ -59,6 +59,7 @@ def test_a_forget_from_another_host_leaves_no_word_of_the_line_in_the_index(
                 b = Host("desktop", home, ws, d, clock)
                 with b.client() as c:  # the index open (its first scan done)
                     c.reindex(workspace="notes", wait=True)
+                b.sync()  # after the start-up's own sync: the next one is the test's
                 n = a.read(DAILY).split("\n").index(SECRET) + 1
                 with a.client() as c:
                     c.forget(workspace="notes", path=DAILY, lines=str(n))
