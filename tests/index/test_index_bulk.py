@@ -34,6 +34,15 @@ WORDS += ("budget", "deploy", "hiking", "museum", "pottery")
 DAY = "memory/2024-{:02d}-{:02d}.md"
 
 
+@pytest.fixture
+def workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bulk runs hand their files to the chunking workers however little they chunk
+    (prepare.WORKERS_MIN_BYTES: below it, the writer chunks them)."""
+    from memoryd.index import sync
+
+    monkeypatch.setattr(sync, "WORKERS_MIN_BYTES", 0)
+
+
 def write_days(make_index: IndexFactory, n: int = FILES) -> None:
     for i in range(n):
         body = "\n".join(
@@ -113,6 +122,7 @@ def _bulk_with_a_marked_file(
     return ix, ix.sync()
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_file_failing_inside_a_batch_is_skipped_and_the_batch_commits(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,8 +210,16 @@ def test_staged_rows_take_the_ids_they_would_have_taken_at_once(tmp_path: Path) 
     )
 
 
-def test_a_bulk_run_gives_the_ids_and_rows_of_one_file_at_a_time(tmp_path: Path) -> None:
+@pytest.mark.parametrize("chunked_by", ["writer", "workers"])
+def test_a_bulk_run_gives_the_ids_and_rows_of_one_file_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunked_by: str
+) -> None:
     # Changed files, removed files and transcripts between new files, in one bulk run.
+    if chunked_by == "workers":
+        from memoryd.index import sync
+
+        monkeypatch.setattr(sync, "WORKERS_MIN_BYTES", 0)
+
     def history(factory: IndexFactory, bulk: bool) -> list[tuple[Any, ...]]:
         ix = factory({"index": {"sessions": True}})
         assert ix._syncer is not None
@@ -230,6 +248,7 @@ def test_a_bulk_run_gives_the_ids_and_rows_of_one_file_at_a_time(tmp_path: Path)
     assert any(p.startswith("sessions/") for _, p, *_ in one_by_one)
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_bulk_run_chunks_the_next_files_in_processes_of_their_own(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -289,24 +308,78 @@ def _same(a: Postings, b: Postings) -> None:
         assert np.array_equal(getattr(a, name), getattr(b, name)), name
 
 
+# Besides write_days' English: what tokenizes unlike it (CJK bigrams, accents removed,
+# curly quotes, other scripts, emoji, long and repeated tokens, headings of each kind).
+VARIED = {
+    "memory/2023-01-01.md": "# 東京\n\n- 09:00 数据库选择 naïve café\n",
+    "memory/2023-01-02.md": "",
+    "memory/2023-01-04.md": "# 会議メモ\n\n## 한국어 회의\n\n"
+    "カタカナとひらがな、漢字。서울에서 만나요\n",
+    "memory/2023-01-05.md": "# Ünïcödé — “quotes” \u2018single\u2019\n\n"
+    "\u0395\u03bb\u03bb\u03b7\u03bd\u03b9\u03ba\u03ac Русский текст "
+    "e\u0301le\u0300ve ﬁnance 😀 emoji🎉mixed\n\n```\ncode block ナ\n```\n",
+    "memory/2023-01-06.md": "# Repeats\n\n" + "buffalo " * 3000 + "\n\n" + "x" * 300 + "\n",
+    "memory/2023-01-07.md": "## 数据\n\n### 数据 data Daten\n\n- running runs ran 数据库\n",
+    "MEMORY.md": "# Memory\n\n- 猫 a single-character run, 東京タワー and Seoul 서울\n",
+}
+
+
+def fts5_postings(conn: Any) -> tuple[dict[tuple[str, int], int], dict[int, int]]:
+    """FTS5's own postings, read through fts5vocab: (stem, chunk id) -> 2 x (text
+    frequency) + 1 x (heading frequency), the copy's freq2; and tokens per chunk."""
+    conn.execute("CREATE VIRTUAL TABLE temp.vi USING fts5vocab(main, chunks_fts, instance)")
+    f2: dict[tuple[str, int], int] = {}
+    length: dict[int, int] = {}
+    for term, doc, col in conn.execute("SELECT term, doc, col FROM temp.vi"):
+        f2[term, doc] = min(0xFFFF, f2.get((term, doc), 0) + (2 if col == "text" else 1))
+        length[doc] = length.get(doc, 0) + 1
+    conn.execute("DROP TABLE temp.vi")
+    return f2, length
+
+
+def copy_postings(p: Postings) -> tuple[dict[tuple[str, int], int], dict[int, int]]:
+    """The copy's postings the same way (chunks without a token have no length here)."""
+    ids = p.chunk_id.tolist()
+    f2: dict[tuple[str, int], int] = {}
+    at = 0
+    for stem, n in zip(p.stems, p.counts.tolist(), strict=True):
+        slots, freq2 = p.slots[at : at + n].tolist(), p.freq2[at : at + n].tolist()
+        for slot, f in zip(slots, freq2, strict=True):
+            f2[stem, ids[slot]] = f
+        at += n
+    length = {c: int(n) for c, n in zip(ids, p.length.tolist(), strict=True) if n}
+    return f2, length
+
+
+@pytest.mark.parametrize("chunked_by", ["writer", "workers"])
 def test_a_streamed_copy_is_the_copy_a_load_from_the_chunks_gives(
-    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch, chunked_by: str
 ) -> None:
+    from memoryd.index import sync
+
+    if chunked_by == "workers":
+        monkeypatch.setattr(sync, "WORKERS_MIN_BYTES", 0)
     write_days(make_index)
-    make_index.write("memory/2023-01-01.md", "# 東京\n\n- 09:00 数据库选择 naïve café\n")
-    make_index.write("memory/2023-01-02.md", "")
+    for rel, text in VARIED.items():
+        make_index.write(rel, text)
     (make_index.ws / "memory/2023-01-03.md").write_bytes(b"- bad \xff utf-8 garden\n")
     for i in range(5):  # rows no worker counted: the writer counts them
         make_index.write(f"sessions/s{i}.jsonl", _session(i))
-    ix = make_index({"index": {"sessions": True}})
+    ix = make_index({"index": {"sessions": True, "chunk_tokens": 64, "chunk_overlap": 8}})
     loads = count_loads(monkeypatch)
+    started: list[int] = []
+    real_pool = sync.start_pool
+    monkeypatch.setattr(sync, "start_pool", lambda: started.append(1) or real_pool())
     ix.sync()
+    assert bool(started) == (chunked_by == "workers")
     assert loads == []  # streamed
     assert ix._wconn is not None
     streamed = _copy(ix)
+    assert copy_postings(streamed) == fts5_postings(ix._wconn)  # what FTS5 itself holds
     ix.copies.load_keywords(sidecar=False)  # nothing streams now: from the chunks
     _same(streamed, _copy(ix))
-    assert any(s.startswith("数据") for s in streamed.stems)
+    stems = set(streamed.stems)
+    assert {"数据", "東京", "서울", "ひら", "buffalo", "cafe", "elev", "русский"} <= stems
 
 
 def test_a_stream_that_cannot_follow_leaves_the_copy_to_a_load(make_index: IndexFactory) -> None:
@@ -347,6 +420,7 @@ def test_a_stream_that_cannot_follow_leaves_the_copy_to_a_load(make_index: Index
     assert keywords.finish_stream() == ""  # none streamed
 
 
+@pytest.mark.usefixtures("workers")
 def test_a_worker_that_dies_leaves_its_files_to_the_writer(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -364,6 +438,7 @@ def test_a_worker_that_dies_leaves_its_files_to_the_writer(
     assert ix.status()["keyword_scan"] == "memory"
 
 
+@pytest.mark.usefixtures("workers")
 def test_without_worker_processes_the_writer_chunks_everything(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -383,6 +458,7 @@ def test_without_worker_processes_the_writer_chunks_everything(
     assert top(ix, "coffee budget hiking") == top(fts5, "coffee budget hiking")
 
 
+@pytest.mark.usefixtures("workers")
 def test_the_chunking_processes_run_at_a_lower_priority(
     make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -395,11 +471,16 @@ def test_the_chunking_processes_run_at_a_lower_priority(
     assert f"worker nice {lowered}" in report.skipped["memory/2023-12-31.md"]
 
 
+@pytest.mark.parametrize("chunked_by", ["writer", "workers"])
 def test_a_bulk_run_keeps_the_states_of_the_files_modified_last(
-    make_index: IndexFactory,
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch, chunked_by: str
 ) -> None:
     # Those an append would find kept had the daemon seen them written (what a restart's
-    # warm-up keeps too), not the last in the listing's order.
+    # warm-up keeps too), not the last in the listing's order; whoever chunks the others.
+    if chunked_by == "workers":
+        from memoryd.index import sync
+
+        monkeypatch.setattr(sync, "WORKERS_MIN_BYTES", 0)
     write_days(make_index)
     days = sorted(p for p in (make_index.ws / "memory").iterdir())
     for age, path in enumerate(days):  # the first listed modified last

@@ -5,11 +5,12 @@ A first index of 100k chunks spent its time in Python on both sides of one GIL: 
 tokenizing them again). The writer meanwhile waited for the GIL each time SQLite gave it
 back. Here the files the writer hands out (readahead.py) are chunked, and the chunks
 tokenized and counted for the BM25 copy (keyword_counts), in worker processes: the writer
-keeps one core for SQLite, the copy is merged as the batches commit (keyword/build.py's Stream),
-and both cores work. The workers run at a lower priority (runtime/priority.py): the writer
-is the critical path (at 100k chunks, 14.1-14.3 s at nice +10 against 15.0 at +5 and
-14.5-17.8 at +0; a third worker only adds contention: 14.6-16.8 s against 13.6-14.3), and
-a search must not wait behind chunking.
+keeps one core for SQLite, the copy is merged as the batches commit (keyword/build.py's
+Stream), and both cores work. Only a large run pays for them (WORKERS_MIN_BYTES). The
+workers run at a lower priority (runtime/priority.py): the writer is the critical path
+(at 100k chunks, 14.1-14.3 s at nice +10 against 15.0 at +5 and 14.5-17.8 at +0; a third
+worker only adds contention: 14.6-16.8 s against 13.6-14.3), and a search must not wait
+behind chunking.
 
 The chunker's tokenizer is the bundled one (embeddings/tokenizer.py), as the writer's.
 Only the text crosses: the writer reads, hashes and decodes the file (the workspace's
@@ -40,6 +41,16 @@ if TYPE_CHECKING:
     from tokenizers import Tokenizer
 
 MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
+# Markdown a bulk run chunks whole (but the files modified last) below this size is chunked
+# by the writer itself (sync.py): each worker costs ~0.25 s of CPU to start, and a chunk
+# ~1.4-1.6x the CPU through them (the text and the results pickled both ways, each worker
+# learning the token costs anew, a lowered priority that a busy machine starves). CPU in
+# all, workers against the writer alone, at load 4-10 on 2 cores: 1,001 files (8.5 MB,
+# 7,273 chunks) 3.4-3.9 s against 1.9 s; 30k chunks (37 MB) 11.6 s against 7.0; 60k
+# (72 MB) 17.4 s against 12.8. In wall clock the writer alone was faster up to 30k chunks
+# and within 10% at 45-60k; on an idle machine the second core wins sooner. 32 MiB is
+# ~27k chunks of daily logs: larger first indexes keep their workers.
+WORKERS_MIN_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from memoryd.index.chunker import (
 from memoryd.index.file_reads import FileReads
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.line_meta import LineMeta, LineMetaMap
-from memoryd.index.prepare import Prepared, prepare_markdown, start_pool
+from memoryd.index.prepare import WORKERS_MIN_BYTES, Prepared, prepare_markdown, start_pool
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.secure_delete import fts_secure
 from memoryd.index.store import FileRow
@@ -115,6 +115,8 @@ class Syncer:
     secure: Callable[[str], bool] = lambda rel: False
 
     reads: FileReads = field(init=False)
+    # A bulk run's files whose chunker states are not kept (``_for_workers``), this run's.
+    _unkept: set[str] = field(init=False, default_factory=set)
 
     def __post_init__(self) -> None:
         store.create_staging(self.conn)
@@ -184,6 +186,8 @@ class Syncer:
         except BaseException:
             self._end_batch(commit=False)
             raise
+        finally:
+            self._unkept = set()
         self._end_batch()
         return report
 
@@ -315,17 +319,23 @@ class Syncer:
         self, targets: list[tuple[str, IndexedFile | None]], known: dict[str, FileRow], full: bool
     ) -> set[int]:
         """The targets (by index) the chunking workers take: those chunked whole, but the
-        ones modified last. The chunker's state is kept (tails.py) for the files written
-        last, and they are chunked here: from the workers it came as many small objects made on the
-        pool's thread, which pinned ~85 MB of the small-object heap for good."""
-        whole = [
-            i
+        ones modified last, when they hold WORKERS_MIN_BYTES at least. The chunker's state
+        is kept (tails.py) for the files written last, and they are chunked here: from the
+        workers it came as many small objects made on the pool's thread, which pinned
+        ~85 MB of the small-object heap for good."""
+        whole = {
+            i: _stat(f)
             for i, (rel, f) in enumerate(targets)
             if f is not None and self._chunks_whole(f, known.get(rel), full)
-        ]
+        }
         # Written last: by mtime (then name), as warm_targets picks them after a restart.
-        last = sorted(whole, key=lambda i: (_mtime_ns(targets[i][1]), targets[i][0]))
-        return set(last[: max(0, len(last) - self.tails.files)])
+        last = sorted(whole, key=lambda i: (whole[i][0], targets[i][0]))
+        bulk = last[: max(0, len(last) - self.tails.files)]
+        if sum(whole[i][1] for i in bulk) >= WORKERS_MIN_BYTES:
+            return set(bulk)
+        # Chunked here, cheaper than starting the workers: their states are not kept either.
+        self._unkept = {targets[i][0] for i in bulk}
+        return set()
 
     def _hand_out(self, ahead: ReadAhead[IndexedFile, _Chunked], f: IndexedFile) -> bool:
         """Read ``f`` (one that ``_chunks_whole``) and hand it to the chunking workers;
@@ -464,7 +474,7 @@ class Syncer:
                 )
                 report.chunks_removed += removed
                 report.chunks_written += written
-        if state is None:  # not asked of the chunking workers (prepare.py)
+        if state is None or f.rel in self._unkept:  # not kept for the bulk's older files
             self.tails.drop(f.rel)
         else:
             self.tails.put(f.rel, new_row.hash, size, state)
@@ -574,8 +584,10 @@ class Syncer:
         return new_row.ingested < st.st_size
 
 
-def _mtime_ns(f: IndexedFile | None) -> int:
+def _stat(f: IndexedFile) -> tuple[int, int]:
+    """(mtime_ns, size) of ``f``; (0, 0) when it vanished."""
     try:
-        return f.path.stat().st_mtime_ns if f is not None else 0
+        st = f.path.stat()
     except OSError:
-        return 0
+        return 0, 0
+    return st.st_mtime_ns, st.st_size
