@@ -43,13 +43,14 @@ if TYPE_CHECKING:
 MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
 # Markdown a bulk run chunks whole (but the files modified last) below this size is chunked
 # by the writer itself (sync.py): each worker costs ~0.25 s of CPU to start, and a chunk
-# ~1.4-1.6x the CPU through them (the text and the results pickled both ways, each worker
+# ~1.4-1.5x the CPU through them (the text and the results pickled both ways, each worker
 # learning the token costs anew, a lowered priority that a busy machine starves). CPU in
-# all, workers against the writer alone, at load 4-10 on 2 cores: 1,001 files (8.5 MB,
-# 7,273 chunks) 3.4-3.9 s against 1.9 s; 30k chunks (37 MB) 11.6 s against 7.0; 60k
-# (72 MB) 17.4 s against 12.8. In wall clock the writer alone was faster up to 30k chunks
-# and within 10% at 45-60k; on an idle machine the second core wins sooner. 32 MiB is
-# ~27k chunks of daily logs: larger first indexes keep their workers.
+# all, workers against the writer alone, at load 4-10 on 2 cores: 1,001 files (8.7 MB,
+# 7,273 chunks) 3.3-3.9 s against 1.9 s; 30k chunks (36 MB) 11.6 s against 7.0; 60k
+# (71 MB) 16.4-17.4 s against 12.8-13.5. In wall clock the writer alone was faster up to
+# 30k chunks (0.6-0.76x of the workers'); at 45-60k the workers took 0.5-1.1x of its; on an
+# idle machine the second core wins sooner. 32 MiB is ~28k chunks of daily logs: larger
+# first indexes keep their workers.
 WORKERS_MIN_BYTES = 32 << 20
 
 
