@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import memoryd
 from memoryd import secret_rules
@@ -25,8 +25,6 @@ from memoryd.errors import IndexUnavailable, MemorydError
 from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
-from memoryd.jobs.registry import llm_jobs_without_llm
-from memoryd.jobs.scheduler import Scheduler
 from memoryd.rpc.connection import Limits
 from memoryd.rpc.dispatch import Dispatcher
 from memoryd.rpc.instance import Instance
@@ -50,13 +48,17 @@ from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.command_names import typed
 from memoryd_client.paths import Paths
 
+if TYPE_CHECKING:
+    from memoryd.jobs.scheduler import Scheduler
+
 log = get_logger("memoryd.daemon")
 MiB = 1024 * 1024
 SOCKET_CHECK_S = 5.0  # how often the socket file is checked (a deleted one is made again)
 WAIT_THREADS = 4  # reindex wait=true calls waiting at once; more queue up
 PROVIDER_AFTER_SCANS_S = 2.0  # the provider loads once the startup scans end, or after this
-# The start's other work (the watch, the provider, maintenance) waits for the first answer
-# to a question, or this long: a daemon started by a question answers it sooner.
+# The start's other work (the watch, the provider, maintenance, and the modules of the
+# methods and services a first answer does not use) waits for the first answer to a
+# question, or this long: a daemon started by a question answers it sooner.
 FIRST_ANSWER_FIRST_S = 1.0
 
 
@@ -87,6 +89,7 @@ class Daemon:
         self.ready = asyncio.Event()  # the socket accepts
         self.background_ready = asyncio.Event()  # indexes opened, provider chosen
         self._answered = asyncio.Event()  # a first request (not hello) was answered
+        self._later_made = False  # what the first answer did not need (_after_first_answer)
         self._exit = asyncio.Event()
         self._force = asyncio.Event()
         self._wake = asyncio.Event()
@@ -238,6 +241,8 @@ class Daemon:
     def _log_llm_state(self) -> None:
         """Once at start (and after a reload): which LLM jobs will be skipped, and why. The
         skipped runs themselves are then logged at debug level only."""
+        from memoryd.jobs.registry import llm_jobs_without_llm
+
         missing = llm_jobs_without_llm(self.config, self.env)
         if missing is not None:
             jobs, problem = missing
@@ -249,7 +254,6 @@ class Daemon:
             )
 
     async def _background_start(self) -> None:
-        self._log_llm_state()
         try:
             opening = self.registry.open_all()  # which imports the engine for a workspace
             if self.registry.list():
@@ -260,6 +264,7 @@ class Daemon:
                     await asyncio.wait_for(self._answered.wait(), FIRST_ANSWER_FIRST_S)
             else:  # none yet: the first workspace.add would wait for the engine's imports
                 await asyncio.gather(opening, asyncio.to_thread(_import_engine))
+            self._after_first_answer()
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
                 self._watch_late(), self._load_provider(), return_exceptions=True
@@ -271,6 +276,7 @@ class Daemon:
             log.exception("background_startup_failed")
         finally:
             if not self._exit.is_set():
+                self._after_first_answer()  # if the start failed before it
                 self._openclaw_task = asyncio.create_task(
                     self.services.openclaw.run(), name="memoryd-openclaw-sessions"
                 )
@@ -282,6 +288,16 @@ class Daemon:
             self.background_ready.set()
             # The start-up's last step: what a measure of the daemon's own memory waits for.
             log.info("background_ready", ms=round((time.monotonic() - self.started_at) * 1000))
+
+    def _after_first_answer(self) -> None:
+        """What the first answer did not need (once): the jobs and git sync (their listeners
+        come before the watch), the methods that use them, and the LLM's state in the log."""
+        if self._later_made:
+            return
+        self._later_made = True
+        self.services.upkeep  # noqa: B018 (made on first use)
+        self.methods.load_later()
+        self._log_llm_state()
 
     async def _watch_late(self) -> None:
         """The watch, begun after the startup scans (they may have passed a file that was
@@ -338,19 +354,20 @@ class Daemon:
         sv = self._services
         if self._openclaw_task is not None and sv is not None:
             await sv.openclaw.stop(self._openclaw_task)
-        if sv is not None:
-            sv.scheduler.begin_stop()  # running jobs stop before their next write
+        upkeep = sv.upkeep_made if sv is not None else None
+        if upkeep is not None:
+            upkeep.scheduler.begin_stop()  # running jobs stop before their next write
         cancelled = await self.server.drain(self.config.server.shutdown_timeout, self._force)
         if self._bg is not None and not self._bg.done():
             self._bg.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._bg
-        if sv is not None:
-            await sv.flushes.stop()
-            await sv.scheduler.stop(
+        if upkeep is not None:
+            await upkeep.flushes.stop()
+            await upkeep.scheduler.stop(
                 0 if self._force.is_set() else self.config.server.shutdown_timeout
             )
-            await sv.sync.stop()
+            await upkeep.sync.stop()
         await self.watcher.close()
         if sv is not None and sv.fleet is not None:
             await sv.fleet.stop()  # releases its leases: another daemon may take them now
@@ -477,14 +494,16 @@ class Daemon:
     # -- the watch -------------------------------------------------------------------------
 
     async def refresh_watch(self) -> None:
-        """After the set of workspaces changed: the watcher and the scheduler follow."""
+        """After the set of workspaces changed: the watcher and the scheduler follow (the
+        upkeep is made first: its listeners hear every change the watch reports)."""
+        upkeep = self._services.upkeep if self._services is not None else None
         await self.watcher.set_targets(
             WatchTarget(w.name, w.root, w.index)
             for w in self.registry.list()
             if w.index is not None
         )
-        if self._services is not None:
-            self._services.scheduler.wake()
+        if upkeep is not None:
+            upkeep.scheduler.wake()
 
     def degraded(self) -> list[str]:
         """What is wrong with the daemon itself (a workspace's own problems are its own)."""

@@ -1,11 +1,14 @@
 """What a running daemon is made of besides its socket: the state database and what keeps its
-tables (hit counting, usage, what each agent session read), the workspaces' registry, the
-jobs (runner, scheduler, flush queue), OpenClaw's session copies, git sync and fleet mode.
+tables (hit counting, usage, what each agent session read), the workspaces' registry,
+OpenClaw's session copies, and its upkeep: the jobs (runner, scheduler, flush queue), git
+sync and the transcripts' watch; and fleet mode.
 
 ``Services.open`` makes them, in order, once the socket is held (app.py's startup); the
 forgets and imports a kill interrupted are finished before anything reads the files. The
-daemon starts, stops and closes them (app.py); the methods get the pieces they use
-(rpc/wiring.py).
+upkeep is made (and its modules imported) on first use: the daemon asks for it once the
+first question is answered, before the watch begins, so a daemon started by a question does
+not import the jobs and git sync before answering it. The daemon starts, stops and closes
+them (app.py); the methods get the pieces they use (rpc/wiring.py).
 """
 
 from __future__ import annotations
@@ -20,13 +23,8 @@ from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
 from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock
-from memoryd.jobs.flush_queue import FlushQueue
-from memoryd.jobs.history import History
-from memoryd.jobs.runner import Runner
-from memoryd.jobs.scheduler import Scheduler
 from memoryd.jobs.session_trust import SessionTrust
 from memoryd.jobs.transcript_folders import TranscriptPlaces
-from memoryd.jobs.transcript_watch import TranscriptWatch
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.forget_run import catch_up_index, redo_meta
 from memoryd.lifecycle.hits import HitCounter
@@ -34,17 +32,29 @@ from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 from memoryd.runtime.usage import Usage
-from memoryd.sync.service import SyncService
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry
-from memoryd.workspace.sync_forgets import SecureSyncWrites
 from memoryd.workspace.watcher import Watcher
 from memoryd_client.paths import Paths
 
-if TYPE_CHECKING:  # psycopg is imported only in fleet mode
-    from memoryd.fleet.service import FleetService
+if TYPE_CHECKING:
+    from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
+    from memoryd.jobs.flush_queue import FlushQueue
+    from memoryd.jobs.history import History
+    from memoryd.jobs.scheduler import Scheduler
+    from memoryd.sync.service import SyncService
 
 log = get_logger("memoryd.daemon")
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """What keeps memory up while nobody asks: the jobs and git sync."""
+
+    history: History  # the jobs' runs
+    scheduler: Scheduler
+    flushes: FlushQueue
+    sync: SyncService  # git sync of the workspaces that opt in
 
 
 @dataclass
@@ -54,13 +64,39 @@ class Services:
     usage: Usage  # what memory costs each agent
     trust: SessionTrust  # what each agent session read (observe)
     registry: Registry
-    history: History  # the jobs' runs
-    scheduler: Scheduler
-    flushes: FlushQueue
     openclaw: OpenClawSessions  # OpenClaw's session stores, copied
-    sync: SyncService  # git sync of the workspaces that opt in
+    make_upkeep: Callable[[], Upkeep]  # once, on first use (``upkeep``)
     fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)...
     fleet_off: str | None = None  # ...else why fleet mode is configured but not running
+    _upkeep: Upkeep | None = None
+
+    @property
+    def upkeep(self) -> Upkeep:
+        """The jobs and git sync, made (their modules imported) on first use."""
+        if self._upkeep is None:
+            self._upkeep = self.make_upkeep()
+        return self._upkeep
+
+    @property
+    def upkeep_made(self) -> Upkeep | None:
+        """The upkeep if it was made (what shutdown stops), without making it."""
+        return self._upkeep
+
+    @property
+    def history(self) -> History:
+        return self.upkeep.history
+
+    @property
+    def scheduler(self) -> Scheduler:
+        return self.upkeep.scheduler
+
+    @property
+    def flushes(self) -> FlushQueue:
+        return self.upkeep.flushes
+
+    @property
+    def sync(self) -> SyncService:
+        return self.upkeep.sync
 
     @classmethod
     def open(
@@ -92,34 +128,29 @@ class Services:
                 reopened=reopened,
             )
             registry.load()
-            history = History(state)
-            runner = Runner(history, clock, config, appender, env, locks=locks, usage=usage)
-            scheduler = Scheduler(history, clock, config, registry.list, runner)
             openclaw = OpenClawSessions(state, registry, watcher, lambda: config().index.sessions)
-            scheduler.recover()
             _finish_changes(registry, config().forget.keep_days)
-            sync = SyncService(
-                paths.state_dir,
-                lambda: [(w.name, w.root) for w in registry.list()],
-                config,
-                clock,
-                locks.locked,
-                watcher.submit,
-                SecureSyncWrites(registry.list),  # forgets that travel: secure deletes
-            )
-            watcher.listeners.append(sync.notify)
-            watcher.listeners.append(TranscriptWatch(trust, registry).notify)
             services = cls(
                 state=state,
                 hits=hits,
                 usage=usage,
                 trust=trust,
                 registry=registry,
-                history=history,
-                scheduler=scheduler,
-                flushes=FlushQueue(runner),
                 openclaw=openclaw,
-                sync=sync,
+                make_upkeep=functools.partial(
+                    _make_upkeep,
+                    state=state,
+                    usage=usage,
+                    trust=trust,
+                    registry=registry,
+                    config=config,
+                    paths=paths,
+                    env=env,
+                    clock=clock,
+                    watcher=watcher,
+                    appender=appender,
+                    locks=locks,
+                ),
             )
             services._start_fleet(config, paths, env)
         except BaseException:
@@ -161,6 +192,47 @@ class Services:
         self.hits.close()
         self.usage.close()
         self.state.close()
+
+
+def _make_upkeep(
+    *,
+    state: StateDB,
+    usage: Usage,
+    trust: SessionTrust,
+    registry: Registry,
+    config: Callable[[], Config],
+    paths: Paths,
+    env: Mapping[str, str],
+    clock: Clock,
+    watcher: Watcher,
+    appender: Appender,
+    locks: FileLocks,
+) -> Upkeep:
+    """The jobs and git sync, and their listeners on the watch (which begins after this)."""
+    from memoryd.jobs.flush_queue import FlushQueue
+    from memoryd.jobs.history import History
+    from memoryd.jobs.runner import Runner
+    from memoryd.jobs.scheduler import Scheduler
+    from memoryd.jobs.transcript_watch import TranscriptWatch
+    from memoryd.sync.service import SyncService
+    from memoryd.workspace.sync_forgets import SecureSyncWrites
+
+    history = History(state)
+    runner = Runner(history, clock, config, appender, env, locks=locks, usage=usage)
+    scheduler = Scheduler(history, clock, config, registry.list, runner)
+    scheduler.recover()  # runs a kill interrupted are marked failed
+    sync = SyncService(
+        paths.state_dir,
+        lambda: [(w.name, w.root) for w in registry.list()],
+        config,
+        clock,
+        locks.locked,
+        watcher.submit,
+        SecureSyncWrites(registry.list),  # forgets that travel: secure deletes
+    )
+    watcher.listeners.append(sync.notify)
+    watcher.listeners.append(TranscriptWatch(trust, registry).notify)
+    return Upkeep(history, scheduler, FlushQueue(runner), sync)
 
 
 def _finish_changes(registry: Registry, keep_days: float) -> None:

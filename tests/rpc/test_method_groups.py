@@ -3,9 +3,12 @@ named pieces it works with (rpc/wiring.py), never the whole daemon."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,67 @@ def test_a_method_in_two_groups_is_refused_when_the_table_is_made() -> None:
 
     with pytest.raises(ValueError, match="methods in two groups: hello"):
         Dispatcher([Group(), Group()])
+
+
+# What a daemon started by a question does not import before it answers (rpc/wiring.py's
+# later groups, services.py's upkeep): the jobs, git sync, the lifecycle's changes, fleet.
+DEFERRED = (
+    "memoryd.rpc.agent_methods",
+    "memoryd.rpc.job_methods",
+    "memoryd.rpc.lifecycle_methods",
+    "memoryd.rpc.review_methods",
+    "memoryd.rpc.sync_methods",
+    "memoryd.jobs.scheduler",
+    "memoryd.jobs.runner",
+    "memoryd.jobs.registry",
+    "memoryd.sync.service",
+    "memoryd.lifecycle.forget_service",
+    "memoryd.lifecycle.archive",
+    "memoryd.fleet.service",
+    "croniter",
+)
+
+
+def test_the_daemon_module_imports_none_of_what_a_first_answer_does_not_use() -> None:
+    code = (
+        "import sys, memoryd.cli, memoryd.app; "
+        f"print(' '.join(m for m in {DEFERRED!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == []
+
+
+def test_a_later_group_is_made_once_by_the_first_request_for_one_of_its_methods() -> None:
+    async def answer(p: Params, req: Request) -> dict[str, Any]:
+        return {"method": req.method}
+
+    class Group:
+        def __init__(self, *names: str) -> None:
+            self.names = names
+
+        def table(self) -> dict[str, Handler]:
+            return dict.fromkeys(self.names, answer)
+
+    made: list[str] = []
+
+    def later() -> list[Group]:
+        made.append("later")
+        return [Group("jobs.list")]
+
+    d = Dispatcher([Group("hello")], later)
+
+    async def ask(method: str) -> dict[str, Any]:
+        out = await d.dispatch(Request(id=1, method=method, params={}, emit=lambda e, d: None))
+        return out.message
+
+    assert asyncio.run(ask("hello"))["result"] == {"method": "hello"}
+    assert made == []  # a first method of the first groups makes nothing more
+    assert asyncio.run(ask("jobs.list"))["result"] == {"method": "jobs.list"}
+    assert asyncio.run(ask("nope"))["error"]["code"] == "unknown_method"
+    assert made == ["later"]
+    assert set(d.table) == {"hello", "jobs.list"}
 
 
 def test_each_handler_group_takes_its_pieces_by_name_never_the_daemon_or_a_bag() -> None:

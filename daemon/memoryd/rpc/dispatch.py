@@ -1,10 +1,12 @@
 """The method table (docs/protocol.md) and the mapping of failures to wire errors.
 
 The handlers live in groups (``rpc/*_methods.py``), each made with the pieces it works
-with; ``Dispatcher`` holds their union and answers a request. Each handler validates its
-params strictly (params.py), then does its work; engine calls block, so they run in
-threads. Our own errors carry their wire code; anything else is an ``internal`` error with
-a logged traceback, and the daemon keeps serving.
+with; ``Dispatcher`` holds their union and answers a request. The groups a daemon started
+by a question does not need for it come ``later``: made (their modules imported) by the
+daemon once it has answered, or at once by a request for a method not in the table yet.
+Each handler validates its params strictly (params.py), then does its work; engine calls
+block, so they run in threads. Our own errors carry their wire code; anything else is an
+``internal`` error with a logged traceback, and the daemon keeps serving.
 """
 
 from __future__ import annotations
@@ -35,21 +37,44 @@ class HandlerGroup(Protocol):
 
 
 class Dispatcher:
-    """Every group's methods in one table (also the extension point tests use)."""
+    """Every group's methods in one table (``table``: also the extension point tests use)."""
 
-    def __init__(self, groups: Iterable[HandlerGroup]) -> None:
-        self.table: dict[str, Handler] = {}
+    def __init__(
+        self,
+        groups: Iterable[HandlerGroup],
+        later: Callable[[], Iterable[HandlerGroup]] | None = None,
+    ) -> None:
+        self._table: dict[str, Handler] = {}
+        self._later = later
+        self._add(groups)
+
+    @property
+    def table(self) -> dict[str, Handler]:
+        """Every method, the later groups' too (made now if they were not yet)."""
+        self.load_later()
+        return self._table
+
+    def load_later(self) -> None:
+        """Make the later groups (once)."""
+        if self._later is not None:
+            groups = list(self._later())  # a failure here leaves them to the next call
+            self._later = None
+            self._add(groups)
+
+    def _add(self, groups: Iterable[HandlerGroup]) -> None:
         for group in groups:
             methods = group.table()
-            twice = sorted(set(methods) & set(self.table))
+            twice = sorted(set(methods) & set(self._table))
             if twice:  # a method has one home: a second would silently win
                 raise ValueError(f"methods in two groups: {', '.join(twice)}")
-            self.table.update(methods)
+            self._table.update(methods)
 
     async def dispatch(self, req: Request) -> Outcome:
-        handler = self.table.get(req.method)
+        handler = self._table.get(req.method)
         if handler is None:
-            known = ", ".join(sorted(self.table))
+            handler = self.table.get(req.method)  # the later groups, made now
+        if handler is None:
+            known = ", ".join(sorted(self._table))
             return Outcome(
                 protocol.error(
                     req.id,

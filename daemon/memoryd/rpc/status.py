@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import memoryd
 from memoryd.files.layout import transcripts_in
-from memoryd.jobs.scheduler import Scheduler
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
@@ -23,14 +22,15 @@ from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
 
-if TYPE_CHECKING:  # psycopg is imported only in fleet mode
-    from memoryd.fleet.service import FleetService
+if TYPE_CHECKING:
+    from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
+    from memoryd.jobs.scheduler import Scheduler
 
 
 @dataclass(frozen=True, kw_only=True)
 class StatusReport:
     registry: Registry
-    scheduler: Scheduler
+    scheduler: Callable[[], Scheduler]  # made on first use (services.py's upkeep)
     watcher: Watcher
     readers: Executor
     config: Callable[[], Config]  # the current one (a reload replaces it)
@@ -90,7 +90,7 @@ class StatusReport:
             "name": ws.name,
             "path": str(ws.root),
             "source": ws.source,
-            "jobs": self.scheduler.status_of(ws),
+            "jobs": self.scheduler().status_of(ws),
         }
         if ws.index is None:
             out.update(

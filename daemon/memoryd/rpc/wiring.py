@@ -3,6 +3,11 @@ its services are open (app.py's startup).
 
 A group takes the named pieces it uses and nothing else; the services several groups share
 (a search's answer, a forget's sequence, status) are made here once.
+
+The groups a first keyword answer needs (hello, status, workspaces, search, get, append,
+recall) are made with the table; the rest (jobs, agents' flushes and observations, the
+lifecycle, review, git sync) come later (rpc/dispatch.py), with the modules they import:
+a daemon started by a question answers it without importing them.
 """
 
 from __future__ import annotations
@@ -16,17 +21,11 @@ from typing import Any
 from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
 from memoryd.jobs.clock import Clock
-from memoryd.lifecycle.forget_service import ForgetService
-from memoryd.rpc.agent_methods import AgentMethods
 from memoryd.rpc.daemon_methods import DaemonMethods
 from memoryd.rpc.dispatch import Dispatcher, HandlerGroup
-from memoryd.rpc.job_methods import JobMethods
-from memoryd.rpc.lifecycle_methods import LifecycleMethods
 from memoryd.rpc.memory_methods import MemoryMethods
 from memoryd.rpc.recall_methods import RecallMethods
-from memoryd.rpc.review_methods import ReviewMethods
 from memoryd.rpc.status import StatusReport
-from memoryd.rpc.sync_methods import SyncMethods
 from memoryd.rpc.workspace_methods import WorkspaceMethods
 from memoryd.runtime.config import Config
 from memoryd.services import Services
@@ -55,20 +54,14 @@ class DaemonParts:
     request_exit: Callable[[], None]
 
 
-@dataclass(frozen=True)
-class _Shared:
-    searches: SearchService
-    forgets: ForgetService
-    status: StatusReport
-
-
 def method_table(sv: Services, d: DaemonParts) -> Dispatcher:
     """Every group of methods, each with the pieces it works with."""
-    return Dispatcher(_groups(sv, d, _shared(sv, d)))
+    searches = _searches(sv, d)
+    return Dispatcher(_first(sv, d, searches), lambda: _later(sv, d, searches))
 
 
-def _shared(sv: Services, d: DaemonParts) -> _Shared:
-    searches = SearchService(
+def _searches(sv: Services, d: DaemonParts) -> SearchService:
+    return SearchService(
         sv.registry,
         d.watcher,
         d.readers,
@@ -78,17 +71,13 @@ def _shared(sv: Services, d: DaemonParts) -> _Shared:
         fleet=sv.fleet,
         fleet_off=sv.fleet_off,
     )
-    forgets = ForgetService(
-        state=sv.state,
-        locks=d.locks,
-        config=d.config,
-        hits=sv.hits,
-        sync=sv.sync,
-        fleet=sv.fleet,
-    )
+
+
+def _first(sv: Services, d: DaemonParts, searches: SearchService) -> list[HandlerGroup]:
+    """What a first question needs (a client's hello, a search, a status)."""
     status = StatusReport(
         registry=sv.registry,
-        scheduler=sv.scheduler,
+        scheduler=lambda: sv.scheduler,
         watcher=d.watcher,
         readers=d.readers,
         config=d.config,
@@ -101,15 +90,11 @@ def _shared(sv: Services, d: DaemonParts) -> _Shared:
         hits=sv.hits,
         openclaw=sv.openclaw,
     )
-    return _Shared(searches, forgets, status)
-
-
-def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]:
     registry, config, clock = sv.registry, d.config, d.clock
     return [
         DaemonMethods(
             registry=registry,
-            status=shared.status,
+            status=status,
             request_exit=d.request_exit,
             fleet=sv.fleet,
             fleet_off=sv.fleet_off,
@@ -123,7 +108,7 @@ def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]
         ),
         MemoryMethods(
             registry=registry,
-            searches=shared.searches,
+            searches=searches,
             appender=d.appender,
             watcher=d.watcher,
             trust=sv.trust,
@@ -132,15 +117,37 @@ def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]
             usage=sv.usage,
             fleet=sv.fleet,
         ),
-        JobMethods(
-            registry=registry, scheduler=sv.scheduler, clock=clock, config=config, env=d.env
-        ),
         RecallMethods(
             registry=registry,
-            searches=shared.searches,
+            searches=searches,
             usage=sv.usage,
             clock=clock,
             config=config,
+        ),
+    ]
+
+
+def _later(sv: Services, d: DaemonParts, searches: SearchService) -> list[HandlerGroup]:
+    """The rest, made once the first question is answered (or a method of theirs asked)."""
+    from memoryd.lifecycle.forget_service import ForgetService
+    from memoryd.rpc.agent_methods import AgentMethods
+    from memoryd.rpc.job_methods import JobMethods
+    from memoryd.rpc.lifecycle_methods import LifecycleMethods
+    from memoryd.rpc.review_methods import ReviewMethods
+    from memoryd.rpc.sync_methods import SyncMethods
+
+    registry, config, clock = sv.registry, d.config, d.clock
+    forgets = ForgetService(
+        state=sv.state,
+        locks=d.locks,
+        config=config,
+        hits=sv.hits,
+        sync=sv.sync,
+        fleet=sv.fleet,
+    )
+    return [
+        JobMethods(
+            registry=registry, scheduler=sv.scheduler, clock=clock, config=config, env=d.env
         ),
         AgentMethods(
             registry=registry,
@@ -154,8 +161,8 @@ def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]
         LifecycleMethods(
             registry=registry,
             state=sv.state,
-            searches=shared.searches,
-            forgets=shared.forgets,
+            searches=searches,
+            forgets=forgets,
             history=sv.history,
             locks=d.locks,
             watcher=d.watcher,
@@ -164,7 +171,7 @@ def _groups(sv: Services, d: DaemonParts, shared: _Shared) -> list[HandlerGroup]
         ),
         ReviewMethods(
             registry=registry,
-            forgets=shared.forgets,
+            forgets=forgets,
             trust=sv.trust,
             locks=d.locks,
             config=config,
