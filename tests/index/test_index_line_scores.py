@@ -5,12 +5,13 @@ plain per-line reference, in batches, and across a renewed stem numbering."""
 from __future__ import annotations
 
 import apsw
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
-from memoryd.index.search.snippets import LineStems, line_scores
+from memoryd.index.search.snippets import ChunkLines, LineStems, line_scores
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +104,36 @@ def test_property_batches_match_the_per_line_reference(
     assert [len(g) for g in got] == [len(w) for w in want]
     for g, w in zip(got, want, strict=True):
         assert g == pytest.approx(w)
+
+
+def bincount_line_scores(chunks: list[ChunkLines], weights: dict[str, float]) -> list[list[float]]:
+    """The earlier line_scores: a bincount over every entry, weight 0.0 where no query stem."""
+    vocab = chunks[0].vocab
+    sizes = [c.n_lines for c in chunks]
+    stems = np.concatenate([c.stems for c in chunks])
+    offsets = np.cumsum([0, *sizes])
+    line = np.concatenate([c.line for c in chunks]).astype(np.intp)
+    line += np.repeat(offsets[:-1], [len(c.stems) for c in chunks])
+    weight = np.zeros(len(stems))
+    for s, w in weights.items():
+        if (n := vocab.get(s)) is not None:
+            weight[stems == n] = w
+    flat = np.bincount(line, weights=weight, minlength=int(offsets[-1])).tolist()
+    return [flat[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist(), strict=True)]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    texts=st.lists(TEXT, min_size=1, max_size=6),
+    weights=st.dictionaries(
+        st.sampled_from(["tea", "garden", "kite", "run", "x1", "the", "zzz"]),
+        st.floats(1e-6, 1e3),
+        max_size=6,
+    ),
+)
+def test_property_the_same_doubles_as_a_bincount_over_every_entry(
+    tokenize: TokenizeOffsets, texts: list[str], weights: dict[str, float]
+) -> None:
+    cache = LineStems()
+    chunks = [cache.get(i, t, tokenize) for i, t in enumerate(texts)]
+    assert line_scores(chunks, weights) == bincount_line_scores(chunks, weights)
