@@ -170,7 +170,7 @@ def fuse(
         out = [(dated(s, c), v, t, c) for s, v, t, c in _rrf(full, cfg.rrf_k)]
     elif mode == "vector" or all(c.lines is not None for c in cands):
         # Every l known (their stems were cached): all scores in a few numpy calls.
-        l_ = [0.0 if mode == "vector" else line_signal(c) for c in cands]
+        l_ = _known_line_signals(cands, mode, idf_total)
         weights = Weights(wt, wl, wv, kw_sum, all_sum)
         exact = _weighted_scores(rows, l_, mode, keyword_active, weights, days)
         out = [
@@ -181,6 +181,14 @@ def fuse(
         out = _weighted_top(rows, score, line_signal, keep)
     out.sort(key=lambda x: (-x[0], x[3].id))
     return out[:keep]
+
+
+def _known_line_signals(cands: list[Candidate], mode: Mode, idf_total: float) -> list[float]:
+    """fuse's line_signal of candidates whose lines are all known, without its two calls
+    each (fill_lines has nothing to fill): the same expression, the same doubles."""
+    if mode == "vector" or not idf_total > 0:
+        return [0.0] * len(cands)
+    return [min(1.0, max(c.lines or [0.0]) / idf_total) for c in cands]
 
 
 class Weights(NamedTuple):
