@@ -1,7 +1,7 @@
 """What one search costs, end to end, against a baseline revision and qmd (issues 27, 38).
 
     python bench/search_cost.py [WORKSPACE] [--baseline REV] [--rounds 5] [--local]
-                                [--qmd CMD] [--clients 16] [--json]
+                                [--qmd CMD] [--clients 16] [--only spawn] [--json]
 
 WORKSPACE (default LoCoMo dev's conv-26, copied to a temp folder) is the small workspace of
 the issues; its questions (conv-26's 150) are the queries. In each round, each code
@@ -40,6 +40,9 @@ downloaded here) on the same files in the same rounds: ``collection add`` (its c
 ``--clients`` throughput, and the server's CPU per search. The first table is issue 38's,
 with this tree ÷ qmd; the second every row with this ÷ the baseline and qmd ÷ this.
 Machines differ, so only ratios within one run count.
+
+``--only spawn`` runs the spawn rows alone (4; qmd's spawn too): each code's first index of
+WORKSPACE, then ``--spawns`` spawns and socket-activated starts per round (default 3).
 """
 
 from __future__ import annotations
@@ -204,6 +207,33 @@ def fresh_processes(d: Daemon, ws: str, q: list[str], n: int) -> dict[str, float
     return out
 
 
+def spawns(d: Daemon, r: dict[str, Any], ws: str, n: int, queries: list[str]) -> None:
+    """Row 4: ``n`` spawns, then ``n`` socket-activated starts, of a stopped daemon."""
+    took = [spawn_to_answer(d, ws, queries[i]) for i in range(1, n + 1)]
+    r["spawn_s"] = statistics.median(s for s, _ in took)
+    r["spawn_cpu_s"] = statistics.median(c for _, c in took)
+    r["activated_s"] = statistics.median(
+        activated_answer(d, ws, queries[i]) for i in range(1, n + 1)
+    )
+
+
+def spawn_round(
+    d: Daemon, r: dict[str, Any], ws_root: Path, n: int, queries: list[str]
+) -> dict[str, Any]:
+    """``--only spawn``: WORKSPACE's first index, then row 4 alone."""
+    try:
+        d.start()
+        r["cold_s"], ws, _ = cold_cli(d, ws_root)
+        d.stop()
+        spawns(d, r, ws, n, queries)
+    finally:
+        d.stop()
+        shutil.rmtree(d.home, ignore_errors=True)
+        shutil.rmtree(ws_root, ignore_errors=True)
+    log(f"[{r['code']}] {json.dumps(r)}")
+    return r
+
+
 def one_round(
     code: str, env: dict[str, str], args: argparse.Namespace, tmp: Path, queries: list[str]
 ) -> dict[str, Any]:
@@ -212,6 +242,8 @@ def one_round(
     shutil.rmtree(home, ignore_errors=True)
     ws_root = Path(shutil.copytree(args.workspace, tmp / f"w-{code}"))
     d = daemon(home, "none", env)
+    if args.only == "spawn":
+        return spawn_round(d, r, ws_root, args.spawns, queries)
     try:
         d.start()
         r["cold_s"], ws, _ = cold_cli(d, ws_root)
@@ -227,12 +259,7 @@ def one_round(
         q = queries[0].split()
         r.update(fresh_processes(d, ws, q, 9))
         d.stop()
-        spawns = [spawn_to_answer(d, ws, queries[i]) for i in range(1, SPAWNS + 1)]
-        r["spawn_s"] = statistics.median(s for s, _ in spawns)
-        r["spawn_cpu_s"] = statistics.median(c for _, c in spawns)
-        r["activated_s"] = statistics.median(
-            activated_answer(d, ws, queries[i]) for i in range(1, SPAWNS + 1)
-        )
+        spawns(d, r, ws, SPAWNS, queries)
     finally:
         d.stop()
         shutil.rmtree(home, ignore_errors=True)
@@ -272,33 +299,53 @@ def one_round(
     return r
 
 
+def qmd_spawns(q: qmd_peer.Qmd, n: int, queries: list[str]) -> dict[str, float]:
+    took = []
+    for i in range(1, n + 1):
+        took.append((q.serve(queries[i]), qmd_peer.cpu_s(q.server_pid)))
+        q.stop_server()
+    return {
+        "spawn_s": statistics.median(s for s, _ in took),
+        "spawn_cpu_s": statistics.median(c for _, c in took),
+    }
+
+
 def qmd_round(cmd: str, args: argparse.Namespace, tmp: Path, queries: list[str]) -> dict[str, Any]:
     q = qmd_peer.Qmd(cmd, tmp / "qmd")
     r: dict[str, Any] = {"code": "qmd", "load": os.getloadavg()[0]}
     try:
         r["cold_s"] = q.add(args.workspace, "w")
-        big = qmd_peer.Qmd(cmd, tmp / "qmd1001")  # an index of its own, as memoryd's
-        cpu = children_cpu_s()
-        r["cold_1001_s"] = big.add(tmp / "w1001", "x")
-        r["cold_1001_cpu_s"] = children_cpu_s() - cpu
-        big.stop()
-        r["version_ms"] = median_ms(q.cli("--version"), 9)
-        r["search_cli_ms"] = qmd_peer.cli_search_ms(q, "w", queries[0], 9)
-        spawns = []
-        for i in range(1, SPAWNS + 1):
-            spawns.append((q.serve(queries[i]), qmd_peer.cpu_s(q.server_pid)))
-            q.stop_server()
-        r["spawn_s"] = statistics.median(s for s, _ in spawns)
-        r["spawn_cpu_s"] = statistics.median(c for _, c in spawns)
-        q.serve(queries[0])
-        lat = qmd_peer.latency(q, queries, args.rounds)
-        r["keyword"] = {"p50": lat["p50"], "p99": lat["p99"], "cpu_ms": lat["cpu_ms"]}
-        tp = qmd_peer.throughput(q, queries, args.clients, args.seconds)
-        r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["cpu_ms_per_search"]
+        if args.only == "spawn":
+            r.update(qmd_spawns(q, args.spawns, queries))
+        else:
+            qmd_rows(q, r, cmd, args, tmp, queries)
     finally:
         q.stop()
     log(f"[qmd] {json.dumps(r)}")
     return r
+
+
+def qmd_rows(
+    q: qmd_peer.Qmd,
+    r: dict[str, Any],
+    cmd: str,
+    args: argparse.Namespace,
+    tmp: Path,
+    queries: list[str],
+) -> None:
+    big = qmd_peer.Qmd(cmd, tmp / "qmd1001")  # an index of its own, as memoryd's
+    cpu = children_cpu_s()
+    r["cold_1001_s"] = big.add(tmp / "w1001", "x")
+    r["cold_1001_cpu_s"] = children_cpu_s() - cpu
+    big.stop()
+    r["version_ms"] = median_ms(q.cli("--version"), 9)
+    r["search_cli_ms"] = qmd_peer.cli_search_ms(q, "w", queries[0], 9)
+    r.update(qmd_spawns(q, SPAWNS, queries))
+    q.serve(queries[0])
+    lat = qmd_peer.latency(q, queries, args.rounds)
+    r["keyword"] = {"p50": lat["p50"], "p99": lat["p99"], "cpu_ms": lat["cpu_ms"]}
+    tp = qmd_peer.throughput(q, queries, args.clients, args.seconds)
+    r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["cpu_ms_per_search"]
 
 
 ISSUE_ROWS = (  # issue 38's table: (label, key, sub, digits, goal)
@@ -425,6 +472,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0, help="of the throughput run")
     ap.add_argument("--local", action="store_true", help="also the bundled model's rows")
     ap.add_argument("--qmd", metavar="CMD", help="how to run qmd (see bench/scale.py)")
+    ap.add_argument("--only", choices=("spawn",), help="only these rows")
+    ap.add_argument("--spawns", type=int, default=SPAWNS, help="per round, with --only spawn")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.workspace = args.workspace.resolve()
@@ -437,7 +486,8 @@ def main() -> None:
         envs = {
             label: stack.enter_context(code_at(rev, tmp, compiled=True)) for label, rev in codes
         }
-        make_workspace(tmp / "w1001", FILES_1001, 1)
+        if args.only is None:
+            make_workspace(tmp / "w1001", FILES_1001, 1)
         for i in range(rounds):
             log(f"round {i + 1} of {rounds}")
             for label, _ in codes:
