@@ -82,6 +82,7 @@ def activated_answer(d: Daemon, ws: str, query: str) -> float:
         os.environ.clear()
         os.environ.update(d.env, LISTEN_PID=str(os.getpid()), LISTEN_FDS="1")
         os.dup2(fd, 3)
+        os.set_inheritable(3, True)  # dup2 onto itself (the listener was fd 3) keeps CLOEXEC
 
     with open(d.log, "ab") as out:
         t = time.perf_counter()
