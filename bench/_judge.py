@@ -40,6 +40,19 @@ def judge(q: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, float]:
     return m
 
 
+def judge_sessions(q: dict[str, Any], results: list[dict[str, Any]]) -> dict[str, float]:
+    """The results counted per file, the unit LongMemEval's recall_any@k counts (a session;
+    a LoCoMo daily file is one): each file ranks where its first result does, and a hit is a
+    file that holds an evidence line, wherever in it."""
+    gold = {loc["path"] for loc in q["evidence_locations"]}
+    files = list(dict.fromkeys(r["path"] for r in results))
+    first = next((rank for rank, path in enumerate(files, 1) if path in gold), None)
+    m = {"mrr": 1.0 / first if first else 0.0}
+    for k in KS:
+        m[f"recall@{k}"] = float(first is not None and first <= k)
+    return m
+
+
 def aggregate(rows: list[dict[str, float]]) -> dict[str, float]:
     if not rows:
         return {"n": 0}

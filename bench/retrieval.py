@@ -3,10 +3,15 @@
     python bench/retrieval.py ../shared/bench/locomo-dev [--mode hybrid] [--fusion rrf] [--json]
     python bench/retrieval.py ../shared/bench/locomo-dev --compare   # all modes side by side
     python bench/retrieval.py ../shared/bench/locomo-dev --misses    # where the misses at 5 rank
+    python bench/retrieval.py ../shared/bench/locomo-dev --by-session  # counted per daily file
 
 ``--misses`` asks, for every question the chosen mode misses in its top 5, where its first
 evidence line ranks in keyword-only and vector-only search (top 20, no min_score): a miss
 that neither signal ranks near the top cannot be fixed by fusing them differently.
+
+``--by-session`` counts the chosen mode's top SESSION_DEPTH results (no min_score) per file,
+as LongMemEval's recall_any@k counts sessions: what figures such as agentmemory's "R@5 95.2"
+measure, not the line-level evidence the table above asks for.
 
 The workspaces are the folders of WORKSPACES_DIR that the questions name (their ``conv``);
 QRELS defaults to WORKSPACES_DIR/qrels.jsonl. ``--json`` prints one JSON object (a list of
@@ -25,7 +30,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from _judge import aggregate, judge
+from _judge import KS, aggregate, judge, judge_sessions
 from memoryd.embeddings.factory import choose_provider
 from memoryd.index.types import SearchRequest
 from memoryd.index.workspace import WorkspaceIndex
@@ -146,6 +151,30 @@ def print_misses(
         print(f"| {q['question']} | {q['category']} | {k or '-'} / {v or '-'} |")
 
 
+SESSION_DEPTH = 50  # results --by-session reads: enough for ten distinct files
+
+
+def print_by_session(
+    indexes: dict[str, WorkspaceIndex], qrels: list[dict[str, Any]], mode: str, fusion: str
+) -> None:
+    """``mode``'s results counted per file (judge_sessions), by category."""
+    by_cat: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for q in qrels:
+        req = SearchRequest(
+            q["question"], max_results=SESSION_DEPTH, min_score=0.0, mode=mode, fusion=fusion
+        )  # type: ignore[arg-type]
+        m = judge_sessions(q, [h.to_dict() for h in indexes[q["conv"]].search(req).results])
+        by_cat[f"{q['category']}:{q.get('category_name', '')}"].append(m)
+        by_cat["all"].append(m)
+    cols = [*(f"recall@{k}" for k in KS), "mrr"]
+    print(f"\n### Counted per session (file), {mode}/{fusion}, top {SESSION_DEPTH}, no min_score\n")
+    print("| category | n | " + " | ".join(cols) + " |")
+    print("|---|---:|" + "---:|" * len(cols))
+    for cat in [*sorted(c for c in by_cat if c != "all"), "all"]:
+        agg = aggregate(by_cat[cat])
+        print(f"| {cat} | {agg['n']} | " + " | ".join(f"{agg[c]:.3f}" for c in cols) + " |")
+
+
 def print_table(rows: list[tuple[str, dict[str, Any]]]) -> None:
     print(f"| {'run':<26} | {'n':>4} | " + " | ".join(f"{c:>9}" for c in COLUMNS) + " |")
     print("|" + "---|" * (len(COLUMNS) + 2))
@@ -174,6 +203,11 @@ def main() -> None:
         default=[],
         metavar="SECTION.KEY=VALUE",
         help="config override, e.g. --set index.chunk_tokens=256",
+    )
+    ap.add_argument(
+        "--by-session",
+        action="store_true",
+        help="also count the results per file (session), as LongMemEval's recall_any@k does",
     )
     ap.add_argument("--index-dir", type=Path, help="keep indexes here (reused across runs)")
     ap.add_argument("--json", action="store_true")
@@ -223,6 +257,8 @@ def main() -> None:
                     qrels,
                     next(r for r in reports if (r["mode"], r["fusion"]) == chosen),
                 )
+            if args.by_session:
+                print_by_session(indexes, qrels, args.mode, args.fusion or cfg.search.fusion)
         for ix in indexes.values():
             ix.close()
 

@@ -67,3 +67,26 @@ def test_misses_counts_the_question_no_mode_finds(tmp_path: Path) -> None:
     assert "### Misses at 5 (hybrid/weighted)" in text
     assert "| all | 1 | 0 | 0 | 0 | 0 | 1 |" in text
     assert "| Which instrument does Caroline play? | 4 | - / - |" in text
+
+
+def test_by_session_counts_a_file_that_holds_the_evidence_as_a_hit(tmp_path: Path) -> None:
+    make_bench(tmp_path)
+    text = run_bench(tmp_path, "--by-session").stdout
+    assert "### Counted per session (file), hybrid/weighted" in text
+    # The third question's line is in no result (a miss at line level), but its file is: at
+    # 5 all three count. MEMORY.md (it names Caroline too) comes first for one of them.
+    assert "| all | 3 | 0.667 | 1.000 | 1.000 | 1.000 | 0.833 |" in text
+
+
+def test_judge_sessions_ranks_each_file_where_its_first_result_is() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _judge import judge_sessions
+
+    q = {"evidence_locations": [{"dia_id": "D2:1", "path": "memory/b.md", "line": 9}]}
+    results = [
+        {"path": "memory/a.md", "start_line": 1, "end_line": 5},
+        {"path": "memory/a.md", "start_line": 6, "end_line": 9},  # the same session: rank 1
+        {"path": "memory/b.md", "start_line": 20, "end_line": 30},  # not line 9: still a hit
+    ]
+    m = judge_sessions(q, results)
+    assert (m["recall@1"], m["recall@3"], m["mrr"]) == (0.0, 1.0, 0.5)
