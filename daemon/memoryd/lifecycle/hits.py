@@ -95,8 +95,9 @@ def words_of(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.casefold()) if w not in _COMMON}
 
 
-# A snippet's keyed lines (key, sample) in order, and for each word the lines holding it.
-_SnippetLines = tuple[tuple[tuple[str, str, tuple[str, ...]], ...], dict[str, tuple[int, ...]]]
+# A snippet's keyed lines (key, sample, words) in order, and for each word the lines holding
+# it, as a bit mask of their indexes (a query's lines are one OR per word, in line order).
+_SnippetLines = tuple[tuple[tuple[str, str, tuple[str, ...]], ...], dict[str, int]]
 
 
 @functools.lru_cache(maxsize=LINES_KEPT)
@@ -113,15 +114,16 @@ def _snippet_lines(snippet: str) -> _SnippetLines:
     """A snippet's keyed lines and their words, by word: the same snippets come back search
     after search."""
     keyed: list[tuple[str, str, tuple[str, ...]]] = []
-    by_word: dict[str, list[int]] = {}
+    by_word: dict[str, int] = {}
     for line in snippet.splitlines():
         facts = _line_facts(line)
         if not facts[0]:
             continue
+        bit = 1 << len(keyed)
         for w in facts[2]:
-            by_word.setdefault(w, []).append(len(keyed))
+            by_word[w] = by_word.get(w, 0) | bit
         keyed.append(facts)
-    return tuple(keyed), {w: tuple(ix) for w, ix in by_word.items()}
+    return tuple(keyed), by_word
 
 
 @functools.lru_cache(maxsize=SNIPPETS_KEPT)
@@ -142,11 +144,19 @@ def _matched(
         keyed, by_word = _snippet_lines(snippet)
         if not keyed:
             continue
-        lines = sorted({i for w in words for i in by_word.get(w, ())}) or [0]
-        for i in lines:
-            k, sample, its = keyed[i]
-            if k not in seen:
-                seen[k] = (sample, its)
+        lines = 0
+        for w in words:
+            lines |= by_word.get(w, 0)
+        if not lines:
+            lines = 1
+        i = 0
+        while lines:
+            if lines & 1:
+                k, sample, its = keyed[i]
+                if k not in seen:
+                    seen[k] = (sample, its)
+            lines >>= 1
+            i += 1
     return seen
 
 
@@ -161,9 +171,11 @@ class HitCounter:
         self._idle.set()
         self._closed = False
         self._thread: threading.Thread | None = None
-        # (root, key, query hash) already in line_hit_queries: a query asked again (an agent
-        # repeats itself) inserts nothing, and the table's index is not probed for it.
-        self._written: set[tuple[str, str, str]] = set()
+        # (root, query hash) -> the keys already in line_hit_queries with it: a query asked
+        # again (an agent repeats itself) inserts nothing, and the table's index is not
+        # probed for it. At most PAIRS_KEPT pairs in all.
+        self._written: dict[tuple[str, str], set[str]] = {}
+        self._pairs = 0
 
     def record(self, root: Path, query: str, hits: Iterable[dict[str, Any]]) -> None:
         """Count a search's hits (memory lines only); returns at once."""
@@ -211,8 +223,9 @@ class HitCounter:
                 self._idle.set()
 
     def _write(self, batch: list[tuple[str, str, tuple[str, ...], float]]) -> None:
-        rows: dict[tuple[str, str], list[Any]] = {}  # (root, key) -> [sample, hits, last at]
-        queries: dict[tuple[str, str, str], str] = {}  # (root, key, query) -> matched words
+        # root -> key -> [sample, hits, last at]; the new (root, key, query hash, words)
+        rows: dict[str, dict[str, list[Any]]] = {}
+        queries: list[tuple[str, str, str, str]] = []
         # The same search again within the batch (a retry, a recall each turn) is matched
         # once and counted as often as it was asked.
         asked: dict[tuple[str, str, tuple[str, ...]], list[float]] = {}
@@ -221,29 +234,39 @@ class HitCounter:
         for (root, query, snippets), ats in asked.items():
             FOREGROUND.step_aside()  # a search being answered goes first (foreground.py)
             qhash, words = _query_facts(query)
-            last = max(ats)
+            last, times = max(ats), len(ats)
+            per = rows.setdefault(root, {})
+            written = self._written.get((root, qhash), ())
             for k, (text, its) in _matched(snippets, words).items():
-                row = rows.setdefault((root, k), [text, 0, last])
-                row[1] += len(ats)
-                row[2] = max(row[2], last)
-                pair = (root, k, qhash)
-                if pair not in self._written and pair not in queries:
-                    queries[pair] = " ".join(sorted(words.intersection(its)))[:SAMPLE_CHARS]
+                row = per.get(k)
+                if row is None:
+                    per[k] = [text, times, last]
+                else:
+                    row[1] += times
+                    if last > row[2]:
+                        row[2] = last
+                if k not in written:
+                    tied = " ".join(sorted(words.intersection(its)))[:SAMPLE_CHARS]
+                    queries.append((root, k, qhash, tied))
+        queries = sorted({q[:3]: q for q in queries[::-1]}.values())  # a pair's first words
         with self.state.lock, self.state.conn:
             self.state.conn.executemany(
                 "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
                 "VALUES (?, ?, ?, ?, ?) ON CONFLICT(workspace_path, key) DO UPDATE SET "
                 "hits = hits + excluded.hits, last_at = excluded.last_at",
-                [(root, k, text, n, at) for (root, k), (text, n, at) in rows.items()],
+                [(root, k, *row) for root, per in rows.items() for k, row in per.items()],
             )
             self.state.conn.executemany(
                 "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query, words) "
                 "VALUES (?, ?, ?, ?)",
-                sorted((*q, tied) for q, tied in queries.items()),
+                queries,
             )
-        if len(self._written) + len(queries) > PAIRS_KEPT:
+        if self._pairs + len(queries) > PAIRS_KEPT:
             self._written.clear()
-        self._written.update(queries)
+            self._pairs = 0
+        for root, k, qhash, _ in queries:
+            self._written.setdefault((root, qhash), set()).add(k)
+        self._pairs += len(queries)
 
     # -- reading -----------------------------------------------------------------------
     def counts(self, root: Path, keys: Iterable[str]) -> dict[str, tuple[int, int]]:
