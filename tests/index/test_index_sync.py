@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -212,8 +213,6 @@ def test_chunking_change_rechunks_every_file_on_next_sync(make_index: IndexFacto
 
 
 def test_folder_removed_at_once_takes_its_files_along(make_index: IndexFactory) -> None:
-    import shutil
-
     make_index.write("memory/projects/a.md", "alpha project\n")
     make_index.write("memory/projects/b.md", "beta project\n")
     ix = make_index()
@@ -232,6 +231,27 @@ def test_stale_hot_paths_sees_a_write_before_any_sync(make_index: IndexFactory) 
     assert ix.freshness.stale_hot_paths() == [make_index.ws / "MEMORY.md"]
     new = make_index.write("memory/2020-01-01.md", "old day, new file\n")
     assert new in ix.freshness.stale_hot_paths()
+
+
+def test_stale_hot_paths_sees_hot_files_and_folders_that_came_or_went(
+    make_index: IndexFactory,
+) -> None:
+    make_index.write("MEMORY.md", "# Memory\n")
+    ix = make_index()
+    ix.sync()
+    # (a file that came is listed as hot and again as new in its folder: the sync takes both)
+    assert ix.freshness.stale_hot_paths() == []  # USER.md, today's log: not there, not held
+    user = make_index.write("USER.md", "# User\n\nPrefers tea.\n")
+    assert set(ix.freshness.stale_hot_paths()) == {user}
+    ix.sync([user])
+    assert ix.freshness.stale_hot_paths() == []
+    user.unlink()
+    assert set(ix.freshness.stale_hot_paths()) == {user}
+    ix.sync([user])
+    shutil.rmtree(make_index.ws / "memory")  # a watched folder went (and came back with a note)
+    assert ix.freshness.stale_hot_paths() == []  # nothing in it was indexed
+    old = make_index.write("memory/2020-01-01.md", "old day, new folder\n")
+    assert set(ix.freshness.stale_hot_paths()) == {old}
 
 
 def test_a_busy_index_is_not_mistaken_for_a_corrupt_one(make_index: IndexFactory) -> None:

@@ -141,6 +141,11 @@ class Freshness:
                 ]
         stale = []
         for rel, path, indexed in state:
+            # A file the index does not hold is usually not there either (USER.md, today's
+            # log before its first line): access() says so without the exception a failed
+            # stat() raises, which cost more than the stats themselves.
+            if indexed is None and not os.access(path, os.F_OK):
+                continue
             try:
                 st = os.stat(path)
                 current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
@@ -148,13 +153,31 @@ class Freshness:
                 current = None
             if current != indexed and (current is None or self.layout.classify(rel)):
                 stale.append(self.root / rel)
-        if self._dir_mtimes and self._read_dir_mtimes() != self._dir_mtimes:
+        if self._dir_mtimes and self._dirs_changed():
             with self._lock:
                 known_files = set(self._files)
             present = {f.rel for f in self.layout.iter_files()}
             stale += [self.root / rel for rel in sorted(present ^ known_files)]
             self._dir_mtimes = self._read_dir_mtimes()
         return stale
+
+    def _dirs_changed(self) -> bool:
+        """Whether a watched folder's mtime (or its existence) differs from the last scan's:
+        ``_read_dir_mtimes() != _dir_mtimes``, without building the map on every search."""
+        known = self._dir_mtimes
+        for rel in WATCHED_FOLDERS:
+            path = os.path.join(self._root_str, rel)
+            then = known.get(rel)
+            if then is None:
+                if os.access(path, os.F_OK):
+                    return True
+                continue
+            try:
+                if os.stat(path).st_mtime_ns != then:
+                    return True
+            except OSError:
+                return True
+        return False
 
     def _read_dir_mtimes(self) -> dict[str, int]:
         out = {}
