@@ -44,6 +44,9 @@ def nesting_depth(value: Any, limit: int) -> int:
     return deepest
 
 
+_FLAT = frozenset({str, int, float, bool, bytes, type(None)})
+
+
 def _kind(value: Any) -> str:
     return "nil" if value is None else type(value).__name__
 
@@ -54,6 +57,8 @@ class Params:
         self._raw = raw
         self._read: list[str] = []
         for name, value in raw.items():
+            if type(value) in _FLAT:  # most params: nothing to walk
+                continue
             if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
                 raise InvalidParams(
                     f"{shown(name)} is nested more than {MAX_DEPTH} levels deep",
@@ -193,6 +198,8 @@ class Params:
 
     def done(self) -> None:
         """Refuse parameters the method does not take."""
+        if self._raw.keys() <= set(self._read):
+            return
         unknown = sorted(set(self._raw) - set(self._read))
         if unknown:
             takes = ", ".join(self._read) if self._read else "no params"
