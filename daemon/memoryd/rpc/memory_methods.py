@@ -81,6 +81,7 @@ class MemoryMethods:
     async def search(self, p: Params, req: Request) -> dict[str, Any]:
         query = p.required_text("query")
         ref = p.path("workspace")
+        today = self.clock.now().date()  # the query's "yesterday", and the day usage counts
         sreq = SearchRequest(
             query=query,
             max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
@@ -92,7 +93,7 @@ class MemoryMethods:
             since=_iso(p.date("since")),
             until=_iso(p.date("until")),
             projects=p.text_list("project"),
-            today=(p.date("now") or self.clock.now().date()).isoformat(),
+            today=(p.date("now") or today).isoformat(),
         )
         everywhere = p.flag("fleet")
         include_superseded = p.flag("include_superseded")
@@ -102,8 +103,7 @@ class MemoryMethods:
         )
         req.log_fields["workspace"] = answer.workspace
         if self.usage is not None and answer.index is not None:  # a local workspace's
-            today = self.clock.now().date().isoformat()
-            self.usage.searched(today, answer.workspace, answer.result["results"])
+            self.usage.searched(today.isoformat(), answer.workspace, answer.result["results"])
         return answer.result
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
