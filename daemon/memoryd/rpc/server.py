@@ -28,6 +28,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgpack
+
 from memoryd.rpc.budget import ByteBudget
 from memoryd.rpc.connection import LARGE_BODY_BYTES, Connection, Limits, read_body
 from memoryd.rpc.params import shown
@@ -43,6 +45,14 @@ _OUR_FAILURES = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.
 _REQUEST_KEYS = frozenset({"event", "method", "id", "ms", "result", "peer_pid", "level"})
 
 Emit = Callable[[str, dict[str, Any]], None]
+# Answers are packed on the event loop's thread only: one packer, not one (and its 1 MiB
+# buffer) per answer. The same bytes as protocol.pack.
+_PACKER = msgpack.Packer(use_bin_type=True)
+
+
+def _pack(message: dict[str, Any]) -> bytes:
+    body = _PACKER.pack(message)
+    return protocol.HEADER.pack(len(body)) + body
 
 
 @dataclass
@@ -369,7 +379,7 @@ class Server:
                 raise
             finally:
                 conn.computing -= 1
-        frame = protocol.pack(outcome.message)
+        frame = _pack(outcome.message)
         code = outcome.code
         if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
             code = ErrorCode.TOO_LARGE
