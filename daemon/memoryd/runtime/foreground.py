@@ -27,19 +27,24 @@ MAX_WAIT_S: Final = 0.002
 class Foreground:
     def __init__(self) -> None:
         self._busy = 0
+        # Only a background thread about to wait touches the event (cleared under the lock,
+        # set by the request that ends last while one waits): a request costs two integer
+        # updates, not an Event's Condition twice.
+        self._lock = threading.Lock()
+        self._waiting = 0
         self._idle = threading.Event()
         self._idle.set()
 
     def begin(self) -> None:
         """A quick request started (called on the event loop's thread)."""
         self._busy += 1
-        if self._busy == 1:
-            self._idle.clear()
 
     def end(self) -> None:
         self._busy -= 1
-        if self._busy == 0:
-            self._idle.set()
+        if self._busy == 0 and self._waiting:
+            with self._lock:
+                if self._busy == 0 and self._waiting:
+                    self._idle.set()
 
     @property
     def busy(self) -> bool:
@@ -48,8 +53,21 @@ class Foreground:
     def step_aside(self, most: float = MAX_WAIT_S) -> None:
         """Between two pieces of background work: while a quick request is being answered,
         wait (the GIL released) until it is, at most ``most`` seconds."""
-        if self._busy:
-            self._idle.wait(most)
+        if not self._busy:
+            return
+        with self._lock:
+            # Counted before busy is read again: a request that ends meanwhile either ended
+            # before this (busy is 0 here) or sees a waiter and sets the event.
+            self._waiting += 1
+            busy = self._busy > 0
+            if busy:
+                self._idle.clear()
+        try:
+            if busy:
+                self._idle.wait(most)
+        finally:
+            with self._lock:
+                self._waiting -= 1
 
 
 FOREGROUND = Foreground()
