@@ -6,12 +6,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
+import apsw
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
@@ -20,7 +22,7 @@ import worker_faults
 from engine_util import IndexFactory, paths, search
 from memoryd.index import schema, store
 from memoryd.index.chunker import Chunk
-from memoryd.index.keyword.build import Postings
+from memoryd.index.keyword.build import _LOOSE_RUN, Build, Postings, Stream
 from memoryd.index.keyword.counts import count_chunks, fts5_stems
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.store import FileRow
@@ -380,6 +382,39 @@ def test_a_streamed_copy_is_the_copy_a_load_from_the_chunks_gives(
     _same(streamed, _copy(ix))
     stems = set(streamed.stems)
     assert {"数据", "東京", "서울", "ひら", "buffalo", "cafe", "elev", "русский"} <= stems
+
+
+def _postings(built: Any) -> tuple[list[float], dict[tuple[str, int], int]]:
+    docs, post = built
+    out: dict[tuple[str, int], int] = {}
+    for stem, p in post.items():
+        if p.dense is not None:
+            slots = np.flatnonzero(p.dense[: docs.used])
+            out.update(((stem, int(s)), int(p.dense[s])) for s in slots)
+        else:
+            out.update(((stem, int(s)), int(f)) for s, f in zip(p.slots, p.freq2, strict=True))
+    return docs.length[: docs.used].tolist(), out
+
+
+def test_a_commits_rows_counted_in_runs_make_the_copy_one_count_makes() -> None:
+    # A bulk commit counts the rows no worker counted a run at a time (a search may go
+    # first between runs): the copy is the one counting them all at once gives.
+    stems = fts5_stems(apsw.Connection(":memory:"))
+    rng = random.Random(38)
+    words = [*WORDS, "数据库选择", "東京タワー", "서울", "naïve", "the", "a", "x" * 120]
+    rows = [
+        (i + 1, " ".join(rng.choices(words, k=rng.randint(0, 40))), f"H{i // 9}", "memory", "")
+        for i in range(3 * _LOOSE_RUN + 5)
+    ]
+    stream = Stream(stems, 1 << 30)
+    for row in rows:
+        stream.stage(row)
+    stream.apply()
+    whole = Build(len(rows))
+    counted = count_chunks([(r[1], r[2]) for r in rows], stems)
+    whole.add(counted, [r[0] for r in rows], [r[3] for r in rows], [r[4] for r in rows])
+    assert _postings(stream.finish()) == _postings(whole.finish(1 << 30))
+    assert len(whole.number) > 10
 
 
 def test_a_stream_that_cannot_follow_leaves_the_copy_to_a_load(make_index: IndexFactory) -> None:
