@@ -1,11 +1,16 @@
 """The build step pyproject.toml cannot state: the unit templates, whose one home is the
 repository's top level (systemd/, launchd/), ship in the wheel as memoryd/service/templates/,
 where `memoryd service install` reads them, and in the sdist as they lie (a wheel built from
-it ships them too). An editable install reads them from the top level itself (render.py)."""
+it ships them too). An editable install reads them from the top level itself (render.py).
+
+And the one compiled part, optional: index/search/_lines.c (line scores and snippet windows)
+against CPython's limited API, so one wheel per platform serves Python 3.11 and later. When
+it cannot be built (no compiler), the install goes on without it and snippets.py uses its
+Python versions, which give the same results."""
 
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 from setuptools.command.sdist import sdist
 
@@ -41,4 +46,22 @@ class SdistWithUnits(sdist):
         super().make_release_tree(base_dir, [*files, *(str(unit) for unit in unit_files())])
 
 
-setup(cmdclass={"build_py": BuildWithUnits, "sdist": SdistWithUnits})
+def extensions() -> list[Extension]:
+    return [
+        Extension(
+            "memoryd.index.search._lines",
+            ["daemon/memoryd/index/search/_lines.c"],
+            define_macros=[("Py_LIMITED_API", "0x030B0000")],
+            py_limited_api=True,
+            # A fused multiply-add rounds differently from Python's multiply, then add.
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+            optional=True,  # no compiler: the Python versions serve
+        )
+    ]
+
+
+setup(
+    cmdclass={"build_py": BuildWithUnits, "sdist": SdistWithUnits},
+    ext_modules=extensions(),
+    options={"bdist_wheel": {"py_limited_api": "cp311"}},
+)

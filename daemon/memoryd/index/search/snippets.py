@@ -23,6 +23,11 @@ import numpy.typing as npt
 
 from memoryd.index.keyword.text import TokenizeOffsets
 
+try:  # _lines.c: the same results for a fraction of the instructions; absent if not built
+    from memoryd.index.search import _lines as compiled
+except ImportError:  # pragma: no cover - installs without a compiler
+    compiled = None  # type: ignore[assignment]
+
 TAIL_WEIGHT = 0.5  # share of the last line's score a window loses when more lines follow
 # Budget left over after the window's whole lines shows the head of the line that follows
 # (cut at a space, ending in "…") when at least this many characters of it fit: the answer
@@ -146,6 +151,15 @@ def line_scores(chunks: Sequence[ChunkLines], weights: Mapping[str, float]) -> l
     query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
     if not query:
         return [[0.0] * size for size in sizes]
+    if compiled is not None:
+        return compiled.line_scores(chunks, [n for n, _ in query], [w for _, w in query])
+    return py_line_scores(chunks, query, sizes)
+
+
+def py_line_scores(
+    chunks: Sequence[ChunkLines], query: Sequence[tuple[int, float]], sizes: Sequence[int]
+) -> list[list[float]]:
+    """line_scores in numpy, for ``query`` (stem number, weight) ascending."""
     stems = np.concatenate([c.stems for c in chunks])
     numbers = np.array([n for n, _ in query], np.int32)
     mask = stems == numbers[0]  # a few SIMD passes: cheaper than np.isin's table
@@ -168,6 +182,13 @@ def line_scores(chunks: Sequence[ChunkLines], weights: Mapping[str, float]) -> l
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]:
     """Inclusive (first, last) line indexes of the best-scoring run of lines within budget
     that holds a line scoring at least BEST_SHARE of the best line's score."""
+    if compiled is not None:
+        return compiled.best_window(lines, scores, budget)
+    return py_best_window(lines, scores, budget)
+
+
+def py_best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]:
+    """best_window in Python (_lines.c follows it statement for statement)."""
     n = len(lines)
     sizes = [len(line) + 1 for line in lines]
     floor = BEST_SHARE * max(scores, default=0.0)

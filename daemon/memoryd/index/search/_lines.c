@@ -1,0 +1,296 @@
+/* Compiled line scores and snippet windows: snippets.py's line_scores and best_window,
+ * the same doubles from the same operations in the same order (snippets.py keeps the
+ * Python versions, used when this module is absent, and the tests compare the two).
+ *
+ * Against CPython's limited API (abi3, 3.11+): one wheel per platform serves every later
+ * Python. Built with -ffp-contract=off (setup.py): a fused multiply-add would round
+ * differently from Python's separate multiply and add. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TAIL_WEIGHT 0.5 /* snippets.TAIL_WEIGHT */
+#define BEST_SHARE 0.9  /* snippets.BEST_SHARE */
+
+/* An int32 buffer (a ChunkLines array), checked. */
+static int get_int32(PyObject *obj, Py_buffer *view) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+        return -1;
+    if (view->itemsize != 4 || view->format == NULL ||
+        (strcmp(view->format, "i") != 0 && strcmp(view->format, "<i") != 0 &&
+         strcmp(view->format, "=i") != 0)) {
+        PyBuffer_Release(view);
+        PyErr_SetString(PyExc_TypeError, "expected a contiguous int32 array");
+        return -1;
+    }
+    return 0;
+}
+
+/* The weight of stem number ``s`` (``numbers`` ascending), or -1 when not a query stem. */
+static Py_ssize_t find(const int32_t *numbers, Py_ssize_t q, int32_t s) {
+    Py_ssize_t lo = 0, hi = q;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (numbers[mid] < s)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo < q && numbers[lo] == s) ? lo : -1;
+}
+
+/* Item ``i`` of a tuple (a ChunkLines) or list, or any sequence: a new reference. */
+static PyObject *item(PyObject *seq, Py_ssize_t i) {
+    if (PyTuple_Check(seq) && i < PyTuple_Size(seq)) {
+        PyObject *it = PyTuple_GetItem(seq, i);
+        Py_XINCREF(it);
+        return it;
+    }
+    if (PyList_Check(seq) && i < PyList_Size(seq)) {
+        PyObject *it = PyList_GetItem(seq, i);
+        Py_XINCREF(it);
+        return it;
+    }
+    return PySequence_GetItem(seq, i);
+}
+
+#define SEEN_BITS 65536 /* a filter of the query's stem numbers (low 16 bits) */
+
+/* One chunk's (stems, line, n_lines) scored into a new list of floats. */
+static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const double *weights,
+                              Py_ssize_t q, const uint8_t *seen, double *acc,
+                              Py_ssize_t acc_len) {
+    PyObject *stems_obj = item(chunk, 0);
+    PyObject *line_obj = stems_obj ? item(chunk, 1) : NULL;
+    PyObject *n_obj = line_obj ? item(chunk, 2) : NULL;
+    PyObject *out = NULL;
+    Py_buffer sv, lv;
+    int have_s = 0, have_l = 0;
+    if (n_obj == NULL)
+        goto done;
+    Py_ssize_t n_lines = PyLong_AsSsize_t(n_obj);
+    if (n_lines < 0) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "negative line count");
+        goto done;
+    }
+    if (get_int32(stems_obj, &sv) < 0)
+        goto done;
+    have_s = 1;
+    if (get_int32(line_obj, &lv) < 0)
+        goto done;
+    have_l = 1;
+    Py_ssize_t n = sv.len / 4;
+    if (lv.len / 4 != n) {
+        PyErr_SetString(PyExc_ValueError, "stems and lines differ in length");
+        goto done;
+    }
+    double *scores = n_lines <= acc_len ? acc : PyMem_Calloc((size_t)n_lines, sizeof(double));
+    if (scores == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (scores == acc)
+        memset(acc, 0, (size_t)n_lines * sizeof(double));
+    const int32_t *st = (const int32_t *)sv.buf, *ln = (const int32_t *)lv.buf;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        uint32_t low = (uint32_t)st[k] & (SEEN_BITS - 1);
+        if (!(seen[low >> 3] & (1u << (low & 7))))
+            continue; /* most entries: not a query stem */
+        Py_ssize_t at = find(numbers, q, st[k]);
+        if (at < 0)
+            continue;
+        if (ln[k] < 0 || ln[k] >= n_lines) {
+            PyErr_SetString(PyExc_ValueError, "a stem's line is outside its chunk");
+            goto free_scores;
+        }
+        scores[ln[k]] += weights[at];
+    }
+    out = PyList_New(n_lines);
+    if (out == NULL)
+        goto free_scores;
+    for (Py_ssize_t i = 0; i < n_lines; i++) {
+        PyObject *f = PyFloat_FromDouble(scores[i]);
+        if (f == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SetItem(out, i, f); /* steals f */
+    }
+free_scores:
+    if (scores != acc)
+        PyMem_Free(scores);
+done:
+    if (have_l)
+        PyBuffer_Release(&lv);
+    if (have_s)
+        PyBuffer_Release(&sv);
+    Py_XDECREF(n_obj);
+    Py_XDECREF(line_obj);
+    Py_XDECREF(stems_obj);
+    return out;
+}
+
+/* line_scores(chunks, numbers, weights): per chunk (a ChunkLines), per line, the sum of
+ * ``weights[i]`` over its entries whose stem is ``numbers[i]`` (ascending), added in the
+ * order of the entries from 0.0. */
+static PyObject *line_scores(PyObject *self, PyObject *args) {
+    PyObject *chunks, *numbers_obj, *weights_obj;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO", &chunks, &numbers_obj, &weights_obj))
+        return NULL;
+    Py_ssize_t q = PySequence_Size(numbers_obj);
+    Py_ssize_t n_chunks = PySequence_Size(chunks);
+    if (q < 0 || n_chunks < 0)
+        return NULL;
+    if (PySequence_Size(weights_obj) != q) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "numbers and weights differ in length");
+        return NULL;
+    }
+    int32_t *numbers = PyMem_Malloc((size_t)(q ? q : 1) * sizeof(int32_t));
+    double *weights = PyMem_Malloc((size_t)(q ? q : 1) * sizeof(double));
+    double acc[256];
+    uint8_t seen[SEEN_BITS / 8];
+    PyObject *out = NULL;
+    memset(seen, 0, sizeof seen);
+    if (numbers == NULL || weights == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < q; i++) {
+        PyObject *a = item(numbers_obj, i);
+        PyObject *b = a ? item(weights_obj, i) : NULL;
+        long v = a ? PyLong_AsLong(a) : -1;
+        double w = b ? PyFloat_AsDouble(b) : -1.0;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (PyErr_Occurred())
+            goto done;
+        if (v < INT32_MIN || v > INT32_MAX || (i > 0 && v <= numbers[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "numbers must be ascending int32");
+            goto done;
+        }
+        numbers[i] = (int32_t)v;
+        weights[i] = w;
+        uint32_t low = (uint32_t)v & (SEEN_BITS - 1);
+        seen[low >> 3] |= (uint8_t)(1u << (low & 7));
+    }
+    out = PyList_New(n_chunks);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t c = 0; c < n_chunks; c++) {
+        PyObject *chunk = item(chunks, c);
+        PyObject *scores = chunk ? chunk_scores(chunk, numbers, weights, q, seen, acc, 256) : NULL;
+        Py_XDECREF(chunk);
+        if (scores == NULL) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SetItem(out, c, scores);
+    }
+done:
+    PyMem_Free(numbers);
+    PyMem_Free(weights);
+    return out;
+}
+
+/* best_window(lines, scores, budget): snippets.best_window, statement for statement. */
+static PyObject *best_window(PyObject *self, PyObject *args) {
+    PyObject *lines, *scores_obj;
+    Py_ssize_t budget;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOn", &lines, &scores_obj, &budget))
+        return NULL;
+    Py_ssize_t n = PySequence_Size(lines);
+    Py_ssize_t m = PySequence_Size(scores_obj);
+    if (n < 0 || m < 0)
+        return NULL;
+    Py_ssize_t *sizes = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *strong_from = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    double *scores = PyMem_Malloc((size_t)(m + 1) * sizeof(double));
+    PyObject *out = NULL;
+    if (sizes == NULL || strong_from == NULL || scores == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *line = item(lines, k);
+        if (line == NULL)
+            goto done;
+        Py_ssize_t len = PyUnicode_Check(line) ? PyUnicode_GetLength(line) : PyObject_Size(line);
+        Py_DECREF(line);
+        if (len < 0)
+            goto done;
+        sizes[k] = len + 1;
+    }
+    for (Py_ssize_t k = 0; k < m; k++) {
+        PyObject *s = item(scores_obj, k);
+        if (s == NULL)
+            goto done;
+        scores[k] = PyFloat_AsDouble(s);
+        Py_DECREF(s);
+        if (scores[k] == -1.0 && PyErr_Occurred())
+            goto done;
+    }
+    if (m < n) {
+        PyErr_SetString(PyExc_IndexError, "list index out of range");
+        goto done;
+    }
+    double top = 0.0; /* max(scores, default=0.0): the first, then any greater */
+    for (Py_ssize_t k = 0; k < m; k++)
+        if (k == 0 || scores[k] > top)
+            top = scores[k];
+    double floor = BEST_SHARE * top;
+    strong_from[n] = n;
+    for (Py_ssize_t k = n - 1; k >= 0; k--)
+        strong_from[k] = scores[k] >= floor ? k : strong_from[k + 1];
+    Py_ssize_t best_first = 0, best_last = 0;
+    double best_score = -1.0;
+    Py_ssize_t j = 0, size = 0;
+    double total = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (j <= i) {
+            j = i;
+            size = 0;
+            total = 0.0;
+        }
+        while (j < n && (j == i || size + sizes[j] <= budget)) {
+            size += sizes[j];
+            total += scores[j];
+            j++;
+        }
+        double score = j < n ? total - TAIL_WEIGHT * scores[j - 1] : total;
+        if (score > best_score && strong_from[i] < j) {
+            best_score = score;
+            best_first = i;
+            best_last = j - 1;
+        }
+        size -= sizes[i];
+        total -= scores[i];
+    }
+    out = Py_BuildValue("(nn)", best_first, best_last);
+done:
+    PyMem_Free(sizes);
+    PyMem_Free(strong_from);
+    PyMem_Free(scores);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"line_scores", line_scores, METH_VARARGS,
+     "line_scores(chunks, numbers, weights) -> per chunk, per line, the summed weights"},
+    {"best_window", best_window, METH_VARARGS,
+     "best_window(lines, scores, budget) -> (first, last): snippets.best_window"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_lines", "Compiled line scores and snippet windows.", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__lines(void) { return PyModule_Create(&module); }
