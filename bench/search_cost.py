@@ -1,7 +1,7 @@
 """What one search costs, end to end, against a baseline revision and qmd (issues 27, 38).
 
     python bench/search_cost.py [WORKSPACE] [--baseline REV] [--rounds 5] [--local]
-                                [--qmd CMD] [--clients 16] [--only spawn] [--json]
+                                [--qmd CMD] [--clients 16] [--only spawn|search] [--json]
 
 WORKSPACE (default LoCoMo dev's conv-26, copied to a temp folder) is the small workspace of
 the issues; its questions (conv-26's 150) are the queries. In each round, each code
@@ -234,6 +234,61 @@ def spawn_round(
     return r
 
 
+def search_round(
+    d: Daemon,
+    r: dict[str, Any],
+    ws_root: Path,
+    args: argparse.Namespace,
+    queries: list[str],
+    env: dict[str, str],
+    tmp: Path,
+) -> dict[str, Any]:
+    """``--only search``: the per-search rows alone (hello, keyword p50/p99 and CPU, the
+    throughput run and its CPU; with --local the hybrid row), each code as in a full round."""
+    try:
+        d.start()
+        _, ws, _ = cold_cli(d, ws_root)
+        d.settle()
+        r["hello_p50"] = hello_latency(d)["p50"]
+        r["keyword"] = searches(d, ws, queries, "keyword", args.rounds)
+        tp = throughput(d, ws, queries, args.clients, args.seconds)
+        r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["daemon_cpu_ms_per_search"]
+    finally:
+        d.stop()
+        shutil.rmtree(d.home, ignore_errors=True)
+    if args.local:
+        hybrid_rows(r, ws_root, args, queries, env, tmp)
+    shutil.rmtree(ws_root, ignore_errors=True)
+    log(f"[{r['code']}] {json.dumps(r)}")
+    return r
+
+
+def hybrid_rows(
+    r: dict[str, Any],
+    ws_root: Path,
+    args: argparse.Namespace,
+    queries: list[str],
+    env: dict[str, str],
+    tmp: Path,
+) -> None:
+    """The hybrid row (the bundled model; query vectors cached by the first pass) and the
+    idle RSS."""
+    lhome = tmp / f"l-{r['code']}"
+    d = daemon(lhome, "local", env)
+    try:
+        d.start()
+        with d.client(timeout=3600) as c:
+            name = c.workspace_add(ws_root).name
+            c.reindex(workspace=name, wait=True)
+        d.settle()
+        r["hybrid"] = searches(d, name, queries, "hybrid", args.rounds)
+        time.sleep(5)
+        r["idle_rss_mb"] = d.proc_status()["VmRSS"]
+    finally:
+        d.stop()
+        shutil.rmtree(lhome, ignore_errors=True)
+
+
 def one_round(
     code: str, env: dict[str, str], args: argparse.Namespace, tmp: Path, queries: list[str]
 ) -> dict[str, Any]:
@@ -244,6 +299,8 @@ def one_round(
     d = daemon(home, "none", env)
     if args.only == "spawn":
         return spawn_round(d, r, ws_root, args.spawns, queries)
+    if args.only == "search":
+        return search_round(d, r, ws_root, args, queries, env, tmp)
     try:
         d.start()
         r["cold_s"], ws, _ = cold_cli(d, ws_root)
@@ -280,20 +337,7 @@ def one_round(
         shutil.rmtree(rhome, ignore_errors=True)
         shutil.rmtree(tmp / f"r-ws-{code}", ignore_errors=True)
     if args.local:
-        lhome = tmp / f"l-{code}"
-        d = daemon(lhome, "local", env)
-        try:
-            d.start()
-            with d.client(timeout=3600) as c:
-                name = c.workspace_add(ws_root).name
-                c.reindex(workspace=name, wait=True)
-            d.settle()
-            r["hybrid"] = searches(d, name, queries, "hybrid", args.rounds)
-            time.sleep(5)
-            r["idle_rss_mb"] = d.proc_status()["VmRSS"]
-        finally:
-            d.stop()
-            shutil.rmtree(lhome, ignore_errors=True)
+        hybrid_rows(r, ws_root, args, queries, env, tmp)
     shutil.rmtree(ws_root, ignore_errors=True)
     log(f"[{code}] {json.dumps(r)}")
     return r
@@ -317,6 +361,8 @@ def qmd_round(cmd: str, args: argparse.Namespace, tmp: Path, queries: list[str])
         r["cold_s"] = q.add(args.workspace, "w")
         if args.only == "spawn":
             r.update(qmd_spawns(q, args.spawns, queries))
+        elif args.only == "search":
+            qmd_search_rows(q, r, args, queries)
         else:
             qmd_rows(q, r, cmd, args, tmp, queries)
     finally:
@@ -341,6 +387,12 @@ def qmd_rows(
     r["version_ms"] = median_ms(q.cli("--version"), 9)
     r["search_cli_ms"] = qmd_peer.cli_search_ms(q, "w", queries[0], 9)
     r.update(qmd_spawns(q, SPAWNS, queries))
+    qmd_search_rows(q, r, args, queries)
+
+
+def qmd_search_rows(
+    q: qmd_peer.Qmd, r: dict[str, Any], args: argparse.Namespace, queries: list[str]
+) -> None:
     q.serve(queries[0])
     lat = qmd_peer.latency(q, queries, args.rounds)
     r["keyword"] = {"p50": lat["p50"], "p99": lat["p99"], "cpu_ms": lat["cpu_ms"]}
@@ -472,7 +524,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=5.0, help="of the throughput run")
     ap.add_argument("--local", action="store_true", help="also the bundled model's rows")
     ap.add_argument("--qmd", metavar="CMD", help="how to run qmd (see bench/scale.py)")
-    ap.add_argument("--only", choices=("spawn",), help="only these rows")
+    ap.add_argument("--only", choices=("spawn", "search"), help="only these rows")
     ap.add_argument("--spawns", type=int, default=SPAWNS, help="per round, with --only spawn")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
