@@ -3,6 +3,7 @@
 Every key is optional. ``MEMORYD_<SECTION>_<KEY>`` overrides ``[section] key`` (for example
 ``MEMORYD_EMBEDDING_PROVIDER=none``). Unknown keys and bad values raise ConfigError naming
 the key and the value. Building a Config has no side effects; ``load_config`` reads files.
+Each class is a ``Record`` (runtime/records.py): compared, hashed and shown by shared methods.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from memoryd.errors import ConfigError
+from memoryd.runtime.records import Record
 from memoryd_client.paths import config_path
 from memoryd_client.search_terms import (
     DEFAULT_FUSION,
@@ -61,8 +63,8 @@ def _http_url(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class EmbeddingConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class EmbeddingConfig(Record):
     provider: str = _opt("auto", choices=("auto", "local", "openai", "none"))
     model: str = _opt("")  # openai: default text-embedding-3-small; local: the bundled model
     base_url: str = _opt("", check=_http_url)  # any OpenAI-compatible endpoint
@@ -89,8 +91,8 @@ class EmbeddingConfig:
     fallback: str = _opt("none", choices=("none", "local"))
 
 
-@dataclass(frozen=True)
-class IndexConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class IndexConfig(Record):
     chunk_tokens: int = _opt(400, lo=32, hi=8192)
     chunk_overlap: int = _opt(80, lo=0, hi=4096)
     vector_window_tokens: int = _opt(128, lo=16, hi=8192)  # chunks are embedded in windows
@@ -105,8 +107,8 @@ class IndexConfig:
     keyword_memory_mb: int = _opt(256, lo=0, hi=1 << 20)  # ~7 MB per 10k chunks
 
 
-@dataclass(frozen=True)
-class SearchConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class SearchConfig(Record):
     max_results: int = _opt(6, lo=1, hi=MAX_RESULTS)
     min_score: float = _opt(0.35, lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1])
     fusion: str = _opt(DEFAULT_FUSION, choices=FUSIONS)
@@ -125,8 +127,8 @@ class SearchConfig:
     recency_half_life_days: float = _opt(0.0, lo=0.0, hi=36500.0)
 
 
-@dataclass(frozen=True)
-class LlmConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class LlmConfig(Record):
     base_url: str = _opt("", check=_http_url)
     model: str = _opt("")
     api_key: str = _opt("", secret=True)
@@ -147,8 +149,8 @@ def _cron(value: str) -> str | None:
     return cron_problem(value)
 
 
-@dataclass(frozen=True)
-class HippocampusConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class HippocampusConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("0 3 * * *", check=_cron)
     lookback_days: int = _opt(7, lo=1, hi=365)  # daily files of the last N days
@@ -156,8 +158,8 @@ class HippocampusConfig:
     max_drop_ratio: float = _opt(0.5, lo=0.0, hi=1.0)  # of MEMORY.md's lines, unless --force
 
 
-@dataclass(frozen=True)
-class RetentionConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class RetentionConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("30 3 * * *", check=_cron)
     retention_days: int = _opt(30, lo=1, hi=36500)  # transcripts idle longer than this...
@@ -165,8 +167,8 @@ class RetentionConfig:
     daily_archive_days: int = _opt(0, lo=0, hi=36500)  # 0: off; else memory/archive/YYYY/
 
 
-@dataclass(frozen=True)
-class FallbackSummaryConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class FallbackSummaryConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("*/15 * * * *", check=_cron)
     session_idle_minutes: int = _opt(30, lo=1, hi=100_000)
@@ -174,8 +176,8 @@ class FallbackSummaryConfig:
     max_sessions_per_run: int = _opt(5, lo=1, hi=1000)
 
 
-@dataclass(frozen=True)
-class LedgerCompactionConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class LedgerCompactionConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("45 3 * * *", check=_cron)
     # A line's records are dropped (its line gone, or forgotten) only once older than this;
@@ -183,21 +185,21 @@ class LedgerCompactionConfig:
     keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)
 
 
-@dataclass(frozen=True)
-class ForgetConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class ForgetConfig(Record):
     keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)  # pre-images of a forget (docs/lifecycle.md)
 
 
-@dataclass(frozen=True)
-class JobsConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class JobsConfig(Record):
     hippocampus: HippocampusConfig = field(default_factory=HippocampusConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
     fallback_summary: FallbackSummaryConfig = field(default_factory=FallbackSummaryConfig)
     ledger_compaction: LedgerCompactionConfig = field(default_factory=LedgerCompactionConfig)
 
 
-@dataclass(frozen=True)
-class ServerConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerConfig(Record):
     max_frame_bytes: int = _opt(16 * MiB, lo=1024, hi=1 << 31)
     read_your_writes_ms: int = _opt(1000, lo=0, hi=60_000)
     debounce_ms: int = _opt(100, lo=0, hi=60_000)
@@ -228,8 +230,8 @@ def _fleet_host(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class FleetConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class FleetConfig(Record):
     """Fleet mode (docs/fleet.md): publish to and search a shared Postgres with pgvector."""
 
     dsn: str = _opt("", secret=True)  # libpq URI or key=value; empty: fleet mode off
@@ -251,8 +253,8 @@ def _sync_host(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class SyncConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class SyncConfig(Record):
     """Git sync of workspaces across machines (docs/sync.md); each workspace opts in."""
 
     interval_seconds: float = _opt(300.0, lo=0.0, hi=86400 * 7)  # pull/push; 0: after each commit
@@ -265,8 +267,8 @@ class SyncConfig:
     transcript_max_bytes: int = _opt(4 * MiB, lo=0, hi=1 << 32)  # ... each up to this size
 
 
-@dataclass(frozen=True)
-class AgentsConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class AgentsConfig(Record):
     # Folders (absolute, or ~/...) whose transcripts ``flush`` may read besides the agents'
     # own (~/.claude/projects, ~/.openclaw) and each workspace's sessions/.
     transcript_folders: tuple[str, ...] = _opt(())
@@ -276,15 +278,15 @@ def _sync_repo(value: str) -> str | None:
     return None if value in ("memoryd", "workspace") else "must be memoryd or workspace"
 
 
-@dataclass(frozen=True)
-class McpConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class McpConfig(Record):
     # The origin an MCP ``memory_append`` is recorded with at best (docs/provenance.md):
     # ``agent``, or ``untrusted`` to hold every MCP write for the owner's review.
     append_origin: str = _opt("agent", choices=("agent", "untrusted"))
 
 
-@dataclass(frozen=True)
-class WorkspaceConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class WorkspaceConfig(Record):
     path: str = _opt("")
     name: str = _opt("")
     # Git sync (docs/sync.md): the remote (file://, ssh, https; credentials are git's own)
@@ -293,8 +295,8 @@ class WorkspaceConfig:
     sync_repo: str = _opt("memoryd", check=_sync_repo)  # or the workspace's own repository
 
 
-@dataclass(frozen=True)
-class Config:
+@dataclass(frozen=True, eq=False, repr=False)
+class Config(Record):
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     index: IndexConfig = field(default_factory=IndexConfig)
     search: SearchConfig = field(default_factory=SearchConfig)

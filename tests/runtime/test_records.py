@@ -1,0 +1,88 @@
+"""runtime/records.Record: the config classes compare, hash and show as the methods
+``dataclasses`` would generate for them (a frozen dataclass with eq and repr)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from memoryd.runtime.config import JOB_SECTIONS, SECTIONS, Config, WorkspaceConfig, load_config
+from memoryd.runtime.records import Record
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Point(Record):
+    x: int = 0
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class GeneratedPoint:  # the same fields, the methods dataclasses generates
+    x: int = 0
+    tags: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _generated(obj: Any) -> Any:
+    """The twin of ``obj`` whose class has dataclasses' own eq, hash and repr."""
+    twin = dataclasses.make_dataclass(
+        type(obj).__qualname__,
+        [(f.name, Any) for f in dataclasses.fields(obj)],
+        frozen=True,
+    )
+    return twin(**{f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)})
+
+
+@pytest.mark.parametrize(
+    "a, b", [((1, ("a",)), (1, ("a",))), ((1, ()), (2, ())), ((1, ("a",)), (1, ("b",)))]
+)
+def test_equal_hashed_and_shown_as_a_generated_dataclass(
+    a: tuple[int, tuple[str, ...]], b: tuple[int, tuple[str, ...]]
+) -> None:
+    p, q = Point(*a), Point(*b)
+    gp, gq = GeneratedPoint(*a), GeneratedPoint(*b)
+    assert (p == q) is (gp == gq)
+    assert (p != q) is (gp != gq)
+    assert hash(p) == hash(gp)
+    assert repr(p) == repr(gp).replace("GeneratedPoint", "Point")
+
+
+def test_another_class_is_never_equal() -> None:
+    @dataclass(frozen=True, eq=False, repr=False)
+    class Other(Record):
+        x: int = 0
+        tags: tuple[str, ...] = ()
+
+    assert Point() != Other()
+    assert Point().__eq__(Other()) is NotImplemented
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        Point().x = 1  # type: ignore[misc]
+
+
+def test_every_config_section_compares_hashes_and_shows_as_before(tmp_path: Any) -> None:
+    toml = tmp_path / "config.toml"
+    toml.write_text(
+        '[search]\nmax_results = 9\n[[workspaces]]\npath = "/w"\nname = "w"\n'
+        "[jobs.retention]\nenabled = false\n"
+    )
+    loaded = load_config(toml, {})
+    for config in (Config(), loaded):
+        sections = [getattr(config, f.name) for f in dataclasses.fields(config)]
+        for section in [
+            config,
+            *sections,
+            *config.workspaces,
+            *(getattr(config.jobs, f.name) for f in dataclasses.fields(config.jobs)),
+        ]:
+            if not dataclasses.is_dataclass(section):
+                continue
+            twin = _generated(section)
+            assert repr(section) == repr(twin)
+            assert hash(section) == hash(twin)
+            assert section == dataclasses.replace(section)
+    assert loaded != Config()
+    assert loaded.search != Config().search and loaded.index == Config().index
+    assert loaded.workspaces == (WorkspaceConfig(path="/w", name="w"),)
+    assert {*SECTIONS.values(), *JOB_SECTIONS.values()} <= {cls for cls in Record.__subclasses__()}
