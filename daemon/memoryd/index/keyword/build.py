@@ -290,9 +290,12 @@ Row = tuple[int, str, str, str, str]
 _CHECK_POSTINGS = 1 << 20  # a stream checks its size every this many postings
 # Rows a commit counts itself (all a bulk run's when the writer chunked them: sync.py) are
 # counted this many at a time, stepping aside for a search between (runtime/foreground.py):
-# a batch's at once held the writer in Python ~30 ms at 1,001 files. Counted as they were
-# written instead, file by file between the chunking, they cost ~12% more of the run's CPU.
-_LOOSE_RUN = 128
+# a batch's at once held the writer in Python ~30 ms at 1,001 files. 32 rows (~7k tokens)
+# keep count_chunks' arrays under the daemon's mmap threshold (runtime/heap.py, 128 KB):
+# at 128 rows each array was a fresh mmap, 75k page faults in all against 35k, and the run's
+# CPU 2.27 s against 2.09 (in process, the daemon's heap settings, load 12-14). Counted
+# file by file as they were written instead, between the chunking, they cost ~12% more.
+_LOOSE_RUN = 32
 
 
 @dataclass
