@@ -272,6 +272,41 @@ def test_half_closed_connection_still_gets_its_answers(md_daemon: DaemonThread) 
         assert c.closed_by_peer()
 
 
+@pytest.mark.parametrize("cut", ["header", "body", "large body"])
+def test_a_frame_cut_short_by_the_end_of_stream_is_refused_after_the_answers_before_it(
+    md_daemon: DaemonThread, cut: str
+) -> None:
+    hello = protocol.pack(protocol.request(1, "hello"))
+    if cut == "header":
+        tail, says = b"\x00\x00", "truncated frame header"
+    elif cut == "body":
+        tail, says = struct.pack(">I", 100) + b"\x80" * 10, "expected 100 bytes"
+    else:  # above 64 KiB: reserved first, gathered as it comes
+        tail, says = struct.pack(">I", 200_000) + b"\x00" * 150_000, "expected 200000 bytes"
+    with RawConn(md_daemon.socket_path) as c:
+        c.send_raw(hello + tail)
+        c.sock.shutdown(socket.SHUT_WR)
+        first, second = c.recv(), c.recv()
+        assert first is not None and first["id"] == 1 and first["ok"]
+        assert error_code(second) == "protocol_error"
+        assert second is not None and says in second["error"]["message"]
+        assert c.closed_by_peer()
+
+
+def test_a_large_frame_sent_in_pieces_is_read_whole_and_the_frame_after_it_too(
+    md_daemon: DaemonThread,
+) -> None:
+    big = protocol.pack(protocol.request(1, "workspace.list", {"pad": "x" * 100_000}))
+    with RawConn(md_daemon.socket_path) as c:
+        c.send_raw(big[:70_000])
+        time.sleep(0.05)
+        c.send_raw(big[70_000:] + protocol.pack(protocol.request(2, "hello")))
+        frames = {f["id"]: f for f in (c.recv(), c.recv()) if f is not None}
+        assert error_code(frames[1]) == "invalid_params"  # its params read: "pad" is unknown
+        assert frames[2]["ok"]
+        assert c.result("hello")["server"] == "memoryd"
+
+
 # -- peer uid ---------------------------------------------------------------------------
 
 

@@ -27,6 +27,10 @@ class ByteBudget:
             await self._wait()
         self.used += nbytes
 
+    def below_limit(self) -> bool:
+        """Whether a reader may take another frame (``wait_room`` would not wait)."""
+        return self.used < self.limit
+
     async def wait_room(self) -> None:
         """Wait until the budget is below its limit (the reader's back-pressure)."""
         while self.used >= self.limit:

@@ -1,25 +1,25 @@
 """One client's connection to the socket server (server.py): its limits, its byte budget
-(budget.py) and requests in flight, writing whole frames, and reading a frame body without
-holding more than it must."""
+(budget.py) and requests in flight, and writing whole frames (its frames are read by
+wire.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import mmap
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd.rpc.budget import ByteBudget
-from memoryd_client import protocol
+
+if TYPE_CHECKING:
+    from memoryd.rpc.wire import Wire
 
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 MiB = 1024 * 1024
 # A frame body above this reserves its length before it is read; smaller ones are covered
 # by the in-flight cap (64 of them are a few MiB at most).
 LARGE_BODY_BYTES = 64 * 1024
-BODY_PIECE_BYTES = 1024 * 1024  # a large body is taken from the stream this much at a time
 
 
 @dataclass(frozen=True)
@@ -33,19 +33,19 @@ class Limits:
 
 
 class Connection:
-    """One client's connection: its writer, its byte budget and its requests in flight."""
+    """One client's connection: its transport, its byte budget and its requests in flight."""
 
-    def __init__(
-        self, writer: asyncio.StreamWriter, peer_pid: int | None, limits: Limits, total: ByteBudget
-    ) -> None:
-        self.writer = writer
+    def __init__(self, wire: Wire, peer_pid: int | None, limits: Limits, total: ByteBudget) -> None:
+        assert wire.transport is not None
+        self.wire = wire  # its bytes as frames (wire.py)
+        self.transport = wire.transport
         self.peer_pid = peer_pid
         self.lock = asyncio.Lock()
-        self.slots = asyncio.Semaphore(limits.max_in_flight)  # a request in flight holds one
+        self.max_in_flight = limits.max_in_flight  # requests at once; no frame read beyond
         self.budget = ByteBudget(limits.connection_bytes)
         self.total = total  # the daemon's, shared by every connection
         self.tasks: set[asyncio.Task[None]] = set()
-        self.serving: asyncio.Task[Any] | None = None  # the task reading this connection
+        self.serving: asyncio.Task[Any] | None = None  # the task serving this connection
         self.client = ""  # the name its hello gave (what usage counts an agent by, by default)
         self.closed = False
         self.aborted = False  # closed by us for want of progress: pending answers are dropped
@@ -55,8 +55,8 @@ class Connection:
 
     def write_nowait(self, frame: bytes) -> None:
         """Queue a whole frame; frames never interleave because each is one write() call."""
-        if not self.closed and not self.writer.is_closing():
-            self.writer.write(frame)
+        if not self.closed and not self.transport.is_closing():
+            self.transport.write(frame)
 
     async def reserve(self, nbytes: int) -> None:
         """Room for ``nbytes`` in this connection's budget, then in the daemon's."""
@@ -79,23 +79,25 @@ class Connection:
         if nbytes:
             self.budget.release(nbytes)
             self.total.release(nbytes)
+            self.wire.room()  # reading may have stopped for want of budget
 
     async def send(self, frame: bytes, held: int = 0) -> None:
         """Queue a whole frame; the ``held`` budget bytes are released once the peer has
         taken it (all but the transport's low-water mark of it)."""
         try:
-            if not self.lock.locked() and not self.closed and not self.writer.is_closing():
-                self.writer.write(frame)
-                if not self.writer.transport.get_write_buffer_size():
+            if not self.lock.locked() and not self.closed and not self.transport.is_closing():
+                self.transport.write(frame)
+                if not self.transport.get_write_buffer_size():
                     self.last_progress = time.monotonic()
                     return  # the kernel took all of it (the usual case): nothing to drain
                 frame = b""  # queued; what is left is waiting for the peer to read it
             async with self.lock:
-                if self.closed or self.writer.is_closing():
+                if self.closed or self.transport.is_closing():
                     return
-                self.writer.write(frame)  # nothing for b""
+                if frame:
+                    self.transport.write(frame)
                 with contextlib.suppress(ConnectionError, OSError):
-                    await self.writer.drain()
+                    await self.wire.drain()
                 self.last_progress = time.monotonic()
         finally:
             self.release(held)
@@ -103,7 +105,7 @@ class Connection:
     def idle_for(self, now: float) -> float:
         """Seconds without progress: no frame read, no byte taken by the peer, no request
         being worked on."""
-        buffered = self.writer.transport.get_write_buffer_size()
+        buffered = self.transport.get_write_buffer_size()
         if buffered != self._last_buffered or self.computing > 0:
             self._last_buffered = buffered
             self.last_progress = now
@@ -113,37 +115,11 @@ class Connection:
         """Close without flushing (the peer is not reading) and stop its reader."""
         self.aborted = True
         self.closed = True
-        self.writer.transport.abort()
+        self.transport.abort()
         if self.serving is not None:
             self.serving.cancel()
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            self.writer.close()
-
-
-async def read_body(reader: asyncio.StreamReader, length: int) -> dict[str, Any] | None:
-    """A frame body of ``length`` bytes, decoded; None when the stream ends first.
-
-    A large body is gathered in an anonymous mapping of its length (pages are used only as
-    bytes arrive, and unmapped at once after), not by ``readexactly``: its buffer grew by
-    reallocation, and a peer that hung up left a copy of what it had sent in the
-    IncompleteReadError, kept with the connection's exceptions in reference cycles until a
-    full garbage collection. 40 unfinished 16 MiB frames left the daemon 100+ MB larger
-    after their connections closed."""
-    if length <= LARGE_BODY_BYTES:
-        try:
-            return protocol.unpack(await reader.readexactly(length))
-        except asyncio.IncompleteReadError:
-            return None
-    with mmap.mmap(-1, length) as body:
-        got = 0
-        while got < length:
-            piece = await reader.read(min(length - got, BODY_PIECE_BYTES))
-            if not piece:
-                return None
-            body[got : got + len(piece)] = piece
-            got += len(piece)
-        with memoryview(body) as view:
-            return protocol.unpack(view)
+            self.transport.close()

@@ -31,12 +31,13 @@ from typing import Any
 import msgpack
 
 from memoryd.rpc.budget import ByteBudget
-from memoryd.rpc.connection import LARGE_BODY_BYTES, Connection, Limits, read_body
+from memoryd.rpc.connection import Connection, Limits
 from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
+from memoryd.rpc.wire import Refusal, Wire
 from memoryd.runtime.logs import debug_enabled, get_logger
 from memoryd_client import protocol
-from memoryd_client.protocol import ErrorCode, FrameError
+from memoryd_client.protocol import ErrorCode
 
 log = get_logger("memoryd.rpc.server")
 # Answers that are the daemon's fault or trouble, not the caller's mistake.
@@ -110,14 +111,15 @@ class Server:
     async def start(self, sock: socket.socket) -> None:
         """Serve on an already bound and listening socket (instance.py made it, or the
         service manager passed it)."""
+        loop = asyncio.get_running_loop()
         if sys.version_info >= (3, 13):
             # 3.13 unlinks the socket file on close by default. Instance decides that: never
             # for a socket the service manager owns, only for the inode we bound.
-            self._server = await asyncio.start_unix_server(
-                self._on_connection, sock=sock, cleanup_socket=False
+            self._server = await loop.create_unix_server(
+                lambda: Wire(self), sock=sock, cleanup_socket=False
             )
         else:
-            self._server = await asyncio.start_unix_server(self._on_connection, sock=sock)
+            self._server = await loop.create_unix_server(lambda: Wire(self), sock=sock)
         if self._reaper is None:
             self._reaper = asyncio.create_task(self._close_idle(), name="memoryd-idle-connections")
 
@@ -154,55 +156,63 @@ class Server:
 
     # -- connections -------------------------------------------------------------------
 
-    async def _on_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    async def on_connection(self, wire: Wire) -> None:
+        """Serve one connection (wire.py calls this as it is made)."""
         task = asyncio.current_task()
         if task is not None:
             self._conn_tasks.add(task)
         try:
-            await self._serve_connection(reader, writer)
+            await self._serve_connection(wire)
         except asyncio.CancelledError:
-            # close() cancels idle connections at shutdown. Returning normally: Python 3.11's
-            # streams callback calls task.exception() on this task, and on a cancelled one
-            # that raises, which asyncio then logs as a raw (non-JSON) traceback.
-            pass
+            pass  # close() cancels idle connections at shutdown, abort() a stuck one
         finally:
             if task is not None:
                 self._conn_tasks.discard(task)
 
-    async def _serve_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        sock = writer.get_extra_info("socket")
+    async def _serve_connection(self, wire: Wire) -> None:
+        assert wire.transport is not None and wire.ended is not None
+        sock = wire.transport.get_extra_info("socket")
         creds = peer_credentials(sock) if sock is not None else None
-        conn = Connection(writer, creds.pid if creds else None, self.limits, self.total)
+        conn = Connection(wire, creds.pid if creds else None, self.limits, self.total)
         conn.serving = asyncio.current_task()
-        if creds is None:  # fail closed: a peer we cannot identify is not let in
-            log.warning("peer_refused", reason="peer credentials unavailable")
-            why = "connection refused: the daemon cannot verify who is connecting"
-            return await self._turn_away(conn, ErrorCode.PROTOCOL_ERROR, why)
-        if creds.uid != self._uid:
-            log.warning(
-                "peer_refused", peer_uid=creds.uid, peer_pid=creds.pid, reason="foreign uid"
-            )
-            why = f"connections from uid {creds.uid} are refused: this daemon serves uid "
-            return await self._turn_away(conn, ErrorCode.PROTOCOL_ERROR, f"{why}{self._uid} only")
-        if len(self._conns) >= self.limits.max_connections and not self._make_room():
-            self.refused_connections += 1
-            log.warning(
-                "connection_refused",
-                reason="too many connections, each with a request in flight",
-                max_connections=self.limits.max_connections,
-            )
-            why = (
-                f"memoryd serves at most {self.limits.max_connections} connections at once "
-                "(server.max_connections), all busy now; try again later"
-            )
-            return await self._turn_away(conn, ErrorCode.UNAVAILABLE, why)
-        self._conns.add(conn)
         try:
-            await self._read_loop(reader, conn)
+            if creds is None:  # fail closed: a peer we cannot identify is not let in
+                log.warning("peer_refused", reason="peer credentials unavailable")
+                why = "connection refused: the daemon cannot verify who is connecting"
+                return await self._turn_away(conn, ErrorCode.PROTOCOL_ERROR, why)
+            if creds.uid != self._uid:
+                log.warning(
+                    "peer_refused", peer_uid=creds.uid, peer_pid=creds.pid, reason="foreign uid"
+                )
+                why = f"connections from uid {creds.uid} are refused: this daemon serves uid "
+                return await self._turn_away(
+                    conn, ErrorCode.PROTOCOL_ERROR, f"{why}{self._uid} only"
+                )
+            if len(self._conns) >= self.limits.max_connections and not self._make_room():
+                self.refused_connections += 1
+                log.warning(
+                    "connection_refused",
+                    reason="too many connections, each with a request in flight",
+                    max_connections=self.limits.max_connections,
+                )
+                why = (
+                    f"memoryd serves at most {self.limits.max_connections} connections at "
+                    "once (server.max_connections), all busy now; try again later"
+                )
+                return await self._turn_away(conn, ErrorCode.UNAVAILABLE, why)
+            self._conns.add(conn)
+            await self._serve_frames(wire, conn)
+        finally:
+            wire.stop()
+
+    async def _serve_frames(self, wire: Wire, conn: Connection) -> None:
+        """Until the end of stream or the first bad frame (wire.py reads the frames)."""
+        assert wire.ended is not None
+        try:
+            wire.admit(conn)
+            bad = await wire.ended
+            if bad is not None:
+                await self._refuse(conn, bad.code, bad.message, bad.req_id, bad.data)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -243,58 +253,9 @@ class Server:
         self._conns.discard(oldest)
         return True
 
-    async def _read_loop(self, reader: asyncio.StreamReader, conn: Connection) -> None:
-        """Read and dispatch frames until the end of stream or the first bad frame."""
-        while True:
-            await conn.slots.acquire()  # a free slot before reading: back-pressure
-            await conn.budget.wait_room()  # and room for answers: the peer reads them
-            dispatched = False
-            try:
-                dispatched = await self._read_one(reader, conn)
-            finally:
-                if not dispatched:
-                    conn.slots.release()
-            if not dispatched:
-                return
-
-    async def _read_one(self, reader: asyncio.StreamReader, conn: Connection) -> bool:
-        """Read one frame and start its request (True), or answer a bad frame or see the
-        end of stream (False: stop reading). The started request releases its slot."""
-        try:
-            header = await reader.readexactly(protocol.HEADER.size)
-        except asyncio.IncompleteReadError as exc:
-            if exc.partial and not conn.closed:
-                await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, "truncated frame header")
-            return False
-        conn.last_progress = time.monotonic()
-        held = 0
-        try:
-            length = protocol.frame_length(header, self.max_frame_bytes)
-            if length > LARGE_BODY_BYTES:
-                conn.computing += 1  # reserve() counts its wait as idle time
-                try:
-                    await conn.reserve(length)
-                finally:
-                    conn.computing -= 1
-                held = length
-            try:
-                msg = await read_body(reader, length)
-            finally:
-                conn.release(held)
-            if msg is None:
-                if conn.closed:
-                    return False
-                raise FrameError(
-                    ErrorCode.PROTOCOL_ERROR, f"truncated frame: expected {length} bytes"
-                )
-            conn.last_progress = time.monotonic()
-            req = self._parse(msg, conn)
-        except FrameError as exc:
-            await self._refuse(conn, exc.code, exc.message)
-            return False
-        except _BadRequest as exc:
-            await self._refuse(conn, ErrorCode.PROTOCOL_ERROR, exc.message, exc.req_id, exc.data)
-            return False
+    def on_frame(self, conn: Connection, msg: dict[str, Any]) -> None:
+        """Start the request of a decoded frame (wire.py, with room for it)."""
+        req = self._parse(msg, conn)
         task = asyncio.create_task(self._handle(conn, req))
         conn.tasks.add(task)
         self._tasks.add(task)
@@ -302,10 +263,9 @@ class Server:
         def finished(task: asyncio.Task[None]) -> None:
             conn.tasks.discard(task)
             self._tasks.discard(task)
-            conn.slots.release()
+            conn.wire.room()  # reading may have stopped at max_in_flight
 
         task.add_done_callback(finished)
-        return True
 
     async def _refuse(
         self,
@@ -325,13 +285,14 @@ class Server:
     def _parse(self, msg: dict[str, Any], conn: Connection) -> Request:
         req_id = msg.get("id")
         if isinstance(req_id, bool) or not isinstance(req_id, int):
-            raise _BadRequest("a request needs an integer id")
+            raise Refusal(ErrorCode.PROTOCOL_ERROR, "a request needs an integer id")
         method = msg.get("method")
         if not isinstance(method, str):
-            raise _BadRequest("a request needs a string method", req_id)
+            raise Refusal(ErrorCode.PROTOCOL_ERROR, "a request needs a string method", req_id)
         version = msg.get("v", protocol.PROTOCOL_VERSION)
         if version != protocol.PROTOCOL_VERSION:
-            raise _BadRequest(
+            raise Refusal(
+                ErrorCode.PROTOCOL_ERROR,
                 f"protocol version {shown(version)} is not supported",
                 req_id,
                 {"supported": [protocol.PROTOCOL_VERSION]},
@@ -485,13 +446,3 @@ class Server:
             t.cancel()
         if self._conn_tasks:
             await asyncio.wait(set(self._conn_tasks), timeout=1.0)
-
-
-class _BadRequest(Exception):
-    def __init__(
-        self, message: str, req_id: int | None = None, data: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.req_id = req_id
-        self.data = data
