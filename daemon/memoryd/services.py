@@ -17,7 +17,8 @@ import functools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
@@ -26,7 +27,6 @@ from memoryd.jobs.clock import Clock
 from memoryd.jobs.session_trust import SessionTrust
 from memoryd.jobs.transcript_folders import TranscriptPlaces
 from memoryd.lifecycle import journal
-from memoryd.lifecycle.forget_run import catch_up_index, redo_meta
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
@@ -39,6 +39,7 @@ from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
     from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
+    from memoryd.index.workspace import WorkspaceIndex
     from memoryd.jobs.flush_queue import FlushQueue
     from memoryd.jobs.history import History
     from memoryd.jobs.scheduler import Scheduler
@@ -124,7 +125,7 @@ class Services:
                 config(),
                 paths.index_dir,
                 state,
-                before_serving=catch_up_index,  # a forget a kill interrupted is indexed first
+                before_serving=_catch_up_index,  # a forget a kill interrupted is indexed first
                 reopened=reopened,
             )
             registry.load()
@@ -235,6 +236,22 @@ def _make_upkeep(
     return Upkeep(history, scheduler, FlushQueue(runner), sync)
 
 
+def _catch_up_index(root: Path, index: WorkspaceIndex) -> None:
+    """lifecycle/forget_run.catch_up_index; its modules (a forget's) load only when a
+    forget a kill interrupted waits for the index."""
+    if journal.unindexed(root):
+        from memoryd.lifecycle.forget_run import catch_up_index
+
+        catch_up_index(root, index)
+
+
+def _redo_meta(root: Path, meta: dict[str, Any]) -> None:
+    """lifecycle/forget_run.redo_meta: journal.recover calls it only for a change to redo."""
+    from memoryd.lifecycle.forget_run import redo_meta
+
+    redo_meta(root, meta)
+
+
 def _finish_changes(registry: Registry, keep_days: float) -> None:
     """Finish the forgets and imports a kill interrupted, before anything reads the files
     (lifecycle/journal.py); drop the pre-images older than forget.keep_days."""
@@ -242,7 +259,7 @@ def _finish_changes(registry: Registry, keep_days: float) -> None:
     for ws in registry.list():
         root = ws.root
         try:
-            journal.recover(root, after=functools.partial(redo_meta, root))
+            journal.recover(root, after=functools.partial(_redo_meta, root))
             journal.prune(root, keep_days, now)
         except Exception:  # one workspace's journal must not stop the daemon
             log.exception("change_recovery_failed", workspace=ws.name)

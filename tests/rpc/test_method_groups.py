@@ -51,7 +51,8 @@ def test_a_method_in_two_groups_is_refused_when_the_table_is_made() -> None:
 
 
 # What a daemon started by a question does not import before it answers (rpc/wiring.py's
-# later groups, services.py's upkeep): the jobs, git sync, the lifecycle's changes, fleet.
+# later groups, services.py's upkeep and forget catch-up): the jobs, git sync, the
+# lifecycle's changes, fleet.
 DEFERRED = (
     "memoryd.rpc.agent_methods",
     "memoryd.rpc.job_methods",
@@ -63,6 +64,8 @@ DEFERRED = (
     "memoryd.jobs.registry",
     "memoryd.sync.service",
     "memoryd.lifecycle.forget_service",
+    "memoryd.lifecycle.forget_run",
+    "memoryd.lifecycle.forget",
     "memoryd.lifecycle.archive",
     "memoryd.fleet.service",
     "croniter",
