@@ -106,6 +106,16 @@ def compile_code(root: Path) -> None:
     the compiler, more so for the larger code."""
     folders = [str(root / "daemon"), str(root / "client")]
     subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True)
+    # Its compiled part too, as `pip install` builds it (setup.py; a code without one has
+    # nothing to build): a worktree, or a tree installed before it had one, would run the
+    # Python versions instead.
+    if (root / "daemon" / "memoryd" / "index" / "search" / "_lines.c").exists():
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=root,
+            check=True,
+            capture_output=True,
+        )
 
 
 @contextlib.contextmanager
