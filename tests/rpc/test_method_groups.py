@@ -114,6 +114,35 @@ def test_a_later_group_is_made_once_by_the_first_request_for_one_of_its_methods(
     assert set(d.table) == {"hello", "jobs.list"}
 
 
+def test_a_later_group_that_fails_to_be_made_answers_internal_and_is_tried_again() -> None:
+    async def answer(p: Params, req: Request) -> dict[str, Any]:
+        return {"method": req.method}
+
+    class Group:
+        def table(self) -> dict[str, Handler]:
+            return {"jobs.list": answer}
+
+    tries: list[int] = []
+
+    def later() -> list[Group]:
+        tries.append(1)
+        if len(tries) == 1:
+            raise RuntimeError("a group could not be made")
+        return [Group()]
+
+    d = Dispatcher([], later)
+
+    async def ask(method: str) -> dict[str, Any]:
+        out = await d.dispatch(Request(id=7, method=method, params={}, emit=lambda e, d: None))
+        return out.message
+
+    first = asyncio.run(ask("jobs.list"))  # an answer on the connection, not a dropped one
+    assert first["id"] == 7 and first["error"]["code"] == "internal"
+    assert "a group could not be made" in first["error"]["message"]
+    assert asyncio.run(ask("jobs.list"))["result"] == {"method": "jobs.list"}
+    assert len(tries) == 2
+
+
 def test_each_handler_group_takes_its_pieces_by_name_never_the_daemon_or_a_bag() -> None:
     groups = []
     for path in sorted(RPC.glob("*_methods.py")):

@@ -71,8 +71,12 @@ class Dispatcher:
 
     async def dispatch(self, req: Request) -> Outcome:
         handler = self._table.get(req.method)
-        if handler is None:
-            handler = self.table.get(req.method)  # the later groups, made now
+        if handler is None and self._later is not None:
+            try:  # the later groups, made now; a failure answers this request, not the socket
+                self.load_later()
+            except Exception as exc:
+                return _internal(req, exc)
+            handler = self._table.get(req.method)
         if handler is None:
             known = ", ".join(sorted(self._table))
             return Outcome(
@@ -97,15 +101,18 @@ class Dispatcher:
             if failure is not None:
                 log.warning("request_failed", method=req.method, id=req.id, error=failure.message)
                 return Outcome(protocol.error(req.id, failure.code, failure.message), failure.code)
-            log.exception("internal_error", method=req.method, id=req.id)
-            text = f"{type(exc).__name__}: {exc}"
-            return Outcome(
-                protocol.error(
-                    req.id, ErrorCode.INTERNAL, f"internal error in {req.method}: {text[:300]}"
-                ),
-                ErrorCode.INTERNAL,
-            )
+            return _internal(req, exc)
         finally:
             if quick:
                 FOREGROUND.end()
         return Outcome(protocol.response(req.id, result), "ok")
+
+
+def _internal(req: Request, exc: Exception) -> Outcome:
+    """An ``internal`` error for this request, its traceback logged; the daemon serves on."""
+    log.exception("internal_error", method=req.method, id=req.id)
+    text = f"{type(exc).__name__}: {exc}"
+    return Outcome(
+        protocol.error(req.id, ErrorCode.INTERNAL, f"internal error in {req.method}: {text[:300]}"),
+        ErrorCode.INTERNAL,
+    )
