@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memoryd.files.lines import line_key
-from memoryd.lifecycle.hits import HitCounter
+from memoryd.lifecycle.hits import ROWS_PER_SLICE, HitCounter
 from memoryd.runtime.state import StateDB
 
 QUINCE = "- Carol planted quince trees."
@@ -29,5 +29,22 @@ def test_a_batch_counts_each_search_and_each_distinct_query(tmp_path: Path) -> N
     hits.record(root, "oolong tea", snippet)  # a later batch adds to the same rows
     assert hits.wait_idle()
     assert hits.counts(root, [line_key(TEA)]) == {line_key(TEA): (2, 1)}
+    hits.close()
+    state.close()
+
+
+def test_a_batch_larger_than_a_slice_is_written_whole(tmp_path: Path) -> None:
+    """Rows are written a slice at a time (ROWS_PER_SLICE) in one transaction: every one
+    lands, each counted once per search."""
+    state = StateDB(tmp_path / "state.sqlite")
+    hits = HitCounter(state)
+    root = tmp_path / "ws"
+    lines = [f"- Carol planted quince tree number {i}." for i in range(3 * ROWS_PER_SLICE + 5)]
+    snippet = [{"snippet": "\n".join(lines), "source": "memory"}]
+    hits.record(root, "quince trees", snippet)
+    hits.record(root, "planted quince", snippet)
+    assert hits.wait_idle()
+    keys = [line_key(line) for line in lines]
+    assert hits.counts(root, keys) == {k: (2, 2) for k in keys}
     hits.close()
     state.close()

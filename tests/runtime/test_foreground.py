@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from memoryd.runtime.foreground import Foreground
+from memoryd.runtime.foreground import PAUSE_S, SLICE_S, Foreground, Share
 
 
 def test_step_aside_waits_for_the_request_and_returns_when_it_ends() -> None:
@@ -34,3 +34,42 @@ def test_step_aside_is_bounded_under_a_stream_of_requests() -> None:
     fg.begin()  # never ends
     fg.step_aside(most=0.01)  # returns: it gives up waiting (or the test would hang)
     assert fg.busy
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_a_share_gives_the_lock_up_once_a_slice_of_work_went_by() -> None:
+    clock = _Clock()
+    share = Share(Foreground(), clock=clock, sleep=clock.sleep)
+    share.tick()  # no work yet: goes on
+    clock.now += SLICE_S / 2
+    share.tick()
+    assert clock.slept == []
+    clock.now += SLICE_S / 2
+    share.tick()  # a slice's work: a pause, the lock released
+    assert clock.slept == [PAUSE_S]
+    share.tick()  # the slice counts again from the pause
+    assert clock.slept == [PAUSE_S]
+
+
+def test_a_share_steps_aside_for_a_request_in_flight_then_pauses() -> None:
+    clock = _Clock()
+    fg = Foreground()
+    share = Share(fg, clock=clock, sleep=clock.sleep)
+    fg.begin()  # a request in flight: the first tick waits for it (bounded), then pauses
+    share.tick()
+    assert clock.slept == [PAUSE_S]
+    fg.end()
+    share.tick()
+    assert clock.slept == [PAUSE_S]

@@ -11,8 +11,11 @@ That thread shares the GIL with the event loop, so it must stay small and let go
 batch that held the interpreter for tens of milliseconds made every search arriving
 meanwhile wait for it, 5 ms (the switch interval) per hand-over (issue 38's p99). Each
 snippet's keyed lines and its word index are remembered (the same snippets come back search
-after search), a search's matched lines are a few dict lookups, and the thread steps aside
-while a search is being answered (runtime/foreground.py). A queued search is a tuple of
+after search), a search's matched lines are a few dict lookups, and the thread works in
+slices of ~0.1 ms (a snippet, a few dozen rows written), stepping aside while a search is
+being answered and giving the lock up between slices (runtime/foreground.Share): a batch of
+new queries is ~0.2 ms of CPU per search, and a search arriving while it ran waited for the
+lock a switch interval at a time (issue 38's tail, session 4). A queued search is a tuple of
 strings, which the garbage collector stops tracking at once: a second's queue of lists had
 been promoted to the oldest generation, which then ran full collections (25-40 ms of CPU
 with the GIL held) every few hundred searches.
@@ -32,7 +35,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.files.lines import line_key, normalize_line
-from memoryd.runtime.foreground import FOREGROUND
+from memoryd.runtime.foreground import Share
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 
@@ -46,6 +49,7 @@ SNIPPETS_KEPT: Final = 1024  # snippets whose keyed lines are remembered (~0.5 M
 LINES_KEPT: Final = 4096  # snippet lines whose key and words are remembered (~2.5 MB)
 PAIRS_KEPT: Final = 100_000  # (line, query) pairs known to be written (~15 MB at most)
 COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
+ROWS_PER_SLICE: Final = 32  # rows written between two of the thread's pauses
 
 
 _WORD: Final = re.compile(r"\w{3,}")
@@ -134,13 +138,14 @@ def _query_facts(query: str) -> tuple[str, frozenset[str]]:
 
 
 def _matched(
-    snippets: tuple[str, ...], words: frozenset[str]
+    snippets: tuple[str, ...], words: frozenset[str], share: Share
 ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """key -> (sample, the line's words) of the snippet lines the query matched (a snippet
     shows its neighbours too); none of them (a vector hit): the snippet's first keyed line,
     matched by no word. The first line of a key wins."""
     seen: dict[str, tuple[str, tuple[str, ...]]] = {}
     for snippet in snippets:
+        share.tick()  # a new snippet's lines are keyed here: ~50 us
         keyed, by_word = _snippet_lines(snippet)
         if not keyed:
             continue
@@ -231,13 +236,14 @@ class HitCounter:
         asked: dict[tuple[str, str, tuple[str, ...]], list[float]] = {}
         for root, query, snippets, at in batch:
             asked.setdefault((root, query, snippets), []).append(at)
+        share = Share()  # a search being answered goes first (foreground.py)
         for (root, query, snippets), ats in asked.items():
-            FOREGROUND.step_aside()  # a search being answered goes first (foreground.py)
+            share.tick()
             qhash, words = _query_facts(query)
             last, times = max(ats), len(ats)
             per = rows.setdefault(root, {})
             written = self._written.get((root, qhash), ())
-            for k, (text, its) in _matched(snippets, words).items():
+            for k, (text, its) in _matched(snippets, words, share).items():
                 row = per.get(k)
                 if row is None:
                     per[k] = [text, times, last]
@@ -249,18 +255,25 @@ class HitCounter:
                     tied = " ".join(sorted(words.intersection(its)))[:SAMPLE_CHARS]
                     queries.append((root, k, qhash, tied))
         queries = sorted({q[:3]: q for q in queries[::-1]}.values())  # a pair's first words
+        counts = [(root, k, *row) for root, per in rows.items() for k, row in per.items()]
+        # One transaction, written a slice at a time: a statement per row, each taking the
+        # lock back from whoever holds it (state.lock keeps the state's other writers out).
         with self.state.lock, self.state.conn:
-            self.state.conn.executemany(
-                "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT(workspace_path, key) DO UPDATE SET "
-                "hits = hits + excluded.hits, last_at = excluded.last_at",
-                [(root, k, *row) for root, per in rows.items() for k, row in per.items()],
-            )
-            self.state.conn.executemany(
-                "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query, words) "
-                "VALUES (?, ?, ?, ?)",
-                queries,
-            )
+            for i in range(0, len(counts), ROWS_PER_SLICE):
+                share.tick()
+                self.state.conn.executemany(
+                    "INSERT INTO line_hits(workspace_path, key, sample, hits, last_at) "
+                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT(workspace_path, key) DO UPDATE SET "
+                    "hits = hits + excluded.hits, last_at = excluded.last_at",
+                    counts[i : i + ROWS_PER_SLICE],
+                )
+            for i in range(0, len(queries), ROWS_PER_SLICE):
+                share.tick()
+                self.state.conn.executemany(
+                    "INSERT OR IGNORE INTO line_hit_queries(workspace_path, key, query, words) "
+                    "VALUES (?, ?, ?, ?)",
+                    queries[i : i + ROWS_PER_SLICE],
+                )
         if self._pairs + len(queries) > PAIRS_KEPT:
             self._written.clear()
             self._pairs = 0
