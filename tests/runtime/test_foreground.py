@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from memoryd.runtime.foreground import PAUSE_S, SLICE_S, Foreground, Share
+from memoryd.runtime.foreground import PAUSE_S, QUIET_S, SLICE_S, Foreground, Share
 
 
 def test_step_aside_waits_for_the_request_and_returns_when_it_ends() -> None:
@@ -63,13 +63,30 @@ def test_a_share_gives_the_lock_up_once_a_slice_of_work_went_by() -> None:
     assert clock.slept == [PAUSE_S]
 
 
-def test_a_share_steps_aside_for_a_request_in_flight_then_pauses() -> None:
+def test_a_share_steps_aside_for_a_request_in_flight() -> None:
     clock = _Clock()
     fg = Foreground()
     share = Share(fg, clock=clock, sleep=clock.sleep)
-    fg.begin()  # a request in flight: the first tick waits for it (bounded), then pauses
+    fg.begin()  # a request in flight: the tick waits for it (bounded), without a pause
+    share.tick()
+    assert clock.slept == []
+    fg.end()
+    clock.now += SLICE_S  # the slice counts from the step aside
     share.tick()
     assert clock.slept == [PAUSE_S]
-    fg.end()
+
+
+def test_a_share_pauses_only_while_requests_keep_coming() -> None:
+    clock = _Clock()
+    fg = Foreground()
+    share = Share(fg, clock=clock, sleep=clock.sleep)
+    clock.now += QUIET_S + SLICE_S  # no request since the share began: nobody waits
+    share.tick()
+    clock.now += SLICE_S
+    share.tick()
+    assert clock.slept == []
+    fg.begin()
+    fg.end()  # a request came and went: more may follow
+    clock.now += SLICE_S
     share.tick()
     assert clock.slept == [PAUSE_S]
