@@ -65,21 +65,3 @@ def test_a_search_after_a_rewrite_shows_the_new_text(make_index: IndexFactory) -
     ix.sync()
     snippet = search(ix, "oolong tea").results[0].snippet
     assert "restocked" in snippet and "ran out" not in snippet
-
-
-def test_window_vectors_are_kept_within_their_byte_budget() -> None:
-    import numpy as np
-
-    from memoryd.index.search.rows import ChunkWindows, Windows
-
-    def windows(n: int) -> Windows:
-        return Windows(np.arange(n, dtype=np.int64), np.zeros((n, 4), dtype=np.float32))
-
-    kept = ChunkWindows(max_bytes=3 * 16)  # three windows of 4 float32
-    kept.get_many([], 1)
-    kept.put_many({1: windows(2), 2: windows(1)}, 1)
-    assert set(kept.get_many([1, 2], 1)) == {1, 2}
-    kept.put_many({3: windows(2)}, 1)  # 5 windows: the least recently used go until 3 fit
-    assert set(kept.get_many([1, 2, 3], 1)) == {2, 3}
-    kept.put_many({2: windows(1), 4: windows(1)}, 1)  # 2 again (the newest), then 4
-    assert set(kept.get_many([2, 3, 4], 1)) == {2, 4}

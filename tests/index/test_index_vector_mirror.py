@@ -78,6 +78,24 @@ def test_knn_is_the_exact_nearest_neighbours_through_puts_deletes_and_regrowth()
     assert len(mirror.knn(q, 10**6) or []) == len(live)
 
 
+def test_a_mirror_without_deletes_ranks_as_the_filtered_scan_does() -> None:
+    rng = np.random.default_rng(11)
+    mirror, conn = loaded()
+    vecs = {i: unit(rng) for i in range(1, 301)}
+    for i in range(1, 301, 7):
+        vecs[i + 1] = vecs[i]  # ties: their order is the scan's
+    put_all(conn, mirror, vecs)
+    for deleted in ([], [5, 6, 100]):
+        with conn:
+            mirror.stage_delete(deleted)
+            conn.execute("INSERT INTO t VALUES (1)")
+        for _ in range(5):
+            q = unit(rng) if rng.random() < 0.6 else vecs[8]
+            for k in (1, 10, 40, 297, 300, 1000):
+                # shortlist=0: the same exact scan through the filtered path
+                assert mirror.knn(q, k) == mirror.knn(q, k, shortlist=0)
+
+
 def test_changes_show_only_once_committed() -> None:
     rng = np.random.default_rng(1)
     mirror, conn = loaded()

@@ -48,7 +48,7 @@ from memoryd.index.health import index_status
 from memoryd.index.line_meta import LineMetaMap
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search.fusion import SearchEnv, run_search
-from memoryd.index.search.rows import ChunkRows, ChunkWindows, ParsedQueries
+from memoryd.index.search.rows import ChunkRows, ParsedQueries
 from memoryd.index.search.signals import for_request
 from memoryd.index.search.triggers import TriggerLane
 from memoryd.index.secure_delete import SecureDeletes
@@ -66,6 +66,7 @@ from memoryd.index.types import (
 from memoryd.index.vectors.embedder import Embedded, Embedder
 from memoryd.index.vectors.mirror import VectorWidthError
 from memoryd.index.vectors.query_vectors import PreparedQuery, QueryVectors
+from memoryd.index.vectors.window_sims import KeptWindows
 from memoryd.runtime.config import Config, SearchConfig
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
@@ -114,7 +115,7 @@ class WorkspaceIndex:
         )
         self.freshness = Freshness(self.layout)
         self.rows = ChunkRows()  # candidates' rows, kept for one generation
-        self.windows = ChunkWindows()  # and their window vectors
+        self.windows = KeptWindows()  # and their window vectors
         self.parsed = ParsedQueries()
         self.line_meta = LineMetaMap()  # annotations and provenance per line (line_meta.py)
         self.triggers = TriggerLane(self.line_meta, self.root)  # recall's first lane

@@ -14,10 +14,10 @@ import numpy as np
 from memoryd.embeddings.base import Vectors
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
 from memoryd.index.scratch import SCRATCH
-from memoryd.index.search.rows import ChunkRows, ChunkWindows, Windows, read_rows, read_windows
+from memoryd.index.search.rows import ChunkRows, read_rows
 from memoryd.index.store import VEC_TABLE
-from memoryd.index.vectors.mirror import VectorMirror, VectorWidthError
-from memoryd.index.vectors.windows import WINDOW_SLOTS
+from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.index.vectors.window_sims import KeptWindows, window_sims
 from memoryd_client.search_terms import SOURCES
 
 BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text, heading
@@ -177,35 +177,18 @@ def fill_window_sims(
     conn: apsw.Connection,
     cands: Sequence[Candidate],
     qvec: Vectors,
-    kept: ChunkWindows | None = None,
+    kept: KeptWindows | None = None,
     generation: int = 0,
 ) -> None:
-    """Each embedded candidate's best window similarity: one matrix product for all of them
-    (their windows read in one statement, or kept from earlier searches: rows.read_windows)."""
+    """Each embedded candidate's best window and its similarity: one matrix product for all
+    of them (their windows read in one statement, or kept from earlier searches:
+    vectors/window_sims.py)."""
     q = qvec.astype(np.float32)
-    embedded = [c.id for c in cands if c.embedded]
+    embedded = {c.id: c for c in cands if c.embedded}
     if not embedded:
         return
     with SCRATCH.borrow() as scratch:
-        found = read_windows(conn, embedded, kept, generation, scratch)
-        if found is not None:
-            _best_windows(cands, found, q)
-
-
-def _best_windows(cands: Sequence[Candidate], found: Windows, q: Vectors) -> None:
-    m, ids = found.vectors, found.ids
-    if m.shape[1] != q.shape[0]:
-        raise VectorWidthError(f"query has {q.shape[0]} dims, the index {m.shape[1]}")
-    sims = m @ q
-    owner = ids // WINDOW_SLOTS
-    order = np.lexsort((-sims, owner))  # by chunk, its best window first
-    firsts = order[np.r_[True, owner[order][1:] != owner[order][:-1]]]
-    by_id = {c.id: c for c in cands}
-    for chunk_id, window, sim in zip(
-        owner[firsts].tolist(),
-        (ids[firsts] % WINDOW_SLOTS).tolist(),
-        sims[firsts].tolist(),
-        strict=True,
-    ):
-        c = by_id[chunk_id]
+        found = window_sims(conn, list(embedded), q, kept, generation, scratch)
+    for chunk_id, window, sim in zip(*found, strict=True):
+        c = embedded[chunk_id]
         c.best_window, c.window_sim = window, sim

@@ -38,7 +38,6 @@ from memoryd.index.search.line_days import on_named_day
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
-    ChunkWindows,
     ParsedQueries,
 )
 from memoryd.index.search.signals import Signals
@@ -49,6 +48,7 @@ from memoryd.index.search.snippets import (
 )
 from memoryd.index.types import Fusion, HitMeta, Mode, NotInMemory, SearchHit, SearchRequest
 from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.index.vectors.window_sims import KeptWindows
 from memoryd.index.vectors.windows import window_spans
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
@@ -74,7 +74,7 @@ class SearchEnv:
     rows: ChunkRows | None = None  # candidates' rows kept until the index changes
     generation: int = 0  # the index's, read before any row (rows.py)
     parsed: ParsedQueries | None = None  # the latest queries, parsed
-    windows: ChunkWindows | None = None  # candidates' window vectors, as rows
+    windows: KeptWindows | None = None  # candidates' window vectors (window_sims.py)
 
 
 def answers_from_memory(

@@ -1,5 +1,5 @@
-"""What a search keeps between searches until the index changes: the candidates' rows and
-window vectors, and the parsed queries.
+"""What a search keeps between searches until the index changes: the candidates' rows
+and the parsed queries (their window vectors: vectors/window_sims.py).
 
 Reading a search's ~24 candidate rows from SQLite was a tenth of a small workspace's search
 (one statement, a row object per chunk); the same chunks come back in the next searches.
@@ -10,26 +10,17 @@ from: the generation is read before the rows, and rows read under an older one a
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Generic, NamedTuple, TypeVar, cast
+from typing import Generic, NamedTuple, TypeVar
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
-from memoryd.index.scratch import Scratch
 from memoryd.index.search.query import query_days, query_terms
-from memoryd.index.vectors.windows import WINDOW_SLOTS
 
 ROWS_KEPT = 2048  # ~1.5 KB of text each: a few MB at most, then the oldest go
 QUERIES_KEPT = 256
-# float32 window vectors: 1.5 KB a window at 384 dims, ~5 windows a chunk (a workspace of
-# up to ~450 chunks: all of them)
-WINDOW_BYTES_KEPT = 4 << 20
-WINDOWS_PER_CHUNK = 6  # above the usual ~4.7 (400-token chunks, 128-token windows)
 
 V = TypeVar("V")
 
@@ -103,27 +94,6 @@ class ChunkRows(Kept[Row]):
         super().__init__(capacity)
 
 
-class Windows(NamedTuple):
-    """A chunk's window vectors: their ids (``window_vectors``), ascending, and the vectors
-    as float32 (stored as float16: the conversion was a third of a small hybrid search)."""
-
-    ids: npt.NDArray[np.int64]
-    vectors: npt.NDArray[np.float32]
-
-
-class ChunkWindows(Kept[Windows]):
-    """The candidates' window vectors (read_windows), within ``max_bytes``: used only for an
-    index whose windows all fit (``fits``). In a larger one the candidates of the next
-    searches are mostly others, and splitting and copying each search's windows to keep
-    them cost more than reading them again (10k chunks: hybrid 1.64 -> 1.89 ms)."""
-
-    def __init__(self, max_bytes: int = WINDOW_BYTES_KEPT) -> None:
-        super().__init__(max_bytes, lambda w: int(w.vectors.nbytes))
-
-    def fits(self, chunks: int, dims: int) -> bool:
-        return chunks * WINDOWS_PER_CHUNK * dims * 4 <= self.capacity
-
-
 def read_rows(
     conn: apsw.Connection, ids: Sequence[int], rows: ChunkRows | None, generation: int
 ) -> dict[int, Row]:
@@ -143,66 +113,6 @@ def read_rows(
     if rows is not None and read:
         rows.put_many(read, generation)
     return kept | read
-
-
-def read_windows(
-    conn: apsw.Connection,
-    ids: Sequence[int],
-    kept: ChunkWindows | None,
-    generation: int,
-    scratch: Scratch | None = None,
-) -> Windows | None:
-    """The window vectors of chunks ``ids`` (those that have any), chunk by chunk in that
-    order, windows ascending: those ``kept`` holds for ``generation``, the others read in
-    one statement (a rowid range per chunk) and kept. None when none has any.
-
-    With ``scratch``, kept windows are gathered into its arrays (valid until it is given
-    back): a hybrid search's ~50 candidates have ~400 KB of them, and a fresh array that
-    size is an mmap whose munmap, in a process with threads, costs ~0.4 ms on the VMs we
-    measure (runtime/heap.py, index/scratch.py)."""
-    found = kept.get_many(ids, generation) if kept is not None else {}
-    missing = [i for i in ids if i not in found]
-    read = _read_windows(conn, missing) if missing else None
-    if kept is None:
-        return read
-    if read is not None:
-        owner = read.ids // WINDOW_SLOTS
-        bounds = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1], True])
-        news = {
-            int(owner[a]): Windows(read.ids[a:b].copy(), read.vectors[a:b].copy())
-            for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True)
-        }
-        kept.put_many(news, generation)
-        found = found | news
-    parts = [w for i in ids if (w := found.get(i)) is not None]
-    if not parts:
-        return None
-    if len(parts) == 1:
-        return parts[0]
-    if scratch is None:
-        return Windows(
-            np.concatenate([w.ids for w in parts]), np.concatenate([w.vectors for w in parts])
-        )
-    rows = sum(len(w.ids) for w in parts)
-    dims = parts[0].vectors.shape[1]
-    wids = np.concatenate([w.ids for w in parts], out=scratch.empty("window_ids", rows, np.int64))
-    vectors = scratch.empty("windows", (rows, dims), np.float32)
-    return Windows(wids, np.concatenate([w.vectors for w in parts], out=vectors))
-
-
-def _read_windows(conn: apsw.Connection, ids: Sequence[int]) -> Windows | None:
-    rows = conn.execute(
-        "SELECT w.id, w.embedding FROM json_each(?) AS j CROSS JOIN window_vectors AS w "
-        f"ON w.id BETWEEN j.value * {WINDOW_SLOTS} AND j.value * {WINDOW_SLOTS} + "
-        f"{WINDOW_SLOTS - 1}",
-        (json.dumps(list(ids)),),
-    ).fetchall()
-    if not rows:
-        return None
-    blob = b"".join(cast(bytes, r[1]) for r in rows)
-    vectors = np.frombuffer(blob, dtype=np.float16).reshape(len(rows), -1)
-    wids = np.fromiter((cast(int, r[0]) for r in rows), dtype=np.int64, count=len(rows))
-    return Windows(wids, vectors.astype(np.float32))
 
 
 class ParsedQuery(NamedTuple):

@@ -103,6 +103,7 @@ class _Rows:
     source: npt.NDArray[np.int8]
     day: npt.NDArray[np.int32]
     n: int = 0  # rows in use (live or deleted)
+    dead: int = 0  # of those, deleted (their id -1)
 
     @classmethod
     def empty(
@@ -242,6 +243,7 @@ class VectorMirror(StagedMirror[_Op]):
         r = self._row_of.pop(chunk_id, None)
         if r is not None and self._rows is not None:
             self._rows.ids[r] = -1
+            self._rows.dead += 1
 
     def _regrow(self, old: _Rows) -> _Rows:
         """New arrays (never resized in place: readers may hold the old ones), live rows
@@ -291,11 +293,17 @@ class VectorMirror(StagedMirror[_Op]):
                 return None
             rows = self._rows
             n = rows.n if rows is not None else 0
+            dead = rows.dead if rows is not None else 0
         if rows is None or n == 0 or k <= 0:
             return []
         if rows.mat.shape[1] != q.shape[0]:
             raise VectorWidthError(f"query has {q.shape[0]} dims, the index {rows.mat.shape[1]}")
         q32 = np.ascontiguousarray(q, dtype=np.float32)
+        exact = n < QUANTISED_FROM and shortlist is None
+        if exact and not dead and sources is None and not (since or until):
+            # Every row is live and asked for: scored as the path below would, without it.
+            top = _best(dot(rows.mat[:n], q32), min(k, n))
+            return list(rows.ids[top].tolist())
         keep = rows.ids[:n] >= 0
         if sources is not None:
             codes = [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
@@ -323,9 +331,7 @@ class VectorMirror(StagedMirror[_Op]):
             else:  # the rows gathered into a reused array (scratch.py)
                 picked = sc.empty("rows", (len(at), rows.mat.shape[1]), np.float32)
                 scores = dot(np.take(rows.mat, at, axis=0, out=picked, mode="clip"), q32)
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(at) else np.arange(len(at))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [int(i) for i in rows.ids[at[top]]]
+        return list(rows.ids[at[_best(scores, k)]].tolist())
 
     @staticmethod
     def _shortlist(
@@ -383,3 +389,12 @@ class VectorMirror(StagedMirror[_Op]):
         better = np.flatnonzero(step < cut)
         tied = np.flatnonzero(step == cut)[len(better) - size :]
         return np.union1d(better, tied)
+
+
+def _best(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
+    """Where the ``k`` highest ``scores`` are (1 <= k <= len(scores)), highest first, ties
+    in the order of a stable sort of the best k. Negates ``scores`` in place."""
+    neg = np.negative(scores, out=scores)
+    top = np.argpartition(neg, k - 1)[:k] if k < len(neg) else np.arange(len(neg))
+    best: npt.NDArray[np.intp] = top[np.argsort(neg[top], kind="stable")]
+    return best
