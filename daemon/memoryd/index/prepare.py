@@ -23,11 +23,8 @@ for appends did: the writer chunks the few files it keeps those for itself, sync
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.connection
 import os
 import threading
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -38,7 +35,13 @@ from memoryd.index.store import ChunkRow, chunk_rows
 from memoryd.runtime.priority import lower_this_process
 
 if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
     from tokenizers import Tokenizer
+
+# multiprocessing and the process pool are imported by the functions that use them: only a
+# large bulk run starts workers, and a daemon answering its first search from an existing
+# index never does (~14 M instructions of its start, issue 38).
 
 MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
 # Markdown a bulk run chunks whole (but the files modified last) below this size is chunked
@@ -66,6 +69,8 @@ _worker: tuple[Tokenizer, Stems] | None = None
 def _start() -> None:
     """A worker's initializer: the chunker's tokenizer (for chunk budgets) and FTS5's."""
     global _worker
+    import multiprocessing
+
     import apsw
 
     lower_this_process()  # the writer is the critical path, and searches come first
@@ -80,6 +85,8 @@ def _start() -> None:
 def _exit_with(sentinel: int) -> None:
     """A worker waits on its task queue, whose pipe it holds both ends of: the daemon's
     death closes nothing it reads. The parent's sentinel does become readable then."""
+    import multiprocessing.connection
+
     multiprocessing.connection.wait([sentinel])
     os._exit(0)
 
@@ -99,6 +106,9 @@ def start_pool() -> ProcessPoolExecutor:
     process with threads may inherit a lock held mid-operation). They exit with the pool,
     or when the daemon dies (``_exit_with``). A program that indexes in process
     must guard its ``__main__`` as multiprocessing asks: a worker imports it."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     workers = max(1, min(MAX_WORKERS, os.cpu_count() or 1))
     return ProcessPoolExecutor(
         workers, mp_context=multiprocessing.get_context("spawn"), initializer=_start

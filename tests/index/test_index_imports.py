@@ -1,0 +1,24 @@
+"""What the engine does not import until it needs it: a daemon answering its first search
+from an existing index pays for none of these (issue 38, spawn -> first answer)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+# Only a large bulk run starts worker processes (index/prepare.py).
+ON_DEMAND = (
+    "multiprocessing",
+    "concurrent.futures.process",
+)
+
+
+def test_the_engine_imports_none_of_what_a_search_does_not_use() -> None:
+    code = (
+        "import sys, memoryd.index.workspace; "
+        f"print(' '.join(m for m in {ON_DEMAND!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == []
