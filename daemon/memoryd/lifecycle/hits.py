@@ -236,6 +236,10 @@ class HitCounter:
         asked: dict[tuple[str, str, tuple[str, ...]], list[float]] = {}
         for root, query, snippets, at in batch:
             asked.setdefault((root, query, snippets), []).append(at)
+        # (root, query hash) -> the keys this batch inserts with it: each pair once, with the
+        # words of its first search. No pass over all the pairs after the loop (a sort of
+        # thousands of tuples holds the GIL for milliseconds, out of reach of the ticks).
+        fresh: dict[tuple[str, str], set[str]] = {}
         share = Share()  # a search being answered goes first (foreground.py)
         for (root, query, snippets), ats in asked.items():
             share.tick()
@@ -243,6 +247,7 @@ class HitCounter:
             last, times = max(ats), len(ats)
             per = rows.setdefault(root, {})
             written = self._written.get((root, qhash), ())
+            new = fresh.setdefault((root, qhash), set())
             for k, (text, its) in _matched(snippets, words, share).items():
                 row = per.get(k)
                 if row is None:
@@ -251,10 +256,10 @@ class HitCounter:
                     row[1] += times
                     if last > row[2]:
                         row[2] = last
-                if k not in written:
+                if k not in written and k not in new:
+                    new.add(k)
                     tied = " ".join(sorted(words.intersection(its)))[:SAMPLE_CHARS]
                     queries.append((root, k, qhash, tied))
-        queries = sorted({q[:3]: q for q in queries[::-1]}.values())  # a pair's first words
         counts = [(root, k, *row) for root, per in rows.items() for k, row in per.items()]
         # One transaction, written a slice at a time: a statement per row, each taking the
         # lock back from whoever holds it (state.lock keeps the state's other writers out).
@@ -277,8 +282,9 @@ class HitCounter:
         if self._pairs + len(queries) > PAIRS_KEPT:
             self._written.clear()
             self._pairs = 0
-        for root, k, qhash, _ in queries:
-            self._written.setdefault((root, qhash), set()).add(k)
+        for pair, keys in fresh.items():
+            if keys:
+                self._written.setdefault(pair, set()).update(keys)
         self._pairs += len(queries)
 
     # -- reading -----------------------------------------------------------------------
