@@ -183,18 +183,22 @@ class HitCounter:
         self._pairs = 0
 
     def record(self, root: Path, query: str, hits: Iterable[dict[str, Any]]) -> None:
-        """Count a search's hits (memory lines only); returns at once."""
+        """Count a search's hits (memory lines only); returns at once. On the event loop, once
+        per search: the events are cleared and set once per batch, not per search (each is a
+        Condition's lock twice)."""
         snippets = tuple(
-            str(h.get("snippet") or "") for h in hits if h.get("source", "memory") == "memory"
+            [str(h.get("snippet") or "") for h in hits if h.get("source", "memory") == "memory"]
         )
         if not snippets or self._closed:
             return
         self._queue.append((str(root), query, snippets, time.time()))
-        self._idle.clear()
+        if self._idle.is_set():
+            self._idle.clear()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="memoryd-hits", daemon=True)
             self._thread.start()
-        self._wake.set()
+        if not self._wake.is_set():  # the thread clears it, then looks at the queue
+            self._wake.set()
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Until what was recorded is counted (tests, and a job that reads the counts)."""
