@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import ISO_DAY
@@ -93,8 +93,11 @@ def _either(words: Sequence[str]) -> str:
     return ", ".join(words[:-1]) + " or " + words[-1]
 
 
-@dataclass(frozen=True)
-class SearchHit:
+class SearchHit(NamedTuple):
+    """One hit of an answer. A tuple (immutable, compared and hashed by its fields, shown as
+    a dataclass would be): an answer makes ten, and a frozen dataclass's construction (a
+    ``object.__setattr__`` per field) was ~5x a tuple's."""
+
     path: str  # workspace-relative, POSIX separators
     start_line: int
     end_line: int

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import apsw
-import numpy as np
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
@@ -127,27 +126,28 @@ def fuse(
     # When no candidate contains a query word, the keyword signals say nothing about any of
     # them: they drop out, so a purely semantic match can pass min_score on its own.
     keyword_active = best_bm25 > 0
+    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
+    kw_sum, all_sum = wt + wl, wt + wl + wv  # summed in the order sum() would
+    rrf = fusion == "rrf" and mode == "hybrid" and keyword_active
+    if mode == "vector" or (not rrf and all(c.lines is not None for c in cands)):
+        # Every l known (their stems were cached), or none needed: every score in one loop.
+        weights = Weights(wt, wl, wv, kw_sum, all_sum)
+        return _known_top(cands, mode, best_bm25, idf_total, weights, days, adjust, keep)
     rows = []
     for c in cands:
         t = (c.bm25 / best_bm25) if (c.bm25 is not None and best_bm25 > 0 and c.bm25 > 0) else 0.0
         v = max(0.0, min(1.0, c.window_sim)) if c.window_sim is not None else None
-        rows.append((c, v, 0.0 if mode == "vector" else t))
+        rows.append((c, v, t))
 
     def line_signal(c: Candidate) -> float:
-        if mode == "vector":
-            return 0.0
         fill_lines(c)
         return min(1.0, max(c.lines or [0.0]) / idf_total) if idf_total > 0 else 0.0
 
-    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
-    kw_sum, all_sum = wt + wl, wt + wl + wv  # summed in the order sum() would
-
     def score(c: Candidate, v: float | None, t: float, l_: float) -> float:
         # The weighted mean of the signals the chunk has (the same operations, in the same
-        # order, as sum(w * x) / sum(w) over them: a hot loop, so spelled out).
-        if mode == "vector":
-            s = v or 0.0
-        elif mode == "hybrid" and v is not None:
+        # order, as sum(w * x) / sum(w) over them: a hot loop, so spelled out; _known_top
+        # spells it out once more).
+        if mode == "hybrid" and v is not None:
             if keyword_active:
                 s = (wt * t + wl * l_ + wv * v) / all_sum if all_sum > 0 else 0.0
             else:
@@ -165,30 +165,13 @@ def fuse(
     # RRF scores ranks: the first of a list gets 1.0 however weak it is. With no query word
     # in any candidate only the vector list is left, and that would make min_score pass the
     # nearest chunks of any nonsense query; the cosine itself decides then, as in weighted.
-    if fusion == "rrf" and mode == "hybrid" and keyword_active:
+    if rrf:
         full = [(c, v, t, line_signal(c)) for c, v, t in rows]
         out = [(dated(s, c), v, t, c) for s, v, t, c in _rrf(full, cfg.rrf_k)]
-    elif mode == "vector" or all(c.lines is not None for c in cands):
-        # Every l known (their stems were cached): all scores in a few numpy calls.
-        l_ = _known_line_signals(cands, mode, idf_total)
-        weights = Weights(wt, wl, wv, kw_sum, all_sum)
-        exact = _weighted_scores(rows, l_, mode, keyword_active, weights, days)
-        out = [
-            (adjust(s, c) if adjust is not None else s, v, None if mode == "vector" else t, c)
-            for s, (c, v, t) in zip(exact, rows, strict=True)
-        ]
     else:  # some chunk's lines must be tokenized: only for those that can reach the top
         out = _weighted_top(rows, score, line_signal, keep)
     out.sort(key=lambda x: (-x[0], x[3].id))
     return out[:keep]
-
-
-def _known_line_signals(cands: list[Candidate], mode: Mode, idf_total: float) -> list[float]:
-    """fuse's line_signal of candidates whose lines are all known, without its two calls
-    each (fill_lines has nothing to fill): the same expression, the same doubles."""
-    if mode == "vector" or not idf_total > 0:
-        return [0.0] * len(cands)
-    return [min(1.0, max(c.lines or [0.0]) / idf_total) for c in cands]
 
 
 class Weights(NamedTuple):
@@ -199,41 +182,57 @@ class Weights(NamedTuple):
     all_sum: float  # text + line + vector
 
 
-def _weighted_scores(
-    rows: list[tuple[Candidate, float | None, float]],
-    l_: list[float],
+def _known_top(
+    cands: list[Candidate],
     mode: Mode,
-    keyword_active: bool,
+    best_bm25: float,
+    idf_total: float,
     w: Weights,
     days: Sequence[str],
-) -> list[float]:
-    """fuse's score() (without the adjuster) of every row at once: the same operations in
-    the same order on float64, element by element, so the same doubles; a chunk with no
-    vector takes the keyword formula, as score() does."""
-    n = len(rows)
-    if n == 0:
-        return []
-    t = np.fromiter((r[2] for r in rows), np.float64, n)
-    has_v = np.fromiter((r[1] is not None for r in rows), np.bool_, n)
-    v = np.fromiter((r[1] if r[1] is not None else 0.0 for r in rows), np.float64, n)
-    line = np.asarray(l_, np.float64)
-    zero = np.zeros(n)
-    if mode == "vector":
-        s = v
-    else:
-        if keyword_active:
-            kw = (w.text * t + w.line * line) / w.keyword_sum if w.keyword_sum > 0 else zero
-            both = (
-                (w.text * t + w.line * line + w.vector * v) / w.all_sum if w.all_sum > 0 else zero
-            )
+    adjust: Callable[[float, Candidate], float] | None,
+    keep: int,
+) -> list[Scored]:
+    """fuse's weighted scores of candidates whose lines are all known (or not needed: vector
+    mode), the best ``keep`` first: score(), line_signal() and dated() inlined, the same
+    operations in the same order, so the same doubles (a call each per candidate was most
+    of fusion's cost)."""
+    vector, hybrid, keyword_active = mode == "vector", mode == "hybrid", best_bm25 > 0
+    wt, wl, wv, kw_sum, all_sum = w
+    lined = not vector and idf_total > 0
+    ranked: list[tuple[float, int, int]] = []  # (-score, id, n): the sort key
+    scored: list[Scored] = []
+    t: float | None
+    for n, c in enumerate(cands):
+        x = c.window_sim  # v = max(0.0, min(1.0, x)), its calls only when x is out of (0, 1)
+        v = x if x is None or 0.0 < x < 1.0 else max(0.0, min(1.0, x))
+        if vector:
+            s, t = v or 0.0, None
         else:
-            kw = zero
-            both = (w.vector * v) / w.vector if w.vector > 0 else zero
-        s = np.where(has_v, both, kw) if mode == "hybrid" else kw
-    if days:
-        on_day = np.fromiter((on_named_day(r[0].day, r[0].text, days) for r in rows), np.float64, n)
-        s = (1 - DATE_WEIGHT) * s + DATE_WEIGHT * on_day
-    return list(s.tolist())
+            b = c.bm25
+            t = b / best_bm25 if b is not None and keyword_active and b > 0 else 0.0
+            if lined:  # min(1.0, share), as min() picks: the share unless it is not below 1
+                l_ = max(c.lines or [0.0]) / idf_total
+                if not l_ < 1.0:
+                    l_ = 1.0
+            else:
+                l_ = 0.0
+            if hybrid and v is not None:
+                if keyword_active:
+                    s = (wt * t + wl * l_ + wv * v) / all_sum if all_sum > 0 else 0.0
+                else:
+                    s = (wv * v) / wv if wv > 0 else 0.0
+            elif keyword_active:
+                s = (wt * t + wl * l_) / kw_sum if kw_sum > 0 else 0.0
+            else:
+                s = 0.0
+        if days:
+            s = (1 - DATE_WEIGHT) * s + DATE_WEIGHT * on_named_day(c.day, c.text, days)
+        if adjust is not None:
+            s = adjust(s, c)
+        ranked.append((-s, c.id, n))
+        scored.append((s, v, t, c))
+    ranked.sort()
+    return [scored[n] for _, _, n in ranked[:keep]]
 
 
 def _weighted_top(

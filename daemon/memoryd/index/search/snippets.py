@@ -15,7 +15,6 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -40,8 +39,9 @@ MIN_PARTIAL = 60
 BEST_SHARE = 0.9
 
 
-@dataclass(frozen=True)
-class Snippet:
+class Snippet(NamedTuple):
+    """A hit's snippet (a tuple: one per hit, cheaper to make than a frozen dataclass)."""
+
     text: str
     start_line: int
     end_line: int
