@@ -4,7 +4,7 @@ they pass, and their rows and window similarities read for fusion (fusion.py).""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,6 +94,14 @@ class Filters:
             args.append(self.until)
         return parts
 
+    def accepted(self, cands: Iterable[Candidate]) -> list[Candidate]:
+        """The candidates it ``accepts``, in order (no call a candidate with no path or day
+        to check)."""
+        if self.path_prefix or self.since or self.until:
+            return [c for c in cands if self.accepts(c)]
+        sources = self.sources
+        return [c for c in cands if c.source in sources]
+
     def accepts(self, c: Candidate) -> bool:
         return (
             c.source in self.sources
@@ -166,11 +174,18 @@ def day_candidates(
 
 
 def load_candidates(
-    conn: apsw.Connection, ids: Sequence[int], rows: ChunkRows | None = None, generation: int = 0
-) -> dict[int, Candidate]:
-    """The chunks' rows as candidates (rows.read_rows: kept ones for ``generation``)."""
+    conn: apsw.Connection,
+    ids: Sequence[int],
+    rows: ChunkRows | None = None,
+    generation: int = 0,
+    bm25: Mapping[int, float] | None = None,
+) -> list[Candidate]:
+    """The chunks of ``ids`` still in the index as candidates, in that order, each with its
+    ``bm25`` (rows.read_rows: kept ones for ``generation``)."""
     found = read_rows(conn, ids, rows, generation)
-    return {i: Candidate(i, *row) for i in ids if (row := found.get(i)) is not None}
+    score = (bm25 or {}).get
+    # A Candidate's fields after its id are a Row's, then bm25.
+    return [Candidate(i, *row, score(i)) for i in ids if (row := found.get(i)) is not None]
 
 
 def fill_window_sims(

@@ -413,20 +413,12 @@ def run_search(
             conn, terms, term_stems, n_chunks, df, filters, limit, env.keywords
         )
         bm25 = dict(ranked_kw)
-        found.update((i, None) for i, _ in ranked_kw[:n])
+        found.update(dict.fromkeys([i for i, _ in ranked_kw[:n]]))
     if qvec is not None and mode != "keyword":
         found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
     if days:
         found.update((i, None) for i in day_candidates(conn, days, filters, n))
-    loaded = load_candidates(conn, list(found), env.rows, env.generation)
-    cands = []
-    for i in found:
-        full = loaded.get(i)
-        if full is None:
-            continue
-        full.bm25 = bm25.get(i)
-        if filters.accepts(full):
-            cands.append(full)
+    cands = filters.accepted(load_candidates(conn, list(found), env.rows, env.generation, bm25))
     if qvec is not None and mode != "keyword":
         kept = env.windows if env.windows and env.windows.fits(n_chunks, qvec.shape[0]) else None
         fill_window_sims(conn, cands, qvec, kept, env.generation)

@@ -11,7 +11,7 @@ from: the generation is read before the rows, and rows read under an older one a
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
@@ -59,12 +59,9 @@ class Kept(Generic[V]):
                 self._used = 0
                 self._generation = generation
             items = self._items
-            found = {}
-            for i in ids:
-                value = items.get(i)
-                if value is not None:
-                    items.move_to_end(i)
-                    found[i] = value
+            get = items.get
+            found = {i: value for i in ids if (value := get(i)) is not None}
+            deque(map(items.move_to_end, found), maxlen=0)  # each found one used, in order
             return found
 
     def put_many(self, values: dict[int, V], generation: int) -> None:
@@ -100,6 +97,8 @@ def read_rows(
     """The rows of ``ids``: those ``rows`` keeps for ``generation``, the others read from
     ``conn`` (and kept)."""
     kept = rows.get_many(ids, generation) if rows is not None else {}
+    if len(kept) == len(ids):  # all kept (the usual case: the same chunks come back)
+        return kept
     missing = [i for i in ids if i not in kept]
     read: dict[int, Row] = {}
     for start in range(0, len(missing), 500):
