@@ -3,10 +3,10 @@ repository's top level (systemd/, launchd/), ship in the wheel as memoryd/servic
 where `memoryd service install` reads them, and in the sdist as they lie (a wheel built from
 it ships them too). An editable install reads them from the top level itself (render.py).
 
-And the one compiled part, optional: index/search/_lines.c (line scores and snippet windows)
-against CPython's limited API, so one wheel per platform serves Python 3.11 and later. When
-it cannot be built (no compiler), the install goes on without it and snippets.py uses its
-Python versions, which give the same results."""
+And the one compiled part, optional: index/_compiled*.c (the index's inner loops: line scores
+and snippet windows) against CPython's limited API, so one wheel per platform serves Python
+3.11 and later. When it cannot be built (no compiler), the install goes on without it and
+its users run their Python versions, which give the same results."""
 
 from pathlib import Path
 
@@ -46,11 +46,15 @@ class SdistWithUnits(sdist):
         super().make_release_tree(base_dir, [*files, *(str(unit) for unit in unit_files())])
 
 
+COMPILED = Path("daemon", "memoryd", "index")  # _compiled.c, its header, one file a concern
+
+
 def extensions() -> list[Extension]:
     return [
         Extension(
-            "memoryd.index.search._lines",
-            ["daemon/memoryd/index/search/_lines.c"],
+            "memoryd.index._compiled",
+            sorted(str(c) for c in COMPILED.glob("_compiled*.c")),
+            depends=[str(COMPILED / "_compiled.h")],  # and so in the sdist
             define_macros=[("Py_LIMITED_API", "0x030B0000")],
             py_limited_api=True,
             # A fused multiply-add rounds differently from Python's multiply, then add.

@@ -109,7 +109,8 @@ def compile_code(root: Path) -> None:
     # Its compiled part too, as `pip install` builds it (setup.py; a code without one has
     # nothing to build): a worktree, or a tree installed before it had one, would run the
     # Python versions instead.
-    if (root / "daemon" / "memoryd" / "index" / "search" / "_lines.c").exists():
+    index = root / "daemon" / "memoryd" / "index"
+    if (index / "_compiled.c").exists() or (index / "search" / "_lines.c").exists():
         subprocess.run(
             [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
             cwd=root,

@@ -1,4 +1,4 @@
-"""The compiled line scores and snippet windows (index/search/_lines.c) against their Python
+"""The compiled line scores and snippet windows (index/_compiled_lines.c) against their Python
 versions (snippets.py's py_line_scores, py_best_window): the same doubles, the same windows,
 on random chunks. An install without a compiler has only the Python versions: these tests
 are skipped there, and every other test runs the Python path."""
@@ -16,7 +16,7 @@ from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
 from memoryd.index.search import snippets
 from memoryd.index.search.snippets import LineStems, py_best_window, py_line_scores
 
-compiled = pytest.importorskip("memoryd.index.search._lines", reason="not built (no compiler)")
+compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,8 @@ import numpy.typing as npt
 
 from memoryd.index.keyword.text import TokenizeOffsets
 
-try:  # _lines.c: the same results for a fraction of the instructions; absent if not built
-    from memoryd.index.search import _lines as compiled
+try:  # _compiled_lines.c: the same results for a fraction of the instructions; absent if not built
+    from memoryd.index import _compiled as compiled
 except ImportError:  # pragma: no cover - installs without a compiler
     compiled = None  # type: ignore[assignment]
 
@@ -188,7 +188,7 @@ def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> t
 
 
 def py_best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]:
-    """best_window in Python (_lines.c follows it statement for statement)."""
+    """best_window in Python (_compiled_lines.c follows it statement for statement)."""
     n = len(lines)
     sizes = [len(line) + 1 for line in lines]
     floor = BEST_SHARE * max(scores, default=0.0)

@@ -1,33 +1,15 @@
 /* Compiled line scores and snippet windows: snippets.py's line_scores and best_window,
  * the same doubles from the same operations in the same order (snippets.py keeps the
- * Python versions, used when this module is absent, and the tests compare the two).
- *
- * Against CPython's limited API (abi3, 3.11+): one wheel per platform serves every later
- * Python. Built with -ffp-contract=off (setup.py): a fused multiply-add would round
- * differently from Python's separate multiply and add. */
+ * Python versions, used when this module is absent, and the tests compare the two). */
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_compiled.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define TAIL_WEIGHT 0.5 /* snippets.TAIL_WEIGHT */
 #define BEST_SHARE 0.9  /* snippets.BEST_SHARE */
-
-/* An int32 buffer (a ChunkLines array), checked. */
-static int get_int32(PyObject *obj, Py_buffer *view) {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
-        return -1;
-    if (view->itemsize != 4 || view->format == NULL ||
-        (strcmp(view->format, "i") != 0 && strcmp(view->format, "<i") != 0 &&
-         strcmp(view->format, "=i") != 0)) {
-        PyBuffer_Release(view);
-        PyErr_SetString(PyExc_TypeError, "expected a contiguous int32 array");
-        return -1;
-    }
-    return 0;
-}
 
 /* The weight of stem number ``s`` (``numbers`` ascending), or -1 when not a query stem. */
 static Py_ssize_t find(const int32_t *numbers, Py_ssize_t q, int32_t s) {
@@ -42,30 +24,15 @@ static Py_ssize_t find(const int32_t *numbers, Py_ssize_t q, int32_t s) {
     return (lo < q && numbers[lo] == s) ? lo : -1;
 }
 
-/* Item ``i`` of a tuple (a ChunkLines) or list, or any sequence: a new reference. */
-static PyObject *item(PyObject *seq, Py_ssize_t i) {
-    if (PyTuple_Check(seq) && i < PyTuple_Size(seq)) {
-        PyObject *it = PyTuple_GetItem(seq, i);
-        Py_XINCREF(it);
-        return it;
-    }
-    if (PyList_Check(seq) && i < PyList_Size(seq)) {
-        PyObject *it = PyList_GetItem(seq, i);
-        Py_XINCREF(it);
-        return it;
-    }
-    return PySequence_GetItem(seq, i);
-}
-
 #define SEEN_BITS 65536 /* a filter of the query's stem numbers (low 16 bits) */
 
 /* One chunk's (stems, line, n_lines) scored into a new list of floats. */
 static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const double *weights,
                               Py_ssize_t q, const uint8_t *seen, double *acc,
                               Py_ssize_t acc_len) {
-    PyObject *stems_obj = item(chunk, 0);
-    PyObject *line_obj = stems_obj ? item(chunk, 1) : NULL;
-    PyObject *n_obj = line_obj ? item(chunk, 2) : NULL;
+    PyObject *stems_obj = compiled_item(chunk, 0);
+    PyObject *line_obj = stems_obj ? compiled_item(chunk, 1) : NULL;
+    PyObject *n_obj = line_obj ? compiled_item(chunk, 2) : NULL;
     PyObject *out = NULL;
     Py_buffer sv, lv;
     int have_s = 0, have_l = 0;
@@ -77,10 +44,10 @@ static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const dou
             PyErr_SetString(PyExc_ValueError, "negative line count");
         goto done;
     }
-    if (get_int32(stems_obj, &sv) < 0)
+    if (compiled_int32(stems_obj, &sv) < 0)
         goto done;
     have_s = 1;
-    if (get_int32(line_obj, &lv) < 0)
+    if (compiled_int32(line_obj, &lv) < 0)
         goto done;
     have_l = 1;
     Py_ssize_t n = sv.len / 4;
@@ -137,7 +104,7 @@ done:
 /* line_scores(chunks, numbers, weights): per chunk (a ChunkLines), per line, the sum of
  * ``weights[i]`` over its entries whose stem is ``numbers[i]`` (ascending), added in the
  * order of the entries from 0.0. */
-static PyObject *line_scores(PyObject *self, PyObject *args) {
+PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
     PyObject *chunks, *numbers_obj, *weights_obj;
     (void)self;
     if (!PyArg_ParseTuple(args, "OOO", &chunks, &numbers_obj, &weights_obj))
@@ -162,8 +129,8 @@ static PyObject *line_scores(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < q; i++) {
-        PyObject *a = item(numbers_obj, i);
-        PyObject *b = a ? item(weights_obj, i) : NULL;
+        PyObject *a = compiled_item(numbers_obj, i);
+        PyObject *b = a ? compiled_item(weights_obj, i) : NULL;
         long v = a ? PyLong_AsLong(a) : -1;
         double w = b ? PyFloat_AsDouble(b) : -1.0;
         Py_XDECREF(a);
@@ -183,7 +150,7 @@ static PyObject *line_scores(PyObject *self, PyObject *args) {
     if (out == NULL)
         goto done;
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
-        PyObject *chunk = item(chunks, c);
+        PyObject *chunk = compiled_item(chunks, c);
         PyObject *scores = chunk ? chunk_scores(chunk, numbers, weights, q, seen, acc, 256) : NULL;
         Py_XDECREF(chunk);
         if (scores == NULL) {
@@ -199,7 +166,7 @@ done:
 }
 
 /* best_window(lines, scores, budget): snippets.best_window, statement for statement. */
-static PyObject *best_window(PyObject *self, PyObject *args) {
+PyObject *compiled_best_window(PyObject *self, PyObject *args) {
     PyObject *lines, *scores_obj;
     Py_ssize_t budget;
     (void)self;
@@ -218,7 +185,7 @@ static PyObject *best_window(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *line = item(lines, k);
+        PyObject *line = compiled_item(lines, k);
         if (line == NULL)
             goto done;
         Py_ssize_t len = PyUnicode_Check(line) ? PyUnicode_GetLength(line) : PyObject_Size(line);
@@ -228,7 +195,7 @@ static PyObject *best_window(PyObject *self, PyObject *args) {
         sizes[k] = len + 1;
     }
     for (Py_ssize_t k = 0; k < m; k++) {
-        PyObject *s = item(scores_obj, k);
+        PyObject *s = compiled_item(scores_obj, k);
         if (s == NULL)
             goto done;
         scores[k] = PyFloat_AsDouble(s);
@@ -279,18 +246,3 @@ done:
     PyMem_Free(scores);
     return out;
 }
-
-static PyMethodDef methods[] = {
-    {"line_scores", line_scores, METH_VARARGS,
-     "line_scores(chunks, numbers, weights) -> per chunk, per line, the summed weights"},
-    {"best_window", best_window, METH_VARARGS,
-     "best_window(lines, scores, budget) -> (first, last): snippets.best_window"},
-    {NULL, NULL, 0, NULL},
-};
-
-static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_lines", "Compiled line scores and snippet windows.", -1, methods,
-    NULL, NULL, NULL, NULL,
-};
-
-PyMODINIT_FUNC PyInit__lines(void) { return PyModule_Create(&module); }

@@ -1,0 +1,26 @@
+/* The index's compiled part: one extension module, memoryd.index._compiled, built from
+ * _compiled.c (the module and what its functions share) and one _compiled_<what>.c per
+ * concern. Each function gives the same doubles as the Python it replaces, which is kept
+ * as the fallback (the module is optional in setup.py).
+ *
+ * Against CPython's limited API (abi3, 3.11+): one wheel per platform serves every later
+ * Python. Built with -ffp-contract=off (setup.py): a fused multiply-add would round
+ * differently from Python's separate multiply and add. */
+
+#ifndef MEMORYD_INDEX_COMPILED_H
+#define MEMORYD_INDEX_COMPILED_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* A contiguous int32 buffer, checked (TypeError otherwise); release it when done. */
+int compiled_int32(PyObject *obj, Py_buffer *view);
+
+/* Item ``i`` of a tuple or list, or any sequence: a new reference, NULL on error. */
+PyObject *compiled_item(PyObject *seq, Py_ssize_t i);
+
+/* _compiled_lines.c: snippets.py's line scores and snippet window. */
+PyObject *compiled_line_scores(PyObject *self, PyObject *args);
+PyObject *compiled_best_window(PyObject *self, PyObject *args);
+
+#endif
