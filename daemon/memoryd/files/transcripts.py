@@ -172,7 +172,7 @@ _SESSION_ID: Final = re.compile(rb'"sessionId"\s*:\s*"([^"\\]{1,200})"')
 def _line_sessions(line: bytes) -> tuple[str, ...]:
     try:
         obj = json.loads(line)
-    except ValueError:  # cut at HEAD_BYTES: the id may still be in what was read
+    except (ValueError, RecursionError):  # cut at HEAD_BYTES, or nested past the stack
         return tuple(m.decode("utf-8", "replace") for m in _SESSION_ID.findall(line)[:1])
     if not isinstance(obj, dict):
         return ()

@@ -130,7 +130,9 @@ class SessionTrust:
         self._transcripts: OrderedDict[str, Path] = OrderedDict()  # session -> its transcript
         self._cache: dict[str, SessionState | None] = {}
         self._calls: OrderedDict[str, str] = OrderedDict()
-        self._watched: dict[str, _Watched] = {}  # transcript -> how far it was read here
+        # (session, transcript) -> how far it was read for that session: a transcript whose
+        # lines name another session than its file name is read whole for each of them
+        self._watched: dict[tuple[str, str], _Watched] = {}
 
     def prune(self) -> int:
         """Drop the sessions not heard of for KEEP_DAYS; how many went."""
@@ -278,7 +280,7 @@ class SessionTrust:
         is later than everything the state holds (``_spoke_after``). Raises OSError when
         it cannot be read (or is not a regular file)."""
         at = self.now()
-        w, lines = self._new_lines(path)
+        w, lines = self._new_lines(session_id, path)
         seen: list[str] = []
         w.turns.rule = self._rule(seen)
         lowered = spoke = False
@@ -303,10 +305,10 @@ class SessionTrust:
                 )
             return self._put(session_id, replace(base, updated_at=at), old)
 
-    def _new_lines(self, path: Path) -> tuple[_Watched, list[bytes]]:
-        """The whole lines the transcript gained since it was last read here, and where its
-        reading stands (the offset already moved past them)."""
-        key = str(path)
+    def _new_lines(self, session_id: str, path: Path) -> tuple[_Watched, list[bytes]]:
+        """The whole lines the transcript gained since it was last read here for the
+        session, and where that reading stands (the offset already moved past them)."""
+        key = (session_id, str(path))
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO never blocks
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
@@ -329,7 +331,7 @@ class SessionTrust:
 
     def _remember(self, session_id: str, path: Path, w: _Watched) -> None:
         with self._lock:
-            self._watched[str(path)] = w
+            self._watched[(session_id, str(path))] = w
             while len(self._watched) > MAX_WATCHED:
                 self._watched.pop(next(iter(self._watched)))
             self._transcripts.pop(session_id, None)
