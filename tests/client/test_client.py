@@ -40,6 +40,7 @@ from memoryd_client import (
     _autostart,
 )
 from memoryd_client.errors import AutostartFailed, BadResponse
+from memoryd_client.trust_types import LineOrigin
 from memoryd_client.types import SearchResult, Status, WorkspaceStatus
 
 pytestmark = pytest.mark.timeout(30)
@@ -228,6 +229,23 @@ def test_results_ignore_unknown_keys() -> None:
     assert status.provider.dims == 384
     assert status.workspaces == [WorkspaceStatus(name="a", path="/a")]
     assert status.raw["future"] == {"x": 1}
+
+
+def test_a_read_hit_is_the_object_its_constructor_makes_with_defaults_of_its_own() -> None:
+    wire = {"path": "a.md", "start_line": 1, "end_line": 2, "score": 1, "heading": None}
+    first, second = SearchResult.from_wire({"results": [wire, dict(wire)]}).results
+    made = SearchHit(path="a.md", start_line=1, end_line=2, score=1.0, snippet="")
+    assert first == made and vars(first) == vars(made)
+    assert list(vars(first)) == list(vars(made))  # every field set, in order
+    assert type(first.score) is float  # an integer score is read as the float it is
+    first.triggers.append("x")
+    first.line_origins.append(LineOrigin(line=1, origin="agent"))
+    assert second.triggers == [] and second.line_origins == []  # not shared
+    full = {**wire, "triggers": "deploy", "line_origins": [{"line": 2, "origin": "untrusted"}]}
+    hit = SearchHit.from_wire(full)
+    assert hit.triggers == ["deploy"] and hit.line_origins[0].origin == "untrusted"
+    with pytest.raises(BadResponse, match="'source' should be a string"):
+        SearchHit.from_wire({**wire, "source": None})
 
 
 def test_result_missing_a_required_key_is_bad_response() -> None:
