@@ -42,6 +42,8 @@ class Freshness:
         self._recent: dict[str, float] = {}  # rel -> when a targeted sync committed it
         self._dir_mtimes: dict[str, int] = {}  # after the last whole scan; {}: none yet
         self._root_str = str(self.root)
+        # (rel, absolute path) of each watched folder: joined once, not at each search
+        self._folders = tuple((rel, os.path.join(self._root_str, rel)) for rel in WATCHED_FOLDERS)
         self._hot_day: date | None = None  # the day _hot was made for
         self._hot: tuple[tuple[str, str], ...] = ()  # (rel, absolute path) always checked
 
@@ -128,12 +130,15 @@ class Freshness:
             self._hot = tuple((rel, os.path.join(self._root_str, rel)) for rel in sorted(rels))
             self._hot_day = today
         hot = self._hot
-        now = time.monotonic()
-        with self._lock:  # only the hot entries: this runs before every search
-            files = self._files
-            state = [(rel, path, files.get(rel)) for rel, path in hot]
-            if self._recent:
-                known = {rel for rel, _ in hot}
+        # The rows as committed, read before the stats. Each is one dict read (atomic under
+        # the GIL) and compared with its own file alone, so the hot files need no lock;
+        # the recent files do: the writer thread adds and drops them while we iterate.
+        files = self._files
+        state = [(rel, path, files.get(rel)) for rel, path in hot]
+        if self._recent:
+            now = time.monotonic()
+            known = {rel for rel, _ in hot}
+            with self._lock:
                 state += [
                     (rel, os.path.join(self._root_str, rel), files.get(rel))
                     for rel, t in self._recent.items()
@@ -165,8 +170,7 @@ class Freshness:
         """Whether a watched folder's mtime (or its existence) differs from the last scan's:
         ``_read_dir_mtimes() != _dir_mtimes``, without building the map on every search."""
         known = self._dir_mtimes
-        for rel in WATCHED_FOLDERS:
-            path = os.path.join(self._root_str, rel)
+        for rel, path in self._folders:
             then = known.get(rel)
             if then is None:
                 if os.access(path, os.F_OK):
@@ -181,8 +185,7 @@ class Freshness:
 
     def _read_dir_mtimes(self) -> dict[str, int]:
         out = {}
-        root = str(self.root)
-        for rel in WATCHED_FOLDERS:
+        for rel, path in self._folders:
             with contextlib.suppress(OSError):
-                out[rel] = os.stat(os.path.join(root, rel)).st_mtime_ns
+                out[rel] = os.stat(path).st_mtime_ns
         return out
