@@ -169,3 +169,16 @@ def test_a_nan_similarity_sorts_last_as_before() -> None:
     assert want[2][1] == "nan" and want[2][0] != "nan"
     for kept in (None, KeptWindows(), KeptWindows()):
         assert exact(window_sims(conn, ids, q, kept, 1, Scratch())) == want
+
+
+def test_a_snippets_window_spans_are_counted_once_per_text() -> None:
+    from memoryd.embeddings.tokenizer import load_tokenizer
+    from memoryd.index.vectors.windows import kept_window_spans, window_spans
+
+    text = "\n".join(f"- line {i} about the blue bicycle and the dentist" for i in range(40))
+    before = kept_window_spans.cache_info()
+    spans = kept_window_spans(text, 32)
+    assert spans == tuple(window_spans(text, load_tokenizer(), 32)) and len(spans) > 1
+    assert kept_window_spans(text, 32) is spans
+    assert kept_window_spans.cache_info().hits == before.hits + 1
+    assert kept_window_spans(text, 64) == tuple(window_spans(text, load_tokenizer(), 64))

@@ -17,7 +17,6 @@ import apsw
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
-from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import tier_of
 from memoryd.index.keyword.mirror import KeywordMirror
@@ -48,7 +47,7 @@ from memoryd.index.search.snippets import (
 from memoryd.index.types import Fusion, HitMeta, Mode, NotInMemory, SearchHit, SearchRequest
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows
-from memoryd.index.vectors.windows import window_spans
+from memoryd.index.vectors.windows import kept_window_spans
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
 
@@ -352,7 +351,7 @@ def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
     scores = list(c.lines or [0.0] * (c.text.count("\n") + 1))
     if c.best_window < 0 or max(scores, default=0.0) > 0:
         return scores
-    spans = window_spans(c.text, load_tokenizer(), window_budget)
+    spans = kept_window_spans(c.text, window_budget)
     if c.best_window < len(spans):
         a, b = spans[c.best_window]
         for i in range(a, min(b, len(scores) - 1) + 1):
