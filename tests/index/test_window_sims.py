@@ -61,8 +61,20 @@ def exact(found: WindowSims) -> tuple[list[int], list[int], list[str]]:
     return found.chunks, found.best, [s.hex() for s in found.sims]
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def either(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test once with the compiled gather and best windows (when built), once without."""
+    if request.param == "numpy":
+        monkeypatch.setattr(ws, "compiled", None)
+    elif ws.compiled is None:
+        pytest.skip("the compiled part is not built (no compiler)")
+    return str(request.param)
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_kept_or_read_the_same_doubles_as_one_product_over_the_candidates(seed: int) -> None:
+def test_kept_or_read_the_same_doubles_as_one_product_over_the_candidates(
+    seed: int, either: str
+) -> None:
     rng = np.random.default_rng(seed)
     conn, counts = index(rng, 60)
     kept = KeptWindows()
@@ -77,7 +89,7 @@ def test_kept_or_read_the_same_doubles_as_one_product_over_the_candidates(seed: 
     assert all(counts[i] > 0 for i in want[0])
 
 
-def test_a_chunk_without_windows_and_a_single_window() -> None:
+def test_a_chunk_without_windows_and_a_single_window(either: str) -> None:
     rng = np.random.default_rng(9)
     conn, counts = index(rng, 30)
     none = [i for i, n in counts.items() if n == 0][:2]
@@ -156,7 +168,7 @@ def test_a_query_of_another_width_is_refused() -> None:
         window_sims(conn, ids, q, kept, 1, Scratch())
 
 
-def test_a_nan_similarity_sorts_last_as_before() -> None:
+def test_a_nan_similarity_sorts_last_as_before(either: str) -> None:
     rng = np.random.default_rng(8)
     conn, counts = index(rng, 20)
     ids = [i for i, n in counts.items() if n > 1][:4]
@@ -182,3 +194,51 @@ def test_a_snippets_window_spans_are_counted_once_per_text() -> None:
     assert kept_window_spans(text, 32) is spans
     assert kept_window_spans.cache_info().hits == before.hits + 1
     assert kept_window_spans(text, 64) == tuple(window_spans(text, load_tokenizer(), 64))
+
+
+def test_the_compiled_gather_and_best_windows_are_the_numpy_ones() -> None:
+    compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
+    rng = np.random.default_rng(12)
+    for _ in range(200):
+        rows = int(rng.integers(1, 120))
+        vectors = rng.standard_normal((rows, DIMS)).astype(np.float32)
+        vectors[rng.random(rows) < 0.05] = np.nan
+        dup = rng.integers(0, rows, rows // 4)
+        vectors[dup] = vectors[rng.integers(0, rows, len(dup))]  # ties
+        arena = ws._Arena(rng.integers(0, 1 << 40, rows), vectors)
+        spans = []
+        for _ in range(int(rng.integers(1, 12))):
+            start = int(rng.integers(0, rows))
+            spans.append((start, int(rng.integers(1, rows - start + 1))))
+        q = rng.standard_normal(DIMS).astype(np.float32)
+        chunks = list(range(len(spans)))
+        want = exact(ws.py_kept_sims(chunks, spans, arena, q, Scratch()))
+        assert exact(ws._kept_sims(chunks, spans, arena, q, Scratch())) == want
+        total = sum(n for _, n in spans)
+        out = np.empty((total, DIMS), np.float32)
+        assert compiled.take_spans(vectors, spans, out) == total
+        assert np.array_equal(
+            out, np.concatenate([vectors[a : a + n] for a, n in spans]), equal_nan=True
+        )
+
+
+def test_the_compiled_part_refuses_what_it_cannot_read() -> None:
+    compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
+    vectors = np.ones((4, DIMS), np.float32)
+    out = np.empty((4, DIMS), np.float32)
+    wids = np.arange(4, dtype=np.int64)
+    with pytest.raises(ValueError):
+        compiled.take_spans(vectors, [(3, 2)], out)  # past the rows
+    with pytest.raises(ValueError):
+        compiled.take_spans(vectors, [(0, 0)], out)  # an empty span
+    with pytest.raises(ValueError):
+        compiled.take_spans(vectors, [(0, 4), (0, 1)], out)  # no room
+    with pytest.raises(TypeError):
+        compiled.take_spans(vectors.astype(np.float64), [(0, 1)], out)
+    with pytest.raises(ValueError):
+        compiled.span_best(np.ones(2, np.float32), [(0, 3)], wids, WINDOW_SLOTS)
+    with pytest.raises(TypeError):
+        compiled.span_best(np.ones(4, np.float32), [(0, 1)], wids.astype(np.int32), 64)
+    with pytest.raises(ValueError):
+        compiled.span_best(np.ones(4, np.float32), [(0, 1)], wids, 0)
+    assert compiled.span_best(np.ones(4, np.float32), [], wids, 64) == ([], [])

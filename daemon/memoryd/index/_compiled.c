@@ -36,6 +36,10 @@ static PyMethodDef methods[] = {
      "line_scores(chunks, numbers, weights) -> per chunk, per line, the summed weights"},
     {"best_window", compiled_best_window, METH_VARARGS,
      "best_window(lines, scores, budget) -> (first, last): snippets.best_window"},
+    {"take_spans", compiled_take_spans, METH_VARARGS,
+     "take_spans(vectors, spans, out) -> rows: the spans' rows of vectors, one after another"},
+    {"span_best", compiled_span_best, METH_VARARGS,
+     "span_best(sims, spans, wids, slots) -> (best, sims): window_sims.py's best windows"},
     {NULL, NULL, 0, NULL},
 };
 

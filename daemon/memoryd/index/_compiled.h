@@ -23,4 +23,8 @@ PyObject *compiled_item(PyObject *seq, Py_ssize_t i);
 PyObject *compiled_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_best_window(PyObject *self, PyObject *args);
 
+/* _compiled_windows.c: vectors/window_sims.py's gather of the kept windows and best window. */
+PyObject *compiled_take_spans(PyObject *self, PyObject *args);
+PyObject *compiled_span_best(PyObject *self, PyObject *args);
+
 #endif

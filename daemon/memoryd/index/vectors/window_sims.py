@@ -29,6 +29,11 @@ from memoryd.index.scratch import Scratch
 from memoryd.index.vectors.mirror import VectorWidthError
 from memoryd.index.vectors.windows import WINDOW_SLOTS
 
+try:  # _compiled_windows.c: the gather and the best windows; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - a build without a compiler
+    compiled = None  # type: ignore[assignment]
+
 # float32 window vectors: 1.5 KB a window at 384 dims, ~5 windows a chunk (a workspace of
 # up to ~450 chunks: all of them)
 WINDOW_BYTES_KEPT = 4 << 20
@@ -179,22 +184,32 @@ def _kept_sims(
     q: Vectors,
     scratch: Scratch,
 ) -> WindowSims:
-    chunks, starts, counts = [], [], []
-    for i, span in zip(ids, spans, strict=True):
-        if span is not None and span[1]:
-            chunks.append(i)
-            starts.append(span[0])
-            counts.append(span[1])
-    if arena is None or not chunks:
+    chunks = [i for i, span in zip(ids, spans, strict=True) if span is not None and span[1]]
+    have = [span for span in spans if span is not None and span[1]]
+    if arena is None or not have:
         return WindowSims([], [], [])
     dims = arena.vectors.shape[1]
     if dims != q.shape[0]:
         raise VectorWidthError(f"query has {q.shape[0]} dims, the index {dims}")
-    n = np.array(counts, np.intp)
+    if compiled is not None:  # the same rows, the same choices (_compiled_windows.c)
+        total = sum(n for _, n in have)
+        m = scratch.empty("windows", (total, dims), np.float32)
+        compiled.take_spans(arena.vectors, have, m)
+        best, sims = compiled.span_best(m @ q, have, arena.ids, WINDOW_SLOTS)
+        return WindowSims(chunks, best, sims)
+    return py_kept_sims(chunks, have, arena, q, scratch)
+
+
+def py_kept_sims(
+    chunks: list[int], have: list[_Span], arena: _Arena, q: Vectors, scratch: Scratch
+) -> WindowSims:
+    """_kept_sims in numpy (the compiled part gathers the spans and picks their best)."""
+    dims = arena.vectors.shape[1]
+    n = np.array([c for _, c in have], np.intp)
     offsets = np.cumsum(n)
     total = int(offsets[-1])
     offsets -= n  # each chunk's first row among the gathered ones
-    rows = np.repeat(np.array(starts, np.intp) - offsets, n)
+    rows = np.repeat(np.array([s for s, _ in have], np.intp) - offsets, n)
     rows += np.arange(total)
     m = scratch.empty("windows", (total, dims), np.float32)
     np.take(arena.vectors, rows, axis=0, out=m, mode="clip")
