@@ -113,26 +113,42 @@ class SearchHit(NamedTuple):
     meta: HitMeta | None = None  # what the snippet's lines say of themselves (line_meta.py)
 
     def to_dict(self) -> dict[str, Any]:
+        # Unpacked: a NamedTuple's field read is a descriptor call, an unpack is one step.
+        (
+            path,
+            start,
+            end,
+            score,
+            snippet,
+            snip_start,
+            snip_end,
+            source,
+            head,
+            vec,
+            txt,
+            tier,
+            meta,
+        ) = self
         out: dict[str, Any] = {
-            "path": self.path,
-            "start_line": self.start_line,
-            "end_line": self.end_line,
-            "score": round(self.score, 6),
-            "snippet": self.snippet,
-            "snippet_start_line": self.snippet_start_line,
-            "snippet_end_line": self.snippet_end_line,
-            "source": self.source,
+            "path": path,
+            "start_line": start,
+            "end_line": end,
+            "score": round(score, 6),
+            "snippet": snippet,
+            "snippet_start_line": snip_start,
+            "snippet_end_line": snip_end,
+            "source": source,
         }
-        if self.heading:
-            out["heading"] = self.heading
-        if self.vector_score is not None:
-            out["vector_score"] = round(self.vector_score, 6)
-        if self.text_score is not None:
-            out["text_score"] = round(self.text_score, 6)
-        if self.tier:
-            out["tier"] = self.tier
-        if self.meta is not None:
-            out.update(self.meta.to_dict())
+        if head:
+            out["heading"] = head
+        if vec is not None:
+            out["vector_score"] = round(vec, 6)
+        if txt is not None:
+            out["text_score"] = round(txt, 6)
+        if tier:
+            out["tier"] = tier
+        if meta is not None:
+            out.update(meta.to_dict())
         return out
 
 
@@ -170,8 +186,9 @@ class HitMeta:
         return out
 
 
-@dataclass(frozen=True)
-class SearchResponse:
+class SearchResponse(NamedTuple):
+    """An answer (a tuple, as its hits are: one per search)."""
+
     results: list[SearchHit]
     provider: str  # "local" | "openai" | "none"
     model: str
@@ -183,19 +200,20 @@ class SearchResponse:
     dates: tuple[str | None, str | None] | None = None  # the time the query named (since, until)
 
     def to_dict(self) -> dict[str, Any]:
+        results, provider, model, mode_used, took_ms, generation, pending, degraded, dates = self
         out: dict[str, Any] = {
-            "results": [h.to_dict() for h in self.results],
-            "provider": self.provider,
-            "model": self.model,
-            "mode_used": self.mode_used,
-            "took_ms": round(self.took_ms, 3),
-            "index_generation": self.index_generation,
-            "pending_files": self.pending_files,
+            "results": [h.to_dict() for h in results],
+            "provider": provider,
+            "model": model,
+            "mode_used": mode_used,
+            "took_ms": round(took_ms, 3),
+            "index_generation": generation,
+            "pending_files": pending,
         }
-        if self.degraded:
-            out["degraded"] = self.degraded
-        if self.dates is not None:
-            out["dates"] = {"since": self.dates[0], "until": self.dates[1]}
+        if degraded:
+            out["degraded"] = degraded
+        if dates is not None:
+            out["dates"] = {"since": dates[0], "until": dates[1]}
         return out
 
 

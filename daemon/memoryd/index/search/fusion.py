@@ -348,9 +348,10 @@ def keyword_ranked(
 def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
     """Line scores for the snippet: the query words' lines; when no query word occurs in
     the chunk (a semantic match), the lines of its best vector window."""
-    scores = list(c.lines or [0.0] * (c.text.count("\n") + 1))
+    scores = c.lines or [0.0] * (c.text.count("\n") + 1)
     if c.best_window < 0 or max(scores, default=0.0) > 0:
         return scores
+    scores = list(scores)  # the window's lines raised in a copy: c.lines stays the query's
     spans = kept_window_spans(c.text, window_budget)
     if c.best_window < len(spans):
         a, b = spans[c.best_window]
@@ -457,7 +458,7 @@ def shown_hits(
     hits = []
     for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
         fill_lines(c)  # the snippet's (vector mode ranks without them)
-        snip = make_snippet(
+        text, first, last = make_snippet(
             c.text,
             c.start_line,
             c.end_line,
@@ -467,7 +468,7 @@ def shown_hits(
         )
         meta = None
         if signals is not None and signals.meta:
-            lines = signals.meta.lines(c.path, snip.start_line, snip.end_line)
+            lines = signals.meta.lines(c.path, first, last)
             found = summarise(m for _, m in lines)
             if found is not None:
                 meta = HitMeta(
@@ -485,9 +486,9 @@ def shown_hits(
                 c.start_line,
                 c.end_line,
                 score,
-                strip_annotations(snip.text),
-                snip.start_line,
-                snip.end_line,
+                strip_annotations(text),
+                first,
+                last,
                 c.source,
                 c.heading,
                 v,
