@@ -4,18 +4,23 @@
 
 #include <string.h>
 
-int compiled_int32(PyObject *obj, Py_buffer *view) {
+int compiled_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *kinds) {
     if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         return -1;
-    if (view->itemsize != 4 || view->format == NULL ||
-        (strcmp(view->format, "i") != 0 && strcmp(view->format, "<i") != 0 &&
-         strcmp(view->format, "=i") != 0)) {
+    const char *f = view->format;
+    if (f != NULL && (f[0] == '@' || f[0] == '=' || f[0] == '<'))
+        f++; /* native, standard or little-endian sizes: the item size is checked below */
+    if (view->itemsize != itemsize || f == NULL || f[0] == '\0' || f[1] != '\0' ||
+        strchr(kinds, f[0]) == NULL) {
         PyBuffer_Release(view);
-        PyErr_SetString(PyExc_TypeError, "expected a contiguous int32 array");
+        PyErr_Format(PyExc_TypeError, "expected a contiguous array of '%s' items of %zd bytes",
+                     kinds, itemsize);
         return -1;
     }
     return 0;
 }
+
+int compiled_int32(PyObject *obj, Py_buffer *view) { return compiled_buffer(obj, view, 4, "i"); }
 
 PyObject *compiled_item(PyObject *seq, Py_ssize_t i) {
     if (PyTuple_Check(seq) && i < PyTuple_Size(seq)) {
@@ -40,6 +45,8 @@ static PyMethodDef methods[] = {
      "take_spans(vectors, spans, out) -> rows: the spans' rows of vectors, one after another"},
     {"span_best", compiled_span_best, METH_VARARGS,
      "span_best(sims, spans, wids, slots) -> (best, sims): window_sims.py's best windows"},
+    {"bm25_top", compiled_bm25_top, METH_VARARGS,
+     "bm25_top(terms, norm, keep, chunk_id, limit) -> [(chunk id, score)]: bm25.ranked_all"},
     {NULL, NULL, 0, NULL},
 };
 

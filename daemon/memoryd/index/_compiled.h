@@ -13,6 +13,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+/* A contiguous buffer of items of ``itemsize`` bytes whose struct format is one of the
+ * letters of ``kinds`` (TypeError otherwise); release it when done. */
+int compiled_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *kinds);
+
 /* A contiguous int32 buffer, checked (TypeError otherwise); release it when done. */
 int compiled_int32(PyObject *obj, Py_buffer *view);
 
@@ -26,5 +30,8 @@ PyObject *compiled_best_window(PyObject *self, PyObject *args);
 /* _compiled_windows.c: vectors/window_sims.py's gather of the kept windows and best window. */
 PyObject *compiled_take_spans(PyObject *self, PyObject *args);
 PyObject *compiled_span_best(PyObject *self, PyObject *args);
+
+/* _compiled_bm25.c: keyword/bm25.py's every-posting top. */
+PyObject *compiled_bm25_top(PyObject *self, PyObject *args);
 
 #endif

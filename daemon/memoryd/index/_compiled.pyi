@@ -1,6 +1,7 @@
 # The index's compiled part (_compiled.h); absent when it could not be built (its users fall
 # back to their Python versions).
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,3 +22,10 @@ def span_best(
     wids: npt.NDArray[np.int64],
     slots: int,
 ) -> tuple[list[int], list[float]]: ...
+def bm25_top(
+    terms: Sequence[tuple[Any, ...]],
+    norm: npt.NDArray[np.float64],
+    keep: npt.NDArray[np.bool_],
+    chunk_id: npt.NDArray[np.int64],
+    limit: int,
+) -> list[tuple[int, float]]: ...

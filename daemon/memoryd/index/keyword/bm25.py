@@ -3,19 +3,25 @@
 The arithmetic is fts5_aux.c's, in its order (k1 1.2, b 0.75, the IDF floored at 1e-6, one
 term after another in query order), so the scores are FTS5's bit for bit whichever way a
 top is found. keyword/mirror.py holds the postings and picks the way; the fleet's remote
-search uses the same constants in SQL.
+search uses the same constants in SQL. Below PRUNE_FROM chunks every posting is scored, by
+index/_compiled_bm25.c when it is built (``scored_top``; the same doubles and the same top).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from memoryd.index.scratch import Scratch
+from memoryd.index.scratch import SCRATCH, Scratch
+
+try:  # _compiled_bm25.c: scored_top in a tenth of the instructions; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - installs without a compiler
+    compiled = None  # type: ignore[assignment]
 
 K1 = 1.2  # fts5_aux.c's constants
 B = 0.75
@@ -60,6 +66,52 @@ def scored_all(
     return hit, full[hit]
 
 
+def ranked(
+    hit: npt.NDArray[np.intp],
+    score: npt.NDArray[np.float64],
+    chunk_id: npt.NDArray[np.int64],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The top ``limit`` (chunk id, score) of the slots ``hit``: score descending, ties by id."""
+    if len(hit) > limit:  # all that tie with the last place, then ties go by id
+        last = kth_largest(score, limit)
+        tied = score >= last
+        hit, score = hit[tied], score[tied]
+    ids = chunk_id[hit]
+    order = np.lexsort((ids, -score))[:limit]
+    return list(zip(ids[order].tolist(), score[order].tolist(), strict=True))
+
+
+def scored_top(
+    lists: list[Term],
+    norm: npt.NDArray[np.float64],
+    keep: npt.NDArray[np.bool_],
+    chunk_id: npt.NDArray[np.int64],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """Every posting of the slots below ``len(keep)`` scored, and the top ``limit`` of the
+    chunks ``keep`` keeps (``ranked``). Compiled when it can be; ``py_scored_top`` otherwise."""
+    if compiled is not None:
+        return compiled.bm25_top(lists, norm, keep, chunk_id, limit)
+    return py_scored_top(lists, norm, keep, chunk_id, limit)
+
+
+def py_scored_top(
+    lists: list[Term],
+    norm: npt.NDArray[np.float64],
+    keep: npt.NDArray[np.bool_],
+    chunk_id: npt.NDArray[np.int64],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """scored_top in Python (_compiled_bm25.c computes the same doubles, in the same order)."""
+    if limit <= 0:
+        return []
+    used = len(keep)
+    with SCRATCH.borrow() as sc:
+        hit, score = scored_all(lists, norm, used, lambda h: h[keep[h]], sc, lambda n: keep[:n])
+    return ranked(hit, score, chunk_id, limit)
+
+
 _BLOCK = 256  # kth_largest's block of values
 
 
@@ -77,9 +129,9 @@ def kth_largest(values: npt.NDArray[np.float64], k: int) -> float:
     return float(-np.partition(-near, k - 1)[k - 1])
 
 
-@dataclass(frozen=True)
-class Term:
-    """One query term's postings as ``top`` saw them (a snapshot: writers append past it)."""
+class Term(NamedTuple):
+    """One query term's postings as ``top`` saw them (a snapshot: writers append past it).
+    A tuple: the compiled scored_top reads its items."""
 
     slots: npt.NDArray[np.uint32]
     freq2: npt.NDArray[np.uint16]

@@ -34,9 +34,10 @@ from memoryd.index.keyword.bm25 import (
     B,
     Term,
     idf,
-    kth_largest,
     pruned,
+    ranked,
     scored_all,
+    scored_top,
     scores_of,
 )
 from memoryd.index.keyword.build import (
@@ -553,6 +554,9 @@ class KeywordMirror(StagedMirror[_Op]):
             else None
         )
         codes = None if sources is None else [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
+        if used < self.prune_from:  # no short cut worth its bookkeeping: every posting scored
+            keep = kept(lambda column: column[:used], docs, codes, day_range)
+            return scored_top(lists, norm, keep, docs.chunk_id[:used], limit)
 
         def accepted(hit: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
             return hit[kept(lambda column: column[hit], docs, codes, day_range)]
@@ -561,18 +565,10 @@ class KeywordMirror(StagedMirror[_Op]):
             return kept(lambda column: column[:n], docs, codes, day_range)
 
         with SCRATCH.borrow() as sc:
-            hit = None
-            if used >= self.prune_from:
-                hit = pruned(lists, norm, norm_low, used, limit, accepted, sc)
+            hit = pruned(lists, norm, norm_low, used, limit, accepted, sc)
             if hit is not None:
                 self._pruned_tops += 1
                 score = scores_of(lists, norm, hit, used, sc)
             else:
                 hit, score = scored_all(lists, norm, used, accepted, sc, accepted_below)
-        if len(hit) > limit:  # all that tie with the last place, then ties go by id
-            last = kth_largest(score, limit)
-            tied = score >= last
-            hit, score = hit[tied], score[tied]
-        ids = docs.chunk_id[hit]
-        order = np.lexsort((ids, -score))[:limit]
-        return list(zip(ids[order].tolist(), score[order].tolist(), strict=True))
+        return ranked(hit, score, docs.chunk_id, limit)
