@@ -8,7 +8,6 @@
 #include "_compiled.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 
 #define K1 1.2 /* bm25.K1 */
 
@@ -49,11 +48,6 @@ static void sift_up(Hit *heap, Py_ssize_t i) {
         heap[parent] = t;
         i = parent;
     }
-}
-
-static int in_order(const void *a, const void *b) {
-    const Hit *x = a, *y = b;
-    return after(x, y) ? 1 : after(y, x) ? -1 : 0;
 }
 
 /* One term (a bm25.Term: slots, freq2, dense, top_f2, idf) added into ``full``. */
@@ -126,7 +120,7 @@ done:
 }
 
 /* The kept chunks (``keep``) that hold any term, their top ``limit``: a heap of the best,
- * then sorted. */
+ * then sorted in place (the last-ranked first out, to the end). */
 static PyObject *ranked(const double *full, const uint8_t *keep, const int64_t *ids,
                         Py_ssize_t used, Py_ssize_t limit) {
     Py_ssize_t cap = limit < used ? limit : used, n = 0;
@@ -145,14 +139,26 @@ static PyObject *ranked(const double *full, const uint8_t *keep, const int64_t *
             sift_down(heap, n, 0);
         }
     }
-    qsort(heap, (size_t)n, sizeof(Hit), in_order);
+    for (Py_ssize_t k = n - 1; k > 0; k--) {
+        Hit t = heap[0];
+        heap[0] = heap[k];
+        heap[k] = t;
+        sift_down(heap, k, 0);
+    }
     PyObject *out = PyList_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        PyObject *pair = Py_BuildValue("(Ld)", (long long)heap[i].id, heap[i].score);
-        if (pair == NULL)
+        PyObject *pair = PyTuple_New(2);
+        PyObject *id = pair ? PyLong_FromLongLong(heap[i].id) : NULL;
+        PyObject *score = id ? PyFloat_FromDouble(heap[i].score) : NULL;
+        if (score == NULL) {
+            Py_XDECREF(id);
+            Py_XDECREF(pair);
             Py_CLEAR(out);
-        else
-            PyList_SetItem(out, i, pair); /* steals pair */
+            break;
+        }
+        PyTuple_SetItem(pair, 0, id); /* steals id */
+        PyTuple_SetItem(pair, 1, score);
+        PyList_SetItem(out, i, pair); /* steals pair */
     }
     PyMem_Free(heap);
     return out;
