@@ -88,10 +88,12 @@ def test_line_scores_refuses_bad_input(tokenize: TokenizeOffsets) -> None:
         compiled.line_scores([chunk], [2, 1], [1.0, 1.0])  # not ascending
     with pytest.raises(ValueError):
         compiled.line_scores([chunk], [1], [1.0, 2.0])
-    with pytest.raises(TypeError):
-        compiled.line_scores([(chunk.stems.astype("int64"), chunk.line, 2, {})], [0], [1.0])
+    with pytest.raises(TypeError):  # entries not bytes
+        compiled.line_scores([chunk._replace(entries=chunk.stems)], [0], [1.0])
+    with pytest.raises(ValueError):  # not (stem, line) pairs of int32
+        compiled.line_scores([chunk._replace(entries=chunk.entries[:-1])], [0], [1.0])
     with pytest.raises(ValueError):  # a line beyond the chunk's
-        compiled.line_scores([(chunk.stems, chunk.line, 1, {})], [0, 1], [1.0, 1.0])
+        compiled.line_scores([chunk._replace(n_lines=1)], [0, 1], [1.0, 1.0])
 
 
 def _window_case(rng: random.Random) -> tuple[list[str], list[float], int]:

@@ -20,8 +20,6 @@ int compiled_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const c
     return 0;
 }
 
-int compiled_int32(PyObject *obj, Py_buffer *view) { return compiled_buffer(obj, view, 4, "i"); }
-
 PyObject *compiled_item(PyObject *seq, Py_ssize_t i) {
     if (PyTuple_Check(seq) && i < PyTuple_Size(seq)) {
         PyObject *it = PyTuple_GetItem(seq, i);

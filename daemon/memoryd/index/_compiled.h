@@ -17,9 +17,6 @@
  * letters of ``kinds`` (TypeError otherwise); release it when done. */
 int compiled_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const char *kinds);
 
-/* A contiguous int32 buffer, checked (TypeError otherwise); release it when done. */
-int compiled_int32(PyObject *obj, Py_buffer *view);
-
 /* Item ``i`` of a tuple or list, or any sequence: a new reference, NULL on error. */
 PyObject *compiled_item(PyObject *seq, Py_ssize_t i);
 

@@ -6,8 +6,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-# snippets.ChunkLines: (stems, line, n_lines, vocab)
-_Chunk = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], int, dict[str, int]]
+# snippets.ChunkLines: (stems, line, n_lines, vocab, entries)
+_Chunk = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], int, dict[str, int], bytes]
 
 def line_scores(
     chunks: Sequence[_Chunk], numbers: Sequence[int], weights: Sequence[float]

@@ -4,6 +4,7 @@
 
 #include "_compiled.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,32 +12,18 @@
 #define TAIL_WEIGHT 0.5 /* snippets.TAIL_WEIGHT */
 #define BEST_SHARE 0.9  /* snippets.BEST_SHARE */
 
-/* The weight of stem number ``s`` (``numbers`` ascending), or -1 when not a query stem. */
-static Py_ssize_t find(const int32_t *numbers, Py_ssize_t q, int32_t s) {
-    Py_ssize_t lo = 0, hi = q;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (numbers[mid] < s)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < q && numbers[lo] == s) ? lo : -1;
-}
-
-#define SEEN_BITS 65536 /* a filter of the query's stem numbers (low 16 bits) */
-
-/* One chunk's (stems, line, n_lines) scored into a new list of floats. */
+/* One chunk (a ChunkLines: its n_lines and its entries, the stems then the lines as native
+ * int32) scored into a new list of floats (``zero`` for the lines that hold no query
+ * stem). The entries are by stem, then line: each
+ * query stem's run is found by a binary search past the previous one, and its lines get
+ * its weight. A line's weights are so added in the order of its stems, ascending, as a
+ * pass over every entry line by line would add them. */
 static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const double *weights,
-                              Py_ssize_t q, const uint8_t *seen, double *acc,
-                              Py_ssize_t acc_len) {
-    PyObject *stems_obj = compiled_item(chunk, 0);
-    PyObject *line_obj = stems_obj ? compiled_item(chunk, 1) : NULL;
-    PyObject *n_obj = line_obj ? compiled_item(chunk, 2) : NULL;
+                              Py_ssize_t q, PyObject *zero, double *acc, Py_ssize_t acc_len) {
+    PyObject *n_obj = compiled_item(chunk, 2);
+    PyObject *entries = n_obj ? compiled_item(chunk, 4) : NULL;
     PyObject *out = NULL;
-    Py_buffer sv, lv;
-    int have_s = 0, have_l = 0;
-    if (n_obj == NULL)
+    if (entries == NULL)
         goto done;
     Py_ssize_t n_lines = PyLong_AsSsize_t(n_obj);
     if (n_lines < 0) {
@@ -44,17 +31,16 @@ static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const dou
             PyErr_SetString(PyExc_ValueError, "negative line count");
         goto done;
     }
-    if (compiled_int32(stems_obj, &sv) < 0)
-        goto done;
-    have_s = 1;
-    if (compiled_int32(line_obj, &lv) < 0)
-        goto done;
-    have_l = 1;
-    Py_ssize_t n = sv.len / 4;
-    if (lv.len / 4 != n) {
-        PyErr_SetString(PyExc_ValueError, "stems and lines differ in length");
+    if (!PyBytes_Check(entries)) {
+        PyErr_SetString(PyExc_TypeError, "a chunk's entries must be bytes");
         goto done;
     }
+    Py_ssize_t size = PyBytes_Size(entries);
+    if (size % (2 * (Py_ssize_t)sizeof(int32_t)) != 0) {
+        PyErr_SetString(PyExc_ValueError, "a chunk's entries are not (stem, line) pairs");
+        goto done;
+    }
+    Py_ssize_t n = size / (2 * (Py_ssize_t)sizeof(int32_t));
     double *scores = n_lines <= acc_len ? acc : PyMem_Calloc((size_t)n_lines, sizeof(double));
     if (scores == NULL) {
         PyErr_NoMemory();
@@ -62,25 +48,35 @@ static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const dou
     }
     if (scores == acc)
         memset(acc, 0, (size_t)n_lines * sizeof(double));
-    const int32_t *st = (const int32_t *)sv.buf, *ln = (const int32_t *)lv.buf;
-    for (Py_ssize_t k = 0; k < n; k++) {
-        uint32_t low = (uint32_t)st[k] & (SEEN_BITS - 1);
-        if (!(seen[low >> 3] & (1u << (low & 7))))
-            continue; /* most entries: not a query stem */
-        Py_ssize_t at = find(numbers, q, st[k]);
-        if (at < 0)
-            continue;
-        if (ln[k] < 0 || ln[k] >= n_lines) {
-            PyErr_SetString(PyExc_ValueError, "a stem's line is outside its chunk");
-            goto free_scores;
+    /* bytes are allocated aligned for any type; PyBytes_AsString points past the header */
+    const int32_t *st = (const int32_t *)(void *)PyBytes_AsString(entries), *ln = st + n;
+    Py_ssize_t k = 0; /* the entries before k have stems below the query stem's */
+    for (Py_ssize_t i = 0; i < q; i++) {
+        Py_ssize_t hi = n;
+        while (k < hi) {
+            Py_ssize_t mid = k + (hi - k) / 2;
+            if (st[mid] < numbers[i])
+                k = mid + 1;
+            else
+                hi = mid;
         }
-        scores[ln[k]] += weights[at];
+        for (; k < n && st[k] == numbers[i]; k++) {
+            if (ln[k] < 0 || ln[k] >= n_lines) {
+                PyErr_SetString(PyExc_ValueError, "a stem's line is outside its chunk");
+                goto free_scores;
+            }
+            scores[ln[k]] += weights[i];
+        }
     }
     out = PyList_New(n_lines);
     if (out == NULL)
         goto free_scores;
     for (Py_ssize_t i = 0; i < n_lines; i++) {
-        PyObject *f = PyFloat_FromDouble(scores[i]);
+        PyObject *f = scores[i] == 0.0 && !signbit(scores[i]) ? zero : NULL;
+        if (f != NULL)
+            Py_INCREF(f); /* most lines: one 0.0 shared */
+        else
+            f = PyFloat_FromDouble(scores[i]);
         if (f == NULL) {
             Py_CLEAR(out);
             break;
@@ -91,19 +87,14 @@ free_scores:
     if (scores != acc)
         PyMem_Free(scores);
 done:
-    if (have_l)
-        PyBuffer_Release(&lv);
-    if (have_s)
-        PyBuffer_Release(&sv);
+    Py_XDECREF(entries);
     Py_XDECREF(n_obj);
-    Py_XDECREF(line_obj);
-    Py_XDECREF(stems_obj);
     return out;
 }
 
-/* line_scores(chunks, numbers, weights): per chunk (a ChunkLines), per line, the sum of
- * ``weights[i]`` over its entries whose stem is ``numbers[i]`` (ascending), added in the
- * order of the entries from 0.0. */
+/* line_scores(chunks, numbers, weights): per chunk (a ChunkLines, its entries by stem), per
+ * line, the sum of ``weights[i]`` over its entries whose stem is ``numbers[i]``
+ * (ascending), added from 0.0 in the order of the line's stems. */
 PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
     PyObject *chunks, *numbers_obj, *weights_obj;
     (void)self;
@@ -121,9 +112,9 @@ PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
     int32_t *numbers = PyMem_Malloc((size_t)(q ? q : 1) * sizeof(int32_t));
     double *weights = PyMem_Malloc((size_t)(q ? q : 1) * sizeof(double));
     double acc[256];
-    uint8_t seen[SEEN_BITS / 8];
-    PyObject *out = NULL;
-    memset(seen, 0, sizeof seen);
+    PyObject *out = NULL, *zero = PyFloat_FromDouble(0.0);
+    if (zero == NULL)
+        goto done;
     if (numbers == NULL || weights == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -143,15 +134,13 @@ PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
         }
         numbers[i] = (int32_t)v;
         weights[i] = w;
-        uint32_t low = (uint32_t)v & (SEEN_BITS - 1);
-        seen[low >> 3] |= (uint8_t)(1u << (low & 7));
     }
     out = PyList_New(n_chunks);
     if (out == NULL)
         goto done;
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
         PyObject *chunk = compiled_item(chunks, c);
-        PyObject *scores = chunk ? chunk_scores(chunk, numbers, weights, q, seen, acc, 256) : NULL;
+        PyObject *scores = chunk ? chunk_scores(chunk, numbers, weights, q, zero, acc, 256) : NULL;
         Py_XDECREF(chunk);
         if (scores == NULL) {
             Py_CLEAR(out);
@@ -160,6 +149,7 @@ PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
         PyList_SetItem(out, c, scores);
     }
 done:
+    Py_XDECREF(zero);
     PyMem_Free(numbers);
     PyMem_Free(weights);
     return out;

@@ -50,13 +50,18 @@ class Snippet(NamedTuple):
 
 
 class ChunkLines(NamedTuple):
-    """A chunk's distinct stems line by line, as numbers: two flat int32 arrays (~2 KB a
-    chunk), so all of a search's candidates are scored in one numpy pass."""
+    """A chunk's distinct (stem, line) pairs, as numbers: two flat int32 arrays (~2 KB a
+    chunk), by stem, then line. A query's few stems are then a few runs of entries (found
+    by binary search: the compiled line scores read only those), and each line still meets
+    its stems in ascending order, as a line-by-line layout would give them."""
 
-    stems: npt.NDArray[np.int32]  # each line's distinct stem numbers, the lines in order
-    line: npt.NDArray[np.int32]  # the 0-based line of each entry of ``stems``
+    stems: npt.NDArray[np.int32]  # the stem number of each entry, ascending
+    line: npt.NDArray[np.int32]  # the 0-based line of each entry (ascending within a stem)
     n_lines: int
     vocab: dict[str, int]  # the numbering: stem -> number (LineStems renews it when full)
+    # ``stems`` then ``line`` (native int32), the bytes those two arrays view: what the
+    # compiled line scores read (a bytes object is read for a fraction of an array's cost)
+    entries: bytes
 
 
 class LineStems:
@@ -125,15 +130,19 @@ class LineStems:
             vocab = self._vocab
             pairs = sorted(
                 {
-                    (bisect.bisect_right(starts, start) - 1, vocab.setdefault(stem, len(vocab)))
+                    (vocab.setdefault(stem, len(vocab)), bisect.bisect_right(starts, start) - 1)
                     for start, _end, stem in found
                 }
             )
+        n = len(pairs)
+        flat = itertools.chain((s for s, _ in pairs), (ln for _, ln in pairs))
+        entries = np.fromiter(flat, np.int32, 2 * n).tobytes()
         return ChunkLines(
-            np.fromiter((n for _, n in pairs), np.int32, len(pairs)),
-            np.fromiter((ln for ln, _ in pairs), np.int32, len(pairs)),
+            np.frombuffer(entries, np.int32, n),
+            np.frombuffer(entries, np.int32, n, 4 * n),
             n_lines,
             vocab,
+            entries,
         )
 
 
