@@ -77,17 +77,14 @@ class LineStems:
         self.capacity = capacity
         self.max_stems = max_stems
         self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[int, int], ChunkLines] = OrderedDict()
+        # chunk id -> (hash of its text, its lines): ids can be reused after a delete, and
+        # the text's hash tells the new chunk apart (an int key: cheaper than (id, hash))
+        self._items: OrderedDict[int, tuple[int, ChunkLines]] = OrderedDict()
         self._vocab: dict[str, int] = {}
 
     def peek(self, chunk_id: int, text: str) -> ChunkLines | None:
         """The cached lines of this chunk (this text), or None."""
-        key = (chunk_id, hash(text))  # ids can be reused after a delete; texts tell apart
-        with self._lock:
-            found = self._items.get(key)
-            if found is not None:
-                self._items.move_to_end(key)
-            return found
+        return self.peek_many([(chunk_id, text)])[0]
 
     def peek_many(self, chunks: Sequence[tuple[int, str]]) -> list[ChunkLines | None]:
         """peek() for each (chunk id, text), under one lock."""
@@ -95,11 +92,12 @@ class LineStems:
         with self._lock:
             items = self._items
             for chunk_id, text in chunks:
-                key = (chunk_id, hash(text))
-                found = items.get(key)
-                if found is not None:
-                    items.move_to_end(key)
-                out.append(found)
+                found = items.get(chunk_id)
+                if found is not None and found[0] == hash(text):
+                    items.move_to_end(chunk_id)
+                    out.append(found[1])
+                else:
+                    out.append(None)
         return out
 
     def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> ChunkLines:
@@ -108,7 +106,8 @@ class LineStems:
             return found
         found = self._tokenize_lines(text, tokenize)
         with self._lock:
-            self._items[(chunk_id, hash(text))] = found
+            self._items[chunk_id] = (hash(text), found)
+            self._items.move_to_end(chunk_id)  # a reused id's new text
             while len(self._items) > self.capacity:
                 self._items.popitem(last=False)
         return found
