@@ -242,3 +242,17 @@ def test_the_compiled_part_refuses_what_it_cannot_read() -> None:
     with pytest.raises(ValueError):
         compiled.span_best(np.ones(4, np.float32), [(0, 1)], wids, 0)
     assert compiled.span_best(np.ones(4, np.float32), [], wids, 64) == ([], [])
+
+
+def test_the_next_generation_starts_as_large_as_the_last_grew() -> None:
+    rng = np.random.default_rng(4)
+    conn, counts = index(rng, 200)
+    kept = KeptWindows()
+    q = rng.standard_normal(DIMS).astype(np.float32)
+    for start in range(1, 200, 20):  # more and more chunks: the array grows
+        window_sims(conn, list(range(start, start + 20)), q, kept, 1, Scratch())
+    grown = kept.find([], 1)[0]
+    assert grown is not None and len(grown.ids) >= sum(counts.values())
+    window_sims(conn, [1, 2, 3], q, kept, 2, Scratch())  # a change: a new array, as large
+    fresh = kept.find([], 2)[0]
+    assert fresh is not None and fresh is not grown and len(fresh.ids) == len(grown.ids)
