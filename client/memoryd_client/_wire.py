@@ -158,22 +158,29 @@ class _Wire:
         plan = cls.__dict__.get("_readers")
         if plan is None:
             plan = cls._readers = _plan_of(cls)
-        f = _Fields(data, cls._what)
+        if not isinstance(data, dict):
+            _Fields(data, cls._what)  # raises: not a map
+        f = None  # the readers' view of the map, made only if one runs
         values = plan.template.copy()  # every field, in order; each is set below
         for name, make in plan.fresh:
             values[name] = make()
         for name, key, read in plan.missing:
             if key not in data:
+                f = f or _Fields(data, cls._what)
                 values[name] = read(f, key)
         for name, key, read in plan.computed:
+            f = f or _Fields(data, cls._what)
             values[name] = read(f, key)
         by_key = plan.by_key
         for key, value in data.items():  # only the keys there: a hit has ~11 of its 23
             spec = by_key.get(key)
             if spec is not None:
                 name, exact, read = spec
-                # A value of a type its reader would give back as it is needs no reader.
-                values[name] = value if value.__class__ in exact else read(f, key)
+                if value.__class__ in exact:  # what its reader would give back as it is
+                    values[name] = value
+                else:
+                    f = f or _Fields(data, cls._what)
+                    values[name] = read(f, key)
         if plan.raw:
             values["raw"] = data
         if plan.init:
