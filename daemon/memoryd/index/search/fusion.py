@@ -366,8 +366,17 @@ def _cached_line_scores(
     """Line scores of the candidates whose stems are cached, in one pass; the others (their
     tokenizing is the cost) are scored only when fuse needs them."""
     peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
-    known = [(c, lines) for c, lines in zip(cands, peeked, strict=True) if lines is not None]
-    for (c, _), scores in zip(known, line_scores([x for _, x in known], weights), strict=True):
+    chunks = [lines for lines in peeked if lines is not None]
+    if len(chunks) == len(cands):
+        known = cands
+    else:
+        known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
+    scored = line_scores(chunks, weights)
+    if not when:  # refocus would give each its scores back
+        for c, scores in zip(known, scored, strict=True):
+            c.lines = scores
+        return
+    for c, scores in zip(known, scored, strict=True):
         c.lines = refocus(c.text, scores, when)
 
 
