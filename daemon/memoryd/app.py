@@ -120,6 +120,7 @@ class Daemon:
         self._services: Services | None = None
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
         self._openclaw_task: asyncio.Task[None] | None = None
+        self._startup_line: dict[str, Any] | None = None  # startup's log line, until logged
 
     @property
     def services(self) -> Services:
@@ -200,16 +201,18 @@ class Daemon:
             self._check_socket_loop(), name="memoryd-socket-check"
         )
         self._start_service_tasks()
-        log.info(
-            "startup",
-            socket=str(self.socket_path),
-            pid=os.getpid(),
-            ms=round((time.perf_counter() - started) * 1000, 1),
-            workspaces=len(self.registry.list()),
-            config=self.config.source or None,
-            socket_from=self.instance.manager,
-            open_file_limit=self.fd_limit,
-        )
+        # Logged once the first question is answered (_after_first_answer, or at shutdown):
+        # its socket path has digits, so masking it compiles the secret detectors (~52 M
+        # instructions) that the question would otherwise wait for.
+        self._startup_line = {
+            "socket": str(self.socket_path),
+            "pid": os.getpid(),
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+            "workspaces": len(self.registry.list()),
+            "config": self.config.source or None,
+            "socket_from": self.instance.manager,
+            "open_file_limit": self.fd_limit,
+        }
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
             self.announce.flush()
@@ -295,9 +298,17 @@ class Daemon:
         if self._later_made:
             return
         self._later_made = True
+        self._log_startup()
+        heap.resume_collection()  # paused by `memoryd run` for the start (cli.py)
         self.services.upkeep  # noqa: B018 (made on first use)
         self.methods.load_later()
         self._log_llm_state()
+
+    def _log_startup(self) -> None:
+        """The ``startup`` line (once): the socket accepted, ``ms`` after the start began."""
+        fields, self._startup_line = self._startup_line, None
+        if fields is not None:
+            log.info("startup", **fields)
 
     async def _watch_late(self) -> None:
         """The watch, begun after the startup scans (they may have passed a file that was
@@ -344,6 +355,7 @@ class Daemon:
 
     async def shutdown(self) -> None:
         started = time.perf_counter()
+        self._log_startup()  # if stopped before its first answer
         self.notifier.stopping()
         for task in self._service_tasks:
             task.cancel()

@@ -138,6 +138,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     # set it), as memctl does: from an editable install every start would otherwise compile
     # the ~300 modules below anew (~0.15-0.3 s before the socket accepts).
     sys.dont_write_bytecode = False
+    from memoryd.runtime import heap
+
+    # Until the first answer (app.Daemon._after_first_answer): the daemon's modules and
+    # what its start builds live as long as the process; collecting them is wasted work.
+    heap.pause_collection()
+    try:
+        return _run(args)
+    finally:
+        heap.resume_collection()
+
+
+def _run(args: argparse.Namespace) -> int:
     import asyncio
 
     from memoryd.app import Daemon

@@ -78,6 +78,36 @@ def _sigterm_mid_request(home: Path, daemon: Proc) -> None:
     assert events[-1] == "shutdown"
 
 
+def test_the_startup_line_is_logged_once_after_the_first_answer_or_at_shutdown(
+    home: Path,
+) -> None:
+    # Logged after the first answer (masking its socket path compiles the secret
+    # detectors), or at shutdown when none came: once either way, with its fields.
+    for ask in (True, False):
+        proc = _started_and_stopped(home, ask)
+        events = proc.events()
+        assert events.count("startup") == 1, events
+        assert events.index("startup") < events.index("shutdown")
+        [line] = [e for e in proc.logs() if e["event"] == "startup"]
+        assert line["pid"] == proc.p.pid and line["socket"] == str(proc.socket)
+        assert line["ms"] >= 0 and line["workspaces"] == 0
+
+
+def _started_and_stopped(home: Path, ask: bool) -> Proc:
+    proc = Proc(home)
+    try:
+        proc.ready()
+        if ask:
+            with RawConn(proc.socket) as c:
+                assert c.result("status")  # a first question (not hello)
+            assert wait_for(lambda: "startup" in proc.events(), 15), proc.logs()
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+    finally:
+        proc.kill()
+    return proc
+
+
 def test_sigint_also_shuts_down_gracefully(daemon: Proc) -> None:
     with RawConn(daemon.socket) as c:
         assert c.result("hello")["server"] == "memoryd"

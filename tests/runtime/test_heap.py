@@ -22,3 +22,20 @@ def test_configure_pins_the_mmap_threshold_on_glibc() -> None:
     big = bytearray(4 * heap.MMAP_THRESHOLD)  # from mmap, back to the system when freed
     del big
     assert heap.configure() is GLIBC
+
+
+def test_collection_paused_for_a_start_comes_back_once_and_only_if_it_was_on() -> None:
+    import gc
+
+    assert gc.isenabled()
+    try:
+        heap.pause_collection()
+        assert not gc.isenabled()
+        heap.pause_collection()  # twice: still one resume brings it back
+        heap.resume_collection()
+        assert gc.isenabled()
+        gc.disable()  # turned off by someone else: not ours to turn on
+        heap.resume_collection()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -51,6 +51,26 @@ def release_free_memory() -> bool:
     return True
 
 
+_paused = [False]  # whether pause_collection() turned the collector off
+
+
+def pause_collection() -> None:
+    """No automatic collection until ``resume_collection``: a daemon's start allocates the
+    objects of ~450 modules, which triggered ~35 M instructions of collections (callgrind)
+    before its first answer, and those objects live as long as the process. Reference
+    counting still frees what is dropped meanwhile."""
+    if gc.isenabled():
+        gc.disable()
+        _paused[0] = True
+
+
+def resume_collection() -> None:
+    """Automatic collection on again, if ``pause_collection`` turned it off (else nothing)."""
+    if _paused[0]:
+        _paused[0] = False
+        gc.enable()
+
+
 def freeze_long_lived() -> None:
     """Collect once, then leave every object alive now (modules, the config, the indexes'
     structures: what the start built, kept for good) out of later collections.
