@@ -30,6 +30,7 @@ from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 from memoryd.runtime.state import StateDB
 from memoryd.runtime.usage import Usage
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
 log = get_logger("memoryd.daemon")
 
 
-@dataclass(frozen=True)
-class Upkeep:
+@dataclass(frozen=True, eq=False, repr=False)
+class Upkeep(Record):
     """What keeps memory up while nobody asks: the jobs and git sync."""
 
     history: History  # the jobs' runs

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memoryd.runtime.records import Record
+
 __all__ = [
     "IMPORTANCE_MAX",
     "IMPORTANCE_MIN",
@@ -35,8 +37,8 @@ _PHRASE_SPLIT = re.compile(r"[,;]")
 _OURS = frozenset({"importance", "trigger", "triggers", "project", "key", "promote", "source"})
 
 
-@dataclass(frozen=True)
-class Annotations:
+@dataclass(frozen=True, eq=False, repr=False)
+class Annotations(Record):
     importance: int | None = None
     triggers: tuple[str, ...] = ()
     project: str | None = None  # normalised (normalize_project)

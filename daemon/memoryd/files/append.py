@@ -55,6 +55,7 @@ from memoryd.files.lines import text_keys
 from memoryd.files.locks import FileLocks
 from memoryd.files.provenance import Provenance, Record, clean_session_id, ledger_for
 from memoryd.files.reader import read_all
+from memoryd.runtime import records
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import redact
 
@@ -76,8 +77,8 @@ _FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT
 _NO_SPACE: Final = (errno.ENOSPC, errno.EDQUOT)
 
 
-@dataclass(frozen=True)
-class AppendResult:
+@dataclass(frozen=True, eq=False, repr=False)
+class AppendResult(records.Record):
     path: str  # workspace-relative, POSIX separators
     abs_path: Path
     start_line: int  # first line written (the heading when one was added), 1-based

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from memoryd.errors import ForbiddenPath
+from memoryd.runtime.records import Record
 
 MAX_LINKS = 40  # as the kernel's own limit for one lookup
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -35,8 +36,8 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK, errno.EEXIST)
 
 
-@dataclass(frozen=True)
-class Opened:
+@dataclass(frozen=True, eq=False, repr=False)
+class Opened(Record):
     fd: int  # the caller closes it
     rel: str  # the real workspace-relative path of what was opened (links resolved)
     created: bool  # made by this open (O_CREAT without the file there before)

@@ -23,6 +23,7 @@ from typing import Any, Final
 from memoryd.files.beneath import open_beneath
 from memoryd.files.layout import MEMORY_FILES
 from memoryd.files.lines import line_key
+from memoryd.runtime.records import Record
 
 __all__ = ["Duplicates", "Filtered"]
 
@@ -37,8 +38,8 @@ class _Keys:
     at: dict[str, tuple[int, int]] = field(default_factory=dict)  # key -> (line, byte offset)
 
 
-@dataclass(frozen=True)
-class Filtered:
+@dataclass(frozen=True, eq=False, repr=False)
+class Filtered(Record):
     text: str  # the block without the lines already there ('' when none is left)
     dropped: list[dict[str, Any]]  # {text, path, line}: each line dropped and where it is
 

@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.files.beneath import Opened, open_beneath
+from memoryd.runtime.records import Record
 from memoryd_client.memory_files import CURATED_FILES as CURATED_FILES
 from memoryd_client.memory_files import MEMORY_DIR as MEMORY_DIR
 from memoryd_client.memory_files import MEMORY_FILES as MEMORY_FILES
@@ -104,16 +105,16 @@ def display_name(rel: str) -> str:
     return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
-@dataclass(frozen=True)
-class IndexedFile:
+@dataclass(frozen=True, eq=False, repr=False)
+class IndexedFile(Record):
     rel: str  # workspace-relative, POSIX separators (display_name when name_error is set)
     path: Path  # absolute
     source: str
     name_error: str | None = None  # a name no index or client can hold: listed as skipped
 
 
-@dataclass(frozen=True)
-class Layout:
+@dataclass(frozen=True, eq=False, repr=False)
+class Layout(Record):
     root: Path  # resolved
     sessions: bool = False
     extra_paths: tuple[str, ...] = ()

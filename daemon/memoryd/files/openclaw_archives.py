@@ -25,13 +25,14 @@ import apsw
 import zstandard
 
 from memoryd.files.openclaw_store import MAX_EVENT_BYTES, StoreError
+from memoryd.runtime.records import Record
 
 TABLE: Final = "session_transcript_archives"
 BLOCK: Final = 1 << 16
 
 
-@dataclass(frozen=True)
-class Archive:
+@dataclass(frozen=True, eq=False, repr=False)
+class Archive(Record):
     rowid: int
     session_id: str
     generation: str

@@ -36,6 +36,7 @@ from typing import Any, ClassVar, Final
 from memoryd.errors import InvalidParams
 from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write_at, write_all
+from memoryd.runtime import records
 from memoryd.secrets import redact
 from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
@@ -79,8 +80,8 @@ def least_trusted(a: str, b: str) -> str:
     return a if _TRUST.get(a, 0) <= _TRUST.get(b, 0) else b
 
 
-@dataclass(frozen=True)
-class Provenance:
+@dataclass(frozen=True, eq=False, repr=False)
+class Provenance(records.Record):
     """What the daemon knows of a line's source."""
 
     origin: str
@@ -134,8 +135,8 @@ def check_provenance(
     )
 
 
-@dataclass(frozen=True)
-class Record:
+@dataclass(frozen=True, eq=False, repr=False)
+class Record(records.Record):
     """One line's ledger record. ``op`` "add": line ``k`` was written to ``path`` (by whom:
     origin and session, and how: ``via``); "forget": line ``k`` was removed from ``path`` (a
     tombstone, a hash and no text); "approve": the owner took line ``k`` of ``path`` as
@@ -177,8 +178,8 @@ class Record:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class SessionMark:
+@dataclass(frozen=True, eq=False, repr=False)
+class SessionMark(records.Record):
     """Issue 26's mark that a session is never flushed or indexed again (``forget
     --session``): a ledger line of its own kind, about a session rather than a line."""
 

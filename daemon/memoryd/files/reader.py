@@ -15,12 +15,13 @@ from typing import Any
 
 from memoryd.errors import InvalidParams, NotFound, Unavailable
 from memoryd.files.layout import Layout
+from memoryd.runtime.records import Record
 
 _READ_CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
-class LinesRead:
+@dataclass(frozen=True, eq=False, repr=False)
+class LinesRead(Record):
     path: str  # workspace-relative, as requested (a link keeps its own name)
     from_line: int
     lines: int  # how many lines `text` holds

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from memoryd.files.codex_rollout import as_transcript_line
+from memoryd.runtime.records import Record
 
 _ROLES = ("user", "assistant")
 READ_BLOCK = 1 << 20
@@ -34,8 +35,8 @@ MAX_LINE_BYTES = 16 << 20  # a longer line (a tool's output pasted whole) is ste
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-@dataclass(frozen=True)
-class TranscriptChunkInput:
+@dataclass(frozen=True, eq=False, repr=False)
+class TranscriptChunkInput(Record):
     messages: list[tuple[int, str]] = field(default_factory=list)  # (line, "role: text")
     consumed: int = 0  # bytes up to and including the last newline
     lines_consumed: int = 0

@@ -45,6 +45,7 @@ from memoryd.files.provenance import Provenance, least_trusted
 from memoryd.jobs.flush_origin import CallRule, Turns, outside_call
 from memoryd.jobs.transcript_folders import TranscriptPlaces
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 from memoryd.runtime.state import StateDB
 from memoryd.secrets import redact
 
@@ -90,8 +91,8 @@ class _Watched:
     turns: Turns  # the turn state at that point
 
 
-@dataclass(frozen=True)
-class SessionState:
+@dataclass(frozen=True, eq=False, repr=False)
+class SessionState(Record):
     turn: str = CLEAN
     stretch: str = CLEAN
     save: str | None = None

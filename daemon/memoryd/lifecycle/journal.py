@@ -39,6 +39,7 @@ from memoryd.files.fsutil import atomic_write_at
 from memoryd.files.layout import HISTORY_DIR, Layout
 from memoryd.files.reader import read_all
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 
 __all__ = [
     "CHANGES_DIR",
@@ -66,8 +67,8 @@ def sha(data: bytes | None) -> str:
     return "" if data is None else hashlib.sha256(data).hexdigest()
 
 
-@dataclass(frozen=True)
-class FileChange:
+@dataclass(frozen=True, eq=False, repr=False)
+class FileChange(Record):
     rel: str  # workspace-relative
     before: bytes | None  # None: the file does not exist yet
     after: bytes | None  # None: the file is deleted
@@ -85,8 +86,8 @@ class Change:
     reindex: bool = False
 
 
-@dataclass(frozen=True)
-class Kept:
+@dataclass(frozen=True, eq=False, repr=False)
+class Kept(Record):
     """What the journal folder holds: pre-images kept for ``forget.keep_days``."""
 
     changes: int

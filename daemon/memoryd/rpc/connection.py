@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memoryd.rpc.budget import ByteBudget
+from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from memoryd.rpc.wire import Wire
@@ -22,8 +23,8 @@ MiB = 1024 * 1024
 LARGE_BODY_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Limits:
+@dataclass(frozen=True, eq=False, repr=False)
+class Limits(Record):
     max_frame_bytes: int
     max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION  # requests per connection
     max_connections: int = 1000

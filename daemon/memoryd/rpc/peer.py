@@ -14,9 +14,11 @@ import struct
 import sys
 from dataclasses import dataclass
 
+from memoryd.runtime.records import Record
 
-@dataclass(frozen=True)
-class PeerCredentials:
+
+@dataclass(frozen=True, eq=False, repr=False)
+class PeerCredentials(Record):
     uid: int
     pid: int | None  # None where the platform does not tell
 

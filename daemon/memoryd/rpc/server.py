@@ -36,6 +36,7 @@ from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
 from memoryd.rpc.wire import Refusal, Wire
 from memoryd.runtime.logs import debug_enabled, get_logger
+from memoryd.runtime.records import Record
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
@@ -75,8 +76,8 @@ class Request:
             self.reserved += nbytes
 
 
-@dataclass(frozen=True)
-class Outcome:
+@dataclass(frozen=True, eq=False, repr=False)
+class Outcome(Record):
     message: dict[str, Any]  # the response or error map
     code: str  # "ok" or the error code, for the request log line
 

@@ -17,6 +17,7 @@ from memoryd.files.layout import transcripts_in
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
+from memoryd.runtime.records import Record
 from memoryd.secrets import mask
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry, Workspace
@@ -27,8 +28,8 @@ if TYPE_CHECKING:
     from memoryd.jobs.scheduler import Scheduler
 
 
-@dataclass(frozen=True, kw_only=True)
-class StatusReport:
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class StatusReport(Record):
     registry: Registry
     scheduler: Callable[[], Scheduler]  # made on first use (services.py's upkeep)
     watcher: Watcher

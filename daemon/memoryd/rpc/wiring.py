@@ -28,13 +28,14 @@ from memoryd.rpc.recall_methods import RecallMethods
 from memoryd.rpc.status import StatusReport
 from memoryd.rpc.workspace_methods import WorkspaceMethods
 from memoryd.runtime.config import Config
+from memoryd.runtime.records import Record
 from memoryd.services import Services
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
 
 
-@dataclass(frozen=True, kw_only=True)
-class DaemonParts:
+@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+class DaemonParts(Record):
     """What the daemon process itself holds that methods use (app.py)."""
 
     config: Callable[[], Config]  # the current one (a reload replaces it)

@@ -30,6 +30,7 @@ import apsw
 from memoryd import sqlite
 from memoryd.errors import MemorydError
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 
 log = get_logger("memoryd.runtime.state")
 REGISTRY_COPY = "workspaces.json"
@@ -202,8 +203,8 @@ class _Damaged(Exception):
     """quick_check found the file damaged."""
 
 
-@dataclass(frozen=True)
-class RegisteredWorkspace:
+@dataclass(frozen=True, eq=False, repr=False)
+class RegisteredWorkspace(Record):
     name: str
     path: Path
     added_at: float

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 from memoryd.runtime.state import StateDB
 
 log = get_logger("memoryd.runtime.usage")
@@ -52,8 +53,8 @@ def agent_name(name: str | None) -> str:
     return clean or "unknown"
 
 
-@dataclass(frozen=True)
-class _Recalled:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Recalled(Record):
     agent: str
     at: float
 

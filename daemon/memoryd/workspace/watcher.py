@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
@@ -52,8 +53,8 @@ def is_editor_temp(path: Path) -> bool:
     )  # vim's probe file
 
 
-@dataclass(frozen=True)
-class WatchTarget:
+@dataclass(frozen=True, eq=False, repr=False)
+class WatchTarget(Record):
     name: str
     root: Path
     index: WorkspaceIndex
