@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from memoryd.runtime import config as config_module
+from memoryd.runtime import records
 from memoryd.runtime.config import JOB_SECTIONS, SECTIONS, Config, WorkspaceConfig, load_config
 from memoryd.runtime.records import Record
 
@@ -108,11 +110,92 @@ def _every_record() -> set[type[Record]]:
 def test_every_record_of_the_daemon_is_one_whose_shared_methods_match_the_generated() -> None:
     # Record reads the instance's __dict__: right for a frozen dataclass whose fields are all
     # set by __init__, in order, and nothing else is ever stored on it.
-    records = {cls for cls in _every_record() if cls.__module__.startswith("memoryd.")}
-    assert len(records) > 30
-    for cls in records:
+    found = {cls for cls in _every_record() if cls.__module__.startswith("memoryd.")}
+    assert len(found) > 30
+    for cls in found:
         params = cls.__dataclass_params__  # type: ignore[attr-defined]
-        assert params.frozen and not params.eq and not params.repr, cls
+        made_by_us = params.init is False and cls.__init__.__module__ == records.__name__
+        assert params.frozen or made_by_us, cls
+        assert not params.eq and not params.repr, cls
         assert all(f.init for f in dataclasses.fields(cls)), cls
         assert "__slots__" not in cls.__dict__, cls
         assert not any(isinstance(v, functools.cached_property) for v in vars(cls).values()), cls
+
+
+def _config_classes() -> list[type[Record]]:
+    return [
+        cls
+        for cls in vars(config_module).values()
+        if isinstance(cls, type)
+        and issubclass(cls, Record)
+        and cls.__module__ == config_module.__name__
+    ]
+
+
+@pytest.mark.parametrize("cls", _config_classes(), ids=lambda c: c.__name__)
+def test_a_config_class_is_built_and_frozen_as_its_dataclass_twin(cls: type[Record]) -> None:
+    fields = dataclasses.fields(cls)  # type: ignore[arg-type]
+    twin = dataclasses.make_dataclass(
+        cls.__qualname__, [(f.name, Any, f) for f in fields], frozen=True
+    )
+    made, expected = cls(), twin()
+    assert repr(made) == repr(expected) and hash(made) == hash(expected)
+    assert list(vars(made)) == [f.name for f in fields]  # __dict__ in field order
+    first = fields[0].name
+    value = getattr(made, first)
+    by_position, by_name = cls(value), cls(**{first: value})  # type: ignore[call-arg]
+    assert by_position == made == by_name
+    assert dataclasses.replace(made) == made  # type: ignore[type-var]
+    assert made.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
+    for bad_call, args, kwargs in (
+        ("too many", [None] * (len(fields) + 1), {}),
+        ("unexpected", [], {"no_such_key": 1}),
+        ("twice", [value], {first: value}),
+    ):
+        with pytest.raises(TypeError) as ours:
+            cls(*args, **kwargs)
+        with pytest.raises(TypeError) as theirs:
+            twin(*args, **kwargs)
+        assert str(ours.value) == str(theirs.value).replace("__create_fn__.<locals>.", ""), bad_call
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(made, first, value)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        delattr(made, first)
+    assert cls.__dataclass_fields__ == twin.__dataclass_fields__  # type: ignore[attr-defined]
+
+
+def test_a_record_without_a_default_names_its_missing_field() -> None:
+    @records.frozen_record(frozen=True, eq=False, repr=False)
+    class Pair(Record):
+        a: int
+        b: int = 2
+
+    assert (
+        repr(Pair(1))
+        == "test_a_record_without_a_default_names_its_missing_field.<locals>.Pair(a=1, b=2)"
+    )
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        Pair()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="frozen=True, eq=False, repr=False"):
+        records.frozen_record(frozen=True)
+
+
+def test_missing_fields_are_named_as_python_names_them() -> None:
+    @records.frozen_record(frozen=True, eq=False, repr=False)
+    class Three(Record):
+        a: int
+        b: int
+        c: int
+
+    @dataclass(frozen=True)
+    class Twin:
+        a: int
+        b: int
+        c: int
+
+    for args in ((), (1,), (1, 2)):
+        with pytest.raises(TypeError) as ours:
+            Three(*args)  # type: ignore[call-arg]
+        with pytest.raises(TypeError) as theirs:
+            Twin(*args)  # type: ignore[call-arg]
+        assert str(ours.value).split("()")[1] == str(theirs.value).split("()")[1]

@@ -3,7 +3,8 @@
 Every key is optional. ``MEMORYD_<SECTION>_<KEY>`` overrides ``[section] key`` (for example
 ``MEMORYD_EMBEDDING_PROVIDER=none``). Unknown keys and bad values raise ConfigError naming
 the key and the value. Building a Config has no side effects; ``load_config`` reads files.
-Each class is a ``Record`` (runtime/records.py): compared, hashed and shown by shared methods.
+Each class is a ``Record`` made by ``frozen_record`` (runtime/records.py): built, frozen,
+compared, hashed and shown by shared methods, none compiled per class.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ import os
 import tomllib
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoryd.errors import ConfigError
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows them as; made without generated methods
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 from memoryd_client.paths import config_path
 from memoryd_client.search_terms import (
     DEFAULT_FUSION,
@@ -63,7 +69,7 @@ def _http_url(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class EmbeddingConfig(Record):
     provider: str = _opt("auto", choices=("auto", "local", "openai", "none"))
     model: str = _opt("")  # openai: default text-embedding-3-small; local: the bundled model
@@ -91,7 +97,7 @@ class EmbeddingConfig(Record):
     fallback: str = _opt("none", choices=("none", "local"))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class IndexConfig(Record):
     chunk_tokens: int = _opt(400, lo=32, hi=8192)
     chunk_overlap: int = _opt(80, lo=0, hi=4096)
@@ -107,7 +113,7 @@ class IndexConfig(Record):
     keyword_memory_mb: int = _opt(256, lo=0, hi=1 << 20)  # ~7 MB per 10k chunks
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class SearchConfig(Record):
     max_results: int = _opt(6, lo=1, hi=MAX_RESULTS)
     min_score: float = _opt(0.35, lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1])
@@ -127,7 +133,7 @@ class SearchConfig(Record):
     recency_half_life_days: float = _opt(0.0, lo=0.0, hi=36500.0)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class LlmConfig(Record):
     base_url: str = _opt("", check=_http_url)
     model: str = _opt("")
@@ -149,7 +155,7 @@ def _cron(value: str) -> str | None:
     return cron_problem(value)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class HippocampusConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("0 3 * * *", check=_cron)
@@ -158,7 +164,7 @@ class HippocampusConfig(Record):
     max_drop_ratio: float = _opt(0.5, lo=0.0, hi=1.0)  # of MEMORY.md's lines, unless --force
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class RetentionConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("30 3 * * *", check=_cron)
@@ -167,7 +173,7 @@ class RetentionConfig(Record):
     daily_archive_days: int = _opt(0, lo=0, hi=36500)  # 0: off; else memory/archive/YYYY/
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class FallbackSummaryConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("*/15 * * * *", check=_cron)
@@ -176,7 +182,7 @@ class FallbackSummaryConfig(Record):
     max_sessions_per_run: int = _opt(5, lo=1, hi=1000)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class LedgerCompactionConfig(Record):
     enabled: bool = _opt(True)
     schedule: str = _opt("45 3 * * *", check=_cron)
@@ -185,12 +191,12 @@ class LedgerCompactionConfig(Record):
     keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class ForgetConfig(Record):
     keep_days: float = _opt(7.0, lo=0.0, hi=36500.0)  # pre-images of a forget (docs/lifecycle.md)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class JobsConfig(Record):
     hippocampus: HippocampusConfig = field(default_factory=HippocampusConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)
@@ -198,7 +204,7 @@ class JobsConfig(Record):
     ledger_compaction: LedgerCompactionConfig = field(default_factory=LedgerCompactionConfig)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class ServerConfig(Record):
     max_frame_bytes: int = _opt(16 * MiB, lo=1024, hi=1 << 31)
     read_your_writes_ms: int = _opt(1000, lo=0, hi=60_000)
@@ -230,7 +236,7 @@ def _fleet_host(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class FleetConfig(Record):
     """Fleet mode (docs/fleet.md): publish to and search a shared Postgres with pgvector."""
 
@@ -253,7 +259,7 @@ def _sync_host(value: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class SyncConfig(Record):
     """Git sync of workspaces across machines (docs/sync.md); each workspace opts in."""
 
@@ -267,7 +273,7 @@ class SyncConfig(Record):
     transcript_max_bytes: int = _opt(4 * MiB, lo=0, hi=1 << 32)  # ... each up to this size
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class AgentsConfig(Record):
     # Folders (absolute, or ~/...) whose transcripts ``flush`` may read besides the agents'
     # own (~/.claude/projects, ~/.openclaw) and each workspace's sessions/.
@@ -278,14 +284,14 @@ def _sync_repo(value: str) -> str | None:
     return None if value in ("memoryd", "workspace") else "must be memoryd or workspace"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class McpConfig(Record):
     # The origin an MCP ``memory_append`` is recorded with at best (docs/provenance.md):
     # ``agent``, or ``untrusted`` to hold every MCP write for the owner's review.
     append_origin: str = _opt("agent", choices=("agent", "untrusted"))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class WorkspaceConfig(Record):
     path: str = _opt("")
     name: str = _opt("")
@@ -295,7 +301,7 @@ class WorkspaceConfig(Record):
     sync_repo: str = _opt("memoryd", check=_sync_repo)  # or the workspace's own repository
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Config(Record):
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
     index: IndexConfig = field(default_factory=IndexConfig)

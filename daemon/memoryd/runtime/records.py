@@ -9,7 +9,12 @@ that reads the config pays (issue 38: spawn -> first answer).
 
 from __future__ import annotations
 
+import dataclasses
 import reprlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+R = TypeVar("R", bound="Record")
 
 
 class Record:
@@ -30,3 +35,89 @@ class Record:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"{self.__class__.__qualname__}({fields})"
+
+
+def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:
+    """``@dataclass(frozen=True, eq=False, repr=False)`` for a ``Record`` that is made
+    seldom (the config's sections), without compiling a method per class: its fields,
+    ``dataclasses.fields``/``replace`` and ``FrozenInstanceError`` as a dataclass has them,
+    one shared ``__init__`` (defaults and default factories as the generated one; ~10x
+    slower per instance), ``__setattr__`` and ``__delattr__``. The config's 17 classes
+    compiled 51 methods at every start, ~60 M instructions (issue 38). Modules write
+    ``dataclass`` under TYPE_CHECKING (what the type checker knows these classes as) and
+    this at run time; tests/runtime/test_records.py holds each against its dataclass twin."""
+    if params != {"frozen": True, "eq": False, "repr": False}:
+        raise TypeError(f"frozen_record takes frozen=True, eq=False, repr=False, not {params}")
+
+    def make(cls: type[R]) -> type[R]:
+        # No method to generate: dataclass() only records the fields (and __match_args__);
+        # its __dataclass_params__ say init=False, frozen=False: these three are ours.
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False)
+        cls.__init__ = _init_of(cls)  # type: ignore[method-assign]
+        cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
+        cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign]
+        return cls
+
+    return make
+
+
+def _init_of(cls: type) -> Callable[..., None]:
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    names = [f.name for f in fields]
+    known = frozenset(names)
+    at = f"{cls.__qualname__}.__init__()"
+    needed = sum(
+        f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        for f in fields
+    )
+    takes = (  # worded as Python words it for the generated __init__
+        f"{len(fields) + 1}" if needed == len(fields) else f"from {needed + 1} to {len(fields) + 1}"
+    )
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) > len(fields):
+            raise TypeError(
+                f"{at} takes {takes} positional arguments but {len(args) + 1} were given"
+            )
+        unknown = kwargs.keys() - known
+        if unknown:
+            raise TypeError(f"{at} got an unexpected keyword argument {min(unknown)!r}")
+        for name, value in zip(names, args, strict=False):
+            if name in kwargs:
+                raise TypeError(f"{at} got multiple values for argument {name!r}")
+            object.__setattr__(self, name, value)
+        missing = []
+        for f in fields[len(args) :]:
+            if f.name in kwargs:
+                value = kwargs[f.name]
+            elif f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                missing.append(repr(f.name))
+                continue
+            object.__setattr__(self, f.name, value)
+        if missing:
+            listed = (
+                missing[0]
+                if len(missing) == 1
+                else " and ".join(
+                    [", ".join(missing[:-1]) + ("," if len(missing) > 2 else ""), missing[-1]]
+                )
+            )
+            s = "" if len(missing) == 1 else "s"
+            raise TypeError(
+                f"{at} missing {len(missing)} required positional argument{s}: {listed}"
+            )
+
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    return __init__
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
