@@ -203,7 +203,9 @@ class Daemon:
         self._start_service_tasks()
         # Logged once the first question is answered (_after_first_answer, or at shutdown):
         # its socket path has digits, so masking it compiles the secret detectors (~52 M
-        # instructions) that the question would otherwise wait for.
+        # instructions; on a first start, a child process reads them) that the question
+        # would otherwise wait for. Without a workspace there is no such question: at once,
+        # before a first index would share the cores with it.
         self._startup_line = {
             "socket": str(self.socket_path),
             "pid": os.getpid(),
@@ -213,6 +215,8 @@ class Daemon:
             "socket_from": self.instance.manager,
             "open_file_limit": self.fd_limit,
         }
+        if not self.registry.list():
+            self._log_startup()
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
             self.announce.flush()

@@ -82,7 +82,8 @@ def test_the_startup_line_is_logged_once_after_the_first_answer_or_at_shutdown(
     home: Path,
 ) -> None:
     # Logged after the first answer (masking its socket path compiles the secret
-    # detectors), or at shutdown when none came: once either way, with its fields.
+    # detectors), or at shutdown when none came, or at once without a workspace: once
+    # either way, with its fields.
     for ask in (True, False):
         proc = _started_and_stopped(home, ask)
         events = proc.events()
