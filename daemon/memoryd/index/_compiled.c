@@ -45,6 +45,8 @@ static PyMethodDef methods[] = {
      "span_best(sims, spans, wids, slots) -> (best, sims): window_sims.py's best windows"},
     {"bm25_top", compiled_bm25_top, METH_VARARGS,
      "bm25_top(terms, norm, keep, chunk_id, limit) -> [(chunk id, score)]: bm25.ranked_all"},
+    {"known_top", compiled_known_top, METH_VARARGS,
+     "known_top(cands, vector, hybrid, idf_total, weights, keep) -> fusion._known_top, or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -29,3 +29,11 @@ def bm25_top(
     chunk_id: npt.NDArray[np.int64],
     limit: int,
 ) -> list[tuple[int, float]]: ...
+def known_top(
+    cands: list[Any],
+    vector: bool,
+    hybrid: bool,
+    idf_total: float,
+    weights: tuple[float, float, float, float, float],
+    keep: int,
+) -> list[tuple[float, float | None, float | None, Any]] | None: ...

@@ -51,6 +51,11 @@ from memoryd.index.vectors.windows import kept_window_spans
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
 
+try:  # _compiled_fusion.c: _known_top's common case; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - installs without a compiler
+    compiled = None  # type: ignore[assignment]
+
 KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector candidates
 # A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
 # as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day;
@@ -121,12 +126,19 @@ def fuse(
     ``fill_lines`` sets a candidate's ``lines`` (l's source, a search's costliest part).
     Weighted fusion keeps the best ``keep`` and fills no candidate that cannot reach them
     even with l = 1 (the same top, exactly); RRF ranks every candidate by every signal."""
+    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
+    kw_sum, all_sum = wt + wl, wt + wl + wv  # summed in the order sum() would
+    if compiled is not None and not days and adjust is None and (mode, fusion) != ("hybrid", "rrf"):
+        # _known_top's case in C (every l known, or vector mode): the same scores and top
+        weights = (wt, wl, wv, kw_sum, all_sum)
+        vector, hybrid = mode == "vector", mode == "hybrid"
+        top = compiled.known_top(cands, vector, hybrid, idf_total, weights, keep)
+        if top is not None:
+            return top
     best_bm25 = max((c.bm25 for c in cands if c.bm25 is not None and c.bm25 > 0), default=0.0)
     # When no candidate contains a query word, the keyword signals say nothing about any of
     # them: they drop out, so a purely semantic match can pass min_score on its own.
     keyword_active = best_bm25 > 0
-    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
-    kw_sum, all_sum = wt + wl, wt + wl + wv  # summed in the order sum() would
     rrf = fusion == "rrf" and mode == "hybrid" and keyword_active
     if mode == "vector" or (not rrf and all(c.lines is not None for c in cands)):
         # Every l known (their stems were cached), or none needed: every score in one loop.
