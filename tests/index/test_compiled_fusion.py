@@ -25,9 +25,13 @@ SIMS = (None, -0.0, 0.0, 1.0, 0.5, -0.3, 1.7, 0.999999)
 BM25S = (None, 0.0, -1.5, 3.25, 7.0)
 
 
+class Other(Candidate):  # another type among them: read the usual way
+    __slots__ = ()
+
+
 def _candidate(rng: random.Random, i: int) -> Candidate:
     lines = [rng.choice((0.0, 0.0, 1.5, rng.uniform(0.01, 9.0))) for _ in range(rng.randint(0, 9))]
-    return Candidate(
+    return (Other if rng.random() < 0.1 else Candidate)(
         rng.choice((i, rng.randint(1, 1 << 40), 5)),  # ties of ids too (place breaks them)
         bm25=rng.choice((*BM25S, rng.uniform(0.01, 9.0))),
         window_sim=rng.choice((*SIMS, rng.uniform(-0.5, 1.5))),

@@ -34,9 +34,68 @@ PyObject *compiled_item(PyObject *seq, Py_ssize_t i) {
     return PySequence_GetItem(seq, i);
 }
 
+/* A type's slot function (PyType_GetSlot gives it as a data pointer: copied, not cast). */
+#define SLOT_FUNCTION(kind, slot)                                                              \
+    static kind slot##_of(PyTypeObject *t) {                                                   \
+        void *p = PyType_GetSlot(t, slot);                                                     \
+        kind f;                                                                                \
+        memcpy(&f, &p, sizeof f);                                                              \
+        return f;                                                                              \
+    }
+SLOT_FUNCTION(getattrofunc, Py_tp_getattro)
+SLOT_FUNCTION(setattrofunc, Py_tp_setattro)
+SLOT_FUNCTION(descrgetfunc, Py_tp_descr_get)
+SLOT_FUNCTION(descrsetfunc, Py_tp_descr_set)
+
+int compiled_attr_init(compiled_attr *a, PyObject *first, PyObject *name) {
+    a->type = first != NULL ? Py_TYPE(first) : NULL;
+    a->name = name;
+    a->descr = NULL;
+    a->get = NULL;
+    a->set = NULL;
+    if (a->type == NULL ||
+        Py_tp_getattro_of(a->type) != PyObject_GenericGetAttr ||
+        Py_tp_setattro_of(a->type) != PyObject_GenericSetAttr)
+        return 0;
+    PyObject *own = PyObject_GetAttrString((PyObject *)a->type, "__dict__");
+    PyObject *descr = own != NULL ? PyObject_GetItem(own, name) : NULL;
+    Py_XDECREF(own);
+    if (descr == NULL) { /* not the type's own: read it the usual way */
+        if (PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_AttributeError))
+            PyErr_Clear();
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    descrgetfunc get = Py_tp_descr_get_of(Py_TYPE(descr));
+    descrsetfunc set = Py_tp_descr_set_of(Py_TYPE(descr));
+    if (get == NULL || set == NULL) { /* not a data descriptor: an instance's dict may win */
+        Py_DECREF(descr);
+        return 0;
+    }
+    a->descr = descr;
+    a->get = get;
+    a->set = set;
+    return 0;
+}
+
+PyObject *compiled_attr_get(compiled_attr *a, PyObject *obj) {
+    if (a->get != NULL && Py_TYPE(obj) == a->type)
+        return a->get(a->descr, obj, (PyObject *)a->type);
+    return PyObject_GetAttr(obj, a->name);
+}
+
+int compiled_attr_set(compiled_attr *a, PyObject *obj, PyObject *value) {
+    if (a->set != NULL && Py_TYPE(obj) == a->type)
+        return a->set(a->descr, obj, value);
+    return PyObject_SetAttr(obj, a->name, value);
+}
+
+void compiled_attr_clear(compiled_attr *a) { Py_CLEAR(a->descr); }
+
 static PyMethodDef methods[] = {
     {"line_scores", compiled_line_scores, METH_VARARGS,
-     "line_scores(chunks, numbers, weights) -> per chunk, per line, the summed weights"},
+     "line_scores(chunks, numbers, weights[, vocab]) -> per chunk, per line, the summed weights"},
+    {"cached_line_scores", compiled_cached_line_scores, METH_VARARGS,
+     "cached_line_scores(items, cands, numbers, weights, vocab) -> the candidates scored"},
     {"best_window", compiled_best_window, METH_VARARGS,
      "best_window(lines, scores, budget) -> (first, last): snippets.best_window"},
     {"take_spans", compiled_take_spans, METH_VARARGS,

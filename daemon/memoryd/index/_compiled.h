@@ -20,8 +20,27 @@ int compiled_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const c
 /* Item ``i`` of a tuple or list, or any sequence: a new reference, NULL on error. */
 PyObject *compiled_item(PyObject *seq, Py_ssize_t i);
 
+/* An attribute of objects of one type (its first object's), read and set through the
+ * type's own data descriptor (a slot's member descriptor), as PyObject_GenericGetAttr and
+ * PyObject_GenericSetAttr would, without their lookup of it per access (~10x the read);
+ * any other object, or a type whose attribute is not such, the usual way. ``name``: an
+ * interned string, borrowed; compiled_attr_clear when done. */
+typedef struct {
+    PyTypeObject *type;
+    PyObject *name;
+    PyObject *descr;
+    descrgetfunc get;
+    descrsetfunc set;
+} compiled_attr;
+
+int compiled_attr_init(compiled_attr *a, PyObject *first, PyObject *name);
+PyObject *compiled_attr_get(compiled_attr *a, PyObject *obj);
+int compiled_attr_set(compiled_attr *a, PyObject *obj, PyObject *value);
+void compiled_attr_clear(compiled_attr *a);
+
 /* _compiled_lines.c: snippets.py's line scores and snippet window. */
 PyObject *compiled_line_scores(PyObject *self, PyObject *args);
+PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_best_window(PyObject *self, PyObject *args);
 
 /* _compiled_windows.c: vectors/window_sims.py's gather of the kept windows and best window. */

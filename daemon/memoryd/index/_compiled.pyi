@@ -1,17 +1,29 @@
 # The index's compiled part (_compiled.h); absent when it could not be built (its users fall
 # back to their Python versions).
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+
+_T = TypeVar("_T")
 
 # snippets.ChunkLines: (stems, line, n_lines, vocab, entries)
 _Chunk = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], int, dict[str, int], bytes]
 
 def line_scores(
-    chunks: Sequence[_Chunk], numbers: Sequence[int], weights: Sequence[float]
-) -> list[list[float]]: ...
+    chunks: Sequence[_Chunk],
+    numbers: Sequence[int],
+    weights: Sequence[float],
+    vocab: dict[str, int] | None = None,
+) -> list[list[float]] | None: ...
+def cached_line_scores(
+    items: Mapping[int, tuple[int, Any]],
+    cands: list[_T],
+    numbers: Sequence[int],
+    weights: Sequence[float],
+    vocab: dict[str, int],
+) -> list[_T] | None: ...
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]: ...
 def take_spans(
     vectors: npt.NDArray[np.float32], spans: Sequence[tuple[int, int]], out: npt.NDArray[np.float32]

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     double s;      /* the score */
@@ -43,10 +44,33 @@ static int by_key(const void *pa, const void *pb) {
     return a->n < b->n ? -1 : (a->n > b->n);
 }
 
-/* The attribute ``name`` of ``c`` as a double: 1 with *value set, 0 for None, -1 when it is
- * not a plain float (the caller falls back to Python) or on error (PyErr set). */
-static int opt_float(PyObject *c, PyObject *name, double *value, PyObject **obj) {
-    PyObject *x = PyObject_GetAttr(c, name);
+/* A candidate's attributes read here (compiled_attr: one lookup a call, not a read). */
+typedef struct {
+    compiled_attr id, bm25, window_sim, lines;
+} Attrs;
+
+static int attrs_init(Attrs *a, PyObject *cands) {
+    PyObject *first = PyList_Size(cands) > 0 ? PyList_GetItem(cands, 0) : NULL;
+    memset(a, 0, sizeof(*a));
+    return compiled_attr_init(&a->id, first, ATTR_ID) < 0 ||
+                   compiled_attr_init(&a->bm25, first, ATTR_BM25) < 0 ||
+                   compiled_attr_init(&a->window_sim, first, ATTR_WINDOW_SIM) < 0 ||
+                   compiled_attr_init(&a->lines, first, ATTR_LINES) < 0
+               ? -1
+               : 0;
+}
+
+static void attrs_clear(Attrs *a) {
+    compiled_attr_clear(&a->id);
+    compiled_attr_clear(&a->bm25);
+    compiled_attr_clear(&a->window_sim);
+    compiled_attr_clear(&a->lines);
+}
+
+/* An attribute of ``c`` as a double: 1 with *value set, 0 for None, -1 when it is not a
+ * plain float (the caller falls back to Python) or on error (PyErr set). */
+static int opt_float(PyObject *c, compiled_attr *attr, double *value, PyObject **obj) {
+    PyObject *x = compiled_attr_get(attr, c);
     if (x == NULL)
         return -1;
     if (x == Py_None) {
@@ -67,8 +91,8 @@ static int opt_float(PyObject *c, PyObject *name, double *value, PyObject **obj)
 
 /* max(lines or [0.0]) of a list of plain floats: the first, then any greater. 1 with *top
  * set, 0 when ``lines`` is None, -1 when it is not such a list. */
-static int best_line(PyObject *c, double *top) {
-    PyObject *lines = PyObject_GetAttr(c, ATTR_LINES);
+static int best_line(PyObject *c, compiled_attr *attr, double *top) {
+    PyObject *lines = compiled_attr_get(attr, c);
     if (lines == NULL)
         return -1;
     int found = 0;
@@ -103,9 +127,9 @@ typedef struct {
 } Plan;
 
 /* One candidate's signals and score, as _known_top computes them: 0, or 1 to fall back. */
-static int score_one(PyObject *c, const Plan *p, Fused *f, PyObject **window_sim) {
+static int score_one(PyObject *c, const Plan *p, Attrs *a, Fused *f, PyObject **window_sim) {
     double x = 0.0, b = 0.0, top = 0.0;
-    int has_x = opt_float(c, ATTR_WINDOW_SIM, &x, window_sim);
+    int has_x = opt_float(c, &a->window_sim, &x, window_sim);
     if (has_x < 0)
         return 1;
     f->has_v = has_x;
@@ -120,13 +144,13 @@ static int score_one(PyObject *c, const Plan *p, Fused *f, PyObject **window_sim
         f->t = 0.0;
         return 0;
     }
-    int has_b = opt_float(c, ATTR_BM25, &b, NULL);
+    int has_b = opt_float(c, &a->bm25, &b, NULL);
     if (has_b < 0)
         return 1;
     double t = has_b && p->keyword_active && b > 0 ? b / p->best_bm25 : 0.0;
     double l = 0.0;
     if (p->lined) {
-        if (best_line(c, &top) != 1)
+        if (best_line(c, &a->lines, &top) != 1)
             return 1;
         l = top / p->idf_total;
         if (!(l < 1.0))
@@ -150,19 +174,19 @@ static int score_one(PyObject *c, const Plan *p, Fused *f, PyObject **window_sim
 
 /* fuse's best_bm25 (the greatest positive bm25, else 0.0) and whether every candidate's
  * lines are known: 0, or 1 to fall back (a bm25 that is not a plain float or None). */
-static int survey(PyObject *cands, Py_ssize_t n, Plan *p, int *all_known) {
+static int survey(PyObject *cands, Py_ssize_t n, Plan *p, Attrs *a, int *all_known) {
     double best = 0.0;
     *all_known = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *c = PyList_GetItem(cands, i); /* borrowed */
         double b = 0.0;
-        int has_b = c ? opt_float(c, ATTR_BM25, &b, NULL) : -1;
+        int has_b = c ? opt_float(c, &a->bm25, &b, NULL) : -1;
         if (has_b < 0)
             return 1;
         if (has_b && b > 0 && b > best)
             best = b;
         if (!p->vector && *all_known) {
-            PyObject *lines = PyObject_GetAttr(c, ATTR_LINES);
+            PyObject *lines = compiled_attr_get(&a->lines, c);
             if (lines == NULL)
                 return 1;
             *all_known = lines != Py_None;
@@ -219,7 +243,13 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     Py_ssize_t n = PyList_Size(cands);
     int all_known = 0;
-    if (keep < 0 || survey(cands, n, &p, &all_known) != 0 || !(vector || all_known)) {
+    Attrs a;
+    if (attrs_init(&a, cands) < 0) {
+        attrs_clear(&a);
+        return NULL;
+    }
+    if (keep < 0 || survey(cands, n, &p, &a, &all_known) != 0 || !(vector || all_known)) {
+        attrs_clear(&a);
         if (PyErr_Occurred())
             return NULL;
         Py_RETURN_NONE;
@@ -234,7 +264,7 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
     }
     for (Py_ssize_t i = 0; i < n && !fall_back; i++) {
         PyObject *c = PyList_GetItem(cands, i);
-        PyObject *id = PyObject_GetAttr(c, ATTR_ID);
+        PyObject *id = compiled_attr_get(&a.id, c);
         if (id == NULL)
             goto done;
         int overflow = 0;
@@ -244,7 +274,7 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
         if (PyErr_Occurred())
             goto done;
         fused[i].n = i;
-        fall_back = fall_back || score_one(c, &p, &fused[i], &sims[i]) != 0 || isnan(fused[i].s);
+        fall_back = fall_back || score_one(c, &p, &a, &fused[i], &sims[i]) != 0 || isnan(fused[i].s);
         if (PyErr_Occurred())
             goto done;
     }
@@ -270,5 +300,6 @@ done:
             Py_XDECREF(sims[i]);
     PyMem_Free(sims);
     PyMem_Free(fused);
+    attrs_clear(&a);
     return out;
 }

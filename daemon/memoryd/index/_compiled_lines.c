@@ -92,32 +92,23 @@ done:
     return out;
 }
 
-/* line_scores(chunks, numbers, weights): per chunk (a ChunkLines, its entries by stem), per
- * line, the sum of ``weights[i]`` over its entries whose stem is ``numbers[i]``
- * (ascending), added from 0.0 in the order of the line's stems. */
-PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
-    PyObject *chunks, *numbers_obj, *weights_obj;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OOO", &chunks, &numbers_obj, &weights_obj))
-        return NULL;
+/* The query's stem numbers (ascending int32) and weights, read into new arrays: 0, or -1
+ * with an exception set. */
+static int read_query(PyObject *numbers_obj, PyObject *weights_obj, Py_ssize_t *q_out,
+                      int32_t **numbers_out, double **weights_out) {
     Py_ssize_t q = PySequence_Size(numbers_obj);
-    Py_ssize_t n_chunks = PySequence_Size(chunks);
-    if (q < 0 || n_chunks < 0)
-        return NULL;
+    if (q < 0)
+        return -1;
     if (PySequence_Size(weights_obj) != q) {
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_ValueError, "numbers and weights differ in length");
-        return NULL;
+        return -1;
     }
     int32_t *numbers = PyMem_Malloc((size_t)(q ? q : 1) * sizeof(int32_t));
     double *weights = PyMem_Malloc((size_t)(q ? q : 1) * sizeof(double));
-    double acc[256];
-    PyObject *out = NULL, *zero = PyFloat_FromDouble(0.0);
-    if (zero == NULL)
-        goto done;
     if (numbers == NULL || weights == NULL) {
         PyErr_NoMemory();
-        goto done;
+        goto fail;
     }
     for (Py_ssize_t i = 0; i < q; i++) {
         PyObject *a = compiled_item(numbers_obj, i);
@@ -127,20 +118,63 @@ PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
         Py_XDECREF(a);
         Py_XDECREF(b);
         if (PyErr_Occurred())
-            goto done;
+            goto fail;
         if (v < INT32_MIN || v > INT32_MAX || (i > 0 && v <= numbers[i - 1])) {
             PyErr_SetString(PyExc_ValueError, "numbers must be ascending int32");
-            goto done;
+            goto fail;
         }
         numbers[i] = (int32_t)v;
         weights[i] = w;
     }
+    *q_out = q;
+    *numbers_out = numbers;
+    *weights_out = weights;
+    return 0;
+fail:
+    PyMem_Free(numbers);
+    PyMem_Free(weights);
+    return -1;
+}
+
+/* line_scores(chunks, numbers, weights[, vocab]): per chunk (a ChunkLines, its entries by
+ * stem), per line, the sum of ``weights[i]`` over its entries whose stem is ``numbers[i]``
+ * (ascending), added from 0.0 in the order of the line's stems. With ``vocab``: None when
+ * a chunk's numbering is not that one (the caller scores such chunks one by one). */
+PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
+    PyObject *chunks, *numbers_obj, *weights_obj, *vocab = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOO|O", &chunks, &numbers_obj, &weights_obj, &vocab))
+        return NULL;
+    Py_ssize_t n_chunks = PySequence_Size(chunks), q = 0;
+    int32_t *numbers = NULL;
+    double *weights = NULL;
+    if (n_chunks < 0 || read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
+        return NULL;
+    double acc[256];
+    PyObject *out = NULL, *zero = PyFloat_FromDouble(0.0);
+    if (zero == NULL)
+        goto done;
     out = PyList_New(n_chunks);
     if (out == NULL)
         goto done;
     for (Py_ssize_t c = 0; c < n_chunks; c++) {
         PyObject *chunk = compiled_item(chunks, c);
-        PyObject *scores = chunk ? chunk_scores(chunk, numbers, weights, q, zero, acc, 256) : NULL;
+        PyObject *own = chunk && vocab ? compiled_item(chunk, 3) : NULL;
+        PyObject *scores = NULL;
+        if (chunk != NULL && vocab != NULL && own != vocab) {
+            Py_XDECREF(own);
+            Py_DECREF(chunk);
+            if (PyErr_Occurred()) {
+                Py_CLEAR(out);
+            } else {
+                Py_DECREF(out);
+                out = Py_None; /* another numbering */
+                Py_INCREF(out);
+            }
+            break;
+        }
+        Py_XDECREF(own);
+        scores = chunk ? chunk_scores(chunk, numbers, weights, q, zero, acc, 256) : NULL;
         Py_XDECREF(chunk);
         if (scores == NULL) {
             Py_CLEAR(out);
@@ -150,6 +184,127 @@ PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
     }
 done:
     Py_XDECREF(zero);
+    PyMem_Free(numbers);
+    PyMem_Free(weights);
+    return out;
+}
+
+static PyObject *ATTR_ID, *ATTR_TEXT, *ATTR_LINES, *NAME_MOVE_TO_END;
+
+static int intern_names(void) {
+    if (NAME_MOVE_TO_END != NULL)
+        return 0;
+    ATTR_ID = PyUnicode_InternFromString("id");
+    ATTR_TEXT = PyUnicode_InternFromString("text");
+    ATTR_LINES = PyUnicode_InternFromString("lines");
+    NAME_MOVE_TO_END = ATTR_ID && ATTR_TEXT && ATTR_LINES
+                           ? PyUnicode_InternFromString("move_to_end")
+                           : NULL;
+    return NAME_MOVE_TO_END ? 0 : -1;
+}
+
+/* The cached lines of a candidate (LineStems.peek: its id's entry, for this text),
+ * the entry used (moved to the LRU's end); a borrowed reference, or NULL with no error
+ * when none is cached. */
+static PyObject *peek(PyObject *items, PyObject *id, PyObject *text) {
+    PyObject *found = PyDict_GetItemWithError(items, id); /* borrowed */
+    if (found == NULL || !PyTuple_Check(found) || PyTuple_Size(found) != 2)
+        return NULL;
+    Py_hash_t h = PyObject_Hash(text);
+    if (h == -1)
+        return NULL;
+    Py_ssize_t kept = PyLong_AsSsize_t(PyTuple_GetItem(found, 0));
+    if (kept == -1 && PyErr_Occurred())
+        return NULL;
+    if (kept != h)
+        return NULL;
+    PyObject *lines = PyTuple_GetItem(found, 1);
+    Py_INCREF(lines); /* kept alive across move_to_end */
+    PyObject *r = PyObject_CallMethodObjArgs(items, NAME_MOVE_TO_END, id, NULL);
+    Py_DECREF(lines);
+    if (r == NULL)
+        return NULL;
+    Py_DECREF(r);
+    return lines; /* still held by the entry */
+}
+
+/* cached_line_scores(items, cands, numbers, weights, vocab): LineStems.peek_many of each
+ * candidate's (id, text) in ``items`` (the LRU, under its lock), then line_scores of those
+ * found, each set as its candidate's ``lines``; the candidates so scored, in order. None,
+ * with no line set, when a found chunk's numbering is not ``vocab`` or ``cands`` is not a
+ * list (the caller does it in Python). */
+PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
+    PyObject *items, *cands, *numbers_obj, *weights_obj, *vocab;
+    (void)self;
+    if (intern_names() < 0)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "O!OOOO", &PyDict_Type, &items, &cands, &numbers_obj,
+                          &weights_obj, &vocab))
+        return NULL;
+    if (!PyList_CheckExact(cands))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_Size(cands), q = 0, known = 0;
+    int32_t *numbers = NULL;
+    double *weights = NULL;
+    if (read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
+        return NULL;
+    double acc[256];
+    PyObject *zero = PyFloat_FromDouble(0.0), *out = NULL;
+    PyObject *scored = zero ? PyList_New(0) : NULL, *found = zero ? PyList_New(0) : NULL;
+    int other_numbering = 0;
+    compiled_attr id_attr = {0}, text_attr = {0}, lines_attr = {0};
+    if (scored == NULL || found == NULL)
+        goto done;
+    PyObject *first = n > 0 ? PyList_GetItem(cands, 0) : NULL;
+    if (compiled_attr_init(&id_attr, first, ATTR_ID) < 0 ||
+        compiled_attr_init(&text_attr, first, ATTR_TEXT) < 0 ||
+        compiled_attr_init(&lines_attr, first, ATTR_LINES) < 0)
+        goto done;
+    for (Py_ssize_t i = 0; i < n && !other_numbering; i++) {
+        PyObject *c = PyList_GetItem(cands, i); /* borrowed */
+        PyObject *id = compiled_attr_get(&id_attr, c);
+        PyObject *text = id ? compiled_attr_get(&text_attr, c) : NULL;
+        PyObject *chunk = text ? peek(items, id, text) : NULL;
+        Py_XDECREF(id);
+        Py_XDECREF(text);
+        if (PyErr_Occurred())
+            goto done;
+        if (chunk == NULL)
+            continue;
+        PyObject *own = compiled_item(chunk, 3);
+        if (own == NULL)
+            goto done;
+        other_numbering = own != vocab;
+        Py_DECREF(own);
+        PyObject *scores = other_numbering ? NULL
+                                           : chunk_scores(chunk, numbers, weights, q, zero, acc, 256);
+        if (!other_numbering && scores == NULL)
+            goto done;
+        if (scores != NULL) {
+            int bad = PyList_Append(scored, scores) < 0 || PyList_Append(found, c) < 0;
+            Py_DECREF(scores);
+            if (bad)
+                goto done;
+            known++;
+        }
+    }
+    if (other_numbering) {
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    for (Py_ssize_t k = 0; k < known; k++)
+        if (compiled_attr_set(&lines_attr, PyList_GetItem(found, k), PyList_GetItem(scored, k)) < 0)
+            goto done;
+    out = found;
+    Py_INCREF(out);
+done:
+    Py_XDECREF(zero);
+    Py_XDECREF(scored);
+    Py_XDECREF(found);
+    compiled_attr_clear(&id_attr);
+    compiled_attr_clear(&text_attr);
+    compiled_attr_clear(&lines_attr);
     PyMem_Free(numbers);
     PyMem_Free(weights);
     return out;

@@ -373,23 +373,23 @@ def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
 
 
 def _cached_line_scores(
-    line_stems: LineStems, cands: Sequence[Candidate], weights: dict[str, float], when: bool
+    line_stems: LineStems, cands: list[Candidate], weights: dict[str, float], when: bool
 ) -> None:
     """Line scores of the candidates whose stems are cached, in one pass; the others (their
     tokenizing is the cost) are scored only when fuse needs them."""
-    peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
-    chunks = [lines for lines in peeked if lines is not None]
-    if len(chunks) == len(cands):
-        known = cands
-    else:
-        known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
-    scored = line_scores(chunks, weights)
-    if not when:  # refocus would give each its scores back
-        for c, scores in zip(known, scored, strict=True):
+    known = line_stems.score_cached(cands, weights)  # compiled: peek, score and set at once
+    if known is None:
+        peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
+        chunks = [lines for lines in peeked if lines is not None]
+        if len(chunks) == len(cands):
+            known = cands
+        else:
+            known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
+        for c, scores in zip(known, line_scores(chunks, weights), strict=True):
             c.lines = scores
-        return
-    for c, scores in zip(known, scored, strict=True):
-        c.lines = refocus(c.text, scores, when)
+    if when:  # refocus would give each its scores back otherwise
+        for c in known:
+            c.lines = refocus(c.text, c.lines or [], when)
 
 
 def run_search(

@@ -16,7 +16,7 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +39,8 @@ MIN_PARTIAL = 60
 # by conversation (fit on four, test on the fifth: 1.0 / .9 / .75 / .5) snip@5 .859 -> .863.
 BEST_SHARE = 0.9
 SPLITS_KEPT = 1024  # chunks whose lines are kept for their snippets (~3 KB each)
+
+Cand = TypeVar("Cand")  # a search's candidate: its id, text and lines are read and set
 
 
 class Snippet(NamedTuple):
@@ -100,6 +102,20 @@ class LineStems:
                     out.append(None)
         return out
 
+    def score_cached(self, cands: list[Cand], weights: Mapping[str, float]) -> list[Cand] | None:
+        """line_scores of the candidates whose lines are cached (peek_many of each one's id
+        and text), set as their ``lines``, in one compiled pass; the candidates so scored.
+        None, having set nothing, without the compiled part or when a chunk's numbering is
+        not the current one (peek_many and line_scores then do it)."""
+        if compiled is None:
+            return None
+        with self._lock:
+            vocab = self._vocab
+            query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
+            return compiled.cached_line_scores(
+                self._items, cands, [n for n, _ in query], [w for _, w in query], vocab
+            )
+
     def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> ChunkLines:
         found = self.peek(chunk_id, text)
         if found is not None:
@@ -155,14 +171,16 @@ def line_scores(chunks: Sequence[ChunkLines], weights: Mapping[str, float]) -> l
     if not chunks:
         return []
     vocab = chunks[0].vocab
+    query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
+    if compiled is not None and query:  # None: another numbering among them (below)
+        numbers, ws = [n for n, _ in query], [w for _, w in query]
+        if (found := compiled.line_scores(chunks, numbers, ws, vocab)) is not None:
+            return found
     if any(c.vocab is not vocab for c in chunks):  # a numbering renewed mid-search
         return [line_scores([c], weights)[0] for c in chunks]
     sizes = [c.n_lines for c in chunks]
-    query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
     if not query:
         return [[0.0] * size for size in sizes]
-    if compiled is not None:
-        return compiled.line_scores(chunks, [n for n, _ in query], [w for _, w in query])
     return py_line_scores(chunks, query, sizes)
 
 

@@ -1,0 +1,115 @@
+"""The compiled pass over a search's candidates (_compiled_lines.c: cached_line_scores,
+through LineStems.score_cached) against the Python path it replaces (peek_many, then
+line_scores, each score set as its candidate's ``lines``): the same candidates scored, the
+same doubles (float.hex), the same LRU order; and None, with no line set, when a cached
+chunk's numbering is not the current one. An install without a compiler has only the
+Python path: these tests are skipped there."""
+
+from __future__ import annotations
+
+import random
+
+import apsw
+import pytest
+
+from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
+from memoryd.index.search import snippets
+from memoryd.index.search.candidates import Candidate
+from memoryd.index.search.snippets import LineStems, line_scores
+
+compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
+
+WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint"]
+
+
+@pytest.fixture(scope="module")
+def tokenize() -> TokenizeOffsets:
+    porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
+
+    def run(raw: bytes) -> list[tuple[int, int, str]]:
+        return porter(
+            raw,
+            apsw.FTS5_TOKENIZE_DOCUMENT,
+            None,  # type: ignore[no-any-return]
+            include_offsets=True,
+            include_colocated=False,
+        )
+
+    return run
+
+
+class Other(Candidate):  # another type among them: read the usual way
+    __slots__ = ()
+
+
+def _text(rng: random.Random) -> str:
+    lines = [" ".join(rng.choices(WORDS, k=rng.randint(0, 7))) for _ in range(rng.randint(1, 30))]
+    return "\n".join(lines)
+
+
+def _python(cache: LineStems, cands: list[Candidate], weights: dict[str, float]) -> None:
+    """fusion._cached_line_scores' Python path."""
+    peeked = cache.peek_many([(c.id, c.text) for c in cands])
+    chunks = [lines for lines in peeked if lines is not None]
+    known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
+    for c, scores in zip(known, line_scores(chunks, weights), strict=True):
+        c.lines = scores
+
+
+def _state(cache: LineStems, cands: list[Candidate]) -> tuple[object, ...]:
+    lines = [None if c.lines is None else [x.hex() for x in c.lines] for c in cands]
+    return lines, list(cache._items)
+
+
+def test_the_compiled_pass_scores_as_the_python_path(tokenize: TokenizeOffsets) -> None:
+    rng = random.Random(38)
+    for case in range(200):
+        texts = {i: _text(rng) for i in range(rng.randint(1, 50))}
+        capacity = rng.choice((8, 4096))
+        twin = [LineStems(capacity=capacity) for _ in range(2)]
+        for cache in twin:  # the same chunks cached, in the same order
+            for i in random.Random(case).sample(sorted(texts), len(texts) // 2):
+                cache.get(i, texts[i], tokenize)
+        picked = rng.sample(sorted(texts), rng.randint(0, len(texts)))
+        changed = {i for i in picked if rng.random() < 0.1}  # an id reused by a new text
+        weights = {w: rng.choice((0.5, 1.25, rng.uniform(1e-3, 9.0))) for w in rng.sample(WORDS, 4)}
+        if rng.random() < 0.1:
+            weights = {"zzz": 1.0}  # no stem of the query cached: every line 0.0
+        runs = []
+        for cache, compiled_pass in zip(twin, (True, False), strict=True):
+            cands = [
+                (Other if i % 7 == 0 else Candidate)(i, text=texts[i] + ("!" * (i in changed)))
+                for i in picked
+            ]
+            if compiled_pass:
+                known = cache.score_cached(cands, weights)
+                assert known == [c for c in cands if c.lines is not None], case
+            else:
+                _python(cache, cands, weights)
+            runs.append(_state(cache, cands))
+        assert runs[0] == runs[1], case
+
+
+def test_another_numbering_is_left_to_python(tokenize: TokenizeOffsets) -> None:
+    cache = LineStems(max_stems=3)
+    cache.get(1, "tea garden kite run", tokenize)  # 4 stems: the next chunk renews it
+    old = cache._items[1]
+    cache.get(2, "tea sunrise", tokenize)
+    cache._items[1] = old  # as a search tokenizing under the old numbering left it
+    cands = [Candidate(1, text="tea garden kite run"), Candidate(2, text="tea sunrise")]
+    assert cache.score_cached(cands, {"tea": 1.0}) is None
+    assert [c.lines for c in cands] == [None, None]
+    chunks = [old[1], cache._items[2][1]]
+    assert compiled.line_scores(chunks, [0], [1.0], chunks[1].vocab) is None
+    assert line_scores(chunks, {"tea": 1.0}) == [[1.0], [1.0]]  # each by its own numbering
+
+
+def test_without_the_module_nothing_is_scored_at_once(
+    tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = LineStems()
+    cache.get(1, "tea", tokenize)
+    monkeypatch.setattr(snippets, "compiled", None)
+    c = Candidate(1, text="tea")
+    assert cache.score_cached([c], {"tea": 1.0}) is None
+    assert c.lines is None
