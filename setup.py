@@ -4,9 +4,10 @@ where `memoryd service install` reads them, and in the sdist as they lie (a whee
 it ships them too). An editable install reads them from the top level itself (render.py).
 
 And the one compiled part, optional: index/_compiled*.c (the index's inner loops: the BM25
-top, line scores, fusion and snippet windows) against CPython's limited API, so one wheel per
-platform serves Python 3.11 and later. When it cannot be built (no compiler), the install
-goes on without it and its users run their Python versions, which give the same results."""
+top, line scores, fusion, snippet windows and the hits' maps) against CPython's limited
+API, so one wheel per platform serves Python 3.11 and later. When it cannot be built (no
+compiler), the install goes on without it and its users run their Python versions, which
+give the same results."""
 
 from pathlib import Path
 

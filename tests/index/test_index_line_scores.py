@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
-from memoryd.index.search.snippets import ChunkLines, LineStems, line_scores
+from memoryd.index.search.snippets import ChunkLines, LineStems, line_scores, make_snippet
 
 
 @pytest.fixture(scope="module")
@@ -137,3 +137,17 @@ def test_property_the_same_doubles_as_a_bincount_over_every_entry(
     cache = LineStems()
     chunks = [cache.get(i, t, tokenize) for i, t in enumerate(texts)]
     assert line_scores(chunks, weights) == bincount_line_scores(chunks, weights)
+
+
+def test_a_window_shown_again_is_the_same_snippet_and_a_long_line_is_cut_at_its_words() -> None:
+    text = "intro\nthe tea garden\nwe ran\n" + "word " * 80 + "kite here " + "word " * 80
+    scores = [0.0, 2.0, 0.5, 0.0]
+    first = make_snippet(text, 10, 13, scores, ("tea",), 60)
+    again = make_snippet(text, 10, 13, scores, ("garden",), 60)
+    assert first == again == ("intro\nthe tea garden\nwe ran", 10, 12)
+    assert again.text is first.text  # kept: masked and packed again as the same string
+    long_line = [0.0, 0.0, 0.0, 3.0]
+    for term in ("kite", "word"):  # one line over the budget: cut around the query's words
+        cut = make_snippet(text, 10, 13, long_line, (term,), 60)
+        assert cut.start_line == cut.end_line == 13
+        assert (term == "kite") == ("kite" in cut.text)

@@ -106,6 +106,8 @@ static PyMethodDef methods[] = {
      "bm25_top(terms, norm, keep, chunk_id, limit) -> [(chunk id, score)]: bm25.ranked_all"},
     {"known_top", compiled_known_top, METH_VARARGS,
      "known_top(cands, vector, hybrid, idf_total, weights, keep) -> fusion._known_top, or None"},
+    {"hit_dicts", compiled_hit_dicts, METH_VARARGS,
+     "hit_dicts(hits, hit_type) -> [hit.to_dict() for hit in hits], or None"},
     {NULL, NULL, 0, NULL},
 };
 

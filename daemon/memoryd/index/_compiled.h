@@ -50,6 +50,9 @@ PyObject *compiled_span_best(PyObject *self, PyObject *args);
 /* _compiled_fusion.c: search/fusion.py's weighted scores of known candidates, their top. */
 PyObject *compiled_known_top(PyObject *self, PyObject *args);
 
+/* _compiled_answer.c: types.py's hits as wire maps. */
+PyObject *compiled_hit_dicts(PyObject *self, PyObject *args);
+
 /* _compiled_bm25.c: keyword/bm25.py's every-posting top. */
 PyObject *compiled_bm25_top(PyObject *self, PyObject *args);
 

@@ -21,6 +21,11 @@ from memoryd_client.search_terms import (
 from memoryd_client.search_terms import Fusion as Fusion  # the vocabulary, for the engine's
 from memoryd_client.search_terms import Mode as Mode  # callers
 
+try:  # _compiled_answer.c: the hits' maps; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - installs without a compiler
+    compiled = None  # type: ignore[assignment]
+
 
 class NotInMemory(Exception):
     """A search asked of the in-memory copies alone (``in_memory``) would have to ask SQLite
@@ -201,8 +206,9 @@ class SearchResponse(NamedTuple):
 
     def to_dict(self) -> dict[str, Any]:
         results, provider, model, mode_used, took_ms, generation, pending, degraded, dates = self
+        hits = compiled.hit_dicts(results, SearchHit) if compiled is not None else None
         out: dict[str, Any] = {
-            "results": [h.to_dict() for h in results],
+            "results": [h.to_dict() for h in results] if hits is None else hits,
             "provider": provider,
             "model": model,
             "mode_used": mode_used,

@@ -287,6 +287,20 @@ def text_lines(text: str) -> tuple[str, ...]:
     return tuple(text.split("\n"))
 
 
+@functools.lru_cache(maxsize=SPLITS_KEPT)
+def whole_lines(text: str, first: int, last: int, budget: int) -> tuple[str, int] | None:
+    """A window's lines of ``text`` and as much of the next line as the budget holds
+    (fill_after), with the new last line; None when the window is a single line longer than
+    the budget (cut around the query's words instead). Kept: the same chunks come back with
+    the same windows, and the same string is then masked, packed and sent again (its hash
+    known: the masking memo's key)."""
+    lines = text_lines(text)
+    body = "\n".join(lines[first : last + 1])
+    if len(body) > budget:
+        return None
+    return fill_after(lines, last, body, budget)
+
+
 def make_snippet(
     text: str,
     start_line: int,
@@ -298,13 +312,14 @@ def make_snippet(
     lines = text_lines(text)
     mapped = len(lines) == end_line - start_line + 1  # else a fragment or a transcript chunk
     first, last = best_window(lines, scores, budget)
-    body = "\n".join(lines[first : last + 1])
-    if len(body) > budget:  # a single line longer than the budget
+    filled = whole_lines(text, first, last, budget)
+    if filled is not None:
+        body, last = filled
+    else:  # a single line longer than the budget
+        body = "\n".join(lines[first : last + 1])
         low = body.lower()
         hits = [p for p in (low.find(t) for t in terms) if p >= 0]
         body = cut_line(body, min(hits) if hits else 0, budget)
-    else:
-        body, last = fill_after(lines, last, body, budget)
     if not mapped:
         return Snippet(body, start_line, end_line)
     return Snippet(body, start_line + first, start_line + last)

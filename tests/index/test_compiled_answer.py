@@ -1,0 +1,85 @@
+"""The hits' wire maps made by the compiled part (index/_compiled_answer.c: hit_dicts)
+against SearchHit.to_dict: the same keys in the same order, the same values, every score
+rounded to the double round(x, 6) gives (float.hex), on values where a shortcut could go
+wrong: ties of the sixth decimal and their neighbours, signed zeros, the tiny, the huge,
+the non-finite. An install without a compiler has only the Python version: these tests are
+skipped there."""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from memoryd.index import types
+from memoryd.index.types import HitMeta, SearchHit, SearchResponse
+
+compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
+
+
+def _values(rng: random.Random) -> list[float]:
+    out = [0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, 1e-7, -4.9999999e-7, 5e-7, math.inf]
+    out += [-math.inf, math.nan, 1e300, -1e300, 999.9999995, 1e3 - 5e-7, 2.5e-6, 1.0000005]
+    for _ in range(20_000):
+        out.append(rng.uniform(-1.0, 1.0) * 10 ** rng.randint(-12, 12))
+        out.append(rng.random())
+        m = rng.randint(1, 40)  # k / 2**m: exact binary fractions, ties of some decimal
+        out.append(rng.randint(-(1 << 20), 1 << 20) / 2**m)
+        k = rng.randint(-(10**9), 10**9)  # x.5e-6 exactly as decimal, and its neighbours
+        tie = (k + 0.5) / 1e6
+        out += [tie, math.nextafter(tie, math.inf), math.nextafter(tie, -math.inf)]
+    return out
+
+
+def _hexed(d: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [(k, v.hex() if isinstance(v, float) else v) for k, v in d.items()]
+
+
+def test_every_score_is_rounded_as_round_rounds_it() -> None:
+    values = _values(random.Random(38))
+    hits = [
+        SearchHit("m.md", 1, 2, x, "s", 1, 2, "memory", "", values[i - 1], values[i - 2], "")
+        for i, x in enumerate(values)
+    ]
+    got = compiled.hit_dicts(hits, SearchHit)
+    assert got is not None
+    for hit, d in zip(hits, got, strict=True):
+        assert _hexed(d) == _hexed(hit.to_dict()), hit
+
+
+def test_the_maps_have_the_keys_to_dict_gives_in_its_order() -> None:
+    meta = HitMeta("agent", "s1", 7, ("a",), "p", "k", ((3, "agent", "s1"), (4, "owner", None)))
+    hits = [
+        SearchHit("a.md", 1, 9, 0.5, "text", 2, 3, "memory", "Head", 0.25, None, "episodic", meta),
+        SearchHit("b.md", 4, 4, 1, "", 4, 4, "sessions", "", None, 0.75, "", None),  # an int score
+        SearchHit("c.md", 1, 1, 0.123456789, "x", 1, 1, "memory", None, -0.0, 1e-9, None, None),
+    ]
+    got = compiled.hit_dicts(hits, SearchHit)
+    assert got is not None
+    assert [_hexed(d) for d in got] == [_hexed(h.to_dict()) for h in hits]
+    assert type(got[1]["score"]) is int
+
+
+def test_anything_but_a_list_of_search_hits_is_left_to_python() -> None:
+    hit = SearchHit("a.md", 1, 1, 0.5, "x", 1, 1, "memory")
+    assert compiled.hit_dicts((hit,), SearchHit) is None
+    assert compiled.hit_dicts([hit, tuple(hit)], SearchHit) is None
+    assert compiled.hit_dicts([], SearchHit) == []
+
+
+def test_an_answer_is_the_same_with_and_without_the_module(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = random.Random(26)
+    hits = [
+        SearchHit(f"{i}.md", i, i + 3, rng.random(), "t", i, i, "memory", "", rng.random(), None)
+        for i in range(10)
+    ]
+    resp = SearchResponse(hits, "none", "", "keyword", 0.1234567, 3)
+    with_module = resp.to_dict()
+    monkeypatch.setattr(types, "compiled", None)
+    without = resp.to_dict()
+    assert [_hexed(h) for h in with_module["results"]] == [_hexed(h) for h in without["results"]]
+    assert list(with_module) == list(without)
