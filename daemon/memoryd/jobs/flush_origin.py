@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,6 +36,7 @@ OUTSIDE_TOOL: Final = re.compile(
 )
 _TOOL_BLOCKS: Final = ("tool_use", "toolCall", "tool_call", "function_call")
 _PATH_KEYS: Final = ("file_path", "path", "notebook_path")  # as the hooks read a tool's input
+MAX_CALL_IDS: Final = 64  # the latest tool calls' ids a Turns keeps (what a write waits for)
 SHELL_TOOL: Final = re.compile(r"^(?:bash|shell|sh|exec|run_?command|terminal|process)$", re.I)
 # A shell command that brings outside content in: a network client or a URL.
 SHELL_OUTSIDE: Final = re.compile(
@@ -86,6 +87,9 @@ class Turns:
     tainted: bool = False  # an outside fetch happened earlier in this turn
     rule: CallRule = _flush_rule  # what counts as an outside fetch
     user_at: object = None  # the timestamp of the user's last message, as the line has it
+    # the ids of the latest tool calls the assistant made (oldest first): a write that names
+    # its call waits until the transcript shows it (session_trust.SessionTrust.catch_up)
+    calls: dict[str, None] = field(default_factory=dict)
 
     def origin(self, raw: bytes) -> str | None:
         """The origin of the message on this line (None: not a user/assistant message)."""
@@ -113,11 +117,19 @@ class Turns:
             return None
         origin = "untrusted" if self.tainted else "agent"
         where = cwd if isinstance(cwd, str) else None
+        self._called(content)
         if any(
             self.rule(name, command, path, where) for name, command, path in tool_calls(content)
         ):
             self.tainted = True  # what follows in this turn may carry the page
         return origin
+
+    def _called(self, content: Any) -> None:
+        for call in call_ids(content):
+            self.calls.pop(call, None)
+            self.calls[call] = None
+            if len(self.calls) > MAX_CALL_IDS:
+                del self.calls[next(iter(self.calls))]
 
 
 def _has_text(content: Any) -> bool:
@@ -146,6 +158,19 @@ def tool_calls(content: Any) -> Iterator[tuple[str, str | None, str | None]]:
             path = next((args[k] for k in _PATH_KEYS if isinstance(args.get(k), str)), None)
             if isinstance(name, str):
                 yield name, command if isinstance(command, str) else None, path
+
+
+def call_ids(content: Any) -> Iterator[str]:
+    """The ids of an assistant message's tool calls (Claude Code's ``tool_use`` ``id``,
+    OpenAI's ``id`` or ``call_id``)."""
+    if not isinstance(content, list):
+        return
+    for b in content:
+        if isinstance(b, dict) and b.get("type") in _TOOL_BLOCKS:
+            for key in ("id", "call_id"):
+                if isinstance(b.get(key), str) and b[key]:
+                    yield b[key]
+                    break
 
 
 def trust_class(origin: str) -> str:

@@ -22,6 +22,11 @@ observer reports it, or as the transcript shows it when its time is later than e
 session's state holds (an observer that saw a page after that message is never overruled by
 a transcript read late).
 
+An agent may write its transcript after it calls a tool (Claude Code queues its lines and
+writes them a moment later): a write that names its tool call (the MCP server's
+``claudecode/toolUseId``) re-reads the session's transcript until it shows that call, for at
+most ``CALL_WAIT`` seconds, so the write is judged on everything the turn read before it.
+
 Kept in the state database (a restart forgets nothing a turn read) and in memory; rows
 not touched for ``KEEP_DAYS`` are dropped at start. Tool-call bindings (an MCP server
 learns its session from the tool-use id Claude Code sends with each call, which its
@@ -35,6 +40,7 @@ import math
 import os
 import stat
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -60,6 +66,11 @@ MAX_CALLS: Final = 4096  # tool-use ids kept for their MCP call (a second's wort
 MAX_WHAT: Final = 200
 MAX_WATCH_BYTES: Final = 4 << 20  # of a transcript read per observation
 MAX_WATCHED: Final = 1024  # transcripts whose read offset is kept
+# A write that names its tool call waits for its transcript to show the call: re-read every
+# CALL_POLL seconds, CALL_POLLS times at most (CALL_WAIT in all), then judged as it stands.
+CALL_POLL: Final = 0.025
+CALL_POLLS: Final = 40
+CALL_WAIT: Final = CALL_POLL * CALL_POLLS
 
 
 def classify_read(
@@ -121,10 +132,15 @@ class SessionTrust:
     state database (a change only: a user message in a clean session writes nothing)."""
 
     def __init__(
-        self, state: StateDB, now: Callable[[], float], places: TranscriptPlaces | None = None
+        self,
+        state: StateDB,
+        now: Callable[[], float],
+        places: TranscriptPlaces | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.state = state
         self.now = now
+        self.sleep = sleep  # between the reads of a transcript that does not show a call yet
         self.places = places  # where a session's transcript may be found (None: nowhere)
         self._lock = threading.Lock()
         self._change = threading.RLock()  # one observation's read-modify-write at a time
@@ -134,6 +150,8 @@ class SessionTrust:
         # (session, transcript) -> how far it was read for that session: a transcript whose
         # lines name another session than its file name is read whole for each of them
         self._watched: dict[tuple[str, str], _Watched] = {}
+        # sessions whose transcript a write waited for in vain (no file): not waited for again
+        self._unfound: OrderedDict[str, None] = OrderedDict()
 
     def prune(self) -> int:
         """Drop the sessions not heard of for KEEP_DAYS; how many went."""
@@ -264,7 +282,7 @@ class SessionTrust:
         session = (self.session_of_call(call_id) if call_id else None) or declared.session_id
         origin = declared.origin if floor is None else least_trusted(declared.origin, floor)
         if session:
-            self.catch_up(session, workspace)
+            self.catch_up(session, workspace, call_id)
         state = self.get(session) if session else None
         if state is not None:
             origin = least_trusted(origin, state.floor(via))
@@ -359,19 +377,62 @@ class SessionTrust:
         with self._lock:
             return self._transcripts.get(session_id)
 
-    def catch_up(self, session_id: str, workspace: Path | None = None) -> None:
+    def catch_up(
+        self, session_id: str, workspace: Path | None = None, call_id: str | None = None
+    ) -> None:
         """Before a write of the session: read what its transcript gained, the one it was
-        observed through or else one ``places`` finds (``workspace``'s first). A transcript
-        that cannot be read leaves the state as the observers made it."""
+        observed through or else one ``places`` finds (``workspace``'s first). With the
+        write's ``call_id``: until the transcript shows that call, for CALL_WAIT at most (the
+        agent may write it after calling), and a session whose transcript was not found in a
+        wait before is not waited for again. A transcript that cannot be read leaves the
+        state as the observers made it."""
+        for poll in range(CALL_POLLS + 1):
+            path = self._transcript(session_id, workspace)
+            if path is not None:
+                try:
+                    self.observe_transcript(session_id, path)
+                except OSError as exc:
+                    log.warning("transcript_unreadable", session=session_id[:80], error=str(exc))
+                    return
+            if call_id is None or self.shows_call(session_id, path, call_id):
+                return
+            if path is None and self._was_unfound(session_id):
+                return
+            if poll < CALL_POLLS:
+                self.sleep(CALL_POLL)
+        log.info(
+            "transcript_behind",
+            session=session_id[:80],
+            call_id=(call_id or "")[:80],
+            found=path is not None,
+            waited=CALL_WAIT,
+        )
+        if path is None:
+            self._set_unfound(session_id)
+
+    def _transcript(self, session_id: str, workspace: Path | None) -> Path | None:
         path = self.transcript_of(session_id)
         if path is None and self.places is not None:
             path = self.places.find(session_id, workspace)
+        return path
+
+    def shows_call(self, session_id: str, path: Path | None, call_id: str) -> bool:
+        """Whether the transcript's lines read for the session hold the tool call."""
         if path is None:
-            return
-        try:
-            self.observe_transcript(session_id, path)
-        except OSError as exc:
-            log.warning("transcript_unreadable", session=session_id[:80], error=str(exc))
+            return False
+        with self._lock:
+            w = self._watched.get((session_id, str(path)))
+            return w is not None and call_id in w.turns.calls
+
+    def _was_unfound(self, session_id: str) -> bool:
+        with self._lock:
+            return session_id in self._unfound
+
+    def _set_unfound(self, session_id: str) -> None:
+        with self._lock:
+            self._unfound[session_id] = None
+            while len(self._unfound) > MAX_WATCHED:
+                self._unfound.popitem(last=False)
 
     # -- tool calls ----------------------------------------------------------------------
     def bind_call(self, call_id: str, session_id: str) -> None:
