@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import os
 import socket
 import struct
@@ -305,6 +306,33 @@ def test_a_large_frame_sent_in_pieces_is_read_whole_and_the_frame_after_it_too(
         assert error_code(frames[1]) == "invalid_params"  # its params read: "pad" is unknown
         assert frames[2]["ok"]
         assert c.result("hello")["server"] == "memoryd"
+
+
+def test_frames_of_several_connections_arriving_in_turns_are_each_read_whole(
+    md_daemon: DaemonThread,
+) -> None:
+    # Every connection's reads land in one buffer (wire.py): what one connection has of a
+    # frame must survive the others' reads in between, a large body's pieces too.
+    conns = [RawConn(md_daemon.socket_path) for _ in range(3)]
+    try:
+        frames = [
+            protocol.pack(protocol.request(7, "hello", {"client": f"c{i}", "protocol": 1}))
+            + protocol.pack(protocol.request(8, "workspace.list", {"pad": "x" * 300_000}))
+            for i in range(3)
+        ]
+        cuts = [0, 3, 17, 60, 70_000, 200_000, None]
+        for start, end in itertools.pairwise(cuts):
+            for c, frame in zip(conns, frames, strict=True):
+                c.send_raw(frame[start:end])
+            time.sleep(0.02)  # each piece read before the next connection's
+        for i, c in enumerate(conns):
+            got = {f["id"]: f for f in (c.frame(), c.frame())}
+            assert got[7]["ok"] and got[7]["result"]["server"] == "memoryd", got[7]
+            assert error_code(got[8]) == "invalid_params"  # read whole: "pad" is unknown
+            assert c.result("hello", {"client": f"again{i}", "protocol": 1})["pid"] == os.getpid()
+    finally:
+        for c in conns:
+            c.close()
 
 
 # -- peer uid ---------------------------------------------------------------------------

@@ -13,12 +13,18 @@ unmapped at once after), never in a buffer that grows by reallocation: a peer th
 mid-frame once left a copy of what it had sent with the connection's exceptions, in
 reference cycles until a full garbage collection (40 unfinished 16 MiB frames left the
 daemon 100+ MB larger after their connections closed).
+
+Reads land in one buffer per thread (the event loop's: ``asyncio.BufferedProtocol``), copied
+out at once: asyncio's plain protocol path allocated a fresh 256 KiB ``bytes`` per read,
+which the daemon's pinned mmap threshold (runtime/heap.py) made an mmap, an mremap and a
+munmap per request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import mmap
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,6 +36,18 @@ if TYPE_CHECKING:
     from memoryd.rpc.connection import Connection
 
 HEADER_SIZE = protocol.HEADER.size
+READ_BYTES = 256 * 1024  # the most one read takes (asyncio's own size for a read)
+
+
+class _ReadBuffer(threading.local):
+    """The buffer reads land in: one per thread, as each event loop runs in one thread and
+    copies a read out before the next (``Wire.buffer_updated``)."""
+
+    def __init__(self) -> None:
+        self.view = memoryview(bytearray(READ_BYTES))
+
+
+_READ = _ReadBuffer()
 
 
 class Refusal(Exception):
@@ -58,7 +76,7 @@ class Frames(Protocol):
         """Admit (or turn away) the connection, then serve it until ``wire.ended``."""
 
 
-class Wire(asyncio.Protocol):
+class Wire(asyncio.BufferedProtocol):
     def __init__(self, server: Frames) -> None:
         self.server = server
         self.conn: Connection | None = None  # set by the server once it admits the peer
@@ -87,7 +105,16 @@ class Wire(asyncio.Protocol):
         self.ended = loop.create_future()
         self.serving = loop.create_task(self.server.on_connection(self))
 
-    def data_received(self, data: bytes) -> None:
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return _READ.view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        with _READ.view[:nbytes] as data:
+            self.data_received(data)
+
+    def data_received(self, data: bytes | memoryview) -> None:
+        """The bytes read (only valid during the call: copied into ``buffer`` or a large
+        body's mapping, never kept)."""
         if self.stopped:
             return
         if self._body is not None:
@@ -260,7 +287,7 @@ class Wire(asyncio.Protocol):
             return
         self.process()
 
-    def _gather(self, data: bytes) -> bytes:
+    def _gather(self, data: bytes | memoryview) -> bytes | memoryview:
         """Copy what ``data`` holds of the large body; the bytes after it (the next frames)
         are returned. The body complete, its request starts."""
         body, conn = self._body, self.conn
