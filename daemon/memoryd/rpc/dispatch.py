@@ -11,6 +11,7 @@ block, so they run in threads. Our own errors carry their wire code; anything el
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
@@ -103,8 +104,10 @@ class Dispatcher:
                 return Outcome(protocol.error(req.id, failure.code, failure.message), failure.code)
             return _internal(req, exc)
         finally:
-            if quick:
-                FOREGROUND.end()
+            if quick:  # once the answer is sent (server.py sends it in this same step): a
+                # background thread woken now would take the lock at the send and hold it
+                # while the answer is finished
+                asyncio.get_running_loop().call_soon(FOREGROUND.end)
         return Outcome(protocol.response(req.id, result), "ok")
 
 
