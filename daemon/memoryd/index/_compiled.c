@@ -108,6 +108,8 @@ static PyMethodDef methods[] = {
      "known_top(cands, vector, hybrid, idf_total, weights, keep) -> fusion._known_top, or None"},
     {"hit_dicts", compiled_hit_dicts, METH_VARARGS,
      "hit_dicts(hits, hit_type) -> [hit.to_dict() for hit in hits], or None"},
+    {"stat_many", compiled_stat_many, METH_VARARGS,
+     "stat_many(paths) -> [(mtime_ns, size) or None]: freshness.py_stat_many, lock held"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -56,4 +56,7 @@ PyObject *compiled_hit_dicts(PyObject *self, PyObject *args);
 /* _compiled_bm25.c: keyword/bm25.py's every-posting top. */
 PyObject *compiled_bm25_top(PyObject *self, PyObject *args);
 
+/* _compiled_stats.c: freshness.py's stats, the interpreter lock held. */
+PyObject *compiled_stat_many(PyObject *self, PyObject *args);
+
 #endif

@@ -9,7 +9,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -26,9 +26,36 @@ from memoryd.index.store import FileRow
 from memoryd.index.types import SearchRequest
 from memoryd_client.search_terms import SOURCE_MEMORY
 
+try:  # _compiled_stats.c: the stats without giving the interpreter lock up; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover (no compiler where it was installed)
+    compiled = None  # type: ignore[assignment]
+
 HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
 HOT_MAX = 32  # ...at most this many, the most recent
 WATCHED_FOLDERS = ("", MEMORY_DIR, SESSIONS_DIR)  # their mtimes tell a file came or went
+
+
+def py_stat_many(paths: Sequence[str]) -> list[tuple[int, int] | None]:
+    """(mtime in ns, size) of each path, None for one that cannot be stat'ed. The compiled
+    version (same values) keeps the interpreter lock through the stats: os.stat gives it up
+    for each, and a thread waiting for it (the watch thread every 50 ms, hit counting's
+    batch) took it there in the middle of a search, which then waited for it to come back
+    (issue 38's tail)."""
+    out: list[tuple[int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            out.append(None)
+        else:
+            out.append((st.st_mtime_ns, st.st_size))
+    return out
+
+
+stat_many: Callable[[Sequence[str]], list[tuple[int, int] | None]] = (
+    py_stat_many if compiled is None else compiled.stat_many
+)
 
 
 class Freshness:
@@ -144,18 +171,10 @@ class Freshness:
                     for rel, t in self._recent.items()
                     if now - t < HOT_SECONDS and rel not in known
                 ]
+        # One call, the interpreter lock held through the stats (stat_many, above)
+        now_stats = stat_many([path for _rel, path, _indexed in state])
         stale = []
-        for rel, path, indexed in state:
-            # A file the index does not hold is usually not there either (USER.md, today's
-            # log before its first line): access() says so without the exception a failed
-            # stat() raises, which cost more than the stats themselves.
-            if indexed is None and not os.access(path, os.F_OK):
-                continue
-            try:
-                st = os.stat(path)
-                current: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-            except OSError:
-                current = None
+        for (rel, _path, indexed), current in zip(state, now_stats, strict=True):
             if current != indexed and (current is None or self.layout.classify(rel)):
                 stale.append(self.root / rel)
         if self._dir_mtimes and self._dirs_changed():
@@ -170,16 +189,10 @@ class Freshness:
         """Whether a watched folder's mtime (or its existence) differs from the last scan's:
         ``_read_dir_mtimes() != _dir_mtimes``, without building the map on every search."""
         known = self._dir_mtimes
-        for rel, path in self._folders:
+        folders = self._folders
+        for (rel, _path), now in zip(folders, stat_many([p for _r, p in folders]), strict=True):
             then = known.get(rel)
-            if then is None:
-                if os.access(path, os.F_OK):
-                    return True
-                continue
-            try:
-                if os.stat(path).st_mtime_ns != then:
-                    return True
-            except OSError:
+            if (now is not None) if then is None else (now is None or now[0] != then):
                 return True
         return False
 
