@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import os
 import stat
 import time
@@ -37,11 +38,21 @@ class VecSupport:
     reason: str  # why vectors are off, when not ok
 
 
-def _load_vec(conn: apsw.Connection) -> None:
-    import sqlite_vec  # imported here so a missing wheel degrades instead of failing import
+def vec_extension_path() -> str:
+    """``sqlite_vec.loadable_path()`` without importing the package: its ``__init__``
+    imports sqlite3 and numpy.typing (numpy itself), which a start answering its first
+    keyword question does not need yet. The extension is the file ``vec0`` beside it;
+    ImportError, as the import would raise, when the wheel is missing."""
+    spec = importlib.util.find_spec("sqlite_vec")  # None if sys.modules holds None
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("No module named 'sqlite_vec'", name="sqlite_vec")
+    folder = next(iter(spec.submodule_search_locations))
+    return os.path.normpath(os.path.join(folder, "vec0"))
 
+
+def _load_vec(conn: apsw.Connection) -> None:
     conn.enable_load_extension(True)
-    conn.load_extension(sqlite_vec.loadable_path())
+    conn.load_extension(vec_extension_path())
     conn.enable_load_extension(False)
 
 

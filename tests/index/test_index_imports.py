@@ -22,3 +22,21 @@ def test_the_engine_imports_none_of_what_a_search_does_not_use() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == []
+
+
+def test_sqlite_vec_loads_from_the_path_its_package_gives_without_importing_the_package() -> None:
+    # sqlite_vec's __init__ imports sqlite3 and numpy.typing: the probe finds the file alone.
+    code = (
+        "import sys, memoryd.sqlite as s; v = s.probe_vec(); "
+        "print(v.ok, 'sqlite_vec' in sys.modules, 'sqlite3' in sys.modules, "
+        "'numpy' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["True", "False", "False", "False"]
+    import sqlite_vec
+
+    from memoryd.sqlite import vec_extension_path
+
+    assert vec_extension_path() == sqlite_vec.loadable_path()
