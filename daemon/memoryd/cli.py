@@ -138,7 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     # set it), as memctl does: from an editable install every start would otherwise compile
     # the ~300 modules below anew (~0.15-0.3 s before the socket accepts).
     sys.dont_write_bytecode = False
-    from memoryd.runtime import heap
+    from memoryd.runtime import heap, logs
 
     # Until the first answer (app.Daemon._after_first_answer): the daemon's modules and
     # what its start builds live as long as the process; collecting them is wasted work.
@@ -146,6 +146,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     finally:
+        logs.release()  # held lines (configure_logging's hold) if no answer came
         heap.resume_collection()
 
 
@@ -164,7 +165,9 @@ def _run(args: argparse.Namespace) -> int:
     if level not in LEVELS:
         print(f"memoryd: MEMORYD_LOG_LEVEL must be one of {', '.join(LEVELS)}", file=sys.stderr)
         return EXIT_USAGE
-    configure_logging(level)
+    # Info lines wait for the first answer (app.Daemon._after_first_answer): structlog's
+    # import is not on a question's path (runtime/logs.py).
+    configure_logging(level, hold=True)
     heap.configure()  # a long-lived process: memory freed after a burst goes back
     foreground.configure()  # a 1 ms switch interval: searches wait less for busy threads
     log = get_logger("memoryd.cli")

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import platform
+import subprocess
 import sys
+
+import pytest
 
 from memoryd.runtime import heap
 
@@ -39,3 +42,16 @@ def test_collection_paused_for_a_start_comes_back_once_and_only_if_it_was_on() -
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.skipif(not GLIBC, reason="glibc's soname")
+def test_glibc_is_opened_by_its_name_without_running_ldconfig() -> None:
+    # ctypes.util.find_library("c") runs `ldconfig -p` in a child process at every start.
+    code = (
+        "import sys; from memoryd.runtime import heap; "
+        "print(heap.configure(), 'ctypes.util' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["True", "False"]

@@ -20,7 +20,7 @@ from daemon_util import DaemonThread, RawConn, wait_for
 from fakes.clock import FakeClock
 from jobs_util import NOW
 from log_sink import CapturedStderr, log_to_the_tests_stderr
-from memoryd.runtime.logs import configure_logging, get_logger
+from memoryd.runtime.logs import Logger, configure_logging, get_logger, release
 
 
 class Tty(io.StringIO):
@@ -186,7 +186,7 @@ def test_a_warning_repeated_thousands_of_times_is_written_a_few_times_then_count
 def test_the_line_after_the_window_says_how_many_repeats_were_dropped() -> None:
     import structlog
 
-    from memoryd.runtime.logs import RepeatLimiter
+    from memoryd.runtime.log_output import RepeatLimiter
 
     now = [0.0]
     limiter = RepeatLimiter(burst=2, window=10.0, clock=lambda: now[0])
@@ -215,3 +215,76 @@ def test_a_daemon_line_logged_while_pytest_capture_is_suspended_never_reaches_th
         sys.__stderr__.flush()
     err = capfd.readouterr().err
     assert '"event": "while_captured"' in err and "between_phases" not in err
+
+
+# ---------------------------------------------------------------- held until the first answer
+
+
+def _lines(text: str) -> list[dict[str, object]]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_held_lines_come_out_at_release_as_they_would_have_in_order(
+    restore_logging: None,
+) -> None:
+    def log_some(log: Logger) -> None:
+        log.info("opened", workspace="conv-26", ms=1.5, api_key="sk-live-1234567890abcdef")
+        log.debug("not_at_info")
+        log.info("second", n=2)
+
+    twin = io.StringIO()
+    configure_logging("info", json=True, stream=twin)
+    log_some(get_logger("memoryd.test"))
+    held = io.StringIO()
+    configure_logging("info", json=True, stream=held, hold=True)
+    log_some(get_logger("memoryd.test"))
+    assert held.getvalue() == ""
+    release()
+    get_logger("memoryd.test").info("after")
+    release()  # once
+    lines, expected = _lines(held.getvalue()), _lines(twin.getvalue())
+    assert [e["event"] for e in lines] == ["opened", "second", "after"]
+    assert lines[0]["api_key"] == "***"
+    for line, want in zip(lines, expected, strict=False):  # the same keys, in the same order
+        assert list(line) == list(want)
+        assert {k: v for k, v in line.items() if k != "timestamp"} == {
+            k: v for k, v in want.items() if k != "timestamp"
+        }
+        dt.datetime.fromisoformat(str(line["timestamp"]))  # the time it was logged
+
+
+def test_a_warning_releases_the_hold_at_once_after_the_lines_held_before_it(
+    restore_logging: None,
+) -> None:
+    out = io.StringIO()
+    configure_logging("info", json=True, stream=out, hold=True)
+    log = get_logger("memoryd.test")
+    log.info("first")
+    log.warning("trouble")
+    log.info("then")
+    assert [e["event"] for e in _lines(out.getvalue())] == ["first", "trouble", "then"]
+
+
+def test_a_held_level_drops_what_its_level_drops(restore_logging: None) -> None:
+    out = io.StringIO()
+    configure_logging("warning", json=True, stream=out, hold=True)
+    get_logger("memoryd.test").info("quiet")
+    release()
+    get_logger("memoryd.test").error("loud")
+    assert [e["event"] for e in _lines(out.getvalue())] == ["loud"]
+
+
+def test_holding_imports_no_structlog_until_the_release() -> None:
+    script = (
+        "import sys\n"
+        "from memoryd.runtime.logs import configure_logging, get_logger, release\n"
+        "configure_logging('info', json=True, hold=True)\n"
+        "get_logger('memoryd.test').info('held', n=1)\n"
+        "print('structlog' in sys.modules, flush=True)\n"
+        "release()\n"
+        "print('structlog' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
+    assert [e["event"] for e in _lines(out.stderr)] == ["held"]

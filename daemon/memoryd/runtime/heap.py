@@ -14,7 +14,6 @@ heap after a burst. Measured: a daemon with a 1k and a 10k workspace, both copie
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import gc
 import sys
 from functools import cache
@@ -29,11 +28,22 @@ def _glibc() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = _open_libc()
         libc.malloc_trim, libc.mallopt  # noqa: B018  # both exist: glibc (musl has neither)
     except (OSError, AttributeError):
         return None
     return libc
+
+
+def _open_libc() -> ctypes.CDLL:
+    """glibc by its soname first: ``ctypes.util.find_library`` runs ``ldconfig -p`` in a
+    child process (~5 ms of a start) to find that very name."""
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        from ctypes import util
+
+        return ctypes.CDLL(util.find_library("c") or "libc.so.6")
 
 
 def configure() -> bool:

@@ -1,211 +1,141 @@
-"""Logging: structlog events, JSON lines when stderr is not a TTY, console output on one.
+"""Logging: structlog events, one JSON line each off a TTY (runtime/log_output.py writes
+them: renderers, secrets masked, repeats counted, syslog priorities under systemd).
 
-journald and launchd log files get one JSON object per line; a person running
-``memoryd run`` in a terminal gets readable lines. Under systemd (stderr is the stream that
-``$JOURNAL_STREAM`` names) each line starts with its syslog priority, ``<4>`` for a warning,
-which journald strips and records, so ``journalctl -p warning`` filters. Keys that look like
-secrets are masked whatever logs them, so an API key cannot reach a log by accident.
-A warning or error repeated many times a second (a failing accept loop, a flood of
-refused connections) is written a few times per window, then counted, never written 70,000
-times.
+Every module asks ``get_logger(name)`` at import, before anything is configured. ``memoryd
+run`` configures with ``hold=True``: its info and debug lines wait in a list until the
+daemon has answered the question that started it (``release``, from the daemon), so that
+structlog and the processors' imports (~0.1 G instructions) are not on that answer's path
+(issue 38, spawn -> first answer). A held line keeps the time it was logged and comes out
+as it would have, in order, before any later line; a warning or worse releases the hold at
+once (it is never late), and so does the end of ``memoryd run``.
 """
 
 from __future__ import annotations
 
-import functools
-import io
-import json as _json
-import logging
-import os
-import re
-import sys
+import datetime
 import threading
-import time
-from collections.abc import Callable, MutableMapping
-from typing import Any, Final, TextIO
-
-import structlog
-from structlog.typing import FilteringBoundLogger
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from memoryd.runtime.log_levels import LEVELS
-from memoryd.secrets import mask
 
-__all__ = ["LEVELS", "configure_logging", "get_logger"]
-_SECRET_KEY = re.compile(
-    r"(api_?key|token|secret|password|passwd|authorization|credential)", re.IGNORECASE
-)
-# Key-shaped values inside messages (e.g. a config error quoting a misspelt api_kye's value).
-_SECRET_VALUE = re.compile(r"\b(sk-[A-Za-z0-9_-]{6})[A-Za-z0-9_-]{6,}|(Bearer\s+)\S{8,}")
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
+__all__ = ["LEVELS", "Logger", "configure_logging", "debug_enabled", "get_logger", "release"]
+
+# The key a held line carries its own time in (log_output's timestamp takes it out).
+LOGGED_AT: Final = "_memoryd_logged_at"
 
 _DEBUG = [True]  # whether debug lines are written (configure_logging sets it)
 
-# Fields the processors before _redact wrote themselves: never a secret. (The timestamp, a
-# long run with digits, sent every line through the secret detectors.)
-_OURS: Final = frozenset({"timestamp", "level"})
+
+class _Hold:
+    """The lines held until ``release``, and the set-up they wait for."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()  # threads log too; so may what release() imports
+        self.lines: list[tuple[Logger, str, str, dict[str, Any]]] | None = None
+        self.setup: tuple[str, bool | None, TextIO | None] | None = None
+        self.lowest = 0  # the lowest level written, as an index of LEVELS
 
 
-class _StderrLogger:
-    """Writes each rendered event to the *current* ``sys.stderr`` (tests swap it per test)."""
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self._stream = stream
-
-    def msg(self, message: str) -> None:
-        stream = self._stream or sys.stderr
-        try:
-            stream.write(message + "\n")
-            stream.flush()
-        except (OSError, ValueError):  # closed or broken stderr: never crash on logging
-            pass
-
-    log = debug = info = warning = warn = error = critical = exception = fatal = msg
+_HOLD = _Hold()
 
 
-def _scrub(text: str) -> str:
-    # Both alternatives of the pattern need one of these substrings; testing for them first
-    # is far cheaper than a regex pass over every string of every event (one per request).
-    if "sk-" in text or "Bearer" in text:
-        text = _SECRET_VALUE.sub(lambda m: (m.group(1) or m.group(2)) + "***", text)
-    return mask(text)  # any other secret a message quotes (memoryd/secrets.py)
+class Logger:
+    """What ``get_logger`` gives: structlog's lazy logger (bound to ``component=name``) once
+    logging is set up, the hold's list before."""
 
+    __slots__ = ("_bound", "name")
 
-@functools.lru_cache(maxsize=1024)
-def _secret_key(key: str) -> bool:
-    """Whether a key looks like it holds a secret (keys repeat: decided once per key)."""
-    return key != "event" and _SECRET_KEY.search(key) is not None
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._bound: FilteringBoundLogger | None = None
 
+    def bound(self) -> FilteringBoundLogger:
+        bound = self._bound
+        if bound is None:
+            import structlog
 
-def _redact(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-    for key, value in event.items():
-        if key in _OURS:
-            continue
-        if isinstance(value, str):
-            if _secret_key(key) and value:
-                event[key] = "***"
-            else:
-                event[key] = _scrub(value)
-        elif value and _secret_key(key):
-            event[key] = "***"
-    return event
+            bound = self._bound = structlog.get_logger(component=self.name)
+        return bound
 
+    def _held(self, method: str, event: str, kw: dict[str, Any]) -> bool:
+        with _HOLD.lock:
+            if _HOLD.lines is None:
+                return False
+            if LEVELS.index(method) >= _HOLD.lowest:  # else structlog would drop it
+                kw[LOGGED_AT] = datetime.datetime.now()
+                _HOLD.lines.append((self, method, event, kw))
+            return True
 
-class RepeatLimiter:
-    """Drops a warning or error line repeated more than ``burst`` times in ``window``
-    seconds; the first line after the window says how many were dropped.
+    def debug(self, event: str, **kw: Any) -> None:
+        if _HOLD.lines is None or not self._held("debug", event, kw):
+            self.bound().debug(event, **kw)
 
-    Lines are the same when they differ only in volatile fields (time, pid, ms). Request
-    lines carry their request id, so they are never taken for repeats.
-    """
+    def info(self, event: str, **kw: Any) -> None:
+        if _HOLD.lines is None or not self._held("info", event, kw):
+            self.bound().info(event, **kw)
 
-    VOLATILE: Final = frozenset({"timestamp", "peer_pid", "pid", "ms"})
-    LEVELS: Final = frozenset({"warning", "error", "critical"})
-    MAX_KEYS: Final = 4096
+    def warning(self, event: str, **kw: Any) -> None:
+        release()
+        self.bound().warning(event, **kw)
 
-    def __init__(
-        self, burst: int = 5, window: float = 10.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
-        self.burst, self.window, self.clock = burst, window, clock
-        self._seen: dict[str, list[float]] = {}  # key -> [window start, count, dropped]
-        self._lock = threading.Lock()  # threads log too
+    def error(self, event: str, **kw: Any) -> None:
+        release()
+        self.bound().error(event, **kw)
 
-    def __call__(
-        self, _logger: Any, _name: str, event: MutableMapping[str, Any]
-    ) -> MutableMapping[str, Any]:
-        if event.get("level") not in self.LEVELS:
-            return event
-        key = repr(sorted((k, repr(v)) for k, v in event.items() if k not in self.VOLATILE))
-        now = self.clock()
-        with self._lock:
-            seen = self._seen.get(key)
-            if seen is None or now - seen[0] > self.window:
-                if seen is not None and seen[2]:
-                    event["repeats_dropped"] = int(seen[2])
-                if len(self._seen) >= self.MAX_KEYS:
-                    self._seen.clear()
-                self._seen[key] = [now, 1, 0]
-                return event
-            seen[1] += 1
-            if seen[1] <= self.burst:
-                return event
-            seen[2] += 1
-        raise structlog.DropEvent
+    def exception(self, event: str, **kw: Any) -> None:
+        release()
+        self.bound().exception(event, **kw)
 
-
-def _json_default(obj: Any) -> Any:
-    """What JSON cannot encode: its ``__structlog__()`` if it has one, else its repr."""
-    as_log = getattr(obj, "__structlog__", None)
-    return as_log() if callable(as_log) else repr(obj)
-
-
-# One encoder for every line: json.dumps(default=...) would build a new one per call.
-_ENCODER = _json.JSONEncoder(default=_json_default)
-
-
-def _dumps(obj: Any, **_kw: Any) -> str:
-    return _ENCODER.encode(obj)
-
-
-# sd-daemon(3) priorities by structlog method name ("exception" logs at error level).
-_PRIORITY: Final = {
-    "debug": 7,
-    "info": 6,
-    "warning": 4,
-    "warn": 4,
-    "error": 3,
-    "exception": 3,
-    "critical": 2,
-    "fatal": 2,
-}
-
-
-def _priority_prefix(_logger: Any, method: str, line: str) -> str:
-    return f"<{_PRIORITY.get(method, 6)}>{line}"
-
-
-def writes_to_journal(stream: TextIO, env: dict[str, str] | None = None) -> bool:
-    """Whether ``stream`` is the journal stream systemd gave us (``JOURNAL_STREAM=dev:ino``;
-    a child that inherited the variable but writes elsewhere must not prefix)."""
-    value = (os.environ if env is None else env).get("JOURNAL_STREAM", "")
-    try:
-        dev, ino = (int(part) for part in value.split(":"))
-        st = os.fstat(stream.fileno())
-    except (ValueError, OSError, io.UnsupportedOperation):
-        return False
-    return (st.st_dev, st.st_ino) == (dev, ino)
+    def critical(self, event: str, **kw: Any) -> None:
+        release()
+        self.bound().critical(event, **kw)
 
 
 def configure_logging(
-    level: str = "info", *, json: bool | None = None, stream: TextIO | None = None
+    level: str = "info",
+    *,
+    json: bool | None = None,
+    stream: TextIO | None = None,
+    hold: bool = False,
 ) -> None:
-    """Set up structlog for the daemon process; ``json=None`` decides by ``isatty``."""
-    out = stream or sys.stderr
-    if json is None:
-        json = not out.isatty()
-    renderer: Any = (
-        structlog.processors.JSONRenderer(_dumps)
-        if json
-        else structlog.dev.ConsoleRenderer(colors=out.isatty())
-    )
-    numeric = logging.getLevelNamesMapping()[level.upper()]
-    _DEBUG[0] = numeric <= logging.DEBUG
-    # After the renderer: structlog passes its string on (its Processor type says a dict).
-    journal: list[Any] = [_priority_prefix] if writes_to_journal(out) else []
-    structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            RepeatLimiter(),
-            structlog.processors.TimeStamper(fmt="iso", utc=False),
-            structlog.processors.format_exc_info,
-            _redact,  # after the traceback is text: a secret quoted in it is masked too
-            renderer,
-            *journal,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=lambda *_args: _StderrLogger(stream),
-        cache_logger_on_first_use=False,
-    )
+    """Set up logging for the process; ``json=None`` decides by ``isatty``. ``hold``: the
+    set-up and the info and debug lines wait for ``release``."""
+    _DEBUG[0] = level.lower() == "debug"
+    with _HOLD.lock:
+        if hold:
+            _HOLD.setup = (level, json, stream)
+            _HOLD.lowest = LEVELS.index(level.lower())
+            if _HOLD.lines is None:
+                _HOLD.lines = []
+            return
+        _HOLD.setup, lines, _HOLD.lines = None, _HOLD.lines, None
+    from memoryd.runtime import log_output
+
+    log_output.configure(level, json, stream)
+    _write(lines)
+
+
+def release() -> None:
+    """Set logging up as ``configure_logging(hold=True)`` asked and write the held lines,
+    in order (once; a no-op when nothing is held)."""
+    if _HOLD.setup is None:
+        return
+    with _HOLD.lock:  # a line logged meanwhile waits here, then comes after the held ones
+        if _HOLD.setup is None:
+            return
+        from memoryd.runtime import log_output
+
+        log_output.configure(*_HOLD.setup)
+        _HOLD.setup, lines, _HOLD.lines = None, _HOLD.lines, None
+        _write(lines)
+
+
+def _write(lines: list[tuple[Logger, str, str, dict[str, Any]]] | None) -> None:
+    for logger, method, event, kw in lines or ():
+        getattr(logger.bound(), method)(event, **kw)
 
 
 def debug_enabled() -> bool:
@@ -214,8 +144,7 @@ def debug_enabled() -> bool:
     return _DEBUG[0]
 
 
-def get_logger(name: str) -> FilteringBoundLogger:
-    """A structlog logger carrying ``component=name`` on every event."""
+def get_logger(name: str) -> Logger:
+    """A logger carrying ``component=name`` on every event."""
     # Lazy: modules call this at import, before configure_logging() has run.
-    log: FilteringBoundLogger = structlog.get_logger(component=name)
-    return log
+    return Logger(name)

@@ -1,0 +1,95 @@
+"""What a daemon started by a question has imported when it answers it (issue 38, spawn ->
+first answer): none of what only later work needs, and the lines it held come out after.
+
+The modules are read by a sitecustomize in the daemon's own process (on PYTHONPATH, a
+watcher at the boundary: it changes nothing the daemon does), written when the first answer
+to a request other than hello has been handed to the socket.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from daemon_util import Proc, RawConn, wait_for
+from memoryd.exit_codes import EXIT_OK
+
+# Not needed for a keyword answer from an existing index: structlog (runtime/logs.py holds
+# the lines), sqlite-vec's package (its extension is found beside it: memoryd/sqlite.py).
+NOT_BEFORE_THE_FIRST_ANSWER = ("structlog", "sqlite_vec", "sqlite3")
+
+WATCHER = """
+import os, sys
+
+def _watch():
+    from memoryd.rpc import connection
+    from memoryd.rpc.dispatch import Dispatcher
+    asked, dispatch, send = [False], Dispatcher.dispatch, connection.Connection.send
+
+    async def watched_dispatch(self, req):
+        asked[0] = asked[0] or req.method != "hello"
+        return await dispatch(self, req)
+
+    async def watched_send(self, frame, held=0):
+        await send(self, frame, held)
+        out = os.environ["FIRST_ANSWER_MODULES"]
+        if asked[0] and not os.path.exists(out):
+            with open(out, "w") as f:
+                f.write("\\n".join(sorted(sys.modules)))
+
+    Dispatcher.dispatch, connection.Connection.send = watched_dispatch, watched_send
+
+class _Finder:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "memoryd.app":  # imported by `memoryd run`, before the socket accepts
+            sys.meta_path.remove(cls)
+            _watch()
+        return None
+
+sys.meta_path.insert(0, _Finder)
+"""
+
+
+def _indexed(home: Path) -> None:
+    ws = home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2024-05-01.md").write_text("- The spare key is under the blue pot.\n")
+    proc = Proc(home)
+    try:
+        proc.ready()
+        with RawConn(proc.socket, timeout=30) as c:
+            c.result("workspace.add", {"path": str(ws)})
+            assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == 1, 30)
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+    finally:
+        proc.kill()
+
+
+def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
+    md_home: Path, tmp_path: Path
+) -> None:
+    _indexed(md_home)
+    (tmp_path / "sitecustomize.py").write_text(WATCHER)
+    listed = tmp_path / "modules"
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    proc = Proc(md_home, env={"PYTHONPATH": path, "FIRST_ANSWER_MODULES": str(listed)})
+    try:
+        proc.ready()
+        with RawConn(proc.socket, timeout=30) as c:
+            found = c.result("search", {"query": "spare key", "mode": "keyword"})["results"]
+            assert [h["path"] for h in found] == ["memory/2024-05-01.md"]
+        assert wait_for(listed.exists, 15)
+        modules = set(listed.read_text().split())
+        assert "memoryd.index.workspace" in modules  # the engine answered
+        assert [m for m in NOT_BEFORE_THE_FIRST_ANSWER if m in modules] == []
+        # The lines held until then come out, in the order they were logged.
+        assert wait_for(lambda: "startup" in proc.events(), 15), proc.logs()
+        events = proc.events()
+        assert events.index("workspace_opened") < events.index("startup")
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+    finally:
+        proc.kill()
