@@ -204,8 +204,9 @@ class Daemon:
         # Logged once the first question is answered (_after_first_answer, or at shutdown):
         # its socket path has digits, so masking it compiles the secret detectors (~52 M
         # instructions; on a first start, a child process reads them) that the question
-        # would otherwise wait for. Without a workspace there is no such question: at once,
-        # before a first index would share the cores with it.
+        # would otherwise wait for. Without a workspace there is no such question: at once
+        # (and the lines held since cli.py configured logging), before a first index would
+        # share the cores with it.
         self._startup_line = {
             "socket": str(self.socket_path),
             "pid": os.getpid(),
@@ -216,6 +217,7 @@ class Daemon:
             "open_file_limit": self.fd_limit,
         }
         if not self.registry.list():
+            logs.release()  # no question to answer first: the held lines (cli.py), at once
             self._log_startup()
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")

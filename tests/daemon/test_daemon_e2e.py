@@ -148,8 +148,8 @@ def test_stale_socket_of_a_killed_daemon_is_cleaned_at_next_start(home: Path, da
     assert daemon.socket.exists()  # a crash leaves the file behind
     again = Proc(home)
     try:
-        again.ready()
-        assert "stale_socket_removed" in again.events()
+        again.ready()  # the line comes once the start is over (runtime/logs.py holds it)
+        assert wait_for(lambda: "stale_socket_removed" in again.events(), 15), again.logs()
         with RawConn(again.socket) as c:
             assert c.result("hello")["pid"] == again.p.pid
     finally:

@@ -35,8 +35,9 @@ def _watch():
         await send(self, frame, held)
         out = os.environ["FIRST_ANSWER_MODULES"]
         if asked[0] and not os.path.exists(out):
-            with open(out, "w") as f:
+            with open(out + ".tmp", "w") as f:
                 f.write("\\n".join(sorted(sys.modules)))
+            os.replace(out + ".tmp", out)
 
     Dispatcher.dispatch, connection.Connection.send = watched_dispatch, watched_send
 
