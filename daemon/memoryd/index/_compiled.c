@@ -47,27 +47,31 @@ SLOT_FUNCTION(setattrofunc, Py_tp_setattro)
 SLOT_FUNCTION(descrgetfunc, Py_tp_descr_get)
 SLOT_FUNCTION(descrsetfunc, Py_tp_descr_set)
 
+static PyObject *DUNDER; /* "__" */
+
 int compiled_attr_init(compiled_attr *a, PyObject *first, PyObject *name) {
+    if (DUNDER == NULL && (DUNDER = PyUnicode_InternFromString("__")) == NULL)
+        return -1;
     a->type = first != NULL ? Py_TYPE(first) : NULL;
     a->name = name;
     a->descr = NULL;
     a->get = NULL;
     a->set = NULL;
-    if (a->type == NULL ||
-        Py_tp_getattro_of(a->type) != PyObject_GenericGetAttr ||
-        Py_tp_setattro_of(a->type) != PyObject_GenericSetAttr)
+    if (a->type == NULL || Py_tp_getattro_of(a->type) != PyObject_GenericGetAttr ||
+        Py_tp_setattro_of(a->type) != PyObject_GenericSetAttr ||
+        PyUnicode_Tailmatch(name, DUNDER, 0, 2, -1) != 0) /* a name the metatype may own */
         return 0;
-    PyObject *own = PyObject_GetAttrString((PyObject *)a->type, "__dict__");
-    PyObject *descr = own != NULL ? PyObject_GetItem(own, name) : NULL;
-    Py_XDECREF(own);
-    if (descr == NULL) { /* not the type's own: read it the usual way */
-        if (PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_AttributeError))
+    /* The type's attribute: a slot's member descriptor found in its MRO is given back as it
+     * is (its get with no object), the one an instance's read or write would call. */
+    PyObject *descr = PyObject_GetAttr((PyObject *)a->type, name);
+    if (descr == NULL) { /* not the type's: read it the usual way */
+        if (PyErr_ExceptionMatches(PyExc_AttributeError))
             PyErr_Clear();
         return PyErr_Occurred() ? -1 : 0;
     }
     descrgetfunc get = Py_tp_descr_get_of(Py_TYPE(descr));
     descrsetfunc set = Py_tp_descr_set_of(Py_TYPE(descr));
-    if (get == NULL || set == NULL) { /* not a data descriptor: an instance's dict may win */
+    if (Py_TYPE(descr) != &PyMemberDescr_Type || get == NULL || set == NULL) { /* not a slot */
         Py_DECREF(descr);
         return 0;
     }
@@ -110,6 +114,8 @@ static PyMethodDef methods[] = {
      "hit_dicts(hits, hit_type) -> [hit.to_dict() for hit in hits], or None"},
     {"stat_many", compiled_stat_many, METH_VARARGS,
      "stat_many(paths) -> [(mtime_ns, size) or None]: freshness.py_stat_many, lock held"},
+    {"make_candidates", compiled_make_candidates, METH_VARARGS,
+     "make_candidates(cls, names, ids, found, bm25, tail) -> load_candidates' list, or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -21,9 +21,9 @@ int compiled_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, const c
 PyObject *compiled_item(PyObject *seq, Py_ssize_t i);
 
 /* An attribute of objects of one type (its first object's), read and set through the
- * type's own data descriptor (a slot's member descriptor), as PyObject_GenericGetAttr and
+ * slot's member descriptor the type's MRO holds for it, as PyObject_GenericGetAttr and
  * PyObject_GenericSetAttr would, without their lookup of it per access (~10x the read);
- * any other object, or a type whose attribute is not such, the usual way. ``name``: an
+ * any other object, or an attribute that is not such a slot, the usual way. ``name``: an
  * interned string, borrowed; compiled_attr_clear when done. */
 typedef struct {
     PyTypeObject *type;
@@ -49,6 +49,9 @@ PyObject *compiled_span_best(PyObject *self, PyObject *args);
 
 /* _compiled_fusion.c: search/fusion.py's weighted scores of known candidates, their top. */
 PyObject *compiled_known_top(PyObject *self, PyObject *args);
+
+/* _compiled_candidates.c: search/candidates.py's candidates made from their rows. */
+PyObject *compiled_make_candidates(PyObject *self, PyObject *args);
 
 /* _compiled_answer.c: types.py's hits as wire maps. */
 PyObject *compiled_hit_dicts(PyObject *self, PyObject *args);

@@ -5,7 +5,7 @@ they pass, and their rows and window similarities read for fusion (fusion.py).""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 import apsw
@@ -19,6 +19,11 @@ from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows, window_sims
 from memoryd_client.search_terms import SOURCES
+
+try:  # _compiled_candidates.c: the candidates made from their rows; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - installs without a compiler
+    compiled = None  # type: ignore[assignment]
 
 BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text, heading
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
@@ -39,6 +44,14 @@ class Candidate:
     window_sim: float | None = None  # best cosine similarity among its windows
     best_window: int = -1  # which window that was
     lines: list[float] | None = None  # per-line query match (snippets.line_scores)
+
+
+# What make_candidates sets: every field by name, in order (the id, a Row's, bm25, then the
+# defaults of the rest: None unless each is a plain value and no __post_init__ runs).
+_FIELDS = tuple(f.name for f in fields(Candidate))
+_TAIL: tuple[Any, ...] | None = tuple(f.default for f in fields(Candidate)[10:])
+if any(f.default is MISSING for f in fields(Candidate)[10:]) or hasattr(Candidate, "__post_init__"):
+    _TAIL = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +196,10 @@ def load_candidates(
     """The chunks of ``ids`` still in the index as candidates, in that order, each with its
     ``bm25`` (rows.read_rows: kept ones for ``generation``)."""
     found = read_rows(conn, ids, rows, generation)
+    if compiled is not None and _TAIL is not None and type(ids) is list:
+        made = compiled.make_candidates(Candidate, _FIELDS, ids, found, bm25, _TAIL)
+        if made is not None:
+            return made
     score = (bm25 or {}).get
     # A Candidate's fields after its id are a Row's, then bm25.
     return [Candidate(i, *row, score(i)) for i in ids if (row := found.get(i)) is not None]
