@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.files.transcripts import parse_transcript
-from memoryd.jobs.flush_origin import Turns
+from memoryd.jobs.flush_origin import Turns, turns_before
 from memoryd.jobs.history import History
 
 MIN_NEW_CHARS: Final = 6000
@@ -60,19 +60,22 @@ def check(history: History, transcript: Path, session: str, root: Path, now: flo
             return AgentFlush(False, line + 1, line, 0)
         f.seek(offset)
         data = f.read(MAX_READ_BYTES)
-    parsed = parse_transcript(data, first_line=line + 1)
-    chars = sum(len(text) for _, text in parsed.messages)
-    first, last = line + 1, line + parsed.lines_consumed
-    full = len(data) == MAX_READ_BYTES
-    if chars < MIN_NEW_CHARS and not full:
-        return AgentFlush(False, first, last, chars)
+        parsed = parse_transcript(data, first_line=line + 1)
+        chars = sum(len(text) for _, text in parsed.messages)
+        first, last = line + 1, line + parsed.lines_consumed
+        full = len(data) == MAX_READ_BYTES
+        if chars < MIN_NEW_CHARS and not full:
+            return AgentFlush(False, first, last, chars)
+        turns = turns_before(f, offset)  # the turn the stretch starts in
     history.set_flush_offset(transcript, session, offset + parsed.consumed, last, root, now)
-    return AgentFlush(chars > 0, first, last, chars, stretch_origin(data[: parsed.consumed]))
+    origin = stretch_origin(data[: parsed.consumed], turns)
+    return AgentFlush(chars > 0, first, last, chars, origin)
 
 
-def stretch_origin(data: bytes) -> str:
+def stretch_origin(data: bytes, turns: Turns | None = None) -> str:
     """The least trusted origin of a stretch of transcript lines: ``untrusted`` when any
-    turn of it called a tool that fetches outside content (flush's rule)."""
-    turns = Turns()
+    turn of it called a tool that fetches outside content (flush's rule), the turn it
+    starts in too (``turns``: its state at the stretch's start)."""
+    turns = turns or Turns()
     origins = {turns.origin(raw) for raw in data.split(b"\n") if raw.strip()}
     return "untrusted" if "untrusted" in origins or turns.tainted else "agent"

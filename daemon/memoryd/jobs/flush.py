@@ -36,7 +36,13 @@ from memoryd.files.session_headings import flush_heading as heading_for
 from memoryd.files.transcripts import stream_transcript
 from memoryd.jobs import _text
 from memoryd.jobs.base import JobContext, JobFailed, JobResult, JobSkipped
-from memoryd.jobs.flush_origin import Turns, session_kind, skip_reason, trust_class
+from memoryd.jobs.flush_origin import (
+    Turns,
+    session_kind,
+    skip_reason,
+    trust_class,
+    turns_before,
+)
 from memoryd.jobs.llm import LlmClient, LlmError
 from memoryd.jobs.llm_config import llm_problem
 from memoryd.jobs.transcript_folders import check_transcript
@@ -73,11 +79,14 @@ class NewLines:
     cut_line: int | None = None  # a message longer than a whole run: its beginning only
 
 
-def read_new(fh: BinaryIO, budget: _text.PartBudget, first_line: int) -> NewLines:
+def read_new(
+    fh: BinaryIO, budget: _text.PartBudget, first_line: int, turns: Turns | None = None
+) -> NewLines:
     """The complete lines from ``fh``'s position whose messages fit ``budget``, read a
-    block at a time and no further than they fit."""
+    block at a time and no further than they fit; ``turns``: the turn they start in (a run
+    that starts inside a turn that fetched a page, flush_origin.turns_before)."""
     out = NewLines()
-    turns = Turns()
+    turns = turns or Turns()
     for raws, parsed in stream_transcript(fh, partial_last=False):
         block_first = out.lines + 1  # the block's first line, counted from the offset
         origins = {n: turns.origin(raw) for n, raw in enumerate(raws, block_first)}
@@ -253,8 +262,9 @@ def _read(
                     f"({offset}): it was replaced; nothing is read twice",
                     report,
                 )
+            turns = turns_before(f, offset)  # the turn the run starts in
             f.seek(offset)
-            return read_new(f, budget, line + 1)
+            return read_new(f, budget, line + 1, turns)
     except OSError as exc:
         raise JobFailed(
             f"cannot read the transcript {transcript}: {exc.strerror or exc}", report

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from memoryd.files.codex_rollout import as_transcript_line
 
@@ -37,6 +37,7 @@ OUTSIDE_TOOL: Final = re.compile(
 _TOOL_BLOCKS: Final = ("tool_use", "toolCall", "tool_call", "function_call")
 _PATH_KEYS: Final = ("file_path", "path", "notebook_path")  # as the hooks read a tool's input
 MAX_CALL_IDS: Final = 64  # the latest tool calls' ids a Turns keeps (what a write waits for)
+TURN_LOOKBACK: Final = 4 << 20  # bytes before a run's offset replayed for the turn it is in
 SHELL_TOOL: Final = re.compile(r"^(?:bash|shell|sh|exec|run_?command|terminal|process)$", re.I)
 # A shell command that brings outside content in: a network client or a URL.
 SHELL_OUTSIDE: Final = re.compile(
@@ -130,6 +131,22 @@ class Turns:
             self.calls[call] = None
             if len(self.calls) > MAX_CALL_IDS:
                 del self.calls[next(iter(self.calls))]
+
+
+def turns_before(fh: BinaryIO, offset: int) -> Turns:
+    """The turns' state at ``offset`` (a line end) of a transcript: its lines before it
+    replayed, the last TURN_LOOKBACK bytes of them (a line cut by that window dropped). A
+    flush that starts inside a turn (the previous run read the transcript before the agent
+    had written the turn's end, or its LLM budget ended there) so keeps what follows a web
+    fetch of that turn untrusted. Leaves ``fh``'s position anywhere."""
+    turns = Turns()
+    start = max(0, offset - TURN_LOOKBACK)
+    fh.seek(start)
+    lines = fh.read(offset - start).split(b"\n")
+    for raw in lines[1:] if start > 0 else lines:
+        if raw.strip():
+            turns.origin(raw)
+    return turns
 
 
 def _has_text(content: Any) -> bool:
