@@ -94,8 +94,11 @@ def test_every_config_section_compares_hashes_and_shows_as_before(tmp_path: Any)
 def _every_record() -> set[type[Record]]:
     # The daemon's modules: their records subclass Record once imported.
     import memoryd.app
+    import memoryd.embeddings.factory
+    import memoryd.index.workspace  # the engine's (a start imports it before its first answer)
     import memoryd.lifecycle.journal
-    import memoryd.runtime.usage  # noqa: F401
+    import memoryd.runtime.usage
+    import memoryd.workspace.search_service  # noqa: F401
 
     found: set[type[Record]] = set()
     todo = list(Record.__subclasses__())

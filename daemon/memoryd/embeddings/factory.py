@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.errors import EmbeddingError
 from memoryd.runtime.config import EmbeddingConfig
+from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from memoryd.embeddings.fallback import QueryFallback
 
 
-@dataclass(frozen=True)
-class ProviderChoice:
+@dataclass(frozen=True, eq=False, repr=False)
+class ProviderChoice(Record):
     """What ``auto`` (or an explicit setting) resolved to, and why; ``status`` reports it."""
 
     provider: EmbeddingProvider | None  # None: keyword-only

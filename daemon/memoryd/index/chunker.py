@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, overload
 
 from memoryd.index import token_costs
 from memoryd.index.token_costs import count_tokens
+from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -41,8 +42,8 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _LEADS = frozenset(" #`~")  # what a line that _FENCE or _HEADING can match starts with
 
 
-@dataclass(frozen=True)
-class Chunk:
+@dataclass(frozen=True, eq=False, repr=False)
+class Chunk(Record):
     start_line: int  # 1-based, inclusive, physical lines of the input
     end_line: int
     text: str
@@ -68,8 +69,8 @@ class _Parse:
     section: int = 0
 
 
-@dataclass(frozen=True)
-class _Mark:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Mark(Record):
     """Everything before top-level segment ``line``: the units split before it (and whether
     the next must start a new chunk), the chunks packed before it and the packing state."""
 

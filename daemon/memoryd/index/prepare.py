@@ -33,6 +33,7 @@ from memoryd.index.chunker import chunk_markdown_state
 from memoryd.index.keyword.counts import Counted, Stems, count_chunks, fts5_stems
 from memoryd.index.store import ChunkRow, chunk_rows
 from memoryd.runtime.priority import lower_this_process
+from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -57,8 +58,8 @@ MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
 WORKERS_MIN_BYTES = 32 << 20
 
 
-@dataclass(frozen=True)
-class Prepared:
+@dataclass(frozen=True, eq=False, repr=False)
+class Prepared(Record):
     rows: list[ChunkRow]  # the chunks as their rows hold them (tuples: cheap to send)
     counted: Counted  # the chunks' keyword postings (keyword_counts)
 

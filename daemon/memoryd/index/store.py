@@ -20,12 +20,13 @@ from memoryd.embeddings.base import Vectors
 from memoryd.index.chunker import Chunk
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.windows import WINDOW_SLOTS, centroid
+from memoryd.runtime.records import Record
 
 VEC_TABLE = "chunks_vec"
 
 
-@dataclass(frozen=True)
-class FileRow:
+@dataclass(frozen=True, eq=False, repr=False)
+class FileRow(Record):
     path: str
     source: str
     hash: str
@@ -262,8 +263,8 @@ def move_staged(conn: apsw.Connection) -> None:
     )
 
 
-@dataclass(frozen=True)
-class PendingChunk:
+@dataclass(frozen=True, eq=False, repr=False)
+class PendingChunk(Record):
     id: int
     text_hash: str
     heading: str
@@ -291,8 +292,8 @@ def count_pending(conn: apsw.Connection) -> int:
     return int(sqlite.scalar(conn, "SELECT count(*) FROM chunks WHERE embedded = 0"))
 
 
-@dataclass(frozen=True)
-class CacheKey:
+@dataclass(frozen=True, eq=False, repr=False)
+class CacheKey(Record):
     provider: str
     model: str
     provider_key: str

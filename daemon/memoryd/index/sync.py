@@ -57,6 +57,7 @@ from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
@@ -73,8 +74,8 @@ BULK_CHUNKS = 2000
 BATCH_FILES = 64
 
 
-@dataclass(frozen=True)
-class _Chunked:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Chunked(Record):
     """A markdown file read ahead of its turn, and its chunking (prepare.py) under way."""
 
     row: FileRow

@@ -37,6 +37,7 @@ from memoryd.index.chunker import Chunk, MarkdownState
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Record
 
 log = get_logger("memoryd.index")
 
@@ -51,8 +52,8 @@ WARM_MIN_BYTES = 128 * 1024
 WARM_WITHIN_S = 2 * 86400
 
 
-@dataclass(frozen=True)
-class Resume:
+@dataclass(frozen=True, eq=False, repr=False)
+class Resume(Record):
     state: MarkdownState
     first: int  # the first line (index) the chunker needs...
     offset: int  # ...and where it starts in the file's bytes

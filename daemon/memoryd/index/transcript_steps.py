@@ -16,6 +16,7 @@ from memoryd.files.layout import ISO_DAY, IndexedFile
 from memoryd.files.transcripts import TranscriptChunkInput
 from memoryd.index.chunker import Chunk
 from memoryd.index.store import FileRow
+from memoryd.runtime.records import Record
 
 SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten, not appended
 # A transcript is ingested this much at a time (each step one transaction with its offsets),
@@ -24,8 +25,8 @@ SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten,
 TRANSCRIPT_STEP_BYTES = 1 << 20
 
 
-@dataclass(frozen=True)
-class Step:
+@dataclass(frozen=True, eq=False, repr=False)
+class Step(Record):
     """What one step read: ``buf`` from ``start_off`` (line ``start_line``); the bytes before
     ``old_end`` were ingested already (the last chunk's lines, re-chunked with what follows)."""
 

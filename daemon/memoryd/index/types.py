@@ -8,6 +8,7 @@ from typing import Any, Literal, NamedTuple
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import ISO_DAY
+from memoryd.runtime.records import Record
 from memoryd_client.search_terms import (
     DEFAULT_MODE,
     DEFAULT_SOURCES,
@@ -32,8 +33,8 @@ class NotInMemory(Exception):
     for more than a few rows, or run the embedding model."""
 
 
-@dataclass(frozen=True)
-class SearchRequest:
+@dataclass(frozen=True, eq=False, repr=False)
+class SearchRequest(Record):
     query: str
     max_results: int | None = None  # None: config default
     min_score: float | None = None
@@ -157,8 +158,8 @@ class SearchHit(NamedTuple):
         return out
 
 
-@dataclass(frozen=True)
-class HitMeta:
+@dataclass(frozen=True, eq=False, repr=False)
+class HitMeta(Record):
     """A hit's annotations and provenance; only what is known goes on the wire."""
 
     origin: str  # the least trusted of the snippet's lines ('owner': none has a record)
@@ -223,8 +224,8 @@ class SearchResponse(NamedTuple):
         return out
 
 
-@dataclass(frozen=True)
-class SyncProgress:
+@dataclass(frozen=True, eq=False, repr=False)
+class SyncProgress(Record):
     phase: Literal["scanning", "indexing", "embedding"]
     done: int
     total: int

@@ -38,6 +38,7 @@ from memoryd.index.search.notices import search_notices
 from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
+from memoryd.runtime.records import Record
 from memoryd.secrets import mask_snippets
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
@@ -69,8 +70,8 @@ class FleetSearch(Protocol):
     ) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True)
-class Answer:
+@dataclass(frozen=True, eq=False, repr=False)
+class Answer(Record):
     workspace: str  # the local workspace's name; "fleet" (every one), or "host:name"
     result: dict[str, Any]  # the answer of the ``search`` method (docs/protocol.md)
     index: WorkspaceIndex | None = None  # the local workspace's index (None: fleet)

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from memoryd.index.keyword.counts import Counted, Stems, count_chunks
 from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.runtime.foreground import FOREGROUND
+from memoryd.runtime.records import Record
 
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
@@ -277,8 +278,8 @@ class Build:
         return None if size + len(docs.length) * SLOT_BYTES > max_bytes else (docs, post)
 
 
-@dataclass(frozen=True)
-class _Expected:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Expected(Record):
     """A file's chunks as staged, counted already: the rows its commit will insert."""
 
     chunks: list[tuple[str, str]]  # (text, heading)

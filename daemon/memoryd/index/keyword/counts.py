@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memoryd.index.keyword.text import FTS_TOKENIZER, keyword_text
+from memoryd.runtime.records import Record
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
 HEADING_WEIGHT = 0.5
@@ -45,8 +46,8 @@ def fts5_stems(conn: apsw.Connection) -> Stems:
     return stems
 
 
-@dataclass(frozen=True)
-class Counted:
+@dataclass(frozen=True, eq=False, repr=False)
+class Counted(Record):
     """The postings of a run of chunks, ordered by (stem, chunk). Picklable: a chunking
     process sends it back with the chunks."""
 

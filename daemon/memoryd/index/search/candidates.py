@@ -18,6 +18,7 @@ from memoryd.index.search.rows import ChunkRows, read_rows
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows, window_sims
+from memoryd.runtime.records import Record
 from memoryd_client.search_terms import SOURCES
 
 try:  # _compiled_candidates.c: the candidates made from their rows; absent if not built
@@ -54,8 +55,8 @@ if any(f.default is MISSING for f in fields(Candidate)[10:]) or hasattr(Candidat
     _TAIL = None
 
 
-@dataclass(frozen=True)
-class Filters:
+@dataclass(frozen=True, eq=False, repr=False)
+class Filters(Record):
     sources: tuple[str, ...]
     path_prefix: str | None
     since: str | None

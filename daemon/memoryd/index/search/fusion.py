@@ -49,6 +49,7 @@ from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows
 from memoryd.index.vectors.windows import kept_window_spans
 from memoryd.runtime.config import SearchConfig
+from memoryd.runtime.records import Record
 from memoryd_client.search_terms import SOURCES
 
 try:  # _compiled_fusion.c: _known_top's common case; absent if not built
@@ -64,8 +65,8 @@ KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector cand
 DATE_WEIGHT = 0.2
 
 
-@dataclass(frozen=True, kw_only=True)
-class SearchEnv:
+@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
+class SearchEnv(Record):
     """What a search needs of its index besides the connection and the request."""
 
     cfg: SearchConfig

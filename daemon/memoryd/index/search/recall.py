@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from memoryd.runtime.records import Record
 from memoryd_client.protocol import RECALL_CLOSE, RECALL_OPEN
 
 CHARS_PER_TOKEN: Final = 4
@@ -57,8 +58,8 @@ def tokens(text: str) -> int:
     return -(-len(text) // CHARS_PER_TOKEN)
 
 
-@dataclass(frozen=True)
-class Item:
+@dataclass(frozen=True, eq=False, repr=False)
+class Item(Record):
     path: str
     start_line: int
     end_line: int

@@ -34,6 +34,7 @@ from memoryd.errors import EmbeddingError, MemorydError
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import CURATED_FILES, Layout
 from memoryd.index.line_meta import LineMetaMap
+from memoryd.runtime.records import Record
 
 MAX_TRIGGERED = 3
 # The bundled model, phrase against prompt: a restatement 0.65-0.71 ("gateway setup" ~ "I'm
@@ -45,8 +46,8 @@ _MAX_LINE_CHARS = 1000
 _MAX_FILE_BYTES = 16 << 20
 
 
-@dataclass(frozen=True)
-class Triggered:
+@dataclass(frozen=True, eq=False, repr=False)
+class Triggered(Record):
     path: str
     line: int
     text: str  # the line without its annotations
@@ -54,8 +55,8 @@ class Triggered:
     score: float  # 1.0 for a lexical match, else the cosine
 
 
-@dataclass(frozen=True)
-class _Entry:
+@dataclass(frozen=True, eq=False, repr=False)
+class _Entry(Record):
     path: str
     line: int
     text: str
