@@ -1,9 +1,9 @@
 """The compiled pass over a search's candidates (_compiled_lines.c: cached_line_scores,
 through LineStems.score_cached) against the Python path it replaces (peek_many, then
-line_scores, each score set as its candidate's ``lines``): the same candidates scored, the
-same doubles (float.hex), the same LRU order; and None, with no line set, when a cached
-chunk's numbering is not the current one. An install without a compiler has only the
-Python path: these tests are skipped there."""
+line_scores, each score set as its candidate's ``lines``, refocused for a question asking
+when): the same candidates scored, the same doubles (float.hex), the same LRU order; and
+None, with no line set, when a cached chunk's numbering is not the current one. An install
+without a compiler has only the Python path: these tests are skipped there."""
 
 from __future__ import annotations
 
@@ -15,11 +15,13 @@ import pytest
 from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
 from memoryd.index.search import snippets
 from memoryd.index.search.candidates import Candidate
+from memoryd.index.search.focus import WHEN_BOOST, refocus, timed_lines
 from memoryd.index.search.snippets import LineStems, line_scores
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
 
-WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint"]
+WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint", "yesterday"]
+TIMES = ["yesterday", "May", "2022", "last week"]  # a line naming a time (focus.timed_lines)
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +46,20 @@ class Other(Candidate):  # another type among them: read the usual way
 
 def _text(rng: random.Random) -> str:
     lines = [" ".join(rng.choices(WORDS, k=rng.randint(0, 7))) for _ in range(rng.randint(1, 30))]
+    lines = [f"{line} {rng.choice(TIMES)}" if rng.random() < 0.2 else line for line in lines]
     return "\n".join(lines)
 
 
-def _python(cache: LineStems, cands: list[Candidate], weights: dict[str, float]) -> None:
-    """fusion._cached_line_scores' Python path."""
+def _python(cache: LineStems, cands: list[Candidate], weights: dict[str, float], when: bool) -> int:
+    """fusion._cached_line_scores' Python path; how many lists refocus raised."""
     peeked = cache.peek_many([(c.id, c.text) for c in cands])
     chunks = [lines for lines in peeked if lines is not None]
     known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
+    raised = 0
     for c, scores in zip(known, line_scores(chunks, weights), strict=True):
-        c.lines = scores
+        c.lines = refocus(c.text, scores, when)
+        raised += c.lines is not scores
+    return raised
 
 
 def _state(cache: LineStems, cands: list[Candidate]) -> tuple[object, ...]:
@@ -63,6 +69,7 @@ def _state(cache: LineStems, cands: list[Candidate]) -> tuple[object, ...]:
 
 def test_the_compiled_pass_scores_as_the_python_path(tokenize: TokenizeOffsets) -> None:
     rng = random.Random(38)
+    raised = 0
     for case in range(200):
         texts = {i: _text(rng) for i in range(rng.randint(1, 50))}
         capacity = rng.choice((8, 4096))
@@ -73,6 +80,8 @@ def test_the_compiled_pass_scores_as_the_python_path(tokenize: TokenizeOffsets) 
         picked = rng.sample(sorted(texts), rng.randint(0, len(texts)))
         changed = {i for i in picked if rng.random() < 0.1}  # an id reused by a new text
         weights = {w: rng.choice((0.5, 1.25, rng.uniform(1e-3, 9.0))) for w in rng.sample(WORDS, 4)}
+        when = rng.random() < 0.5  # a question asking when: the lines naming a time raised
+        timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
         if rng.random() < 0.1:
             weights = {"zzz": 1.0}  # no stem of the query cached: every line 0.0
         runs = []
@@ -82,12 +91,13 @@ def test_the_compiled_pass_scores_as_the_python_path(tokenize: TokenizeOffsets) 
                 for i in picked
             ]
             if compiled_pass:
-                known = cache.score_cached(cands, weights)
+                known = cache.score_cached(cands, weights, timed)
                 assert known == [c for c in cands if c.lines is not None], case
             else:
-                _python(cache, cands, weights)
+                raised += _python(cache, cands, weights, when)
             runs.append(_state(cache, cands))
         assert runs[0] == runs[1], case
+    assert raised > 50  # the lines naming a time were raised in many
 
 
 def test_another_numbering_is_left_to_python(tokenize: TokenizeOffsets) -> None:

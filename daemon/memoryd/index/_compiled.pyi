@@ -1,6 +1,6 @@
 # The index's compiled part (_compiled.h); absent when it could not be built (its users fall
 # back to their Python versions).
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -23,6 +23,8 @@ def cached_line_scores(
     numbers: Sequence[int],
     weights: Sequence[float],
     vocab: dict[str, int],
+    timed_of: Callable[[str], Sequence[bool]] | None = None,
+    boost: float = 1.0,
 ) -> list[_T] | None: ...
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]: ...
 def take_spans(

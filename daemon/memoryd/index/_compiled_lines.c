@@ -228,18 +228,75 @@ static PyObject *peek(PyObject *items, PyObject *id, PyObject *text) {
     return lines; /* still held by the entry */
 }
 
-/* cached_line_scores(items, cands, numbers, weights, vocab): LineStems.peek_many of each
- * candidate's (id, text) in ``items`` (the LRU, under its lock), then line_scores of those
- * found, each set as its candidate's ``lines``; the candidates so scored, in order. None,
- * with no line set, when a found chunk's numbering is not ``vocab`` or ``cands`` is not a
- * list (the caller does it in Python). */
+/* focus.refocus(text, scores, True) of a new list of plain floats: the lines whose
+ * ``timed`` item is true (timed_of(text), the lines naming a time) times ``boost`` when they
+ * score, the others as they are, as many as both have; ``scores`` itself (a new reference)
+ * when no line scores or none names a time. */
+static PyObject *refocused(PyObject *scores, PyObject *text, PyObject *timed_of, double boost) {
+    Py_ssize_t n = PyList_Size(scores), any = 0;
+    for (Py_ssize_t i = 0; i < n && !any; i++)
+        any = PyFloat_AsDouble(PyList_GetItem(scores, i)) != 0.0;
+    PyObject *timed = any ? PyObject_CallFunctionObjArgs(timed_of, text, NULL) : NULL;
+    if (!any) {
+        Py_INCREF(scores);
+        return scores;
+    }
+    if (timed == NULL)
+        return NULL;
+    Py_ssize_t m = PySequence_Size(timed), named = 0;
+    int *marks = m > 0 ? PyMem_Calloc((size_t)m, sizeof(int)) : NULL;
+    PyObject *out = NULL;
+    if (m < 0 || (m > 0 && marks == NULL)) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *t = compiled_item(timed, i);
+        marks[i] = t ? PyObject_IsTrue(t) : -1;
+        Py_XDECREF(t);
+        if (marks[i] < 0)
+            goto done;
+        named += marks[i];
+    }
+    if (!named) {
+        out = scores;
+        Py_INCREF(out);
+        goto done;
+    }
+    Py_ssize_t k = n < m ? n : m; /* zip(scores, timed) */
+    out = PyList_New(k);
+    for (Py_ssize_t i = 0; out != NULL && i < k; i++) {
+        PyObject *x = PyList_GetItem(scores, i);
+        double s = PyFloat_AsDouble(x);
+        PyObject *y = s != 0.0 && marks[i] ? PyFloat_FromDouble(s * boost) : x;
+        if (y == x)
+            Py_INCREF(y);
+        if (y == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SetItem(out, i, y);
+    }
+done:
+    PyMem_Free(marks);
+    Py_DECREF(timed);
+    return out;
+}
+
+/* cached_line_scores(items, cands, numbers, weights, vocab[, timed_of, boost]):
+ * LineStems.peek_many of each candidate's (id, text) in ``items`` (the LRU, under its
+ * lock), then line_scores of those found, each set as its candidate's ``lines`` (with
+ * ``timed_of``: refocused, as a question asking when has them); the candidates so scored,
+ * in order. None, with no line set, when a found chunk's numbering is not ``vocab`` or
+ * ``cands`` is not a list (the caller does it in Python). */
 PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
-    PyObject *items, *cands, *numbers_obj, *weights_obj, *vocab;
+    PyObject *items, *cands, *numbers_obj, *weights_obj, *vocab, *timed_of = Py_None;
+    double boost = 1.0;
     (void)self;
     if (intern_names() < 0)
         return NULL;
-    if (!PyArg_ParseTuple(args, "O!OOOO", &PyDict_Type, &items, &cands, &numbers_obj,
-                          &weights_obj, &vocab))
+    if (!PyArg_ParseTuple(args, "O!OOOO|Od", &PyDict_Type, &items, &cands, &numbers_obj,
+                          &weights_obj, &vocab, &timed_of, &boost))
         return NULL;
     if (!PyList_CheckExact(cands))
         Py_RETURN_NONE;
@@ -293,9 +350,18 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
         Py_INCREF(out);
         goto done;
     }
-    for (Py_ssize_t k = 0; k < known; k++)
-        if (compiled_attr_set(&lines_attr, PyList_GetItem(found, k), PyList_GetItem(scored, k)) < 0)
+    for (Py_ssize_t k = 0; k < known; k++) {
+        PyObject *c = PyList_GetItem(found, k), *lines = PyList_GetItem(scored, k);
+        PyObject *text = timed_of != Py_None ? compiled_attr_get(&text_attr, c) : NULL;
+        PyObject *shown = text != NULL ? refocused(lines, text, timed_of, boost) : NULL;
+        Py_XDECREF(text);
+        if (timed_of != Py_None && shown == NULL)
             goto done;
+        int r = compiled_attr_set(&lines_attr, c, shown != NULL ? shown : lines);
+        Py_XDECREF(shown);
+        if (r < 0)
+            goto done;
+    }
     out = found;
     Py_INCREF(out);
 done:

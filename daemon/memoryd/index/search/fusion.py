@@ -31,7 +31,7 @@ from memoryd.index.search.candidates import (
     load_candidates,
     vector_candidates,
 )
-from memoryd.index.search.focus import asks_when, refocus
+from memoryd.index.search.focus import WHEN_BOOST, asks_when, refocus, timed_lines
 from memoryd.index.search.line_days import on_named_day
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
@@ -378,19 +378,19 @@ def _cached_line_scores(
 ) -> None:
     """Line scores of the candidates whose stems are cached, in one pass; the others (their
     tokenizing is the cost) are scored only when fuse needs them."""
-    known = line_stems.score_cached(cands, weights)  # compiled: peek, score and set at once
-    if known is None:
-        peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
-        chunks = [lines for lines in peeked if lines is not None]
-        if len(chunks) == len(cands):
-            known = cands
-        else:
-            known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
-        for c, scores in zip(known, line_scores(chunks, weights), strict=True):
-            c.lines = scores
-    if when:  # refocus would give each its scores back otherwise
-        for c in known:
-            c.lines = refocus(c.text, c.lines or [], when)
+    # compiled: peek, score, refocus and set at once
+    timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
+    if line_stems.score_cached(cands, weights, timed) is not None:
+        return
+    peeked = line_stems.peek_many([(c.id, c.text) for c in cands])
+    chunks = [lines for lines in peeked if lines is not None]
+    if len(chunks) == len(cands):
+        known = cands
+    else:
+        known = [c for c, lines in zip(cands, peeked, strict=True) if lines is not None]
+    scored = line_scores(chunks, weights)
+    for c, scores in zip(known, scored, strict=True):  # refocus gives them back if not when
+        c.lines = refocus(c.text, scores, when) if when else scores
 
 
 def run_search(

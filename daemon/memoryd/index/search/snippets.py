@@ -15,7 +15,7 @@ import functools
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -102,19 +102,25 @@ class LineStems:
                     out.append(None)
         return out
 
-    def score_cached(self, cands: list[Cand], weights: Mapping[str, float]) -> list[Cand] | None:
+    def score_cached(
+        self,
+        cands: list[Cand],
+        weights: Mapping[str, float],
+        timed: tuple[Callable[[str], Sequence[bool]], float] | None = None,
+    ) -> list[Cand] | None:
         """line_scores of the candidates whose lines are cached (peek_many of each one's id
         and text), set as their ``lines``, in one compiled pass; the candidates so scored.
-        None, having set nothing, without the compiled part or when a chunk's numbering is
-        not the current one (peek_many and line_scores then do it)."""
+        ``timed``: (focus.timed_lines, 1 + focus.WHEN_BOOST) for a question asking when, the
+        scores then refocused as focus.refocus does. None, having set nothing, without the
+        compiled part or when a chunk's numbering is not the current one (peek_many and
+        line_scores then do it)."""
         if compiled is None:
             return None
         with self._lock:
             vocab = self._vocab
             query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
-            return compiled.cached_line_scores(
-                self._items, cands, [n for n, _ in query], [w for _, w in query], vocab
-            )
+            numbers, ws = [n for n, _ in query], [w for _, w in query]
+            return compiled.cached_line_scores(self._items, cands, numbers, ws, vocab, *timed or ())
 
     def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> ChunkLines:
         found = self.peek(chunk_id, text)
