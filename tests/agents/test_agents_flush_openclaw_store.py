@@ -101,6 +101,45 @@ def test_a_deleted_session_is_flushed_from_its_archive_after_the_rows_already_fl
     assert again["status"] == "ok" and "nothing new" in again["message"]
 
 
+FETCH = {
+    "type": "message",
+    "message": {
+        "role": "assistant",
+        "content": [
+            {"type": "toolCall", "name": "web_fetch", "arguments": {"url": "https://e.org"}}
+        ],
+    },
+}
+RESULT = {"type": "message", "message": {"role": "toolResult", "content": "the page"}}
+
+
+@pytest.mark.parametrize("archived", [False, True])
+def test_a_run_that_starts_inside_a_turn_that_fetched_a_page_keeps_it_untrusted(
+    daemon: DaemonThread,
+    md_home: Path,
+    workspace: Path,
+    openai_server: FakeOpenAIServer,
+    archived: bool,
+) -> None:
+    """The rows before the run's first are replayed for the turn it starts in (flush.py
+    STORE_LOOKBACK_ROWS), from the store and from a deleted session's archive alike."""
+    store = store_path(md_home)
+    oc = create_store(store)
+    header = {"type": "session", "id": SESSION}
+    add_events(oc, SESSION, [header, message("user", "Look up the vendor's rate limits.")])
+    add_events(oc, SESSION, [FETCH, RESULT])
+    openai_server.respond_chat("- The user asked for the vendor's rate limits.")
+    first = flush(daemon, store)
+    assert first["status"] == "ok" and first["report"]["origins"] == ["owner"], first
+    add_events(oc, SESSION, [message("assistant", "The vendor allows 100 requests a minute.")])
+    if archived:
+        archive_session(oc, SESSION, reason="deleted")
+    openai_server.respond_chat("- Vendor rate limit: 100 requests a minute.")
+    second = flush(daemon, store)
+    assert second["status"] == "ok", second
+    assert second["report"]["from_line"] == 5 and second["report"]["origins"] == ["untrusted"]
+
+
 def test_memctl_flush_of_a_store_needs_the_session(tmp_path: Path) -> None:
     import io
 

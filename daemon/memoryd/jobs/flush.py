@@ -22,6 +22,7 @@ the next flush tries that range again.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,9 @@ from memoryd.runtime.config import LlmConfig
 NAME: Final = "flush"
 NOTHING: Final = "NOTHING"
 PROMPT_RESERVE_TOKENS: Final = 400
+# An OpenClaw store's rows before a run's first replayed for the turn it starts in (as
+# flush_origin.turns_before does with a transcript's last 4 MiB).
+STORE_LOOKBACK_ROWS: Final = 2000
 
 SYSTEM: Final = f"""\
 You keep an AI agent's long-term memory. From the conversation you get (or one part of \
@@ -284,16 +288,23 @@ def _read_store(
             if archive is not None:  # deleted or reset: its rows are in the archive now
                 report["archive"] = archive.reason
                 lines = openclaw_archives.archive_lines(conn, archive)
-                archived = io.BufferedReader(openclaw_archives.LinesReader(lines, line))
-                return read_new(archived, budget, line + 1)
+                turns = Turns()  # the turn the run starts in: the rows before it replayed
+                for raw in itertools.islice(lines, line):
+                    turns.origin(raw)
+                archived = io.BufferedReader(openclaw_archives.LinesReader(lines, 0))
+                return read_new(archived, budget, line + 1, turns)
             if rows < line:
                 raise JobSkipped(
                     f"session {session} has {rows} events in {store}, fewer than already "
                     f"flushed ({line}), and no archive: nothing is read twice",
                     report,
                 )
+            start = max(0, line - STORE_LOOKBACK_ROWS)
+            turns = Turns()  # the turn the run starts in: the rows before it replayed
+            for raw in openclaw_store.event_lines(conn, session, start, line - start):
+                turns.origin(raw)
             reader = io.BufferedReader(openclaw_store.SessionReader(conn, session, line))
-            return read_new(reader, budget, line + 1)
+            return read_new(reader, budget, line + 1, turns)
     except openclaw_store.StoreError as exc:
         raise JobFailed(str(exc), report) from None
 
