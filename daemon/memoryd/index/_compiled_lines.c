@@ -395,22 +395,25 @@ PyObject *compiled_best_window(PyObject *self, PyObject *args) {
         PyErr_NoMemory();
         goto done;
     }
-    for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *line = compiled_item(lines, k);
+    int tuple_lines = PyTuple_Check(lines), list_scores = PyList_Check(scores_obj);
+    for (Py_ssize_t k = 0; k < n; k++) { /* a tuple's items borrowed (text_lines gives one) */
+        PyObject *line = tuple_lines ? PyTuple_GetItem(lines, k) : compiled_item(lines, k);
         if (line == NULL)
             goto done;
         Py_ssize_t len = PyUnicode_Check(line) ? PyUnicode_GetLength(line) : PyObject_Size(line);
-        Py_DECREF(line);
+        if (!tuple_lines)
+            Py_DECREF(line);
         if (len < 0)
             goto done;
         sizes[k] = len + 1;
     }
-    for (Py_ssize_t k = 0; k < m; k++) {
-        PyObject *s = compiled_item(scores_obj, k);
+    for (Py_ssize_t k = 0; k < m; k++) { /* a list's items borrowed */
+        PyObject *s = list_scores ? PyList_GetItem(scores_obj, k) : compiled_item(scores_obj, k);
         if (s == NULL)
             goto done;
         scores[k] = PyFloat_AsDouble(s);
-        Py_DECREF(s);
+        if (!list_scores)
+            Py_DECREF(s);
         if (scores[k] == -1.0 && PyErr_Occurred())
             goto done;
     }

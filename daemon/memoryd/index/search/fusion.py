@@ -21,7 +21,7 @@ from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import tier_of
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.keyword.text import TokenizeOffsets
-from memoryd.index.line_meta import summarise
+from memoryd.index.line_meta import LineMetaMap, summarise
 from memoryd.index.search.candidates import (
     Candidate,
     Filters,
@@ -478,37 +478,25 @@ def shown_hits(
     """The fused candidates an answer shows, with their snippets (local and fleet search):
     the text without annotation comments, and what its lines say of themselves."""
     hits = []
+    budget = cfg.snippet_chars
+    meta_map = signals.meta if signals is not None and signals.meta else None
     for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
-        fill_lines(c)  # the snippet's (vector mode ranks without them)
-        text, first, last = make_snippet(
-            c.text,
-            c.start_line,
-            c.end_line,
-            snippet_scores(c, window_budget),
-            terms,
-            cfg.snippet_chars,
-        )
+        if c.lines is None:
+            fill_lines(c)  # the snippet's (vector mode ranks without them)
+        # snippet_scores gives a keyword match's lines themselves (spelled out: ten a search)
+        scores = c.lines if c.best_window < 0 and c.lines else snippet_scores(c, window_budget)
+        text, first, last = make_snippet(c.text, c.start_line, c.end_line, scores, terms, budget)
         meta = None
-        if signals is not None and signals.meta:
-            lines = signals.meta.lines(c.path, first, last)
-            found = summarise(m for _, m in lines)
-            if found is not None:
-                meta = HitMeta(
-                    found.origin,
-                    found.session_id,
-                    found.importance,
-                    found.triggers,
-                    found.project,
-                    found.key,
-                    tuple((n, m.origin, m.session_id) for n, m in lines if m.origin),
-                )
+        if meta_map is not None:
+            meta = _hit_meta(meta_map, c.path, first, last)
+        shown = text if "<!--" not in text else strip_annotations(text)  # its own test first
         hits.append(
             SearchHit(
                 c.path,
                 c.start_line,
                 c.end_line,
                 score,
-                strip_annotations(text),
+                shown,
                 first,
                 last,
                 c.source,
@@ -520,3 +508,20 @@ def shown_hits(
             )
         )
     return hits
+
+
+def _hit_meta(meta_map: LineMetaMap, path: str, first: int, last: int) -> HitMeta | None:
+    """What a hit's snippet lines say of themselves (line_meta.py), or None."""
+    lines = meta_map.lines(path, first, last)
+    found = summarise(m for _, m in lines)
+    if found is None:
+        return None
+    return HitMeta(
+        found.origin,
+        found.session_id,
+        found.importance,
+        found.triggers,
+        found.project,
+        found.key,
+        tuple((n, m.origin, m.session_id) for n, m in lines if m.origin),
+    )
