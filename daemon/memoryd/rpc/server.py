@@ -35,6 +35,7 @@ from memoryd.rpc.connection import Connection, Limits
 from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
 from memoryd.rpc.wire import Refusal, Wire
+from memoryd.runtime.eager import start_eagerly
 from memoryd.runtime.logs import debug_enabled, get_logger
 from memoryd.runtime.records import Record
 from memoryd_client import protocol
@@ -255,9 +256,13 @@ class Server:
         return True
 
     def on_frame(self, conn: Connection, msg: dict[str, Any]) -> None:
-        """Start the request of a decoded frame (wire.py, with room for it)."""
+        """Start the request of a decoded frame (wire.py, with room for it): at once, so one
+        that does not wait (a search in memory) is answered within this read; one that waits
+        goes on as a task (runtime/eager.py)."""
         req = self._parse(msg, conn)
-        task = asyncio.create_task(self._handle(conn, req))
+        task = start_eagerly(self._handle(conn, req), asyncio.get_running_loop())
+        if task is None:
+            return  # answered
         conn.tasks.add(task)
         self._tasks.add(task)
 
