@@ -214,7 +214,7 @@ class HitCounter:
 
     def _run(self) -> None:
         while not self._closed:
-            self._wake.wait(1.0)
+            self._wake.wait()  # no timeout: an idle thread never wakes (close sets it too)
             self._wake.clear()
             if self._queue and not self._flush.is_set():
                 self._flush.wait(COALESCE_S)  # the searches of the next moment join this batch
