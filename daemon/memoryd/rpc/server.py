@@ -2,8 +2,9 @@
 
 Per connection: check the peer's uid, then read frames. A bad frame is answered
 (``protocol_error`` / ``too_large``) and that connection closed; everything else carries
-on. Each request runs as its own task, so pipelined requests are served concurrently and
-answered in completion order, each response carrying its request id.
+on. Each request starts at once, in the read that brought it; one that waits goes on as its
+own task, so pipelined requests are served concurrently and answered in completion order,
+each response carrying its request id.
 
 Memory is bounded by back-pressure (connection.py, budget.py), never by buffering: at most
 ``Limits.max_in_flight`` requests of one connection run at once, and no further frame is
