@@ -4,9 +4,17 @@ says when (search/focus.py), and verbs of speech are not what a question asks ab
 
 from __future__ import annotations
 
+import re
+import sys
+from re import _compiler as sre_compiler  # type: ignore[attr-defined]
+from re import _constants as sre  # type: ignore[attr-defined]
+from re import _parser as sre_parser  # type: ignore[attr-defined]
+from typing import Any
+
 import pytest
 
 from engine_util import IndexFactory, paths, search
+from memoryd.index.search import focus
 from memoryd.index.search.focus import asks_when, refocus, timed_lines
 from memoryd.index.search.query import query_terms
 
@@ -83,3 +91,63 @@ def test_a_log_full_of_says_ranks_by_what_was_said(make_index: IndexFactory) -> 
     ix = make_index()
     ix.sync()
     assert paths(search(ix, "What did Jon say about the store?"))[0] == "memory/b.md"
+
+
+def _first_items(items: Any, flags: int) -> list[tuple[Any, Any, int]]:
+    """What each alternative of a parsed pattern begins with: (op, arg, flags) items."""
+    op, av = items[0]
+    if op is sre.SUBPATTERN:
+        _group, add, remove, inner = av
+        return _first_items(inner, (flags | add) & ~remove)
+    if op is sre.BRANCH:
+        return [f for alt in av[1] for f in _first_items(alt, flags)]
+    if op in (sre.MAX_REPEAT, sre.MIN_REPEAT):
+        low, _high, inner = av
+        assert low >= 1  # an optional first item would let the next one begin a match
+        return _first_items(inner, flags)
+    return [(op, av, flags)]
+
+
+def test_the_lookahead_admits_exactly_what_an_alternative_can_begin_with() -> None:
+    # focus._STARTS is tried before the alternatives: it must never refuse a character one
+    # of them begins with (else a line naming a time would go unseen), over all of Unicode,
+    # as sre itself matches them (case folding included: U+017F for s, U+212A for k).
+    parsed = sre_parser.parse(focus._TIME_WORDS)
+    firsts = _first_items(parsed.data, parsed.state.flags)
+    assert len(firsts) > 30
+    items = []
+    for op, av, flags in firsts:
+        state = sre_parser.State()
+        state.flags = flags
+        items.append(sre_compiler.compile(sre_parser.SubPattern(state, [(op, av)]), flags))
+    starts = re.compile(focus._STARTS)
+    wrong = [
+        c
+        for c in map(chr, range(sys.maxunicode + 1))
+        if any(p.match(c) for p in items) != bool(starts.match(c))
+    ]
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I went there yesterday",
+        "\u017fix weeks ago",  # a long s: "six" to re.IGNORECASE
+        "We met Last Summer.",
+        "in May 2022",
+        "on a monday",
+        "on Monday",
+        "a couple of years ago",
+        "12 days ago",
+        "x1999y",
+        "the 1999 tour",
+        "tonight!",
+        "nothing here",
+        "Few months ago",
+        "İn March",
+    ],
+)
+def test_a_line_names_a_time_as_the_alternatives_alone_say(line: str) -> None:
+    alone = re.compile(r"\b" + focus._TIME_WORDS)
+    assert timed_lines(line) == (alone.search(line) is not None,)
