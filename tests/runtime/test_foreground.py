@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 
-from memoryd.runtime.foreground import PAUSE_S, QUIET_S, SLICE_S, Foreground, Share
+from memoryd.runtime.foreground import (
+    HELD_COLLECTIONS_MAX,
+    PAUSE_S,
+    QUIET_S,
+    SLICE_S,
+    Foreground,
+    Share,
+)
 
 
 def test_step_aside_waits_for_the_request_and_returns_when_it_ends() -> None:
@@ -90,3 +98,51 @@ def test_a_share_pauses_only_while_requests_keep_coming() -> None:
     clock.now += SLICE_S
     share.tick()
     assert clock.slept == [PAUSE_S]
+
+
+def test_collections_wait_until_the_requests_in_flight_are_answered() -> None:
+    fg = Foreground(hold_collections=True)
+    assert gc.isenabled()
+    try:
+        fg.begin()
+        assert not gc.isenabled()  # none starts inside the request
+        fg.begin()
+        fg.end()
+        assert not gc.isenabled()  # one is still in flight
+        fg.end()
+        assert gc.isenabled()  # the ones due run from the next allocation on
+    finally:
+        gc.enable()
+
+
+def test_collections_turned_off_elsewhere_stay_off_and_a_plain_foreground_never_touches_them() -> (
+    None
+):
+    try:
+        gc.disable()  # e.g. the daemon's start (runtime/heap.pause_collection)
+        held = Foreground(hold_collections=True)
+        held.begin()
+        held.end()
+        assert not gc.isenabled()
+        gc.enable()
+        plain = Foreground()
+        plain.begin()
+        assert gc.isenabled()
+        plain.end()
+    finally:
+        gc.enable()
+
+
+def test_requests_overlapping_for_long_let_the_collections_run() -> None:
+    fg = Foreground(hold_collections=True)
+    try:
+        fg.begin()
+        kept = [[i] for i in range(HELD_COLLECTIONS_MAX * gc.get_threshold()[0] + 100)]
+        assert not gc.isenabled()
+        fg.begin()  # another request while the first is in flight, past the bound
+        assert gc.isenabled()
+        fg.end()
+        fg.end()
+        assert gc.isenabled() and len(kept) > 0
+    finally:
+        gc.enable()
