@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -159,3 +161,16 @@ def test_config_workspaces_may_not_nest(tmp_path: Path) -> None:
         {"workspaces": [{"path": str(tmp_path / "a")}, {"path": str(tmp_path / "c")}]}
     )
     assert len(config_entries(cfg)) == 2
+
+
+def test_without_a_config_file_tomllib_is_not_imported(tmp_path: Path) -> None:
+    # Most starts have no file: its parser is imported only to read one (issue 38, spawn).
+    code = (
+        "import sys; from memoryd.runtime.config import load_config; "
+        f"cfg = load_config({str(tmp_path / 'none.toml')!r}, {{}}); "
+        "print(cfg.server.reader_threads > 0, 'tomllib' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["True", "False"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tomllib
 import typing
 from collections.abc import Callable
 from dataclasses import field
@@ -552,6 +551,8 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
     file = Path(path) if path is not None else config_path(env)
     data: dict[str, Any] = {}
     if file.exists():
+        import tomllib  # here: most starts have no file to parse (~9 M instructions)
+
         try:
             data = tomllib.loads(file.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
