@@ -20,6 +20,22 @@
 #define MTIME_NSEC(st) ((st).st_mtim.tv_nsec)
 #endif
 
+/* (sec * 10**9 + nsec, size) in Python ints, as os.stat computes st_mtime_ns. */
+static PyObject *wide_ns(long long sec, long long nsec, long long size) {
+    PyObject *s = PyLong_FromLongLong(sec), *giga = PyLong_FromLong(1000000000L);
+    PyObject *n = PyLong_FromLongLong(nsec), *out = NULL;
+    PyObject *s_ns = s && giga && n ? PyNumber_Multiply(s, giga) : NULL;
+    PyObject *total = s_ns ? PyNumber_Add(s_ns, n) : NULL;
+    if (total != NULL)
+        out = Py_BuildValue("(OL)", total, size);
+    Py_XDECREF(s);
+    Py_XDECREF(giga);
+    Py_XDECREF(n);
+    Py_XDECREF(s_ns);
+    Py_XDECREF(total);
+    return out;
+}
+
 /* (mtime in ns, size) of the file at ``path`` (a str), None when it cannot be stat'ed. */
 static PyObject *stat_one(PyObject *path) {
     PyObject *encoded = PyUnicode_EncodeFSDefault(path); /* as os.stat encodes a str */
@@ -33,7 +49,7 @@ static PyObject *stat_one(PyObject *path) {
     }
     if ((size_t)length != strlen(bytes)) {
         Py_DECREF(encoded);
-        PyErr_SetString(PyExc_ValueError, "stat_many: embedded null character in path");
+        PyErr_SetString(PyExc_ValueError, "embedded null byte" /* os.stat's words */);
         return NULL;
     }
     struct stat st;
@@ -41,9 +57,12 @@ static PyObject *stat_one(PyObject *path) {
     Py_DECREF(encoded);
     if (failed != 0)
         Py_RETURN_NONE;
-    /* os.stat's st_mtime_ns: seconds * 10**9 + nanoseconds */
-    long long ns = (long long)MTIME_SEC(st) * 1000000000LL + (long long)MTIME_NSEC(st);
-    return Py_BuildValue("(LL)", ns, (long long)st.st_size);
+    /* os.stat's st_mtime_ns: seconds * 10**9 + nanoseconds, a Python int past 64 bits (a
+     * time after 2262 or before 1678, which a file system may hold) */
+    long long sec = (long long)MTIME_SEC(st), nsec = (long long)MTIME_NSEC(st), ns;
+    if (!__builtin_mul_overflow(sec, 1000000000LL, &ns) && !__builtin_add_overflow(ns, nsec, &ns))
+        return Py_BuildValue("(LL)", ns, (long long)st.st_size);
+    return wide_ns(sec, nsec, (long long)st.st_size);
 }
 
 /* stat_many(paths) -> [(mtime_ns, size) or None]: freshness.py_stat_many. */
