@@ -58,9 +58,11 @@ int compiled_attr_init(compiled_attr *a, PyObject *first, PyObject *name) {
     a->get = NULL;
     a->set = NULL;
     if (a->type == NULL || Py_tp_getattro_of(a->type) != PyObject_GenericGetAttr ||
-        Py_tp_setattro_of(a->type) != PyObject_GenericSetAttr ||
-        PyUnicode_Tailmatch(name, DUNDER, 0, 2, -1) != 0) /* a name the metatype may own */
+        Py_tp_setattro_of(a->type) != PyObject_GenericSetAttr)
         return 0;
+    Py_ssize_t dunder = PyUnicode_Tailmatch(name, DUNDER, 0, 2, -1); /* -1: not a str */
+    if (dunder != 0) /* a name the metatype may own, read the usual way; or the error */
+        return dunder < 0 ? -1 : 0;
     /* The type's attribute: a slot's member descriptor found in its MRO is given back as it
      * is (its get with no object), the one an instance's read or write would call. */
     PyObject *descr = PyObject_GetAttr((PyObject *)a->type, name);
