@@ -69,6 +69,35 @@ def test_anything_but_a_list_of_search_hits_is_left_to_python() -> None:
     assert compiled.hit_dicts([], SearchHit) == []
 
 
+def test_a_score_round_refuses_is_refused_as_round_refuses_it() -> None:
+    hit = SearchHit("a.md", 1, 1, "0.5", "x", 1, 1, "memory")  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as python:
+        hit.to_dict()
+    with pytest.raises(TypeError) as c:
+        compiled.hit_dicts([hit], SearchHit)
+    assert str(c.value) == str(python.value)
+
+
+class _Emptying:
+    """A meta whose to_dict empties the list of hits being mapped (Python run mid-call)."""
+
+    def __init__(self, hits: list[SearchHit]) -> None:
+        self.hits = hits
+
+    def to_dict(self) -> dict[str, Any]:
+        self.hits.clear()
+        return {"origin": "owner"}
+
+
+def test_a_list_changed_while_its_maps_are_made_is_read_as_it_was() -> None:
+    hits: list[SearchHit] = []
+    meta: Any = _Emptying(hits)
+    hits += [SearchHit(f"{i}.md", i, i, 0.5, "x", i, i, "memory", meta=meta) for i in range(3)]
+    got = compiled.hit_dicts(hits, SearchHit)  # the hits' references were borrowed: a crash
+    assert [d["path"] for d in got] == ["0.md", "1.md", "2.md"]
+    assert all(d["origin"] == "owner" for d in got)
+
+
 def test_an_answer_is_the_same_with_and_without_the_module(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -15,7 +15,7 @@ static const char *KEY_NAMES[] = {
     "snippet_end_line", "source", "heading", "vector_score", "text_score", "tier",
 };
 #define N_KEYS ((int)(sizeof KEY_NAMES / sizeof KEY_NAMES[0]))
-static PyObject *KEYS[N_KEYS], *NAME_ROUND, *NAME_TO_DICT, *SIX;
+static PyObject *KEYS[N_KEYS], *ROUND, *NAME_TO_DICT, *SIX; /* ROUND: builtins.round */
 /* Every key in order, each None: a hit's map starts as its copy (a copy of a small dict is
  * one block; a dict grown key by key is resized twice), its values then set and the keys it
  * lacks deleted, which leaves the others in their order. */
@@ -27,8 +27,10 @@ static int intern_keys(void) {
     for (int k = 0; k < N_KEYS; k++)
         if ((KEYS[k] = PyUnicode_InternFromString(KEY_NAMES[k])) == NULL)
             return -1;
-    NAME_ROUND = PyUnicode_InternFromString("__round__");
-    NAME_TO_DICT = NAME_ROUND ? PyUnicode_InternFromString("to_dict") : NULL;
+    PyObject *builtins = PyImport_ImportModule("builtins");
+    ROUND = builtins ? PyObject_GetAttrString(builtins, "round") : NULL;
+    Py_XDECREF(builtins);
+    NAME_TO_DICT = ROUND ? PyUnicode_InternFromString("to_dict") : NULL;
     SIX = NAME_TO_DICT ? PyLong_FromLong(6) : NULL;
     PyObject *t = SIX ? PyDict_New() : NULL;
     for (int k = 0; t != NULL && k < N_KEYS; k++)
@@ -42,7 +44,8 @@ static int intern_keys(void) {
  * of a tie, the nearest integer to y over 1e6: y's rounding error (below 6e-8 there) cannot
  * move it across a tie, so that integer is the one the correctly rounded decimal has, and
  * an exact integer over the exact 1e6 is correctly rounded as strtod rounds that decimal;
- * nearbyint keeps the zero's sign, as round does. Any other value: its __round__ (dtoa). */
+ * nearbyint keeps the zero's sign, as round does. Any other value: round itself (dtoa; its
+ * TypeError for a value that has no __round__). */
 static PyObject *round6(PyObject *x) {
     if (PyFloat_CheckExact(x)) {
         double y = PyFloat_AsDouble(x) * 1e6;
@@ -52,7 +55,7 @@ static PyObject *round6(PyObject *x) {
                 return PyFloat_FromDouble(r / 1e6);
         }
     }
-    return PyObject_CallMethodObjArgs(x, NAME_ROUND, SIX, NULL);
+    return PyObject_CallFunctionObjArgs(ROUND, x, SIX, NULL);
 }
 
 static int put(PyObject *out, int key, PyObject *value) {
@@ -75,7 +78,8 @@ static int put_or_drop(PyObject *out, int key, int present, PyObject *value, int
     return rounded ? put(out, key, round6(value)) : put_as_is(out, key, value);
 }
 
-/* One hit's map (a tuple of SearchHit's fields), or NULL with an exception set. */
+/* One hit's map (a tuple of SearchHit's fields, held by the caller), or NULL with an
+ * exception set. */
 static PyObject *hit_dict(PyObject *hit) {
     PyObject *f[HIT_FIELDS];
     for (int k = 0; k < HIT_FIELDS; k++)
@@ -116,20 +120,27 @@ PyObject *compiled_hit_dicts(PyObject *self, PyObject *args) {
         return NULL;
     if (!PyList_CheckExact(hits))
         Py_RETURN_NONE;
-    Py_ssize_t n = PyList_Size(hits);
+    /* The hits as they are now, held: a meta's to_dict (Python) may change the list */
+    PyObject *held = PyList_AsTuple(hits), *out = NULL;
+    if (held == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(held);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *hit = PyList_GetItem(hits, i);
+        PyObject *hit = PyTuple_GetItem(held, i);
         if ((PyObject *)Py_TYPE(hit) != hit_type || !PyTuple_Check(hit) ||
-            PyTuple_Size(hit) != HIT_FIELDS)
+            PyTuple_Size(hit) != HIT_FIELDS) {
+            Py_DECREF(held);
             Py_RETURN_NONE;
+        }
     }
-    PyObject *out = PyList_New(n);
+    out = PyList_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        PyObject *d = hit_dict(PyList_GetItem(hits, i));
+        PyObject *d = hit_dict(PyTuple_GetItem(held, i));
         if (d == NULL)
             Py_CLEAR(out);
         else
             PyList_SetItem(out, i, d); /* steals d */
     }
+    Py_DECREF(held);
     return out;
 }
