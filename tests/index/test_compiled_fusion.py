@@ -124,3 +124,28 @@ def test_fuse_gives_the_same_answer_with_and_without_the_module(
             top = fuse(own, mode, fused, cfg, 6.5, lambda c: None, (), 10)  # type: ignore[arg-type]
             runs.append([(s.hex(), v, t, own.index(c)) for s, v, t, c in top])
         assert runs[0] == runs[1], case
+
+
+class _Emptying(Candidate):
+    """A candidate whose window_sim read (Python, a property) empties the list being fused."""
+
+    __slots__ = ("cands",)
+
+    @property  # type: ignore[override]
+    def window_sim(self) -> float | None:
+        self.cands.clear()
+        return Candidate.window_sim.__get__(self)  # type: ignore[attr-defined,no-any-return]
+
+    @window_sim.setter
+    def window_sim(self, value: float | None) -> None:
+        Candidate.window_sim.__set__(self, value)  # type: ignore[attr-defined]
+
+
+def test_a_list_changed_while_it_is_fused_is_read_as_it_was() -> None:
+    cands: list[Candidate] = [Candidate(i, bm25=float(i), lines=[1.0]) for i in (1, 3)]
+    odd = _Emptying(2, bm25=2.0, lines=[0.5])
+    odd.cands = cands
+    cands.insert(1, odd)
+    w = Weights(1.0, 0.5, 0.0, 1.5, 1.5)
+    got = compiled.known_top(cands, False, False, 2.0, w, 10)  # borrowed items: a crash
+    assert [c.id for _, _, _, c in got] == [3, 2, 1]

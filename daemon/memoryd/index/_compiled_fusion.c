@@ -50,7 +50,7 @@ typedef struct {
 } Attrs;
 
 static int attrs_init(Attrs *a, PyObject *cands) {
-    PyObject *first = PyList_Size(cands) > 0 ? PyList_GetItem(cands, 0) : NULL;
+    PyObject *first = PyTuple_Size(cands) > 0 ? PyTuple_GetItem(cands, 0) : NULL;
     memset(a, 0, sizeof(*a));
     return compiled_attr_init(&a->id, first, ATTR_ID) < 0 ||
                    compiled_attr_init(&a->bm25, first, ATTR_BM25) < 0 ||
@@ -178,9 +178,9 @@ static int survey(PyObject *cands, Py_ssize_t n, Plan *p, Attrs *a, int *all_kno
     double best = 0.0;
     *all_known = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *c = PyList_GetItem(cands, i); /* borrowed */
+        PyObject *c = PyTuple_GetItem(cands, i); /* held by the tuple */
         double b = 0.0;
-        int has_b = c ? opt_float(c, &a->bm25, &b, NULL) : -1;
+        int has_b = opt_float(c, &a->bm25, &b, NULL);
         if (has_b < 0)
             return 1;
         if (has_b && b > 0 && b > best)
@@ -241,15 +241,22 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
     p.lined = !vector && p.idf_total > 0;
     if (!PyList_CheckExact(cands))
         Py_RETURN_NONE;
-    Py_ssize_t n = PyList_Size(cands);
+    /* The candidates as they are now, held: reading another type's attribute the usual way
+     * may run Python (a property), which may change the list */
+    PyObject *held = PyList_AsTuple(cands);
+    if (held == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(held);
     int all_known = 0;
     Attrs a;
-    if (attrs_init(&a, cands) < 0) {
+    if (attrs_init(&a, held) < 0) {
         attrs_clear(&a);
+        Py_DECREF(held);
         return NULL;
     }
-    if (keep < 0 || survey(cands, n, &p, &a, &all_known) != 0 || !(vector || all_known)) {
+    if (keep < 0 || survey(held, n, &p, &a, &all_known) != 0 || !(vector || all_known)) {
         attrs_clear(&a);
+        Py_DECREF(held);
         if (PyErr_Occurred())
             return NULL;
         Py_RETURN_NONE;
@@ -263,7 +270,7 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n && !fall_back; i++) {
-        PyObject *c = PyList_GetItem(cands, i);
+        PyObject *c = PyTuple_GetItem(held, i);
         PyObject *id = compiled_attr_get(&a.id, c);
         if (id == NULL)
             goto done;
@@ -288,7 +295,7 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
     out = PyList_New(shown);
     for (Py_ssize_t k = 0; out != NULL && k < shown; k++) {
         Py_ssize_t i = fused[k].n;
-        PyObject *item = scored_tuple(&fused[k], PyList_GetItem(cands, i), sims[i], vector);
+        PyObject *item = scored_tuple(&fused[k], PyTuple_GetItem(held, i), sims[i], vector);
         if (item == NULL)
             Py_CLEAR(out);
         else
@@ -301,5 +308,6 @@ done:
     PyMem_Free(sims);
     PyMem_Free(fused);
     attrs_clear(&a);
+    Py_DECREF(held);
     return out;
 }
