@@ -71,3 +71,34 @@ def test_anything_else_is_left_to_python() -> None:
     assert compiled.make_candidates(Candidate, names[:-1], [1], {1: row}, None, tail) is None
     assert compiled.make_candidates(Candidate, names, [1], {1: row}, [], tail) is None
     assert compiled.make_candidates(Candidate, names, [2], {1: row}, None, tail) == []
+    assert compiled.make_candidates(type(iter(())), names, [1], {1: row}, None, tail) is None
+
+
+_EMPTIED: list[Any] = []  # the ids and rows _Emptying empties
+
+
+class _Emptying:
+    """A candidate class whose ``lines`` is set by Python (a property) that empties the ids
+    and rows being made into candidates."""
+
+    __slots__ = (*candidates._FIELDS[:-1], "_lines")
+
+    @property
+    def lines(self) -> Any:
+        return self._lines
+
+    @lines.setter
+    def lines(self, value: Any) -> None:
+        for made_of in _EMPTIED:
+            made_of.clear()
+        self._lines = value
+
+
+def test_ids_and_rows_changed_while_they_are_made_are_not_read_freed() -> None:
+    ids = [1, 2, 3]
+    found = {i: Row(f"{i}.md", "memory", "", i, i, "", "t", False) for i in ids}
+    _EMPTIED[:] = [ids, found]
+    # the ids' and rows' references were borrowed: a crash
+    got = compiled.make_candidates(_Emptying, candidates._FIELDS, ids, found, None, (None,) * 3)
+    _EMPTIED.clear()
+    assert [c.path for c in got] == ["1.md"]  # the rest gone from the rows, as Python sees it

@@ -20,39 +20,59 @@ PyObject *compiled_make_candidates(PyObject *self, PyObject *args) {
                           &PyList_Type, &ids, &PyDict_Type, &found, &bm25, &PyTuple_Type, &tail))
         return NULL;
     Py_ssize_t n_tail = PyTuple_Size(tail), n_fields = PyTuple_Size(names);
-    Py_ssize_t n = PyList_Size(ids);
     if (n_fields != 2 + ROW_FIELDS + n_tail || n_fields > 64 ||
         (bm25 != Py_None && !PyDict_Check(bm25)))
         Py_RETURN_NONE;
+    /* Setting a field the usual way (another class's) may run Python, which may change
+     * ``ids``, ``found`` or ``bm25``: the ids held as they are now, a row and its score held
+     * while they are set (a row no longer a plain one then: None, Python does it all) */
+    PyObject *held = PyList_AsTuple(ids);
+    if (held == NULL)
+        return NULL;
+    Py_ssize_t n = PyTuple_Size(held);
     for (Py_ssize_t i = 0; i < n; i++) { /* every row a plain one first: nothing half made */
-        PyObject *row = PyDict_GetItemWithError(found, PyList_GetItem(ids, i));
-        if (row == NULL && PyErr_Occurred())
-            return NULL;
-        if (row != NULL && (!PyTuple_Check(row) || PyTuple_Size(row) != ROW_FIELDS))
+        PyObject *row = PyDict_GetItemWithError(found, PyTuple_GetItem(held, i));
+        if ((row == NULL && PyErr_Occurred()) ||
+            (row != NULL && (!PyTuple_Check(row) || PyTuple_Size(row) != ROW_FIELDS))) {
+            Py_DECREF(held);
+            if (PyErr_Occurred())
+                return NULL;
             Py_RETURN_NONE;
+        }
     }
     newfunc make = NULL;
     void *slot = PyType_GetSlot((PyTypeObject *)cls, Py_tp_new);
     memcpy(&make, &slot, sizeof make);
+    if (make == NULL) { /* a class that cannot be made: Python says why */
+        Py_DECREF(held);
+        Py_RETURN_NONE;
+    }
     PyObject *none_args = PyTuple_New(0), *out = PyList_New(0);
     compiled_attr attrs[64];
     Py_ssize_t ready = 0;
-    if (make == NULL || none_args == NULL || out == NULL)
+    if (none_args == NULL || out == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *id = PyList_GetItem(ids, i);
-        PyObject *row = PyDict_GetItemWithError(found, id);
+        PyObject *id = PyTuple_GetItem(held, i);
+        PyObject *row = PyDict_GetItemWithError(found, id), *score = NULL;
         if (row == NULL) {
             if (PyErr_Occurred())
                 goto fail;
             continue;
         }
-        PyObject *score = bm25 != Py_None ? PyDict_GetItemWithError(bm25, id) : NULL;
-        if (score == NULL && PyErr_Occurred())
-            goto fail;
-        PyObject *c = make((PyTypeObject *)cls, none_args, NULL);
+        if (!PyTuple_Check(row) || PyTuple_Size(row) != ROW_FIELDS) {
+            Py_CLEAR(out);
+            out = Py_None;
+            Py_INCREF(out);
+            goto done;
+        }
+        Py_INCREF(row);
+        score = bm25 != Py_None ? PyDict_GetItemWithError(bm25, id) : NULL;
+        Py_XINCREF(score);
+        PyObject *c = score != NULL || !PyErr_Occurred() ? make((PyTypeObject *)cls, none_args, NULL)
+                                                         : NULL;
         if (c == NULL)
-            goto fail;
+            goto fail_row;
         for (; ready < n_fields; ready++)
             if (compiled_attr_init(&attrs[ready], c, PyTuple_GetItem(names, ready)) < 0)
                 goto fail_c;
@@ -66,11 +86,16 @@ PyObject *compiled_make_candidates(PyObject *self, PyObject *args) {
         }
         int appended = PyList_Append(out, c);
         Py_DECREF(c);
+        Py_DECREF(row);
+        Py_XDECREF(score);
         if (appended < 0)
             goto fail;
         continue;
     fail_c:
         Py_DECREF(c);
+    fail_row:
+        Py_DECREF(row);
+        Py_XDECREF(score);
         goto fail;
     }
     goto done;
@@ -80,5 +105,6 @@ done:
     for (Py_ssize_t k = 0; k < ready; k++)
         compiled_attr_clear(&attrs[k]);
     Py_XDECREF(none_args);
+    Py_DECREF(held);
     return out;
 }
