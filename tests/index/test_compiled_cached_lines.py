@@ -123,3 +123,37 @@ def test_without_the_module_nothing_is_scored_at_once(
     c = Candidate(1, text="tea")
     assert cache.score_cached([c], {"tea": 1.0}) is None
     assert c.lines is None
+
+
+_EMPTIED: list[list[Candidate]] = []  # the lists of candidates _Emptying empties
+
+
+class _Emptying(Candidate):
+    """A candidate whose text read (Python, a property) empties the list being scored."""
+
+    __slots__ = ()
+
+    @property  # type: ignore[override]
+    def text(self) -> str:
+        for cands in _EMPTIED:
+            cands.clear()
+        return Candidate.text.__get__(self)  # type: ignore[attr-defined,no-any-return]
+
+    @text.setter
+    def text(self, value: str) -> None:
+        Candidate.text.__set__(self, value)  # type: ignore[attr-defined]
+
+
+def test_a_list_changed_while_it_is_scored_is_read_as_it_was(tokenize: TokenizeOffsets) -> None:
+    cache = LineStems()
+    for i in (1, 2, 3):
+        cache.get(i, "tea garden", tokenize)
+    cands = [Candidate(1, text="tea garden"), _Emptying(2, text="tea garden")]
+    cands.append(Candidate(3, text="tea garden"))
+    held = list(cands)
+    _EMPTIED[:] = [cands]
+    tea = cache._vocab["tea"]  # the candidates were borrowed from the list: a crash
+    got = compiled.cached_line_scores(cache._items, cands, [tea], [1.0], cache._vocab)
+    _EMPTIED.clear()
+    assert [c.id for c in got] == [1, 2, 3]
+    assert [c.lines for c in held] == [[1.0], [1.0], [1.0]]

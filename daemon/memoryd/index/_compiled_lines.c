@@ -204,8 +204,8 @@ static int intern_names(void) {
 }
 
 /* The cached lines of a candidate (LineStems.peek: its id's entry, for this text),
- * the entry used (moved to the LRU's end); a borrowed reference, or NULL with no error
- * when none is cached. */
+ * the entry used (moved to the LRU's end); a new reference, or NULL with no error when
+ * none is cached. */
 static PyObject *peek(PyObject *items, PyObject *id, PyObject *text) {
     PyObject *found = PyDict_GetItemWithError(items, id); /* borrowed */
     if (found == NULL || !PyTuple_Check(found) || PyTuple_Size(found) != 2)
@@ -219,13 +219,14 @@ static PyObject *peek(PyObject *items, PyObject *id, PyObject *text) {
     if (kept != h)
         return NULL;
     PyObject *lines = PyTuple_GetItem(found, 1);
-    Py_INCREF(lines); /* kept alive across move_to_end */
+    Py_INCREF(lines); /* held across move_to_end (an LRU's own may run Python) */
     PyObject *r = PyObject_CallMethodObjArgs(items, NAME_MOVE_TO_END, id, NULL);
-    Py_DECREF(lines);
-    if (r == NULL)
+    if (r == NULL) {
+        Py_DECREF(lines);
         return NULL;
+    }
     Py_DECREF(r);
-    return lines; /* still held by the entry */
+    return lines;
 }
 
 /* focus.refocus(text, scores, True) of a new list of plain floats: the lines whose
@@ -300,25 +301,29 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
         return NULL;
     if (!PyList_CheckExact(cands))
         Py_RETURN_NONE;
-    Py_ssize_t n = PyList_Size(cands), q = 0, known = 0;
+    Py_ssize_t n = 0, q = 0, known = 0;
     int32_t *numbers = NULL;
     double *weights = NULL;
     if (read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
         return NULL;
     double acc[256];
-    PyObject *zero = PyFloat_FromDouble(0.0), *out = NULL;
+    /* The candidates as they are now, held: another type's attribute read the usual way
+     * may run Python (a property), which may change the list */
+    PyObject *held = PyList_AsTuple(cands);
+    n = held != NULL ? PyTuple_Size(held) : 0;
+    PyObject *zero = held ? PyFloat_FromDouble(0.0) : NULL, *out = NULL;
     PyObject *scored = zero ? PyList_New(0) : NULL, *found = zero ? PyList_New(0) : NULL;
     int other_numbering = 0;
     compiled_attr id_attr = {0}, text_attr = {0}, lines_attr = {0};
     if (scored == NULL || found == NULL)
         goto done;
-    PyObject *first = n > 0 ? PyList_GetItem(cands, 0) : NULL;
+    PyObject *first = n > 0 ? PyTuple_GetItem(held, 0) : NULL;
     if (compiled_attr_init(&id_attr, first, ATTR_ID) < 0 ||
         compiled_attr_init(&text_attr, first, ATTR_TEXT) < 0 ||
         compiled_attr_init(&lines_attr, first, ATTR_LINES) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n && !other_numbering; i++) {
-        PyObject *c = PyList_GetItem(cands, i); /* borrowed */
+        PyObject *c = PyTuple_GetItem(held, i);
         PyObject *id = compiled_attr_get(&id_attr, c);
         PyObject *text = id ? compiled_attr_get(&text_attr, c) : NULL;
         PyObject *chunk = text ? peek(items, id, text) : NULL;
@@ -329,12 +334,15 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
         if (chunk == NULL)
             continue;
         PyObject *own = compiled_item(chunk, 3);
-        if (own == NULL)
+        if (own == NULL) {
+            Py_DECREF(chunk);
             goto done;
+        }
         other_numbering = own != vocab;
         Py_DECREF(own);
         PyObject *scores = other_numbering ? NULL
                                            : chunk_scores(chunk, numbers, weights, q, zero, acc, 256);
+        Py_DECREF(chunk);
         if (!other_numbering && scores == NULL)
             goto done;
         if (scores != NULL) {
@@ -365,6 +373,7 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
     out = found;
     Py_INCREF(out);
 done:
+    Py_XDECREF(held);
     Py_XDECREF(zero);
     Py_XDECREF(scored);
     Py_XDECREF(found);
