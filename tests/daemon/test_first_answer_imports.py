@@ -16,8 +16,17 @@ from daemon_util import Proc, RawConn, wait_for
 from memoryd.exit_codes import EXIT_OK
 
 # Not needed for a keyword answer from an existing index: structlog (runtime/logs.py holds
-# the lines), sqlite-vec's package (its extension is found beside it: memoryd/sqlite.py).
-NOT_BEFORE_THE_FIRST_ANSWER = ("structlog", "sqlite_vec", "sqlite3")
+# the lines), sqlite-vec's package (its extension is found beside it: memoryd/sqlite.py),
+# the config's parser without a config file, OpenClaw's session copies (and zstd) without
+# an OpenClaw workspace.
+NOT_BEFORE_THE_FIRST_ANSWER = (
+    "structlog",
+    "sqlite_vec",
+    "sqlite3",
+    "tomllib",
+    "memoryd.files.openclaw_mirror",
+    "zstandard",
+)
 
 WATCHER = """
 import os, sys

@@ -14,15 +14,16 @@ import asyncio
 import contextlib
 import threading
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
-from memoryd.files import openclaw_mirror
-from memoryd.files.openclaw_mirror import StoreReport
 from memoryd.files.provenance import ledger_for
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
+
+if TYPE_CHECKING:
+    from memoryd.files.openclaw_mirror import StoreReport
 
 log = get_logger("memoryd.workspace.openclaw_sessions")
 POLL_S: Final = 1.0  # how often the stores' files are stat'ed (a read only when they changed)
@@ -114,6 +115,10 @@ class OpenClawSessions:
                 await self.watcher.sync_now(ws.name, ws.index, files, 0.0)
 
     def _mirror_workspace(self, root: Path, home: Path) -> list[Path]:
+        # Here and in status: only an OpenClaw workspace reads a store, and a daemon's first
+        # answer waits for no copy (the mirror, its archives and zstd: ~20 M instructions).
+        from memoryd.files import openclaw_mirror
+
         stores = openclaw_mirror.find_stores(home)
         reports = self._reports.setdefault(str(root), {})
         for gone in set(reports) - {str(s) for s in stores}:
@@ -156,7 +161,7 @@ class OpenClawSessions:
         out["stores"] = [r.to_dict() for r in reports]
         if not self._sessions_on():
             out["note"] = "index.sessions is off: OpenClaw's sessions are not copied or indexed"
-        elif not openclaw_mirror.find_stores(home):
+        elif not _stores_under(home):
             out["note"] = f"no OpenClaw agent store under {home / 'agents'} yet"
         return out
 
@@ -168,3 +173,9 @@ class OpenClawSessions:
             for r in reports
             if r.error is not None
         ]
+
+
+def _stores_under(home: Path) -> list[Path]:
+    from memoryd.files import openclaw_mirror
+
+    return openclaw_mirror.find_stores(home)
