@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memoryd.files.lines import line_key
-from memoryd.lifecycle.hits import ROWS_PER_SLICE, HitCounter
+from memoryd.lifecycle.hits import ROWS_PER_SLICE, HitCounter, lull
+from memoryd.runtime.foreground import Foreground
 from memoryd.runtime.state import StateDB
 
 QUINCE = "- Carol planted quince trees."
@@ -48,3 +49,25 @@ def test_a_batch_larger_than_a_slice_is_written_whole(tmp_path: Path) -> None:
     assert hits.counts(root, keys) == {k: (2, 2) for k in keys}
     hits.close()
     state.close()
+
+
+def test_a_batch_waits_for_searches_to_pause_but_a_flush_does_not() -> None:
+    assert lull(7, 7, busy=False)  # none begun during the look, none in flight
+    assert not lull(7, 8, busy=False)  # searches keep coming
+    assert not lull(7, 7, busy=True)  # one is being answered
+
+
+def test_counts_asked_for_while_searches_keep_coming_are_written_at_once(tmp_path: Path) -> None:
+    state = StateDB(tmp_path / "state.sqlite")
+    fg = Foreground()
+    hits = HitCounter(state, foreground=fg)
+    root = tmp_path / "ws"
+    fg.begin()  # a search in flight the whole time: no lull comes
+    try:
+        hits.record(root, "quince trees", [{"snippet": QUINCE, "source": "memory"}])
+        assert hits.wait_idle()  # a flush (a job reading the counts) does not wait for one
+        assert hits.counts(root, [line_key(QUINCE)]) == {line_key(QUINCE): (1, 1)}
+    finally:
+        fg.end()
+        hits.close()
+        state.close()

@@ -18,7 +18,9 @@ new queries is ~0.2 ms of CPU per search, and a search arriving while it ran wai
 lock a switch interval at a time (issue 38's tail, session 4). A queued search is a tuple of
 strings, which the garbage collector stops tracking at once: a second's queue of lists had
 been promoted to the oldest generation, which then ran full collections (25-40 ms of CPU
-with the GIL held) every few hundred searches.
+with the GIL held) every few hundred searches. And a batch waits for searches to pause
+(``lull``: none begun for LULL_S), at most DEFER_MAX_S: slices still cost each search
+arriving meanwhile a hand-over of the lock, a wake-up on another core (session 5).
 """
 
 from __future__ import annotations
@@ -35,11 +37,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.files.lines import line_key, normalize_line
-from memoryd.runtime.foreground import Share
+from memoryd.runtime.foreground import FOREGROUND, Foreground, Share
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
 
-__all__ = ["HitCounter", "words_of"]
+__all__ = ["HitCounter", "lull", "words_of"]
 
 log = get_logger("memoryd.lifecycle.hits")
 
@@ -49,6 +51,10 @@ SNIPPETS_KEPT: Final = 1024  # snippets whose keyed lines are remembered (~0.5 M
 LINES_KEPT: Final = 4096  # snippet lines whose key and words are remembered (~2.5 MB)
 PAIRS_KEPT: Final = 100_000  # (line, query) pairs known to be written (~15 MB at most)
 COALESCE_S: Final = 1.0  # how long a batch gathers searches before it is written
+# Then it waits for a lull: no quick request begun for a LULL_S look (each look takes the
+# interpreter lock for a moment), at most DEFER_MAX_S more or until half the queue is full.
+LULL_S: Final = 0.2
+DEFER_MAX_S: Final = 4.0
 ROWS_PER_SLICE: Final = 32  # rows written between two of the thread's pauses
 
 
@@ -165,9 +171,15 @@ def _matched(
     return seen
 
 
+def lull(begun_before: int, begun_after: int, *, busy: bool) -> bool:
+    """Whether the searches paused over one look: none begun during it, none in flight."""
+    return begun_after == begun_before and not busy
+
+
 class HitCounter:
-    def __init__(self, state: StateDB) -> None:
+    def __init__(self, state: StateDB, foreground: Foreground = FOREGROUND) -> None:
         self.state = state
+        self._fg = foreground
         # (root, query, snippets, when): strings only, so the collector stops tracking it
         self._queue: deque[tuple[str, str, tuple[str, ...], float]] = deque(maxlen=MAX_QUEUED)
         self._wake = threading.Event()
@@ -218,6 +230,7 @@ class HitCounter:
             self._wake.clear()
             if self._queue and not self._flush.is_set():
                 self._flush.wait(COALESCE_S)  # the searches of the next moment join this batch
+                self._wait_for_a_lull()
             self._flush.clear()
             batch = []
             while self._queue:
@@ -230,6 +243,20 @@ class HitCounter:
                         log.exception("hit_count_failed", searches=len(batch))
             if not self._queue:
                 self._idle.set()
+
+    def _wait_for_a_lull(self) -> None:
+        """Until searches pause (``lull``), so that the batch's work, sliced as it is, does
+        not compete with them for the interpreter lock: each search arriving during a batch
+        waited for a slice and a thread's wake-up on another core (issue 38's tail). Bounded:
+        DEFER_MAX_S, half the queue, a flush (wait_idle, close) ends the wait at once."""
+        fg = self._fg
+        deadline = time.monotonic() + DEFER_MAX_S
+        while not self._flush.is_set() and len(self._queue) < MAX_QUEUED // 2:
+            begun = fg.begun
+            if self._flush.wait(LULL_S) or lull(begun, fg.begun, busy=fg.busy):
+                return
+            if time.monotonic() > deadline:
+                return
 
     def _write(self, batch: list[tuple[str, str, tuple[str, ...], float]]) -> None:
         # root -> key -> [sample, hits, last at]; the new (root, key, query hash, words)
@@ -244,7 +271,7 @@ class HitCounter:
         # words of its first search. No pass over all the pairs after the loop (a sort of
         # thousands of tuples holds the GIL for milliseconds, out of reach of the ticks).
         fresh: dict[tuple[str, str], set[str]] = {}
-        share = Share()  # a search being answered goes first (foreground.py)
+        share = Share(self._fg)  # a search being answered goes first (foreground.py)
         for (root, query, snippets), ats in asked.items():
             share.tick()
             qhash, words = _query_facts(query)
