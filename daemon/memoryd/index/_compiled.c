@@ -97,6 +97,31 @@ int compiled_attr_set(compiled_attr *a, PyObject *obj, PyObject *value) {
 
 void compiled_attr_clear(compiled_attr *a) { Py_CLEAR(a->descr); }
 
+PyObject **compiled_hold(PyObject *list, Py_ssize_t *n) {
+    Py_ssize_t size = PyList_Size(list);
+    if (size < 0)
+        return NULL;
+    PyObject **items = PyMem_Malloc((size_t)(size ? size : 1) * sizeof(PyObject *));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < size; i++) { /* in range, nothing run between: not NULL */
+        items[i] = PyList_GetItem(list, i);
+        Py_INCREF(items[i]);
+    }
+    *n = size;
+    return items;
+}
+
+void compiled_release(PyObject **items, Py_ssize_t n) {
+    if (items == NULL)
+        return;
+    for (Py_ssize_t i = 0; i < n; i++)
+        Py_DECREF(items[i]);
+    PyMem_Free(items);
+}
+
 static PyMethodDef methods[] = {
     {"line_scores", compiled_line_scores, METH_VARARGS,
      "line_scores(chunks, numbers, weights[, vocab]) -> per chunk, per line, the summed weights"},

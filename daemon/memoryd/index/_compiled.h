@@ -38,6 +38,13 @@ PyObject *compiled_attr_get(compiled_attr *a, PyObject *obj);
 int compiled_attr_set(compiled_attr *a, PyObject *obj, PyObject *value);
 void compiled_attr_clear(compiled_attr *a);
 
+/* The items of a list as it is now, each held (a new reference), in a new array of *n:
+ * what a call reads while it may run Python (a property, a to_dict) that could change the
+ * list. An array, not PyList_AsTuple: a tuple is one more tracked object counted toward a
+ * collection. NULL with an exception set; compiled_release when done. */
+PyObject **compiled_hold(PyObject *list, Py_ssize_t *n);
+void compiled_release(PyObject **items, Py_ssize_t n);
+
 /* _compiled_lines.c: snippets.py's line scores and snippet window. */
 PyObject *compiled_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args);

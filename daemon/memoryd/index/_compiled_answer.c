@@ -121,26 +121,26 @@ PyObject *compiled_hit_dicts(PyObject *self, PyObject *args) {
     if (!PyList_CheckExact(hits))
         Py_RETURN_NONE;
     /* The hits as they are now, held: a meta's to_dict (Python) may change the list */
-    PyObject *held = PyList_AsTuple(hits), *out = NULL;
+    Py_ssize_t n = 0;
+    PyObject **held = compiled_hold(hits, &n), *out = NULL;
     if (held == NULL)
         return NULL;
-    Py_ssize_t n = PyTuple_Size(held);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *hit = PyTuple_GetItem(held, i);
+        PyObject *hit = held[i];
         if ((PyObject *)Py_TYPE(hit) != hit_type || !PyTuple_Check(hit) ||
             PyTuple_Size(hit) != HIT_FIELDS) {
-            Py_DECREF(held);
+            compiled_release(held, n);
             Py_RETURN_NONE;
         }
     }
     out = PyList_New(n);
     for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
-        PyObject *d = hit_dict(PyTuple_GetItem(held, i));
+        PyObject *d = hit_dict(held[i]);
         if (d == NULL)
             Py_CLEAR(out);
         else
             PyList_SetItem(out, i, d); /* steals d */
     }
-    Py_DECREF(held);
+    compiled_release(held, n);
     return out;
 }

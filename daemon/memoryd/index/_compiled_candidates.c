@@ -26,15 +26,15 @@ PyObject *compiled_make_candidates(PyObject *self, PyObject *args) {
     /* Setting a field the usual way (another class's) may run Python, which may change
      * ``ids``, ``found`` or ``bm25``: the ids held as they are now, a row and its score held
      * while they are set (a row no longer a plain one then: None, Python does it all) */
-    PyObject *held = PyList_AsTuple(ids);
+    Py_ssize_t n = 0;
+    PyObject **held = compiled_hold(ids, &n);
     if (held == NULL)
         return NULL;
-    Py_ssize_t n = PyTuple_Size(held);
     for (Py_ssize_t i = 0; i < n; i++) { /* every row a plain one first: nothing half made */
-        PyObject *row = PyDict_GetItemWithError(found, PyTuple_GetItem(held, i));
+        PyObject *row = PyDict_GetItemWithError(found, held[i]);
         if ((row == NULL && PyErr_Occurred()) ||
             (row != NULL && (!PyTuple_Check(row) || PyTuple_Size(row) != ROW_FIELDS))) {
-            Py_DECREF(held);
+            compiled_release(held, n);
             if (PyErr_Occurred())
                 return NULL;
             Py_RETURN_NONE;
@@ -44,7 +44,7 @@ PyObject *compiled_make_candidates(PyObject *self, PyObject *args) {
     void *slot = PyType_GetSlot((PyTypeObject *)cls, Py_tp_new);
     memcpy(&make, &slot, sizeof make);
     if (make == NULL) { /* a class that cannot be made: Python says why */
-        Py_DECREF(held);
+        compiled_release(held, n);
         Py_RETURN_NONE;
     }
     PyObject *none_args = PyTuple_New(0), *out = PyList_New(0);
@@ -53,7 +53,7 @@ PyObject *compiled_make_candidates(PyObject *self, PyObject *args) {
     if (none_args == NULL || out == NULL)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *id = PyTuple_GetItem(held, i);
+        PyObject *id = held[i];
         PyObject *row = PyDict_GetItemWithError(found, id), *score = NULL;
         if (row == NULL) {
             if (PyErr_Occurred())
@@ -105,6 +105,6 @@ done:
     for (Py_ssize_t k = 0; k < ready; k++)
         compiled_attr_clear(&attrs[k]);
     Py_XDECREF(none_args);
-    Py_DECREF(held);
+    compiled_release(held, n);
     return out;
 }

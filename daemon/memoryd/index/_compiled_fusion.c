@@ -49,8 +49,8 @@ typedef struct {
     compiled_attr id, bm25, window_sim, lines;
 } Attrs;
 
-static int attrs_init(Attrs *a, PyObject *cands) {
-    PyObject *first = PyTuple_Size(cands) > 0 ? PyTuple_GetItem(cands, 0) : NULL;
+static int attrs_init(Attrs *a, PyObject **cands, Py_ssize_t n) {
+    PyObject *first = n > 0 ? cands[0] : NULL;
     memset(a, 0, sizeof(*a));
     return compiled_attr_init(&a->id, first, ATTR_ID) < 0 ||
                    compiled_attr_init(&a->bm25, first, ATTR_BM25) < 0 ||
@@ -174,11 +174,11 @@ static int score_one(PyObject *c, const Plan *p, Attrs *a, Fused *f, PyObject **
 
 /* fuse's best_bm25 (the greatest positive bm25, else 0.0) and whether every candidate's
  * lines are known: 0, or 1 to fall back (a bm25 that is not a plain float or None). */
-static int survey(PyObject *cands, Py_ssize_t n, Plan *p, Attrs *a, int *all_known) {
+static int survey(PyObject **cands, Py_ssize_t n, Plan *p, Attrs *a, int *all_known) {
     double best = 0.0;
     *all_known = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *c = PyTuple_GetItem(cands, i); /* held by the tuple */
+        PyObject *c = cands[i]; /* held */
         double b = 0.0;
         int has_b = opt_float(c, &a->bm25, &b, NULL);
         if (has_b < 0)
@@ -243,20 +243,20 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     /* The candidates as they are now, held: reading another type's attribute the usual way
      * may run Python (a property), which may change the list */
-    PyObject *held = PyList_AsTuple(cands);
+    Py_ssize_t n = 0;
+    PyObject **held = compiled_hold(cands, &n);
     if (held == NULL)
         return NULL;
-    Py_ssize_t n = PyTuple_Size(held);
     int all_known = 0;
     Attrs a;
-    if (attrs_init(&a, held) < 0) {
+    if (attrs_init(&a, held, n) < 0) {
         attrs_clear(&a);
-        Py_DECREF(held);
+        compiled_release(held, n);
         return NULL;
     }
     if (keep < 0 || survey(held, n, &p, &a, &all_known) != 0 || !(vector || all_known)) {
         attrs_clear(&a);
-        Py_DECREF(held);
+        compiled_release(held, n);
         if (PyErr_Occurred())
             return NULL;
         Py_RETURN_NONE;
@@ -270,7 +270,7 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
         goto done;
     }
     for (Py_ssize_t i = 0; i < n && !fall_back; i++) {
-        PyObject *c = PyTuple_GetItem(held, i);
+        PyObject *c = held[i];
         PyObject *id = compiled_attr_get(&a.id, c);
         if (id == NULL)
             goto done;
@@ -295,7 +295,7 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args) {
     out = PyList_New(shown);
     for (Py_ssize_t k = 0; out != NULL && k < shown; k++) {
         Py_ssize_t i = fused[k].n;
-        PyObject *item = scored_tuple(&fused[k], PyTuple_GetItem(held, i), sims[i], vector);
+        PyObject *item = scored_tuple(&fused[k], held[i], sims[i], vector);
         if (item == NULL)
             Py_CLEAR(out);
         else
@@ -308,6 +308,6 @@ done:
     PyMem_Free(sims);
     PyMem_Free(fused);
     attrs_clear(&a);
-    Py_DECREF(held);
+    compiled_release(held, n);
     return out;
 }

@@ -309,21 +309,20 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
     double acc[256];
     /* The candidates as they are now, held: another type's attribute read the usual way
      * may run Python (a property), which may change the list */
-    PyObject *held = PyList_AsTuple(cands);
-    n = held != NULL ? PyTuple_Size(held) : 0;
+    PyObject **held = compiled_hold(cands, &n);
     PyObject *zero = held ? PyFloat_FromDouble(0.0) : NULL, *out = NULL;
     PyObject *scored = zero ? PyList_New(0) : NULL, *found = zero ? PyList_New(0) : NULL;
     int other_numbering = 0;
     compiled_attr id_attr = {0}, text_attr = {0}, lines_attr = {0};
     if (scored == NULL || found == NULL)
         goto done;
-    PyObject *first = n > 0 ? PyTuple_GetItem(held, 0) : NULL;
+    PyObject *first = n > 0 ? held[0] : NULL;
     if (compiled_attr_init(&id_attr, first, ATTR_ID) < 0 ||
         compiled_attr_init(&text_attr, first, ATTR_TEXT) < 0 ||
         compiled_attr_init(&lines_attr, first, ATTR_LINES) < 0)
         goto done;
     for (Py_ssize_t i = 0; i < n && !other_numbering; i++) {
-        PyObject *c = PyTuple_GetItem(held, i);
+        PyObject *c = held[i];
         PyObject *id = compiled_attr_get(&id_attr, c);
         PyObject *text = id ? compiled_attr_get(&text_attr, c) : NULL;
         PyObject *chunk = text ? peek(items, id, text) : NULL;
@@ -373,7 +372,7 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
     out = found;
     Py_INCREF(out);
 done:
-    Py_XDECREF(held);
+    compiled_release(held, n);
     Py_XDECREF(zero);
     Py_XDECREF(scored);
     Py_XDECREF(found);
