@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import qmd_peer
-from latency import Daemon, hello_latency, log, summarize, throughput
+from latency import Daemon, hello_latency, log, settle_cpu, summarize, throughput
 from scale import code_at, daemon
 from startup import activated_answer
 from synth import LOCOMO_DIR, conv_questions, make_queries, make_workspace
@@ -145,21 +145,6 @@ def cold_cli(d: Daemon, root: Path) -> tuple[float, str, float]:
     return took, name, daemon_cpu_s(d) + children_cpu_s() - cpu
 
 
-def idle(d: Daemon, quiet_s: float = 0.3, at_most_s: float = 10.0) -> None:
-    """Until the daemon spent no CPU for ``quiet_s`` (at most ``at_most_s``): the warm-up's
-    after-work (counting the hits of 150 new questions, and with --local the model's
-    threads and the query vectors just embedded) is not a cached search's cost, and would
-    otherwise land in the first timed pass (hybrid's warm-up embeds for ~1 s)."""
-    deadline = time.monotonic() + at_most_s
-    last = d.cpu_seconds()
-    while time.monotonic() < deadline:
-        time.sleep(quiet_s)
-        now = d.cpu_seconds()
-        if now == last:
-            return
-        last = now
-
-
 def searches(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) -> dict[str, float]:
     """``rounds`` passes over ``queries`` (10 hits, min score 0) on one connection, after a
     warm-up pass and the daemon idle again: p50, p99, the engine's took_ms p50 and the
@@ -169,7 +154,9 @@ def searches(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) -> 
     with d.client() as c:
         for q in queries:  # warm-up: caches, query vectors
             c.search(q, workspace=ws, mode=mode, max_results=10, min_score=0)
-        idle(d)
+        # the warm-up's after-work (hit counting of new questions; with --local the
+        # model's threads and the vectors just embedded) is not a cached search's cost
+        settle_cpu(d)
         cpu = d.cpu_seconds()
         for _ in range(rounds):
             for q in queries:
