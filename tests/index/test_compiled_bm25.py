@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from memoryd.index.keyword import bm25
 from memoryd.index.keyword.bm25 import K1, MIN_IDF, B, Term, py_scored_top
-from memoryd.index.keyword.build import NO_FREQ, NO_SLOTS
+from memoryd.index.keyword.build import no_freq, no_slots
 from memoryd.index.keyword.mirror import PRUNE_FROM
 from test_index_keyword_mirror import DAYS, WORDS, fts_top, index, insert, stems_of
 
@@ -42,7 +42,7 @@ def random_case(rng: random.Random) -> Case:
             dense = np.zeros(rng.choice([used, used // 2, used + 40]), np.uint8)
             for s in rng.sample(range(len(dense)), rng.randint(0, len(dense))):
                 dense[s] = rng.choice([f for f in freqs if f <= 255])
-            lists.append(Term(NO_SLOTS, NO_FREQ, dense, 255, weight))
+            lists.append(Term(no_slots(), no_freq(), dense, 255, weight))
         else:
             slots = rng.sample(range(used), rng.randint(0, used))
             freq2 = [rng.choice(freqs) for _ in slots]

@@ -6,16 +6,19 @@ from __future__ import annotations
 import subprocess
 import sys
 
-# Only a large bulk run starts worker processes (index/prepare.py).
+# Only a large bulk run starts worker processes (index/prepare.py); numpy comes with the
+# in-memory copies' load or a provider's vectors (runtime/lazy_numpy.py).
 ON_DEMAND = (
     "multiprocessing",
     "concurrent.futures.process",
+    "numpy",
+    "numpy.typing",
 )
 
 
 def test_the_engine_imports_none_of_what_a_search_does_not_use() -> None:
     code = (
-        "import sys, memoryd.index.workspace; "
+        "import sys, memoryd.index.workspace, memoryd.embeddings.factory; "
         f"print(' '.join(m for m in {ON_DEMAND!r} if m in sys.modules))"
     )
     out = subprocess.run(

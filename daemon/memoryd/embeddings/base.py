@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
+from memoryd.runtime.lazy_numpy import np
 
-Vectors = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+# A string: numpy is imported on first use (runtime/lazy_numpy.py), not with this module.
+Vectors: TypeAlias = "npt.NDArray[np.float32]"
 
 
 class EmbeddingProvider(Protocol):

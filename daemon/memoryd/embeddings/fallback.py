@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import threading
 
-import numpy as np
-
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, embed_query
 from memoryd.errors import EmbeddingError
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.logs import get_logger
 
 log = get_logger("memoryd.embeddings")

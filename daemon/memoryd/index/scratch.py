@@ -15,10 +15,12 @@ import contextlib
 import math
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
+from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 class Scratch:

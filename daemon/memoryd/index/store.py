@@ -13,13 +13,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import apsw
-import numpy as np
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
 from memoryd.index.chunker import Chunk
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.windows import WINDOW_SLOTS, centroid
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
 
 VEC_TABLE = "chunks_vec"

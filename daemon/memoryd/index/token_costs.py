@@ -11,9 +11,8 @@ from itertools import accumulate, compress, repeat
 from operator import is_
 from typing import TYPE_CHECKING, cast
 
-import numpy as np
-
 from memoryd.embeddings.tokenizer import on_release
+from memoryd.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
     from tokenizers import Encoding, Tokenizer

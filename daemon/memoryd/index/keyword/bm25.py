@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import NamedTuple
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, NamedTuple
 
 from memoryd.index.scratch import SCRATCH, Scratch
+from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 try:  # _compiled_bm25.c: scored_top in a tenth of the instructions; absent if not built
     from memoryd.index import _compiled as compiled

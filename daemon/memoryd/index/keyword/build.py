@@ -8,20 +8,22 @@ ready when the sync ends instead of being built from the chunks after it.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress, repeat
 from operator import is_
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from memoryd.index.keyword.counts import Counted, Stems, count_chunks
 from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.runtime.foreground import FOREGROUND
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
@@ -48,8 +50,15 @@ class StemPostings:
         return len(self.slots) * POSTING_BYTES + (0 if self.dense is None else len(self.dense))
 
 
-NO_SLOTS = np.zeros(0, np.uint32)
-NO_FREQ = np.zeros(0, np.uint16)
+@functools.cache
+def no_slots() -> npt.NDArray[np.uint32]:
+    """A dense stem's empty list (one array, made on first use: runtime/lazy_numpy.py)."""
+    return np.zeros(0, np.uint32)
+
+
+@functools.cache
+def no_freq() -> npt.NDArray[np.uint16]:
+    return np.zeros(0, np.uint16)
 
 
 @dataclass
@@ -177,7 +186,7 @@ def sliced(
             dense = np.zeros(capacity, np.uint8)
             a, b = starts[k], starts[k] + n[k]
             dense[flat_slots[a:b]] = flat_f2[a:b]
-            out[stem] = StemPostings(NO_SLOTS, NO_FREQ, n[k], n[k], dense, top[k])
+            out[stem] = StemPostings(no_slots(), no_freq(), n[k], n[k], dense, top[k])
     # The lists' slices must not keep the dense stems' postings alive: new flat arrays.
     sparse = np.repeat(~np.array(is_dense), counts)
     flat_slots, flat_f2 = flat_slots[sparse], flat_f2[sparse]

@@ -10,20 +10,30 @@ counting every chunk in order would give.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from memoryd.index.keyword.text import FTS_TOKENIZER, keyword_text
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
 HEADING_WEIGHT = 0.5
-# Doubled column weights (text, heading): a token's share of its chunk's freq2.
-_COLUMN_WEIGHTS2 = np.array([int(2 * TEXT_WEIGHT), int(2 * HEADING_WEIGHT)], np.int64)
+
+
+@functools.cache
+def _column_weights2() -> npt.NDArray[np.int64]:
+    """Doubled column weights (text, heading): a token's share of its chunk's freq2. Made on
+    first use (numpy is imported then: runtime/lazy_numpy.py)."""
+    return np.array([int(2 * TEXT_WEIGHT), int(2 * HEADING_WEIGHT)], np.int64)
+
 
 Stems = Callable[[str], list[str]]  # a text's tokens as FTS5 indexes them
 
@@ -114,7 +124,7 @@ def count_chunks(chunks: Sequence[tuple[str, str]], stems: Stems) -> Counted:
         key = np.sort(key.astype(np.uint32)).astype(np.int64)
     else:
         key.sort()
-    weight = _COLUMN_WEIGHTS2[key & 1]
+    weight = _column_weights2()[key & 1]
     key >>= 1
     starts = np.flatnonzero(np.diff(key, prepend=-1))
     f2 = np.minimum(np.add.reduceat(weight, starts), 0xFFFF) if len(key) else weight

@@ -23,11 +23,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from memoryd.index.keyword.bm25 import (
     K1,
@@ -41,8 +39,6 @@ from memoryd.index.keyword.bm25 import (
     scores_of,
 )
 from memoryd.index.keyword.build import (
-    NO_FREQ,
-    NO_SLOTS,
     POSTING_BYTES,
     SLOT_BYTES,
     STEM_BYTES,
@@ -53,6 +49,8 @@ from memoryd.index.keyword.build import (
     Stream,
     flat_postings,
     kept,
+    no_freq,
+    no_slots,
     sliced,
 )
 from memoryd.index.keyword.counts import (
@@ -66,6 +64,10 @@ from memoryd.index.keyword.counts import (
 from memoryd.index.row_codes import SOURCE_CODES, day_number
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.staged import StagedMirror
+from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 _BUILD_CHUNKS = 512  # chunks counted at a time by a load
 _CHECK_POSTINGS = 1 << 14  # a load checks its projected size every this many postings
@@ -414,7 +416,7 @@ class KeywordMirror(StagedMirror[_Op]):
                     self._posting_bytes += len(grown) - len(dense)
                     dense = grown
                     p = self._post[stem] = StemPostings(
-                        NO_SLOTS, NO_FREQ, p.n, p.df, dense, p.top_f2
+                        no_slots(), no_freq(), p.n, p.df, dense, p.top_f2
                     )
                 dense[slots] = f2  # new slots only: past what any reader scores
                 p.top_f2 = max(p.top_f2, max(f2))
@@ -457,7 +459,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 if n:
                     dense = np.zeros(capacity, np.uint8)
                     dense[: len(live)] = kept
-                    post[stem] = StemPostings(NO_SLOTS, NO_FREQ, n, p.df, dense, p.top_f2)
+                    post[stem] = StemPostings(no_slots(), no_freq(), n, p.df, dense, p.top_f2)
                 continue
             keep = docs.alive[p.slots[: p.n]]
             n = int(np.count_nonzero(keep))

@@ -17,10 +17,10 @@ import os
 from pathlib import Path
 
 import apsw
-import numpy as np
 
 from memoryd.index.keyword.build import Postings
 from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.logs import get_logger
 
 log = get_logger("memoryd.index")

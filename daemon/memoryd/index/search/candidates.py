@@ -9,7 +9,6 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any
 
 import apsw
-import numpy as np
 
 from memoryd.embeddings.base import Vectors
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
@@ -18,6 +17,7 @@ from memoryd.index.search.rows import ChunkRows, read_rows
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows, window_sims
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
 from memoryd_client.search_terms import SOURCES
 

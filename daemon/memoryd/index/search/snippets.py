@@ -16,12 +16,13 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, TypeVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from memoryd.index.keyword.text import TokenizeOffsets
+from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 try:  # _compiled_lines.c: the same results for a fraction of the instructions; absent if not built
     from memoryd.index import _compiled as compiled

@@ -25,16 +25,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import EmbeddingError, MemorydError
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import CURATED_FILES, Layout
 from memoryd.index.line_meta import LineMetaMap
+from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 MAX_TRIGGERED = 3
 # The bundled model, phrase against prompt: a restatement 0.65-0.71 ("gateway setup" ~ "I'm

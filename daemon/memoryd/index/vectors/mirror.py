@@ -36,19 +36,23 @@ staged.py.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
 from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.index.staged import StagedMirror
+from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 QUANTISED_FROM = 20_000  # live rows; fewer: the exact scan alone (as fast, nothing missed)
 # Rows scored exactly after the bit scan: a share of the rows (in a denser set more rows
@@ -59,7 +63,12 @@ SHORTLIST_SHARE = 40  # 1/40 of the live rows: 2,500 at 100k
 ESTIMATE_BINS = 4096  # the shortlist's cut is made among this many steps of the estimates
 QUERY_BITS = 3  # the query's precision in the bit scan (4: recall ~.001 higher, 1/3 slower)
 LOAD_BATCH = 4096  # rows read from SQLite at a time by load
-_HALF = np.full(1, 0.5, np.float32)
+
+
+@functools.cache
+def _half() -> npt.NDArray[np.float32]:
+    """The bit scan's 0.5, made on first use (numpy is imported then: runtime/lazy_numpy.py)."""
+    return np.full(1, 0.5, np.float32)
 
 
 class VectorWidthError(ValueError):
@@ -142,7 +151,7 @@ class _Rows:
         self.scale[a:b] = np.einsum("ij,ij->i", r, r) / np.maximum(l1, np.float32(1e-30))
 
 
-_Op = tuple[str, int, Vectors | None, str, str]  # ("put" | "del" | "clear", id, vec, source, day)
+_Op = tuple[str, int, "Vectors | None", str, str]  # ("put" | "del" | "clear", id, vec, source, day)
 
 
 class VectorMirror(StagedMirror[_Op]):
@@ -362,7 +371,7 @@ class VectorMirror(StagedMirror[_Op]):
         ones = sc.empty("ones", n, np.uint8)
         count = sc.empty("count", n, np.uint16)
         for p in range(QUERY_BITS):
-            plane = sign_bits(((u >> p) & 1)[None, :].astype(np.float32), _HALF)[:, 0]
+            plane = sign_bits(((u >> p) & 1)[None, :].astype(np.float32), _half())[:, 0]
             count.fill(0)
             for w in range(rows.bits.shape[0]):
                 np.bitwise_and(rows.bits[w, :n], plane[w], out=anded)

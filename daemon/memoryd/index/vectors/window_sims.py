@@ -18,16 +18,18 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import apsw
-import numpy as np
-import numpy.typing as npt
 
 from memoryd.embeddings.base import Vectors
 from memoryd.index.scratch import Scratch
 from memoryd.index.vectors.mirror import VectorWidthError
 from memoryd.index.vectors.windows import WINDOW_SLOTS
+from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 try:  # _compiled_windows.c: the gather and the best windows; absent if not built
     from memoryd.index import _compiled as compiled

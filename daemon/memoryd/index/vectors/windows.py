@@ -13,11 +13,10 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from memoryd.embeddings.base import Vectors
 from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index.token_costs import count_tokens
+from memoryd.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
