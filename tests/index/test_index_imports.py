@@ -43,3 +43,35 @@ def test_sqlite_vec_loads_from_the_path_its_package_gives_without_importing_the_
     from memoryd.sqlite import vec_extension_path
 
     assert vec_extension_path() == sqlite_vec.loadable_path()
+
+
+# What a search before the copies' load runs: the empty keyword copy asked (and its stats,
+# which a scan reads), a chunk's line stems made and scored (compiled or not).
+BEFORE_THE_COPIES = """
+import sys, apsw
+from memoryd.index.keyword.mirror import KeywordMirror
+from memoryd.index.keyword.text import FTS_TOKENIZER
+from memoryd.index.search import snippets
+if sys.argv[1] == "python":
+    snippets.compiled = None
+porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
+def tokenize(raw):
+    return porter(raw, apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=True,
+                  include_colocated=False)
+m = KeywordMirror(1 << 20)
+assert (m.top(["tea"], 5), m.doc_freqs(["tea"]), m.scan, m.bytes()) == (None, None, "loading", 0)
+assert m.stats()["chunks"] == 0
+chunk = snippets.LineStems().get(1, "the tea\\ngarden tea", tokenize)
+if sys.argv[1] == "compiled":
+    assert snippets.line_scores([chunk], {"tea": 2.0, "garden": 1.0}) == [[2.0, 3.0]]
+print("numpy" in sys.modules)
+"""
+
+
+def test_a_search_before_the_copies_load_needs_no_numpy() -> None:
+    for path in ("compiled", "python"):
+        out = subprocess.run(
+            [sys.executable, "-c", BEFORE_THE_COPIES, path], capture_output=True, text=True
+        )
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.split() == ["False"]

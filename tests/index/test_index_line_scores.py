@@ -151,3 +151,22 @@ def test_a_window_shown_again_is_the_same_snippet_and_a_long_line_is_cut_at_its_
         cut = make_snippet(text, 10, 13, long_line, (term,), 60)
         assert cut.start_line == cut.end_line == 13
         assert (term == "kite") == ("kite" in cut.text)
+
+
+def test_a_chunks_entries_are_its_stems_then_its_lines_as_int32_read_through_views(
+    tokenize: TokenizeOffsets,
+) -> None:
+    # Made without numpy (a first search runs before numpy is imported): the compiled line
+    # scores read ``entries``, py_line_scores the two views as int32 arrays.
+    chunk = LineStems().get(7, "the tea garden\n\nkite tea\nrun", tokenize)
+    n = len(chunk.stems)
+    assert chunk.stems.format == chunk.line.format == "i" and chunk.stems.itemsize == 4
+    assert chunk.stems.obj is chunk.line.obj is chunk.entries
+    as_array = np.frombuffer(chunk.entries, np.int32)
+    assert as_array.tolist() == [*chunk.stems.tolist(), *chunk.line.tolist()]
+    assert np.asarray(chunk.stems).dtype == np.int32 and len(as_array) == 2 * n
+    pairs = list(zip(chunk.stems.tolist(), chunk.line.tolist(), strict=True))
+    assert pairs == sorted(set(pairs))  # by stem, then line; distinct
+    assert sorted({ln for _, ln in pairs}) == [0, 2, 3]  # the blank line holds none
+    empty = LineStems().get(1, "\n", tokenize)
+    assert (len(empty.stems), len(empty.line), empty.entries, empty.n_lines) == (0, 0, b"", 2)

@@ -9,7 +9,7 @@ import numpy.typing as npt
 _T = TypeVar("_T")
 
 # snippets.ChunkLines: (stems, line, n_lines, vocab, entries)
-_Chunk = tuple[npt.NDArray[np.int32], npt.NDArray[np.int32], int, dict[str, int], bytes]
+_Chunk = tuple[memoryview, memoryview, int, dict[str, int], bytes]
 
 def line_scores(
     chunks: Sequence[_Chunk],

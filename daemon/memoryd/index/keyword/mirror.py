@@ -92,7 +92,9 @@ class KeywordMirror(StagedMirror[_Op]):
         # Writer thread only. Any connection has FTS5's tokenizers: a private one.
         self._stems = stems or fts5_stems(apsw.Connection(":memory:"))
         self._post: dict[str, StemPostings] = {}
-        self._docs = Docs.empty(0)
+        # None until the copy is loaded or followed: a start answers its first question
+        # before numpy is imported (runtime/lazy_numpy.py), and an empty Docs is arrays.
+        self._docs: Docs | None = None
         self._postings = 0  # entries in the arrays (live or dead)
         self._posting_bytes = 0  # the arrays' size, for the budget
         self._dead_postings = 0  # entries of deleted chunks still in the arrays
@@ -187,9 +189,9 @@ class KeywordMirror(StagedMirror[_Op]):
         """The live chunks and their postings as flat arrays (deleted ones dropped, slots
         renumbered), or None when the copy cannot answer. For sidecar.save."""
         with self._lock:
-            if not self.usable:
-                return None
             docs = self._docs
+            if docs is None or not self.usable:
+                return None
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             lists = [(s, p.slots[: p.n], p.freq2[: p.n], p.dense) for s, p in self._post.items()]
             alive = docs.alive[:used].copy()
@@ -320,7 +322,7 @@ class KeywordMirror(StagedMirror[_Op]):
         super().rollback()
 
     def _drop(self) -> None:
-        self._post, self._docs = {}, Docs.empty(0)
+        self._post, self._docs = {}, None
         self._norm_cache = None
         self._postings = self._posting_bytes = self._dead_postings = 0
 
@@ -351,7 +353,9 @@ class KeywordMirror(StagedMirror[_Op]):
         day: str,
         pending: dict[str, tuple[list[int], list[int]]],
     ) -> None:
-        docs = self._docs = self._add_doc(self._docs, chunk_id, length, source, day)
+        docs = self._docs = self._add_doc(
+            self._docs or Docs.empty(0), chunk_id, length, source, day
+        )
         slot = docs.used - 1
         for stem, f2 in freq.items():
             slots, f2s = pending.setdefault(stem, ([], []))
@@ -380,8 +384,8 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def _delete(self, chunk_id: int, freq: dict[str, int]) -> None:
         docs = self._docs
-        slot = docs.slot_of.pop(chunk_id, None)
-        if slot is None:
+        slot = None if docs is None else docs.slot_of.pop(chunk_id, None)
+        if docs is None or slot is None:
             return
         docs.alive[slot] = False
         docs.rows -= 1
@@ -411,7 +415,8 @@ class KeywordMirror(StagedMirror[_Op]):
                 self._posting_bytes += p.nbytes
             else:
                 if slots[-1] >= len(dense):  # slots ascend; new array: readers hold the old
-                    grown = np.zeros(max(slots[-1] + 1, len(self._docs.length)), np.uint8)
+                    capacity = 0 if self._docs is None else len(self._docs.length)
+                    grown = np.zeros(max(slots[-1] + 1, capacity), np.uint8)
                     grown[: len(dense)] = dense
                     self._posting_bytes += len(grown) - len(dense)
                     dense = grown
@@ -444,6 +449,8 @@ class KeywordMirror(StagedMirror[_Op]):
     def _compact(self) -> None:
         """Drop the deleted chunks' postings and slots: new arrays throughout."""
         docs = self._docs
+        if docs is None:
+            return
         live = np.flatnonzero(docs.alive[: docs.used])
         renumber = np.zeros(max(docs.used, 1), np.uint32)
         renumber[live] = np.arange(len(live), dtype=np.uint32)
@@ -476,7 +483,9 @@ class KeywordMirror(StagedMirror[_Op]):
 
     def bytes(self) -> int:
         return (
-            self._posting_bytes + len(self._post) * STEM_BYTES + len(self._docs.length) * SLOT_BYTES
+            self._posting_bytes
+            + len(self._post) * STEM_BYTES
+            + (0 if self._docs is None else len(self._docs.length) * SLOT_BYTES)
         )
 
     def stats(self) -> dict[str, int | bool]:
@@ -484,7 +493,7 @@ class KeywordMirror(StagedMirror[_Op]):
             return {
                 "loaded": self._loaded,
                 "over_budget": self._too_big,
-                "chunks": self._docs.rows,
+                "chunks": 0 if self._docs is None else self._docs.rows,
                 "stems": len(self._post),
                 "dead_postings": self._dead_postings,
                 "compactions": self._compactions,
@@ -502,9 +511,10 @@ class KeywordMirror(StagedMirror[_Op]):
     def doc_freqs(self, stems: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """(live chunks, chunks containing each stem); None when the copy cannot answer."""
         with self._lock:
-            if not self.usable:
+            docs = self._docs
+            if docs is None or not self.usable:
                 return None
-            return self._docs.rows, {
+            return docs.rows, {
                 s: (p.df if (p := self._post.get(s)) is not None else 0) for s in stems
             }
 
@@ -537,9 +547,9 @@ class KeywordMirror(StagedMirror[_Op]):
         holds the whole top from the rarer words' postings alone (MaxScore), so only those
         candidates are scored; otherwise every posting is."""
         with self._lock:
-            if not self.usable:
-                return None
             docs = self._docs
+            if docs is None or not self.usable:
+                return None
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             lists = [
                 Term(p.slots[: p.n], p.freq2[: p.n], p.dense, p.top_f2, idf(rows, p.df))

@@ -14,15 +14,13 @@ import bisect
 import functools
 import itertools
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.runtime.lazy_numpy import np
-
-if TYPE_CHECKING:
-    import numpy.typing as npt
 
 try:  # _compiled_lines.c: the same results for a fraction of the instructions; absent if not built
     from memoryd.index import _compiled as compiled
@@ -53,16 +51,18 @@ class Snippet(NamedTuple):
 
 
 class ChunkLines(NamedTuple):
-    """A chunk's distinct (stem, line) pairs, as numbers: two flat int32 arrays (~2 KB a
+    """A chunk's distinct (stem, line) pairs, as numbers: two flat int32 runs (~2 KB a
     chunk), by stem, then line. A query's few stems are then a few runs of entries (found
     by binary search: the compiled line scores read only those), and each line still meets
     its stems in ascending order, as a line-by-line layout would give them."""
 
-    stems: npt.NDArray[np.int32]  # the stem number of each entry, ascending
-    line: npt.NDArray[np.int32]  # the 0-based line of each entry (ascending within a stem)
+    # Views ('i', native int32) of ``entries``: plain buffers, so that a first search makes
+    # them without numpy (runtime/lazy_numpy.py); py_line_scores reads them as arrays.
+    stems: memoryview  # the stem number of each entry, ascending
+    line: memoryview  # the 0-based line of each entry (ascending within a stem)
     n_lines: int
     vocab: dict[str, int]  # the numbering: stem -> number (LineStems renews it when full)
-    # ``stems`` then ``line`` (native int32), the bytes those two arrays view: what the
+    # ``stems`` then ``line`` (native int32), the bytes those two views read: what the
     # compiled line scores read (a bytes object is read for a fraction of an array's cost)
     entries: bytes
 
@@ -158,14 +158,9 @@ class LineStems:
             )
         n = len(pairs)
         flat = itertools.chain((s for s, _ in pairs), (ln for _, ln in pairs))
-        entries = np.fromiter(flat, np.int32, 2 * n).tobytes()
-        return ChunkLines(
-            np.frombuffer(entries, np.int32, n),
-            np.frombuffer(entries, np.int32, n, 4 * n),
-            n_lines,
-            vocab,
-            entries,
-        )
+        entries = array("i", flat).tobytes()
+        view = memoryview(entries).cast("i")
+        return ChunkLines(view[:n], view[n:], n_lines, vocab, entries)
 
 
 def line_scores(chunks: Sequence[ChunkLines], weights: Mapping[str, float]) -> list[list[float]]:
