@@ -4,16 +4,20 @@
 Errors are one line on stderr with a named exit code, never a traceback.
 
 Each command imports what it needs when it runs: ``--version``, ``--help`` and ``stop`` load
-neither asyncio nor structlog (tests/daemon/test_daemon_cli.py).
+neither asyncio nor structlog (tests/daemon/test_daemon_cli.py). ``memoryd run`` as a client
+or a service manager spawns it (``run``, ``--socket``, ``--config``, ``--log-level``, each at
+most once a value) is read without argparse (``_plain_run``): building the parser to read
+it cost a daemon started for a question ~27 M instructions (argparse, shutil, bz2, lzma,
+gettext); anything else, a mistake included, goes to argparse and gets its messages.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import Final
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Final
 
 import memoryd
 from memoryd.exit_codes import (
@@ -27,11 +31,16 @@ from memoryd.exit_codes import (
 from memoryd.runtime.log_levels import LEVELS
 from memoryd_client.paths import config_path, default_paths, socket_path
 
+if TYPE_CHECKING:
+    import argparse
+
 # Longer than the daemon's own drain (server.shutdown_timeout, 10 s by default).
 STOP_TIMEOUT_S: Final = 30.0
 
 
 def _parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="memoryd",
         description="memory daemon for AI agents",
@@ -87,6 +96,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    plain = _plain_run(sys.argv[1:] if argv is None else argv)
+    if plain is not None:
+        return cmd_run(plain)
     args = _parser().parse_args(argv)
     if args.command == "run":
         return cmd_run(args)
@@ -95,6 +107,33 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "stop":
         return cmd_stop(args)
     return cmd_doctor(args)
+
+
+_RUN_OPTIONS: Final = {"--socket": "socket", "--config": "config", "--log-level": "log_level"}
+
+
+def _plain_run(argv: Sequence[str]) -> SimpleNamespace | None:
+    """``run`` with its options spelled out, as argparse would read it; None for anything
+    else (other commands, help, abbreviations, a repeated or missing value, a bad level):
+    argparse reads those, and says what is wrong."""
+    if not argv or argv[0] != "run":
+        return None
+    values: dict[str, str] = {}
+    rest = list(argv[1:])
+    while rest:
+        option, eq, value = rest.pop(0).partition("=")
+        if not eq:
+            value = rest.pop(0) if rest else ""
+        name = _RUN_OPTIONS.get(option)
+        if name is None or name in values or not value or value.startswith("-"):
+            return None
+        values[name] = value
+    level = values.get("log_level", os.environ.get("MEMORYD_LOG_LEVEL"))
+    if "log_level" in values and level not in LEVELS:
+        return None
+    return SimpleNamespace(
+        command="run", socket=values.get("socket"), config=values.get("config"), log_level=level
+    )
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
@@ -133,7 +172,7 @@ def cmd_service(args: argparse.Namespace) -> int:
     )
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def cmd_run(args: argparse.Namespace | SimpleNamespace) -> int:
     # The daemon caches its bytecode even under PYTHONDONTWRITEBYTECODE (machines and images
     # set it), as memctl does: from an editable install every start would otherwise compile
     # the ~300 modules below anew (~0.15-0.3 s before the socket accepts).
@@ -150,7 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         heap.resume_collection()
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     import asyncio
 
     from memoryd.app import Daemon

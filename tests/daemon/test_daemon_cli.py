@@ -41,3 +41,51 @@ def test_version_help_and_stop_load_nothing_heavy(argv: list[str], tmp_path: Pat
     loaded, said = loaded_by(argv, tmp_path)
     assert loaded.isdisjoint(HEAVY), (sorted(loaded & HEAVY), said)
     assert "exit 0" in said and "memoryd_client" in loaded  # the check sees our imports
+
+
+RUN_ARGV = [
+    ["run"],
+    ["run", "--socket", "/x/memoryd.sock"],
+    ["run", "--socket=/x/memoryd.sock", "--config", "c.toml"],
+    ["run", "--config=c.toml", "--log-level", "debug", "--socket", "s"],
+    ["run", "--log-level=critical"],
+]
+# argparse's, each: an abbreviation, a repeat, a missing or empty value, a value that looks
+# like an option, a bad level, another command, help, a stray word.
+ARGPARSE_ARGV = [
+    ["run", "--sock", "s"],
+    ["run", "--socket", "a", "--socket", "b"],
+    ["run", "--socket"],
+    ["run", "--socket="],
+    ["run", "--socket", "-5"],
+    ["run", "--socket=--x"],
+    ["run", "--log-level", "DEBUG"],
+    ["run", "--log-level", "loud"],
+    ["run", "--help"],
+    ["run", "x"],
+    ["run", "--"],
+    ["stop"],
+    ["--version"],
+    [],
+]
+
+
+@pytest.mark.parametrize("argv", RUN_ARGV + ARGPARSE_ARGV)
+def test_run_is_read_without_argparse_as_argparse_reads_it(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memoryd import cli
+
+    monkeypatch.setenv("MEMORYD_LOG_LEVEL", "error")
+    plain = cli._plain_run(argv)
+    assert (plain is not None) == (argv in RUN_ARGV)
+    if plain is not None:
+        assert vars(plain) == vars(cli._parser().parse_args(argv))
+
+
+def test_a_plain_run_imports_no_argparse(tmp_path: Path) -> None:
+    # A config file that does not exist: the run stops before the daemon starts.
+    argv = ["run", "--config", str(tmp_path / "none.toml"), "--socket", str(tmp_path / "s")]
+    loaded, said = loaded_by(argv, tmp_path)
+    assert "exit 3" in said and "memoryd_client" in loaded, said
+    assert "argparse" not in loaded, said
