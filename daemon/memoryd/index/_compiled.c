@@ -141,6 +141,8 @@ static PyMethodDef methods[] = {
      "hit_dicts(hits, hit_type) -> [hit.to_dict() for hit in hits], or None"},
     {"stat_many", compiled_stat_many, METH_VARARGS,
      "stat_many(paths) -> [(mtime_ns, size) or None]: freshness.py_stat_many, lock held"},
+    {"fs_type", compiled_fs_type, METH_VARARGS,
+     "fs_type(path) -> statfs's type (Linux: int, macOS/FreeBSD: str) or None; lock released"},
     {"make_candidates", compiled_make_candidates, METH_VARARGS,
      "make_candidates(cls, names, ids, found, bm25, tail) -> load_candidates' list, or None"},
     {NULL, NULL, 0, NULL},

@@ -68,5 +68,6 @@ PyObject *compiled_bm25_top(PyObject *self, PyObject *args);
 
 /* _compiled_stats.c: freshness.py's stats, the interpreter lock held. */
 PyObject *compiled_stat_many(PyObject *self, PyObject *args);
+PyObject *compiled_fs_type(PyObject *self, PyObject *args); /* the lock given up */
 
 #endif

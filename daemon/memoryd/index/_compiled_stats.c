@@ -5,12 +5,23 @@
  * search then waited until that thread gave it back, a wake-up on another core away (issue
  * 38's tail). A stat of a cached file takes about a microsecond: holding the lock for a
  * few of them costs the other threads nothing they would notice. The same values as
- * freshness.py's Python version (py_stat_many), kept for when this module is absent. */
+ * freshness.py's Python version (py_stat_many), kept for when this module is absent.
+ *
+ * Only on a local file system: on NFS, SMB or FUSE (sshfs...) one stat may wait seconds or
+ * minutes for a server, and holding the lock would stop every thread of the daemon with it.
+ * fs_type (below) tells filesystems.py which file system holds a workspace; elsewhere the
+ * stats run off the event loop, through os.stat, which gives the lock up. */
 
 #include "_compiled.h"
 
 #include <string.h>
 #include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/vfs.h>
+#elif defined(__APPLE__) || defined(__FreeBSD__)
+#include <sys/param.h>
+#include <sys/mount.h>
+#endif
 
 #if defined(__APPLE__)
 #define MTIME_SEC(st) ((st).st_mtimespec.tv_sec)
@@ -36,22 +47,31 @@ static PyObject *wide_ns(long long sec, long long nsec, long long size) {
     return out;
 }
 
-/* (mtime in ns, size) of the file at ``path`` (a str), None when it cannot be stat'ed. */
-static PyObject *stat_one(PyObject *path) {
-    PyObject *encoded = PyUnicode_EncodeFSDefault(path); /* as os.stat encodes a str */
+/* ``path`` (a str) encoded as os.stat encodes it, in a new bytes object whose C string is
+ * *bytes; NULL with the error set (os.stat's ValueError for a null character). */
+static PyObject *encode_path(PyObject *path, char **bytes) {
+    PyObject *encoded = PyUnicode_EncodeFSDefault(path);
     if (encoded == NULL)
         return NULL;
-    char *bytes;
     Py_ssize_t length;
-    if (PyBytes_AsStringAndSize(encoded, &bytes, &length) < 0) {
+    if (PyBytes_AsStringAndSize(encoded, bytes, &length) < 0) {
         Py_DECREF(encoded);
         return NULL;
     }
-    if ((size_t)length != strlen(bytes)) {
+    if ((size_t)length != strlen(*bytes)) {
         Py_DECREF(encoded);
         PyErr_SetString(PyExc_ValueError, "embedded null byte" /* os.stat's words */);
         return NULL;
     }
+    return encoded;
+}
+
+/* (mtime in ns, size) of the file at ``path`` (a str), None when it cannot be stat'ed. */
+static PyObject *stat_one(PyObject *path) {
+    char *bytes;
+    PyObject *encoded = encode_path(path, &bytes);
+    if (encoded == NULL)
+        return NULL;
     struct stat st;
     int failed = stat(bytes, &st); /* the lock held: see above */
     Py_DECREF(encoded);
@@ -96,4 +116,41 @@ PyObject *compiled_stat_many(PyObject *self, PyObject *args) {
 fail:
     Py_DECREF(out);
     return NULL;
+}
+
+/* fs_type(path) -> the type of the file system that holds ``path`` (a str; links followed):
+ * statfs's f_type on Linux (an int: 0xEF53 for ext4, 0x6969 for NFS...), its f_fstypename on
+ * macOS and FreeBSD (a str: "apfs", "smbfs"...), None when statfs fails or elsewhere.
+ * filesystems.py names and classifies it. statfs asks the file system itself: on a hung
+ * network mount it waits as long as a stat would, so here the lock is given up (the only
+ * call of this module that does) and the callers run it off the event loop. */
+PyObject *compiled_fs_type(PyObject *self, PyObject *args) {
+    PyObject *path;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "U", &path))
+        return NULL;
+    char *bytes;
+    PyObject *encoded = encode_path(path, &bytes);
+    if (encoded == NULL)
+        return NULL;
+#if defined(__linux__) || defined(__APPLE__) || defined(__FreeBSD__)
+    struct statfs sf;
+    int failed;
+    Py_BEGIN_ALLOW_THREADS
+    failed = statfs(bytes, &sf);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(encoded);
+    if (failed != 0)
+        Py_RETURN_NONE;
+#if defined(__linux__)
+    /* magic numbers are 32 bits; f_type is a signed long on some platforms */
+    return PyLong_FromUnsignedLong((unsigned long)sf.f_type & 0xFFFFFFFFUL);
+#else
+    return PyUnicode_DecodeFSDefaultAndSize(
+        sf.f_fstypename, (Py_ssize_t)strnlen(sf.f_fstypename, sizeof sf.f_fstypename));
+#endif
+#else
+    Py_DECREF(encoded);
+    Py_RETURN_NONE;
+#endif
 }
