@@ -118,3 +118,62 @@ def test_a_search_right_after_a_write_is_answered_in_memory(md_home: Path) -> No
             assert not gate.is_set()
         finally:
             gate.set()
+
+
+def test_a_workspace_whose_file_server_hangs_holds_up_nothing_else(md_home: Path) -> None:
+    # Two workspaces; one is on an NFS mount whose server stops answering (a fake statfs
+    # and stat at the boundary: no network mount can be made here without root). Its
+    # searches check freshness on a memoryd-stat thread, the lock given up, and answer
+    # "stale" once their budget is spent; the other's searches, writes and read-your-
+    # writes go on meanwhile.
+    from memoryd.index.freshness import py_stat_many
+
+    roots = {name: md_home / name for name in ("far", "near")}
+    for name, root in roots.items():
+        (root / "memory").mkdir(parents=True)
+        (root / "MEMORY.md").write_text(f"# Memory\n\nThe deploy target of {name} is nomad.\n")
+    config = {"server": {"read_your_writes_ms": 300}}
+    with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path, timeout=30) as c:
+        for root in roots.values():
+            c.result("workspace.add", {"path": str(root)})
+        assert wait_for(
+            lambda: all(w["keyword_scan"] == "memory" for w in c.result("status")["workspaces"]),
+            10,
+        )
+        assert d.daemon is not None
+        far = d.daemon.registry.resolve("far").usable_index().freshness
+        near = d.daemon.registry.resolve("near").usable_index().freshness
+        gate, calls = threading.Event(), []
+
+        def hung_stats(paths: Any) -> list[tuple[int, int] | None]:
+            calls.append(threading.current_thread().name)
+            gate.wait(30)  # the server answers again when the test says so
+            return py_stat_many(paths)
+
+        far.fs_type = lambda _path: 0x6969  # NFS
+        far.stat_released = hung_stats
+        far.look_at_filesystems()
+        assert not far.may_hold_lock() and near.may_hold_lock()
+
+        def search(ws: str, query: str = "nomad") -> dict[str, Any]:
+            params = {"query": query, "mode": "keyword", "workspace": ws}
+            result: dict[str, Any] = c.result("search", params)
+            return result
+
+        try:
+            first = search("far")  # its check hangs: answered without it once 300 ms are spent
+            assert first.get("stale") is True
+            assert [r["path"] for r in first["results"]] == ["MEMORY.md"]
+            assert len(calls) == 1 and calls[0].startswith("memoryd-stat")
+            assert search("far").get("stale") is True  # waits for the hung check, no other
+            assert len(calls) == 1
+            near_answer = search("near")
+            assert "stale" not in near_answer and near_answer["results"]
+            (roots["near"] / "memory" / "2024-05-01.md").write_text("- moved it to zanzibar\n")
+            found = search("near", "zanzibar")  # read-your-writes, the writer, the watcher
+            assert [r["path"] for r in found["results"]] == ["memory/2024-05-01.md"]
+            assert len(calls) == 1 and not gate.is_set()
+        finally:
+            gate.set()
+        assert wait_for(lambda: "stale" not in search("far"), 10)  # the server is back
+        assert len(calls) >= 2

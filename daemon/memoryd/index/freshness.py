@@ -1,7 +1,14 @@
 """What the index holds of each file ((mtime, size) as committed) and which files were written
 lately: the watcher's filter (``is_indexed_path``), the cheap check a search makes for a
 write the watcher has not reported yet (``stale_hot_paths``), and which changes a search
-must wait for (``concerns``)."""
+must wait for (``concerns``).
+
+The check's stats keep the interpreter lock (``stat_many``) only while every file they go
+to was last found on a local file system (``may_hold_lock``; filesystems.py): looked at when
+the index opens, after each whole scan, when a new file joins the hot ones, and again once
+a finding is ``RECHECK_SECONDS`` old (a mount made or gone under the workspace meanwhile).
+Otherwise a stat may wait minutes for a server, and the search runs the check off the event
+loop, through os.stat (``stale_hot_paths(held=False)``)."""
 
 from __future__ import annotations
 
@@ -22,8 +29,10 @@ from memoryd.files.layout import (
     day_of,
     display_name,
 )
+from memoryd.index import filesystems
 from memoryd.index.store import FileRow
 from memoryd.index.types import SearchRequest
+from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_MEMORY
 
 try:  # _compiled_stats.c: the stats without giving the interpreter lock up; absent if not built
@@ -34,6 +43,13 @@ except ImportError:  # pragma: no cover (no compiler where it was installed)
 HOT_SECONDS = 600  # files changed this recently are stat'ed before each search...
 HOT_MAX = 32  # ...at most this many, the most recent
 WATCHED_FOLDERS = ("", MEMORY_DIR, SESSIONS_DIR)  # their mtimes tell a file came or went
+RECHECK_SECONDS = 60.0  # a finding that the stats' files are all local holds this long
+NEVER = float("-inf")
+
+log = get_logger("memoryd.index")
+
+
+Stats = Callable[[Sequence[str]], list[tuple[int, int] | None]]
 
 
 def py_stat_many(paths: Sequence[str]) -> list[tuple[int, int] | None]:
@@ -53,15 +69,20 @@ def py_stat_many(paths: Sequence[str]) -> list[tuple[int, int] | None]:
     return out
 
 
-stat_many: Callable[[Sequence[str]], list[tuple[int, int] | None]] = (
-    py_stat_many if compiled is None else compiled.stat_many
-)
+stat_many: Stats = py_stat_many if compiled is None else compiled.stat_many
 
 
 class Freshness:
-    """Thread-safe: the writer thread commits while searches and the watcher ask."""
+    """Thread-safe: the writer thread commits while searches and the watcher ask.
+    ``fs_type`` (statfs), ``stat_released`` (os.stat, file by file: where a stat may hang)
+    and ``clock`` are the system's but in tests (a fake file system, a fake clock)."""
 
-    def __init__(self, layout: Layout) -> None:
+    def __init__(
+        self,
+        layout: Layout,
+        fs_type: filesystems.FsType = filesystems.fs_type,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.layout = layout
         self.root = layout.root
         self._lock = threading.Lock()
@@ -73,11 +94,70 @@ class Freshness:
         self._folders = tuple((rel, os.path.join(self._root_str, rel)) for rel in WATCHED_FOLDERS)
         self._hot_day: date | None = None  # the day _hot was made for
         self._hot: tuple[tuple[str, str], ...] = ()  # (rel, absolute path) always checked
+        self.fs_type = fs_type
+        self.stat_released: Stats = py_stat_many
+        self._clock = clock
+        # Until then (clock) the stats may keep the lock: every file they go to was found on
+        # a local file system. NEVER before the first look, or after a file found elsewhere.
+        self.local_until = NEVER
+        self.not_local: tuple[str, str | None] | None = None  # that file, its type's name
+        self._look_again = NEVER  # when the next look is due
+        self._looking = threading.Lock()
+        self._found = 0  # files found not local by ``committed``: a look begun before keeps it
 
     def load(self, rows: Iterable[FileRow]) -> None:
-        """The index's files as opened."""
+        """The index's files as opened (the writer thread); and where the stats will go."""
         with self._lock:
             self._files = {r.path: (r.mtime_ns, r.size) for r in rows}
+        self.look_at_filesystems()
+
+    def may_hold_lock(self) -> bool:
+        """Whether the stats may keep the interpreter lock (on the event loop): every file
+        they go to was found on a local file system, lately."""
+        return self.local_until > self._clock()
+
+    def look_at_filesystems(self) -> None:
+        """Find out whether every file the stats go to is on a local file system. Blocks as
+        long as a stat of them (statfs asks the file system): never on the event loop."""
+        if not self._looking.acquire(blocking=False):
+            return  # another thread is looking
+        try:
+            start, found_before = self._clock(), self._found
+            paths = [path for _rel, path in (*self._folders, *self._hot_for(date.today()))]
+            with self._lock:
+                paths += [os.path.join(self._root_str, rel) for rel in self._recent]
+            found = filesystems.first_not_local(paths, self.fs_type)
+            self._look_again = start + RECHECK_SECONDS
+            if found is None and self._found == found_before:
+                self.local_until = self._look_again
+                self._tell(None)
+            elif found is not None:
+                self.local_until = NEVER
+                self._tell(found)
+        finally:
+            self._looking.release()
+
+    def _tell(self, found: tuple[str, str | None] | None) -> None:
+        """Log a change of finding (troubleshooting: why searches of it take a thread)."""
+        if found == self.not_local:
+            return
+        if found is not None and (self.not_local is None or found[1] != self.not_local[1]):
+            log.info(
+                "workspace_not_on_a_local_file_system",
+                root=self._root_str,
+                path=found[0],
+                file_system=found[1] or "not known",
+                effect="read-your-writes stats run off the event loop",
+            )
+        elif found is None:
+            log.info("workspace_on_a_local_file_system", root=self._root_str)
+        self.not_local = found
+
+    def _hot_for(self, day: date) -> tuple[tuple[str, str], ...]:
+        """(rel, absolute path) of the files every search stats: the curated files, the
+        day's and the day before's log."""
+        rels = {*CURATED_FILES, daily_rel(day), daily_rel(day - timedelta(days=1))}
+        return tuple((rel, os.path.join(self._root_str, rel)) for rel in sorted(rels))
 
     def committed(self, rel: str, row: FileRow | None, targeted: bool) -> None:
         """A file's new row (None: removed). ``targeted``: a file someone is writing now,
@@ -87,14 +167,24 @@ class Freshness:
                 self._files.pop(rel, None)
             else:
                 self._files[rel] = (row.mtime_ns, row.size)
+            new = targeted and rel not in self._recent
             if targeted:
                 self._recent[rel] = time.monotonic()
                 if len(self._recent) > HOT_MAX:
                     del self._recent[min(self._recent, key=self._recent.__getitem__)]
+        if new:  # one more file the stats go to: where is it? (statfs: the writer thread)
+            path = os.path.join(self._root_str, rel)
+            name = filesystems.name_at(path, self.fs_type)
+            if name not in filesystems.LOCAL:
+                self._found += 1
+                self.local_until = NEVER
+                self._tell((path, name))
 
     def scanned(self) -> None:
-        """A whole scan just ended: the folder mtimes to compare later searches against."""
+        """A whole scan just ended: the folder mtimes to compare later searches against;
+        and the file systems looked at again (a scan follows a mount made or gone)."""
         self._dir_mtimes = self._read_dir_mtimes()
+        self.look_at_filesystems()
 
     def expand_dirs(self, paths: list[Path]) -> list[Path]:
         """A directory event (moved or deleted folder) stands for every file under it."""
@@ -148,13 +238,14 @@ class Freshness:
 
         return concerns
 
-    def stale_hot_paths(self) -> list[Path]:
+    def stale_hot_paths(self, held: bool = True) -> list[Path]:
         """Recently active files whose (mtime, size) differ from the index: a cheap check
-        (a few stats) that lets a search see a write the watcher has not reported yet."""
+        (a few stats) that lets a search see a write the watcher has not reported yet.
+        ``held``: the stats keep the interpreter lock (``may_hold_lock`` said so); else they
+        give it up, each, as os.stat does."""
         today = date.today()
         if today != self._hot_day:  # the curated files, today's and yesterday's log
-            rels = {*CURATED_FILES, daily_rel(today), daily_rel(today - timedelta(days=1))}
-            self._hot = tuple((rel, os.path.join(self._root_str, rel)) for rel in sorted(rels))
+            self._hot = self._hot_for(today)
             self._hot_day = today
         hot = self._hot
         # The rows as committed, read before the stats. Each is one dict read (atomic under
@@ -171,13 +262,14 @@ class Freshness:
                     for rel, t in self._recent.items()
                     if now - t < HOT_SECONDS and rel not in known
                 ]
-        # One call, the interpreter lock held through the stats (stat_many, above)
-        now_stats = stat_many([path for _rel, path, _indexed in state])
+        # One call, the interpreter lock held through the stats (stat_many, above), or not
+        stats = stat_many if held else self.stat_released
+        now_stats = stats([path for _rel, path, _indexed in state])
         stale = []
         for (rel, _path, indexed), current in zip(state, now_stats, strict=True):
             if current != indexed and (current is None or self.layout.classify(rel)):
                 stale.append(self.root / rel)
-        if self._dir_mtimes and self._dirs_changed():
+        if self._dir_mtimes and self._dirs_changed(stats):
             with self._lock:
                 known_files = set(self._files)
             present = {f.rel for f in self.layout.iter_files()}
@@ -185,12 +277,20 @@ class Freshness:
             self._dir_mtimes = self._read_dir_mtimes()
         return stale
 
-    def _dirs_changed(self) -> bool:
+    def stale_hot_paths_released(self) -> list[Path]:
+        """``stale_hot_paths`` where a stat may hang (not found local, or not lately): off
+        the event loop, on a thread of its own, the lock given up at each stat; the file
+        systems looked at again first when due."""
+        if self._clock() >= self._look_again:
+            self.look_at_filesystems()
+        return self.stale_hot_paths(held=False)
+
+    def _dirs_changed(self, stats: Stats) -> bool:
         """Whether a watched folder's mtime (or its existence) differs from the last scan's:
         ``_read_dir_mtimes() != _dir_mtimes``, without building the map on every search."""
         known = self._dir_mtimes
         folders = self._folders
-        for (rel, _path), now in zip(folders, stat_many([p for _r, p in folders]), strict=True):
+        for (rel, _path), now in zip(folders, stats([p for _r, p in folders]), strict=True):
             then = known.get(rel)
             if (now is not None) if then is None else (now is None or now[0] != then):
                 return True

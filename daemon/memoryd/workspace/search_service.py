@@ -19,6 +19,13 @@ answered on the event loop itself (``server.inline_searches``); the hop to a rea
 and back would cost a third of it again. Anything slower (FTS5, sqlite-vec) goes to the
 reader threads, so the loop never stalls on it; a query vector that must be computed (the
 model, 5-20 ms) goes to a thread of its own first, so it never holds up a reader.
+
+The freshness stats run where the search does, keeping the interpreter lock, only on a
+local file system (``Freshness.may_hold_lock``). A workspace on NFS, SMB, sshfs or another
+FUSE mount (or one whose file system is not known) has them run on a ``memoryd-stat``
+thread, giving the lock up: a stat that waits minutes for a server then stops nothing else.
+One such check per workspace at a time; a search that cannot have its check within its
+read-your-writes budget answers without it, ``stale``.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from memoryd.index.search.notices import search_notices
 from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
+from memoryd.runtime.pool import HandoffPool
 from memoryd.runtime.records import Record
 from memoryd.secrets import mask_snippets
 from memoryd.workspace.registry import Registry, Workspace
@@ -49,6 +57,7 @@ if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
     from memoryd.index.workspace import WorkspaceIndex
 
 FLEET_OFF = "fleet mode is off: set [fleet] dsn (docs/fleet.md)"
+STAT_THREADS = 4  # freshness checks of workspaces not on a local file system, at once
 
 
 class FleetSearch(Protocol):
@@ -99,6 +108,11 @@ class SearchService:
         self.fleet = fleet
         self.fleet_off = fleet_off
         self.supersession = supersession.Supersession()
+        # Daemon threads, started when first needed: one stuck in a stat never holds the
+        # exit up. And the check in flight of each workspace (a hung one is not joined by
+        # another at every search).
+        self.stats = HandoffPool(STAT_THREADS, thread_name_prefix="memoryd-stat")
+        self._checks: dict[WorkspaceIndex, asyncio.Future[list[Path]]] = {}
 
     def remote(self, ref: str | None) -> bool:
         """Whether ``ref`` names another host's workspace ("host:name", fleet mode)."""
@@ -211,7 +225,13 @@ class SearchService:
 
         stale: list[Path] = []
         resp = None
-        if cfg.inline_searches:
+        if not index.freshness.may_hold_lock():  # a stat may hang: off the loop, bounded
+            checked = await self._check_released(index, budget - (time.monotonic() - started))
+            fresh = fresh and checked is not None
+            stale, resp = await self._search_checked(
+                index, req, prepared, checked or [], cfg.inline_searches
+            )
+        elif cfg.inline_searches:
             stale, resp = _fresh_then_search(index, req, prepared, True)
         if resp is None and not stale:
             stale, resp = await loop.run_in_executor(
@@ -233,6 +253,51 @@ class SearchService:
         if notices.lines:
             out["notices"] = notices.lines
         return ws, index, out
+
+    async def _check_released(self, index: WorkspaceIndex, left: float) -> list[Path] | None:
+        """The stale hot files, checked on a ``memoryd-stat`` thread, the lock given up;
+        None if the check did not end within ``left`` seconds (a file system that hangs).
+        One check of a workspace at a time: a search waits for the one in flight (begun
+        before it came, so it may have missed a write: it then runs its own)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(left, 0.0)
+        while (busy := self._checks.get(index)) is not None and not busy.done():
+            with contextlib.suppress(Exception):  # its own search reports its failure
+                await asyncio.wait_for(asyncio.shield(busy), max(deadline - loop.time(), 0.0))
+            if not busy.done():
+                return None
+
+        def done(check: asyncio.Future[list[Path]]) -> None:
+            if self._checks.get(index) is check:
+                del self._checks[index]
+            if not check.cancelled():
+                check.exception()  # retrieved: the search that gave up on it is gone
+
+        check = loop.run_in_executor(self.stats, index.freshness.stale_hot_paths_released)
+        self._checks[index] = check
+        check.add_done_callback(done)
+        try:
+            return await asyncio.wait_for(asyncio.shield(check), max(deadline - loop.time(), 0.0))
+        except TimeoutError:
+            return None
+
+    async def _search_checked(
+        self,
+        index: WorkspaceIndex,
+        req: SearchRequest,
+        prepared: PreparedQuery | None,
+        stale: list[Path],
+        inline: bool,
+    ) -> tuple[list[Path], SearchResponse | None]:
+        """After a check off the loop: the files to sync first, or the answer, found where a
+        search after an inline check would find it."""
+        if stale:
+            return stale, None
+        if inline:
+            with contextlib.suppress(NotInMemory):
+                return [], index.search(req, prepared, in_memory=True)
+        loop = asyncio.get_running_loop()
+        return [], await loop.run_in_executor(self.readers, index.search, req, prepared)
 
     async def query_for_fleet(self, req: SearchRequest) -> PreparedQuery | None:
         """The query vector for a search of other hosts' workspaces, prepared as a local
