@@ -167,21 +167,36 @@ def is_local(kind: int | str | None) -> bool:
     return type_name(kind) in LOCAL
 
 
-def name_at(path: str, fs_type: FsType = fs_type) -> str | None:
+def name_at(
+    path: str, fs_type: FsType = fs_type, seen: dict[str, str | None] | None = None
+) -> str | None:
     """The type's name of the file system a stat of ``path`` goes to: the path's own (links
     followed); for a path not there (today's log before its first line), that of the
     nearest folder above it that is (where the stat's lookup ends). None: none reached.
-    Blocks as long as a stat of the path: never on the event loop."""
+    ``seen``: folders' names already found (one look at many paths). Blocks as long as a
+    stat of the path: never on the event loop."""
     kind = fs_type(path)
-    if kind is None:
-        path = os.path.realpath(path)  # a dangling link: towards its target
-        while kind is None:
-            parent = os.path.dirname(path)
-            if parent == path:
-                return None
-            path = parent
-            kind = fs_type(path)
-    return type_name(kind)
+    if kind is not None:
+        return type_name(kind)
+    if os.path.islink(path):  # a dangling link: towards its target
+        path = os.path.realpath(path)
+    seen = {} if seen is None else seen
+    walked = []
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            name = None
+            break
+        path = parent
+        if path in seen:
+            name = seen[path]
+            break
+        walked.append(path)
+        if (kind := fs_type(path)) is not None:
+            name = type_name(kind)
+            break
+    seen.update(dict.fromkeys(walked, name))
+    return name
 
 
 def first_not_local(
@@ -189,8 +204,9 @@ def first_not_local(
 ) -> tuple[str, str | None] | None:
     """The first of ``paths`` not on a local file system, with its type's name (None: not
     known), or None when all are local."""
+    seen: dict[str, str | None] = {}
     for path in paths:
-        name = name_at(path, fs_type)
+        name = name_at(path, fs_type, seen)
         if name not in LOCAL:
             return path, name
     return None

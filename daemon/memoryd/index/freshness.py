@@ -97,7 +97,8 @@ class Freshness:
         self.fs_type = fs_type
         self.stat_released: Stats = py_stat_many
         self._clock = clock
-        # Until then (clock) the stats may keep the lock: every file they go to was found on
+        # Until then (clock: time.monotonic in the daemon, whose searches compare it with
+        # their own reading) the stats may keep the lock: every file they go to was found on
         # a local file system. NEVER before the first look, or after a file found elsewhere.
         self.local_until = NEVER
         self.not_local: tuple[str, str | None] | None = None  # that file, its type's name

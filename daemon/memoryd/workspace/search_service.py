@@ -225,7 +225,8 @@ class SearchService:
 
         stale: list[Path] = []
         resp = None
-        if not index.freshness.may_hold_lock():  # a stat may hang: off the loop, bounded
+        # may_hold_lock() without a call: ``started`` is on the same clock (time.monotonic)
+        if index.freshness.local_until <= started:  # a stat may hang: off the loop, bounded
             checked = await self._check_released(index, budget - (time.monotonic() - started))
             fresh = fresh and checked is not None
             stale, resp = await self._search_checked(
