@@ -5,7 +5,8 @@ The server speaks the kernel's protocol on /dev/fuse itself (no library) in a pr
 its own: an empty root folder, every name looked up is not there. While ``hang()`` holds,
 it answers no lookup: a stat under the mount waits in the kernel, as on NFS or sshfs when
 the server is gone, until ``answer()``. Mounting needs root (CAP_SYS_ADMIN) and /dev/fuse:
-``SlowFs.available()`` says whether this machine can; the tests skip otherwise.
+``SlowFs.available()`` says whether this machine may; the tests skip otherwise, and when
+the mount is refused all the same (``MountRefused``).
 
     with SlowFs(tmp_path / "mnt") as fs:
         fs.hang()
@@ -28,6 +29,10 @@ from types import TracebackType
 MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
 GIVE_UP_S = 20.0  # a hang ends by itself then: a test that failed does not hang for ever
 INIT, LOOKUP, FORGET, GETATTR, STATFS, DESTROY, BATCH_FORGET = 26, 1, 2, 3, 17, 38, 42
+
+
+class MountRefused(OSError):
+    """This machine would not mount it (a container without CAP_SYS_ADMIN...)."""
 
 
 class SlowFs:
@@ -55,7 +60,7 @@ class SlowFs:
         if said != "mounted":
             self.proc.wait(10)
             self.proc.stdout.close()
-            raise OSError(f"the FUSE server did not mount: {said!r}")
+            raise MountRefused(f"the FUSE server did not mount: {said!r}")
         return self
 
     def hang(self) -> None:

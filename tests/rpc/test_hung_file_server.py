@@ -7,14 +7,16 @@ of a fake stat)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from daemon_util import DaemonThread, RawConn, wait_for
-from fakes.slow_fs import SlowFs
+from fakes.slow_fs import MountRefused, SlowFs
 from memoryd.index import filesystems
 from memoryd.index.freshness import py_stat_many
 
@@ -23,11 +25,23 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@contextlib.contextmanager
+def slow_fs(mountpoint: Path) -> Iterator[SlowFs]:
+    try:
+        fs = SlowFs(mountpoint).__enter__()
+    except MountRefused as exc:
+        pytest.skip(str(exc))
+    try:
+        yield fs
+    finally:
+        fs.__exit__(None, None, None)
+
+
 def test_statfs_and_the_released_stats_let_other_threads_run_while_the_server_hangs(
     tmp_path: Path,
 ) -> None:
     mnt = tmp_path / "mnt"
-    with SlowFs(mnt) as fs:
+    with slow_fs(mnt) as fs:
         assert filesystems.name_at(str(mnt)) == "fuse"
         assert filesystems.py_fs_type(str(mnt)) == "fuse.slowfs"
         assert not filesystems.is_local(filesystems.fs_type(str(mnt)))
@@ -61,7 +75,7 @@ def test_a_workspace_on_a_hung_server_answers_stale_and_stops_no_other(
     # far's USER.md (a hot file: stat'ed before every search) is a link into the mount
     (roots["far"] / "USER.md").symlink_to(mnt / "USER.md")
     config = {"server": {"read_your_writes_ms": 300}}
-    with SlowFs(mnt) as fs, DaemonThread(md_home, config=config) as d:
+    with slow_fs(mnt) as fs, DaemonThread(md_home, config=config) as d:
         with RawConn(d.socket_path, timeout=30) as c:
             for root in roots.values():
                 c.result("workspace.add", {"path": str(root)})
