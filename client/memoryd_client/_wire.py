@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
-from typing import Any, ClassVar, NamedTuple, Self, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    ClassVar,
+    NamedTuple,
+    Self,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from memoryd_client.errors import BadResponse
 
@@ -158,6 +167,30 @@ class _Wire:
         plan = cls.__dict__.get("_readers")
         if plan is None:
             plan = cls._readers = _plan_of(cls)
+        if plan.shapes is not None and data.__class__ is dict:
+            # A map of a shape read before (these keys, values of these types) whose every
+            # value is one its field takes as it is: the map, on the defaults, is the object.
+            fast = plan.shapes.get((*data, *map(type, data.values())), _MISSING)
+            if fast is _MISSING:
+                fast = _fast_of(cls, plan, (*data, *map(type, data.values())))
+            if fast is not None:
+                template, drop, fresh, raw = fast
+                values = template.copy()
+                values.update(data)
+                for key in drop:
+                    del values[key]
+                for name, make in fresh:
+                    values[name] = make()
+                if raw:
+                    values["raw"] = data
+                obj = cls.__new__(cls)
+                obj.__dict__ = values
+                return obj
+        return cls._read(plan, data)
+
+    @classmethod
+    def _read(cls, plan: _Plan, data: Any) -> Self:
+        """Read field by field (any map: values converted, defaults made, errors raised)."""
         if not isinstance(data, dict):
             _Fields(data, cls._what)  # raises: not a map
         f = None  # the readers' view of the map, made only if one runs
@@ -181,15 +214,23 @@ class _Wire:
                 else:
                     f = f or _Fields(data, cls._what)
                     values[name] = read(f, key)
-        if plan.raw:
-            values["raw"] = data
-        if plan.init:
-            return cls(**values)
-        # What the dataclass's __init__ would do (set each field, in order), at a third of
-        # its cost: a search's answer makes one object per hit.
-        obj = cls.__new__(cls)
-        obj.__dict__.update(values)
-        return obj
+        return _made(cls, plan, data, values)
+
+
+def _made(cls: type[_W], plan: _Plan, data: dict[str, Any], values: dict[str, Any]) -> _W:
+    """The object of ``values`` (every field but ``raw``, in order)."""
+    if plan.raw:
+        values["raw"] = data
+    if plan.init:
+        return cls(**values)
+    # What the dataclass's __init__ would do (set each field, in order), at a third of
+    # its cost: a search's answer makes one object per hit.
+    obj = cls.__new__(cls)
+    obj.__dict__ = values
+    return obj
+
+
+_W = TypeVar("_W", bound=_Wire)
 
 
 class _Plan(NamedTuple):
@@ -201,7 +242,11 @@ class _Plan(NamedTuple):
     ``missing``: (field, key, reader) for the fields whose reader must run when their key
     is missing (required: it raises; ``_absent``: the value it names; a nested result);
     ``computed``: the fields with a reader of their own (``_read``), always run; ``init``:
-    the class needs its ``__init__`` (frozen, or a ``__post_init__``)."""
+    the class needs its ``__init__`` (frozen, or a ``__post_init__``); ``shapes``: the
+    maps' shapes met so far (keys, then their values' types) -> how such a map is read at
+    once (None: field by field); None for a class whose maps are always read field by
+    field (a reader of its own, its ``__init__``, a required key no value is taken as it
+    is for: a list of results)."""
 
     by_key: dict[str, tuple[str, frozenset[type], Reader]]
     template: dict[str, Any]
@@ -210,6 +255,62 @@ class _Plan(NamedTuple):
     computed: list[tuple[str, str, Reader]]
     raw: bool
     init: bool
+    shapes: dict[tuple[Any, ...], _Fast | None] | None
+
+
+class _Fast(NamedTuple):
+    """How a map of one shape is read at once: ``template`` (every field in order, its
+    default or the value a missing key of this shape stands for) updated with the map,
+    less the keys of ``drop`` (the map's keys this client does not know), each field of
+    ``fresh`` a new list or map."""
+
+    template: dict[str, Any]
+    drop: tuple[str, ...]
+    fresh: tuple[tuple[str, Callable[[], Any]], ...]
+    raw: bool  # the map kept as ``raw``
+
+
+MAX_SHAPES = 256  # per class: a map of a shape past these is read field by field
+
+
+def _fast_of(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast | None:
+    """How a map of ``shape`` is read at once, or None when a value needs its reader (a
+    conversion, a nested result), a missing key stands for a value of its own (required:
+    an error; a new list), or a key is a field's name but not its key. Remembered."""
+    fast = _fast_shape(cls, plan, shape)
+    assert plan.shapes is not None
+    if len(plan.shapes) < MAX_SHAPES:
+        plan.shapes[shape] = fast
+    return fast
+
+
+def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast | None:
+    n = len(shape) // 2
+    keys, types = shape[:n], shape[n:]
+    drop = []
+    for key, kind in zip(keys, types, strict=True):
+        spec = plan.by_key.get(key)
+        if spec is None:
+            if key in plan.template:
+                return None  # a field's name that is not its key on the wire ("raw")
+            drop.append(key)
+        elif spec[0] != key or kind not in spec[1]:
+            return None
+    template = plan.template.copy()
+    for name, key, read in plan.missing:
+        if key not in keys:
+            try:
+                value = read(_Fields({}, cls._what), key)  # the reader of a missing key
+            except BadResponse:
+                return None  # required
+            if type(value) not in _CONSTANT:
+                return None
+            template[name] = value
+    fresh = tuple((name, make) for name, make in plan.fresh if name not in keys)
+    return _Fast(template, tuple(drop), fresh, plan.raw)
+
+
+_CONSTANT = frozenset({str, int, float, bool, type(None)})
 
 
 _SIMPLE = (str, int, float, bool)
@@ -259,6 +360,7 @@ def _plan_of(cls: type[_Wire]) -> _Plan:
     template: dict[str, Any] = {}
     fresh: list[tuple[str, Callable[[], Any]]] = []
     missing, computed = [], []
+    never_as_is = False
     for fl in fields(cls):  # type: ignore[arg-type]
         template[fl.name] = None
         if fl.name == "raw":
@@ -280,6 +382,8 @@ def _plan_of(cls: type[_Wire]) -> _Plan:
         if key in by_key:
             raise TypeError(f"{cls.__name__}: two fields read the wire key {key!r}")
         by_key[key] = (fl.name, _as_is(hints[fl.name]), read)
+        if absent is _MISSING and not by_key[key][1]:
+            never_as_is = True  # required, and always read by its reader
         if not _defaults_alike(hints[fl.name], fl):
             missing.append((fl.name, key, read))
         elif fl.default_factory is not MISSING:
@@ -289,7 +393,8 @@ def _plan_of(cls: type[_Wire]) -> _Plan:
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     init = params.frozen or hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__
     raw = "raw" in cls.__dataclass_fields__  # type: ignore[attr-defined]
-    return _Plan(by_key, template, fresh, missing, computed, raw, init)
+    shaped = not computed and not init and not never_as_is
+    return _Plan(by_key, template, fresh, missing, computed, raw, init, {} if shaped else None)
 
 
 __all__ = ["Reader", "_Fields", "_Wire", "_absent", "_read"]
