@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import time
@@ -22,7 +23,6 @@ import memoryd
 from memoryd import secret_rules
 from memoryd.embeddings import int8_rows
 from memoryd.errors import IndexUnavailable, MemorydError
-from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
 from memoryd.jobs.clock import Clock, SystemClock, local_zone
 from memoryd.rpc.connection import Limits
@@ -49,6 +49,7 @@ from memoryd_client.command_names import typed
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
+    from memoryd.files.append import Appender
     from memoryd.jobs.scheduler import Scheduler
 
 log = get_logger("memoryd.daemon")
@@ -101,7 +102,6 @@ class Daemon:
         self._service_tasks: set[asyncio.Task[None]] = set()
         self.instance = Instance(socket_path)
         self.file_locks = FileLocks()  # every writer of memory files (files/locks.py)
-        self.appender = Appender(self.file_locks)
         self.watcher = Watcher(config.server.debounce_ms)
         # Searches and reads: one thread woken per job (runtime/pool.py says why that matters).
         self.readers = HandoffPool(
@@ -121,6 +121,16 @@ class Daemon:
         self.clock: Clock = clock if clock is not None else SystemClock(local_zone(self.env))
         self._openclaw_task: asyncio.Task[None] | None = None
         self._startup_line: dict[str, Any] | None = None  # startup's log line, until logged
+
+    @functools.cached_property
+    def appender(self) -> Appender:
+        """Every append to memory files (made on first use: an append, or the jobs)."""
+        from memoryd.files.append import Appender
+
+        return Appender(self.file_locks)
+
+    def _appender(self) -> Appender:
+        return self.appender
 
     @property
     def services(self) -> Services:
@@ -185,7 +195,7 @@ class Daemon:
                 env=self.env,
                 clock=self.clock,
                 watcher=self.watcher,
-                appender=self.appender,
+                appender=self._appender,
                 locks=self.file_locks,
                 reopened=self.refresh_watch,
             )
@@ -499,7 +509,7 @@ class Daemon:
                 readers=self.readers,
                 query_embedder=self.query_embedder,
                 waiters=self.waiters,
-                appender=self.appender,
+                appender=self._appender,
                 locks=self.file_locks,
                 socket_path=self.socket_path,
                 started_at=self.started_at,

@@ -7,26 +7,25 @@ sync and the transcripts' watch; and fleet mode.
 forgets and imports a kill interrupted are finished before anything reads the files. The
 upkeep is made (and its modules imported) on first use: the daemon asks for it once the
 first question is answered, before the watch begins, so a daemon started by a question does
-not import the jobs and git sync before answering it. The daemon starts, stops and closes
+not import the jobs and git sync before answering it; nor what each agent session read
+(``trust``: made by a first append, or with the upkeep). The daemon starts, stops and closes
 them (app.py); the methods get the pieces they use (rpc/wiring.py).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memoryd.files.append import Appender
+from memoryd.files.layout import CHANGES_DIR
 from memoryd.files.locks import FileLocks
 from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock
-from memoryd.jobs.session_trust import SessionTrust
-from memoryd.jobs.transcript_folders import TranscriptPlaces
-from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
@@ -39,11 +38,13 @@ from memoryd.workspace.watcher import Watcher
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
+    from memoryd.files.append import Appender
     from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
     from memoryd.index.workspace import WorkspaceIndex
     from memoryd.jobs.flush_queue import FlushQueue
     from memoryd.jobs.history import History
     from memoryd.jobs.scheduler import Scheduler
+    from memoryd.jobs.session_trust import SessionTrust
     from memoryd.sync.service import SyncService
 
 log = get_logger("memoryd.daemon")
@@ -64,19 +65,27 @@ class Services:
     state: StateDB
     hits: HitCounter  # how often search and recall returned each line
     usage: Usage  # what memory costs each agent
-    trust: SessionTrust  # what each agent session read (observe)
     registry: Registry
     openclaw: OpenClawSessions  # OpenClaw's session stores, copied
-    make_upkeep: Callable[[], Upkeep]  # once, on first use (``upkeep``)
+    make_trust: Callable[[], SessionTrust]  # once, on first use (``trust``)
+    make_upkeep: Callable[[Services], Upkeep]  # once, on first use (``upkeep``)
     fleet: FleetService | None = None  # [fleet] dsn set (docs/fleet.md)...
     fleet_off: str | None = None  # ...else why fleet mode is configured but not running
     _upkeep: Upkeep | None = None
+    _trust: SessionTrust | None = None
+
+    @property
+    def trust(self) -> SessionTrust:
+        """What each agent session read (observe), made on first use: its old rows pruned."""
+        if self._trust is None:
+            self._trust = self.make_trust()
+        return self._trust
 
     @property
     def upkeep(self) -> Upkeep:
         """The jobs and git sync, made (their modules imported) on first use."""
         if self._upkeep is None:
-            self._upkeep = self.make_upkeep()
+            self._upkeep = self.make_upkeep(self)
         return self._upkeep
 
     @property
@@ -109,7 +118,7 @@ class Services:
         env: Mapping[str, str],
         clock: Clock,
         watcher: Watcher,
-        appender: Appender,
+        appender: Callable[[], Appender],  # made on first use
         locks: FileLocks,
         reopened: Callable[[], Awaitable[None]],
     ) -> Services:
@@ -118,10 +127,6 @@ class Services:
         state = StateDB(paths.state_db)
         hits, usage = HitCounter(state), Usage(state)
         try:
-            # the agents' transcript folders, and the workspaces' (a transcript is read too)
-            places = TranscriptPlaces(env, lambda: [w.root for w in registry.list()])
-            trust = SessionTrust(state, lambda: clock.now().timestamp(), places)
-            trust.prune()
             registry = Registry(
                 config(),
                 paths.index_dir,
@@ -136,14 +141,13 @@ class Services:
                 state=state,
                 hits=hits,
                 usage=usage,
-                trust=trust,
                 registry=registry,
                 openclaw=openclaw,
+                make_trust=functools.partial(_make_trust, state, env, clock, registry),
                 make_upkeep=functools.partial(
                     _make_upkeep,
                     state=state,
                     usage=usage,
-                    trust=trust,
                     registry=registry,
                     config=config,
                     paths=paths,
@@ -196,18 +200,31 @@ class Services:
         self.state.close()
 
 
+def _make_trust(
+    state: StateDB, env: Mapping[str, str], clock: Clock, registry: Registry
+) -> SessionTrust:
+    from memoryd.jobs.session_trust import SessionTrust
+    from memoryd.jobs.transcript_folders import TranscriptPlaces
+
+    # the agents' transcript folders, and the workspaces' (a transcript is read too)
+    places = TranscriptPlaces(env, lambda: [w.root for w in registry.list()])
+    trust = SessionTrust(state, lambda: clock.now().timestamp(), places)
+    trust.prune()
+    return trust
+
+
 def _make_upkeep(
+    services: Services,
     *,
     state: StateDB,
     usage: Usage,
-    trust: SessionTrust,
     registry: Registry,
     config: Callable[[], Config],
     paths: Paths,
     env: Mapping[str, str],
     clock: Clock,
     watcher: Watcher,
-    appender: Appender,
+    appender: Callable[[], Appender],
     locks: FileLocks,
 ) -> Upkeep:
     """The jobs and git sync, and their listeners on the watch (which begins after this)."""
@@ -220,7 +237,7 @@ def _make_upkeep(
     from memoryd.workspace.sync_forgets import SecureSyncWrites
 
     history = History(state)
-    runner = Runner(history, clock, config, appender, env, locks=locks, usage=usage)
+    runner = Runner(history, clock, config, appender(), env, locks=locks, usage=usage)
     scheduler = Scheduler(history, clock, config, registry.list, runner)
     scheduler.recover()  # runs a kill interrupted are marked failed
     sync = SyncService(
@@ -233,13 +250,23 @@ def _make_upkeep(
         SecureSyncWrites(registry.list),  # forgets that travel: secure deletes
     )
     watcher.listeners.append(sync.notify)
-    watcher.listeners.append(TranscriptWatch(trust, registry).notify)
+    watcher.listeners.append(TranscriptWatch(services.trust, registry).notify)
     return Upkeep(history, scheduler, FlushQueue(runner), sync)
+
+
+def _changes_in(root: Path) -> bool:
+    """Whether the workspace holds any change of the journal's (lifecycle/journal.py): most
+    never had a forget or an import, and then its module is not even imported."""
+    return os.path.isdir(root / CHANGES_DIR)
 
 
 def _catch_up_index(root: Path, index: WorkspaceIndex) -> None:
     """lifecycle/forget_run.catch_up_index; its modules (a forget's) load only when a
     forget a kill interrupted waits for the index."""
+    if not _changes_in(root):
+        return
+    from memoryd.lifecycle import journal
+
     if journal.unindexed(root):
         from memoryd.lifecycle.forget_run import catch_up_index
 
@@ -259,7 +286,11 @@ def _finish_changes(registry: Registry, keep_days: float) -> None:
     now = time.time()
     for ws in registry.list():
         root = ws.root
+        if not _changes_in(root):
+            continue
         try:
+            from memoryd.lifecycle import journal
+
             journal.recover(root, after=functools.partial(_redo_meta, root))
             journal.prune(root, keep_days, now)
         except Exception:  # one workspace's journal must not stop the daemon

@@ -18,7 +18,10 @@ from memoryd.exit_codes import EXIT_OK
 # Not needed for a keyword answer from an existing index: structlog (runtime/logs.py holds
 # the lines), sqlite-vec's package (its extension is found beside it: memoryd/sqlite.py),
 # the config's parser without a config file, OpenClaw's session copies (and zstd) without
-# an OpenClaw workspace.
+# an OpenClaw workspace, argparse for a plain `memoryd run` (cli.py), the method groups
+# and services a search does not call (status's report, recall, the workspaces' methods,
+# append and its trust of sessions: rpc/wiring.py, services.py), the journal of a
+# workspace that has no change in it.
 NOT_BEFORE_THE_FIRST_ANSWER = (
     "structlog",
     "sqlite_vec",
@@ -26,6 +29,16 @@ NOT_BEFORE_THE_FIRST_ANSWER = (
     "tomllib",
     "memoryd.files.openclaw_mirror",
     "zstandard",
+    "argparse",
+    "memoryd.rpc.status",
+    "memoryd.rpc.recall_methods",
+    "memoryd.index.search.recall",
+    "memoryd.rpc.workspace_methods",
+    "memoryd.files.append",
+    "memoryd.files.duplicates",
+    "memoryd.files.injected",
+    "memoryd.jobs.session_trust",
+    "memoryd.lifecycle.journal",
 )
 
 WATCHER = """
@@ -99,6 +112,44 @@ def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
         assert wait_for(lambda: "startup" in proc.events(), 15), proc.logs()
         events = proc.events()
         assert events.index("workspace_opened") < events.index("startup")
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+    finally:
+        proc.kill()
+
+
+FAILING_IMPORTS = """
+import sys
+for name in ("memoryd.rpc.status", "memoryd.rpc.workspace_methods"):
+    sys.modules[name] = None  # an import of it fails, as a broken install's would
+"""
+
+
+def test_a_method_whose_module_fails_to_import_answers_that_call_and_the_daemon_serves_on(
+    md_home: Path, tmp_path: Path
+) -> None:
+    _indexed(md_home)
+    (tmp_path / "sitecustomize.py").write_text(FAILING_IMPORTS)
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
+    proc = Proc(md_home, env={"PYTHONPATH": path})
+    try:
+        proc.ready()
+        with RawConn(proc.socket, timeout=30) as c:
+            found = c.result("search", {"query": "spare key", "mode": "keyword"})["results"]
+            assert [h["path"] for h in found] == ["memory/2024-05-01.md"]
+            for method in ("status", "workspace.list", "status"):  # tried again each time
+                c.send({"id": 9, "method": method, "params": {}})
+                reply = c.recv()
+                assert reply is not None and reply["error"]["code"] == "internal", reply
+                said = reply["error"]["message"]
+                assert said.startswith(f"internal error in {method}: ModuleNotFoundError: "), said
+                assert "import of memoryd.rpc." in said, said
+            assert c.result("get", {"path": "memory/2024-05-01.md"})["text"].startswith("- The")
+        # The later groups were made once it had answered: that one logged, the rest made.
+        assert wait_for(lambda: "method_group_failed" in proc.events(), 15), proc.logs()
+        assert "background_ready" in proc.events() or wait_for(
+            lambda: "background_ready" in proc.events(), 15
+        )
         proc.p.send_signal(signal.SIGTERM)
         assert proc.wait() == EXIT_OK
     finally:

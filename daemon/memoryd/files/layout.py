@@ -39,6 +39,7 @@ SESSIONS_DIR = "sessions"  # transcripts
 OPENCLAW_SESSIONS_DIR = "openclaw"  # sessions/openclaw/<agent>/<id>.jsonl: OpenClaw's stores
 ARCHIVE_DIR = "archive"  # memory/archive/YYYY/ (old daily files), sessions/archive/YYYY-MM/
 HISTORY_DIR = f"{MEMORY_DIR}/.history"  # MEMORY.md's previous versions (hidden: not memory)
+CHANGES_DIR = f"{HISTORY_DIR}/changes"  # forgets and imports under way or kept (journal)
 TRANSCRIPT_SUFFIX = ".jsonl"
 # ASCII digits only: \d also takes other scripts' digits, which int() reads but which sort
 # differently as strings (SQL compares days as strings, the vector mirror as numbers).

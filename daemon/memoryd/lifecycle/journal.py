@@ -36,7 +36,7 @@ from typing import Any, Final
 
 from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write_at
-from memoryd.files.layout import HISTORY_DIR, Layout
+from memoryd.files.layout import CHANGES_DIR, Layout
 from memoryd.files.reader import read_all
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.records import Record
@@ -58,7 +58,6 @@ __all__ = [
 
 log = get_logger("memoryd.lifecycle.journal")
 
-CHANGES_DIR: Final = f"{HISTORY_DIR}/changes"
 PLAN: Final = "plan.json"
 VERSION: Final = 1
 

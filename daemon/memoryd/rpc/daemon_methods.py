@@ -10,14 +10,14 @@ import memoryd
 from memoryd.errors import InvalidParams
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
-from memoryd.rpc.status import StatusReport
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.search_service import FLEET_OFF
 from memoryd_client import protocol
 
-if TYPE_CHECKING:  # psycopg is imported only in fleet mode
-    from memoryd.fleet.service import FleetService
+if TYPE_CHECKING:
+    from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
     from memoryd.rpc.dispatch import Handler
+    from memoryd.rpc.status import StatusReport
 
 
 class DaemonMethods:
@@ -25,7 +25,7 @@ class DaemonMethods:
         self,
         *,
         registry: Registry,
-        status: StatusReport,
+        status: Callable[[], StatusReport],  # made by the first status (its modules too)
         request_exit: Callable[[], None],
         fleet: FleetService | None = None,  # fleet mode when [fleet] is set...
         fleet_off: str | None = None,  # ...else why not
@@ -65,7 +65,7 @@ class DaemonMethods:
         items = [self.registry.resolve(ref)] if ref is not None else self.registry.list()
         if ref is not None:
             req.log_fields["workspace"] = items[0].name
-        return await self.status_report.build(items)
+        return await self.status_report().build(items)
 
     async def fleet_status(self, p: Params, req: Request) -> dict[str, Any]:
         p.done()

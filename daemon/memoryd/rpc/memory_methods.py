@@ -12,8 +12,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from memoryd.errors import InvalidParams
-from memoryd.files.append import Appender, normalise_heading
-from memoryd.files.injected import injectable_text, injected_copy
 from memoryd.files.layout import Layout
 from memoryd.files.provenance import (
     APPEND_VIAS,
@@ -25,7 +23,6 @@ from memoryd.files.provenance import (
 from memoryd.files.reader import read_lines
 from memoryd.index.types import Fusion, Mode, SearchRequest
 from memoryd.jobs.clock import Clock
-from memoryd.jobs.session_trust import SessionTrust
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
@@ -43,8 +40,10 @@ from memoryd_client.search_terms import (
     SOURCES,
 )
 
-if TYPE_CHECKING:  # psycopg is imported only in fleet mode
-    from memoryd.fleet.service import FleetService
+if TYPE_CHECKING:
+    from memoryd.files.append import Appender
+    from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
+    from memoryd.jobs.session_trust import SessionTrust
     from memoryd.rpc.dispatch import Handler
 
 
@@ -54,9 +53,9 @@ class MemoryMethods:
         *,
         registry: Registry,
         searches: SearchService,
-        appender: Appender,
+        appender: Callable[[], Appender],
         watcher: Watcher,
-        trust: SessionTrust,
+        trust: Callable[[], SessionTrust],
         clock: Clock,
         config: Callable[[], Config],
         usage: Usage | None = None,
@@ -64,7 +63,9 @@ class MemoryMethods:
     ) -> None:
         """``watcher``: told of an append at once; ``trust``: what each agent session read
         (append's origin); ``usage``: what memory costs each agent; ``fleet``: another
-        host's files (get "host:name")."""
+        host's files (get "host:name"). The appender and the sessions' trust are made, and
+        the modules only get and append use imported, when first used: a daemon started
+        by a search answers it without them."""
         self.registry = registry
         self.searches = searches
         self.appender = appender
@@ -118,6 +119,8 @@ class MemoryMethods:
         p.done()
         answer = await self._get(req, path, ref, from_line, lines)
         if injectable and not self.searches.remote(ref):
+            from memoryd.files.injected import injectable_text
+
             ledger = ledger_for(self.registry.resolve(ref).root.resolve())
             answer["text"] = await asyncio.to_thread(
                 injectable_text, answer["text"], ledger, str(answer["path"])
@@ -144,6 +147,9 @@ class MemoryMethods:
         return result.to_dict()
 
     async def append(self, p: Params, req: Request) -> dict[str, Any]:
+        from memoryd.files.append import normalise_heading
+        from memoryd.files.injected import injected_copy
+
         text = p.required_text("text")
         ref = p.path("workspace")
         date = p.date("date") or dt.date.today()
@@ -165,9 +171,8 @@ class MemoryMethods:
         req.log_fields["workspace"] = ws.name
         config = self.config()
         hold = "untrusted" if via == "mcp" and config.mcp.append_origin == "untrusted" else None
-        prov, observed = await asyncio.to_thread(
-            self.trust.for_write, prov, via, call_id, hold, ws.root
-        )
+        trust, appender = self.trust(), self.appender()
+        prov, observed = await asyncio.to_thread(trust.for_write, prov, via, call_id, hold, ws.root)
         layout = Layout(ws.root, config.index.sessions, config.index.extra_paths)
         if await asyncio.to_thread(injected_copy, text, layout):
             raise InvalidParams(
@@ -176,7 +181,7 @@ class MemoryMethods:
                 {"param": "text", "reason": "recalled"},
             )
         result = await asyncio.to_thread(
-            self.appender.append,
+            appender.append,
             ws.root,
             text,
             date,
@@ -187,7 +192,7 @@ class MemoryMethods:
         )
         self.watcher.submit(ws.name, [result.abs_path])  # searchable without waiting for inotify
         if via == "flush" and prov.session_id and not result.duplicate:
-            self.trust.flushed(prov.session_id)
+            trust.flushed(prov.session_id)
         out = result.to_dict()
         out["origin"] = prov.origin
         if prov.session_id:

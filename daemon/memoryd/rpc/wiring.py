@@ -4,34 +4,36 @@ its services are open (app.py's startup).
 A group takes the named pieces it uses and nothing else; the services several groups share
 (a search's answer, a forget's sequence, status) are made here once.
 
-The groups a first keyword answer needs (hello, status, workspaces, search, get, append,
-recall) are made with the table; the rest (jobs, agents' flushes and observations, the
-lifecycle, review, git sync) come later (rpc/dispatch.py), with the modules they import:
-a daemon started by a question answers it without importing them.
+The groups a first keyword answer needs (hello, search, get, append) are made with the
+table; ``status``'s report is made by its first call. The workspaces' and recall's groups
+are made by the first call of one of their methods, and the rest (jobs, agents' flushes
+and observations, the lifecycle, review, git sync) come later (rpc/dispatch.py), with the
+modules they import: a daemon started by a question answers it without importing them.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
 from memoryd.jobs.clock import Clock
 from memoryd.rpc.daemon_methods import DaemonMethods
-from memoryd.rpc.dispatch import Dispatcher, HandlerGroup
+from memoryd.rpc.dispatch import Dispatcher, HandlerGroup, OnCall
 from memoryd.rpc.memory_methods import MemoryMethods
-from memoryd.rpc.recall_methods import RecallMethods
-from memoryd.rpc.status import StatusReport
-from memoryd.rpc.workspace_methods import WorkspaceMethods
 from memoryd.runtime.config import Config
 from memoryd.runtime.records import Record
 from memoryd.services import Services
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
+
+if TYPE_CHECKING:
+    from memoryd.files.append import Appender
+    from memoryd.rpc.status import StatusReport
 
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
@@ -45,7 +47,7 @@ class DaemonParts(Record):
     readers: Executor  # searches and reads
     query_embedder: Executor  # a new query's embedding
     waiters: Executor  # long waits (reindex wait=true), apart so that they starve nothing
-    appender: Appender
+    appender: Callable[[], Appender]  # made on first use (an append, or the jobs)
     locks: FileLocks  # every writer of memory files takes its file's lock here
     socket_path: Path
     started_at: float  # monotonic
@@ -58,7 +60,20 @@ class DaemonParts(Record):
 def method_table(sv: Services, d: DaemonParts) -> Dispatcher:
     """Every group of methods, each with the pieces it works with."""
     searches = _searches(sv, d)
-    return Dispatcher(_first(sv, d, searches), lambda: _later(sv, d, searches))
+    return Dispatcher(
+        _first(sv, d, searches),
+        lambda: _later(sv, d, searches),
+        [
+            OnCall(
+                frozenset({"workspace.add", "workspace.remove", "workspace.list", "reindex"}),
+                functools.partial(_workspaces, sv, d),
+            ),
+            OnCall(
+                frozenset({"recall", "stats", "stats.record"}),
+                functools.partial(_recall, sv, d, searches),
+            ),
+        ],
+    )
 
 
 def _searches(sv: Services, d: DaemonParts) -> SearchService:
@@ -74,9 +89,10 @@ def _searches(sv: Services, d: DaemonParts) -> SearchService:
     )
 
 
-def _first(sv: Services, d: DaemonParts, searches: SearchService) -> list[HandlerGroup]:
-    """What a first question needs (a client's hello, a search, a status)."""
-    status = StatusReport(
+def _status(sv: Services, d: DaemonParts) -> StatusReport:
+    from memoryd.rpc.status import StatusReport
+
+    return StatusReport(
         registry=sv.registry,
         scheduler=lambda: sv.scheduler,
         watcher=d.watcher,
@@ -91,41 +107,51 @@ def _first(sv: Services, d: DaemonParts, searches: SearchService) -> list[Handle
         hits=sv.hits,
         openclaw=sv.openclaw,
     )
+
+
+def _first(sv: Services, d: DaemonParts, searches: SearchService) -> list[HandlerGroup]:
+    """What a first question needs (a client's hello, a search)."""
     registry, config, clock = sv.registry, d.config, d.clock
     return [
         DaemonMethods(
             registry=registry,
-            status=status,
+            status=functools.cache(functools.partial(_status, sv, d)),
             request_exit=d.request_exit,
             fleet=sv.fleet,
             fleet_off=sv.fleet_off,
-        ),
-        WorkspaceMethods(
-            registry=registry,
-            workspaces_changed=d.workspaces_changed,
-            readers=d.readers,
-            waiters=d.waiters,
-            openclaw=sv.openclaw,
         ),
         MemoryMethods(
             registry=registry,
             searches=searches,
             appender=d.appender,
             watcher=d.watcher,
-            trust=sv.trust,
+            trust=lambda: sv.trust,
             clock=clock,
             config=config,
             usage=sv.usage,
             fleet=sv.fleet,
         ),
-        RecallMethods(
-            registry=registry,
-            searches=searches,
-            usage=sv.usage,
-            clock=clock,
-            config=config,
-        ),
     ]
+
+
+def _workspaces(sv: Services, d: DaemonParts) -> HandlerGroup:
+    from memoryd.rpc.workspace_methods import WorkspaceMethods
+
+    return WorkspaceMethods(
+        registry=sv.registry,
+        workspaces_changed=d.workspaces_changed,
+        readers=d.readers,
+        waiters=d.waiters,
+        openclaw=sv.openclaw,
+    )
+
+
+def _recall(sv: Services, d: DaemonParts, searches: SearchService) -> HandlerGroup:
+    from memoryd.rpc.recall_methods import RecallMethods
+
+    return RecallMethods(
+        registry=sv.registry, searches=searches, usage=sv.usage, clock=d.clock, config=d.config
+    )
 
 
 def _later(sv: Services, d: DaemonParts, searches: SearchService) -> list[HandlerGroup]:
