@@ -33,6 +33,8 @@ from memoryd_client._socket_path import (
 
 @dataclass(frozen=True)
 class Paths:
+    """Where memoryd keeps its files: config, data, state, runtime (socket), logs."""
+
     config_file: Path
     data_dir: Path
     state_dir: Path

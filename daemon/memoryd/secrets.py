@@ -89,6 +89,8 @@ _SKIPPED_DETECTORS: Final = frozenset({"IPPublicDetector"})
 
 @dataclass(frozen=True)
 class Redacted:
+    """A text with its secrets replaced, and what kinds were found."""
+
     text: str
     kinds: tuple[str, ...]  # one per replacement, in order; () when nothing was found
 

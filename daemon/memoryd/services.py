@@ -62,6 +62,8 @@ class Upkeep(Record):
 
 @dataclass
 class Services:
+    """The daemon's services besides its socket (module docstring), some made on first use."""
+
     state: StateDB
     hits: HitCounter  # how often search and recall returned each line
     usage: Usage  # what memory costs each agent

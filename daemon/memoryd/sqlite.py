@@ -33,6 +33,8 @@ CORRUPTION = (apsw.CorruptError, apsw.NotADBError)
 
 @dataclass(frozen=True)
 class VecSupport:
+    """Whether sqlite-vec loads here, its version, or why not."""
+
     ok: bool
     version: str
     reason: str  # why vectors are off, when not ok

@@ -39,6 +39,8 @@ _OURS = frozenset({"importance", "trigger", "triggers", "project", "key", "promo
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Annotations(Record):
+    """What a line's annotation comment says (importance, triggers, project, key, promote)."""
+
     importance: int | None = None
     triggers: tuple[str, ...] = ()
     project: str | None = None  # normalised (normalize_project)

@@ -79,6 +79,8 @@ _NO_SPACE: Final = (errno.ENOSPC, errno.EDQUOT)
 
 @dataclass(frozen=True, eq=False, repr=False)
 class AppendResult(records.Record):
+    """Where an append wrote, and what it left out as already there."""
+
     path: str  # workspace-relative, POSIX separators
     abs_path: Path
     start_line: int  # first line written (the heading when one was added), 1-based

@@ -38,6 +38,8 @@ _LINK_ERRNOS = (errno.ELOOP, errno.EMLINK, errno.EEXIST)
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Opened(Record):
+    """What ``open_beneath`` opened, and where it is really."""
+
     fd: int  # the caller closes it
     rel: str  # the real workspace-relative path of what was opened (links resolved)
     created: bool  # made by this open (O_CREAT without the file there before)

@@ -32,6 +32,8 @@ MAX_CACHED_FILES: Final = 256
 
 @dataclass
 class _Keys:
+    """A file's line keys, as far as they were read."""
+
     ident: tuple[int, int]  # the file's (device, inode): a rename over it starts again
     size: int  # bytes keyed (up to a line end)
     lines: int  # how many lines they hold
@@ -40,6 +42,8 @@ class _Keys:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Filtered(Record):
+    """A block to append without the lines the file has already."""
+
     text: str  # the block without the lines already there ('' when none is left)
     dropped: list[dict[str, Any]]  # {text, path, line}: each line dropped and where it is
 

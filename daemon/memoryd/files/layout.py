@@ -108,6 +108,8 @@ def display_name(rel: str) -> str:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class IndexedFile(Record):
+    """A file the index holds (or lists as skipped), with its source tier."""
+
     rel: str  # workspace-relative, POSIX separators (display_name when name_error is set)
     path: Path  # absolute
     source: str
@@ -116,6 +118,8 @@ class IndexedFile(Record):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Layout(Record):
+    """Which files of a workspace are memory: its folders, sessions and extra paths."""
+
     root: Path  # resolved
     sessions: bool = False
     extra_paths: tuple[str, ...] = ()

@@ -22,6 +22,8 @@ _READ_CHUNK = 1 << 20
 
 @dataclass(frozen=True, eq=False, repr=False)
 class LinesRead(Record):
+    """The lines a ``get`` read from a file."""
+
     path: str  # workspace-relative, as requested (a link keeps its own name)
     from_line: int
     lines: int  # how many lines `text` holds

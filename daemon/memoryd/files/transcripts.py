@@ -37,6 +37,8 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass(frozen=True, eq=False, repr=False)
 class TranscriptChunkInput(Record):
+    """What a range of a transcript holds for its chunks, and how far it was read."""
+
     messages: list[tuple[int, str]] = field(default_factory=list)  # (line, "role: text")
     consumed: int = 0  # bytes up to and including the last newline
     lines_consumed: int = 0

@@ -97,6 +97,8 @@ def classify_read(
 
 @dataclass
 class _Watched:
+    """How far a transcript was read, and its turn state there."""
+
     ino: int
     offset: int  # read up to here (a line end)
     turns: Turns  # the turn state at that point
@@ -104,6 +106,8 @@ class _Watched:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SessionState(Record):
+    """What an agent session read in its current turn and stretch (its trust)."""
+
     turn: str = CLEAN
     stretch: str = CLEAN
     save: str | None = None

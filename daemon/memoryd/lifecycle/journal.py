@@ -68,6 +68,8 @@ def sha(data: bytes | None) -> str:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class FileChange(Record):
+    """One file of a change: its content before and after."""
+
     rel: str  # workspace-relative
     before: bytes | None  # None: the file does not exist yet
     after: bytes | None  # None: the file is deleted
@@ -75,6 +77,8 @@ class FileChange(Record):
 
 @dataclass
 class Change:
+    """A change to several files, whole or absent (the module docstring)."""
+
     kind: str  # "forget" | "import"
     files: list[FileChange]
     meta: dict[str, Any] = field(default_factory=dict)
@@ -116,6 +120,8 @@ ATTEMPTS: Final = 5  # a file that keeps moving under us is left after this many
 
 @dataclass
 class Applied:
+    """A change done: its folder, and the files left as they were (and why)."""
+
     folder: str  # the change's folder (workspace-relative)
     left: dict[str, str] = field(default_factory=dict)  # file -> why it was not changed
 

@@ -25,6 +25,8 @@ LARGE_BODY_BYTES = 64 * 1024
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Limits(Record):
+    """What a connection and all of them together may hold (the server's limits, from [server])."""
+
     max_frame_bytes: int
     max_in_flight: int = MAX_IN_FLIGHT_PER_CONNECTION  # requests per connection
     max_connections: int = 1000

@@ -19,6 +19,8 @@ from memoryd.runtime.records import Record
 
 @dataclass(frozen=True, eq=False, repr=False)
 class PeerCredentials(Record):
+    """Who is at the other end of a socket connection, as the kernel tells."""
+
     uid: int
     pid: int | None  # None where the platform does not tell
 

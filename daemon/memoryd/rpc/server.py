@@ -61,6 +61,8 @@ def _pack(message: dict[str, Any]) -> bytes:
 
 @dataclass
 class Request:
+    """One request read from a connection, as its handler gets it."""
+
     id: int
     method: str
     params: Any  # a map when well-formed; the dispatcher refuses anything else
@@ -80,6 +82,8 @@ class Request:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Outcome(Record):
+    """A request's answer and the code its log line records."""
+
     message: dict[str, Any]  # the response or error map
     code: str  # "ok" or the error code, for the request log line
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True, eq=False, repr=False)
 class StatusReport(Record):
+    """The ``status`` answer, gathered from the parts that hold it."""
+
     registry: Registry
     scheduler: Callable[[], Scheduler]  # made on first use (services.py's upkeep)
     watcher: Watcher

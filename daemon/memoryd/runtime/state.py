@@ -205,6 +205,8 @@ class _Damaged(Exception):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class RegisteredWorkspace(Record):
+    """A workspace added with ``workspace.add`` (the state database's row)."""
+
     name: str
     path: Path
     added_at: float

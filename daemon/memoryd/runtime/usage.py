@@ -55,6 +55,8 @@ def agent_name(name: str | None) -> str:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class _Recalled(Record):
+    """Which agent a recall served, and when."""
+
     agent: str
     at: float
 

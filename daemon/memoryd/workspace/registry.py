@@ -100,6 +100,8 @@ def config_entries(config: Config) -> list[tuple[Path, str]]:
 
 @dataclass
 class Workspace:
+    """A workspace the daemon serves: where it is, and its index once opened."""
+
     name: str
     root: Path  # resolved
     source: str  # "config" | "registry"

@@ -81,6 +81,8 @@ class FleetSearch(Protocol):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Answer(Record):
+    """A search's answer, and which workspace (and index) gave it."""
+
     workspace: str  # the local workspace's name; "fleet" (every one), or "host:name"
     result: dict[str, Any]  # the answer of the ``search`` method (docs/protocol.md)
     index: WorkspaceIndex | None = None  # the local workspace's index (None: fleet)

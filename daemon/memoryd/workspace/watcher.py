@@ -55,6 +55,8 @@ def is_editor_temp(path: Path) -> bool:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class WatchTarget(Record):
+    """A workspace to watch and the index its changed files go to."""
+
     name: str
     root: Path
     index: WorkspaceIndex
@@ -62,6 +64,8 @@ class WatchTarget(Record):
 
 @dataclass
 class _Batch:
+    """A workspace's changed files waiting for their sync, and how its syncs went."""
+
     pending: set[Path] = field(default_factory=set)
     in_flight: int = 0
     task: asyncio.Task[None] | None = None
