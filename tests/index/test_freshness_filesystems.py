@@ -167,3 +167,20 @@ def test_the_real_statfs_finds_this_machines_temporary_folder_as_the_mount_table
     local = filesystems.is_local(filesystems.fs_type(str(root)))
     assert fresh.may_hold_lock() is local
     assert (fresh.not_local is None) is local
+
+
+def test_the_watchers_filter_stats_no_folder_where_a_stat_may_hang(tmp_path: Path) -> None:
+    # A folder event the filter cannot place is stat'ed (is it a folder?) on the event loop
+    # only on a local file system; elsewhere it goes to the writer, which looks there.
+    root = workspace(tmp_path)
+    gone = root / "memory" / "a-folder-that-went"
+    local = Freshness(Layout(root), FakeFileSystems({"/": EXT4}), Clock())
+    local.load([])
+    remote = Freshness(Layout(root), FakeFileSystems({"/": NFS}), Clock())
+    remote.load([])
+    assert not local.is_indexed_path(gone)  # stat'ed: not a folder (not there)
+    assert remote.is_indexed_path(gone)  # not stat'ed: the writer will see
+    (root / "memory" / "topics").mkdir()
+    assert local.is_indexed_path(root / "memory" / "topics")
+    assert remote.is_indexed_path(root / "memory" / "topics")
+    assert not remote.is_indexed_path(root / "notes.txt")  # placed without a stat: not ours

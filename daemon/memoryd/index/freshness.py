@@ -210,7 +210,9 @@ class Freshness:
         if known or self.layout.classify(rel) is not None:
             return True
         folder = rel in (MEMORY_DIR, SESSIONS_DIR) or rel.startswith(MEMORY_DIR + "/")
-        return folder and Path(path).is_dir()
+        # The watcher asks on the event loop: where a stat may hang (not found local lately)
+        # it is left to the writer (expand_dirs), which stops only this workspace then.
+        return folder and (not self.may_hold_lock() or Path(path).is_dir())
 
     def concerns(self, req: SearchRequest) -> Callable[[Path], bool]:
         """Whether a change at a path (absolute) can change which chunks ``req`` may find:
