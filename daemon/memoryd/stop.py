@@ -63,12 +63,19 @@ def _gone(pid: int | None, socket_path: Path) -> bool:
 
 
 def _zombie(pid: int) -> bool:
-    """Exited but not yet reaped by its parent (e.g. a client that autostarted it)."""
+    """Exited but not yet reaped by its parent (e.g. a client that autostarted it).
+
+    Every thread must have ended: the main thread shows Z as soon as it exits, while the
+    process's other threads may still be ending (or blocked in a system call), and until
+    they have, its parent cannot reap it and it still holds its files."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        status = Path(f"/proc/{pid}/status").read_text()
     except OSError:  # no /proc (macOS), or it went meanwhile
         return False
-    return stat[stat.rfind(")") + 2 :].startswith("Z")
+    fields = dict(line.partition(":")[::2] for line in status.splitlines())
+    return (
+        fields.get("State", "").strip().startswith("Z") and fields.get("Threads", "").strip() == "1"
+    )
 
 
 def _accepts(socket_path: Path) -> bool:
