@@ -162,7 +162,10 @@ class AsyncConnection:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         conn.pending[req_id] = queue
         try:
-            await conn.send(protocol.pack(protocol.request(req_id, call.method, call.params)))
+            params = call.params
+            if call.when is not None and self.hello is not None:
+                params = _connection.with_feature(params, call.when, self.hello.raw.get("features"))
+            await conn.send(protocol.pack(protocol.request(req_id, call.method, params)))
             wait = call.timeout(self.timeout)
             while True:
                 try:

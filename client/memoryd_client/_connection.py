@@ -104,19 +104,24 @@ class Connection:
         *,
         long: bool = False,
         on_event: EventHandler | None = None,
+        when: tuple[str, dict[str, Any]] | None = None,
     ) -> Any:
         """The result map of ``method``, or the :class:`RemoteError` the daemon answered.
 
         Sent again once on a fresh connection, when the first dropped after the request went
         out, only if the method is safe to resend (:data:`protocol.SAFE_TO_RESEND`).
         ``long``: waits at least :data:`LONG_CALL_MIN_TIMEOUT` between frames; ``on_event``:
-        called with each event frame of this call (progress)."""
+        called with each event frame of this call (progress); ``when``: (feature, params)
+        added to ``params`` if the daemon's hello lists the feature."""
         for attempt in (1, 2):
             sock = self._connection()
             self._just_opened = False
             req_id = next(self._ids)
+            sent = params
+            if when is not None and self.hello is not None:
+                sent = with_feature(params, when, self.hello.get("features"))
             try:
-                sock.sendall(protocol.pack(protocol.request(req_id, method, params)))
+                sock.sendall(protocol.pack(protocol.request(req_id, method, sent)))
             except OSError:
                 # Nothing complete reached the daemon: safe to resend whatever the method.
                 self.close()
@@ -278,6 +283,16 @@ def _is_closed_by_peer(sock: _socket.socket) -> bool:
 
 
 # ------------------------------------------------------------------ answers
+
+
+def with_feature(
+    params: dict[str, Any], when: tuple[str, dict[str, Any]] | None, features: Any
+) -> dict[str, Any]:
+    """``params``, with ``when``'s (feature, params) added when the daemon's hello lists the
+    feature in ``features`` (a daemon that does not would refuse the params)."""
+    if when is None or not isinstance(features, list) or when[0] not in features:
+        return params
+    return {**params, **when[1]}
 
 
 def call_timeout(default: float | None, long: bool) -> float | None:

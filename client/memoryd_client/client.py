@@ -511,5 +511,6 @@ class MemoryClient:
             call.params,
             long=call.long,
             on_event=on_event,
+            when=call.when,
         )
         return call.convert(result)

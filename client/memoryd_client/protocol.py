@@ -6,6 +6,7 @@ it imports only the standard library and msgpack, so the client stays light.
 
 from __future__ import annotations
 
+import operator
 import struct
 
 import msgpack
@@ -48,6 +49,15 @@ SAFE_TO_RESEND: Final = frozenset(
         "sync.now",
     }
 )
+
+
+# What a daemon can do beyond version 1's first form, listed in hello's answer (`features`):
+# a client asks for one only of a daemon that names it, so every other speaker (an older
+# client, the Node plugin, MCP's raw JSON) gets what it always got.
+# ``hit_rows``: ``search`` answers its hits as rows when asked (param ``hit_rows: true``):
+# the keys once, each hit a row of values (``hit_rows`` below).
+HIT_ROWS: Final = "hit_rows"
+FEATURES: Final = (HIT_ROWS,)
 
 
 class ErrorCode:
@@ -109,6 +119,53 @@ def unpack(body: bytes | memoryview) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise FrameError(ErrorCode.PROTOCOL_ERROR, "a frame must be a msgpack map")
     return obj
+
+
+def hit_rows(hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """``hits`` (maps) as rows: ``{"fields": [key, ...], "rows": [[value, ...], ...]}``:
+    every key a hit has, in the order they first come, and for each hit its values in that
+    order, nil where it has no such key (a key whose value is nil is not told from one it
+    does not have: both mean "not given")."""
+    known: dict[str, Any] = {}
+    for hit in hits:
+        known.update(hit)
+    fields = list(known)
+    if not fields:
+        return {"fields": fields, "rows": [[] for _ in hits]}
+    width = len(fields)
+    every = operator.itemgetter(*fields) if width > 1 else None
+    rows: list[Any] = []
+    for hit in hits:
+        if every is not None and len(hit) == width:  # it has every key
+            rows.append(list(every(hit)))
+        else:
+            rows.append(list(map(hit.get, fields)))
+    return {"fields": fields, "rows": rows}
+
+
+def hit_maps(results: Any) -> Any:
+    """A search answer's ``results`` as maps: rows (``hit_rows``) made maps again, a row's
+    nil left out; anything else as it is."""
+    if not isinstance(results, dict):
+        return results
+    fields = results.get("fields")
+    rows = results.get("rows")
+    if not isinstance(fields, list) or not isinstance(rows, list):
+        return results
+    return [
+        {k: v for k, v in zip(fields, row, strict=False) if v is not None}
+        if isinstance(row, list)
+        else row
+        for row in rows
+    ]
+
+
+def with_hit_maps(answer: dict[str, Any]) -> dict[str, Any]:
+    """A search answer whose hits are maps (``answer`` itself when they are already)."""
+    results = answer.get("results")
+    if not isinstance(results, dict):
+        return answer
+    return {**answer, "results": hit_maps(results)}
 
 
 def safe_to_resend(method: str) -> bool:

@@ -94,13 +94,24 @@ class SearchHit(_Wire):
     line_origins: list[LineOrigin] = field(default_factory=list)
 
 
+def _hits(f: _Fields, key: str) -> list[SearchHit]:
+    """A search's hits: a list of maps, or rows (``protocol.hit_rows``: the typed clients
+    ask a daemon that can for them)."""
+    value = f.data.get(key)
+    if value.__class__ is dict:
+        return SearchHit.from_rows(value, f.what, key)
+    return [SearchHit.from_wire(v) for v in f.get_list(key)]
+
+
 @dataclass
 class SearchResult(_Wire):
-    """The answer to ``search``: ranked hits and how they were found."""
+    """The answer to ``search``: ranked hits and how they were found. ``raw`` is the map
+    as the daemon sent it: its ``results`` are rows when the client asked for them
+    (``protocol.hit_maps`` makes them maps)."""
 
     _what: ClassVar[str] = "search result"
 
-    results: list[SearchHit]
+    results: list[SearchHit] = field(metadata=_read(_hits))
     mode_used: str | None = None
     provider: str | None = None
     model: str | None = None

@@ -15,7 +15,7 @@ import pytest
 from daemon_util import DaemonThread
 from memoryd.files.lines import line_key
 from memoryd.files.provenance import Ledger, Record
-from memoryd_client import MemoryClient, cli
+from memoryd_client import MemoryClient, cli, protocol
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -60,9 +60,9 @@ def test_the_newest_keyed_line_stands_and_says_what_it_superseded(daemon: Daemon
     with MemoryClient(daemon.socket_path) as c:
         hits = c.search("deploy target", workspace="ws", mode="keyword").results
         recalled = c.recall("what is the deploy target?", workspace="ws", min_score=0)
-        everything = c.search(
-            "deploy target", workspace="ws", mode="keyword", include_superseded=True
-        ).raw["results"]
+        everything = protocol.with_hit_maps(  # raw: the answer as sent (its hits as rows)
+            c.search("deploy target", workspace="ws", mode="keyword", include_superseded=True).raw
+        )["results"]
     paths = {h.path for h in hits}
     assert "memory/2025-03-10.md" not in paths  # superseded: left out
     assert all("heroku" not in h.snippet for h in hits)

@@ -50,6 +50,7 @@ def test_hello_returns_server_version_protocol_and_pid(md_daemon: DaemonThread) 
         "version": memoryd.__version__,
         "protocol": protocol.PROTOCOL_VERSION,
         "pid": os.getpid(),
+        "features": ["hit_rows"],
     }
 
 

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memoryd_client import protocol
 from memoryd_client.cli._base import (
     EXIT_ERROR,
     EXIT_NOT_RUNNING,
@@ -70,7 +71,7 @@ def search(args: argparse.Namespace, ctx: Context) -> int:
 
 def _print_search(result: SearchResult, args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
-        ctx.print_json(result.raw)
+        ctx.print_json(protocol.with_hit_maps(result.raw))
     else:
         for line in format_search(result):
             ctx.print(line)

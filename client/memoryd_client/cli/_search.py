@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any, TextIO
 
+from memoryd_client import protocol
 from memoryd_client import search_options as _options
 from memoryd_client.cli._base import UsageError
 from memoryd_client.cli._search_json import merge_searches
@@ -43,7 +44,7 @@ def search_many(client: MemoryClient, names: list[str], query: str, **options: A
     ``memctl search --json``'s lean path merges them)."""
     merged = merge_searches(
         names,
-        lambda name: client.search(query, workspace=name, **options).raw,
+        lambda name: protocol.with_hit_maps(client.search(query, workspace=name, **options).raw),
         options.get("max_results"),
     )
     return SearchResult.from_wire(merged)

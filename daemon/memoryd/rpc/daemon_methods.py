@@ -57,6 +57,7 @@ class DaemonMethods:
             "version": memoryd.__version__,
             "protocol": protocol.PROTOCOL_VERSION,
             "pid": os.getpid(),
+            "features": list(protocol.FEATURES),  # what a client may ask beyond version 1
         }
 
     async def status(self, p: Params, req: Request) -> dict[str, Any]:

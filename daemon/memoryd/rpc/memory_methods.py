@@ -31,6 +31,7 @@ from memoryd.secrets import mask_text_of
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
+from memoryd_client import protocol
 from memoryd_client.search_terms import (
     DEFAULT_MODE,
     FUSIONS,
@@ -98,6 +99,7 @@ class MemoryMethods:
         )
         everywhere = p.flag("fleet")
         include_superseded = p.flag("include_superseded")
+        rows = p.flag("hit_rows")  # the hits as rows (protocol.HIT_ROWS)
         p.done()
         answer = await self.searches.answer(
             ref, sreq, everywhere=everywhere, include_superseded=include_superseded
@@ -105,6 +107,8 @@ class MemoryMethods:
         req.log_fields["workspace"] = answer.workspace
         if self.usage is not None and answer.index is not None:  # a local workspace's
             self.usage.searched(today.isoformat(), answer.workspace, answer.result["results"])
+        if rows:
+            return {**answer.result, "results": protocol.hit_rows(answer.result["results"])}
         return answer.result
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:

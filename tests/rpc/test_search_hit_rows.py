@@ -1,0 +1,47 @@
+"""``search`` with ``hit_rows`` (docs/protocol.md): the same hits, as rows, for a client
+that asks (hello lists the feature); maps for every other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from daemon_util import DaemonThread, RawConn, error_code
+from memoryd_client import protocol
+
+
+def _workspace(root: Path) -> Path:
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Long term\n\nThe billing schema uses postgres.\n")
+    (root / "memory" / "2024-01-02.md").write_text(
+        "# 2024-01-02\n\n## Billing\n\npostgres migration planned for the billing schema\n"
+    )
+    (root / "memory" / "2024-01-03.md").write_text("postgres upgrade, no heading here\n")
+    return root
+
+
+def test_search_answers_rows_when_asked_and_maps_otherwise(md_home: Path) -> None:
+    ws = _workspace(md_home / "ws")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        assert c.result("hello", {"client": "t", "protocol": 1})["features"] == ["hit_rows"]
+        c.result("workspace.add", {"path": str(ws)})
+        c.result("reindex")
+        ask = {"query": "postgres billing schema", "min_score": 0}
+        maps = c.result("search", ask)
+        rows = c.result("search", {**ask, "hit_rows": True})
+        off = c.result("search", {**ask, "hit_rows": False})
+    assert len(maps["results"]) == 3
+    assert rows["results"]["fields"][:4] == ["path", "start_line", "end_line", "score"]
+    assert protocol.hit_maps(rows["results"]) == maps["results"] == off["results"]
+    for answer in (rows, off):
+        assert {
+            k: v for k, v in answer.items() if k not in ("results", "took_ms", "waited_ms")
+        } == {k: v for k, v in maps.items() if k not in ("results", "took_ms", "waited_ms")}
+
+
+def test_hit_rows_must_be_true_or_false(md_home: Path) -> None:
+    ws = _workspace(md_home / "ws")
+    with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws)})
+        frame = c.call("search", {"query": "postgres", "hit_rows": "yes"})
+    assert error_code(frame) == "invalid_params"
+    assert frame["error"]["data"] == {"param": "hit_rows"}
