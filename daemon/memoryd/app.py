@@ -274,7 +274,8 @@ class Daemon:
 
     async def _background_start(self) -> None:
         try:
-            opening = self.registry.open_all()  # which imports the engine for a workspace
+            # Which imports the engine for a workspace; their copies load after the answer.
+            opening = self.registry.open_all(first_answer_first=True)
             if self.registry.list():
                 await opening
                 # The rest waits for the first answer (or FIRST_ANSWER_FIRST_S): on two
@@ -314,6 +315,7 @@ class Daemon:
         if self._later_made:
             return
         self._later_made = True
+        self.registry.first_answered()  # the indexes' in-memory copies (and numpy) load now
         logs.release()  # the lines held since cli.py configured logging, then the startup line
         self._log_startup()
         heap.resume_collection()  # paused by `memoryd run` for the start (cli.py)

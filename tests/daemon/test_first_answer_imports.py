@@ -21,8 +21,10 @@ from memoryd.exit_codes import EXIT_OK
 # an OpenClaw workspace, argparse for a plain `memoryd run` (cli.py), the method groups
 # and services a search does not call (status's report, recall, the workspaces' methods,
 # append and its trust of sessions: rpc/wiring.py, services.py), the journal of a
-# workspace that has no change in it.
+# workspace that has no change in it, numpy (the in-memory copies load after the answer:
+# FTS5 gives their scores; runtime/lazy_numpy.py).
 NOT_BEFORE_THE_FIRST_ANSWER = (
+    "numpy",
     "structlog",
     "sqlite_vec",
     "sqlite3",
@@ -104,6 +106,9 @@ def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
         with RawConn(proc.socket, timeout=30) as c:
             found = c.result("search", {"query": "spare key", "mode": "keyword"})["results"]
             assert [h["path"] for h in found] == ["memory/2024-05-01.md"]
+            # and then the copies load
+            scan = lambda: c.result("status")["workspaces"][0]["keyword_scan"]  # noqa: E731
+            assert wait_for(lambda: scan() == "memory", 15)
         assert wait_for(listed.exists, 15)
         modules = set(listed.read_text().split())
         assert "memoryd.index.workspace" in modules  # the engine answered

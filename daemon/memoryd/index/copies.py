@@ -3,7 +3,10 @@
 The vectors (vectors/mirror.py: the KNN), the BM25 postings (keyword/mirror.py) and the
 snippets' line stems (search/snippets.py) rank searches without SQLite; the file stays the store.
 Both mirrors load on the writer thread after the index opens (sqlite-vec and FTS5 answer
-meanwhile), follow its commits, and are loaded again when one may be off. The BM25 copy is
+meanwhile), follow its commits, and are loaded again when one may be off. A daemon's start
+defers their load (``defer``) until its first answer, or until something is about to be
+written (``load_deferred``): the copies need numpy, ~a fifth of a start, and a first keyword
+question is answered without it (FTS5 gives the copy's scores: search/fusion.py). The BM25 copy is
 saved beside the index at a clean close and read back at the next open when it still
 matches (keyword/sidecar.py). A rebuilt file starts with new, empty copies (its chunk ids
 start over).
@@ -20,7 +23,7 @@ from typing import Any
 import apsw
 
 from memoryd import sqlite
-from memoryd.index import store
+from memoryd.index import opening, store
 from memoryd.index.keyword import sidecar as keyword_sidecar
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.search.snippets import LineStems
@@ -53,6 +56,9 @@ class Copies:
         self._conn = conn
         self._on_writer = on_writer
         self._on_error = on_error
+        # Loads left for later (``defer``): each goes once it runs, whoever runs it first.
+        self._vectors_deferred = self._keywords_deferred = False
+        self._open_pending = False  # load_deferred has not run since defer
         self.renew()
 
     def renew(self) -> None:
@@ -73,6 +79,31 @@ class Copies:
         self.vectors.follow(conn, "vector_mirror")
         self.keywords.follow(conn, "keyword_mirror")
 
+    def defer(self) -> None:
+        """Open's loads, and the keyword upgrade after them, are left for ``load_deferred``."""
+        self._vectors_deferred = self._keywords_deferred = self._open_pending = True
+
+    @property
+    def deferred(self) -> bool:
+        return self._vectors_deferred or self._keywords_deferred
+
+    def load_deferred(self) -> None:
+        """Writer thread, once: the loads ``defer`` left, if still left, then an old index's
+        keyword upgrade (opening.py), as open ran them. Before anything is written: the saved
+        BM25 copy matches the index only as it was at open. A keyword copy suspended by a
+        bulk run meanwhile is loaded by that run instead."""
+        if not self._open_pending:
+            return
+        self._open_pending = False
+        if self._vectors_deferred:
+            self.load_vectors()
+        if self._keywords_deferred:
+            if self.keywords.suspended:
+                self._keywords_deferred = False
+            else:
+                self.load_keywords()
+        opening.upgrade_keyword_text(self._conn(), self.root, self._on_error)
+
     def _reload_later(self, what: str, load: Callable[[], None]) -> None:
         """Called on the writer thread (a hook) when a copy may be off: reload after it."""
         log.warning(f"{what}_reload", workspace=str(self.root))
@@ -80,6 +111,7 @@ class Copies:
 
     def load_vectors(self) -> None:
         """Writer thread. A zero budget: the mirror itself stays empty."""
+        self._vectors_deferred = False
         if not self.vec_ok:
             return
 
@@ -93,6 +125,7 @@ class Copies:
     def load_keywords(self, sidecar: bool = True) -> None:
         """Writer thread. ``sidecar``: try the copy saved at the last close first (not
         after a bulk sync)."""
+        self._keywords_deferred = False
 
         def load(conn: apsw.Connection) -> dict[str, Any]:
             found: dict[str, Any] = {"origin": "sidecar"}
@@ -137,7 +170,10 @@ class Copies:
         )
 
     def save_keywords(self, conn: apsw.Connection) -> None:
-        """At close, once the writer has stopped: the copy is the index's last commit."""
+        """At close, once the writer has stopped: the copy is the index's last commit. One
+        never loaded leaves the saved one as it is: nothing was written since it matched."""
+        if self._keywords_deferred:
+            return
         try:
             keyword_sidecar.save(self.keywords, keyword_sidecar.path_for(self.db_path), conn)
         except Exception as exc:  # the next start rebuilds it: slower, nothing lost

@@ -22,12 +22,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from memoryd.files.annotations import strip_annotations
-from memoryd.files.layout import (
-    IndexedFile,
-    Layout,
-    day_of,
-    display_name,
-)
+from memoryd.files.layout import IndexedFile, Layout, day_of, display_name
 from memoryd.files.provenance import Ledger
 from memoryd.files.transcripts import forgotten_session_of, parse_transcript
 from memoryd.index import line_meta, store
@@ -114,10 +109,12 @@ class Syncer:
     ledger: Ledger | None = None
     # The files a forget holds: their chunks' deletes are FTS5 secure ones (secure_delete.py).
     secure: Callable[[str], bool] = lambda rel: False
+    before_write: Callable[[], None] = lambda: None  # the deferred copies' load (copies.py)
 
     reads: FileReads = field(init=False)
     # A bulk run's files whose chunker states are not kept (``_for_workers``), this run's.
     _unkept: set[str] = field(init=False, default_factory=set)
+    _bulk: int | None = field(init=False, default=None)  # chunks to suspend past; None: no write
 
     def __post_init__(self) -> None:
         store.create_staging(self.conn)
@@ -131,8 +128,16 @@ class Syncer:
         else:
             self._batch.append((rel, row))
 
+    def _write(self) -> apsw.Connection:
+        """The connection, for a write; the run's first calls before_write, then sizes _bulk."""
+        if self._bulk is None:
+            self.before_write()
+            chunks = self.keywords.stats()["chunks"] if self.keywords is not None else 0
+            self._bulk = max(BULK_CHUNKS, int(chunks) // 2)
+        return self.conn
+
     def _begin_batch(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
+        self._write().execute("BEGIN IMMEDIATE")
         self._batch = []
 
     def _end_batch(self, commit: bool = True) -> None:
@@ -174,16 +179,14 @@ class Syncer:
                 rel = display_name(rel)
                 if f is not None or rel in known:
                     targets.append((rel, f))
-        bulk = BULK_CHUNKS
-        if self.keywords is not None:
-            bulk = max(bulk, int(self.keywords.stats()["chunks"]) // 2)
+        self._bulk = None
         if self.keywords is not None and sum(rel not in known for rel, _ in targets) > 256:
             self.keywords.suspend()  # a first index, or most of one: bulk from the start
             if not self.conn.execute("SELECT 1 FROM chunks LIMIT 1").fetchall():
                 self.keywords.stream()  # built as the batches commit (keyword/build.py's Stream)
         try:
             with contextlib.closing(ReadAhead[IndexedFile, _Chunked](start_pool)) as ahead:
-                self._run_ahead(targets, known, full, bulk, report, progress, ahead)
+                self._run_ahead(targets, known, full, report, progress, ahead)
         except BaseException:
             self._end_batch(commit=False)
             raise
@@ -197,7 +200,6 @@ class Syncer:
         targets: list[tuple[str, IndexedFile | None]],
         known: dict[str, FileRow],
         full: bool,
-        bulk: int,
         report: SyncReport,
         progress: Callable[[SyncProgress], None] | None,
         ahead: ReadAhead[IndexedFile, _Chunked],
@@ -213,7 +215,7 @@ class Syncer:
                 break
             if (
                 self.keywords is not None
-                and report.chunks_written > bulk
+                and report.chunks_written > (self._bulk or 0)  # None: nothing written yet
                 and not self.keywords.suspended
             ):
                 self.keywords.suspend()
@@ -234,7 +236,7 @@ class Syncer:
                     handed += 1
             if f is None:
                 if rel in known:
-                    with self.conn, fts_secure(self.conn, self.secure(rel)):
+                    with self._write(), fts_secure(self.conn, self.secure(rel)):
                         report.chunks_removed += store.delete_file(self.conn, rel, self.mirror)
                         self._write_meta(rel, {})
                     report.files_removed += 1
@@ -396,7 +398,7 @@ class Syncer:
             0,
             reason,
         )
-        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
+        with self._write(), fts_secure(self.conn, self.secure(f.rel)):
             report.chunks_removed += store.delete_chunks(self.conn, f.rel, mirror=self.mirror)
             store.upsert_file(self.conn, row)
             self._write_meta(f.rel, {})
@@ -419,7 +421,7 @@ class Syncer:
         digest = hashlib.sha256(data).hexdigest() if resume is None else resume.digest
         new_row = _markdown_row(f, st, digest)
         if row is not None and not full and row.hash == digest and not row.skipped_reason:
-            with self.conn:  # touched, not changed: remember the new mtime, keep the chunks
+            with self.conn:  # touched, not changed: the new mtime only (no chunk: no _write)
                 store.upsert_file(self.conn, new_row)
             self._committed(f.rel, new_row)
             return
@@ -460,7 +462,7 @@ class Syncer:
         """Write a markdown file's chunks (``rows``) whole, or (``tail``: chunk_appended's)
         the chunks after those it keeps; ``state`` is kept for the next append. ``meta``:
         its lines' annotations and provenance, replaced in the same transaction."""
-        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
+        with self._write(), fts_secure(self.conn, self.secure(f.rel)):
             store.upsert_file(self.conn, new_row)
             self._write_meta(f.rel, meta)
             if tail is None:
@@ -528,14 +530,14 @@ class Syncer:
             return self._skip_long_line(f, row, st, s, s.start_line + head.lines_consumed, report)
         tail = parse_transcript(new, first_line=s.start_line + head.lines_consumed)
         if row is not None and not s.restart and tail.consumed == 0:
-            with self.conn:  # nothing new but a torn last line: remember the stat only
+            with self.conn:  # nothing new but a torn last line: the stat only (no chunk)
                 store.upsert_file(self.conn, replace(row, mtime_ns=st.st_mtime_ns, size=st.st_size))
             return False
         chunks: list[Chunk] = chunk_lines(
             head.messages + tail.messages, self.tokenizer(), self.chunk_tokens, self.chunk_overlap
         )
         new_row = transcript_row(f, row, st, s, head, tail, chunks)
-        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
+        with self._write(), fts_secure(self.conn, self.secure(f.rel)):
             report.chunks_removed += store.delete_chunks(
                 self.conn, f.rel, None if s.restart else s.start_line, self.mirror
             )
@@ -576,7 +578,7 @@ class Syncer:
             max_file_bytes=self.max_file_bytes,
         )
         new_row = long_line_row(f, row, st, s, end, line)
-        with self.conn, fts_secure(self.conn, self.secure(f.rel)):
+        with self._write(), fts_secure(self.conn, self.secure(f.rel)):
             if row is None or s.restart:  # a rewritten transcript: its old chunks go
                 report.chunks_removed += store.delete_chunks(self.conn, f.rel, None, self.mirror)
             store.upsert_file(self.conn, new_row)

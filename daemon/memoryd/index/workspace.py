@@ -169,17 +169,19 @@ class WorkspaceIndex:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def open(self) -> None:
+    def open(self, later: bool = False) -> None:
         """Open (create, migrate; a corrupt file is moved aside and rebuilt). Fast: no scan;
         the in-memory copies load next on the writer thread (sqlite-vec and FTS5 answer
-        meanwhile)."""
+        meanwhile). ``later``: at ``open_later`` (a daemon's first answer) or a first write."""
         self._writer.submit(self._open_writer).result()
-        self._writer.submit(self.copies.load_vectors)
-        self._writer.submit(self.copies.load_keywords)
-        self._writer.submit(
-            lambda: opening.upgrade_keyword_text(self._wconn, self.root, self.damage.check)
-        )
+        self.copies.defer()
+        if not later:
+            self._writer.submit(self.copies.load_deferred)
         self._check.start()
+
+    def open_later(self) -> None:
+        """Queue what ``open(later=True)`` left: the copies' loads (once), the keyword upgrade."""
+        self._on_writer(self.copies.load_deferred)
 
     def on_writer(self, fn: Callable[[apsw.Connection], T]) -> Future[T | None]:
         """Run ``fn`` with the writer's connection on the writer thread, after everything
@@ -239,6 +241,7 @@ class WorkspaceIndex:
             meta=self.line_meta,
             ledger=ledger_for(self.root),
             secure=self.secure.covers,
+            before_write=self.copies.load_deferred,
         )
 
     def attach_provider(

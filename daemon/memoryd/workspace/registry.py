@@ -186,6 +186,7 @@ class Registry:
         self._reopening: set[asyncio.Task[None]] = set()  # retried opens (_open_failed)
         # Told when a retried open succeeded (the daemon's watch and scheduler follow).
         self.reopened = reopened
+        self._first_answer_pending = False  # the indexes' copies wait for it (open_all)
 
     # -- loading -----------------------------------------------------------------------
 
@@ -244,11 +245,19 @@ class Registry:
             n += 1
         return name
 
-    async def open_all(self) -> None:
-        """Open every index (keyword search answers from here on)."""
+    async def open_all(self, first_answer_first: bool = False) -> None:
+        """Open every index (keyword search answers from here on). ``first_answer_first``: their
+        in-memory copies (and numpy) load at ``first_answered``, or before a first write."""
+        self._first_answer_pending = first_answer_first
         if self.config.embedding.provider == "none":  # nothing to load: known at once
             await self.load_provider()
         await asyncio.gather(*(self._open(ws) for ws in list(self._items.values())))
+
+    def first_answered(self) -> None:
+        """The daemon's first answer went out (or its wait ended): the copies load from now on."""
+        self._first_answer_pending = False
+        for index in (ws.index for ws in self._items.values() if ws.index is not None):
+            index.open_later()
 
     async def scans_done(self, timeout: float) -> None:
         """Until every startup scan has ended and every in-memory keyword copy is loaded
@@ -318,6 +327,8 @@ class Registry:
                 await asyncio.to_thread(index.close)
             else:
                 ws.index, ws.error, ws.open_failures = index, None, 0
+                if not self._first_answer_pending:  # opened with later=True as it passed
+                    index.open_later()
                 log.info(
                     "workspace_opened",
                     workspace=ws.name,
@@ -388,7 +399,7 @@ class Registry:
             search_settings=lambda: self.config.search,
             provider_pending=choice is None,
         )
-        index.open()
+        index.open(later=self._first_answer_pending)
         if self.before_serving is not None:
             try:
                 self.before_serving(ws.root, index)

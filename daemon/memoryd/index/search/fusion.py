@@ -58,6 +58,11 @@ except ImportError:  # pragma: no cover - installs without a compiler
     compiled = None  # type: ignore[assignment]
 
 KEYWORD_OVERFETCH = 4  # BM25 rows read per keyword candidate: t for vector candidates
+# While the keyword copy loads, FTS5 asks the common words too (the copy's scores to the bit:
+# keyword_ranked) when they match at most this many chunks in all: each costs a bm25() call,
+# ~0.3 µs here (~15 ms for this many). Past it (a log of 100k+ chunks, a word on every line)
+# the common words are left out as when the copy cannot answer: the same top, faster.
+EXACT_COMMON_POSTINGS = 50_000
 # A query naming a calendar date ("what did we decide on 3 June 2023?") gets that day's chunks
 # as candidates, and every score becomes (1 - DATE_WEIGHT) * score + DATE_WEIGHT * same_day;
 # a chunk whose lines name that day ("yesterday" in the next day's note) is on it too
@@ -333,10 +338,14 @@ def keyword_ranked(
     matching it costs a bm25() call for each of those chunks (in a log that names its
     speaker on every line: all of them). Such words are left out of a first query and only
     asked for when the other words find fewer than ``limit`` chunks; the top ``limit`` is
-    the same either way.
+    the same either way, but not the scores' last bits (the common words' 1e-6 are missing).
+    So while the copy is still loading (a daemon's first answer) and would have answered,
+    the whole query is asked, which gives the copy's scores bit for bit, as long as the
+    common words match at most ``EXACT_COMMON_POSTINGS`` chunks in all.
     """
     single = all(len(term_stems[t]) == 1 for t in terms)
-    if keywords is not None and single and not filters.path_prefix:
+    answers = keywords is not None and single and not filters.path_prefix
+    if keywords is not None and answers:
         ranked = keywords.top(
             [term_stems[t][0] for t in terms],
             limit,
@@ -349,6 +358,14 @@ def keyword_ranked(
     common = {
         t for t in terms if len(term_stems[t]) == 1 and 2 * df.get(term_stems[t][0], 0) >= n_chunks
     }
+    if (
+        common
+        and keywords is not None
+        and answers
+        and keywords.scan == "loading"
+        and sum(df.get(term_stems[t][0], 0) for t in common) <= EXACT_COMMON_POSTINGS
+    ):
+        common = set()  # the copy's scores, not only its top
     if common and len(common) < len(terms):
         ranked = keyword_candidates(
             conn, fts_match([t for t in terms if t not in common]), filters, limit
