@@ -177,3 +177,23 @@ def test_a_workspace_whose_file_server_hangs_holds_up_nothing_else(md_home: Path
             gate.set()
         assert wait_for(lambda: "stale" not in search("far"), 10)  # the server is back
         assert len(calls) >= 2
+
+
+def test_a_zero_budget_still_checks_a_network_workspace_that_answers(md_home: Path) -> None:
+    # read_your_writes_ms = 0: no wait for pending writes, but the freshness stats run, on a
+    # network file system as on a local one (off the loop there): the answer is not "stale"
+    # for want of a check that takes a few ms, and a write it finds is synced first.
+    root = md_home / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
+    config = {"server": {"read_your_writes_ms": 0}}
+    with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(root)})
+        assert wait_for(lambda: c.result("status")["workspaces"][0]["keyword_scan"] == "memory", 10)
+        assert d.daemon is not None
+        fresh = d.daemon.registry.resolve("ws").usable_index().freshness
+        fresh.fs_type = lambda _path: 0x6969  # NFS, answering
+        fresh.look_at_filesystems()
+        assert not fresh.may_hold_lock()
+        answer = c.result("search", {"query": "nomad", "mode": "keyword"})
+        assert "stale" not in answer and answer["results"]

@@ -58,6 +58,10 @@ if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
 
 FLEET_OFF = "fleet mode is off: set [fleet] dsn (docs/fleet.md)"
 STAT_THREADS = 4  # freshness checks of workspaces not on a local file system, at once
+# A check off the loop is waited for this long even when the read-your-writes budget is
+# spent (read_your_writes_ms = 0: no wait for pending writes, but the stats still run, as
+# inline): a network file system that answers does so in a few ms.
+STAT_WAIT_MIN_S = 0.05
 
 
 class FleetSearch(Protocol):
@@ -259,11 +263,12 @@ class SearchService:
 
     async def _check_released(self, index: WorkspaceIndex, left: float) -> list[Path] | None:
         """The stale hot files, checked on a ``memoryd-stat`` thread, the lock given up;
-        None if the check did not end within ``left`` seconds (a file system that hangs).
+        None if the check did not end within ``left`` seconds (at least STAT_WAIT_MIN_S: a
+        file system that hangs).
         One check of a workspace at a time: a search waits for the one in flight (begun
         before it came, so it may have missed a write: it then runs its own)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(left, 0.0)
+        deadline = loop.time() + max(left, STAT_WAIT_MIN_S)
         while (busy := self._checks.get(index)) is not None and not busy.done():
             with contextlib.suppress(Exception):  # its own search reports its failure
                 await asyncio.wait_for(asyncio.shield(busy), max(deadline - loop.time(), 0.0))
