@@ -45,7 +45,6 @@ from memoryd.services import Services
 from memoryd.sqlite import make_private_dir
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher, WatchTarget
-from memoryd_client.command_names import typed
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
@@ -544,6 +543,8 @@ class Daemon:
 
 def ready_line(socket_path: Path, workspaces: list[Workspace]) -> str:
     """What a person starting ``memoryd run`` in a terminal needs: it works, where, what next."""
+    from memoryd_client.command_names import typed  # shutil: not for a daemon spawned
+
     head = f"memoryd {memoryd.__version__} ready on {socket_path} (pid {os.getpid()})"
     stop = f"Stop: Ctrl-C or {typed('memoryd')} stop"
     if not workspaces:

@@ -29,7 +29,6 @@ from memoryd.exit_codes import (
     EXIT_USAGE,
 )
 from memoryd.runtime.log_levels import LEVELS
-from memoryd_client.paths import config_path, default_paths, socket_path
 
 if TYPE_CHECKING:
     import argparse
@@ -141,6 +140,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
     timeout, 5 when the socket cannot be used."""
     from memoryd.stop import StopTimeout, stop_daemon
     from memoryd_client import ClientError, SocketUnusable
+    from memoryd_client.paths import socket_path
 
     path = socket_path(dict(os.environ), args.socket)
     try:
@@ -180,7 +180,8 @@ def cmd_run(args: argparse.Namespace | SimpleNamespace) -> int:
     from memoryd.runtime import heap, logs
 
     # Until the first answer (app.Daemon._after_first_answer): the daemon's modules and
-    # what its start builds live as long as the process; collecting them is wasted work.
+    # what its start builds live as long as the process; collecting them is wasted work
+    # (so this module imports little before: the paths' dataclasses and pathlib come after).
     heap.pause_collection()
     try:
         return _run(args)
@@ -198,6 +199,7 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     from memoryd.runtime import foreground, heap
     from memoryd.runtime.config import load_config
     from memoryd.runtime.logs import configure_logging, get_logger
+    from memoryd_client.paths import config_path, default_paths, socket_path
 
     on_terminal = sys.stderr.isatty()
     level = (args.log_level or ("warning" if on_terminal else "info")).lower()
@@ -249,6 +251,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from memoryd.doctor import run_checks
 
     env = dict(os.environ)
+    from memoryd_client.paths import config_path, socket_path
+
     checks = run_checks(config_path(env, args.config), socket_path(env, args.socket), env)
     if args.json:
         print(json.dumps({"checks": [c.to_dict() for c in checks]}, indent=2))

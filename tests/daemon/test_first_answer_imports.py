@@ -22,7 +22,9 @@ from memoryd.exit_codes import EXIT_OK
 # and services a search does not call (status's report, recall, the workspaces' methods,
 # append and its trust of sessions: rpc/wiring.py, services.py), the journal of a
 # workspace that has no change in it, numpy (the in-memory copies load after the answer:
-# FTS5 gives their scores; runtime/lazy_numpy.py).
+# FTS5 gives their scores; runtime/lazy_numpy.py), tempfile (int8_rows makes a model file),
+# random (via the secrets module: a temp file's name is os.urandom's), ctypes.util (macOS's
+# peer check) and the next-steps line's command names (a terminal's).
 NOT_BEFORE_THE_FIRST_ANSWER = (
     "numpy",
     "structlog",
@@ -41,6 +43,11 @@ NOT_BEFORE_THE_FIRST_ANSWER = (
     "memoryd.files.injected",
     "memoryd.jobs.session_trust",
     "memoryd.lifecycle.journal",
+    "tempfile",
+    "random",
+    "secrets",
+    "ctypes.util",
+    "memoryd_client.command_names",
 )
 
 WATCHER = """

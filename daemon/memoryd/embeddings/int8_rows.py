@@ -22,7 +22,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -85,6 +84,8 @@ def rows_model(path: Path, digest: str) -> Iterator[Path]:
     if _kept_in:
         yield _kept(path, digest, _kept_in[0])
         return
+    import tempfile  # here only: a daemon's start sets keep_in (tempfile is ~13 M instructions)
+
     with tempfile.TemporaryDirectory(prefix="memoryd-model-") as tmp:
         out = Path(tmp) / "model.onnx"
         yield out if _rewrite(path, out) else path

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def atomic_write_at(
             mode = 0o666 & ~_UMASK
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     while True:
-        tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+        tmp = f".{name}.{os.urandom(4).hex()}.tmp"  # secrets.token_hex(4) (no random module)
         try:
             fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
             break

@@ -7,8 +7,6 @@ closed: when the peer cannot be identified, the server refuses the connection.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import socket
 import struct
 import sys
@@ -39,6 +37,8 @@ def peer_credentials(sock: socket.socket) -> PeerCredentials | None:
 
 
 def _getpeereid(sock: socket.socket) -> PeerCredentials | None:
+    import ctypes.util  # here only: it imports shutil, which Linux's daemon never needs
+
     name = ctypes.util.find_library("c")
     if not name:
         return None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import threading
 import time
 from dataclasses import dataclass
@@ -320,7 +319,7 @@ class StateDB:
         with contextlib.suppress(OSError):
             if self.copy_path.read_text(encoding="utf-8") == text:
                 return  # every start checks it: no write (and no fsync) when it is current
-        tmp = self.copy_path.with_name(f".{REGISTRY_COPY}.{secrets.token_hex(6)}.tmp")
+        tmp = self.copy_path.with_name(f".{REGISTRY_COPY}.{os.urandom(6).hex()}.tmp")
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as f:
