@@ -174,3 +174,19 @@ def test_without_a_config_file_tomllib_is_not_imported(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == ["True", "False"]
+
+
+def test_a_section_s_field_types_are_read_only_for_the_keys_set() -> None:
+    # Evaluating a section's annotations (typing.get_type_hints) cost a start without a
+    # config file ~7 M instructions (issue 38, spawn); the types are needed to read a value.
+    code = (
+        "from memoryd.runtime import config; "
+        "config.config_from_mapping({}, {}); n = config._hints.cache_info().currsize; "
+        "c = config.config_from_mapping({'server': {'debounce_ms': 5}}, "
+        "{'MEMORYD_SEARCH_MAX_RESULTS': '3'}); "
+        "print(n, config._hints.cache_info().currsize, c.server.debounce_ms, c.search.max_results)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == ["0", "2", "5", "3"]

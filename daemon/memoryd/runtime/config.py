@@ -10,13 +10,14 @@ compared, hashed and shown by shared methods, none compiled per class.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import typing
 from collections.abc import Callable
 from dataclasses import field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memoryd.errors import ConfigError
 from memoryd.runtime.records import Record
@@ -406,24 +407,25 @@ def _coerce(key: str, value: Any, ftype: Any, meta: Any, from_env: bool) -> Any:
     raise ConfigError(f"{key}: unsupported type {ftype!r}")  # pragma: no cover
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A section's field types, read once from its annotations' text when first needed."""
+    return typing.get_type_hints(cls)
+
+
 def _build(cls: type[T], data: Any, prefix: str, env_values: dict[str, str]) -> T:
     if not isinstance(data, dict):
         raise ConfigError(f"[{prefix}] must be a table, got {data!r}")
-    hints = typing.get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     for key in data:
         if key not in known:
             raise ConfigError(f"unknown config key {prefix}.{key} (value {_shown(key, data[key])})")
     kwargs: dict[str, Any] = {}
     for name, f in known.items():
-        if name in env_values:
-            kwargs[name] = _coerce(
-                f"{prefix}.{name}", env_values[name], hints[name], f.metadata, from_env=True
-            )
-        elif name in data:
-            kwargs[name] = _coerce(
-                f"{prefix}.{name}", data[name], hints[name], f.metadata, from_env=False
-            )
+        if name in env_values or name in data:
+            env = name in env_values
+            value, hint = env_values[name] if env else data[name], _hints(cast(Any, cls))[name]
+            kwargs[name] = _coerce(f"{prefix}.{name}", value, hint, f.metadata, from_env=env)
     return cls(**kwargs)
 
 
