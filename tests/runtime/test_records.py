@@ -227,8 +227,6 @@ for name in sys.argv[1:]:
 for name, module in sorted(sys.modules.items()):
     if not name.startswith(("memoryd.", "memoryd_client.")) or module is None:
         continue
-    if name.startswith(("memoryd.index.", "memoryd.embeddings.")):  # h6n's, this session
-        continue
     for cls in vars(module).values():
         if (
             isinstance(cls, type)

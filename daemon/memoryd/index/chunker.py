@@ -44,6 +44,8 @@ _LEADS = frozenset(" #`~")  # what a line that _FENCE or _HEADING can match star
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Chunk(Record):
+    """A chunk of a file: its lines, its text and the headings above it."""
+
     start_line: int  # 1-based, inclusive, physical lines of the input
     end_line: int
     text: str

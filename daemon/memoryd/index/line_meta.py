@@ -32,6 +32,8 @@ _COLS = "path, line, importance, triggers, project, key, origin, session_id, ses
 
 @dataclass(frozen=True, slots=True)
 class LineMeta:
+    """What a line's annotations and ledger record say about it."""
+
     importance: int | None = None
     triggers: tuple[str, ...] = ()
     project: str | None = None

@@ -60,6 +60,8 @@ WORKERS_MIN_BYTES = 32 << 20
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Prepared(Record):
+    """Chunks prepared off the writer: their rows and keyword postings."""
+
     rows: list[ChunkRow]  # the chunks as their rows hold them (tuples: cheap to send)
     counted: Counted  # the chunks' keyword postings (keyword_counts)
 

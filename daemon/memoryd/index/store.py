@@ -27,6 +27,8 @@ VEC_TABLE = "chunks_vec"
 
 @dataclass(frozen=True, eq=False, repr=False)
 class FileRow(Record):
+    """A file as the index holds it (the files table's row)."""
+
     path: str
     source: str
     hash: str
@@ -265,6 +267,8 @@ def move_staged(conn: apsw.Connection) -> None:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class PendingChunk(Record):
+    """A chunk whose vector is still to be made."""
+
     id: int
     text_hash: str
     heading: str
@@ -294,6 +298,8 @@ def count_pending(conn: apsw.Connection) -> int:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class CacheKey(Record):
+    """Which provider and model made a cached vector."""
+
     provider: str
     model: str
     provider_key: str

@@ -87,6 +87,8 @@ def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
 
 @dataclass
 class Syncer:
+    """Brings a workspace's index in line with its files (one writer)."""
+
     conn: apsw.Connection
     layout: Layout
     # Asked for when a file is chunked (loaded on demand): the bundled one, which the

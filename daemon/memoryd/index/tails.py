@@ -54,6 +54,8 @@ WARM_WITHIN_S = 2 * 86400
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Resume(Record):
+    """Where a grown file's chunking starts again, and the state it starts in."""
+
     state: MarkdownState
     first: int  # the first line (index) the chunker needs...
     offset: int  # ...and where it starts in the file's bytes
@@ -62,6 +64,8 @@ class Resume(Record):
 
 @dataclass
 class _Kept:
+    """A file's chunking state at its end, for the next growth."""
+
     digest: str  # sha256 of the bytes chunked (what the files row holds)
     size: int  # how many bytes those were
     state: MarkdownState

@@ -35,6 +35,8 @@ class NotInMemory(Exception):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SearchRequest(Record):
+    """A search as asked: the query and its filters, checked when made."""
+
     query: str
     max_results: int | None = None  # None: config default
     min_score: float | None = None
@@ -226,6 +228,8 @@ class SearchResponse(NamedTuple):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class SyncProgress(Record):
+    """How far a sync got: its phase, and done of total."""
+
     phase: Literal["scanning", "indexing", "embedding"]
     done: int
     total: int
@@ -236,6 +240,8 @@ class SyncProgress(Record):
 
 @dataclass
 class SyncReport:
+    """What a sync did: files scanned, changed, removed, skipped; chunks."""
+
     files_scanned: int = 0
     files_changed: int = 0
     files_removed: int = 0

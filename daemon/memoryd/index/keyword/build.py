@@ -33,6 +33,8 @@ SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, 
 
 @dataclass
 class StemPostings:
+    """A stem's postings in the keyword copy: its chunks' slots and weights."""
+
     slots: npt.NDArray[np.uint32]  # chunks, as slots of Docs
     freq2: npt.NDArray[np.uint16]  # 2 x (TEXT_WEIGHT x tf(text) + HEADING_WEIGHT x tf(heading))
     n: int = 0  # entries in use (live or dead)

@@ -32,6 +32,8 @@ MAX_KNN = 4096  # sqlite-vec's own ceiling for k
 
 @dataclass(slots=True)
 class Candidate:
+    """A chunk a search considers, with what ranking it needs."""
+
     id: int
     path: str = ""
     source: str = ""
@@ -57,6 +59,8 @@ if any(f.default is MISSING for f in fields(Candidate)[10:]) or hasattr(Candidat
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Filters(Record):
+    """What a search lets through: sources, a path prefix, days."""
+
     sources: tuple[str, ...]
     path_prefix: str | None
     since: str | None

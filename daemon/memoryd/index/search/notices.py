@@ -13,6 +13,8 @@ from memoryd.index.types import SearchRequest
 
 @dataclass
 class Notices:
+    """What a search's answer says beside its hits, and whether to search at all."""
+
     lines: list[str] = field(default_factory=list)
     nothing_to_search: bool = False  # answer with no hits, without searching
 

@@ -60,6 +60,8 @@ def tokens(text: str) -> int:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Item(Record):
+    """A stretch of lines a recall may give, with what ranks it."""
+
     path: str
     start_line: int
     end_line: int

@@ -48,6 +48,8 @@ def nudge(s: float, f: float) -> float:
 
 @dataclass
 class Signals:
+    """What ranks a search's lines beside their text: meta, projects, recency."""
+
     meta: LineMetaMap | None = None
     projects: frozenset[str] = frozenset()  # active project keys, normalised
     half_life_days: float = 0.0

@@ -50,6 +50,8 @@ _MAX_FILE_BYTES = 16 << 20
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Triggered(Record):
+    """A line whose trigger phrase a query matched."""
+
     path: str
     line: int
     text: str  # the line without its annotations
@@ -59,6 +61,8 @@ class Triggered(Record):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class _Entry(Record):
+    """A line with trigger phrases, as the triggers' table holds it."""
+
     path: str
     line: int
     text: str

@@ -102,6 +102,8 @@ def default_shortlist(live: int, k: int) -> int:
 
 @dataclass
 class _Rows:
+    """The vector copy's rows: the matrix, their sign bits, norms, and the center."""
+
     mat: npt.NDArray[np.float32]  # (capacity, dims)
     bits: npt.NDArray[np.uint64]  # (words, capacity): sign_bits of each row
     ones: npt.NDArray[np.uint16]  # (capacity,): how many of a row's bits are set
