@@ -3,7 +3,7 @@ against SearchHit.to_dict: the same keys in the same order, the same values, eve
 rounded to the double round(x, 6) gives (float.hex), on values where a shortcut could go
 wrong: ties of the sixth decimal and their neighbours, signed zeros, the tiny, the huge,
 the non-finite. An install without a compiler has only the Python version: these tests are
-skipped there."""
+skipped there. At the end: hit_rows (the maps as rows) against protocol.hit_rows."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from memoryd.index import types
 from memoryd.index.types import HitMeta, SearchHit, SearchResponse
+from memoryd_client import protocol
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
 
@@ -112,3 +113,38 @@ def test_an_answer_is_the_same_with_and_without_the_module(
     without = resp.to_dict()
     assert [_hexed(h) for h in with_module["results"]] == [_hexed(h) for h in without["results"]]
     assert list(with_module) == list(without)
+
+
+def test_hit_rows_are_the_rows_protocol_makes() -> None:
+    rng = random.Random(3)
+    keys = ["path", "start_line", "score", "snippet", "heading", "tier", "origin", "x"]
+    values: list[Any] = [None, 0, 1, -1.5, "s", "", [1], {"a": 1}, True]
+    same_keys = 0
+    for _ in range(20_000):
+        hits = [
+            {k: rng.choice(values) for k in rng.sample(keys, rng.randint(0, 6))}
+            for _ in range(rng.randint(0, 5))
+        ]
+        if hits and rng.random() < 0.5:  # every map with the first's keys, in its order
+            hits = [{k: rng.choice(values) for k in hits[0]} for _ in hits]
+            same_keys += 1
+        want = protocol.hit_rows(hits)
+        got = compiled.hit_rows(hits)
+        assert got == want and [list(map(type, r)) for r in got["rows"]] == [
+            list(map(type, r)) for r in want["rows"]
+        ], hits
+    assert same_keys > 5_000
+
+
+def test_hit_rows_of_anything_but_maps_with_str_keys_are_left_to_python() -> None:
+    class Key(str):
+        pass
+
+    for hits in ([{1: 2}], ({"a": 1},), [{"a": 1}, 3], [{Key("a"): 1}], "ab", None):
+        assert compiled.hit_rows(hits) is None
+    assert compiled.hit_rows([{"a": 1}, {"b": 2}]) == {
+        "fields": ["a", "b"],
+        "rows": [[1, None], [None, 2]],
+    }
+    same = [{"a": 1, "b": 2}, {"b": 3, "a": 4}]  # the same keys in another order
+    assert compiled.hit_rows(same) == protocol.hit_rows(same)

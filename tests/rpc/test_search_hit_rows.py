@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from daemon_util import DaemonThread, RawConn, error_code
+from memoryd.rpc import memory_methods
 from memoryd_client import protocol
 
 
@@ -19,7 +22,12 @@ def _workspace(root: Path) -> Path:
     return root
 
 
-def test_search_answers_rows_when_asked_and_maps_otherwise(md_home: Path) -> None:
+@pytest.mark.parametrize("compiled", [True, False])
+def test_search_answers_rows_when_asked_and_maps_otherwise(
+    md_home: Path, compiled: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not compiled:  # the Python version (a build without a compiler)
+        monkeypatch.setattr(memory_methods, "compiled", None)
     ws = _workspace(md_home / "ws")
     with DaemonThread(md_home) as d, RawConn(d.socket_path) as c:
         assert c.result("hello", {"client": "t", "protocol": 1})["features"] == ["hit_rows"]

@@ -139,6 +139,8 @@ static PyMethodDef methods[] = {
      "known_top(cands, vector, hybrid, idf_total, weights, keep) -> fusion._known_top, or None"},
     {"hit_dicts", compiled_hit_dicts, METH_VARARGS,
      "hit_dicts(hits, hit_type) -> [hit.to_dict() for hit in hits], or None"},
+    {"hit_rows", compiled_hit_rows, METH_VARARGS,
+     "hit_rows(hits) -> protocol.hit_rows(hits) for maps with str keys, or None"},
     {"stat_many", compiled_stat_many, METH_VARARGS,
      "stat_many(paths) -> [(mtime_ns, size) or None]: freshness.py_stat_many, lock held"},
     {"fs_type", compiled_fs_type, METH_VARARGS,

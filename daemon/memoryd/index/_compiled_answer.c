@@ -144,3 +144,107 @@ PyObject *compiled_hit_dicts(PyObject *self, PyObject *args) {
     compiled_release(held, n);
     return out;
 }
+
+/* The rows of maps that all have the keys of the first one, in its order (what
+ * compiled_hit_dicts makes: copies of one template): each map's values as they come, with
+ * ``fields`` (the first's keys); 0 when one does not (its keys or their order differ), -1 on
+ * error. */
+static int same_rows(PyObject **maps, Py_ssize_t n, PyObject **fields, PyObject **rows) {
+    if ((*fields = PyDict_Keys(maps[0])) == NULL || (*rows = PyList_New(n)) == NULL)
+        return -1;
+    Py_ssize_t width = PyList_Size(*fields);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyDict_Size(maps[i]) != width)
+            return 0;
+        PyObject *row = PyList_New(width), *key, *value;
+        if (row == NULL)
+            return -1;
+        PyList_SetItem(*rows, i, row); /* steals row */
+        Py_ssize_t pos = 0, j = 0;
+        while (PyDict_Next(maps[i], &pos, &key, &value)) {
+            if (j >= width || key != PyList_GetItem(*fields, j))
+                return 0;
+            Py_INCREF(value);
+            PyList_SetItem(row, j++, value); /* steals value */
+        }
+    }
+    return 1;
+}
+
+/* The rows of any maps: every key any has, in the order they first come; None where a map
+ * has no such key. */
+static int any_rows(PyObject **maps, Py_ssize_t n, PyObject **fields, PyObject **rows) {
+    PyObject *known = PyDict_New(), *key, *value;
+    if (known == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(maps[i], &pos, &key, &value)) {
+            int has = PyDict_Contains(known, key);
+            if (has < 0 || (!has && PyDict_SetItem(known, key, Py_None) < 0)) {
+                Py_DECREF(known);
+                return -1;
+            }
+        }
+    }
+    *fields = PyDict_Keys(known);
+    Py_DECREF(known);
+    if (*fields == NULL || (*rows = PyList_New(n)) == NULL)
+        return -1;
+    Py_ssize_t width = PyList_Size(*fields);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyList_New(width);
+        if (row == NULL)
+            return -1;
+        PyList_SetItem(*rows, i, row); /* steals row */
+        for (Py_ssize_t j = 0; j < width; j++) {
+            value = PyDict_GetItemWithError(maps[i], PyList_GetItem(*fields, j));
+            if (value == NULL && PyErr_Occurred())
+                return -1;
+            value = value != NULL ? value : Py_None;
+            Py_INCREF(value);
+            PyList_SetItem(row, j, value); /* steals value */
+        }
+    }
+    return 0;
+}
+
+/* hit_rows(hits): protocol.hit_rows for a list of maps whose keys are strings: {"fields":
+ * every key a map has, in the order they first come; "rows": each map's values in that
+ * order, None where it has no such key}; None for anything else (the caller does it in
+ * Python). Only exact dicts with exact str keys: reading them runs no Python. */
+PyObject *compiled_hit_rows(PyObject *self, PyObject *args) {
+    PyObject *hits, *fields = NULL, *rows = NULL, *out = NULL, *key, *value;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O", &hits))
+        return NULL;
+    if (!PyList_CheckExact(hits))
+        Py_RETURN_NONE;
+    Py_ssize_t n = 0;
+    PyObject **held = compiled_hold(hits, &n);
+    if (held == NULL)
+        return NULL;
+    int plain = 1, same = 0;
+    for (Py_ssize_t i = 0; plain && i < n; i++) {
+        Py_ssize_t pos = 0;
+        plain = PyDict_CheckExact(held[i]);
+        while (plain && PyDict_Next(held[i], &pos, &key, &value))
+            plain = PyUnicode_CheckExact(key);
+    }
+    if (plain && n > 0 && (same = same_rows(held, n, &fields, &rows)) == 0) {
+        Py_CLEAR(fields);
+        Py_CLEAR(rows);
+    }
+    if (plain && n == 0)
+        fields = PyList_New(0), rows = PyList_New(0);
+    else if (plain && same == 0 && any_rows(held, n, &fields, &rows) < 0)
+        same = -1;
+    if (plain && same >= 0 && fields != NULL && rows != NULL)
+        out = Py_BuildValue("{sOsO}", "fields", fields, "rows", rows);
+    Py_XDECREF(fields);
+    Py_XDECREF(rows);
+    compiled_release(held, n);
+    if (out == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return out;
+}

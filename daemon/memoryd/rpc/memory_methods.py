@@ -41,6 +41,11 @@ from memoryd_client.search_terms import (
     SOURCES,
 )
 
+try:  # _compiled_answer.c: the hits as rows; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - a build without a compiler
+    compiled = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from memoryd.files.append import Appender
     from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
@@ -108,7 +113,7 @@ class MemoryMethods:
         if self.usage is not None and answer.index is not None:  # a local workspace's
             self.usage.searched(today.isoformat(), answer.workspace, answer.result["results"])
         if rows:
-            return {**answer.result, "results": protocol.hit_rows(answer.result["results"])}
+            return {**answer.result, "results": hit_rows(answer.result["results"])}
         return answer.result
 
     async def get(self, p: Params, req: Request) -> dict[str, Any]:
@@ -202,6 +207,12 @@ class MemoryMethods:
         if prov.session_id:
             out["session_observed"] = observed is not None
         return out
+
+
+def hit_rows(hits: list[dict[str, Any]]) -> dict[str, Any]:
+    """``protocol.hit_rows(hits)``, compiled (_compiled_answer.c) when it can be."""
+    rows = compiled.hit_rows(hits) if compiled is not None else None
+    return rows if rows is not None else protocol.hit_rows(hits)
 
 
 def _iso(day: dt.date | None) -> str | None:

@@ -118,6 +118,8 @@ class Params:
         value = self._take(name, False)
         if value is None:
             return default
+        if value.__class__ is int and value >= lo and (hi is None or value <= hi):
+            return value  # the usual case, before any message is made
         span = f"{lo}..{hi}" if hi is not None else f">= {lo}"
         if isinstance(value, bool) or not isinstance(value, int):
             raise self._bad(name, f"an integer {span}", value)
