@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from daemon_util import Proc, short_tmp, wait_for
+from memoryd.sync.settings import folder_of
 from memoryd_client import MemoryClient
 from memoryd_client.errors import ClientError
+from memoryd_client.paths import default_paths
 from sync_util import host, lines_of, make_remote
 
 pytestmark = pytest.mark.timeout(300)
@@ -168,3 +170,41 @@ def test_kill_9_while_the_push_waits_on_the_remote(tmp_path: Path) -> None:
         text=True,
     )
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
+
+
+def sync_killed(home: Path) -> None:
+    """``sync now``, killed under it."""
+    try:
+        with client_of(home) as c:
+            c.sync_now(workspace="notes")
+    except (ClientError, OSError):
+        pass
+
+
+def test_kill_9_while_the_first_sync_makes_its_repository(tmp_path: Path) -> None:
+    """A kill at a named step: the moment the first sync's ``git init`` has written the
+    repository's HEAD (before its objects folder: git's order), which left a folder git
+    calls "not a git repository" and a sync that failed at every start. The next start
+    makes the repository again and syncs."""
+    for k in range(3):
+        remote = f"file://{make_remote(tmp_path / str(k))}"
+        home, ws = laptop_home(remote)
+        state = default_paths({"MEMORYD_HOME": str(home)}).state_dir
+        head = folder_of(state, ws) / "repo.git" / "HEAD"
+        proc = Proc(home)
+        proc.ready()
+        t = threading.Thread(target=sync_killed, args=(home,))
+        t.start()
+        assert wait_for(head.exists, 60, interval=0), proc.logs()
+        proc.kill()
+        t.join(60)
+        proc = Proc(home)
+        proc.ready()
+        try:
+            with client_of(home) as c:
+                c.append(f"- written after restart {k}", workspace="notes", date=day(0))
+                report = c.sync_now(workspace="notes")[0].report
+        finally:
+            proc.p.terminate()
+            proc.wait()
+        assert report["error"] is None and report["pushed"], report

@@ -23,6 +23,7 @@ __all__ = ["REMOTE", "Entry", "Repo"]
 REMOTE: Final = "origin"
 SEEN_REF: Final = "refs/memoryd/remote-seen"  # the remote tip last merged or pushed
 EMPTY_TREE: Final = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+MADE: Final = "memoryd-made"  # written last when memoryd made its repository (ensure)
 _LOCKS: Final = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock")
 
 
@@ -49,10 +50,15 @@ class Repo:
     # -- set-up ------------------------------------------------------------------------
 
     def ensure(self, remote: str, own: bool = True) -> None:
-        """Make the repository if it is missing (memoryd's ``own``), and point it at
-        ``remote``. A person's repository keeps its HEAD: memoryd only writes its branch."""
+        """Make the repository unless it was made whole (memoryd's ``own``), and point it
+        at ``remote``. A person's repository keeps its HEAD: memoryd only writes its branch.
+
+        Made whole means its last step, the ``MADE`` file, was written: a daemon killed
+        while ``git init`` ran leaves a HEAD but no ``objects/`` (git writes HEAD first),
+        which git does not call a repository; the next start makes it again (``git init``
+        of an existing repository keeps what it holds and adds what is missing)."""
         gd = self.git.git_dir
-        if own and not (gd / "HEAD").exists():
+        if own and not (gd / MADE).exists():
             gd.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             bare = Git(gd, None, self.git.identity, self.git.base_env)
             bare.run("init", "-q", "--bare", str(gd), cwd=gd.parent)
@@ -60,6 +66,7 @@ class Repo:
             if self.git.work_tree is not None:  # `git --git-dir=... log` works by hand
                 self.git.run("config", "core.worktree", str(self.git.work_tree))
             self.git.run("config", "core.logAllRefUpdates", "true")
+            (gd / MADE).write_bytes(b"")
         if own:
             self.git.run("symbolic-ref", "HEAD", self.ref)
         self.set_remote(remote)
