@@ -214,6 +214,9 @@ def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
     with DaemonThread(md_home) as d:
         with MemoryClient(d.socket_path) as setup:
             setup.workspace_add(ws)
+            # The edits below are the point, not the first scan: a search does not wait for
+            # a just-added workspace's first scan of folders it has not scanned yet.
+            setup.reindex(workspace="ws", wait=True)
         stop = threading.Event()
         errors: list[BaseException] = []
         counts: list[int] = []
