@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.runtime.lazy_numpy import np
@@ -155,6 +155,10 @@ class Term(NamedTuple):
         else:
             by_slot[self.slots] = self.freq2
         return np.take(by_slot, hit, out=out, mode="clip")
+
+
+# tuple's __new__ makes a Term without the Python __new__ a NamedTuple has (a term each)
+new_term: Callable[[type[Term], tuple[Any, ...]], Term] = tuple.__new__
 
 
 def idf(rows: int, df: int) -> float:

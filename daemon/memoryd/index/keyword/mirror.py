@@ -32,6 +32,7 @@ from memoryd.index.keyword.bm25 import (
     B,
     Term,
     idf,
+    new_term,
     pruned,
     ranked,
     scored_all,
@@ -552,7 +553,7 @@ class KeywordMirror(StagedMirror[_Op]):
                 return None
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             lists = [
-                Term(p.slots[: p.n], p.freq2[: p.n], p.dense, p.top_f2, idf(rows, p.df))
+                new_term(Term, (p.slots[: p.n], p.freq2[: p.n], p.dense, p.top_f2, idf(rows, p.df)))
                 for s in term_stems
                 if (p := self._post.get(s)) is not None and p.n
             ]

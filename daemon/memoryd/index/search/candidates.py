@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 import apsw
 
@@ -18,7 +18,6 @@ from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows, window_sims
 from memoryd.runtime.lazy_numpy import np
-from memoryd.runtime.records import Record
 from memoryd_client.search_terms import SOURCES
 
 try:  # _compiled_candidates.c: the candidates made from their rows; absent if not built
@@ -57,9 +56,9 @@ if any(f.default is MISSING for f in fields(Candidate)[10:]) or hasattr(Candidat
     _TAIL = None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class Filters(Record):
-    """What a search lets through: sources, a path prefix, days."""
+class Filters(NamedTuple):
+    """What a search lets through: sources, a path prefix, days (a tuple: one per search,
+    made for a fraction of a frozen dataclass's cost)."""
 
     sources: tuple[str, ...]
     path_prefix: str | None

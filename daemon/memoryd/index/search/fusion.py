@@ -7,11 +7,11 @@ is what lets keyword-only hits pass ``min_score`` (OpenClaw drops them all).
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import apsw
 
@@ -40,6 +40,7 @@ from memoryd.index.search.rows import (
 )
 from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
+    SPLITS_KEPT,
     LineStems,
     line_scores,
     make_snippet,
@@ -49,7 +50,6 @@ from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows
 from memoryd.index.vectors.windows import kept_window_spans
 from memoryd.runtime.config import SearchConfig
-from memoryd.runtime.records import Record
 from memoryd_client.search_terms import SOURCES
 
 try:  # _compiled_fusion.c: _known_top's common case; absent if not built
@@ -70,9 +70,9 @@ EXACT_COMMON_POSTINGS = 50_000
 DATE_WEIGHT = 0.2
 
 
-@dataclass(frozen=True, eq=False, repr=False, kw_only=True)
-class SearchEnv(Record):
-    """What a search needs of its index besides the connection and the request."""
+class SearchEnv(NamedTuple):
+    """What a search needs of its index besides the connection and the request (a tuple:
+    one per search, made for a fraction of a frozen dataclass's cost)."""
 
     cfg: SearchConfig
     line_stems: LineStems
@@ -108,6 +108,9 @@ def answers_from_memory(
 
 
 Scored = tuple[float, float | None, float | None, Candidate]
+# A NamedTuple's own __new__ is a Python function (~2k instructions a call, ten hits a
+# search); tuple's makes the same object from every field's value, in field order.
+_new_hit: Callable[[type[SearchHit], tuple[Any, ...]], SearchHit] = tuple.__new__
 
 
 def fuse(
@@ -506,25 +509,36 @@ def shown_hits(
         meta = None
         if meta_map is not None:
             meta = _hit_meta(meta_map, c.path, first, last)
-        shown = text if "<!--" not in text else strip_annotations(text)  # its own test first
+        shown = shown_text(text)
         hits.append(
-            SearchHit(
-                c.path,
-                c.start_line,
-                c.end_line,
-                score,
-                shown,
-                first,
-                last,
-                c.source,
-                c.heading,
-                v,
-                t,
-                tier_of(c.path, c.source),
-                meta,
+            _new_hit(
+                SearchHit,
+                (
+                    c.path,
+                    c.start_line,
+                    c.end_line,
+                    score,
+                    shown,
+                    first,
+                    last,
+                    c.source,
+                    c.heading,
+                    v,
+                    t,
+                    tier_of(c.path, c.source),
+                    meta,
+                ),
             )
         )
     return hits
+
+
+@functools.lru_cache(maxsize=SPLITS_KEPT)
+def shown_text(snippet: str) -> str:
+    """A snippet without its annotation comments. Kept: the same windows come back (the
+    same strings: snippets.whole_lines), and looking for "<!--" in 700 characters cost
+    ~5x this lookup."""
+    return snippet if "<!--" not in snippet else strip_annotations(snippet)
 
 
 def _hit_meta(meta_map: LineMetaMap, path: str, first: int, last: int) -> HitMeta | None:

@@ -50,6 +50,10 @@ class Snippet(NamedTuple):
     end_line: int
 
 
+# tuple's __new__ makes a Snippet without the Python __new__ a NamedTuple has (ten a search)
+_new_snippet: Callable[[type[Snippet], tuple[str, int, int]], Snippet] = tuple.__new__
+
+
 class ChunkLines(NamedTuple):
     """A chunk's distinct (stem, line) pairs, as numbers: two flat int32 runs (~2 KB a
     chunk), by stem, then line. A query's few stems are then a few runs of entries (found
@@ -313,7 +317,10 @@ def make_snippet(
 ) -> Snippet:
     lines = text_lines(text)
     mapped = len(lines) == end_line - start_line + 1  # else a fragment or a transcript chunk
-    first, last = best_window(lines, scores, budget)
+    if compiled is not None:  # best_window's own call spelled out (ten a search)
+        first, last = compiled.best_window(lines, scores, budget)
+    else:
+        first, last = py_best_window(lines, scores, budget)
     filled = whole_lines(text, first, last, budget)
     if filled is not None:
         body, last = filled
@@ -323,5 +330,5 @@ def make_snippet(
         hits = [p for p in (low.find(t) for t in terms) if p >= 0]
         body = cut_line(body, min(hits) if hits else 0, budget)
     if not mapped:
-        return Snippet(body, start_line, end_line)
-    return Snippet(body, start_line + first, start_line + last)
+        return _new_snippet(Snippet, (body, start_line, end_line))
+    return _new_snippet(Snippet, (body, start_line + first, start_line + last))
