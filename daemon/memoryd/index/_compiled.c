@@ -147,6 +147,8 @@ static PyMethodDef methods[] = {
      "fs_type(path) -> statfs's type (Linux: int, macOS/FreeBSD: str) or None; lock released"},
     {"make_candidates", compiled_make_candidates, METH_VARARGS,
      "make_candidates(cls, names, ids, found, bm25, tail) -> load_candidates' list, or None"},
+    {"keyword_top", compiled_keyword_top, METH_VARARGS,
+     "keyword_top(ids, found, bm25, sources, make, lines, weights, keep) -> fuse's top, or None"},
     {NULL, NULL, 0, NULL},
 };
 

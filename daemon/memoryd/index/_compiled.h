@@ -12,6 +12,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 /* A contiguous buffer of items of ``itemsize`` bytes whose struct format is one of the
  * letters of ``kinds`` (TypeError otherwise); release it when done. */
@@ -49,6 +50,20 @@ void compiled_release(PyObject **items, Py_ssize_t n);
 PyObject *compiled_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_best_window(PyObject *self, PyObject *args);
+/* ... and what _compiled_top.c shares of them: the query read (numbers ascending int32,
+ * weights as doubles, new PyMem arrays), a cached chunk's lines (LineStems.peek: a new
+ * reference, moved to the LRU's end; NULL with no error when none), one chunk's line scores
+ * as doubles (see _compiled_lines.c), and a list of floats of doubles (``zero`` shared). */
+int compiled_read_query(PyObject *numbers_obj, PyObject *weights_obj, Py_ssize_t *q_out,
+                        int32_t **numbers_out, double **weights_out);
+PyObject *compiled_peek(PyObject *items, PyObject *id, PyObject *text);
+double *compiled_chunk_doubles(PyObject *chunk, const int32_t *numbers, const double *weights,
+                               Py_ssize_t q, double *acc, Py_ssize_t acc_len,
+                               Py_ssize_t *n_lines_out);
+PyObject *compiled_float_list(const double *scores, Py_ssize_t n, PyObject *zero);
+
+/* _compiled_top.c: a keyword search's top from its rows and cached lines (fusion.py). */
+PyObject *compiled_keyword_top(PyObject *self, PyObject *args);
 
 /* _compiled_windows.c: vectors/window_sims.py's gather of the kept windows and best window. */
 PyObject *compiled_take_spans(PyObject *self, PyObject *args);

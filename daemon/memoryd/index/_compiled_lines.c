@@ -12,17 +12,18 @@
 #define TAIL_WEIGHT 0.5 /* snippets.TAIL_WEIGHT */
 #define BEST_SHARE 0.9  /* snippets.BEST_SHARE */
 
-/* One chunk (a ChunkLines: its n_lines and its entries, the stems then the lines as native
- * int32) scored into a new list of floats (``zero`` for the lines that hold no query
- * stem). The entries are by stem, then line: each
- * query stem's run is found by a binary search past the previous one, and its lines get
- * its weight. A line's weights are so added in the order of its stems, ascending, as a
- * pass over every entry line by line would add them. */
-static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const double *weights,
-                              Py_ssize_t q, PyObject *zero, double *acc, Py_ssize_t acc_len) {
+/* One chunk's line scores (a ChunkLines: its n_lines and its entries, the stems then the
+ * lines as native int32) as doubles: ``acc`` when its ``acc_len`` holds them, else a new
+ * PyMem array (the caller frees it); *n_lines_out set; NULL with an exception set. The
+ * entries are by stem, then line: each query stem's run is found by a binary search past
+ * the previous one, and its lines get its weight. A line's weights are so added in the
+ * order of its stems, ascending, as a pass over every entry line by line would add them. */
+double *compiled_chunk_doubles(PyObject *chunk, const int32_t *numbers, const double *weights,
+                               Py_ssize_t q, double *acc, Py_ssize_t acc_len,
+                               Py_ssize_t *n_lines_out) {
     PyObject *n_obj = compiled_item(chunk, 2);
     PyObject *entries = n_obj ? compiled_item(chunk, 4) : NULL;
-    PyObject *out = NULL;
+    double *scores = NULL;
     if (entries == NULL)
         goto done;
     Py_ssize_t n_lines = PyLong_AsSsize_t(n_obj);
@@ -41,7 +42,7 @@ static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const dou
         goto done;
     }
     Py_ssize_t n = size / (2 * (Py_ssize_t)sizeof(int32_t));
-    double *scores = n_lines <= acc_len ? acc : PyMem_Calloc((size_t)n_lines, sizeof(double));
+    scores = n_lines <= acc_len ? acc : PyMem_Calloc((size_t)n_lines, sizeof(double));
     if (scores == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -63,38 +64,54 @@ static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const dou
         for (; k < n && st[k] == numbers[i]; k++) {
             if (ln[k] < 0 || ln[k] >= n_lines) {
                 PyErr_SetString(PyExc_ValueError, "a stem's line is outside its chunk");
-                goto free_scores;
+                if (scores != acc)
+                    PyMem_Free(scores);
+                scores = NULL;
+                goto done;
             }
             scores[ln[k]] += weights[i];
         }
     }
-    out = PyList_New(n_lines);
-    if (out == NULL)
-        goto free_scores;
-    for (Py_ssize_t i = 0; i < n_lines; i++) {
+    *n_lines_out = n_lines;
+done:
+    Py_XDECREF(entries);
+    Py_XDECREF(n_obj);
+    return scores;
+}
+
+PyObject *compiled_float_list(const double *scores, Py_ssize_t n, PyObject *zero) {
+    PyObject *out = PyList_New(n);
+    for (Py_ssize_t i = 0; out != NULL && i < n; i++) {
         PyObject *f = scores[i] == 0.0 && !signbit(scores[i]) ? zero : NULL;
         if (f != NULL)
             Py_INCREF(f); /* most lines: one 0.0 shared */
         else
             f = PyFloat_FromDouble(scores[i]);
-        if (f == NULL) {
+        if (f == NULL)
             Py_CLEAR(out);
-            break;
-        }
-        PyList_SetItem(out, i, f); /* steals f */
+        else
+            PyList_SetItem(out, i, f); /* steals f */
     }
-free_scores:
+    return out;
+}
+
+/* One chunk scored into a new list of floats (``zero`` for the lines that hold no query
+ * stem): compiled_chunk_doubles, then compiled_float_list. */
+static PyObject *chunk_scores(PyObject *chunk, const int32_t *numbers, const double *weights,
+                              Py_ssize_t q, PyObject *zero, double *acc, Py_ssize_t acc_len) {
+    Py_ssize_t n_lines = 0;
+    double *scores = compiled_chunk_doubles(chunk, numbers, weights, q, acc, acc_len, &n_lines);
+    if (scores == NULL)
+        return NULL;
+    PyObject *out = compiled_float_list(scores, n_lines, zero);
     if (scores != acc)
         PyMem_Free(scores);
-done:
-    Py_XDECREF(entries);
-    Py_XDECREF(n_obj);
     return out;
 }
 
 /* The query's stem numbers (ascending int32) and weights, read into new arrays: 0, or -1
  * with an exception set. */
-static int read_query(PyObject *numbers_obj, PyObject *weights_obj, Py_ssize_t *q_out,
+int compiled_read_query(PyObject *numbers_obj, PyObject *weights_obj, Py_ssize_t *q_out,
                       int32_t **numbers_out, double **weights_out) {
     Py_ssize_t q = PySequence_Size(numbers_obj);
     if (q < 0)
@@ -148,7 +165,7 @@ PyObject *compiled_line_scores(PyObject *self, PyObject *args) {
     Py_ssize_t n_chunks = PySequence_Size(chunks), q = 0;
     int32_t *numbers = NULL;
     double *weights = NULL;
-    if (n_chunks < 0 || read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
+    if (n_chunks < 0 || compiled_read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
         return NULL;
     double acc[256];
     PyObject *out = NULL, *zero = PyFloat_FromDouble(0.0);
@@ -206,7 +223,9 @@ static int intern_names(void) {
 /* The cached lines of a candidate (LineStems.peek: its id's entry, for this text),
  * the entry used (moved to the LRU's end); a new reference, or NULL with no error when
  * none is cached. */
-static PyObject *peek(PyObject *items, PyObject *id, PyObject *text) {
+PyObject *compiled_peek(PyObject *items, PyObject *id, PyObject *text) {
+    if (intern_names() < 0)
+        return NULL;
     PyObject *found = PyDict_GetItemWithError(items, id); /* borrowed */
     if (found == NULL || !PyTuple_Check(found) || PyTuple_Size(found) != 2)
         return NULL;
@@ -304,7 +323,7 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
     Py_ssize_t n = 0, q = 0, known = 0;
     int32_t *numbers = NULL;
     double *weights = NULL;
-    if (read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
+    if (compiled_read_query(numbers_obj, weights_obj, &q, &numbers, &weights) < 0)
         return NULL;
     double acc[256];
     /* The candidates as they are now, held: another type's attribute read the usual way
@@ -325,7 +344,7 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
         PyObject *c = held[i];
         PyObject *id = compiled_attr_get(&id_attr, c);
         PyObject *text = id ? compiled_attr_get(&text_attr, c) : NULL;
-        PyObject *chunk = text ? peek(items, id, text) : NULL;
+        PyObject *chunk = text ? compiled_peek(items, id, text) : NULL;
         Py_XDECREF(id);
         Py_XDECREF(text);
         if (PyErr_Occurred())

@@ -13,7 +13,7 @@ import apsw
 from memoryd.embeddings.base import Vectors
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
 from memoryd.index.scratch import SCRATCH
-from memoryd.index.search.rows import ChunkRows, read_rows
+from memoryd.index.search.rows import ChunkRows, Row, read_rows
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows, window_sims
@@ -54,6 +54,11 @@ _FIELDS = tuple(f.name for f in fields(Candidate))
 _TAIL: tuple[Any, ...] | None = tuple(f.default for f in fields(Candidate)[10:])
 if any(f.default is MISSING for f in fields(Candidate)[10:]) or hasattr(Candidate, "__post_init__"):
     _TAIL = None
+# How the compiled parts make a Candidate (its class, fields and the defaults after bm25);
+# None: only its __init__ may.
+MAKE: tuple[type[Candidate], tuple[str, ...], tuple[Any, ...]] | None = (
+    None if _TAIL is None else (Candidate, _FIELDS, _TAIL)
+)
 
 
 class Filters(NamedTuple):
@@ -199,7 +204,13 @@ def load_candidates(
 ) -> list[Candidate]:
     """The chunks of ``ids`` still in the index as candidates, in that order, each with its
     ``bm25`` (rows.read_rows: kept ones for ``generation``)."""
-    found = read_rows(conn, ids, rows, generation)
+    return candidates_of(ids, read_rows(conn, ids, rows, generation), bm25)
+
+
+def candidates_of(
+    ids: Sequence[int], found: Mapping[int, Row], bm25: Mapping[int, float] | None = None
+) -> list[Candidate]:
+    """load_candidates' candidates from the rows ``found`` of ``ids``."""
     if compiled is not None and _TAIL is not None and type(ids) is list:
         made = compiled.make_candidates(Candidate, _FIELDS, ids, found, bm25, _TAIL)
         if made is not None:

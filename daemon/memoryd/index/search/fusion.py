@@ -11,7 +11,7 @@ import functools
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import apsw
 
@@ -23,12 +23,13 @@ from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.line_meta import LineMetaMap, summarise
 from memoryd.index.search.candidates import (
+    MAKE,
     Candidate,
     Filters,
+    candidates_of,
     day_candidates,
     fill_window_sims,
     keyword_candidates,
-    load_candidates,
     vector_candidates,
 )
 from memoryd.index.search.focus import WHEN_BOOST, asks_when, refocus, timed_lines
@@ -37,6 +38,8 @@ from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
     ParsedQueries,
+    Row,
+    read_rows,
 )
 from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
@@ -460,29 +463,60 @@ def run_search(
         found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
     if days:
         found.update((i, None) for i in day_candidates(conn, days, filters, n))
-    cands = filters.accepted(load_candidates(conn, list(found), env.rows, env.generation, bm25))
-    if qvec is not None and mode != "keyword":
-        kept = env.windows if env.windows and env.windows.fits(n_chunks, qvec.shape[0]) else None
-        fill_window_sims(conn, cands, qvec, kept, env.generation)
-
+    ids = list(found)
+    rows = read_rows(conn, ids, env.rows, env.generation)
     when = asks_when(req.query)
-    _cached_line_scores(env.line_stems, cands, weights, when)
 
     def fill_lines(c: Candidate) -> None:
         if c.lines is None:
             scores = line_scores([env.line_stems.get(c.id, c.text, tokenize)], weights)[0]
             c.lines = refocus(c.text, scores, when)
 
-    # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
-    # cannot reach them (keep).
     adjust = signals.adjuster() if signals is not None else None
-    fused = fuse(
-        cands, mode, fusion, cfg, sum(weights.values()), fill_lines, days, max_results, adjust
-    )
+    fused = None
+    if mode == "keyword" and not days and adjust is None:
+        fused = _keyword_top(env, ids, rows, bm25, filters, weights, when, cfg, max_results)
+    if fused is None:
+        cands = filters.accepted(candidates_of(ids, rows, bm25))
+        if qvec is not None and mode != "keyword":
+            windows = env.windows
+            kept = windows if windows and windows.fits(n_chunks, qvec.shape[0]) else None
+            fill_window_sims(conn, cands, qvec, kept, env.generation)
+        _cached_line_scores(env.line_stems, cands, weights, when)
+        # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
+        # cannot reach them (keep).
+        idf_total = sum(weights.values())
+        fused = fuse(cands, mode, fusion, cfg, idf_total, fill_lines, days, max_results, adjust)
     hits = shown_hits(
         fused, min_score, max_results, fill_lines, env.window_budget, terms, cfg, signals
     )
     return hits, mode
+
+
+def _keyword_top(
+    env: SearchEnv,
+    ids: list[int],
+    rows: dict[int, Row],
+    bm25: dict[int, float],
+    filters: Filters,
+    weights: dict[str, float],
+    when: bool,
+    cfg: SearchConfig,
+    keep: int,
+) -> list[Scored] | None:
+    """A keyword search's fused top at once (LineStems.keyword_top: the same top, scores
+    and candidates as candidates_of, filters.accepted, _cached_line_scores and fuse give,
+    a candidate made only for the ``keep`` best), when only its sources filter and every
+    candidate's lines are cached; else None."""
+    if MAKE is None or filters.path_prefix or filters.since or filters.until:
+        return None
+    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
+    fusing = (sum(weights.values()), wt, wl, wv, wt + wl, wt + wl + wv)
+    timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
+    top = env.line_stems.keyword_top(
+        ids, rows, bm25, filters.sources, MAKE, weights, timed, fusing, keep
+    )
+    return cast("list[Scored] | None", top)
 
 
 def shown_hits(

@@ -17,7 +17,7 @@ import threading
 from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.runtime.lazy_numpy import np
@@ -123,9 +123,35 @@ class LineStems:
             return None
         with self._lock:
             vocab = self._vocab
-            query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
-            numbers, ws = [n for n, _ in query], [w for _, w in query]
+            numbers, ws = _numbered(weights, vocab)
             return compiled.cached_line_scores(self._items, cands, numbers, ws, vocab, *timed or ())
+
+    def keyword_top(
+        self,
+        ids: list[int],
+        rows: Mapping[int, tuple[Any, ...]],
+        bm25: dict[int, float],
+        sources: tuple[str, ...],
+        make: tuple[type[Cand], tuple[str, ...], tuple[Any, ...]],
+        weights: Mapping[str, float],
+        timed: tuple[Callable[[str], Sequence[bool]], float] | None,
+        fusing: tuple[float, float, float, float, float, float],
+        keep: int,
+    ) -> list[tuple[float, None, float, Cand]] | None:
+        """A keyword search's fused top in one compiled pass (_compiled_top.c: the
+        candidates of ``ids`` whose row is found and whose source is among ``sources``,
+        score_cached's lines, fuse's weighted top), a candidate made (``make``: its class,
+        fields and defaults, candidates.load_candidates') only for the ``keep`` best.
+        ``fusing``: (the query's IDF total, and fuse's weights). None, having made
+        nothing, without the compiled part or when a chunk's lines are not cached in the
+        current numbering (the caller then goes the long way)."""
+        if compiled is None:
+            return None
+        with self._lock:
+            vocab = self._vocab
+            numbers, ws = _numbered(weights, vocab)
+            lines = (self._items, numbers, ws, vocab, *(timed or (None, 1.0)))
+            return compiled.keyword_top(ids, rows, bm25, sources, make, lines, fusing, keep)
 
     def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> ChunkLines:
         found = self.peek(chunk_id, text)
@@ -165,6 +191,12 @@ class LineStems:
         entries = array("i", flat).tobytes()
         view = memoryview(entries).cast("i")
         return ChunkLines(view[:n], view[n:], n_lines, vocab, entries)
+
+
+def _numbered(weights: Mapping[str, float], vocab: dict[str, int]) -> tuple[list[int], list[float]]:
+    """The query's stems numbered (those ``vocab`` has), ascending, and their weights."""
+    query = sorted((n, w) for s, w in weights.items() if (n := vocab.get(s)) is not None)
+    return [n for n, _ in query], [w for _, w in query]
 
 
 def line_scores(chunks: Sequence[ChunkLines], weights: Mapping[str, float]) -> list[list[float]]:

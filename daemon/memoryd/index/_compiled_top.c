@@ -1,0 +1,359 @@
+/* A keyword search's top from its candidates' rows and cached lines, in one pass: what
+ * fusion.run_search's candidates (load_candidates, filters.accepted), their line scores
+ * (_cached_line_scores) and their fusion (fuse's known_top) give for a search with no named
+ * day, no adjusting signal and only a source filter, with a candidate object made only for
+ * the ``keep`` best (a search's other ~30 were made, scored and freed for nothing). The same
+ * doubles from the same operations in the same order as those three (-ffp-contract=off),
+ * the same top (ties by id, then by place), the same LRU uses (each cached chunk moved to
+ * the end in the candidates' order), the same calls of ``timed_of``. None, having made
+ * nothing, when the Python path must do it: a chunk not cached or cached in another
+ * numbering (its tokenizing is Python's), a value not of the plain types those take. */
+
+#include "_compiled.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW_FIELDS 8 /* rows.Row */
+#define ROW_SOURCE 1
+#define ROW_TEXT 6
+#define MAX_FIELDS 64
+
+typedef struct {
+    PyObject *id;     /* held */
+    PyObject *row;    /* held */
+    PyObject *bm25;   /* held: a float, or NULL for None */
+    PyObject *chunk;  /* held: its cached ChunkLines */
+    PyObject *timed;  /* held: timed_of(text), or NULL when not asked */
+    long long key_id; /* the first tie-break */
+    Py_ssize_t n;     /* its place among the candidates: the last */
+    double s, t;
+} Entry;
+
+static PyObject *ATTR_LINES;
+
+/* fuse's sort key (-score, id, n), ascending. */
+static int by_key(const void *pa, const void *pb) {
+    const Entry *a = pa, *b = pb;
+    if (a->s != b->s)
+        return a->s > b->s ? -1 : 1;
+    if (a->key_id != b->key_id)
+        return a->key_id < b->key_id ? -1 : 1;
+    return a->n < b->n ? -1 : (a->n > b->n);
+}
+
+typedef struct {
+    int32_t *numbers;
+    double *weights;
+    Py_ssize_t q;
+    PyObject *timed_of; /* None: the question does not ask when */
+    double boost;
+} Query;
+
+/* An entry's lines as focus.refocus gives them (``scores`` refocused in place, *n_out of
+ * them: zip's length when a line names a time), reading ``e->timed`` (asked of timed_of
+ * here the first time, as cached_line_scores asks it: only when a line scores): 0, or -1
+ * with an exception set. */
+static int refocus_doubles(Entry *e, const Query *qy, double *scores, Py_ssize_t n,
+                           Py_ssize_t *n_out) {
+    *n_out = n;
+    if (qy->timed_of == Py_None)
+        return 0;
+    if (e->timed == NULL) {
+        int any = 0;
+        for (Py_ssize_t i = 0; i < n && !any; i++)
+            any = scores[i] != 0.0;
+        if (!any)
+            return 0;
+        e->timed = PyObject_CallFunctionObjArgs(qy->timed_of, PyTuple_GetItem(e->row, ROW_TEXT),
+                                                NULL);
+        if (e->timed == NULL)
+            return -1;
+    }
+    Py_ssize_t m = PySequence_Size(e->timed), named = 0;
+    if (m < 0)
+        return -1;
+    int *marks = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
+    if (marks == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        PyObject *t = compiled_item(e->timed, i);
+        marks[i] = t ? PyObject_IsTrue(t) : -1;
+        Py_XDECREF(t);
+        if (marks[i] < 0) {
+            PyMem_Free(marks);
+            return -1;
+        }
+        named += marks[i];
+    }
+    if (named) {
+        Py_ssize_t k = n < m ? n : m; /* zip(scores, timed) */
+        for (Py_ssize_t i = 0; i < k; i++)
+            if (scores[i] != 0.0 && marks[i])
+                scores[i] = scores[i] * qy->boost;
+        *n_out = k;
+    }
+    PyMem_Free(marks);
+    return 0;
+}
+
+/* An entry's line scores, refocused: ``acc`` or a new PyMem array (see
+ * compiled_chunk_doubles), *n_out of them; NULL with an exception set. */
+static double *entry_lines(Entry *e, const Query *qy, double *acc, Py_ssize_t acc_len,
+                           Py_ssize_t *n_out) {
+    Py_ssize_t n = 0;
+    double *scores =
+        compiled_chunk_doubles(e->chunk, qy->numbers, qy->weights, qy->q, acc, acc_len, &n);
+    if (scores != NULL && refocus_doubles(e, qy, scores, n, n_out) < 0) {
+        if (scores != acc)
+            PyMem_Free(scores);
+        return NULL;
+    }
+    return scores;
+}
+
+/* The held entries' references given back. */
+static void entries_clear(Entry *entries, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_XDECREF(entries[i].id);
+        Py_XDECREF(entries[i].row);
+        Py_XDECREF(entries[i].bm25);
+        Py_XDECREF(entries[i].chunk);
+        Py_XDECREF(entries[i].timed);
+    }
+}
+
+/* The accepted candidates' entries (found rows whose source is among ``sources``), in
+ * order, and the best positive bm25: the count, -1 with an exception set, or -2 to fall
+ * back (a row, an id or a bm25 not of the plain types). */
+static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject *bm25,
+                         PyObject *sources, Entry *entries, double *best) {
+    Py_ssize_t m = 0;
+    *best = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *row = PyDict_GetItemWithError(found, ids[i]);
+        if (row == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            continue; /* gone from the index since it was ranked */
+        }
+        if (!PyTuple_Check(row) || PyTuple_Size(row) != ROW_FIELDS ||
+            !PyLong_CheckExact(ids[i]))
+            return -2;
+        PyObject *source = PyTuple_GetItem(row, ROW_SOURCE);
+        if (!PyUnicode_CheckExact(source) || !PyUnicode_CheckExact(PyTuple_GetItem(row, ROW_TEXT)))
+            return -2;
+        Entry *e = &entries[m];
+        memset(e, 0, sizeof(*e));
+        e->row = row; /* held from here: a comparison in ``sources`` may run Python */
+        Py_INCREF(row);
+        int ok = PySequence_Contains(sources, source);
+        if (ok <= 0) {
+            Py_CLEAR(e->row);
+            if (ok < 0)
+                return -1;
+            continue;
+        }
+        PyObject *score = bm25 != Py_None ? PyDict_GetItemWithError(bm25, ids[i]) : NULL;
+        if (score == NULL && PyErr_Occurred())
+            return -1;
+        if (score != NULL && !PyFloat_CheckExact(score))
+            return -2;
+        int overflow = 0;
+        e->key_id = PyLong_AsLongLongAndOverflow(ids[i], &overflow);
+        if (overflow != 0)
+            return -2;
+        if (PyErr_Occurred())
+            return -1;
+        e->id = ids[i];
+        e->bm25 = score;
+        Py_INCREF(e->id);
+        Py_XINCREF(e->bm25);
+        e->n = m++;
+        double b = score != NULL ? PyFloat_AsDouble(score) : 0.0;
+        if (score != NULL && b > 0 && b > *best) /* fuse's best_bm25 */
+            *best = b;
+    }
+    return m;
+}
+
+typedef struct {
+    double idf_total, wt, wl, wv, kw_sum, all_sum;
+} Weights;
+
+/* Each entry's cached lines and score (known_top's, keyword mode): 0, -1 with an exception
+ * set, or -2 to fall back. */
+static int score_all(Entry *entries, Py_ssize_t m, PyObject *items, PyObject *vocab,
+                     const Query *qy, const Weights *w, double best) {
+    double acc[256];
+    int keyword_active = best > 0, lined = w->idf_total > 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        Entry *e = &entries[i];
+        e->chunk = compiled_peek(items, e->id, PyTuple_GetItem(e->row, ROW_TEXT));
+        if (e->chunk == NULL)
+            return PyErr_Occurred() ? -1 : -2; /* not cached: Python tokenizes it */
+        PyObject *own = compiled_item(e->chunk, 3);
+        if (own == NULL)
+            return -1;
+        Py_DECREF(own);
+        if (own != vocab)
+            return -2; /* another numbering */
+        Py_ssize_t n = 0;
+        double *scores = entry_lines(e, qy, acc, 256, &n);
+        if (scores == NULL)
+            return -1;
+        double top = 0.0; /* max(lines or [0.0]): the first, then any greater */
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (k == 0 || scores[k] > top)
+                top = scores[k];
+        if (scores != acc)
+            PyMem_Free(scores);
+        double b = e->bm25 != NULL ? PyFloat_AsDouble(e->bm25) : 0.0;
+        double t = e->bm25 != NULL && keyword_active && b > 0 ? b / best : 0.0, l = 0.0;
+        if (lined) {
+            l = top / w->idf_total;
+            if (!(l < 1.0))
+                l = 1.0;
+        }
+        if (keyword_active)
+            e->s = w->kw_sum > 0 ? (w->wt * t + w->wl * l) / w->kw_sum : 0.0;
+        else
+            e->s = 0.0;
+        e->t = t;
+        if (isnan(e->s))
+            return -2;
+    }
+    return 0;
+}
+
+/* A candidate made as load_candidates makes it (``names``: the id, a Row's fields, bm25,
+ * then ``tail``'s defaults), its ``lines`` then set: a new reference, NULL with an error. */
+static PyObject *make_one(newfunc make, PyObject *cls, PyObject *names, PyObject *tail,
+                          compiled_attr *attrs, Py_ssize_t *ready, compiled_attr *lines_attr,
+                          Entry *e, PyObject *lines, PyObject *no_args) {
+    PyObject *c = make((PyTypeObject *)cls, no_args, NULL);
+    if (c == NULL)
+        return NULL;
+    Py_ssize_t n_fields = PyTuple_Size(names);
+    for (; *ready < n_fields; (*ready)++)
+        if (compiled_attr_init(&attrs[*ready], c, PyTuple_GetItem(names, *ready)) < 0)
+            goto fail;
+    if (lines_attr->type == NULL && compiled_attr_init(lines_attr, c, ATTR_LINES) < 0)
+        goto fail;
+    for (Py_ssize_t k = 0; k < n_fields; k++) {
+        PyObject *value = k == 0                ? e->id
+                          : k <= ROW_FIELDS     ? PyTuple_GetItem(e->row, k - 1)
+                          : k == ROW_FIELDS + 1 ? (e->bm25 ? e->bm25 : Py_None)
+                                                : PyTuple_GetItem(tail, k - ROW_FIELDS - 2);
+        if (compiled_attr_set(&attrs[k], c, value) < 0)
+            goto fail;
+    }
+    if (compiled_attr_set(lines_attr, c, lines) == 0)
+        return c;
+fail:
+    Py_DECREF(c);
+    return NULL;
+}
+
+/* The ``keep`` best entries, sorted, as (score, None, t, candidate) with their lines. */
+static PyObject *shown(Entry *entries, Py_ssize_t m, Py_ssize_t keep, PyObject *make_spec,
+                       const Query *qy) {
+    PyObject *cls = PyTuple_GetItem(make_spec, 0), *names = PyTuple_GetItem(make_spec, 1);
+    PyObject *tail = PyTuple_GetItem(make_spec, 2);
+    newfunc make = NULL;
+    void *slot = PyType_GetSlot((PyTypeObject *)cls, Py_tp_new);
+    memcpy(&make, &slot, sizeof make);
+    qsort(entries, (size_t)m, sizeof(Entry), by_key);
+    Py_ssize_t k_shown = keep < m ? keep : m, ready = 0;
+    compiled_attr attrs[MAX_FIELDS], lines_attr = {0};
+    double acc[256];
+    PyObject *zero = PyFloat_FromDouble(0.0), *no_args = PyTuple_New(0);
+    PyObject *out = zero && no_args ? PyList_New(k_shown) : NULL;
+    for (Py_ssize_t k = 0; out != NULL && k < k_shown; k++) {
+        Entry *e = &entries[k];
+        Py_ssize_t n = 0;
+        double *scores = entry_lines(e, qy, acc, 256, &n);
+        PyObject *lines = scores ? compiled_float_list(scores, n, zero) : NULL;
+        if (scores != NULL && scores != acc)
+            PyMem_Free(scores);
+        PyObject *c = lines ? make_one(make, cls, names, tail, attrs, &ready, &lines_attr, e,
+                                       lines, no_args)
+                            : NULL;
+        Py_XDECREF(lines);
+        PyObject *s = c ? PyFloat_FromDouble(e->s) : NULL;
+        PyObject *t = s ? PyFloat_FromDouble(e->t) : NULL;
+        PyObject *item = t ? PyTuple_Pack(4, s, Py_None, t, c) : NULL;
+        Py_XDECREF(c);
+        Py_XDECREF(s);
+        Py_XDECREF(t);
+        if (item == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SetItem(out, k, item); /* steals item */
+    }
+    for (Py_ssize_t k = 0; k < ready; k++)
+        compiled_attr_clear(&attrs[k]);
+    compiled_attr_clear(&lines_attr);
+    Py_XDECREF(zero);
+    Py_XDECREF(no_args);
+    return out;
+}
+
+/* keyword_top(ids, found, bm25, sources, (cls, names, tail), (items, numbers, weights,
+ * vocab, timed_of, boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep): see the top of
+ * this file. ``items`` is LineStems' LRU (its lock held by the caller). */
+PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
+    PyObject *ids, *found, *bm25, *sources, *make_spec, *items, *numbers_obj, *weights_obj;
+    PyObject *vocab;
+    Query qy = {NULL, NULL, 0, Py_None, 1.0};
+    Weights w;
+    Py_ssize_t keep;
+    (void)self;
+    if (ATTR_LINES == NULL && (ATTR_LINES = PyUnicode_InternFromString("lines")) == NULL)
+        return NULL;
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!(O!OOOOd)(dddddd)n", &PyList_Type, &ids,
+                          &PyDict_Type, &found, &bm25, &PyTuple_Type, &sources, &PyTuple_Type,
+                          &make_spec, &PyDict_Type, &items, &numbers_obj, &weights_obj, &vocab,
+                          &qy.timed_of, &qy.boost, &w.idf_total, &w.wt, &w.wl, &w.wv,
+                          &w.kw_sum, &w.all_sum, &keep))
+        return NULL;
+    if (keep < 0 || (bm25 != Py_None && !PyDict_CheckExact(bm25)) ||
+        PyTuple_Size(make_spec) != 3 || !PyType_Check(PyTuple_GetItem(make_spec, 0)) ||
+        !PyTuple_Check(PyTuple_GetItem(make_spec, 1)) ||
+        !PyTuple_Check(PyTuple_GetItem(make_spec, 2)) ||
+        PyTuple_Size(PyTuple_GetItem(make_spec, 1)) !=
+            2 + ROW_FIELDS + PyTuple_Size(PyTuple_GetItem(make_spec, 2)) ||
+        PyTuple_Size(PyTuple_GetItem(make_spec, 1)) > MAX_FIELDS ||
+        PyType_GetSlot((PyTypeObject *)PyTuple_GetItem(make_spec, 0), Py_tp_new) == NULL)
+        Py_RETURN_NONE;
+    if (compiled_read_query(numbers_obj, weights_obj, &qy.q, &qy.numbers, &qy.weights) < 0)
+        return NULL;
+    /* The ids as they are now, held (timed_of runs Python) */
+    Py_ssize_t n = 0, m = 0;
+    PyObject **held = compiled_hold(ids, &n), *out = NULL;
+    Entry *entries = held ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(Entry)) : NULL;
+    double best = 0.0;
+    if (held != NULL && entries == NULL)
+        PyErr_NoMemory();
+    if (entries == NULL)
+        goto done;
+    m = gather(held, n, found, bm25, sources, entries, &best);
+    int r = m < 0 ? (int)m : score_all(entries, m, items, vocab, &qy, &w, best);
+    if (r == -2) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else if (r == 0) {
+        out = shown(entries, m, keep, make_spec, &qy);
+    }
+done:
+    if (entries != NULL) /* zeroed past the ones gather set (and sorted among themselves) */
+        entries_clear(entries, n);
+    PyMem_Free(entries);
+    compiled_release(held, n);
+    PyMem_Free(qy.numbers);
+    PyMem_Free(qy.weights);
+    return out;
+}
