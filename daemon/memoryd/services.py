@@ -38,6 +38,8 @@ from memoryd.workspace.watcher import Watcher
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from memoryd.files.append import Appender
     from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
     from memoryd.index.workspace import WorkspaceIndex
@@ -46,11 +48,13 @@ if TYPE_CHECKING:
     from memoryd.jobs.scheduler import Scheduler
     from memoryd.jobs.session_trust import SessionTrust
     from memoryd.sync.service import SyncService
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.daemon")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Upkeep(Record):
     """What keeps memory up while nobody asks: the jobs and git sync."""
 

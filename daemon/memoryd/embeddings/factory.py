@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,10 +17,14 @@ from memoryd.runtime.config import EmbeddingConfig
 from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from memoryd.embeddings.fallback import QueryFallback
+else:
+    from memoryd.runtime.records import frozen_record
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class ProviderChoice(Record):
     """What ``auto`` (or an explicit setting) resolved to, and why; ``status`` reports it."""
 

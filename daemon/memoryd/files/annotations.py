@@ -12,9 +12,14 @@ comment that is not one of ours stays in the text. A provenance-looking comment
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 __all__ = [
     "IMPORTANCE_MAX",
@@ -37,7 +42,7 @@ _PHRASE_SPLIT = re.compile(r"[,;]")
 _OURS = frozenset({"importance", "trigger", "triggers", "project", "key", "promote", "source"})
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Annotations(Record):
     """What a line's annotation comment says (importance, triggers, project, key, promote)."""
 

@@ -19,9 +19,8 @@ import datetime as dt
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.files.beneath import Opened, open_beneath
@@ -33,6 +32,11 @@ from memoryd_client.memory_files import NOTE_SUFFIX as NOTE_SUFFIX
 from memoryd_client.memory_files import USER_FILE as USER_FILE
 from memoryd_client.memory_files import is_memory_note
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 TIER_CURATED, TIER_EPISODIC, TIER_SESSIONS = "curated", "episodic", "sessions"
 SESSIONS_DIR = "sessions"  # transcripts
@@ -106,7 +110,7 @@ def display_name(rel: str) -> str:
     return os.fsencode(rel).decode("utf-8", "backslashreplace")
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class IndexedFile(Record):
     """A file the index holds (or lists as skipped), with its source tier."""
 
@@ -116,7 +120,7 @@ class IndexedFile(Record):
     name_error: str | None = None  # a name no index or client can hold: listed as skipped
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Layout(Record):
     """Which files of a workspace are memory: its folders, sessions and extra paths."""
 

@@ -29,9 +29,8 @@ import os
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from memoryd.errors import InvalidParams
 from memoryd.files.beneath import open_beneath
@@ -39,6 +38,11 @@ from memoryd.files.fsutil import atomic_write_at, write_all
 from memoryd.runtime import records
 from memoryd.secrets import redact
 from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 __all__ = [
     "APPEND_VIAS",
@@ -80,7 +84,7 @@ def least_trusted(a: str, b: str) -> str:
     return a if _TRUST.get(a, 0) <= _TRUST.get(b, 0) else b
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Provenance(records.Record):
     """What the daemon knows of a line's source."""
 
@@ -135,7 +139,7 @@ def check_provenance(
     )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Record(records.Record):
     """One line's ledger record. ``op`` "add": line ``k`` was written to ``path`` (by whom:
     origin and session, and how: ``via``); "forget": line ``k`` was removed from ``path`` (a
@@ -178,7 +182,7 @@ class Record(records.Record):
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class SessionMark(records.Record):
     """Issue 26's mark that a session is never flushed or indexed again (``forget
     --session``): a ledger line of its own kind, about a session rather than a line."""

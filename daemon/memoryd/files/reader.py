@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import InvalidParams, NotFound, Unavailable
 from memoryd.files.layout import Layout
 from memoryd.runtime.records import Record
 
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
+
 _READ_CHUNK = 1 << 20
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class LinesRead(Record):
     """The lines a ``get`` read from a file."""
 

@@ -7,14 +7,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memoryd.rpc.budget import ByteBudget
 from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from memoryd.rpc.wire import Wire
+else:
+    from memoryd.runtime.records import frozen_record
 
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 MiB = 1024 * 1024
@@ -23,7 +26,7 @@ MiB = 1024 * 1024
 LARGE_BODY_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Limits(Record):
     """What a connection and all of them together may hold (the server's limits, from [server])."""
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.rpc.failures import known_failure
@@ -29,6 +28,11 @@ from memoryd.runtime.logs import get_logger
 from memoryd.runtime.records import Record
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.rpc.dispatch")
 
@@ -43,7 +47,7 @@ class HandlerGroup(Protocol):
     def table(self) -> dict[str, Handler]: ...
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class OnCall(Record):
     """A group made by the first request for one of its ``methods`` (which must be its
     table's, no more, no fewer), or with the later groups."""

@@ -10,12 +10,17 @@ from __future__ import annotations
 import socket
 import struct
 import sys
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memoryd.runtime.records import Record
 
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
-@dataclass(frozen=True, eq=False, repr=False)
+
+@frozen_record(frozen=True, eq=False, repr=False)
 class PeerCredentials(Record):
     """Who is at the other end of a socket connection, as the kernel tells."""
 

@@ -27,7 +27,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgpack
 
@@ -41,6 +41,11 @@ from memoryd.runtime.logs import debug_enabled, get_logger
 from memoryd.runtime.records import Record
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.rpc.server")
 # Answers that are the daemon's fault or trouble, not the caller's mistake.
@@ -80,7 +85,7 @@ class Request:
             self.reserved += nbytes
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Outcome(Record):
     """A request's answer and the code its log line records."""
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +31,15 @@ from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from memoryd.files.append import Appender
     from memoryd.rpc.status import StatusReport
+else:
+    from memoryd.runtime.records import frozen_record
 
 
-@dataclass(frozen=True, kw_only=True, eq=False, repr=False)
+@frozen_record(frozen=True, kw_only=True, eq=False, repr=False)
 class DaemonParts(Record):
     """What the daemon process itself holds that methods use (app.py)."""
 

@@ -15,6 +15,8 @@ import reprlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from memoryd.runtime.record_inits import TEMPLATES
+
 R = TypeVar("R", bound="Record")
 
 
@@ -39,16 +41,22 @@ class Record:
 
 
 def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:
-    """``@dataclass(frozen=True, eq=False, repr=False)`` for a ``Record`` that is made
-    seldom (the config's sections), without compiling a method per class: its fields,
-    ``dataclasses.fields``/``replace`` and ``FrozenInstanceError`` as a dataclass has them,
-    one shared ``__init__`` (defaults and default factories as the generated one; ~10x
-    slower per instance), ``__setattr__`` and ``__delattr__``. The config's 17 classes
-    compiled 51 methods at every start, ~60 M instructions (issue 38). Modules write
-    ``dataclass`` under TYPE_CHECKING (what the type checker knows these classes as) and
-    this at run time; tests/runtime/test_records.py holds each against its dataclass twin."""
-    if params != {"frozen": True, "eq": False, "repr": False}:
-        raise TypeError(f"frozen_record takes frozen=True, eq=False, repr=False, not {params}")
+    """``@dataclass(frozen=True, eq=False, repr=False)`` for a ``Record``, without compiling a
+    method per class: its fields, ``dataclasses.fields``/``replace`` and
+    ``FrozenInstanceError`` as a dataclass has them, shared ``__setattr__`` and
+    ``__delattr__``, and an ``__init__`` made from a template (runtime/record_inits.py: the
+    generated one's signature, defaults and speed) when every field is a plain positional or
+    every one keyword-only and none has a default factory; else one shared ``__init__``
+    (defaults and default factories as the generated one; ~10x slower per instance: for
+    classes made seldom, as the config's sections). A frozen dataclass compiled three
+    methods at every start, ~2.3 M instructions (issue 38). Modules write ``dataclass``
+    under TYPE_CHECKING (what the type checker knows these classes as) and this at run
+    time; tests/runtime/test_records.py holds them against their dataclass twins."""
+    kw_only = params.pop("kw_only", False)
+    if params != {"frozen": True, "eq": False, "repr": False} or not isinstance(kw_only, bool):
+        raise TypeError(
+            f"frozen_record takes frozen=True, eq=False, repr=False (and kw_only), not {params}"
+        )
 
     def make(cls: type[R]) -> type[R]:
         if cls.__doc__ is None:  # else dataclass() would make one, "Name()", from
@@ -56,13 +64,52 @@ def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:
             cls.__doc__ = f"{cls.__qualname__}({', '.join(inspect.get_annotations(cls))})"
         # No method to generate: dataclass() only records the fields (and __match_args__);
         # its __dataclass_params__ say init=False, frozen=False: these three are ours.
-        dataclasses.dataclass(cls, init=False, repr=False, eq=False)
-        cls.__init__ = _init_of(cls)  # type: ignore[method-assign]
+        dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only)
+        init = _template_init(cls)
+        if init is None and any(f.kw_only for f in dataclasses.fields(cls)):  # type: ignore[arg-type]
+            raise TypeError(f"frozen_record: no keyword-only __init__ fits {cls.__qualname__}")
+        cls.__init__ = init or _init_of(cls)  # type: ignore[method-assign]
         cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
         cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign]
         return cls
 
     return make
+
+
+def _template_init(cls: type) -> Callable[..., None] | None:
+    """The generated ``__init__``'s twin from a template, or None when none fits."""
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields)
+    kw_only = {f.kw_only for f in fields}
+    if (
+        not 0 < len(fields) <= len(TEMPLATES)
+        or len(kw_only) != 1
+        or any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields)
+        or hasattr(cls, "__post_init__")
+        or "self" in names
+    ):
+        return None
+    init = TEMPLATES[len(fields) - 1](object.__setattr__, *names)
+    code = init.__code__
+    if set(names) & {*code.co_freevars, *code.co_cellvars}:  # never a field's name
+        return None
+    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
+    keywords = kw_only == {True}
+    init.__code__ = code.replace(
+        co_varnames=("self", *names),
+        co_argcount=1 if keywords else len(names) + 1,
+        co_kwonlyargcount=len(names) if keywords else 0,
+        co_name="__init__",
+        co_qualname=f"{cls.__qualname__}.__init__",
+    )
+    if keywords:
+        init.__kwdefaults__ = defaults or None
+    else:
+        init.__defaults__ = tuple(defaults.values()) or None
+    init.__annotations__ = {f.name: f.type for f in fields} | {"return": None}
+    init.__module__ = cls.__module__
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
 
 
 def _init_of(cls: type) -> Callable[..., None]:

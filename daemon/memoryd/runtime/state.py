@@ -20,9 +20,8 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import apsw
 
@@ -30,6 +29,11 @@ from memoryd import sqlite
 from memoryd.errors import MemorydError
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.runtime.state")
 REGISTRY_COPY = "workspaces.json"
@@ -202,7 +206,7 @@ class _Damaged(Exception):
     """quick_check found the file damaged."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class RegisteredWorkspace(Record):
     """A workspace added with ``workspace.add`` (the state database's row)."""
 

@@ -25,12 +25,16 @@ import threading
 import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.records import Record
 from memoryd.runtime.state import StateDB
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.runtime.usage")
 
@@ -53,7 +57,7 @@ def agent_name(name: str | None) -> str:
     return clean or "unknown"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class _Recalled(Record):
     """Which agent a recall served, and when."""
 

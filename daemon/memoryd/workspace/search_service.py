@@ -35,7 +35,6 @@ import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -52,9 +51,13 @@ from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from memoryd.embeddings.base import EmbeddingProvider
     from memoryd.index.vectors.query_vectors import PreparedQuery
     from memoryd.index.workspace import WorkspaceIndex
+else:
+    from memoryd.runtime.records import frozen_record
 
 FLEET_OFF = "fleet mode is off: set [fleet] dsn (docs/fleet.md)"
 STAT_THREADS = 4  # freshness checks of workspaces not on a local file system, at once
@@ -83,7 +86,7 @@ class FleetSearch(Protocol):
     ) -> dict[str, Any]: ...
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Answer(Record):
     """A search's answer, and which workspace (and index) gave it."""
 

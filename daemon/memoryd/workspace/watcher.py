@@ -29,7 +29,11 @@ from memoryd.runtime.logs import get_logger
 from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from memoryd.index.workspace import WorkspaceIndex
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.workspace.watcher")
 
@@ -53,7 +57,7 @@ def is_editor_temp(path: Path) -> bool:
     )  # vim's probe file
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class WatchTarget(Record):
     """A workspace to watch and the index its changed files go to."""
 
