@@ -30,7 +30,7 @@ from memoryd.rpc.dispatch import Dispatcher
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.wiring import DaemonParts, method_table
-from memoryd.runtime import heap, logs
+from memoryd.runtime import asyncio_ssl, heap, logs
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
@@ -314,6 +314,7 @@ class Daemon:
         if self._later_made:
             return
         self._later_made = True
+        asyncio_ssl.give_ssl()  # before anything that could use TLS (cli.py imported asyncio)
         self.registry.first_answered()  # the indexes' in-memory copies (and numpy) load now
         logs.release()  # the lines held since cli.py configured logging, then the startup line
         self._log_startup()

@@ -191,6 +191,9 @@ def cmd_run(args: argparse.Namespace | SimpleNamespace) -> int:
 
 
 def _run(args: argparse.Namespace | SimpleNamespace) -> int:
+    from memoryd.runtime import asyncio_ssl
+
+    asyncio_ssl.import_asyncio()  # its ssl after the first answer (runtime/asyncio_ssl.py)
     import asyncio
 
     from memoryd.app import Daemon

@@ -24,7 +24,8 @@ from memoryd.exit_codes import EXIT_OK
 # workspace that has no change in it, numpy (the in-memory copies load after the answer:
 # FTS5 gives their scores; runtime/lazy_numpy.py), tempfile (int8_rows makes a model file),
 # random (via the secrets module: a temp file's name is os.urandom's), ctypes.util (macOS's
-# peer check) and the next-steps line's command names (a terminal's).
+# peer check), the next-steps line's command names (a terminal's) and ssl (asyncio gets it
+# after the answer: runtime/asyncio_ssl.py).
 NOT_BEFORE_THE_FIRST_ANSWER = (
     "numpy",
     "structlog",
@@ -48,6 +49,8 @@ NOT_BEFORE_THE_FIRST_ANSWER = (
     "secrets",
     "ctypes.util",
     "memoryd_client.command_names",
+    "ssl",
+    "_ssl",
 )
 
 WATCHER = """
@@ -69,6 +72,8 @@ def _watch():
             with open(out + ".tmp", "w") as f:
                 f.write("\\n".join(sorted(sys.modules)))
             os.replace(out + ".tmp", out)
+        if sys.modules["asyncio.base_events"].ssl is sys.modules.get("ssl", 0):
+            open(out + ".ssl", "w").close()  # asyncio was given ssl (after the answer)
 
     Dispatcher.dispatch, connection.Connection.send = watched_dispatch, watched_send
 
@@ -116,6 +121,7 @@ def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
             # and then the copies load
             scan = lambda: c.result("status")["workspaces"][0]["keyword_scan"]  # noqa: E731
             assert wait_for(lambda: scan() == "memory", 15)
+            assert wait_for(lambda: c.result("hello") and (tmp_path / "modules.ssl").exists(), 15)
         assert wait_for(listed.exists, 15)
         modules = set(listed.read_text().split())
         assert "memoryd.index.workspace" in modules  # the engine answered
