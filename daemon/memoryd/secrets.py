@@ -23,10 +23,15 @@ import functools
 import math
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from memoryd import secret_rules
+from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows it as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 __all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "redact"]
 
@@ -87,8 +92,8 @@ SNIPPETS_KEPT: Final = 1024
 _SKIPPED_DETECTORS: Final = frozenset({"IPPublicDetector"})
 
 
-@dataclass(frozen=True)
-class Redacted:
+@frozen_record(frozen=True, eq=False, repr=False)
+class Redacted(Record):
     """A text with its secrets replaced, and what kinds were found."""
 
     text: str

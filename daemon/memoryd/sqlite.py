@@ -18,11 +18,17 @@ import os
 import stat
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
+
+from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows it as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 BUSY_TIMEOUT_MS = 5000
 # A named migration: (name, SQL). Applied once each, in order, recorded in `migrations`.
@@ -31,8 +37,8 @@ Migration = tuple[str, str]
 CORRUPTION = (apsw.CorruptError, apsw.NotADBError)
 
 
-@dataclass(frozen=True)
-class VecSupport:
+@frozen_record(frozen=True, eq=False, repr=False)
+class VecSupport(Record):
     """Whether sqlite-vec loads here, its version, or why not."""
 
     ok: bool

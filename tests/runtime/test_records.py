@@ -250,3 +250,13 @@ def test_every_dataclass_of_a_start_has_its_own_docstring() -> None:
         [sys.executable, "-c", DOCLESS, *START], capture_output=True, text=True, check=True
     ).stdout
     assert out.split() == []
+
+
+def test_records_that_were_full_dataclasses_compare_hash_and_show_as_before() -> None:
+    from memoryd.secrets import Redacted
+    from memoryd.sqlite import VecSupport
+
+    for made in (Redacted("a [REDACTED:x]", ("x",)), VecSupport(False, "", "missing")):
+        twin = _generated(made)
+        assert repr(made) == repr(twin) and hash(made) == hash(twin)
+        assert made == dataclasses.replace(made) and made != twin
