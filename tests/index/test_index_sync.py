@@ -254,6 +254,47 @@ def test_stale_hot_paths_sees_hot_files_and_folders_that_came_or_went(
     assert set(ix.freshness.stale_hot_paths()) == {old}
 
 
+def test_a_reopened_index_finds_a_file_that_came_while_it_was_closed_before_any_scan(
+    make_index: IndexFactory,
+) -> None:
+    make_index.write("MEMORY.md", "# Memory\n")
+    make_index.write("memory/2020-01-01.md", "an old day\n")
+    ix = make_index()
+    assert not ix.freshness.folders_known  # a new index: only its first scan knows them
+    assert ix.freshness.stale_hot_paths() == [make_index.ws / "MEMORY.md"]  # the hot files
+    ix.sync()
+    assert ix.freshness.folders_known
+    ix.close()
+    # While no daemon ran: a day's log came and one went (neither is a hot file).
+    (make_index.ws / "memory" / "2020-01-01.md").unlink()
+    new = make_index.write("memory/2020-01-02.md", "another old day\n")
+    ix = make_index()  # opened, not scanned: the folders' mtimes are the index's
+    assert ix.freshness.folders_known
+    stale = ix.freshness.stale_hot_paths()
+    assert set(stale) == {make_index.ws / "memory/2020-01-01.md", new}
+    ix.sync(stale)  # (what a search does with them)
+    assert search(ix, "day").results[0].path == "memory/2020-01-02.md"
+    assert ix.freshness.stale_hot_paths() == []
+    ix.close()
+    ix = make_index()  # the kept mtimes are the last scan's: the folder changed since...
+    assert ix.freshness.stale_hot_paths() == []  # ...and nothing in it is unknown
+
+
+def test_a_broken_folder_mtimes_entry_is_taken_for_none(make_index: IndexFactory) -> None:
+    from memoryd.index import schema
+    from memoryd.index.freshness import FOLDERS_KEY
+
+    ix = make_index()
+    ix.sync()
+    for broken in ("{", "[1]", '{"memory": "x", "elsewhere": 1}'):
+        ix.on_writer(lambda conn, b=broken: schema.set_meta(conn, {FOLDERS_KEY: b})).result()
+        ix.close()
+        ix = make_index()
+        assert not ix.freshness.folders_known  # then the first scan alone knows the folders
+        ix.sync()
+        assert ix.freshness.folders_known
+
+
 def test_a_busy_index_is_not_mistaken_for_a_corrupt_one(make_index: IndexFactory) -> None:
     import pytest
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from structlog.testing import capture_logs
 
-from daemon_util import DaemonThread, RawConn, wait_for
+from daemon_util import DaemonThread, RawConn, run_daemon, wait_for
 from engine_util import IndexFactory
 from memoryd.files.fsutil import atomic_write
 from memoryd.workspace.watcher import Watcher, WatchTarget, is_editor_temp
@@ -207,16 +207,79 @@ def test_editor_temp_files_are_recognised() -> None:
         assert not is_editor_temp(Path("/w/memory") / name), name
 
 
+def old_days(ws: Path, n: int, word: str) -> Path:
+    """``n`` daily logs of long ago (none a hot file), the last holding ``word``."""
+    day = dt.date(2019, 1, 1)
+    for i in range(n):
+        path = ws / "memory" / f"{day + dt.timedelta(days=i)}.md"
+        path.write_text(f"# Day {i}\n\nroutine notes {i}\n" + (word if i == n - 1 else ""))
+    return path
+
+
+def test_a_search_right_after_workspace_add_waits_for_the_first_scan(md_home: Path) -> None:
+    ws = md_home / "ws"  # no hot file (MEMORY.md, today's log) whose sync would wait too
+    (ws / "memory").mkdir(parents=True)
+    last = old_days(ws, 300, "the zanzibar decision")
+    with (
+        DaemonThread(md_home, {"server": {"read_your_writes_ms": 60_000}}) as d,
+        RawConn(d.socket_path) as c,
+    ):
+        c.result("workspace.add", {"path": str(ws)})  # its first scan has just begun
+        res = c.result("search", {"query": "zanzibar", "mode": "keyword"})
+        assert [r["path"] for r in res["results"]] == [last.relative_to(ws).as_posix()], res
+        assert "stale" not in res and res["pending_files"] == 0
+
+
+def test_past_the_budget_a_search_during_the_first_scan_says_stale(md_home: Path) -> None:
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    old_days(ws, 300, "the zanzibar decision")
+    with (
+        DaemonThread(md_home, {"server": {"read_your_writes_ms": 0}}) as d,
+        RawConn(d.socket_path) as c,
+    ):
+        c.result("workspace.add", {"path": str(ws)})
+        res = c.result("search", {"query": "zanzibar", "mode": "keyword"})
+        # Found (the scan was quicker than this search) or said to be possibly missing:
+        # never an empty answer that claims to be current.
+        assert res["results"] or (res["stale"] is True and res["pending_files"] > 0), res
+        c.result("reindex", {"wait": True})
+        res = c.result("search", {"query": "zanzibar", "mode": "keyword"})
+        assert res["results"] and "stale" not in res
+
+
+def test_the_first_search_after_a_start_finds_a_file_that_came_while_stopped(
+    md_home: Path,
+) -> None:
+    ws = workspace(md_home / "ws")
+    old_days(ws, 300, "")
+    config = {"server": {"read_your_writes_ms": 60_000}}
+    with DaemonThread(md_home, config) as d, RawConn(d.socket_path) as c:
+        c.result("workspace.add", {"path": str(ws), "wait": True})
+    # While no daemon ran: a log of long ago came (not a hot file; the watcher was not there)
+    came = ws / "memory" / "2018-06-01.md"
+    came.write_text("# An old day\n\nthe pangolin decision\n")
+
+    async def main() -> None:
+        async with run_daemon(md_home, config, wait_background=False) as daemon:
+            with RawConn(daemon.socket_path) as c:  # the startup scan may still be running
+                params = {"query": "pangolin", "mode": "keyword"}
+                res = await asyncio.to_thread(c.result, "search", params)
+                assert [r["path"] for r in res["results"]] == ["memory/2018-06-01.md"], res
+                assert "stale" not in res
+
+    asyncio.run(main())
+
+
 def test_twenty_clients_search_while_files_are_edited(md_home: Path) -> None:
     ws = workspace(md_home / "ws")
     for i in range(20):
         (ws / "memory" / "topics" / f"f{i}.md").write_text(f"# F{i}\n\nalpha beta gamma {i}\n")
-    with DaemonThread(md_home) as d:
+    # The first searches wait for the added workspace's first scan: a loaded machine may
+    # need more than the default second for it (an answer past it would be stale, empty).
+    with DaemonThread(md_home, {"server": {"read_your_writes_ms": 60_000}}) as d:
         with MemoryClient(d.socket_path) as setup:
             setup.workspace_add(ws)
-            # The edits below are the point, not the first scan: a search does not wait for
-            # a just-added workspace's first scan of folders it has not scanned yet.
-            setup.reindex(workspace="ws", wait=True)
         stop = threading.Event()
         errors: list[BaseException] = []
         counts: list[int] = []

@@ -8,17 +8,25 @@ to was last found on a local file system (``may_hold_lock``; filesystems.py): lo
 the index opens, after each whole scan, when a new file joins the hot ones, and again once
 a finding is ``RECHECK_SECONDS`` old (a mount made or gone under the workspace meanwhile).
 Otherwise a stat may wait minutes for a server, and the search runs the check off the event
-loop, through os.stat (``stale_hot_paths(held=False)``)."""
+loop, through os.stat (``stale_hot_paths(held=False)``).
+
+The watched folders' mtimes after a whole scan are kept in the index (meta
+``folder_mtimes``): a file added or removed while the daemon was stopped is found by the
+first search after a start, not only once the startup scan reaches it. An index no whole
+scan ever ended on (just added, or made anew) knows its folders only through that scan
+(``folders_known``): a search waits for it (workspace/search_service.py)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memoryd.files.layout import (
     CURATED_FILES,
@@ -29,7 +37,7 @@ from memoryd.files.layout import (
     day_of,
     display_name,
 )
-from memoryd.index import filesystems
+from memoryd.index import filesystems, schema
 from memoryd.index.store import FileRow
 from memoryd.index.types import SearchRequest
 from memoryd.runtime.logs import get_logger
@@ -45,11 +53,15 @@ HOT_MAX = 32  # ...at most this many, the most recent
 WATCHED_FOLDERS = ("", MEMORY_DIR, SESSIONS_DIR)  # their mtimes tell a file came or went
 RECHECK_SECONDS = 60.0  # a finding that the stats' files are all local holds this long
 NEVER = float("-inf")
+FOLDERS_KEY = "folder_mtimes"  # meta: {rel: mtime_ns} of WATCHED_FOLDERS after a whole scan
 
 log = get_logger("memoryd.index")
 
 
 Stats = Callable[[Sequence[str]], list[tuple[int, int] | None]]
+
+if TYPE_CHECKING:
+    import apsw
 
 
 def py_stat_many(paths: Sequence[str]) -> list[tuple[int, int] | None]:
@@ -89,6 +101,10 @@ class Freshness:
         self._files: dict[str, tuple[int, int]] = {}  # rel -> (mtime_ns, size) as indexed
         self._recent: dict[str, float] = {}  # rel -> when a targeted sync committed it
         self._dir_mtimes: dict[str, int] = {}  # after the last whole scan; {}: none yet
+        self._kept_mtimes: dict[str, int] = {}  # as the index holds them (FOLDERS_KEY)
+        # A whole scan ended on this index, now or before a restart: a search's check finds
+        # a file come or gone in a folder (``_dirs_changed``). Until then only the scan does.
+        self.folders_known = False
         self._root_str = str(self.root)
         # (rel, absolute path) of each watched folder: joined once, not at each search
         self._folders = tuple((rel, os.path.join(self._root_str, rel)) for rel in WATCHED_FOLDERS)
@@ -106,10 +122,15 @@ class Freshness:
         self._looking = threading.Lock()
         self._found = 0  # files found not local by ``committed``: a look begun before keeps it
 
-    def load(self, rows: Iterable[FileRow]) -> None:
-        """The index's files as opened (the writer thread); and where the stats will go."""
+    def load(self, rows: Iterable[FileRow], conn: apsw.Connection | None = None) -> None:
+        """The index's files as opened (the writer thread), the folders' mtimes its last
+        whole scan left in ``conn``; and where the stats will go."""
         with self._lock:
             self._files = {r.path: (r.mtime_ns, r.size) for r in rows}
+        if conn is not None:
+            self._kept_mtimes = _mtimes(schema.get_meta(conn).get(FOLDERS_KEY))
+            self._dir_mtimes = dict(self._kept_mtimes)
+            self.folders_known = bool(self._dir_mtimes)
         self.look_at_filesystems()
 
     def may_hold_lock(self) -> bool:
@@ -181,10 +202,16 @@ class Freshness:
                 self.local_until = NEVER
                 self._tell((path, name))
 
-    def scanned(self) -> None:
-        """A whole scan just ended: the folder mtimes to compare later searches against;
-        and the file systems looked at again (a scan follows a mount made or gone)."""
-        self._dir_mtimes = self._read_dir_mtimes()
+    def scanned(self, conn: apsw.Connection | None = None) -> None:
+        """A whole scan just ended: the folder mtimes to compare later searches against,
+        kept in ``conn`` for the next start (written only when they changed); and the file
+        systems looked at again (a scan follows a mount made or gone)."""
+        mtimes = self._read_dir_mtimes()
+        if conn is not None and mtimes != self._kept_mtimes:
+            schema.set_meta(conn, {FOLDERS_KEY: json.dumps(mtimes, sort_keys=True)})
+            self._kept_mtimes = mtimes
+        self._dir_mtimes = mtimes
+        self.folders_known = bool(mtimes)
         self.look_at_filesystems()
 
     def expand_dirs(self, paths: list[Path]) -> list[Path]:
@@ -305,3 +332,14 @@ class Freshness:
             with contextlib.suppress(OSError):
                 out[rel] = os.stat(path).st_mtime_ns
         return out
+
+
+def _mtimes(text: str | None) -> dict[str, int]:
+    """FOLDERS_KEY's value; {} when missing or not what scanned() writes."""
+    try:
+        found = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    return {k: v for k, v in found.items() if k in WATCHED_FOLDERS and type(v) is int}

@@ -225,7 +225,7 @@ class WorkspaceIndex:
             raise IndexUnavailable(f"cannot open index {self.db_path}: {exc}") from None
         self._wconn = conn
         self.has_vec_table = store.has_vec_table(conn)
-        self.freshness.load(store.read_files(conn).values())
+        self.freshness.load(store.read_files(conn).values(), conn)
         self.line_meta.load(conn)
         self._syncer = Syncer(
             conn,
@@ -355,7 +355,7 @@ class WorkspaceIndex:
                 self.copies.load_keywords(sidecar=False)
         report.seconds = time.monotonic() - started
         if paths is None:
-            self.freshness.scanned()
+            self.freshness.scanned(None if self._closed else self._wconn)  # not cut short
             if self._wconn is not None:
                 # A whole scan fills the writer's page cache with rows later writes rarely
                 # need again; a daemon with many workspaces would keep each one's for good.

@@ -107,7 +107,7 @@ class MemoryMethods:
         rows = p.flag("hit_rows")  # the hits as rows (protocol.HIT_ROWS)
         p.done()
         answer = await self.searches.answer(
-            ref, sreq, everywhere=everywhere, include_superseded=include_superseded
+            ref, sreq, everywhere=everywhere, include_superseded=include_superseded, quick=True
         )
         req.log_fields["workspace"] = answer.workspace
         if self.usage is not None and answer.index is not None:  # a local workspace's

@@ -94,7 +94,9 @@ class RecallMethods:
             projects=projects,
             today=(now or self.clock.now().date()).isoformat(),
         )
-        answer = await self.searches.answer(ref, sreq, include_superseded=include_superseded)
+        answer = await self.searches.answer(
+            ref, sreq, include_superseded=include_superseded, quick=True
+        )
         req.log_fields["workspace"] = answer.workspace
         found = answer.result
         first: list[_recall.Item] = []

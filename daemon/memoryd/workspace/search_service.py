@@ -44,6 +44,7 @@ from memoryd.index.search.notices import search_notices
 from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
+from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.pool import HandoffPool
 from memoryd.runtime.records import Record
 from memoryd.secrets import mask_snippets
@@ -135,14 +136,16 @@ class SearchService:
         everywhere: bool = False,
         include_superseded: bool = False,
         count: bool = True,
+        quick: bool = False,
     ) -> Answer:
         """Search workspace ``ref`` (name or path; None: the only one; "host:name": another
         host's), or with ``everywhere`` every workspace the fleet publishes. Superseded lines
         are left out (marked with ``include_superseded``); ``count``: the hits count as used
-        (hit counting; a forget's own search does not)."""
+        (hit counting; a forget's own search does not). ``quick``: the caller is a quick
+        request (rpc/dispatch.py's QUICK_METHODS), which background threads step aside for."""
         if everywhere or self.remote(ref):
             return await self._fleet_answer(None if everywhere else ref, req, include_superseded)
-        ws, index, result = await self._fresh(ref, req)
+        ws, index, result = await self._fresh(ref, req, quick)
         result["results"] = self._settle(
             ws, index, req.query, result["results"], include_superseded, count=count
         )
@@ -201,7 +204,7 @@ class SearchService:
         return Answer("fleet" if ref is None else ref, mask_snippets(result))
 
     async def _fresh(
-        self, ref: str | None, req: SearchRequest
+        self, ref: str | None, req: SearchRequest, quick: bool
     ) -> tuple[Workspace, WorkspaceIndex, dict[str, Any]]:
         """Search workspace ``ref`` with read-your-writes."""
         ws, index = await self.registry.index_of(ref)
@@ -225,8 +228,10 @@ class SearchService:
         cfg = config.server
         started = time.monotonic()
         budget = cfg.read_your_writes_ms / 1000
+        fresh = index.freshness.folders_known or await self._first_scan(ws, index, budget, quick)
         concerns = index.freshness.concerns(req)
-        fresh = await self.watcher.wait_synced(ws.name, budget, concerns)
+        left = budget - (time.monotonic() - started)
+        fresh = await self.watcher.wait_synced(ws.name, left, concerns) and fresh
         loop = asyncio.get_running_loop()
         prepared = None
         if index.queries.embeds(req):
@@ -263,6 +268,27 @@ class SearchService:
         if notices.lines:
             out["notices"] = notices.lines
         return ws, index, out
+
+    async def _first_scan(
+        self, ws: Workspace, index: WorkspaceIndex, left: float, quick: bool
+    ) -> bool:
+        """A workspace no whole scan has ended on (just added, or its index made anew):
+        the files in its folders come with that scan alone (the check after it knows the
+        hot files only). Wait for it, ``left`` seconds at most; whether it ended. A
+        ``quick`` request (background work steps aside for it) is not one meanwhile: the
+        scan would step aside for the search waiting for it."""
+        scan = ws.scan
+        if scan is not None and not scan.done() and left > 0:
+            ended = asyncio.wrap_future(scan)
+            ended.add_done_callback(_retrieved)  # a failed scan says so in status, not here
+            if quick:
+                FOREGROUND.end()
+            try:
+                await asyncio.wait({ended}, timeout=left)
+            finally:
+                if quick:
+                    FOREGROUND.begin()
+        return index.freshness.folders_known
 
     async def _check_released(self, index: WorkspaceIndex, left: float) -> list[Path] | None:
         """The stale hot files, checked on a ``memoryd-stat`` thread, the lock given up;
@@ -324,6 +350,11 @@ class SearchService:
             return prepared
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.query_embedder, index.queries.prepare, req)
+
+
+def _retrieved(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _fresh_then_search(
