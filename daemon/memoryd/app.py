@@ -283,6 +283,8 @@ class Daemon:
                     await asyncio.wait_for(self._answered.wait(), FIRST_ANSWER_FIRST_S)
             else:  # none yet: the first workspace.add would wait for the engine's imports
                 await asyncio.gather(opening, asyncio.to_thread(_import_engine))
+                # ...and for numpy's: once idle (the first answer out, or a second gone)
+                self._service_tasks.add(asyncio.create_task(self._warm_numpy()))
             self._after_first_answer()
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
@@ -307,6 +309,20 @@ class Daemon:
             self.background_ready.set()
             # The start-up's last step: what a measure of the daemon's own memory waits for.
             log.info("background_ready", ms=round((time.monotonic() - self.started_at) * 1000))
+
+    async def _warm_numpy(self) -> None:
+        """Import numpy on a thread of lowered priority once the daemon is idle after its
+        start (never before its first answer): the in-memory copies of the first index a
+        ``workspace.add`` opens need it (~0.1 s to import; with a workspace, the copies
+        import it themselves after the first answer)."""
+        from memoryd.runtime.priority import run_lowered
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._answered.wait(), FIRST_ANSWER_FIRST_S)
+        try:
+            await asyncio.to_thread(run_lowered, _import_numpy)
+        except Exception as exc:  # the first index's copies will say it again
+            log.warning("numpy_import_failed", error=str(exc))
 
     def _after_first_answer(self) -> None:
         """What the first answer did not need (once): the jobs and git sync (their listeners
@@ -568,6 +584,12 @@ def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]
         error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
         exc_info=exc if isinstance(exc, BaseException) else None,
     )
+
+
+def _import_numpy() -> None:
+    from memoryd.runtime.lazy_numpy import np
+
+    np.ndarray  # noqa: B018 (the first read imports it: lazy_numpy.py)
 
 
 def _import_engine() -> None:

@@ -12,6 +12,8 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from daemon_util import Proc, RawConn, wait_for
 from memoryd.exit_codes import EXIT_OK
 
@@ -130,6 +132,37 @@ def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
         assert wait_for(lambda: "startup" in proc.events(), 15), proc.logs()
         events = proc.events()
         assert events.index("workspace_opened") < events.index("startup")
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait() == EXIT_OK
+    finally:
+        proc.kill()
+
+
+def _numpy_mapped(pid: int) -> bool:
+    """Whether numpy's extension is mapped into process ``pid`` (Linux's /proc)."""
+    return "numpy" in Path(f"/proc/{pid}/maps").read_text()
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("asked", [False, True])
+def test_a_daemon_without_a_workspace_imports_numpy_once_idle_for_its_first_index(
+    md_home: Path, asked: bool
+) -> None:
+    # Its first workspace.add would wait for the import (the index's in-memory copies):
+    # once the first answer is out, or a second after the start if none comes.
+    ws = md_home / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "memory" / "2024-05-01.md").write_text("- The spare key is under the blue pot.\n")
+    proc = Proc(md_home)
+    try:
+        proc.ready()
+        with RawConn(proc.socket, timeout=30) as c:
+            if asked:
+                assert c.result("workspace.list") == {"workspaces": []}
+            assert wait_for(lambda: _numpy_mapped(proc.p.pid), 30)
+            c.result("workspace.add", {"path": str(ws), "wait": True})
+            found = c.result("search", {"query": "spare key", "mode": "keyword"})["results"]
+            assert [h["path"] for h in found] == ["memory/2024-05-01.md"]
         proc.p.send_signal(signal.SIGTERM)
         assert proc.wait() == EXIT_OK
     finally:
