@@ -44,6 +44,7 @@ from memoryd.service.notify import (
 from memoryd.services import Services
 from memoryd.sqlite import make_private_dir
 from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.search_service import STAT_THREADS
 from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.paths import Paths
 
@@ -106,6 +107,9 @@ class Daemon:
         self.readers = HandoffPool(
             config.server.reader_threads, thread_name_prefix="memoryd-reader"
         )
+        # Read-your-writes' stats where one may hang (search_service.py): ended with the
+        # daemon, which never waits for one stuck in a file server's request.
+        self.stat_checks = HandoffPool(STAT_THREADS, thread_name_prefix="memoryd-stat")
         # Embedding a new query (5-20 ms in the model, which releases the GIL) runs here,
         # so it never holds up the reader that serves everyone's searches.
         self.query_embedder = ThreadPoolExecutor(1, thread_name_prefix="memoryd-query-embed")
@@ -311,16 +315,15 @@ class Daemon:
             log.info("background_ready", ms=round((time.monotonic() - self.started_at) * 1000))
 
     async def _warm_numpy(self) -> None:
-        """Import numpy on a thread of lowered priority once the daemon is idle after its
-        start (never before its first answer): the in-memory copies of the first index a
-        ``workspace.add`` opens need it (~0.1 s to import; with a workspace, the copies
-        import it themselves after the first answer)."""
+        """numpy, for the copies of the first index a workspace.add opens (~0.1 s): once
+        idle after the start (never before the first answer), on a lowered thread."""
+        from memoryd.runtime.lazy_numpy import np
         from memoryd.runtime.priority import run_lowered
 
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._answered.wait(), FIRST_ANSWER_FIRST_S)
-        try:
-            await asyncio.to_thread(run_lowered, _import_numpy)
+        try:  # (the first read of the stand-in imports it: lazy_numpy.py)
+            await asyncio.to_thread(run_lowered, lambda: np.__name__)
         except Exception as exc:  # the first index's copies will say it again
             log.warning("numpy_import_failed", error=str(exc))
 
@@ -421,9 +424,8 @@ class Daemon:
         await self.server.close()
         if sv is not None:
             await sv.registry.close()
-        self.readers.shutdown(wait=False, cancel_futures=True)
-        self.query_embedder.shutdown(wait=False, cancel_futures=True)
-        self.waiters.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.readers, self.stat_checks, self.query_embedder, self.waiters):
+            pool.shutdown(wait=False, cancel_futures=True)
         self._close_sync()
         log.info(
             "shutdown",
@@ -525,6 +527,7 @@ class Daemon:
                 env=self.env,
                 watcher=self.watcher,
                 readers=self.readers,
+                stat_checks=self.stat_checks,
                 query_embedder=self.query_embedder,
                 waiters=self.waiters,
                 appender=self._appender,
@@ -584,12 +587,6 @@ def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]
         error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
         exc_info=exc if isinstance(exc, BaseException) else None,
     )
-
-
-def _import_numpy() -> None:
-    from memoryd.runtime.lazy_numpy import np
-
-    np.ndarray  # noqa: B018 (the first read imports it: lazy_numpy.py)
 
 
 def _import_engine() -> None:

@@ -122,3 +122,35 @@ def test_a_workspace_on_a_hung_server_answers_stale_and_stops_no_other(
         assert not fs.gave_up.exists()
         with RawConn(d.socket_path, timeout=30) as c4:
             assert wait_for(lambda: "stale" not in search(c4, "far"), 10)
+
+
+def test_the_daemon_stops_while_a_stat_waits_for_the_hung_server_and_that_thread_ends_after(
+    md_home: Path, tmp_path: Path
+) -> None:
+    mnt = tmp_path / "mnt"
+    root = md_home / "far"
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
+    (root / "USER.md").symlink_to(mnt / "USER.md")  # a hot file in the mount
+
+    def stat_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name.startswith("memoryd-stat")]
+
+    before = set(stat_threads())
+    with slow_fs(mnt) as fs:
+        try:
+            with (
+                DaemonThread(md_home, config={"server": {"read_your_writes_ms": 100}}) as d,
+                RawConn(d.socket_path, timeout=30) as c,
+            ):
+                c.result("workspace.add", {"path": str(root), "wait": True})
+                fs.hang()
+                answer = c.result("search", {"query": "nomad", "mode": "keyword"})
+                assert answer["stale"] is True and wait_for(fs.asked.exists, 10)
+            # Stopped, while that stat still waits in the kernel (the server never gave up)
+            assert fs.control.exists() and not fs.gave_up.exists()
+            assert set(stat_threads()) - before
+        finally:
+            fs.answer()
+        assert wait_for(lambda: not set(stat_threads()) - before, 10)
+        assert not fs.gave_up.exists()

@@ -179,6 +179,46 @@ def test_a_workspace_whose_file_server_hangs_holds_up_nothing_else(md_home: Path
         assert len(calls) >= 2
 
 
+def stat_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("memoryd-stat")]
+
+
+def test_the_stat_threads_end_with_the_daemon_which_waits_for_no_hung_one(
+    md_home: Path,
+) -> None:
+    from memoryd.index.freshness import py_stat_many
+
+    root = md_home / "ws"
+    (root / "memory").mkdir(parents=True)
+    (root / "MEMORY.md").write_text("# Memory\n\nThe deploy target is nomad.\n")
+    gate, hung = threading.Event(), threading.Event()
+
+    def stats(paths: Any) -> list[tuple[int, int] | None]:
+        if hung.is_set():
+            gate.wait(120)  # past DaemonThread's 30 s join: a stop that waited would fail
+        return py_stat_many(paths)
+
+    before = set(stat_threads())
+    config = {"server": {"read_your_writes_ms": 100}}
+    try:
+        with DaemonThread(md_home, config=config) as d, RawConn(d.socket_path) as c:
+            c.result("workspace.add", {"path": str(root), "wait": True})
+            assert d.daemon is not None
+            fresh = d.daemon.registry.resolve("ws").usable_index().freshness
+            fresh.fs_type = lambda _path: 0x6969  # NFS
+            fresh.stat_released = stats
+            fresh.look_at_filesystems()
+            assert wait_for(lambda: "stale" not in c.result("search", {"query": "nomad"}), 10)
+            hung.set()  # the server stops answering
+            assert c.result("search", {"query": "nomad"})["stale"] is True
+            assert len(set(stat_threads()) - before) >= 1
+        # The daemon stopped while a check still waits for the server...
+        assert [t for t in stat_threads() if t not in before]
+    finally:
+        gate.set()  # ...which answers: that thread ends too, as the idle ones did at once
+    assert wait_for(lambda: not set(stat_threads()) - before, 10)
+
+
 def test_a_zero_budget_still_checks_a_network_workspace_that_answers(md_home: Path) -> None:
     # read_your_writes_ms = 0: no wait for pending writes, but the freshness stats run, on a
     # network file system as on a local one (off the loop there): the answer is not "stale"

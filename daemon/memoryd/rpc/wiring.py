@@ -48,6 +48,7 @@ class DaemonParts(Record):
     env: Mapping[str, str]
     watcher: Watcher
     readers: Executor  # searches and reads
+    stat_checks: Executor  # read-your-writes' stats where a stat may hang
     query_embedder: Executor  # a new query's embedding
     waiters: Executor  # long waits (reindex wait=true), apart so that they starve nothing
     appender: Callable[[], Appender]  # made on first use (an append, or the jobs)
@@ -84,6 +85,7 @@ def _searches(sv: Services, d: DaemonParts) -> SearchService:
         sv.registry,
         d.watcher,
         d.readers,
+        d.stat_checks,
         d.query_embedder,
         d.config,
         hits=sv.hits,

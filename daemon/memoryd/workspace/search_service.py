@@ -45,7 +45,6 @@ from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.foreground import FOREGROUND
-from memoryd.runtime.pool import HandoffPool
 from memoryd.runtime.records import Record
 from memoryd.secrets import mask_snippets
 from memoryd.workspace.registry import Registry, Workspace
@@ -102,6 +101,7 @@ class SearchService:
         registry: Registry,
         watcher: Watcher,
         readers: Executor,  # the searches the copies cannot rank
+        stats: Executor,  # freshness checks where a stat may hang (memoryd-stat: app.py)
         query_embedder: Executor,  # new query vectors
         config: Callable[[], Config],  # the current one, read at each search
         *,
@@ -118,10 +118,10 @@ class SearchService:
         self.fleet = fleet
         self.fleet_off = fleet_off
         self.supersession = supersession.Supersession()
-        # Daemon threads, started when first needed: one stuck in a stat never holds the
-        # exit up. And the check in flight of each workspace (a hung one is not joined by
-        # another at every search).
-        self.stats = HandoffPool(STAT_THREADS, thread_name_prefix="memoryd-stat")
+        # STAT_THREADS daemon threads, started when first needed and ended with the daemon,
+        # which never waits for one stuck in a stat. And the check in flight of each
+        # workspace (a hung one is not joined by another at every search).
+        self.stats = stats
         self._checks: dict[WorkspaceIndex, asyncio.Future[list[Path]]] = {}
 
     def remote(self, ref: str | None) -> bool:
