@@ -97,3 +97,59 @@ def test_a_repository_made_whole_keeps_its_history_and_is_not_made_again(
     (gd / "description").unlink()  # `git init` would write it again
     assert _engine(tmp_path, remote).repo.head() == head
     assert not (gd / "description").exists()
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_private_indexes_a_killed_daemon_left_are_removed_at_start_and_no_live_ones(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    remote = _remote(tmp_path)
+    e = _engine(tmp_path, remote)
+    (e.root / DAY).write_text("# 2026-03-02\n\n- synced once\n")
+    e.sync()
+    gd = e.repo.git.git_dir
+    live = subprocess.Popen(["sleep", "60"])  # another daemon's, still running
+    try:
+        dead, names = _dead_pid(), {}
+        for who, pid in (("dead", dead), ("live", live.pid), ("own", os.getpid())):
+            names[who] = f"memoryd-index-{pid}"
+            (gd / names[who]).write_bytes(b"DIRC half written")
+            (gd / f"{names[who]}.lock").write_bytes(b"")
+        (gd / "memoryd-index-notapid").write_bytes(b"")  # not memoryd's pattern: kept
+        e = _engine(tmp_path, remote)  # a start
+        left = {p.name for p in gd.iterdir() if p.name.startswith("memoryd-index-")}
+        live_name = names["live"]
+        assert left == {live_name, f"{live_name}.lock", "memoryd-index-notapid"}
+        (e.root / DAY).write_text("# 2026-03-02\n\n- synced once\n- and twice\n")
+        report = e.sync()
+        assert report.pushed and report.error is None, report
+        assert {p.name for p in gd.iterdir() if p.name.startswith("memoryd-index-")} == left
+    finally:
+        live.kill()
+        live.wait()
+
+
+def test_the_merge_attributes_are_written_whole_beside_the_persons_own(tmp_path: Path) -> None:
+    from memoryd.sync.workspace_repo import ATTRIBUTES, _merge_drivers
+
+    remote = _remote(tmp_path)
+    e = _engine(tmp_path, remote)
+    info = e.repo.git.git_dir / "info"
+    info.mkdir(exist_ok=True)
+    # The person's own line, and half of ours as an earlier version's kill left it.
+    (info / "attributes").write_text("*.png binary\n" + ATTRIBUTES[: len(ATTRIBUTES) // 2])
+    before = (info / "attributes").stat().st_ino
+    _merge_drivers(e.repo.git)
+    text = (info / "attributes").read_text()
+    assert text.startswith("*.png binary\n") and text.endswith(ATTRIBUTES)
+    assert (info / "attributes").stat().st_ino != before  # replaced, never written in place
+    assert sorted(p.name for p in info.iterdir()) == ["attributes", "exclude"]
+    _merge_drivers(e.repo.git)  # there already: left as it is
+    assert (info / "attributes").read_text() == text

@@ -107,3 +107,23 @@ def test_a_workspace_that_is_a_git_repository_gets_no_commit_by_default(tmp_path
             check=True,
         ).stdout
         assert set(log.split()) == {"laptop"}
+
+
+def test_a_sync_that_cannot_run_answers_unavailable_and_says_why(tmp_path: Path) -> None:
+    # The config asks for the workspace's own repository, and the folder is none: the
+    # daemon serves on, and sync.now says why it cannot sync (not an internal error).
+    from daemon_util import DaemonThread, RawConn, short_home
+
+    bare = make_remote(tmp_path)
+    with short_home() as home:
+        ws = home / "ws"
+        (ws / "memory").mkdir(parents=True)
+        entry = {"path": str(ws), "name": "notes", "sync_remote": f"file://{bare}"}
+        config = {"workspaces": [{**entry, "sync_repo": "workspace"}], "sync": {"host": "a"}}
+        with DaemonThread(home, config) as d, RawConn(d.socket_path) as c:
+            reply = c.call("sync.now", {"workspace": "notes"})
+            assert reply is not None and reply["error"]["code"] == "unavailable", reply
+            message = reply["error"]["message"]
+            assert message.startswith("sync cannot run: ") and "not a git repository" in message
+            assert c.result("sync.status", {"workspace": "notes"})["workspaces"][0]["problem"]
+            assert c.result("search", {"query": "anything", "mode": "keyword"})["results"] == []

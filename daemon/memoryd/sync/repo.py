@@ -14,6 +14,7 @@ import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from memoryd.sync.git import Git, GitError
@@ -24,6 +25,7 @@ REMOTE: Final = "origin"
 SEEN_REF: Final = "refs/memoryd/remote-seen"  # the remote tip last merged or pushed
 EMPTY_TREE: Final = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 MADE: Final = "memoryd-made"  # written last when memoryd made its repository (ensure)
+PRIVATE_INDEX: Final = "memoryd-index-"  # + the daemon's pid: write_tree's own index
 _LOCKS: Final = ("index.lock", "HEAD.lock", "config.lock", "packed-refs.lock", "shallow.lock")
 
 
@@ -87,11 +89,13 @@ class Repo:
         )
 
     def clear_stale_locks(self) -> list[str]:
-        """Lock files a killed git left (its children die with the daemon: git.py). Called
-        at start, before this daemon runs any git in the repository."""
+        """Lock files a killed git left (its children die with the daemon: git.py), and the
+        private index (and its lock) of ``write_tree`` in a daemon that was killed: one whose
+        process is gone, or that bore this daemon's pid. Called at start, before this daemon
+        runs any git in the repository."""
         gone = []
         gd = self.git.git_dir
-        for name in _LOCKS:
+        for name in (*_LOCKS, *_stale_private_indexes(gd)):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(gd / name)
                 gone.append(name)
@@ -197,7 +201,7 @@ class Repo:
 
     def write_tree(self, base: str | None, changes: Mapping[str, Entry | None]) -> str:
         """``base``'s tree with ``changes`` (path -> entry, or None to remove), written."""
-        index = self.git.git_dir / f"memoryd-index-{os.getpid()}"
+        index = self.git.git_dir / f"{PRIVATE_INDEX}{os.getpid()}"
         env = {"GIT_INDEX_FILE": str(index)}
         try:
             if base is not None:
@@ -223,3 +227,28 @@ class Repo:
         for p in parents:
             args += ["-p", p]
         return self.git.out(*args, "-m", message)
+
+
+def _stale_private_indexes(git_dir: Path) -> list[str]:
+    """``write_tree``'s private indexes (and git's locks of them) left by a daemon that is
+    gone; this daemon's pid counts as gone (it has written none yet: a pid used again)."""
+    try:
+        names = [n for n in os.listdir(git_dir) if n.startswith(PRIVATE_INDEX)]
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        pid = name[len(PRIVATE_INDEX) :].removesuffix(".lock")
+        if pid.isdigit() and (int(pid) == os.getpid() or not _alive(int(pid))):
+            out.append(name)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from memoryd.errors import InvalidParams, MemorydError
+from memoryd.errors import InvalidParams, MemorydError, Unavailable
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.sync import purge
@@ -289,7 +289,7 @@ class SyncService:
         if ws.engine is None:
             self._open(ws, self.config())
             if ws.engine is None:
-                raise MemorydError(f"sync cannot run: {ws.problem}")
+                raise Unavailable(f"sync cannot run: {ws.problem}")
         while ws.task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(ws.task)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Final
 
 from memoryd.errors import InvalidParams
+from memoryd.files.fsutil import atomic_write
 from memoryd.files.provenance import LEDGER_REL
 from memoryd.runtime.config import Config
 from memoryd.sync import settings as saved
@@ -94,6 +95,6 @@ def _merge_drivers(git: Git) -> None:
     info.mkdir(exist_ok=True)
     attrs = info / "attributes"
     current = attrs.read_text() if attrs.exists() else ""
-    if ATTRIBUTES not in current:
+    if ATTRIBUTES not in current:  # whole or not at all: a kill mid-write cuts no line
         sep = "\n" if current and not current.endswith("\n") else ""
-        attrs.write_text(current + sep + ATTRIBUTES)
+        atomic_write(attrs, (current + sep + ATTRIBUTES).encode())
