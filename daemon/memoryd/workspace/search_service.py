@@ -228,9 +228,11 @@ class SearchService:
         cfg = config.server
         started = time.monotonic()
         budget = cfg.read_your_writes_ms / 1000
-        fresh = index.freshness.folders_known or await self._first_scan(ws, index, budget, quick)
+        left, fresh = budget, index.freshness.folders_known  # no clock read on the hot path
+        if not fresh:
+            fresh = await self._first_scan(ws, index, budget, quick)
+            left = budget - (time.monotonic() - started)
         concerns = index.freshness.concerns(req)
-        left = budget - (time.monotonic() - started)
         fresh = await self.watcher.wait_synced(ws.name, left, concerns) and fresh
         loop = asyncio.get_running_loop()
         prepared = None
