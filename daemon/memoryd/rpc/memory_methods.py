@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
@@ -21,7 +21,7 @@ from memoryd.files.provenance import (
     ledger_for,
 )
 from memoryd.files.reader import read_lines
-from memoryd.index.types import Fusion, Mode, SearchRequest
+from memoryd.index.types import Fusion, Mode, SearchRequest, search_request
 from memoryd.jobs.clock import Clock
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
@@ -86,32 +86,16 @@ class MemoryMethods:
         return {"search": self.search, "get": self.get, "append": self.append}
 
     async def search(self, p: Params, req: Request) -> dict[str, Any]:
-        query = p.required_text("query")
-        ref = p.path("workspace")
-        today = self.clock.now().date()  # the query's "yesterday", and the day usage counts
-        sreq = SearchRequest(
-            query=query,
-            max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
-            min_score=p.number("min_score", lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1]),
-            sources=p.choice_list("sources", SOURCES, default=self.config().search.sources),
-            mode=cast(Mode, p.choice("mode", MODES, default=DEFAULT_MODE)),
-            fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
-            path_prefix=p.path("path_prefix"),
-            since=_iso(p.date("since")),
-            until=_iso(p.date("until")),
-            projects=p.text_list("project"),
-            today=(p.date("now") or today).isoformat(),
-        )
-        everywhere = p.flag("fleet")
-        include_superseded = p.flag("include_superseded")
-        rows = p.flag("hit_rows")  # the hits as rows (protocol.HIT_ROWS)
-        p.done()
+        today = self.clock.now().date().isoformat()  # "yesterday"'s today; usage's day
+        sources = self.config().search.sources
+        asked = plain_search(p.raw, today, sources) or search_params(p, today, sources)
+        ref, sreq, everywhere, include_superseded, rows = asked
         answer = await self.searches.answer(
             ref, sreq, everywhere=everywhere, include_superseded=include_superseded, quick=True
         )
         req.log_fields["workspace"] = answer.workspace
         if self.usage is not None and answer.index is not None:  # a local workspace's
-            self.usage.searched(today.isoformat(), answer.workspace, answer.result["results"])
+            self.usage.searched(today, answer.workspace, answer.result["results"])
         if rows:
             return {**answer.result, "results": hit_rows(answer.result["results"])}
         return answer.result
@@ -207,6 +191,86 @@ class MemoryMethods:
         if prov.session_id:
             out["session_observed"] = observed is not None
         return out
+
+
+def search_params(p: Params, today: str, sources: tuple[str, ...]) -> Search:
+    """Every param of ``search``, each read by its getter (any error names it);
+    ``sources``: the config's default."""
+    query = p.required_text("query")
+    ref = p.path("workspace")
+    sreq = SearchRequest(
+        query=query,
+        max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
+        min_score=p.number("min_score", lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1]),
+        sources=p.choice_list("sources", SOURCES, default=sources),
+        mode=cast(Mode, p.choice("mode", MODES, default=DEFAULT_MODE)),
+        fusion=cast("Fusion | None", p.choice("fusion", FUSIONS)),
+        path_prefix=p.path("path_prefix"),
+        since=_iso(p.date("since")),
+        until=_iso(p.date("until")),
+        projects=p.text_list("project"),
+        today=_iso(p.date("now")) or today,
+    )
+    everywhere = p.flag("fleet")
+    include_superseded = p.flag("include_superseded")
+    rows = p.flag("hit_rows")  # the hits as rows (protocol.HIT_ROWS)
+    p.done()
+    return Search(ref, sreq, everywhere, include_superseded, rows)
+
+
+class Search(NamedTuple):
+    """A ``search`` request's params: the workspace, the request, and how to answer."""
+
+    ref: str | None
+    request: SearchRequest
+    everywhere: bool  # fleet mode: every workspace the fleet publishes
+    include_superseded: bool
+    rows: bool  # the hits as rows (protocol.HIT_ROWS)
+
+
+# The params most searches send, each read as its getter would take it as it is.
+_PLAIN = frozenset({"query", "workspace", "max_results", "min_score", "mode", "hit_rows"})
+
+
+def plain_search(raw: dict[str, Any], today: str, sources: tuple[str, ...]) -> Search | None:
+    """The params of a search that sends only ``_PLAIN``'s, each a value its getter takes
+    as it is (Params: text, path, integer, number, choice, flag), read in one pass; None
+    for any other search: its params are read one by one, which names what is wrong."""
+    if not raw.keys() <= _PLAIN:
+        return None
+    query = raw.get("query")
+    ref = raw.get("workspace")
+    most = raw.get("max_results")
+    least = raw.get("min_score")
+    score = float(least) if least.__class__ is float or least.__class__ is int else None
+    mode: Any = raw.get("mode", DEFAULT_MODE)
+    rows = raw.get("hit_rows", False)
+    lo, hi = MIN_SCORE_RANGE
+    if (
+        query.__class__ is not str
+        or not query.strip()
+        or not (ref is None or (ref.__class__ is str and ref.strip() and "\x00" not in ref))
+        or not (most is None or (most.__class__ is int and 1 <= most <= MAX_RESULTS))
+        or not (least is None or (score is not None and lo <= score <= hi))
+        or mode.__class__ is not str
+        or mode not in MODES
+        or rows.__class__ is not bool
+    ):
+        return None
+    sreq = search_request(
+        query,
+        most,
+        score,
+        sources,
+        mode,
+        None,
+        None,
+        None,
+        None,
+        (),
+        today,
+    )
+    return Search(ref, sreq, False, False, rows)
 
 
 def hit_rows(hits: list[dict[str, Any]]) -> dict[str, Any]:

@@ -65,6 +65,11 @@ class Params:
                     {"param": str(name)[:80]},
                 )
 
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The params as sent (a map whose values nest at most MAX_DEPTH deep)."""
+        return self._raw
+
     def _take(self, name: str, required: bool) -> Any:
         self._read.append(name)
         value = self._raw.get(name)
