@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # what the type checker knows it as (runtime/records.py says 
 else:
     from memoryd.runtime.records import frozen_record
 
-__all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "redact"]
+__all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "masked_snippet", "redact"]
 
 # Every rule below needs one of these in the line it matches; prose usually has none, and
 # plain substring tests on the lower-cased text are ~10x cheaper than one regex with them.
@@ -260,6 +260,11 @@ def mask(text: str) -> str:
 @functools.lru_cache(maxsize=SNIPPETS_KEPT)
 def _masked_snippet(snippet: str) -> str:
     return mask(snippet)
+
+
+def masked_snippet(snippet: str) -> str:
+    """A hit's snippet with its secrets masked (remembered: the same ones come back)."""
+    return _masked_snippet(snippet)
 
 
 def mask_snippets(answer: dict[str, Any]) -> dict[str, Any]:

@@ -148,3 +148,53 @@ def test_hit_rows_of_anything_but_maps_with_str_keys_are_left_to_python() -> Non
     }
     same = [{"a": 1, "b": 2}, {"b": 3, "a": 4}]  # the same keys in another order
     assert compiled.hit_rows(same) == protocol.hit_rows(same)
+
+
+def _hexed_rows(block: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    rows = [[v.hex() if isinstance(v, float) else (type(v), v) for v in r] for r in block["rows"]]
+    return block["fields"], rows
+
+
+def test_rows_made_from_the_hits_are_the_rows_of_their_maps() -> None:
+    rng = random.Random(7)
+    values = _values(rng)
+    made = 0
+    for _ in range(20_000):
+        hits = [
+            SearchHit(
+                rng.choice(["a.md", "memory/2024-01-02.md"]),
+                rng.randint(1, 50),
+                rng.randint(1, 50),
+                rng.choice(values),
+                rng.choice(["", "a line", "two\nlines"]),
+                rng.randint(1, 50),
+                rng.randint(1, 50),
+                rng.choice(["memory", "sessions"]),
+                rng.choice(["", "Heading", None]),
+                rng.choice([None, rng.choice(values)]),
+                rng.choice([None, rng.choice(values)]),
+                rng.choice(["", "curated", "episodic", None]),
+                HitMeta("agent") if rng.random() < 0.05 else None,
+            )
+            for _ in range(rng.randint(0, 6))
+        ]
+        got = compiled.hit_rows_of(hits, SearchHit)
+        if any(hit.meta is not None for hit in hits):
+            assert got is None  # its maps, then their rows
+            continue
+        made += 1
+        want = protocol.hit_rows([hit.to_dict() for hit in hits])
+        assert got is not None and _hexed_rows(got) == _hexed_rows(want), hits
+        assert types.hit_rows(hits) == got
+    assert made > 10_000
+
+
+def test_rows_of_anything_but_search_hits_are_left_to_python() -> None:
+    hit = SearchHit("a.md", 1, 2, 0.5, "s", 1, 2, "memory")
+    for hits in ([hit, ("a.md",)], (hit,), [hit._replace(meta=HitMeta("agent"))], "ab", None):
+        assert compiled.hit_rows_of(hits, SearchHit) is None
+    bad = hit._replace(score="0.5")  # round refuses it, as to_dict does
+    with pytest.raises(TypeError):
+        bad.to_dict()
+    with pytest.raises(TypeError):
+        compiled.hit_rows_of([hit, bad], SearchHit)

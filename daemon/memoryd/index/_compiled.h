@@ -75,9 +75,11 @@ PyObject *compiled_known_top(PyObject *self, PyObject *args);
 /* _compiled_candidates.c: search/candidates.py's candidates made from their rows. */
 PyObject *compiled_make_candidates(PyObject *self, PyObject *args);
 
-/* _compiled_answer.c: types.py's hits as wire maps; protocol.hit_rows of those maps. */
+/* _compiled_answer.c: types.py's hits as wire maps; protocol.hit_rows of those maps, or
+ * of the hits themselves. */
 PyObject *compiled_hit_dicts(PyObject *self, PyObject *args);
 PyObject *compiled_hit_rows(PyObject *self, PyObject *args);
+PyObject *compiled_hit_rows_of(PyObject *self, PyObject *args);
 
 /* _compiled_bm25.c: keyword/bm25.py's every-posting top. */
 PyObject *compiled_bm25_top(PyObject *self, PyObject *args);

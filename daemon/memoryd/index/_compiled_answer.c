@@ -248,3 +248,101 @@ PyObject *compiled_hit_rows(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     return out;
 }
+
+/* Which keys a hit's map has (hit_dict): a bit per key; -1 on error. */
+static long hit_keys(PyObject *hit) {
+    PyObject *head = PyTuple_GetItem(hit, HEADING), *tier = PyTuple_GetItem(hit, TIER);
+    int has_head = PyObject_IsTrue(head), has_tier = has_head < 0 ? -1 : PyObject_IsTrue(tier);
+    if (has_tier < 0)
+        return -1;
+    long keys = (1L << HEADING) - 1; /* path .. source: always */
+    keys |= (long)has_head << HEADING | (long)has_tier << TIER;
+    keys |= (long)(PyTuple_GetItem(hit, VEC) != Py_None) << VEC;
+    keys |= (long)(PyTuple_GetItem(hit, TXT) != Py_None) << TXT;
+    return keys;
+}
+
+/* The row of one hit under ``order`` (width keys), or NULL with an exception set. */
+static PyObject *hit_row(PyObject *hit, long keys, const int *order, int width) {
+    PyObject *row = PyList_New(width);
+    for (int j = 0; row != NULL && j < width; j++) {
+        int k = order[j];
+        PyObject *value = Py_None;
+        if (!(keys & (1L << k)))
+            Py_INCREF(value);
+        else if (k == SCORE || k == VEC || k == TXT)
+            value = round6(PyTuple_GetItem(hit, k)); /* new */
+        else {
+            value = PyTuple_GetItem(hit, k); /* borrowed */
+            Py_INCREF(value);
+        }
+        if (value == NULL)
+            Py_CLEAR(row);
+        else
+            PyList_SetItem(row, j, value); /* steals value */
+    }
+    return row;
+}
+
+/* The rows of hits with no meta, ``keys`` each one's; NULL with an exception set. */
+static PyObject *rows_of(PyObject **hits, const long *keys, Py_ssize_t n) {
+    int order[N_KEYS], width = 0;
+    long seen = 0;
+    for (Py_ssize_t i = 0; i < n; i++) /* every key, in the order they first come */
+        for (int k = 0; k < N_KEYS; k++)
+            if ((keys[i] & (1L << k)) && !(seen & (1L << k))) {
+                seen |= 1L << k;
+                order[width++] = k;
+            }
+    PyObject *fields = PyList_New(width), *rows = fields ? PyList_New(n) : NULL, *out = NULL;
+    for (int j = 0; rows != NULL && j < width; j++) {
+        Py_INCREF(KEYS[order[j]]);
+        PyList_SetItem(fields, j, KEYS[order[j]]); /* steals it */
+    }
+    Py_ssize_t i = 0;
+    for (; rows != NULL && i < n; i++) {
+        PyObject *row = hit_row(hits[i], keys[i], order, width);
+        if (row == NULL)
+            break;
+        PyList_SetItem(rows, i, row); /* steals row */
+    }
+    if (rows != NULL && i == n)
+        out = Py_BuildValue("{sOsO}", "fields", fields, "rows", rows);
+    Py_XDECREF(fields);
+    Py_XDECREF(rows);
+    return out;
+}
+
+/* hit_rows_of(hits, hit_type): hit_rows(hit_dicts(hits, hit_type)) made from the hits
+ * themselves (no maps) for a list of ``hit_type`` (types.SearchHit) objects none of which
+ * has a meta; None for anything else (the caller makes the maps, then their rows). */
+PyObject *compiled_hit_rows_of(PyObject *self, PyObject *args) {
+    PyObject *hits, *hit_type, *out = NULL;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OO", &hits, &hit_type) || intern_keys() < 0)
+        return NULL;
+    if (!PyList_CheckExact(hits))
+        Py_RETURN_NONE;
+    Py_ssize_t n = 0;
+    PyObject **held = compiled_hold(hits, &n); /* a heading's truth may run Python */
+    if (held == NULL)
+        return NULL;
+    long *keys = PyMem_Malloc(sizeof(long) * (size_t)(n > 0 ? n : 1));
+    int plain = keys != NULL;
+    for (Py_ssize_t i = 0; plain && i < n; i++)
+        plain = (PyObject *)Py_TYPE(held[i]) == hit_type && PyTuple_Check(held[i]) &&
+                PyTuple_Size(held[i]) == HIT_FIELDS &&
+                PyTuple_GetItem(held[i], HIT_FIELDS - 1) == Py_None;
+    for (Py_ssize_t i = 0; plain && i < n; i++)
+        if ((keys[i] = hit_keys(held[i])) < 0)
+            plain = -1;
+    if (keys == NULL)
+        PyErr_NoMemory();
+    else if (plain == 1)
+        out = rows_of(held, keys, n);
+    PyMem_Free(keys);
+    compiled_release(held, n);
+    if (out == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return out;
+}

@@ -245,11 +245,12 @@ class SearchResponse(NamedTuple):
     degraded: str | None = None  # why vectors were not (fully) used
     dates: tuple[str | None, str | None] | None = None  # the time the query named (since, until)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, maps: bool = True) -> dict[str, Any]:
+        """The answer's wire map; without ``maps`` its ``results`` are the hits themselves
+        (the caller makes their wire form: ``hit_maps``, or rows)."""
         results, provider, model, mode_used, took_ms, generation, pending, degraded, dates = self
-        hits = compiled.hit_dicts(results, SearchHit) if compiled is not None else None
         out: dict[str, Any] = {
-            "results": [h.to_dict() for h in results] if hits is None else hits,
+            "results": hit_maps(results) if maps else results,
             "provider": provider,
             "model": model,
             "mode_used": mode_used,
@@ -262,6 +263,18 @@ class SearchResponse(NamedTuple):
         if dates is not None:
             out["dates"] = {"since": dates[0], "until": dates[1]}
         return out
+
+
+def hit_maps(hits: list[SearchHit]) -> list[dict[str, Any]]:
+    """``[hit.to_dict() for hit in hits]``, compiled (_compiled_answer.c) when it can be."""
+    maps = compiled.hit_dicts(hits, SearchHit) if compiled is not None else None
+    return [h.to_dict() for h in hits] if maps is None else maps
+
+
+def hit_rows(hits: list[SearchHit]) -> dict[str, Any] | None:
+    """``protocol.hit_rows(hit_maps(hits))`` made from the hits themselves (no maps) by the
+    compiled part; None when it is absent or a hit has a meta (make the maps then)."""
+    return compiled.hit_rows_of(hits, SearchHit) if compiled is not None else None
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -198,9 +198,16 @@ class HitCounter:
         """Count a search's hits (memory lines only); returns at once. On the event loop, once
         per search: the events are cleared and set once per batch, not per search (each is a
         Condition's lock twice)."""
-        snippets = tuple(
-            [str(h.get("snippet") or "") for h in hits if h.get("source", "memory") == "memory"]
+        self.record_snippets(
+            root,
+            query,
+            tuple(
+                [str(h.get("snippet") or "") for h in hits if h.get("source", "memory") == "memory"]
+            ),
         )
+
+    def record_snippets(self, root: Path, query: str, snippets: tuple[str, ...]) -> None:
+        """``record``, given the snippets of the hits of memory (not of transcripts)."""
         if not snippets or self._closed:
             return
         self._queue.append((str(root), query, snippets, time.time()))

@@ -91,12 +91,17 @@ class MemoryMethods:
         asked = plain_search(p.raw, today, sources) or search_params(p, today, sources)
         ref, sreq, everywhere, include_superseded, rows = asked
         answer = await self.searches.answer(
-            ref, sreq, everywhere=everywhere, include_superseded=include_superseded, quick=True
+            ref,
+            sreq,
+            everywhere=everywhere,
+            include_superseded=include_superseded,
+            quick=True,
+            rows=rows,
         )
         req.log_fields["workspace"] = answer.workspace
         if self.usage is not None and answer.index is not None:  # a local workspace's
-            self.usage.searched(today, answer.workspace, answer.result["results"])
-        if rows:
+            self.usage.searched(today, answer.workspace, answer.ranges())
+        if rows and answer.hits is None:  # maps (fleet, superseded lines, a hit's meta)
             return {**answer.result, "results": hit_rows(answer.result["results"])}
         return answer.result
 

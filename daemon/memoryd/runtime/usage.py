@@ -110,17 +110,10 @@ class Usage:
             while len(self._recalled) > RECALLED_KEPT:
                 self._recalled.popitem(last=False)
 
-    def searched(self, day: str, workspace: str, hits: Iterable[Mapping[str, Any]]) -> None:
-        """A search's hits: a recalled line among them counts once as searched again."""
-        self._seen_again(
-            day,
-            workspace,
-            "recalled_searched",
-            (
-                (str(h.get("path")), int(h.get("start_line") or 0), int(h.get("end_line") or 0))
-                for h in hits
-            ),
-        )
+    def searched(self, day: str, workspace: str, ranges: Iterable[tuple[str, int, int]]) -> None:
+        """A search's hits, each (path, start line, end line): a recalled line among them
+        counts once as searched again (``ranges`` is read only while lines are recalled)."""
+        self._seen_again(day, workspace, "recalled_searched", ranges)
 
     def cited(self, day: str, workspace: str, text: str) -> None:
         """A transcript's text: a recalled line it cites (``path#Lx``) counts once as cited."""

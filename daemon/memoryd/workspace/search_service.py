@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -41,12 +41,19 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memoryd.errors import InvalidParams, MemorydError
 from memoryd.index.search import supersession
 from memoryd.index.search.notices import search_notices
-from memoryd.index.types import NotInMemory, SearchRequest, SearchResponse
+from memoryd.index.types import (
+    NotInMemory,
+    SearchHit,
+    SearchRequest,
+    SearchResponse,
+    hit_maps,
+    hit_rows,
+)
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.records import Record
-from memoryd.secrets import mask_snippets
+from memoryd.secrets import mask_snippets, masked_snippet
 from memoryd.workspace.registry import Registry, Workspace
 from memoryd.workspace.watcher import Watcher
 
@@ -93,6 +100,17 @@ class Answer(Record):
     workspace: str  # the local workspace's name; "fleet" (every one), or "host:name"
     result: dict[str, Any]  # the answer of the ``search`` method (docs/protocol.md)
     index: WorkspaceIndex | None = None  # the local workspace's index (None: fleet)
+    # The hits when ``result``'s are rows made from them (``answer(rows=True)``), masked
+    hits: list[SearchHit] | None = None
+
+    def ranges(self) -> Iterator[tuple[str, int, int]]:
+        """Each hit's (path, start line, end line)."""
+        if self.hits is not None:
+            return ((h.path, h.start_line, h.end_line) for h in self.hits)
+        return (
+            (str(h.get("path")), int(h.get("start_line") or 0), int(h.get("end_line") or 0))
+            for h in self.result["results"]
+        )
 
 
 class SearchService:
@@ -137,19 +155,36 @@ class SearchService:
         include_superseded: bool = False,
         count: bool = True,
         quick: bool = False,
+        rows: bool = False,
     ) -> Answer:
         """Search workspace ``ref`` (name or path; None: the only one; "host:name": another
         host's), or with ``everywhere`` every workspace the fleet publishes. Superseded lines
         are left out (marked with ``include_superseded``); ``count``: the hits count as used
         (hit counting; a forget's own search does not). ``quick``: the caller is a quick
-        request (rpc/dispatch.py's QUICK_METHODS), which background threads step aside for."""
+        request (rpc/dispatch.py's QUICK_METHODS), which background threads step aside for.
+        ``rows``: the hits as rows (protocol.HIT_ROWS) when they can be made from the
+        engine's hits themselves, with no maps (``Answer.hits`` says they were)."""
         if everywhere or self.remote(ref):
             return await self._fleet_answer(None if everywhere else ref, req, include_superseded)
         ws, index, result = await self._fresh(ref, req, quick)
+        hits: list[SearchHit] = result["results"]
+        if rows and hits and self._nothing_superseded(ws, index):
+            masked = [_masked(hit) for hit in hits]
+            made = hit_rows(masked)
+            if made is not None:  # counted as _settle counts them: the snippets as found
+                if count and self.hits is not None:
+                    self.hits.record_snippets(ws.root, req.query, _memory_snippets(hits))
+                result["results"] = made
+                return Answer(ws.name, result, index, masked)
         result["results"] = self._settle(
-            ws, index, req.query, result["results"], include_superseded, count=count
+            ws, index, req.query, hit_maps(hits), include_superseded, count=count
         )
         return Answer(ws.name, mask_snippets(result), index)
+
+    def _nothing_superseded(self, ws: Workspace, index: WorkspaceIndex) -> bool:
+        """Whether no line of the workspace is superseded (as far as is known: _settle)."""
+        sup = self.supersession.current(ws.root, index)
+        return sup is None or sup.empty
 
     def _settle(
         self,
@@ -262,7 +297,7 @@ class SearchService:
                     resp = index.search(req, prepared, in_memory=True)
             if resp is None:
                 resp = await loop.run_in_executor(self.readers, index.search, req, prepared)
-        out = resp.to_dict()
+        out = resp.to_dict(maps=False)  # the hits' wire form: answer()
         out["pending_files"] = max(resp.pending_files, self.watcher.pending(ws.name))
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
         if not fresh:
@@ -357,6 +392,17 @@ class SearchService:
 def _retrieved(fut: asyncio.Future[Any]) -> None:
     if not fut.cancelled():
         fut.exception()
+
+
+def _masked(hit: SearchHit) -> SearchHit:
+    """The hit with its snippet's secrets masked (mask_snippets on its map)."""
+    snippet = masked_snippet(hit.snippet)
+    return hit if snippet is hit.snippet else hit._replace(snippet=snippet)
+
+
+def _memory_snippets(hits: list[SearchHit]) -> tuple[str, ...]:
+    """What hit counting reads of a search's hits (HitCounter.record on their maps)."""
+    return tuple([hit.snippet for hit in hits if hit.source == "memory"])
 
 
 def _fresh_then_search(
