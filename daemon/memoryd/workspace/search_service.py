@@ -169,7 +169,7 @@ class SearchService:
         ws, index, result = await self._fresh(ref, req, quick)
         hits: list[SearchHit] = result["results"]
         if rows and hits and self._nothing_superseded(ws, index):
-            masked = [_masked(hit) for hit in hits]
+            masked = _masked(hits)
             made = hit_rows(masked)
             if made is not None:  # counted as _settle counts them: the snippets as found
                 if count and self.hits is not None:
@@ -394,10 +394,16 @@ def _retrieved(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
-def _masked(hit: SearchHit) -> SearchHit:
-    """The hit with its snippet's secrets masked (mask_snippets on its map)."""
-    snippet = masked_snippet(hit.snippet)
-    return hit if snippet is hit.snippet else hit._replace(snippet=snippet)
+def _masked(hits: list[SearchHit]) -> list[SearchHit]:
+    """The hits with their snippets' secrets masked (mask_snippets on their maps)."""
+    snippets = [hit.snippet for hit in hits]
+    masked = list(map(masked_snippet, snippets))
+    if masked == snippets:  # the same strings, as a rule: compared by identity first
+        return hits
+    return [
+        hit if new is hit.snippet else hit._replace(snippet=new)
+        for hit, new in zip(hits, masked, strict=True)
+    ]
 
 
 def _memory_snippets(hits: list[SearchHit]) -> tuple[str, ...]:
