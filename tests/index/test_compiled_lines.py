@@ -147,3 +147,35 @@ def test_an_install_without_it_answers_the_same(
     with_it = answers()
     monkeypatch.setattr(snippets, "compiled", None)
     assert answers() == with_it
+
+
+def test_snippet_is_make_snippets() -> None:
+    """compiled.snippet (fusion.shown_hits' call) against snippets.make_snippet: the same
+    Snippet (a Snippet, its text, first and last line), None where make_snippet cuts one
+    line longer than the budget; windows of more lines (or fewer) than the chunk's span (a
+    fragment, a transcript chunk) keep the chunk's span."""
+    rng = random.Random(40)
+    cut = 0
+    for case in range(5_000):
+        lines, scores, budget = _window_case(rng)
+        if not lines:
+            continue
+        text = "\n".join(lines)
+        start = rng.randint(1, 90)
+        end = start + len(lines) - 1 + rng.choice((0, 0, 0, 2, -1))
+        scores = [float(s) for s in scores]
+        args = (text, start, end, scores, budget)
+        made = compiled.snippet(*args, snippets.text_lines, snippets.whole_lines, snippets.Snippet)
+        want = snippets.make_snippet(text, start, end, scores, ("tea",), budget)
+        if made is None:
+            cut += 1
+            assert (
+                snippets.whole_lines(text, *py_best_window(lines, scores, budget), budget) is None
+            )
+        else:
+            assert type(made) is snippets.Snippet and made == want, case
+    assert cut > 0
+    with pytest.raises(TypeError):
+        compiled.snippet("a", 1, 1, [1.0], 10, snippets.text_lines, snippets.whole_lines, list)
+    with pytest.raises(TypeError):
+        compiled.snippet("a", 1, 1, [1.0], 10)  # type: ignore[call-arg]

@@ -129,6 +129,8 @@ static PyMethodDef methods[] = {
      "cached_line_scores(items, cands, numbers, weights, vocab) -> the candidates scored"},
     {"best_window", compiled_best_window, METH_VARARGS,
      "best_window(lines, scores, budget) -> (first, last): snippets.best_window"},
+    {"snippet", (PyCFunction)(void (*)(void))compiled_snippet, METH_FASTCALL,
+     "snippet(text, start, end, scores, budget, text_lines, whole_lines, cls) -> make_snippet"},
     {"take_spans", compiled_take_spans, METH_VARARGS,
      "take_spans(vectors, spans, out) -> rows: the spans' rows of vectors, one after another"},
     {"span_best", compiled_span_best, METH_VARARGS,

@@ -50,6 +50,7 @@ void compiled_release(PyObject **items, Py_ssize_t n);
 PyObject *compiled_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args);
 PyObject *compiled_best_window(PyObject *self, PyObject *args);
+PyObject *compiled_snippet(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ... and what _compiled_top.c shares of them: the query read (numbers ascending int32,
  * weights as doubles, new PyMem arrays), a cached chunk's lines (LineStems.peek: a new
  * reference, moved to the LRU's end; NULL with no error when none), one chunk's line scores

@@ -27,6 +27,16 @@ def cached_line_scores(
     boost: float = 1.0,
 ) -> list[_T] | None: ...
 def best_window(lines: Sequence[str], scores: Sequence[float], budget: int) -> tuple[int, int]: ...
+def snippet(
+    text: str,
+    start_line: int,
+    end_line: int,
+    scores: Sequence[float],
+    budget: int,
+    text_lines: Callable[[str], tuple[str, ...]],
+    whole_lines: Callable[[str, int, int, int], tuple[str, int] | None],
+    snippet_type: type[_T],
+) -> _T | None: ...
 def take_spans(
     vectors: npt.NDArray[np.float32], spans: Sequence[tuple[int, int]], out: npt.NDArray[np.float32]
 ) -> int: ...

@@ -403,21 +403,23 @@ done:
     return out;
 }
 
-/* best_window(lines, scores, budget): snippets.best_window, statement for statement. */
-PyObject *compiled_best_window(PyObject *self, PyObject *args) {
-    PyObject *lines, *scores_obj;
-    Py_ssize_t budget;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OOn", &lines, &scores_obj, &budget))
-        return NULL;
+/* snippets.best_window of ``lines`` and ``scores``, statement for statement: 0 with *first
+ * and *last set, or -1 with an exception set. */
+static int window_of(PyObject *lines, PyObject *scores_obj, Py_ssize_t budget,
+                     Py_ssize_t *first_out, Py_ssize_t *last_out) {
     Py_ssize_t n = PySequence_Size(lines);
     Py_ssize_t m = PySequence_Size(scores_obj);
     if (n < 0 || m < 0)
-        return NULL;
-    Py_ssize_t *sizes = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    Py_ssize_t *strong_from = PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    double *scores = PyMem_Malloc((size_t)(m + 1) * sizeof(double));
-    PyObject *out = NULL;
+        return -1;
+    Py_ssize_t small_sizes[128], small_strong[129];
+    double small_scores[129];
+    int on_stack = n < 128 && m < 128;
+    Py_ssize_t *sizes =
+        on_stack ? small_sizes : PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    Py_ssize_t *strong_from =
+        on_stack ? small_strong : PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
+    double *scores = on_stack ? small_scores : PyMem_Malloc((size_t)(m + 1) * sizeof(double));
+    int r = -1;
     if (sizes == NULL || strong_from == NULL || scores == NULL) {
         PyErr_NoMemory();
         goto done;
@@ -480,10 +482,111 @@ PyObject *compiled_best_window(PyObject *self, PyObject *args) {
         size -= sizes[i];
         total -= scores[i];
     }
-    out = Py_BuildValue("(nn)", best_first, best_last);
+    *first_out = best_first;
+    *last_out = best_last;
+    r = 0;
 done:
-    PyMem_Free(sizes);
-    PyMem_Free(strong_from);
-    PyMem_Free(scores);
+    if (!on_stack) {
+        PyMem_Free(sizes);
+        PyMem_Free(strong_from);
+        PyMem_Free(scores);
+    }
+    return r;
+}
+
+/* best_window(lines, scores, budget): snippets.best_window, statement for statement. */
+PyObject *compiled_best_window(PyObject *self, PyObject *args) {
+    PyObject *lines, *scores_obj;
+    Py_ssize_t budget, first = 0, last = 0;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OOn", &lines, &scores_obj, &budget))
+        return NULL;
+    if (window_of(lines, scores_obj, budget, &first, &last) < 0)
+        return NULL;
+    return Py_BuildValue("(nn)", first, last);
+}
+
+/* A new instance of the tuple subclass ``type`` holding (body, first, last), as
+ * tuple.__new__(type, (body, first, last)) makes it (a NamedTuple's own __new__ is a
+ * Python call); NULL with an exception set. */
+static PyObject *snippet_of(PyObject *type, PyObject *body, Py_ssize_t first, Py_ssize_t last) {
+    allocfunc alloc = NULL;
+    void *slot = PyType_GetSlot((PyTypeObject *)type, Py_tp_alloc);
+    memcpy(&alloc, &slot, sizeof alloc);
+    PyObject *a = PyLong_FromSsize_t(first);
+    PyObject *b = a ? PyLong_FromSsize_t(last) : NULL;
+    PyObject *out = b && alloc ? alloc((PyTypeObject *)type, 3) : NULL;
+    if (out == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "snippet_type cannot be made");
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    Py_INCREF(body);
+    PyTuple_SetItem(out, 0, body); /* each steals its reference */
+    PyTuple_SetItem(out, 1, a);
+    PyTuple_SetItem(out, 2, b);
+    return out;
+}
+
+/* snippet(text, start_line, end_line, scores, budget, text_lines, whole_lines, snippet_type):
+ * snippets.make_snippet for a window that fits the budget (whole_lines gives it), its calls
+ * of text_lines and whole_lines (the caches) as it makes them, the Snippet made as
+ * tuple.__new__ makes it; None, when whole_lines says the window is one line longer than
+ * the budget (make_snippet cuts it around the query's words). METH_FASTCALL: ten a search,
+ * and parsing an argument tuple cost a third of the rest. */
+PyObject *compiled_snippet(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "snippet() takes 8 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *text = args[0], *scores = args[3], *text_lines = args[5], *whole_lines = args[6];
+    PyObject *snippet_type = args[7];
+    Py_ssize_t start_line = PyLong_AsSsize_t(args[1]), end_line = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t budget = PyLong_AsSsize_t(args[4]), first = 0, last = 0;
+    if (PyErr_Occurred())
+        return NULL;
+    if (!PyType_Check(snippet_type) ||
+        !PyType_IsSubtype((PyTypeObject *)snippet_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "snippet_type must be a tuple type");
+        return NULL;
+    }
+    PyObject *lines = PyObject_CallFunctionObjArgs(text_lines, text, NULL), *out = NULL;
+    if (lines == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Size(lines);
+    int mapped = n == end_line - start_line + 1; /* else a fragment or a transcript chunk */
+    PyObject *first_obj = NULL, *last_obj = NULL, *filled = NULL;
+    if (n < 0 || window_of(lines, scores, budget, &first, &last) < 0)
+        goto done;
+    first_obj = PyLong_FromSsize_t(first);
+    last_obj = first_obj ? PyLong_FromSsize_t(last) : NULL;
+    filled = last_obj ? PyObject_CallFunctionObjArgs(whole_lines, text, first_obj, last_obj,
+                                                     args[4], NULL)
+                      : NULL;
+    if (filled == NULL)
+        goto done;
+    if (filled == Py_None) {
+        out = Py_None;
+        Py_INCREF(out);
+        goto done;
+    }
+    if (!PyTuple_Check(filled) || PyTuple_Size(filled) != 2) {
+        PyErr_SetString(PyExc_TypeError, "whole_lines must give (body, last)");
+        goto done;
+    }
+    Py_ssize_t shown_last = PyLong_AsSsize_t(PyTuple_GetItem(filled, 1));
+    if (shown_last == -1 && PyErr_Occurred())
+        goto done;
+    PyObject *body = PyTuple_GetItem(filled, 0);
+    out = mapped ? snippet_of(snippet_type, body, start_line + first, start_line + shown_last)
+                 : snippet_of(snippet_type, body, start_line, end_line);
+done:
+    Py_XDECREF(filled);
+    Py_XDECREF(first_obj);
+    Py_XDECREF(last_obj);
+    Py_DECREF(lines);
     return out;
 }

@@ -7,7 +7,6 @@ is what lets keyword-only hits pass ``min_score`` (OpenClaw drops them all).
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -17,7 +16,6 @@ import apsw
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
-from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import tier_of
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.keyword.text import TokenizeOffsets
@@ -43,10 +41,13 @@ from memoryd.index.search.rows import (
 )
 from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
-    SPLITS_KEPT,
     LineStems,
+    Snippet,
     line_scores,
     make_snippet,
+    shown_text,
+    text_lines,
+    whole_lines,
 )
 from memoryd.index.types import Fusion, HitMeta, Mode, NotInMemory, SearchHit, SearchRequest
 from memoryd.index.vectors.mirror import VectorMirror
@@ -114,6 +115,7 @@ Scored = tuple[float, float | None, float | None, Candidate]
 # A NamedTuple's own __new__ is a Python function (~2k instructions a call, ten hits a
 # search); tuple's makes the same object from every field's value, in field order.
 _new_hit: Callable[[type[SearchHit], tuple[Any, ...]], SearchHit] = tuple.__new__
+_SNIPPETS = (text_lines, whole_lines, Snippet)  # what the compiled snippet calls and makes
 
 
 def fuse(
@@ -539,7 +541,12 @@ def shown_hits(
             fill_lines(c)  # the snippet's (vector mode ranks without them)
         # snippet_scores gives a keyword match's lines themselves (spelled out: ten a search)
         scores = c.lines if c.best_window < 0 and c.lines else snippet_scores(c, window_budget)
-        text, first, last = make_snippet(c.text, c.start_line, c.end_line, scores, terms, budget)
+        snip = None  # make_snippet's common case in one call, else make_snippet itself
+        if compiled is not None:
+            snip = compiled.snippet(c.text, c.start_line, c.end_line, scores, budget, *_SNIPPETS)
+        text, first, last = snip or make_snippet(
+            c.text, c.start_line, c.end_line, scores, terms, budget
+        )
         meta = None
         if meta_map is not None:
             meta = _hit_meta(meta_map, c.path, first, last)
@@ -565,14 +572,6 @@ def shown_hits(
             )
         )
     return hits
-
-
-@functools.lru_cache(maxsize=SPLITS_KEPT)
-def shown_text(snippet: str) -> str:
-    """A snippet without its annotation comments. Kept: the same windows come back (the
-    same strings: snippets.whole_lines), and looking for "<!--" in 700 characters cost
-    ~5x this lookup."""
-    return snippet if "<!--" not in snippet else strip_annotations(snippet)
 
 
 def _hit_meta(meta_map: LineMetaMap, path: str, first: int, last: int) -> HitMeta | None:
