@@ -8,11 +8,11 @@ file are closed as they come back instead of being reused."""
 
 from __future__ import annotations
 
-import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 
 import apsw
 
@@ -66,32 +66,11 @@ class ReaderPool:
         self._epoch = 0  # bumped by suspend(): older connections are closed when returned
         self._suspended: str | None = None
 
-    @contextlib.contextmanager
-    def borrow(self) -> Iterator[Reader]:
-        with self._lock:
-            if self._suspended is not None:
-                raise IndexUnavailable(self._suspended)
-            epoch = self._epoch
-        try:
-            r = self._idle.get_nowait()
-        except queue.Empty:
-            try:
-                r = Reader(self.path)
-            except apsw.Error as exc:
-                self._damaged(exc, epoch)
-                raise
-        try:
-            yield r
-        except Exception as exc:
-            self._damaged(exc, epoch)
-            raise
-        finally:
-            with self._lock:
-                current = epoch == self._epoch
-            if current:
-                self._idle.put(r)
-            else:
-                r.conn.close()
+    def borrow(self) -> Borrowed:
+        """A reader for a ``with`` block, given back at its end (closed instead when the
+        pool was suspended meanwhile); an error in the block that says the file is damaged
+        is told (``_damaged``)."""
+        return Borrowed(self)
 
     def _damaged(self, exc: Exception, epoch: int) -> None:
         """When ``exc`` says the file is damaged, or came from a read racing the swap of a
@@ -128,3 +107,45 @@ class ReaderPool:
                 self._idle.get_nowait().conn.close()
             except queue.Empty:
                 return
+
+
+class Borrowed:
+    """ReaderPool.borrow's ``with``: a class, not a generator's context manager (a
+    search's every read borrows one; the generator's machinery was ~10k instructions)."""
+
+    __slots__ = ("epoch", "pool", "reader")
+
+    def __init__(self, pool: ReaderPool) -> None:
+        self.pool = pool
+
+    def __enter__(self) -> Reader:
+        pool = self.pool
+        with pool._lock:
+            if pool._suspended is not None:
+                raise IndexUnavailable(pool._suspended)
+            self.epoch = epoch = pool._epoch
+        try:
+            r = pool._idle.get_nowait()
+        except queue.Empty:
+            try:
+                r = Reader(pool.path)
+            except apsw.Error as exc:
+                pool._damaged(exc, epoch)
+                raise
+        self.reader = r
+        return r
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        pool = self.pool
+        try:
+            if isinstance(exc, Exception):
+                pool._damaged(exc, self.epoch)
+        finally:
+            with pool._lock:
+                current = self.epoch == pool._epoch
+            if current:
+                pool._idle.put(self.reader)
+            else:
+                self.reader.conn.close()
