@@ -37,6 +37,46 @@ def test_step_aside_waits_for_the_request_and_returns_when_it_ends() -> None:
     assert not fg.busy
 
 
+def test_a_request_waiting_for_background_work_lets_it_go_on() -> None:
+    fg = Foreground()
+    fg.begin()  # a search, which now waits for the sync of the file it needs
+    done = threading.Event()
+
+    def background() -> None:
+        fg.step_aside(most=30.0)
+        done.set()
+
+    t = threading.Thread(target=background)
+    t.start()
+    with fg.aside():
+        assert not fg.busy
+        assert done.wait(5.0)  # released by the request setting itself aside
+        t.join()
+    assert fg.busy  # in flight again until it ends
+    fg.end()
+    assert not fg.busy
+
+
+def test_a_request_set_aside_beside_another_keeps_that_one_in_flight() -> None:
+    fg = Foreground(hold_collections=True)
+    gc_was = gc.isenabled()
+    try:
+        gc.enable()
+        fg.begin()
+        fg.begin()
+        with fg.aside():
+            assert fg.busy and not gc.isenabled()  # the other one still holds both
+        fg.end()
+        with fg.aside():
+            assert not fg.busy and gc.isenabled()  # nobody in flight: collections run
+        assert fg.busy and not gc.isenabled()
+        fg.end()
+        assert gc.isenabled()
+    finally:
+        if not gc_was:
+            gc.disable()
+
+
 def test_step_aside_is_bounded_under_a_stream_of_requests() -> None:
     fg = Foreground()
     fg.begin()  # never ends

@@ -21,11 +21,12 @@ while a restart's scan ran). So:
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Final
 
 SWITCH_INTERVAL_S: Final = 0.001
@@ -87,6 +88,17 @@ class Foreground:
     @property
     def busy(self) -> bool:
         return self._busy > 0
+
+    @contextlib.contextmanager
+    def aside(self) -> Iterator[None]:
+        """A quick request (between its ``begin`` and ``end``) that waits for background
+        work, a scan or the sync of a file it needs: not in flight meanwhile, or that work
+        would step aside for the very request waiting for it."""
+        self.end()
+        try:
+            yield
+        finally:
+            self.begin()
 
     def step_aside(self, most: float = MAX_WAIT_S) -> None:
         """Between two pieces of background work: while a quick request is being answered,

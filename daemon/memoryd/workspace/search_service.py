@@ -268,7 +268,7 @@ class SearchService:
             fresh = await self._first_scan(ws, index, budget, quick)
             left = budget - (time.monotonic() - started)
         concerns = index.freshness.concerns(req)
-        fresh = await self.watcher.wait_synced(ws.name, left, concerns) and fresh
+        fresh = await self.watcher.wait_synced(ws.name, left, concerns, quick) and fresh
         loop = asyncio.get_running_loop()
         prepared = None
         if index.queries.embeds(req):
@@ -291,7 +291,9 @@ class SearchService:
             )
         if resp is None:  # stale: sync those files first
             left = budget - (time.monotonic() - started)
-            fresh = await self.watcher.sync_now(ws.name, index, stale, left, concerns) and fresh
+            fresh = (
+                await self.watcher.sync_now(ws.name, index, stale, left, concerns, quick) and fresh
+            )
             if cfg.inline_searches:  # the sync done, the copies may answer now
                 with contextlib.suppress(NotInMemory):
                     resp = index.search(req, prepared, in_memory=True)
@@ -318,13 +320,8 @@ class SearchService:
         if scan is not None and not scan.done() and left > 0:
             ended = asyncio.wrap_future(scan)
             ended.add_done_callback(_retrieved)  # a failed scan says so in status, not here
-            if quick:
-                FOREGROUND.end()
-            try:
+            with FOREGROUND.aside() if quick else contextlib.nullcontext():
                 await asyncio.wait({ended}, timeout=left)
-            finally:
-                if quick:
-                    FOREGROUND.begin()
         return index.freshness.folders_known
 
     async def _check_released(self, index: WorkspaceIndex, left: float) -> list[Path] | None:

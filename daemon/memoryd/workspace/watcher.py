@@ -25,6 +25,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.records import Record
 
@@ -358,10 +359,15 @@ class Watcher:
         )
 
     async def wait_synced(
-        self, name: str, timeout: float, concerns: Callable[[Path], bool] | None = None
+        self,
+        name: str,
+        timeout: float,
+        concerns: Callable[[Path], bool] | None = None,
+        quick: bool = False,
     ) -> bool:
         """Wait until the changes of ``name`` queued so far are committed (not those queued
-        meanwhile), only those to paths ``concerns`` accepts when given; False on timeout."""
+        meanwhile), only those to paths ``concerns`` accepts when given; False on timeout.
+        ``quick``: the caller is a quick request, set aside while it waits (FOREGROUND)."""
         batch = self._batches.get(name)
         if batch is None:
             return True
@@ -374,7 +380,8 @@ class Watcher:
         fut = asyncio.get_running_loop().create_future()
         batch.waiters.append((ticket, fut))
         try:
-            await asyncio.wait_for(fut, max(0.0, timeout))
+            with FOREGROUND.aside() if quick else contextlib.nullcontext():
+                await asyncio.wait_for(fut, max(0.0, timeout))
         except TimeoutError:
             return False
         return True
@@ -386,16 +393,18 @@ class Watcher:
         paths: list[Path],
         timeout: float,
         concerns: Callable[[Path], bool] | None = None,
+        quick: bool = False,
     ) -> bool:
         """Sync ``paths`` (changes the watcher has not reported yet) and wait up to
         ``timeout`` for those ``concerns`` accepts (all when not given); concurrent callers
-        share the batch. False when it took longer."""
+        share the batch. False when it took longer. ``quick``: as in wait_synced."""
         if name in self._targets:
             self.submit(name, paths)
-            return await self.wait_synced(name, timeout, concerns)
+            return await self.wait_synced(name, timeout, concerns, quick)
         fut = asyncio.wrap_future(index.submit_sync(paths))  # not watched (yet)
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-        done, _ = await asyncio.wait({fut}, timeout=max(0.0, timeout))
+        with FOREGROUND.aside() if quick else contextlib.nullcontext():
+            done, _ = await asyncio.wait({fut}, timeout=max(0.0, timeout))
         return bool(done)
 
     def describe(self, name: str) -> str:
