@@ -34,6 +34,7 @@ class Inspected(Protocol):
     pending_syncs: int
     last_sync: float | None
     has_vec_table: bool
+    vectors_landing: bool
     rebuilt_reason: str | None
 
 
@@ -90,7 +91,15 @@ def index_status(ix: Inspected) -> dict[str, Any]:
             "dims": p.dims if p else None,
             "reason": q.reason,
         },
-        "vector_ready": bool(p is not None and ix.vec.ok and ix.has_vec_table and pending == 0),
+        # vectors_landing read after the count: a count that saw a vector write's commit
+        # is not ready until the generation (what fleet publishing copies) counts it too.
+        "vector_ready": bool(
+            p is not None
+            and ix.vec.ok
+            and ix.has_vec_table
+            and pending == 0
+            and not ix.vectors_landing
+        ),
         "sqlite_vec": ix.vec.version or None,
         # The KNN's engine: the in-memory copy once loaded and within index.vector_memory_mb
         "vector_scan": (

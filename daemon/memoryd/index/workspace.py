@@ -128,6 +128,10 @@ class WorkspaceIndex:
         self._targeted = False
         self.last_sync: float | None = None
         self.has_vec_table = False
+        # A vector write committed (readers see it) but not yet counted in ``generation``:
+        # status is not vector_ready meanwhile, so "vector_ready" and the fleet's
+        # "published" (the generation it copied) never describe two different indexes.
+        self.vectors_landing = False
         self.rebuilt_reason: str | None = None
         self._indexed_sources = (
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
@@ -464,6 +468,7 @@ class WorkspaceIndex:
         if not items or not items[0][1]:
             return
         dims = int(items[0][1][0][1].shape[0])
+        self.vectors_landing = True  # before the commit, cleared after the generation's bump
         try:
             with conn:
                 old = store.drop_other_width(conn, dims, self.copies.vectors)
@@ -477,6 +482,7 @@ class WorkspaceIndex:
                     conn, key, items, self.config.embedding.cache_max_entries, self.copies.vectors
                 )
         except Exception as exc:
+            self.vectors_landing = False
             if (found := corruption_in(exc)) is None:
                 raise
             self.damage.spotted(found, "writing vectors")
@@ -484,6 +490,7 @@ class WorkspaceIndex:
         self.has_vec_table = True
         with self._lock:
             self.generation += 1
+        self.vectors_landing = False
 
     def _rebuild_vectors_if_mismatched(self, dims: int) -> None:
         """The provider's width no longer fits the vector table: start the vectors over."""
