@@ -29,7 +29,7 @@ from memoryd.jobs.clock import Clock
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
 from memoryd.runtime.state import StateDB
 from memoryd.runtime.usage import Usage
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
@@ -64,8 +64,8 @@ class Upkeep(Record):
     sync: SyncService  # git sync of the workspaces that opt in
 
 
-@dataclass
-class Services:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Services(Fields):
     """The daemon's services besides its socket (module docstring), some made on first use."""
 
     state: StateDB

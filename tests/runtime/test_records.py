@@ -260,3 +260,45 @@ def test_records_that_were_full_dataclasses_compare_hash_and_show_as_before() ->
         twin = _generated(made)
         assert repr(made) == repr(twin) and hash(made) == hash(twin)
         assert made == dataclasses.replace(made) and made != twin
+
+
+@dataclass(eq=False, repr=False)
+class Mutable(records.Fields):
+    a: int
+    b: list[Any] = field(default_factory=list)
+    hidden: int = field(default=0, repr=False)
+    ignored: int = field(default=0, compare=False)
+
+
+@dataclass
+class GeneratedMutable:  # the same fields, the methods dataclasses generates
+    a: int
+    b: list[Any] = field(default_factory=list)
+    hidden: int = field(default=0, repr=False)
+    ignored: int = field(default=0, compare=False)
+
+
+def test_fields_compare_and_show_as_a_generated_mutable_dataclass() -> None:
+    cases = [((1, [2]), (1, [2])), ((1, [2], 3), (1, [2], 4)), ((1, [], 0, 5), (1, [], 0, 6))]
+    for a, b in [*cases, ((1,), (2,)), ((1, [1]), (1, [2]))]:
+        mine, twin = (Mutable(*a), Mutable(*b)), (GeneratedMutable(*a), GeneratedMutable(*b))
+        assert (mine[0] == mine[1]) is (twin[0] == twin[1])
+        assert (mine[0] != mine[1]) is (twin[0] != twin[1])
+        assert repr(mine[0]) == repr(twin[0]).replace("GeneratedMutable", "Mutable")
+    loop, twin_loop = Mutable(1), GeneratedMutable(1)
+    loop.b.append(loop)
+    twin_loop.b.append(twin_loop)
+    assert repr(loop) == repr(twin_loop).replace("GeneratedMutable", "Mutable")
+    assert Mutable.__hash__ is None and GeneratedMutable.__hash__ is None
+    assert Mutable(1).__eq__(GeneratedMutable(1)) is NotImplemented
+
+
+def test_the_daemon_s_fields_classes_leave_eq_and_repr_to_fields() -> None:
+    import memoryd.app  # noqa: F401
+
+    found = [c for c in records.Fields.__subclasses__() if c.__module__.startswith("memoryd.")]
+    assert len(found) >= 4
+    for cls in found:
+        params = cls.__dataclass_params__  # type: ignore[attr-defined]
+        assert not params.eq and not params.repr and not params.frozen, cls
+        assert cls.__eq__ is records.Fields.__eq__ and cls.__hash__ is None, cls

@@ -38,7 +38,7 @@ from memoryd.rpc.peer import peer_credentials
 from memoryd.rpc.wire import Refusal, Wire
 from memoryd.runtime.eager import start_eagerly
 from memoryd.runtime.logs import debug_enabled, get_logger
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
@@ -64,8 +64,8 @@ def _pack(message: dict[str, Any]) -> bytes:
     return protocol.HEADER.pack(len(body)) + body
 
 
-@dataclass
-class Request:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Request(Fields):
     """One request read from a connection, as its handler gets it."""
 
     id: int

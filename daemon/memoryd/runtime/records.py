@@ -10,10 +10,11 @@ that reads the config pays (issue 38: spawn -> first answer).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import reprlib
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from memoryd.runtime.record_inits import TEMPLATES
 
@@ -38,6 +39,34 @@ class Record:
     def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"{self.__class__.__qualname__}({fields})"
+
+
+class Fields:
+    """For mutable ``@dataclass(eq=False, repr=False)`` classes: equal and shown as the
+    generated ``__eq__`` and ``__repr__`` would (the fields with ``compare`` and ``repr``),
+    unhashable as a dataclass with ``eq`` is. Those two methods compiled ~1.4 M instructions
+    a class at import (issue 38); comparing or showing such an object is rare."""
+
+    __slots__ = ()
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = _names(cast(Any, self.__class__), "compare")
+        return tuple(getattr(self, n) for n in names) == tuple(getattr(other, n) for n in names)
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{n}={getattr(self, n)!r}" for n in _names(cast(Any, self.__class__), "repr")
+        )
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+@functools.cache
+def _names(cls: type, kind: str) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if getattr(f, kind))
 
 
 def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:

@@ -26,6 +26,7 @@ from memoryd.files.fsutil import remove_stale_temps
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
+from memoryd.runtime.records import Fields
 from memoryd.runtime.state import StateDB
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
@@ -98,8 +99,8 @@ def config_entries(config: Config) -> list[tuple[Path, str]]:
     return out
 
 
-@dataclass
-class Workspace:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Workspace(Fields):
     """A workspace the daemon serves: where it is, and its index once opened."""
 
     name: str

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as frozen_record  # runtime/records.py says why
@@ -67,8 +67,8 @@ class WatchTarget(Record):
     index: WorkspaceIndex
 
 
-@dataclass
-class _Batch:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class _Batch(Fields):
     """A workspace's changed files waiting for their sync, and how its syncs went."""
 
     pending: set[Path] = field(default_factory=set)
