@@ -30,7 +30,7 @@ from memoryd.rpc.dispatch import Dispatcher
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.wiring import DaemonParts, method_table
-from memoryd.runtime import asyncio_ssl, heap, logs
+from memoryd.runtime import asyncio_ssl, bytecode, heap, logs
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
@@ -292,7 +292,10 @@ class Daemon:
             self._after_first_answer()
             # After the indexes (keyword search never waits for a model), beside the watch.
             done = await asyncio.gather(
-                self._watch_late(), self._load_provider(), return_exceptions=True
+                self._watch_late(),
+                self._load_provider(),
+                asyncio.to_thread(bytecode.cache_early),  # for the next start (cli.py)
+                return_exceptions=True,
             )
             for failed in done:
                 if isinstance(failed, BaseException):

@@ -176,6 +176,9 @@ def cmd_run(args: argparse.Namespace | SimpleNamespace) -> int:
     # The daemon caches its bytecode even under PYTHONDONTWRITEBYTECODE (machines and images
     # set it), as memctl does: from an editable install every start would otherwise compile
     # the ~300 modules below anew (~0.15-0.3 s before the socket accepts).
+    from memoryd.runtime import bytecode
+
+    bytecode.note_early()  # cached after the first answer (runtime/bytecode.py)
     sys.dont_write_bytecode = False
     from memoryd.runtime import heap, logs
 

@@ -8,14 +8,17 @@ to a request other than hello has been handed to the socket.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 from pathlib import Path
 
 import pytest
 
+import memoryd.cli
 from daemon_util import Proc, RawConn, wait_for
 from memoryd.exit_codes import EXIT_OK
+from memoryd.runtime import bytecode
 
 # Not needed for a keyword answer from an existing index: structlog (runtime/logs.py holds
 # the lines), sqlite-vec's package (its extension is found beside it: memoryd/sqlite.py),
@@ -113,6 +116,10 @@ def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
     _indexed(md_home)
     (tmp_path / "sitecustomize.py").write_text(WATCHER)
     listed = tmp_path / "modules"
+    # cli.py is imported before `memoryd run` lets bytecode be written: cached after the
+    # answer (runtime/bytecode.py), for the next start
+    cli_cached = Path(importlib.util.cache_from_source(memoryd.cli.__file__))
+    cli_cached.unlink(missing_ok=True)
     path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH")) if p)
     proc = Proc(md_home, env={"PYTHONPATH": path, "FIRST_ANSWER_MODULES": str(listed)})
     try:
@@ -132,6 +139,7 @@ def test_a_first_keyword_answer_imports_none_of_what_only_later_work_needs(
         assert wait_for(lambda: "startup" in proc.events(), 15), proc.logs()
         events = proc.events()
         assert events.index("workspace_opened") < events.index("startup")
+        assert wait_for(lambda: not bytecode._stale(memoryd.cli.__file__, str(cli_cached)), 15)
         proc.p.send_signal(signal.SIGTERM)
         assert proc.wait() == EXIT_OK
     finally:
