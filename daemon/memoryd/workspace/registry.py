@@ -110,8 +110,7 @@ class Workspace(Fields):
     error: str | None = None  # why it is not usable
     scan: Future[SyncReport] | None = None  # the background scan after opening
     scan_progress: SyncProgress | None = None
-    # Told the scan's progress too (a workspace.add waiting on its first scan), from the
-    # writer thread.
+    # Told the scan's progress too (a workspace.add waiting on its first scan), writer thread
     scan_listeners: list[Callable[[SyncProgress], None]] = field(default_factory=list)
     scan_started: float | None = None
     scan_report: SyncReport | None = None
