@@ -291,12 +291,10 @@ class Daemon:
                 self._service_tasks.add(asyncio.create_task(self._warm_numpy()))
             self._after_first_answer()
             # After the indexes (keyword search never waits for a model), beside the watch.
-            done = await asyncio.gather(
-                self._watch_late(),
-                self._load_provider(),
-                asyncio.to_thread(bytecode.cache_early),  # for the next start (cli.py)
-                return_exceptions=True,
-            )
+            # bytecode: for the next start, what cli.py imported before it could be cached
+            cache = asyncio.to_thread(bytecode.cache_early)
+            later = (self._watch_late(), self._load_provider(), cache)
+            done = await asyncio.gather(*later, return_exceptions=True)
             for failed in done:
                 if isinstance(failed, BaseException):
                     raise failed
