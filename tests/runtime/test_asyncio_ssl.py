@@ -5,8 +5,10 @@ interpreters)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 # Every name of every asyncio/ssl module: its type, and for a module, a class or a tuple of
 # classes, which one (what another user of asyncio could notice).
@@ -35,7 +37,9 @@ asyncio_ssl.import_asyncio()
 import asyncio
 assert "ssl" not in sys.modules and "_ssl" not in sys.modules and asyncio_ssl.owed()
 assert asyncio.base_events.ssl is None
-asyncio_ssl.give_ssl()
+assert asyncio_ssl.give_ssl() == [
+    "asyncio.base_events", "asyncio.selector_events", "asyncio.sslproto"
+]
 assert not asyncio_ssl.owed()
 """
     + SUMMARY
@@ -97,3 +101,53 @@ asyncio.run(main())
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in {"SSLEOFError", "ConnectionResetError", "SSLError"}, out.stdout
+
+
+def test_a_python_not_checked_imports_asyncio_with_ssl() -> None:
+    code = """
+import sys
+from memoryd.runtime import asyncio_ssl
+asyncio_ssl.CHECKED = frozenset()
+asyncio_ssl.import_asyncio()
+assert "ssl" in sys.modules and not asyncio_ssl.owed()
+assert sys.modules["asyncio.base_events"].ssl is sys.modules["ssl"]
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+
+
+def test_another_module_left_without_ssl_is_given_it_at_once(tmp_path: Path) -> None:
+    # A module imported with asyncio that also allows for a missing ssl, and is not one of
+    # asyncio's: not the shape checked, so nothing is deferred.
+    (tmp_path / "other_tls.py").write_text(
+        "try:\n    import ssl\nexcept ImportError:\n    ssl = None\n"
+    )
+    code = """
+import importlib.abc, sys
+class Along(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "asyncio.base_events":
+            sys.meta_path.remove(self)
+            import other_tls
+        return None
+sys.meta_path.insert(0, Along())
+from memoryd.runtime import asyncio_ssl
+asyncio_ssl.import_asyncio()
+import asyncio, other_tls
+assert not asyncio_ssl.owed() and "ssl" in sys.modules
+assert other_tls.ssl is sys.modules["ssl"] is asyncio.sslproto.ssl
+assert asyncio.sslproto.SSLAgainErrors
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+
+
+def test_only_sslproto_s_own_code_defines_its_again_errors() -> None:
+    import asyncio.base_events
+    import asyncio.sslproto
+
+    from memoryd.runtime import asyncio_ssl
+
+    assert "SSLAgainErrors" in asyncio_ssl._stored_names(asyncio.sslproto)
+    assert "SSLAgainErrors" not in asyncio_ssl._stored_names(asyncio.base_events)
