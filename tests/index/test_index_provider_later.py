@@ -5,14 +5,15 @@ why it has no vectors, and the provider given later keeps vectors that still fit
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
 
-from daemon_util import run_daemon
+from daemon_util import run_daemon, wait_for
 from engine_util import IndexFactory, search
-from fakes.openai_server import FakeOpenAIServer
+from fakes.openai_server import FakeOpenAIServer, fake_embedding
 from memoryd.embeddings.openai_compat import OpenAIProvider
 from memoryd.index.vectors.query_vectors import PROVIDER_LOADING
 from memoryd.index.workspace import WorkspaceIndex
@@ -143,3 +144,31 @@ def test_with_provider_none_indexes_open_knowing_it(md_home: Path) -> None:
     assert opened["provider"] is None
     events = [e["event"] for e in logs]
     assert events.index("embedding_provider") < events.index("workspace_opened")
+
+
+def test_vector_ready_waits_for_the_generation_to_count_the_vectors(
+    make_index: IndexFactory, openai_server: FakeOpenAIServer
+) -> None:
+    # status's vector_ready is what a client waits for before searching the fleet's copy of
+    # this index, and the fleet's "published" compares generations: a status must not see
+    # the vectors' commit as ready while the generation does not count it yet (a fleet
+    # search then read the copy made before the vectors: keyword, not hybrid).
+    for rel, text in NOTES.items():
+        make_index.write(rel, text)
+    ix = pending_index(make_index)
+    ix.sync()
+    answer = threading.Event()
+    openai_server.answer_embeddings_with(
+        lambda text: fake_embedding(text, openai_server.dims) if answer.wait(30) else []
+    )
+    ix.attach_provider(provider(openai_server), "embedding.provider = openai")
+    assert wait_for(lambda: openai_server.requests_to("embeddings"), 30)  # the provider in use
+    before = ix.generation
+    with ix._lock:  # the writer, its vectors committed, waits here to bump the generation
+        answer.set()
+        assert wait_for(lambda: ix.status()["pending_vectors"] == 0, 30)
+        st = ix.status()
+        assert ix.generation == before and not st["vector_ready"]
+    assert ix.wait_embedded(timeout=30)
+    assert wait_for(lambda: ix.status()["vector_ready"], 30)
+    assert ix.generation > before
