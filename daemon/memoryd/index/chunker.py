@@ -28,10 +28,14 @@ from typing import TYPE_CHECKING, overload
 
 from memoryd.index import token_costs
 from memoryd.index.token_costs import count_tokens
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     from tokenizers import Tokenizer
+else:
+    from memoryd.runtime.records import frozen_record
 
 _SPACE = re.compile(r"\s")
 # Chinese and Japanese sentences end without a space after them: a line of them is cut
@@ -42,7 +46,7 @@ _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 _LEADS = frozenset(" #`~")  # what a line that _FENCE or _HEADING can match starts with
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Chunk(Record):
     """A chunk of a file: its lines, its text and the headings above it."""
 
@@ -61,8 +65,8 @@ Unit = tuple[int, int, bool]  # [lo, hi) lines, and whether it must start a new 
 Packing = tuple["tuple[int, int] | None", int]  # the chunk being filled, the last one's start
 
 
-@dataclass
-class _Parse:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class _Parse(Fields):
     """The markdown parser between two lines."""
 
     fence: tuple[str, int] | None = None  # (char, length) of the open fence
@@ -71,7 +75,7 @@ class _Parse:
     section: int = 0
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class _Mark(Record):
     """Everything before top-level segment ``line``: the units split before it (and whether
     the next must start a new chunk), the chunks packed before it and the packing state."""
@@ -83,8 +87,8 @@ class _Mark(Record):
     packing: Packing = (None, -1)
 
 
-@dataclass
-class MarkdownState:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class MarkdownState(Fields):
     """What ``chunk_appended`` resumes from: the last chunking of a document, without its
     text (about 100 bytes a line)."""
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memoryd.embeddings.tokenizer import load_tokenizer
@@ -37,8 +36,11 @@ from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
 
     from tokenizers import Tokenizer
+else:
+    from memoryd.runtime.records import frozen_record
 
 # multiprocessing and the process pool are imported by the functions that use them: only a
 # large bulk run starts workers, and a daemon answering its first search from an existing
@@ -58,7 +60,7 @@ MAX_WORKERS = 2  # with the writer's own core, two keep a 2-core machine busy
 WORKERS_MIN_BYTES = 32 << 20
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Prepared(Record):
     """Chunks prepared off the writer: their rows and keyword postings."""
 

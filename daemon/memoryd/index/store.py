@@ -10,7 +10,7 @@ import hashlib
 import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -22,10 +22,15 @@ from memoryd.index.vectors.windows import WINDOW_SLOTS, centroid
 from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
 
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
+
 VEC_TABLE = "chunks_vec"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class FileRow(Record):
     """A file as the index holds it (the files table's row)."""
 
@@ -265,7 +270,7 @@ def move_staged(conn: apsw.Connection) -> None:
     )
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class PendingChunk(Record):
     """A chunk whose vector is still to be made."""
 
@@ -296,7 +301,7 @@ def count_pending(conn: apsw.Connection) -> int:
     return int(sqlite.scalar(conn, "SELECT count(*) FROM chunks WHERE embedded = 0"))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class CacheKey(Record):
     """Which provider and model made a cached vector."""
 

@@ -52,7 +52,7 @@ from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
@@ -85,8 +85,8 @@ def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
     )
 
 
-@dataclass
-class Syncer:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Syncer(Fields):
     """Brings a workspace's index in line with its files (one writer)."""
 
     conn: apsw.Connection

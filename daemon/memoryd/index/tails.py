@@ -28,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import apsw
 
@@ -37,7 +37,12 @@ from memoryd.index.chunker import Chunk, MarkdownState
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 log = get_logger("memoryd.index")
 
@@ -52,7 +57,7 @@ WARM_MIN_BYTES = 128 * 1024
 WARM_WITHIN_S = 2 * 86400
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Resume(Record):
     """Where a grown file's chunking starts again, and the state it starts in."""
 
@@ -62,8 +67,8 @@ class Resume(Record):
     digest: str  # sha256 of the file's bytes now
 
 
-@dataclass
-class _Kept:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class _Kept(Fields):
     """A file's chunking state at its end, for the next growth."""
 
     digest: str  # sha256 of the bytes chunked (what the files row holds)

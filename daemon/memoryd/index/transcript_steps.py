@@ -9,14 +9,18 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from memoryd.files.layout import ISO_DAY, IndexedFile
 from memoryd.files.transcripts import TranscriptChunkInput
 from memoryd.index.chunker import Chunk
 from memoryd.index.store import FileRow
 from memoryd.runtime.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.runtime.records import frozen_record
 
 SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten, not appended
 # A transcript is ingested this much at a time (each step one transaction with its offsets),
@@ -25,7 +29,7 @@ SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten,
 TRANSCRIPT_STEP_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Step(Record):
     """What one step read: ``buf`` from ``start_off`` (line ``start_line``); the bytes before
     ``old_end`` were ingested already (the last chunk's lines, re-chunked with what follows)."""

@@ -20,10 +20,14 @@ from memoryd.index.keyword.counts import Counted, Stems, count_chunks
 from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.lazy_numpy import np
-from memoryd.runtime.records import Record
+from memoryd.runtime.records import Fields, Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     import numpy.typing as npt
+else:
+    from memoryd.runtime.records import frozen_record
 
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
@@ -31,8 +35,8 @@ STEM_BYTES = 250  # a dict entry and two small arrays
 SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
 
 
-@dataclass
-class StemPostings:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class StemPostings(Fields):
     """A stem's postings in the keyword copy: its chunks' slots and weights."""
 
     slots: npt.NDArray[np.uint32]  # chunks, as slots of Docs
@@ -63,8 +67,8 @@ def no_freq() -> npt.NDArray[np.uint16]:
     return np.zeros(0, np.uint16)
 
 
-@dataclass
-class Docs:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Docs(Fields):
     """Per chunk, by slot: slots are handed out in order and never reused until compaction,
     so a deleted chunk's postings can stay in place (hidden by ``alive``) even when SQLite
     gives its id to a new chunk."""
@@ -102,8 +106,8 @@ class Docs:
         return new
 
 
-@dataclass
-class Postings:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Postings(Fields):
     """A copy's live chunks (by slot) and every stem's postings, flat: stem k's are
     ``slots[sum(counts[:k]) : sum(counts[:k + 1])]`` (ascending), the same of freq2."""
 
@@ -289,7 +293,7 @@ class Build:
         return None if size + len(docs.length) * SLOT_BYTES > max_bytes else (docs, post)
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class _Expected(Record):
     """A file's chunks as staged, counted already: the rows its commit will insert."""
 
@@ -310,8 +314,8 @@ _CHECK_POSTINGS = 1 << 20  # a stream checks its size every this many postings
 _LOOSE_RUN = 32
 
 
-@dataclass
-class Stream:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Stream(Fields):
     """A copy built as a bulk sync on an empty index commits, instead of after it.
 
     The sync says which rows it staged counted already (``expect``, in staging order); the

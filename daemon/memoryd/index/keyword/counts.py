@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import apsw
@@ -22,7 +21,11 @@ from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     import numpy.typing as npt
+else:
+    from memoryd.runtime.records import frozen_record
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
 HEADING_WEIGHT = 0.5
@@ -56,7 +59,7 @@ def fts5_stems(conn: apsw.Connection) -> Stems:
     return stems
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Counted(Record):
     """The postings of a run of chunks, ordered by (stem, chunk). Picklable: a chunking
     process sends it back with the chunks."""

@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 
 from memoryd.index.search.query import stopwords_only
 from memoryd.index.types import SearchRequest
+from memoryd.runtime.records import Fields
 
 
-@dataclass
-class Notices:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Notices(Fields):
     """What a search's answer says beside its hits, and whether to search at all."""
 
     lines: list[str] = field(default_factory=list)

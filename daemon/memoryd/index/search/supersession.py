@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.files.layout import day_of
 from memoryd.files.lines import line_key
+from memoryd.runtime.records import Fields
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["Superseded", "Supersession"]
 
 
-@dataclass
-class Superseded:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class Superseded(Fields):
     """Per (path, line): who stands over a superseded line, what a standing line superseded."""
 
     by: dict[tuple[str, int], str] = field(default_factory=dict)

@@ -23,7 +23,6 @@ import os
 import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -36,7 +35,11 @@ from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+
     import numpy.typing as npt
+else:
+    from memoryd.runtime.records import frozen_record
 
 MAX_TRIGGERED = 3
 # The bundled model, phrase against prompt: a restatement 0.65-0.71 ("gateway setup" ~ "I'm
@@ -48,7 +51,7 @@ _MAX_LINE_CHARS = 1000
 _MAX_FILE_BYTES = 16 << 20
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class Triggered(Record):
     """A line whose trigger phrase a query matched."""
 
@@ -59,7 +62,7 @@ class Triggered(Record):
     score: float  # 1.0 for a lexical match, else the cosine
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class _Entry(Record):
     """A line with trigger phrases, as the triggers' table holds it."""
 

@@ -50,6 +50,7 @@ from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.index.staged import StagedMirror
 from memoryd.runtime.lazy_numpy import np
+from memoryd.runtime.records import Fields
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -100,8 +101,8 @@ def default_shortlist(live: int, k: int) -> int:
     return max(SHORTLIST, SHORTLIST_PER_K * k, live // SHORTLIST_SHARE)
 
 
-@dataclass
-class _Rows:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+class _Rows(Fields):
     """The vector copy's rows: the matrix, their sign bits, norms, and the center."""
 
     mat: npt.NDArray[np.float32]  # (capacity, dims)
