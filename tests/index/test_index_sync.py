@@ -368,3 +368,21 @@ def test_watcher_filter_is_safe_while_the_writer_changes_the_file_list(
         t.join()
         sys.setswitchinterval(interval)
     assert errors == []
+
+
+def test_a_file_that_comes_during_a_whole_scan_is_found_by_the_next_check(
+    make_index: IndexFactory,
+) -> None:
+    # The folders' mtimes the scan keeps are read before it lists them: a file that came
+    # after the listing leaves them behind, so the next search's check lists the folders.
+    make_index.write("memory/2020-01-01.md", "an old day\n")
+    ix = make_index()
+    came: list[Path] = []
+
+    def progress(_: object) -> None:
+        if not came:  # the listing is done: the scan is indexing what it found
+            came.append(make_index.write("memory/2020-01-02.md", "a day written meanwhile\n"))
+
+    ix.sync(progress=progress)
+    assert came and ix.freshness.folders_known
+    assert came[0] in ix.freshness.stale_hot_paths()

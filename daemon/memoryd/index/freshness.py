@@ -102,6 +102,7 @@ class Freshness:
         self._recent: dict[str, float] = {}  # rel -> when a targeted sync committed it
         self._dir_mtimes: dict[str, int] = {}  # after the last whole scan; {}: none yet
         self._kept_mtimes: dict[str, int] = {}  # as the index holds them (FOLDERS_KEY)
+        self._before_scan: dict[str, int] | None = None  # read as a whole scan began
         # A whole scan ended on this index, now or before a restart: a search's check finds
         # a file come or gone in a folder (``_dirs_changed``). Until then only the scan does.
         self.folders_known = False
@@ -202,11 +203,24 @@ class Freshness:
                 self.local_until = NEVER
                 self._tell((path, name))
 
+    def before_sync(self, paths: list[Path] | None) -> list[Path] | None:
+        """A sync's paths, folders expanded (``expand_dirs``; the writer thread). Before a
+        whole scan (None) lists the folders: their mtimes, for ``scanned`` (a file that comes
+        or goes during the scan then leaves them behind: the next search's check lists the
+        folders again; read after the scan, they would vouch for a file it never saw)."""
+        if paths is not None:
+            return self.expand_dirs(paths)
+        self._before_scan = self._read_dir_mtimes()
+        return None
+
     def scanned(self, conn: apsw.Connection | None = None) -> None:
-        """A whole scan just ended: the folder mtimes to compare later searches against,
-        kept in ``conn`` for the next start (written only when they changed); and the file
-        systems looked at again (a scan follows a mount made or gone)."""
-        mtimes = self._read_dir_mtimes()
+        """A whole scan just ended: the folder mtimes to compare later searches against (as
+        read before it: ``before_sync``), kept in ``conn`` for the next start (written only
+        when they changed); and the file systems looked at again (a scan follows a mount
+        made or gone)."""
+        mtimes, self._before_scan = self._before_scan, None
+        if mtimes is None:
+            mtimes = self._read_dir_mtimes()
         if conn is not None and mtimes != self._kept_mtimes:
             schema.set_meta(conn, {FOLDERS_KEY: json.dumps(mtimes, sort_keys=True)})
             self._kept_mtimes = mtimes
@@ -300,11 +314,12 @@ class Freshness:
             if current != indexed and (current is None or self.layout.classify(rel)):
                 stale.append(self.root / rel)
         if self._dir_mtimes and self._dirs_changed(stats):
+            mtimes = self._read_dir_mtimes()  # before the listing (scanned's ``mtimes``)
             with self._lock:
                 known_files = set(self._files)
             present = {f.rel for f in self.layout.iter_files()}
             stale += [self.root / rel for rel in sorted(present ^ known_files)]
-            self._dir_mtimes = self._read_dir_mtimes()
+            self._dir_mtimes = mtimes
         return stale
 
     def stale_hot_paths_released(self) -> list[Path]:

@@ -34,7 +34,7 @@ class Inspected(Protocol):
     pending_syncs: int
     last_sync: float | None
     has_vec_table: bool
-    vectors_landing: bool
+    vectors_landing: int
     rebuilt_reason: str | None
 
 
@@ -91,14 +91,15 @@ def index_status(ix: Inspected) -> dict[str, Any]:
             "dims": p.dims if p else None,
             "reason": q.reason,
         },
-        # vectors_landing read after the count: a count that saw a vector write's commit
-        # is not ready until the generation (what fleet publishing copies) counts it too.
+        # Read after the count: a count that saw a vector write's commit is not ready until
+        # the generation counts it too (the fleet's "published" compares generations). A
+        # write that failed rolled back: its chunks are still pending.
         "vector_ready": bool(
             p is not None
             and ix.vec.ok
             and ix.has_vec_table
             and pending == 0
-            and not ix.vectors_landing
+            and ix.vectors_landing != ix.generation
         ),
         "sqlite_vec": ix.vec.version or None,
         # The KNN's engine: the in-memory copy once loaded and within index.vector_memory_mb

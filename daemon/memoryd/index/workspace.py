@@ -9,17 +9,16 @@ Threading contract:
   a file is searchable by keyword as soon as its sync returns, by vector a little later.
 
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
-fingerprints), the reader pool (readers.py), what the index holds of each file and which were
-written lately (freshness.py), the in-memory copies that rank searches (copies.py), the
-embedder and its query cache (vectors/embedder.py), the query's vector and why a search gets
-none (``queries``: vectors/query_vectors.py), damage found at run time (damage.py), the
-warm-up of append states (tails.py) and what status says of it (health.py).
+fingerprints), the reader pool (readers.py), each file as indexed and those written lately
+(freshness.py), the in-memory copies that rank searches (copies.py), the embedder and its query
+cache (vectors/embedder.py), the query's vector or why a search gets none (``queries``:
+vectors/query_vectors.py), damage found at run time (damage.py), the warm-up of append states
+(tails.py) and what status says of it (health.py).
 
-Damage found at run time (a read or a write meets SQLITE_CORRUPT or SQLITE_NOTADB) is handled
-as at start: on the writer thread the file is moved to ``<index>.corrupt``, a new one is
-opened and every file indexed into it again. Searches answer from the new file as it fills
-(their ``degraded`` says the results may be incomplete), as they do while a first scan runs;
-only the moment of the swap itself answers ``unavailable``."""
+Damage found at run time (SQLITE_CORRUPT or SQLITE_NOTADB on a read or a write) is handled as
+at start: the writer thread moves the file to ``<index>.corrupt`` and indexes every file into
+a new one. Searches answer from it as it fills (``degraded`` says the results may be
+incomplete), as while a first scan runs; only the swap itself answers ``unavailable``."""
 
 from __future__ import annotations
 
@@ -128,10 +127,7 @@ class WorkspaceIndex:
         self._targeted = False
         self.last_sync: float | None = None
         self.has_vec_table = False
-        # A vector write committed (readers see it) but not yet counted in ``generation``:
-        # status is not vector_ready meanwhile, so "vector_ready" and the fleet's
-        # "published" (the generation it copied) never describe two different indexes.
-        self.vectors_landing = False
+        self.vectors_landing = -1  # the generation a vector write began at (health.py)
         self.rebuilt_reason: str | None = None
         self._indexed_sources = (
             (SOURCE_MEMORY, SOURCE_SESSIONS) if config.index.sessions else (SOURCE_MEMORY,)
@@ -349,8 +345,7 @@ class WorkspaceIndex:
     ) -> SyncReport:
         started = time.monotonic()
         try:
-            if paths is not None:
-                paths = self.freshness.expand_dirs(paths)
+            paths = self.freshness.before_sync(paths)  # (a whole scan's folders read first)
             report, paths = self._sync_or_rebuild(paths, full, progress)
         finally:
             with self._lock:
@@ -468,7 +463,7 @@ class WorkspaceIndex:
         if not items or not items[0][1]:
             return
         dims = int(items[0][1][0][1].shape[0])
-        self.vectors_landing = True  # before the commit, cleared after the generation's bump
+        self.vectors_landing = self.generation  # not vector_ready until the bump (health.py)
         try:
             with conn:
                 old = store.drop_other_width(conn, dims, self.copies.vectors)
@@ -482,7 +477,6 @@ class WorkspaceIndex:
                     conn, key, items, self.config.embedding.cache_max_entries, self.copies.vectors
                 )
         except Exception as exc:
-            self.vectors_landing = False
             if (found := corruption_in(exc)) is None:
                 raise
             self.damage.spotted(found, "writing vectors")
@@ -490,7 +484,6 @@ class WorkspaceIndex:
         self.has_vec_table = True
         with self._lock:
             self.generation += 1
-        self.vectors_landing = False
 
     def _rebuild_vectors_if_mismatched(self, dims: int) -> None:
         """The provider's width no longer fits the vector table: start the vectors over."""
