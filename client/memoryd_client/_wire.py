@@ -175,13 +175,15 @@ class _Wire:
             if fast is _MISSING:
                 fast = _fast_of(cls, plan, (*data, *map(type, data.values())))
             if fast is not None:
-                template, drop, fresh, raw = fast
+                template, drop, fresh, raw, computed = fast
                 values = template.copy()
                 values.update(data)
                 for key in drop:
                     del values[key]
                 for name, make in fresh:
                     values[name] = make()
+                for name, key, read in computed:  # as _read runs them: always
+                    values[name] = read(_Fields(data, cls._what), key)
                 if raw:
                     values["raw"] = data
                 obj = cls.__new__(cls)
@@ -287,10 +289,11 @@ class _Plan(NamedTuple):
     ``computed``: the fields with a reader of their own (``_read``), always run; ``init``:
     the class needs its ``__init__`` (frozen, or a ``__post_init__``); ``shapes``: the
     maps' shapes met so far (keys, then their values' types) -> how such a map is read at
-    once (None: field by field); None for a class whose maps are always read field by
-    field (a reader of its own, its ``__init__``, a required key no value is taken as it
-    is for: a list of results); ``rows``: the same for rows (from_rows), by their fields
-    and then their values' types."""
+    once, its fields with a reader of their own read after (None: field by field); None
+    for a class whose maps are always read field by field (its ``__init__``, a required
+    key no value is taken as it is for: a list of results); ``rows``: the same for rows
+    (from_rows: none for a class with a reader of its own), by their fields and then
+    their values' types."""
 
     by_key: dict[str, tuple[str, frozenset[type], Reader]]
     template: dict[str, Any]
@@ -313,6 +316,7 @@ class _Fast(NamedTuple):
     drop: tuple[str, ...]
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
     raw: bool  # the map kept as ``raw``
+    computed: tuple[tuple[str, str, Reader], ...]  # the readers of their own: run after
 
 
 MAX_SHAPES = 256  # per class: a map of a shape past these is read field by field
@@ -333,7 +337,12 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
     n = len(shape) // 2
     keys, types = shape[:n], shape[n:]
     drop = []
+    computed = {key: name for name, key, _read in plan.computed}
     for key, kind in zip(keys, types, strict=True):
+        if key in computed:  # its reader reads it, whatever its type
+            if computed[key] != key:
+                drop.append(key)
+            continue
         spec = plan.by_key.get(key)
         if spec is None:
             if key in plan.template:
@@ -352,7 +361,7 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
                 return None
             template[name] = value
     fresh = tuple((name, make) for name, make in plan.fresh if name not in keys)
-    return _Fast(template, tuple(drop), fresh, plan.raw)
+    return _Fast(template, tuple(drop), fresh, plan.raw, tuple(plan.computed))
 
 
 _CONSTANT = frozenset({str, int, float, bool, type(None)})
@@ -375,7 +384,7 @@ def _row_shapes(
     plan: _Plan, names: tuple[str, ...]
 ) -> dict[tuple[type, ...], _RowFast | None] | None:
     """The shapes of rows under these fields met so far (None: rows read as maps)."""
-    if plan.shapes is None or plan.raw:
+    if plan.shapes is None or plan.raw or plan.computed:
         return None
     shapes = plan.rows.get(names)
     if shapes is None and len(plan.rows) < MAX_ROW_FIELDS:
@@ -522,7 +531,7 @@ def _plan_of(cls: type[_Wire]) -> _Plan:
     params = cls.__dataclass_params__  # type: ignore[attr-defined]
     init = params.frozen or hasattr(cls, "__post_init__") or "__slots__" in cls.__dict__
     raw = "raw" in cls.__dataclass_fields__  # type: ignore[attr-defined]
-    shaped = not computed and not init and not never_as_is
+    shaped = not init and not never_as_is
     shapes: dict[tuple[Any, ...], _Fast | None] | None = {} if shaped else None
     return _Plan(by_key, template, fresh, missing, computed, raw, init, shapes, {})
 

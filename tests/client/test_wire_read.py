@@ -12,7 +12,7 @@ import pytest
 
 from memoryd_client import _wire
 from memoryd_client.errors import BadResponse
-from memoryd_client.types import GetResult, Hello, SearchHit, SearchResult
+from memoryd_client.types import GetResult, Hello, SearchHit, SearchResult, Status, WorkspaceStatus
 
 # Values of every kind a field may meet: its own type, another one, nil, a list, a map.
 _VALUES: list[Any] = [
@@ -139,3 +139,28 @@ def test_shapes_are_remembered_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) ->
         hit = SearchHit.from_wire({**base, f"extra{i}": i})
         assert hit.path == "a.md" and not hasattr(hit, f"extra{i}")
     assert plan.shapes is not None and len(plan.shapes) == 3
+
+
+_RESULTS: list[Any] = [
+    [],
+    [{"path": "a.md", "start_line": 1, "end_line": 2, "score": 0.5, "snippet": "s"}],
+    {"fields": ["path", "start_line", "end_line", "score"], "rows": [["a.md", 1, 2, 0.5]]},
+    {"fields": ["path"], "rows": [[1]]},
+    "results",
+]
+
+
+@pytest.mark.parametrize("cls", [SearchResult, WorkspaceStatus, Status])
+def test_a_map_of_a_class_with_readers_of_its_own_reads_as_field_by_field(cls: Any) -> None:
+    rng = random.Random(cls.__name__)
+    plan = _wire._plan_of(cls)
+    keys = [k for k in cls.__dataclass_fields__ if k not in ("_what", "_readers")]
+    for _ in range(2_000):
+        wire = {k: rng.choice(_VALUES) for k in rng.sample(keys, rng.randint(0, len(keys)))}
+        if "results" in wire and rng.random() < 0.7:
+            wire["results"] = rng.choice(_RESULTS)
+        if rng.random() < 0.2:
+            wire["future"] = rng.choice(_VALUES)
+        slow = _outcome(lambda w=wire: cls._read(plan, dict(w)))
+        for _ in range(2):  # the shape found, then read so
+            assert _outcome(lambda w=wire: cls.from_wire(dict(w))) == slow, wire
