@@ -67,6 +67,33 @@ def test_property_the_same_top_and_doubles(seed: int) -> None:
     assert_same_top(random_case(random.Random(seed)))
 
 
+def test_terms_taken_with_a_count_are_their_slices() -> None:
+    """KeywordMirror.top hands the compiled top each term's whole arrays and its count (no
+    numpy slice): the same top and doubles as the Terms of the sliced postings
+    (bm25.term_of), in C and in Python (scored_top without the module)."""
+    rng = random.Random(41)
+    for _ in range(400):
+        lists, norm, keep, ids, limit = random_case(rng)
+        taken: list[tuple[object, ...]] = []
+        for t in lists:  # the arrays as a writer left them: postings appended past count
+            extra = rng.randint(0, 5) if t.dense is None else 0
+            slots = np.concatenate([t.slots, np.arange(extra, dtype=np.uint32)])
+            freq2 = np.concatenate([t.freq2, np.full(extra, 7, np.uint16)])
+            count = len(t.slots) if t.dense is None else rng.randint(0, 3)
+            taken.append((slots, freq2, t.dense, t.top_f2, t.idf, count))
+        want = py_scored_top(lists, norm, keep, ids, limit)
+        got = compiled.bm25_top(taken, norm, keep, ids, limit)
+        assert [(i, s.hex()) for i, s in got] == [(i, s.hex()) for i, s in want]
+        py = py_scored_top([bm25.term_of(t) for t in taken], norm, keep, ids, limit)
+        assert [(i, s.hex()) for i, s in py] == [(i, s.hex()) for i, s in want]
+    norm, keep, ids = np.ones(3), np.ones(3, np.bool_), np.arange(3, dtype=np.int64)
+    one = np.array([0], np.uint32)
+    with pytest.raises(ValueError):
+        compiled.bm25_top([(one, np.zeros(0, np.uint16), None, 2, 1.0, 1)], norm, keep, ids, 5)
+    with pytest.raises(ValueError):
+        compiled.bm25_top([(one, np.ones(1, np.uint16), None, 2, 1.0, -1)], norm, keep, ids, 5)
+
+
 def test_ties_go_by_id_and_the_top_stops_at_limit() -> None:
     used = 50
     norm = np.full(used, 1.2, np.float64)

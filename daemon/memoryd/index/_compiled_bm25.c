@@ -50,16 +50,32 @@ static void sift_up(Hit *heap, Py_ssize_t i) {
     }
 }
 
-/* One term (a bm25.Term: slots, freq2, dense, top_f2, idf) added into ``full``. */
+/* One term (a bm25.Term: slots, freq2, dense, top_f2, idf; or those and a count: the
+ * first ``count`` postings of slots and freq2, as bm25.term_of slices them) added into
+ * ``full``. */
 static int add_term(PyObject *term, const double *norm, double *full, Py_ssize_t used) {
     PyObject *slots_obj = compiled_item(term, 0);
     PyObject *freq_obj = slots_obj ? compiled_item(term, 1) : NULL;
     PyObject *dense_obj = freq_obj ? compiled_item(term, 2) : NULL;
     PyObject *idf_obj = dense_obj ? compiled_item(term, 4) : NULL;
+    Py_ssize_t count = -1; /* -1: every posting of the buffers */
     Py_buffer sv, fv, dv;
     int have_s = 0, have_f = 0, have_d = 0, ok = -1;
     if (idf_obj == NULL)
         goto done;
+    Py_ssize_t items = PySequence_Size(term);
+    if (items < 0)
+        goto done;
+    if (items > 5) {
+        PyObject *count_obj = compiled_item(term, 5);
+        count = count_obj ? PyLong_AsSsize_t(count_obj) : -1;
+        Py_XDECREF(count_obj);
+        if (count < 0) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "a negative count of postings");
+            goto done;
+        }
+    }
     const double idf = PyFloat_AsDouble(idf_obj);
     if (idf == -1.0 && PyErr_Occurred())
         goto done;
@@ -89,8 +105,12 @@ static int add_term(PyObject *term, const double *norm, double *full, Py_ssize_t
     if (compiled_buffer(freq_obj, &fv, 2, "H") < 0)
         goto done;
     have_f = 1;
-    Py_ssize_t n = sv.len / 4;
-    if (fv.len / 2 != n) {
+    Py_ssize_t n = sv.len / 4, n_freq = fv.len / 2;
+    if (count >= 0) { /* slots[:count] and freq2[:count], as slicing clips them */
+        n = count < n ? count : n;
+        n_freq = count < n_freq ? count : n_freq;
+    }
+    if (n_freq != n) {
         PyErr_SetString(PyExc_ValueError, "slots and freq2 differ in length");
         goto done;
     }

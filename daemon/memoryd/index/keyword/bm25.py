@@ -10,8 +10,8 @@ index/_compiled_bm25.c when it is built (``scored_top``; the same doubles and th
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.runtime.lazy_numpy import np
@@ -83,8 +83,17 @@ def ranked(
     return list(zip(ids[order].tolist(), score[order].tolist(), strict=True))
 
 
+def term_of(taken: Term | tuple[Any, ...]) -> Term:
+    """A Term of a term taken with its postings' count (slots, freq2, dense, top_f2, idf,
+    count: KeywordMirror.top): its first ``count`` postings; a Term as it is."""
+    if len(taken) == 5:
+        return cast(Term, taken)
+    slots, freq2, dense, top_f2, weight, count = taken
+    return new_term(Term, (slots[:count], freq2[:count], dense, top_f2, weight))
+
+
 def scored_top(
-    lists: list[Term],
+    lists: Sequence[Term | tuple[Any, ...]],
     norm: npt.NDArray[np.float64],
     keep: npt.NDArray[np.bool_],
     chunk_id: npt.NDArray[np.int64],
@@ -92,9 +101,9 @@ def scored_top(
 ) -> list[tuple[int, float]]:
     """Every posting of the slots below ``len(keep)`` scored, and the top ``limit`` of the
     chunks ``keep`` keeps (``ranked``). Compiled when it can be; ``py_scored_top`` otherwise."""
-    if compiled is not None:
+    if compiled is not None:  # reads a term's count itself
         return compiled.bm25_top(lists, norm, keep, chunk_id, limit)
-    return py_scored_top(lists, norm, keep, chunk_id, limit)
+    return py_scored_top([term_of(t) for t in lists], norm, keep, chunk_id, limit)
 
 
 def py_scored_top(

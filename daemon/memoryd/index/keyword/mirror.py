@@ -30,14 +30,13 @@ import apsw
 from memoryd.index.keyword.bm25 import (
     K1,
     B,
-    Term,
     idf,
-    new_term,
     pruned,
     ranked,
     scored_all,
     scored_top,
     scores_of,
+    term_of,
 )
 from memoryd.index.keyword.build import (
     POSTING_BYTES,
@@ -552,12 +551,14 @@ class KeywordMirror(StagedMirror[_Op]):
             if docs is None or not self.usable:
                 return None
             used, rows, tokens = docs.used, docs.rows, docs.tokens
-            lists = [
-                new_term(Term, (p.slots[: p.n], p.freq2[: p.n], p.dense, p.top_f2, idf(rows, p.df)))
+            # Each term's arrays and count as they are now (writers append past the count):
+            # bm25.term_of slices them, the compiled top reads the count (no numpy slice).
+            taken = [
+                (p.slots, p.freq2, p.dense, p.top_f2, idf(rows, p.df), p.n)
                 for s in term_stems
                 if (p := self._post.get(s)) is not None and p.n
             ]
-        if rows == 0 or not lists or limit <= 0:
+        if rows == 0 or not taken or limit <= 0:
             return []
         avgdl = float(tokens) / float(rows)
         norm, norm_low = self._norm(docs, used, avgdl)
@@ -569,7 +570,8 @@ class KeywordMirror(StagedMirror[_Op]):
         codes = None if sources is None else [SOURCE_CODES[s] for s in sources if s in SOURCE_CODES]
         if used < self.prune_from:  # no short cut worth its bookkeeping: every posting scored
             keep = kept(lambda column: column[:used], docs, codes, day_range)
-            return scored_top(lists, norm, keep, docs.chunk_id[:used], limit)
+            return scored_top(taken, norm, keep, docs.chunk_id[:used], limit)
+        lists = [term_of(t) for t in taken]
 
         def accepted(hit: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
             return hit[kept(lambda column: column[hit], docs, codes, day_range)]
