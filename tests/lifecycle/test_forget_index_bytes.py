@@ -92,3 +92,45 @@ def test_a_forget_finished_by_the_next_start_leaves_no_word_in_the_index(
         assert c.search("courier password", workspace="ws", mode="keyword").results == []
         assert holders(index_dir, words=WORDS) == []
     assert holders(index_dir, words=WORDS) == []
+
+
+def test_a_forget_leaves_none_of_the_line_in_what_the_search_keeps_in_memory(
+    workspace: Path, md_home: Path
+) -> None:
+    """Between searches the search keeps chunks' rows, lines and stems, snippets and masked
+    snippets, and which lines name a time or a day (index/forget_cache.drop_kept_text): a
+    forget empties them, so no copy of the line stays in the daemon's memory either."""
+    from memoryd import secrets
+    from memoryd.index.search import focus, line_days, snippets
+
+    caches = (
+        snippets.text_lines,
+        snippets.whole_lines,
+        snippets.shown_text,
+        focus.timed_lines,
+        line_days.named_days,
+        secrets.masked_snippet,
+    )
+    day = workspace / DAY
+    day.write_text(day.read_text() + f"{SECRET}\n")
+    with daemon_on(md_home, workspace) as daemon, MemoryClient(daemon.socket_path) as c:
+        for q in ("courier password", "when was the courier password set", "xylophone"):
+            assert c.search(q, workspace="ws", mode="keyword").results
+        assert daemon.daemon is not None
+        index = daemon.daemon.registry.resolve("ws").usable_index()
+        ((chunk_id, text),) = index.on_writer(
+            lambda conn: list(
+                conn.execute("SELECT id, text FROM chunks WHERE text LIKE '%xylophone%'")
+            )
+        ).result()
+        stems = index.copies.line_stems
+        assert stems.peek(chunk_id, text) is not None  # the test sees what it means
+        kept_at = index.generation
+        assert chunk_id in index.rows.get_many([chunk_id], kept_at)
+        assert all(cached.cache_info().currsize for cached in caches[:3])
+        n = day.read_text().splitlines().index(SECRET) + 1
+        c.forget(workspace="ws", path=DAY, lines=str(n))
+        assert stems.peek(chunk_id, text) is None
+        assert index.rows.get_many([chunk_id], kept_at) == {}  # no search since: not renewed
+        assert [cached.cache_info().currsize for cached in caches] == [0] * len(caches)
+        assert c.search("courier password", workspace="ws", mode="keyword").results == []

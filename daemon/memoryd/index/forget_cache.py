@@ -5,19 +5,31 @@ removed lines go (the fleet publisher sends the changed files on its next pass, 
 edit). The embedding cache is keyed by the hash of a chunk's text, so it would still hold
 vectors of the forgotten text: they are deleted too, by the hashes of the chunks (and their
 vector windows) that held a removed line, read before the change.
+
+The search keeps text in memory between searches too (chunks' rows, lines, stems, snippets,
+masked snippets, which lines name a time or a day), until it ages out. None of it would
+serve a forgotten line, which is no longer a hit; but forgotten means no copy the daemon
+keeps, its memory included: ``drop_kept_text`` empties them. Forgets are rare; the caches
+fill again within a few searches.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import apsw
 
+from memoryd import secrets
 from memoryd.embeddings.tokenizer import load_tokenizer
+from memoryd.index.search import focus, line_days, snippets
 from memoryd.index.store import text_hash
 from memoryd.index.vectors.windows import vector_windows
 
-__all__ = ["cache_hashes", "purge_cache"]
+if TYPE_CHECKING:
+    from memoryd.index.workspace import WorkspaceIndex
+
+__all__ = ["cache_hashes", "drop_kept_text", "purge_cache"]
 
 
 def cache_hashes(
@@ -60,3 +72,19 @@ def purge_cache(conn: apsw.Connection, hashes: list[str]) -> int:
         )
         gone += conn.changes()
     return gone
+
+
+def drop_kept_text(index: WorkspaceIndex) -> None:
+    """Empty what the search keeps of memory text in memory: ``index``'s candidates' rows and
+    chunks' lines, and the caches every index shares (keyed by text)."""
+    index.rows.clear()
+    index.copies.line_stems.clear()
+    for cached in (
+        snippets.text_lines,
+        snippets.whole_lines,
+        snippets.shown_text,
+        focus.timed_lines,
+        line_days.named_days,
+        secrets.masked_snippet,
+    ):
+        cached.cache_clear()

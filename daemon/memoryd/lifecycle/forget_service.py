@@ -140,7 +140,7 @@ class ForgetService:
         never finds a forgotten line; the journal knows it is done only then, so a kill
         before it makes the next start sync them first), cached vectors dropped, the fleet
         told."""
-        from memoryd.index.forget_cache import purge_cache
+        from memoryd.index.forget_cache import drop_kept_text, purge_cache
 
         if not paths:
             await asyncio.to_thread(journal.mark_indexed, root, folder)
@@ -149,6 +149,7 @@ class ForgetService:
         await asyncio.to_thread(journal.mark_indexed, root, folder)
         gone = await asyncio.wrap_future(index.on_writer(lambda c: purge_cache(c, hashes)))
         answer["cache_entries_removed"] = gone or 0
+        drop_kept_text(index)  # after the sync: what a search keeps in memory, re-read
         await asyncio.to_thread(purging.forget_hits, self.state, root, keys)
         if self.fleet is not None:  # fleet search drops the lines now, not next pass
             answer["fleet"] = await self.fleet.publish_now(name, index)

@@ -154,6 +154,13 @@ class LineStems:
             lines = (self._items, numbers, ws, vocab, *(timed or (None, 1.0)))
             return compiled.keyword_top(ids, rows, bm25, sources, make, lines, fusing, keep)
 
+    def clear(self) -> None:
+        """No chunk's lines and a new numbering (a forget: none of its lines' stems stays
+        here). A ChunkLines in use keeps the numbering it was made with, as past max_stems."""
+        with self._lock:
+            self._vocab = {}
+            self._items.clear()
+
     def get(self, chunk_id: int, text: str, tokenize: TokenizeOffsets) -> ChunkLines:
         found = self.peek(chunk_id, text)
         if found is not None:
