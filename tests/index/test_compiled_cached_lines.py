@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import random
 
-import apsw
 import pytest
 
-from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
+from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import snippets
 from memoryd.index.search.candidates import Candidate
 from memoryd.index.search.focus import WHEN_BOOST, refocus, timed_lines
@@ -22,22 +21,6 @@ compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no 
 
 WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint", "yesterday"]
 TIMES = ["yesterday", "May", "2022", "last week"]  # a line naming a time (focus.timed_lines)
-
-
-@pytest.fixture(scope="module")
-def tokenize() -> TokenizeOffsets:
-    porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
-
-    def run(raw: bytes) -> list[tuple[int, int, str]]:
-        return porter(
-            raw,
-            apsw.FTS5_TOKENIZE_DOCUMENT,
-            None,  # type: ignore[no-any-return]
-            include_offsets=True,
-            include_colocated=False,
-        )
-
-    return run
 
 
 class Other(Candidate):  # another type among them: read the usual way

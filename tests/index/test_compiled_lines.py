@@ -7,32 +7,15 @@ from __future__ import annotations
 
 import random
 
-import apsw
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
+from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import snippets
 from memoryd.index.search.snippets import LineStems, py_best_window, py_line_scores
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
-
-
-@pytest.fixture(scope="module")
-def tokenize() -> TokenizeOffsets:
-    porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
-
-    def run(raw: bytes) -> list[tuple[int, int, str]]:
-        return porter(
-            raw,
-            apsw.FTS5_TOKENIZE_DOCUMENT,
-            None,  # type: ignore[no-any-return]
-            include_offsets=True,
-            include_colocated=False,
-        )
-
-    return run
 
 
 def test_snippets_uses_the_compiled_module_when_it_is_built() -> None:

@@ -13,10 +13,9 @@ import dataclasses
 import random
 from typing import Any
 
-import apsw
 import pytest
 
-from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
+from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import fusion, snippets
 from memoryd.index.search.candidates import MAKE, Candidate, Filters, candidates_of
 from memoryd.index.search.focus import WHEN_BOOST, timed_lines
@@ -29,22 +28,6 @@ compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no 
 WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint", "yesterday"]
 TIMES = ["yesterday", "May", "2022", "last week"]  # a line naming a time (focus.timed_lines)
 SOURCES = ("memory", "sessions")
-
-
-@pytest.fixture(scope="module")
-def tokenize() -> TokenizeOffsets:
-    porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
-
-    def run(raw: bytes) -> list[tuple[int, int, str]]:
-        return porter(
-            raw,
-            apsw.FTS5_TOKENIZE_DOCUMENT,
-            None,  # type: ignore[no-any-return]
-            include_offsets=True,
-            include_colocated=False,
-        )
-
-    return run
 
 
 def _text(rng: random.Random) -> str:

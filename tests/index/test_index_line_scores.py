@@ -4,30 +4,13 @@ plain per-line reference, in batches, and across a renewed stem numbering."""
 
 from __future__ import annotations
 
-import apsw
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets
+from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search.snippets import ChunkLines, LineStems, line_scores, make_snippet
-
-
-@pytest.fixture(scope="module")
-def tokenize() -> TokenizeOffsets:
-    porter = apsw.Connection(":memory:").fts5_tokenizer(*FTS_TOKENIZER)
-
-    def run(raw: bytes) -> list[tuple[int, int, str]]:
-        return porter(
-            raw,
-            apsw.FTS5_TOKENIZE_DOCUMENT,
-            None,  # type: ignore[no-any-return]
-            include_offsets=True,
-            include_colocated=False,
-        )
-
-    return run
 
 
 def reference(text: str, tokenize: TokenizeOffsets, weights: dict[str, float]) -> list[float]:
