@@ -11,7 +11,7 @@ from: the generation is read before the rows, and rows read under an older one a
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
@@ -46,7 +46,7 @@ class Kept(Generic[V]):
         self._size = size
         self._lock = threading.Lock()
         self._generation = -1
-        self._items: OrderedDict[int, V] = OrderedDict()
+        self._items: dict[int, V] = {}  # oldest use first
         self._used = 0
 
     def get_many(self, ids: Sequence[int], generation: int) -> dict[int, V]:
@@ -59,9 +59,11 @@ class Kept(Generic[V]):
                 self._used = 0
                 self._generation = generation
             items = self._items
-            get = items.get
-            found = {i: value for i in ids if (value := get(i)) is not None}
-            deque(map(items.move_to_end, found), maxlen=0)  # each found one used, in order
+            pop = items.pop
+            # Each found one taken out and put back at the end, in order: its use (a dict
+            # keeps insertion order; update is one call, where move_to_end was one a row).
+            found = {i: value for i in ids if (value := pop(i, None)) is not None}
+            items.update(found)
             return found
 
     def put_many(self, values: dict[int, V], generation: int) -> None:
@@ -75,8 +77,23 @@ class Kept(Generic[V]):
                     self._used -= self._size(old)
                 self._items[i] = value
                 self._used += self._size(value)
-            while self._used > self.capacity and self._items:
-                self._used -= self._size(self._items.popitem(last=False)[1])
+            if self._used > self.capacity:
+                self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        """The least recently used dropped until the values fit (the dict's first keys:
+        taken in one pass, as each search to the front would step over the gaps left by
+        the ones before it)."""
+        items, size = self._items, self._size
+        over = self._used - self.capacity
+        oldest = []
+        for i, value in items.items():
+            if over <= 0:
+                break
+            oldest.append(i)
+            over -= size(value)
+        for i in oldest:
+            self._used -= size(items.pop(i))
 
     def clear(self) -> None:
         with self._lock:
