@@ -223,3 +223,50 @@ def test_without_the_module_it_says_none(
         is None
     )
     assert isinstance(MAKE, tuple) and MAKE[0] is Candidate
+
+
+def test_the_ranked_pairs_give_what_their_dict_gives(tokenize: TokenizeOffsets) -> None:
+    """run_search passes the BM25 top itself (its first ids are the candidates' own objects)
+    where a dict of it was made: the same top, scores and LRU order; pairs whose ids are not
+    the candidates' own, in order, make it say None (the long way then)."""
+    rng = random.Random(11)
+    cfg = SearchConfig()
+    compared = 0
+    for case in range(200):
+        texts, rows, ids, bm25, weights, sources, when, keep = _case(rng, case, tokenize)
+        ranked = [(i, bm25.get(i, 0.0)) for i in ids] + [(-1, 0.0)] * rng.randint(0, 3)
+        full = dict(ranked[: len(ids)])
+        twin = [LineStems(), LineStems()]
+        for cache in twin:
+            for i in ids:
+                cache.get(i, texts[i], tokenize)
+        timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
+        fusing = _fusing(cfg, weights)
+        by_dict = twin[0].keyword_top(
+            ids, rows, full, sources, _make(), weights, timed, fusing, keep
+        )
+        by_pairs = twin[1].keyword_top(
+            ids, rows, ranked, sources, _make(), weights, timed, fusing, keep
+        )
+        assert _shown(by_pairs) == _shown(by_dict), case
+        assert list(twin[0]._items) == list(twin[1]._items), case
+        compared += by_dict is not None
+        if len(ids) > 1:
+            swapped = [ranked[1], ranked[0], *ranked[2:]]
+            assert (
+                twin[1].keyword_top(
+                    ids, rows, swapped, sources, _make(), weights, timed, fusing, keep
+                )
+                is None
+                or ranked[0][0] == ranked[1][0]
+            ), case
+            copies = [(int(str(i)), s) for i, s in ranked]  # equal ids, other objects
+            if any(i > 256 for i in ids):
+                assert (
+                    twin[1].keyword_top(
+                        ids, rows, copies, sources, _make(), weights, timed, fusing, keep
+                    )
+                    is None
+                    or not rows
+                ), case
+    assert compared > 150

@@ -77,7 +77,7 @@ def make_candidates(
 def keyword_top(
     ids: list[int],
     found: Mapping[int, tuple[Any, ...]],
-    bm25: dict[int, float] | None,
+    bm25: dict[int, float] | list[tuple[int, float]] | None,
     sources: tuple[str, ...],
     make: tuple[type[_T], tuple[str, ...], tuple[Any, ...]],
     lines: tuple[

@@ -133,6 +133,16 @@ static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject
                          PyObject *sources, Entry *entries, double *best) {
     Py_ssize_t m = 0;
     *best = 0.0;
+    if (PyList_CheckExact(bm25)) { /* the ranked pairs: ids[i] the i-th one's, every one */
+        if (PyList_Size(bm25) < n)
+            return -2;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *pair = PyList_GetItem(bm25, i);
+            if (!PyTuple_CheckExact(pair) || PyTuple_Size(pair) != 2 ||
+                PyTuple_GetItem(pair, 0) != ids[i])
+                return -2;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *row = PyDict_GetItemWithError(found, ids[i]);
         if (row == NULL) {
@@ -157,9 +167,17 @@ static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject
                 return -1;
             continue;
         }
-        PyObject *score = bm25 != Py_None ? PyDict_GetItemWithError(bm25, ids[i]) : NULL;
-        if (score == NULL && PyErr_Occurred())
+        PyObject *score = NULL;
+        if (PyList_CheckExact(bm25)) { /* checked above, again: ``sources`` may run Python */
+            PyObject *pair = i < PyList_Size(bm25) ? PyList_GetItem(bm25, i) : NULL;
+            if (pair == NULL || !PyTuple_CheckExact(pair) || PyTuple_Size(pair) != 2 ||
+                PyTuple_GetItem(pair, 0) != ids[i])
+                return -2;
+            score = PyTuple_GetItem(pair, 1);
+        } else if (bm25 != Py_None && (score = PyDict_GetItemWithError(bm25, ids[i])) == NULL &&
+                   PyErr_Occurred()) {
             return -1;
+        }
         if (score != NULL && !PyFloat_CheckExact(score))
             return -2;
         int overflow = 0;
@@ -304,7 +322,9 @@ static PyObject *shown(Entry *entries, Py_ssize_t m, Py_ssize_t keep, PyObject *
 
 /* keyword_top(ids, found, bm25, sources, (cls, names, tail), (items, numbers, weights,
  * vocab, timed_of, boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep): see the top of
- * this file. ``items`` is LineStems' LRU (its lock held by the caller). */
+ * this file. ``items`` is LineStems' LRU (its lock held by the caller). ``bm25``: by id (a
+ * dict), or the ranked (id, score) pairs whose first ones are ``ids`` themselves (the same
+ * objects, in order; a search's own, not made into a dict for this), or None. */
 PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
     PyObject *ids, *found, *bm25, *sources, *make_spec, *items, *numbers_obj, *weights_obj;
     PyObject *vocab;
@@ -320,7 +340,7 @@ PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
                           &qy.timed_of, &qy.boost, &w.idf_total, &w.wt, &w.wl, &w.wv,
                           &w.kw_sum, &w.all_sum, &keep))
         return NULL;
-    if (keep < 0 || (bm25 != Py_None && !PyDict_CheckExact(bm25)) ||
+    if (keep < 0 || (bm25 != Py_None && !PyDict_CheckExact(bm25) && !PyList_CheckExact(bm25)) ||
         PyTuple_Size(make_spec) != 3 || !PyType_Check(PyTuple_GetItem(make_spec, 0)) ||
         !PyTuple_Check(PyTuple_GetItem(make_spec, 1)) ||
         !PyTuple_Check(PyTuple_GetItem(make_spec, 2)) ||

@@ -451,21 +451,22 @@ def run_search(
     n = max_results * cfg.candidate_multiplier
 
     days = parsed.days if mode != "vector" else ()
-    found: dict[int, None] = {}  # candidate ids, in order of discovery
-    bm25: dict[int, float] = {}  # over-fetched, so vector and day candidates get their t
+    ids: list[int] = []  # candidate ids, in order of discovery
+    ranked_kw: list[tuple[int, float]] = []  # over-fetched: vector and day candidates' t
     if terms and mode != "vector":
         # The same first n either way (ties go by id): only other candidates need more.
         limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
         ranked_kw = keyword_ranked(
             conn, terms, term_stems, n_chunks, df, filters, limit, env.keywords
         )
-        bm25 = dict(ranked_kw)
-        found.update(dict.fromkeys([i for i, _ in ranked_kw[:n]]))
-    if qvec is not None and mode != "keyword":
-        found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
-    if days:
-        found.update((i, None) for i in day_candidates(conn, days, filters, n))
-    ids = list(found)
+        ids = [i for i, _ in ranked_kw[:n]]  # distinct: one entry a chunk
+    if (qvec is not None and mode != "keyword") or days:
+        found = dict.fromkeys(ids)
+        if qvec is not None and mode != "keyword":
+            found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
+        if days:
+            found.update((i, None) for i in day_candidates(conn, days, filters, n))
+        ids = list(found)
     rows = read_rows(conn, ids, env.rows, env.generation)
     when = asks_when(req.query)
 
@@ -477,9 +478,9 @@ def run_search(
     adjust = signals.adjuster() if signals is not None else None
     fused = None
     if mode == "keyword" and not days and adjust is None:
-        fused = _keyword_top(env, ids, rows, bm25, filters, weights, when, cfg, max_results)
+        fused = _keyword_top(env, ids, rows, ranked_kw, filters, weights, when, cfg, max_results)
     if fused is None:
-        cands = filters.accepted(candidates_of(ids, rows, bm25))
+        cands = filters.accepted(candidates_of(ids, rows, dict(ranked_kw)))
         if qvec is not None and mode != "keyword":
             windows = env.windows
             kept = windows if windows and windows.fits(n_chunks, qvec.shape[0]) else None
@@ -499,7 +500,7 @@ def _keyword_top(
     env: SearchEnv,
     ids: list[int],
     rows: dict[int, Row],
-    bm25: dict[int, float],
+    ranked: list[tuple[int, float]],
     filters: Filters,
     weights: dict[str, float],
     when: bool,
@@ -509,14 +510,15 @@ def _keyword_top(
     """A keyword search's fused top at once (LineStems.keyword_top: the same top, scores
     and candidates as candidates_of, filters.accepted, _cached_line_scores and fuse give,
     a candidate made only for the ``keep`` best), when only its sources filter and every
-    candidate's lines are cached; else None."""
+    candidate's lines are cached; else None. ``ranked``: the BM25 top, whose first ids are
+    ``ids`` (read in place: no dict of it is made)."""
     if MAKE is None or filters.path_prefix or filters.since or filters.until:
         return None
     wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
     fusing = (sum(weights.values()), wt, wl, wv, wt + wl, wt + wl + wv)
     timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
     top = env.line_stems.keyword_top(
-        ids, rows, bm25, filters.sources, MAKE, weights, timed, fusing, keep
+        ids, rows, ranked, filters.sources, MAKE, weights, timed, fusing, keep
     )
     return cast("list[Scored] | None", top)
 
