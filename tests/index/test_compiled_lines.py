@@ -133,7 +133,7 @@ def test_an_install_without_it_answers_the_same(
 
 
 def test_snippet_is_make_snippets() -> None:
-    """compiled.snippet (fusion.shown_hits' call) against snippets.make_snippet: the same
+    """compiled.snippet (shown.shown_hits' call) against snippets.make_snippet: the same
     Snippet (a Snippet, its text, first and last line), None where make_snippet cuts one
     line longer than the budget; windows of more lines (or fewer) than the chunk's span (a
     fragment, a transcript chunk) keep the chunk's span."""

@@ -25,13 +25,9 @@ from memoryd.index.keyword.bm25 import K1, MIN_IDF, B
 from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets, with_offsets
 from memoryd.index.search.candidates import Candidate, Filters
 from memoryd.index.search.focus import asks_when, refocus
-from memoryd.index.search.fusion import (
-    KEYWORD_OVERFETCH,
-    fuse,
-    idf_weights,
-    shown_hits,
-)
+from memoryd.index.search.fusion import KEYWORD_OVERFETCH, fuse, idf_weights
 from memoryd.index.search.query import query_days, query_terms
+from memoryd.index.search.shown import shown_hits
 from memoryd.index.search.snippets import LineStems, line_scores
 from memoryd.index.types import Fusion, Mode, SearchHit, SearchRequest
 from memoryd.runtime.config import SearchConfig

@@ -62,9 +62,31 @@ double *compiled_chunk_doubles(PyObject *chunk, const int32_t *numbers, const do
                                Py_ssize_t q, double *acc, Py_ssize_t acc_len,
                                Py_ssize_t *n_lines_out);
 PyObject *compiled_float_list(const double *scores, Py_ssize_t n, PyObject *zero);
+/* best_window of ``lines`` (their sizes) and ``scores`` (m of them, m >= the lines' count, or
+ * IndexError): 0 with *first and *last set, or -1 with an exception set. */
+int compiled_window_doubles(PyObject *lines, const double *scores, Py_ssize_t m,
+                            Py_ssize_t budget, Py_ssize_t *first_out, Py_ssize_t *last_out);
 
 /* _compiled_top.c: a keyword search's top from its rows and cached lines (fusion.py). */
 PyObject *compiled_keyword_top(PyObject *self, PyObject *args);
+PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+
+/* _compiled_hits.c: what keyword_hits needs to show a hit, as shown.shown_hits and the
+ * snippets' caches give it: (hit_type, min_score, budget, text_lines, whole_lines,
+ * shown_text, snippet_of, (sessions, curated files, tier sessions, tier curated, tier
+ * episodic)). */
+typedef struct {
+    PyObject *hit_type, *budget, *text_lines, *whole_lines, *shown_text, *snippet_of;
+    PyObject *sessions, *curated, *tier_sessions, *tier_curated, *tier_episodic, *zero;
+    Py_ssize_t budget_n;
+    double min_score;
+    allocfunc alloc;
+} compiled_show;
+
+/* A candidate's hit of its rows.Row ``row``, score ``s`` and text score ``t_score``, its
+ * lines' scores (n; none: snippet_scores' zeros): a new reference, NULL with an error. */
+PyObject *compiled_hit_of(const compiled_show *sh, PyObject *row, double s, double t_score,
+                          const double *scores, Py_ssize_t n);
 
 /* _compiled_windows.c: vectors/window_sims.py's gather of the kept windows and best window. */
 PyObject *compiled_take_spans(PyObject *self, PyObject *args);

@@ -91,3 +91,20 @@ def keyword_top(
     weights: tuple[float, float, float, float, float, float],
     keep: int,
 ) -> list[tuple[float, None, float, _T]] | None: ...
+def keyword_hits(
+    ids: list[int],
+    found: Mapping[int, tuple[Any, ...]],
+    bm25: dict[int, float] | list[tuple[int, float]] | None,
+    sources: tuple[str, ...],
+    lines: tuple[
+        Mapping[int, tuple[int, Any]],
+        Sequence[int],
+        Sequence[float],
+        dict[str, int],
+        Callable[[str], Sequence[bool]] | None,
+        float,
+    ],
+    weights: tuple[float, float, float, float, float, float],
+    keep: int,
+    show: tuple[Any, ...],
+) -> list[Any] | None: ...

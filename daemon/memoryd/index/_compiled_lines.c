@@ -9,9 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TAIL_WEIGHT 0.5 /* snippets.TAIL_WEIGHT */
-#define BEST_SHARE 0.9  /* snippets.BEST_SHARE */
-
 /* One chunk's line scores (a ChunkLines: its n_lines and its entries, the stems then the
  * lines as native int32) as doubles: ``acc`` when its ``acc_len`` holds them, else a new
  * PyMem array (the caller frees it); *n_lines_out set; NULL with an exception set. The
@@ -407,35 +404,16 @@ done:
  * and *last set, or -1 with an exception set. */
 static int window_of(PyObject *lines, PyObject *scores_obj, Py_ssize_t budget,
                      Py_ssize_t *first_out, Py_ssize_t *last_out) {
-    Py_ssize_t n = PySequence_Size(lines);
     Py_ssize_t m = PySequence_Size(scores_obj);
-    if (n < 0 || m < 0)
+    if (m < 0)
         return -1;
-    Py_ssize_t small_sizes[128], small_strong[129];
-    double small_scores[129];
-    int on_stack = n < 128 && m < 128;
-    Py_ssize_t *sizes =
-        on_stack ? small_sizes : PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    Py_ssize_t *strong_from =
-        on_stack ? small_strong : PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    double *scores = on_stack ? small_scores : PyMem_Malloc((size_t)(m + 1) * sizeof(double));
-    int r = -1;
-    if (sizes == NULL || strong_from == NULL || scores == NULL) {
+    double small_scores[128];
+    double *scores = m <= 128 ? small_scores : PyMem_Malloc((size_t)m * sizeof(double));
+    if (scores == NULL) {
         PyErr_NoMemory();
-        goto done;
+        return -1;
     }
-    int tuple_lines = PyTuple_Check(lines), list_scores = PyList_Check(scores_obj);
-    for (Py_ssize_t k = 0; k < n; k++) { /* a tuple's items borrowed (text_lines gives one) */
-        PyObject *line = tuple_lines ? PyTuple_GetItem(lines, k) : compiled_item(lines, k);
-        if (line == NULL)
-            goto done;
-        Py_ssize_t len = PyUnicode_Check(line) ? PyUnicode_GetLength(line) : PyObject_Size(line);
-        if (!tuple_lines)
-            Py_DECREF(line);
-        if (len < 0)
-            goto done;
-        sizes[k] = len + 1;
-    }
+    int r = -1, list_scores = PyList_Check(scores_obj);
     for (Py_ssize_t k = 0; k < m; k++) { /* a list's items borrowed */
         PyObject *s = list_scores ? PyList_GetItem(scores_obj, k) : compiled_item(scores_obj, k);
         if (s == NULL)
@@ -446,53 +424,13 @@ static int window_of(PyObject *lines, PyObject *scores_obj, Py_ssize_t budget,
         if (scores[k] == -1.0 && PyErr_Occurred())
             goto done;
     }
-    if (m < n) {
-        PyErr_SetString(PyExc_IndexError, "list index out of range");
-        goto done;
-    }
-    double top = 0.0; /* max(scores, default=0.0): the first, then any greater */
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (k == 0 || scores[k] > top)
-            top = scores[k];
-    double floor = BEST_SHARE * top;
-    strong_from[n] = n;
-    for (Py_ssize_t k = n - 1; k >= 0; k--)
-        strong_from[k] = scores[k] >= floor ? k : strong_from[k + 1];
-    Py_ssize_t best_first = 0, best_last = 0;
-    double best_score = -1.0;
-    Py_ssize_t j = 0, size = 0;
-    double total = 0.0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (j <= i) {
-            j = i;
-            size = 0;
-            total = 0.0;
-        }
-        while (j < n && (j == i || size + sizes[j] <= budget)) {
-            size += sizes[j];
-            total += scores[j];
-            j++;
-        }
-        double score = j < n ? total - TAIL_WEIGHT * scores[j - 1] : total;
-        if (score > best_score && strong_from[i] < j) {
-            best_score = score;
-            best_first = i;
-            best_last = j - 1;
-        }
-        size -= sizes[i];
-        total -= scores[i];
-    }
-    *first_out = best_first;
-    *last_out = best_last;
-    r = 0;
+    r = compiled_window_doubles(lines, scores, m, budget, first_out, last_out);
 done:
-    if (!on_stack) {
-        PyMem_Free(sizes);
-        PyMem_Free(strong_from);
+    if (scores != small_scores)
         PyMem_Free(scores);
-    }
     return r;
 }
+
 
 /* best_window(lines, scores, budget): snippets.best_window, statement for statement. */
 PyObject *compiled_best_window(PyObject *self, PyObject *args) {

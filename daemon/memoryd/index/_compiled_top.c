@@ -7,7 +7,10 @@
  * the same top (ties by id, then by place), the same LRU uses (each cached chunk moved to
  * the end in the candidates' order), the same calls of ``timed_of``. None, having made
  * nothing, when the Python path must do it: a chunk not cached or cached in another
- * numbering (its tokenizing is Python's), a value not of the plain types those take. */
+ * numbering (its tokenizing is Python's), a value not of the plain types those take.
+ * keyword_hits (run_search's) goes on to the hits themselves (_compiled_hits.c), making no
+ * candidate; keyword_top, the candidates shown, is the step the tests check against the
+ * long way. */
 
 #include "_compiled.h"
 
@@ -320,28 +323,84 @@ static PyObject *shown(Entry *entries, Py_ssize_t m, Py_ssize_t keep, PyObject *
     return out;
 }
 
+/* A search's top, its entries scored (gather, score_all): what keyword_top and
+ * keyword_hits share. */
+typedef struct {
+    Query qy;
+    Weights w;
+    PyObject **held; /* the ids as they were, held (timed_of runs Python) */
+    Py_ssize_t n, m; /* ids, accepted entries */
+    Entry *entries;
+} Top;
+
+/* ``lines``: (items, numbers, weights, vocab, timed_of, boost); ``fusing``: the six doubles.
+ * 0 with t's entries scored, -1 with an exception set, -2 to fall back; top_clear after. */
+static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *bm25, PyObject *sources,
+                   PyObject *lines, PyObject *fusing) {
+    memset(t, 0, sizeof(*t));
+    t->qy.timed_of = Py_None;
+    t->qy.boost = 1.0;
+    if (!PyList_Check(ids) || !PyDict_Check(found) || !PyTuple_Check(sources) ||
+        !PyTuple_Check(lines) || PyTuple_Size(lines) != 6 || !PyTuple_Check(fusing) ||
+        PyTuple_Size(fusing) != 6 || !PyDict_Check(PyTuple_GetItem(lines, 0))) {
+        PyErr_SetString(PyExc_TypeError, "keyword top: arguments of the wrong types");
+        return -1;
+    }
+    if (bm25 != Py_None && !PyDict_CheckExact(bm25) && !PyList_CheckExact(bm25))
+        return -2;
+    t->qy.timed_of = PyTuple_GetItem(lines, 4);
+    t->qy.boost = PyFloat_AsDouble(PyTuple_GetItem(lines, 5));
+    double *f = &t->w.idf_total; /* idf_total, wt, wl, wv, kw_sum, all_sum: in order */
+    for (Py_ssize_t k = 0; k < 6; k++)
+        f[k] = PyFloat_AsDouble(PyTuple_GetItem(fusing, k));
+    if (PyErr_Occurred())
+        return -1;
+    if (compiled_read_query(PyTuple_GetItem(lines, 1), PyTuple_GetItem(lines, 2), &t->qy.q,
+                            &t->qy.numbers, &t->qy.weights) < 0)
+        return -1;
+    t->held = compiled_hold(ids, &t->n);
+    if (t->held == NULL)
+        return -1;
+    t->entries = PyMem_Calloc((size_t)(t->n ? t->n : 1), sizeof(Entry));
+    if (t->entries == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    double best = 0.0;
+    t->m = gather(t->held, t->n, found, bm25, sources, t->entries, &best);
+    if (t->m < 0)
+        return (int)t->m;
+    return score_all(t->entries, t->m, PyTuple_GetItem(lines, 0), PyTuple_GetItem(lines, 3),
+                     &t->qy, &t->w, best);
+}
+
+static void top_clear(Top *t) {
+    if (t->entries != NULL) /* zeroed past the ones gather set (and sorted among themselves) */
+        entries_clear(t->entries, t->n);
+    PyMem_Free(t->entries);
+    if (t->held != NULL)
+        compiled_release(t->held, t->n);
+    PyMem_Free(t->qy.numbers);
+    PyMem_Free(t->qy.weights);
+}
+
 /* keyword_top(ids, found, bm25, sources, (cls, names, tail), (items, numbers, weights,
  * vocab, timed_of, boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep): see the top of
  * this file. ``items`` is LineStems' LRU (its lock held by the caller). ``bm25``: by id (a
  * dict), or the ranked (id, score) pairs whose first ones are ``ids`` themselves (the same
  * objects, in order; a search's own, not made into a dict for this), or None. */
 PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
-    PyObject *ids, *found, *bm25, *sources, *make_spec, *items, *numbers_obj, *weights_obj;
-    PyObject *vocab;
-    Query qy = {NULL, NULL, 0, Py_None, 1.0};
-    Weights w;
+    PyObject *ids, *found, *bm25, *sources, *make_spec, *lines, *fusing;
     Py_ssize_t keep;
     (void)self;
     if (ATTR_LINES == NULL && (ATTR_LINES = PyUnicode_InternFromString("lines")) == NULL)
         return NULL;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!(O!OOOOd)(dddddd)n", &PyList_Type, &ids,
-                          &PyDict_Type, &found, &bm25, &PyTuple_Type, &sources, &PyTuple_Type,
-                          &make_spec, &PyDict_Type, &items, &numbers_obj, &weights_obj, &vocab,
-                          &qy.timed_of, &qy.boost, &w.idf_total, &w.wt, &w.wl, &w.wv,
-                          &w.kw_sum, &w.all_sum, &keep))
+    if (!PyArg_ParseTuple(args, "O!O!OO!O!O!O!n", &PyList_Type, &ids, &PyDict_Type, &found,
+                          &bm25, &PyTuple_Type, &sources, &PyTuple_Type, &make_spec,
+                          &PyTuple_Type, &lines, &PyTuple_Type, &fusing, &keep))
         return NULL;
-    if (keep < 0 || (bm25 != Py_None && !PyDict_CheckExact(bm25) && !PyList_CheckExact(bm25)) ||
-        PyTuple_Size(make_spec) != 3 || !PyType_Check(PyTuple_GetItem(make_spec, 0)) ||
+    if (keep < 0 || PyTuple_Size(make_spec) != 3 ||
+        !PyType_Check(PyTuple_GetItem(make_spec, 0)) ||
         !PyTuple_Check(PyTuple_GetItem(make_spec, 1)) ||
         !PyTuple_Check(PyTuple_GetItem(make_spec, 2)) ||
         PyTuple_Size(PyTuple_GetItem(make_spec, 1)) !=
@@ -349,31 +408,94 @@ PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
         PyTuple_Size(PyTuple_GetItem(make_spec, 1)) > MAX_FIELDS ||
         PyType_GetSlot((PyTypeObject *)PyTuple_GetItem(make_spec, 0), Py_tp_new) == NULL)
         Py_RETURN_NONE;
-    if (compiled_read_query(numbers_obj, weights_obj, &qy.q, &qy.numbers, &qy.weights) < 0)
-        return NULL;
-    /* The ids as they are now, held (timed_of runs Python) */
-    Py_ssize_t n = 0, m = 0;
-    PyObject **held = compiled_hold(ids, &n), *out = NULL;
-    Entry *entries = held ? PyMem_Calloc((size_t)(n ? n : 1), sizeof(Entry)) : NULL;
-    double best = 0.0;
-    if (held != NULL && entries == NULL)
-        PyErr_NoMemory();
-    if (entries == NULL)
-        goto done;
-    m = gather(held, n, found, bm25, sources, entries, &best);
-    int r = m < 0 ? (int)m : score_all(entries, m, items, vocab, &qy, &w, best);
+    Top t;
+    PyObject *out = NULL;
+    int r = top_run(&t, ids, found, bm25, sources, lines, fusing);
     if (r == -2) {
         out = Py_None;
         Py_INCREF(out);
     } else if (r == 0) {
-        out = shown(entries, m, keep, make_spec, &qy);
+        out = shown(t.entries, t.m, keep, make_spec, &t.qy);
     }
-done:
-    if (entries != NULL) /* zeroed past the ones gather set (and sorted among themselves) */
-        entries_clear(entries, n);
-    PyMem_Free(entries);
-    compiled_release(held, n);
-    PyMem_Free(qy.numbers);
-    PyMem_Free(qy.weights);
+    top_clear(&t);
+    return out;
+}
+
+/* The shown entries' hits: the ``keep`` best (sorted) scoring at least min_score. */
+static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
+    qsort(t->entries, (size_t)t->m, sizeof(Entry), by_key);
+    Py_ssize_t k_shown = keep < t->m ? keep : t->m;
+    double acc[256];
+    PyObject *out = PyList_New(0);
+    sh->zero = out ? PyFloat_FromDouble(0.0) : NULL;
+    for (Py_ssize_t k = 0; sh->zero != NULL && k < k_shown; k++) {
+        Entry *e = &t->entries[k];
+        if (!(e->s >= sh->min_score))
+            continue;
+        Py_ssize_t n = 0;
+        double *scores = entry_lines(e, &t->qy, acc, 256, &n);
+        PyObject *hit = scores ? compiled_hit_of(sh, e->row, e->s, e->t, scores, n) : NULL;
+        if (scores != NULL && scores != acc)
+            PyMem_Free(scores);
+        if (hit == NULL || PyList_Append(out, hit) < 0) {
+            Py_XDECREF(hit);
+            Py_CLEAR(out);
+            break;
+        }
+        Py_DECREF(hit);
+    }
+    if (sh->zero == NULL)
+        Py_CLEAR(out);
+    Py_XDECREF(sh->zero);
+    return out;
+}
+
+/* keyword_hits(ids, found, bm25, sources, lines, fusing, keep, show): keyword_top's top
+ * (its arguments but ``make``), shown as shown.shown_hits shows it: the hits themselves,
+ * no candidate made. ``show``: see Show. None, having made nothing, when keyword_top would
+ * say None. METH_FASTCALL: once a search, and its nested tuples read as they are. */
+PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_Format(PyExc_TypeError, "keyword_hits() takes 8 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    Py_ssize_t keep = PyLong_AsSsize_t(args[6]);
+    PyObject *spec = args[7];
+    if (keep == -1 && PyErr_Occurred())
+        return NULL;
+    if (keep < 0 || !PyTuple_Check(spec) || PyTuple_Size(spec) != 8 ||
+        !PyType_Check(PyTuple_GetItem(spec, 0)) ||
+        !PyType_IsSubtype((PyTypeObject *)PyTuple_GetItem(spec, 0), &PyTuple_Type) ||
+        !PyTuple_Check(PyTuple_GetItem(spec, 7)) || PyTuple_Size(PyTuple_GetItem(spec, 7)) != 5) {
+        PyErr_SetString(PyExc_TypeError, "keyword_hits: keep or show of the wrong types");
+        return NULL;
+    }
+    PyObject *tiers = PyTuple_GetItem(spec, 7);
+    compiled_show sh = {
+        PyTuple_GetItem(spec, 0), PyTuple_GetItem(spec, 2), PyTuple_GetItem(spec, 3),
+        PyTuple_GetItem(spec, 4), PyTuple_GetItem(spec, 5), PyTuple_GetItem(spec, 6),
+        PyTuple_GetItem(tiers, 0), PyTuple_GetItem(tiers, 1), PyTuple_GetItem(tiers, 2),
+        PyTuple_GetItem(tiers, 3), PyTuple_GetItem(tiers, 4), NULL, 0, 0.0, NULL};
+    sh.budget_n = PyLong_AsSsize_t(sh.budget);
+    sh.min_score = PyFloat_AsDouble(PyTuple_GetItem(spec, 1));
+    if (PyErr_Occurred())
+        return NULL;
+    void *slot = PyType_GetSlot((PyTypeObject *)sh.hit_type, Py_tp_alloc);
+    memcpy(&sh.alloc, &slot, sizeof sh.alloc);
+    if (sh.alloc == NULL) {
+        PyErr_SetString(PyExc_TypeError, "keyword_hits: the hit type cannot be made");
+        return NULL;
+    }
+    Top t;
+    PyObject *out = NULL;
+    int r = top_run(&t, args[0], args[1], args[2], args[3], args[4], args[5]);
+    if (r == -2) {
+        out = Py_None;
+        Py_INCREF(out);
+    } else if (r == 0) {
+        out = hits_of(&t, keep, &sh);
+    }
+    top_clear(&t);
     return out;
 }

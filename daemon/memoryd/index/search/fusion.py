@@ -10,18 +10,15 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple, cast
+from typing import NamedTuple
 
 import apsw
 
 from memoryd import sqlite
 from memoryd.embeddings.base import Vectors
-from memoryd.files.layout import tier_of
 from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.keyword.text import TokenizeOffsets
-from memoryd.index.line_meta import LineMetaMap, summarise
 from memoryd.index.search.candidates import (
-    MAKE,
     Candidate,
     Filters,
     candidates_of,
@@ -36,23 +33,17 @@ from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
     ParsedQueries,
-    Row,
     read_rows,
 )
+from memoryd.index.search.shown import Scored, keyword_hits, shown_hits
 from memoryd.index.search.signals import Signals
 from memoryd.index.search.snippets import (
     LineStems,
-    Snippet,
     line_scores,
-    make_snippet,
-    shown_text,
-    text_lines,
-    whole_lines,
 )
-from memoryd.index.types import Fusion, HitMeta, Mode, NotInMemory, SearchHit, SearchRequest
+from memoryd.index.types import Fusion, Mode, NotInMemory, SearchHit, SearchRequest
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows
-from memoryd.index.vectors.windows import kept_window_spans
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
 
@@ -109,13 +100,6 @@ def answers_from_memory(
     if qvec is not None and mode != "keyword":
         return env.mirror is not None and env.mirror.usable
     return True
-
-
-Scored = tuple[float, float | None, float | None, Candidate]
-# A NamedTuple's own __new__ is a Python function (~2k instructions a call, ten hits a
-# search); tuple's makes the same object from every field's value, in field order.
-_new_hit: Callable[[type[SearchHit], tuple[Any, ...]], SearchHit] = tuple.__new__
-_SNIPPETS = (text_lines, whole_lines, Snippet)  # what the compiled snippet calls and makes
 
 
 def fuse(
@@ -383,21 +367,6 @@ def keyword_ranked(
     return keyword_candidates(conn, fts_match(list(terms)), filters, limit)
 
 
-def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
-    """Line scores for the snippet: the query words' lines; when no query word occurs in
-    the chunk (a semantic match), the lines of its best vector window."""
-    scores = c.lines or [0.0] * (c.text.count("\n") + 1)
-    if c.best_window < 0 or max(scores, default=0.0) > 0:
-        return scores
-    scores = list(scores)  # the window's lines raised in a copy: c.lines stays the query's
-    spans = kept_window_spans(c.text, window_budget)
-    if c.best_window < len(spans):
-        a, b = spans[c.best_window]
-        for i in range(a, min(b, len(scores) - 1) + 1):
-            scores[i] = 1.0
-    return scores
-
-
 def _cached_line_scores(
     line_stems: LineStems, cands: list[Candidate], weights: dict[str, float], when: bool
 ) -> None:
@@ -476,118 +445,33 @@ def run_search(
             c.lines = refocus(c.text, scores, when)
 
     adjust = signals.adjuster() if signals is not None else None
-    fused = None
     if mode == "keyword" and not days and adjust is None:
-        fused = _keyword_top(env, ids, rows, ranked_kw, filters, weights, when, cfg, max_results)
-    if fused is None:
-        cands = filters.accepted(candidates_of(ids, rows, dict(ranked_kw)))
-        if qvec is not None and mode != "keyword":
-            windows = env.windows
-            kept = windows if windows and windows.fits(n_chunks, qvec.shape[0]) else None
-            fill_window_sims(conn, cands, qvec, kept, env.generation)
-        _cached_line_scores(env.line_stems, cands, weights, when)
-        # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
-        # cannot reach them (keep).
-        idf_total = sum(weights.values())
-        fused = fuse(cands, mode, fusion, cfg, idf_total, fill_lines, days, max_results, adjust)
+        shown = keyword_hits(
+            env.line_stems,
+            env.cfg,
+            ids,
+            rows,
+            ranked_kw,
+            filters,
+            weights,
+            when,
+            (max_results, min_score),
+            terms,
+            signals,
+        )
+        if shown is not None:
+            return shown, mode
+    cands = filters.accepted(candidates_of(ids, rows, dict(ranked_kw)))
+    if qvec is not None and mode != "keyword":
+        windows = env.windows
+        kept = windows if windows and windows.fits(n_chunks, qvec.shape[0]) else None
+        fill_window_sims(conn, cands, qvec, kept, env.generation)
+    _cached_line_scores(env.line_stems, cands, weights, when)
+    # Only the best max_results can be shown: fuse tokenizes no uncached candidate that
+    # cannot reach them (keep).
+    idf_total = sum(weights.values())
+    fused = fuse(cands, mode, fusion, cfg, idf_total, fill_lines, days, max_results, adjust)
     hits = shown_hits(
         fused, min_score, max_results, fill_lines, env.window_budget, terms, cfg, signals
     )
     return hits, mode
-
-
-def _keyword_top(
-    env: SearchEnv,
-    ids: list[int],
-    rows: dict[int, Row],
-    ranked: list[tuple[int, float]],
-    filters: Filters,
-    weights: dict[str, float],
-    when: bool,
-    cfg: SearchConfig,
-    keep: int,
-) -> list[Scored] | None:
-    """A keyword search's fused top at once (LineStems.keyword_top: the same top, scores
-    and candidates as candidates_of, filters.accepted, _cached_line_scores and fuse give,
-    a candidate made only for the ``keep`` best), when only its sources filter and every
-    candidate's lines are cached; else None. ``ranked``: the BM25 top, whose first ids are
-    ``ids`` (read in place: no dict of it is made)."""
-    if MAKE is None or filters.path_prefix or filters.since or filters.until:
-        return None
-    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
-    fusing = (sum(weights.values()), wt, wl, wv, wt + wl, wt + wl + wv)
-    timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
-    top = env.line_stems.keyword_top(
-        ids, rows, ranked, filters.sources, MAKE, weights, timed, fusing, keep
-    )
-    return cast("list[Scored] | None", top)
-
-
-def shown_hits(
-    fused: list[Scored],
-    min_score: float,
-    max_results: int,
-    fill_lines: Callable[[Candidate], None],
-    window_budget: int,
-    terms: Sequence[str],
-    cfg: SearchConfig,
-    signals: Signals | None = None,
-) -> list[SearchHit]:
-    """The fused candidates an answer shows, with their snippets (local and fleet search):
-    the text without annotation comments, and what its lines say of themselves."""
-    hits = []
-    budget = cfg.snippet_chars
-    meta_map = signals.meta if signals is not None and signals.meta else None
-    for score, v, t, c in [x for x in fused if x[0] >= min_score][:max_results]:
-        if c.lines is None:
-            fill_lines(c)  # the snippet's (vector mode ranks without them)
-        # snippet_scores gives a keyword match's lines themselves (spelled out: ten a search)
-        scores = c.lines if c.best_window < 0 and c.lines else snippet_scores(c, window_budget)
-        snip = None  # make_snippet's common case in one call, else make_snippet itself
-        if compiled is not None:
-            snip = compiled.snippet(c.text, c.start_line, c.end_line, scores, budget, *_SNIPPETS)
-        text, first, last = snip or make_snippet(
-            c.text, c.start_line, c.end_line, scores, terms, budget
-        )
-        meta = None
-        if meta_map is not None:
-            meta = _hit_meta(meta_map, c.path, first, last)
-        shown = shown_text(text)
-        hits.append(
-            _new_hit(
-                SearchHit,
-                (
-                    c.path,
-                    c.start_line,
-                    c.end_line,
-                    score,
-                    shown,
-                    first,
-                    last,
-                    c.source,
-                    c.heading,
-                    v,
-                    t,
-                    tier_of(c.path, c.source),
-                    meta,
-                ),
-            )
-        )
-    return hits
-
-
-def _hit_meta(meta_map: LineMetaMap, path: str, first: int, last: int) -> HitMeta | None:
-    """What a hit's snippet lines say of themselves (line_meta.py), or None."""
-    lines = meta_map.lines(path, first, last)
-    found = summarise(m for _, m in lines)
-    if found is None:
-        return None
-    return HitMeta(
-        found.origin,
-        found.session_id,
-        found.importance,
-        found.triggers,
-        found.project,
-        found.key,
-        tuple((n, m.origin, m.session_id) for n, m in lines if m.origin),
-    )

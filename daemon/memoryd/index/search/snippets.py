@@ -154,6 +154,31 @@ class LineStems:
             lines = (self._items, numbers, ws, vocab, *(timed or (None, 1.0)))
             return compiled.keyword_top(ids, rows, bm25, sources, make, lines, fusing, keep)
 
+    def keyword_hits(
+        self,
+        ids: list[int],
+        rows: Mapping[int, tuple[Any, ...]],
+        bm25: dict[int, float] | list[tuple[int, float]],
+        sources: tuple[str, ...],
+        weights: Mapping[str, float],
+        timed: tuple[Callable[[str], Sequence[bool]], float] | None,
+        fusing: tuple[float, float, float, float, float, float],
+        keep: int,
+        show: tuple[Any, ...],
+    ) -> list[Any] | None:
+        """keyword_top's top shown as shown.shown_hits shows it (_compiled_hits.c): the
+        hits themselves (no line meta), no candidate made. ``show``: (hit type, min
+        score, snippet budget, text_lines, whole_lines, shown_text, make_snippet of (text,
+        start, end, scores), (the sessions source, the curated files, the three tiers)).
+        None, having made nothing, when keyword_top would give None."""
+        if compiled is None:
+            return None
+        with self._lock:
+            vocab = self._vocab
+            numbers, ws = _numbered(weights, vocab)
+            lines = (self._items, numbers, ws, vocab, *(timed or (None, 1.0)))
+            return compiled.keyword_hits(ids, rows, bm25, sources, lines, fusing, keep, show)
+
     def clear(self) -> None:
         """No chunk's lines and a new numbering (a forget: none of its lines' stems stays
         here). A ChunkLines in use keeps the numbering it was made with, as past max_stems."""

@@ -1,0 +1,178 @@
+"""A keyword search's hits made at once (_compiled_hits.c through LineStems.keyword_hits and
+shown.keyword_hits) against the path they short-cut: candidates_of, filters.accepted,
+_cached_line_scores, fuse and shown_hits. The same hits, every field (scores as float.hex),
+snippets of windows that fit and of single lines longer than the budget, fragments whose
+lines are not the file's, tiers, min_score; the same LRU order and timed_lines calls; None
+when a chunk is not cached. An install without a compiler has only the long path: these
+tests are skipped there."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from memoryd.index.keyword.text import TokenizeOffsets
+from memoryd.index.search import fusion, shown
+from memoryd.index.search.candidates import Filters, candidates_of
+from memoryd.index.search.focus import timed_lines
+from memoryd.index.search.rows import Row
+from memoryd.index.search.snippets import LineStems
+from memoryd.index.types import SearchHit
+from memoryd.runtime.config import SearchConfig
+
+compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
+
+WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint"]
+TIMES = ["yesterday", "May", "2022", "last week"]  # a line naming a time (focus.timed_lines)
+SOURCES = ("memory", "sessions")
+PATHS = ["MEMORY.md", "USER.md", "memory/2024-05-01.md", "memory/notes.md", "sessions/a.jsonl"]
+
+
+def _text(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randint(1, 25)):
+        k = rng.choice((0, 3, 7, 7, 60))  # now and then a line longer than a small budget
+        line = " ".join(rng.choices(WORDS, k=rng.randint(0, k)))
+        lines.append(f"{line} {rng.choice(TIMES)}" if rng.random() < 0.2 else line)
+    if rng.random() < 0.1:
+        lines.insert(rng.randrange(len(lines)), "<!-- memoryd: {} -->")  # shown_text strips
+    return "\n".join(lines)
+
+
+def _row(rng: random.Random, text: str) -> Row:
+    start = rng.randint(1, 40)
+    n = text.count("\n") + 1
+    end = start + n - 1 if rng.random() < 0.85 else start + rng.randint(0, 3)  # a fragment
+    return Row(
+        rng.choice(PATHS), rng.choice(SOURCES), "", start, end, rng.choice(("", "# H")), text, False
+    )
+
+
+def _fields(hits: list[SearchHit] | None) -> object:
+    if hits is None:
+        return None
+    out = []
+    for h in hits:
+        assert type(h) is SearchHit
+        t = None if h.text_score is None else h.text_score.hex()
+        out.append((*h[:3], h.score.hex(), *h[4:10], t, *h[11:]))
+    return out
+
+
+def _long_way(
+    cache: LineStems,
+    ids: list[int],
+    rows: dict[int, Row],
+    ranked: list[tuple[int, float]],
+    filters: Filters,
+    weights: dict[str, float],
+    when: bool,
+    cfg: SearchConfig,
+    min_score: float,
+    terms: list[str],
+) -> list[SearchHit] | None:
+    """run_search's path without the short cut (candidates_of ... shown_hits)."""
+    keep = cfg.max_results
+    cands = filters.accepted(candidates_of(ids, rows, dict(ranked)))
+    fusion._cached_line_scores(cache, cands, weights, when)
+    if any(c.lines is None for c in cands):
+        return None  # fuse would tokenize them: the short cut says None then
+    fused = fusion.fuse(
+        cands, "keyword", "weighted", cfg, sum(weights.values()), lambda c: None, (), keep
+    )
+    return shown.shown_hits(fused, min_score, keep, lambda c: None, 128, terms, cfg)
+
+
+def test_the_compiled_hits_are_the_long_ways(
+    tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(5)
+    made = 0
+    for case in range(300):
+        cfg = SearchConfig(
+            snippet_chars=rng.choice((50, 120, 700)), max_results=rng.choice((1, 3, 10))
+        )
+        texts = {i: _text(rng) for i in rng.sample(range(1, 10**6), rng.randint(0, 40))}
+        rows = {i: _row(rng, t) for i, t in texts.items() if rng.random() < 0.95}
+        ids = list(texts)
+        scores = sorted(
+            (rng.choice((rng.uniform(0.01, 30.0), 2.5, 0.0)) for _ in ids), reverse=True
+        )
+        ranked = list(zip(ids, scores, strict=True))
+        weights = {w: rng.choice((0.5, 1.25, rng.uniform(1e-3, 9.0))) for w in rng.sample(WORDS, 4)}
+        terms = list(weights)
+        sources = rng.choice((SOURCES, ("memory",), ("sessions",)))
+        filters = Filters(sources, None, None, None)
+        when = rng.random() < 0.4
+        min_score = rng.choice((0.0, 0.0, 0.3, 0.6))
+        twin = [LineStems(), LineStems()]
+        cached = [i for i in ids if rng.random() < 0.98]
+        for cache in twin:
+            for i in cached:
+                cache.get(i, texts[i], tokenize)
+        calls: list[list[str]] = [[], []]
+
+        def counted(k: int, calls: list[list[str]] = calls) -> Any:
+            def timed(text: str) -> tuple[bool, ...]:
+                calls[k].append(text)
+                return timed_lines(text)
+
+            return timed
+
+        with monkeypatch.context() as m:
+            m.setattr(shown, "timed_lines", counted(0))
+            short = shown.keyword_hits(
+                twin[0],
+                cfg,
+                ids,
+                rows,
+                ranked,
+                filters,
+                weights,
+                when,
+                (cfg.max_results, min_score),
+                terms,
+                None,
+            )
+        with monkeypatch.context() as m:
+            m.setattr(fusion, "timed_lines", counted(1))
+            long = _long_way(
+                twin[1], ids, rows, ranked, filters, weights, when, cfg, min_score, terms
+            )
+        assert _fields(short) == _fields(long), case
+        if short is not None:
+            made += 1
+            assert calls[0] == calls[1], case
+            assert list(twin[0]._items) == list(twin[1]._items), case
+    assert made > 200
+
+
+def test_no_hits_are_made_where_the_long_way_must_go(tokenize: TokenizeOffsets) -> None:
+    """A path prefix or dates asked, a chunk not cached, BM25 pairs that are not the
+    candidates': None, having made nothing (the long way shows them)."""
+    cfg = SearchConfig()
+    text = "tea in the garden\nkites at sunrise"
+    rows = {7: Row("memory/a.md", "memory", "", 1, 2, "", text, False)}
+    cache = LineStems()
+    args: tuple[Any, ...] = ([7], rows, [(7, 3.0)])
+    rest: tuple[Any, ...] = ({"tea": 1.0}, False, (10, 0.0), ["tea"], None)
+    assert (
+        shown.keyword_hits(cache, cfg, *args, Filters(("memory",), None, None, None), *rest) is None
+    )
+    cache.get(7, text, tokenize)
+    hits = shown.keyword_hits(cache, cfg, *args, Filters(("memory",), None, None, None), *rest)
+    assert hits is not None and hits[0].snippet.startswith("tea in the garden")
+    for asked in (
+        Filters(("memory",), "memory/", None, None),
+        Filters(("memory",), None, "2024-01-01", None),
+    ):
+        assert shown.keyword_hits(cache, cfg, *args, asked, *rest) is None
+    moved = [(7, 3.0), (8, 1.0)]
+    assert (
+        shown.keyword_hits(
+            cache, cfg, [8, 7], rows, moved, Filters(("memory",), None, None, None), *rest
+        )
+        is None
+    )
