@@ -111,4 +111,11 @@ PyObject *compiled_bm25_top(PyObject *self, PyObject *args);
 PyObject *compiled_stat_many(PyObject *self, PyObject *args);
 PyObject *compiled_fs_type(PyObject *self, PyObject *args); /* the lock given up */
 
+/* _compiled_watch.c: inotify and the mount table for freshness's quiet check (Linux). */
+PyObject *compiled_watch_open(PyObject *self, PyObject *args);
+PyObject *compiled_watch_add(PyObject *self, PyObject *args);
+PyObject *compiled_watch_remove(PyObject *self, PyObject *args);
+PyObject *compiled_watch_ready(PyObject *self, PyObject *args);
+PyObject *compiled_watch_read(PyObject *self, PyObject *args);
+
 #endif
