@@ -148,6 +148,25 @@ def test_a_change_after_a_quiet_stretch_is_found(tmp_path: Path) -> None:
         assert quiet.stale_hot_paths() == stats.stale_hot_paths(held=False) == [root / "MEMORY.md"]
 
 
+def test_a_workspace_folder_made_again_after_it_was_gone_is_found(tmp_path: Path) -> None:
+    """With the workspace's folder gone (and its rows with it) the checks find nothing: the
+    folder above is watched for moves only, so it could not report the folder made again."""
+    root = workspace(tmp_path)
+    quiet, stats = pair(root)
+    assert armed(quiet)
+    shutil.rmtree(root)
+    gone = quiet.stale_hot_paths()
+    assert gone == stats.stale_hot_paths(held=False) != []
+    for fresh in (quiet, stats):
+        for path in gone:
+            fresh.committed(path.relative_to(root).as_posix(), None, targeted=False)
+    for _ in range(ARM_WAIT_MAX + 3):  # nothing to find (with the back-off: arms again)
+        assert quiet.stale_hot_paths() == []
+    root.mkdir()
+    (root / "MEMORY.md").write_text("# Memory, again\n")
+    assert quiet.stale_hot_paths() == stats.stale_hot_paths(held=False) == [root / "MEMORY.md"]
+
+
 def test_a_committed_row_and_a_new_hot_file_are_checked_by_stats_then_watched(
     tmp_path: Path,
 ) -> None:

@@ -82,11 +82,14 @@ class FileEvents:
     def arm(
         self, w: Watched, folders: Sequence[str], files: Sequence[str], above: Sequence[str]
     ) -> bool:
-        """Watch ``folders`` (the workspace's and those on the way to ``files``, each after
-        the one that holds it), ``files`` and the folders ``above`` the workspace, then
-        report on ``w`` until an event. Set before the caller's stats: a change made after
-        its file's watch is queued, one made before is what the stats read. False (and
-        ``w`` not armed) where the watches cannot say everything the stats would."""
+        """Watch ``folders`` (the workspace's first, then those on the way to ``files``,
+        each after the one that holds it), ``files`` and the folders ``above`` the
+        workspace, then report on ``w`` until an event. Set before the caller's stats: a
+        change made after its file's watch is queued, one made before is what the stats
+        read. A folder not there is reported coming by the folder holding it, but for the
+        workspace's own: the folder above is watched for moves only, so the workspace's
+        folder must be there. False (and ``w`` not armed) where the watches cannot say
+        everything the stats would."""
         with self._lock:
             w.armed = False
             if self._broken or not self._open():
@@ -96,7 +99,8 @@ class FileEvents:
                 self._take_events(ready)
             try:
                 wds = self._add(above, ABOVE_MASK, False, absent_ok=False)
-                wds += self._add(folders, FOLDER_MASK, False, absent_ok=True)
+                wds += self._add(folders[:1], FOLDER_MASK, False, absent_ok=False)
+                wds += self._add(folders[1:], FOLDER_MASK, False, absent_ok=True)
                 wds += self._add(files, FILE_MASK, True, absent_ok=True)
             except OSError:  # the watch limit, most likely: stats from now on
                 wds = None

@@ -415,9 +415,10 @@ class Freshness:
     def _watch_list(
         self, state: list[tuple[str, str, tuple[int, int] | None]]
     ) -> tuple[list[str], list[str], list[str]]:
-        """What file_events.arm watches for a check of ``state``: the folders (the watched
-        ones, and every one from the root down to each file), the files, and the folders
-        above the root (not the file system's root: it cannot be moved)."""
+        """What file_events.arm watches for a check of ``state``: the folders (the root
+        first, the other watched ones, and every one from the root down to each file), the
+        files, and the folders above the root (not the file system's root: it cannot be
+        moved)."""
         root = self._root_str
         folders = {path.rstrip("/") or "/": None for _rel, path in self._folders}
         for rel, _path, _indexed in state:
