@@ -14,14 +14,16 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
 from memoryd.files.layout import Layout
 from memoryd.index import file_events
-from memoryd.index.file_events import EVENTS
+from memoryd.index.file_events import EVENTS, FileEvents
 from memoryd.index.freshness import ARM_WAIT_MAX, Freshness, py_stat_many
 from memoryd.index.store import FileRow
 
@@ -311,3 +313,44 @@ def test_a_file_system_mounted_over_a_watched_folder_is_found(tmp_path: Path) ->
     if done.returncode != 0 and "found" not in done.stdout and "AssertionError" not in done.stderr:
         pytest.skip(f"no mount namespace here: {done.stderr.strip()[-200:]}")
     assert done.returncode == 0 and done.stdout.strip() == "found", done.stderr
+
+
+def test_a_check_that_passed_the_armed_test_as_another_armed_again_finds_the_write(
+    tmp_path: Path,
+) -> None:
+    """Searches check on the event loop and on reader threads. One found the watches armed,
+    then, before its poll, another workspace's check took the write's event (disarming this
+    one) and a second check of this workspace set the watches again: the first one's poll
+    finds the queue empty, and must not answer from watches set after the write."""
+    root, other = workspace(tmp_path / "one"), workspace(tmp_path / "two")
+    quiet, stats = pair(root)
+    q2, _ = pair(other)
+    assert armed(quiet) and armed(q2)
+    assert quiet.stale_hot_paths() == []  # a check the watches answered (no back-off)
+    at_poll, go_on = threading.Event(), threading.Event()
+    poll = FileEvents.quiet.__code__
+    found: list[list[Path]] = []
+
+    def held_at_the_poll(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is poll:
+            at_poll.set()
+            go_on.wait(10)
+
+    def first() -> None:
+        sys.setprofile(held_at_the_poll)
+        try:
+            found.append(quiet.stale_hot_paths())
+        finally:
+            sys.setprofile(None)
+
+    append(root / "MEMORY.md", "- written before both checks\n")
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert at_poll.wait(10)  # the first check found the watches armed
+        assert q2.stale_hot_paths() == []  # took the write's event: this one disarmed
+        assert quiet.stale_hot_paths() == [root / "MEMORY.md"]  # the stats, watches set again
+    finally:
+        go_on.set()
+        thread.join(10)
+    assert found == [stats.stale_hot_paths(held=False)] == [[root / "MEMORY.md"]]

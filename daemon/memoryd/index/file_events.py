@@ -69,15 +69,18 @@ class FileEvents:
         self._owners: dict[int, weakref.WeakSet[Watched]] = {}  # wd -> who watches it
         self._all: weakref.WeakSet[Watched] = weakref.WeakSet()
 
-    def quiet(self, w: Watched) -> bool:
-        """Whether nothing was reported on ``w``'s watches since they were armed."""
+    def quiet(self, w: Watched, gen: int) -> bool:
+        """Whether nothing was reported on ``w``'s watches since they were armed at ``gen``
+        (the caller found them so). Checked again with the queue read: meanwhile another
+        check may have taken an event of them (another workspace's poll) and set them anew,
+        after the change that made it (its owner sets ``gen`` -1 first)."""
         if not w.armed:
             return False
         with self._lock:
             ready = compiled.watch_ready(self._fd, self._mounts)
             if ready:
                 self._take_events(ready)
-            return w.armed
+            return w.armed and w.gen == gen
 
     def arm(
         self, w: Watched, folders: Sequence[str], files: Sequence[str], above: Sequence[str]

@@ -321,9 +321,9 @@ class Freshness:
             self._hot_day = today
             if w is not None:
                 w.gen = -1  # other files now: watched anew
-        elif held and w is not None and w.armed and w.gen == self._gen:
+        elif held and w is not None and w.armed and (gen := w.gen) == self._gen:
             assert self._events is not None  # set with ``w``
-            if self._events.quiet(w):
+            if self._events.quiet(w, gen):
                 self._quiet_hits += 1
                 return []  # no change since a check that found nothing (file_events.py)
         if not held:
@@ -350,7 +350,7 @@ class Freshness:
             self._events, self._watched = file_events.EVENTS, file_events.Watched()
         assert self._events is not None
         w = self._watched
-        w.gen, gen = -1, self._gen
+        w.gen, gen = -1, self._gen  # first: a check that found them armed answers no more
         state = self._state()
         armed = self._events.arm(w, *self._watch_list(state))
         stale = self._compare(state, stat_many)
