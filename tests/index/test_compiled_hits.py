@@ -128,6 +128,7 @@ def test_the_compiled_hits_are_the_long_ways(
                 cfg,
                 ids,
                 rows,
+                None,
                 ranked,
                 filters,
                 weights,
@@ -156,7 +157,7 @@ def test_no_hits_are_made_where_the_long_way_must_go(tokenize: TokenizeOffsets) 
     text = "tea in the garden\nkites at sunrise"
     rows = {7: Row("memory/a.md", "memory", "", 1, 2, "", text, False)}
     cache = LineStems()
-    args: tuple[Any, ...] = ([7], rows, [(7, 3.0)])
+    args: tuple[Any, ...] = ([7], rows, None, [(7, 3.0)])
     rest: tuple[Any, ...] = ({"tea": 1.0}, False, (10, 0.0), ["tea"], None)
     assert (
         shown.keyword_hits(cache, cfg, *args, Filters(("memory",), None, None, None), *rest) is None
@@ -172,7 +173,40 @@ def test_no_hits_are_made_where_the_long_way_must_go(tokenize: TokenizeOffsets) 
     moved = [(7, 3.0), (8, 1.0)]
     assert (
         shown.keyword_hits(
-            cache, cfg, [8, 7], rows, moved, Filters(("memory",), None, None, None), *rest
+            cache, cfg, [8, 7], rows, None, moved, Filters(("memory",), None, None, None), *rest
         )
         is None
+    )
+
+
+def test_a_row_missing_from_the_kept_rows_own_map_sends_the_search_the_long_way(
+    tokenize: TokenizeOffsets,
+) -> None:
+    """A lent map (Kept.lend: the kept rows' own) should hold every row: one gone from it
+    (dropped by another search's rows) says None, and read_rows reads it; a row missing
+    from read_rows' map is a chunk gone from the index, and the others are shown. Each row
+    read in a lent map is recorded as used, its tick the first one plus its place."""
+    cfg = SearchConfig()
+    rows = {
+        7: Row("memory/a.md", "memory", "", 1, 1, "", "tea in the garden", False),
+        9: Row("memory/b.md", "memory", "", 1, 1, "", "tea at sunrise", False),
+    }
+    cache = LineStems()
+    for i, row in rows.items():
+        cache.get(i, row.text, tokenize)
+    only = {9: rows[9]}
+    filters = Filters(("memory",), None, None, None)
+    rest: tuple[Any, ...] = ({"tea": 1.0}, False, (10, 0.0), ["tea"], None)
+    ranked = [(9, 3.0), (7, 2.0)]
+    used: dict[int, int] = {}
+    lent = shown.keyword_hits(cache, cfg, [9, 7], only, (used, 40), ranked, filters, *rest)
+    assert lent is None
+    hits = shown.keyword_hits(cache, cfg, [9, 7], only, None, ranked, filters, *rest)
+    assert hits is not None and [h.path for h in hits] == ["memory/b.md"]
+    used.clear()
+    full = shown.keyword_hits(cache, cfg, [9, 7], rows, (used, 40), ranked, filters, *rest)
+    assert full is not None and [h.path for h in full] == ["memory/b.md", "memory/a.md"]
+    assert used == {9: 40, 7: 41}
+    assert _fields(full) == _fields(
+        shown.keyword_hits(cache, cfg, [9, 7], rows, None, ranked, filters, *rest)
     )

@@ -38,6 +38,30 @@ def test_rows_beyond_capacity_drop_the_least_recently_used() -> None:
     assert set(rows.get_many([1, 2, 3], 1)) == {1, 3}
 
 
+def test_a_lent_map_is_the_kept_generations_and_its_uses_count() -> None:
+    rows = ChunkRows(capacity=2)
+    rows.get_many([], 1)
+    rows.put_many({1: _row("a"), 2: _row("b")}, 1)
+    assert rows.lend(1, 0) is None  # a search older than the kept rows
+    lent = rows.lend(1, 1)
+    assert lent is not None
+    kept, (uses, tick) = lent
+    assert kept[1] == _row("a")
+    uses[1] = tick  # as the compiled keyword hits record a use: 2 is the oldest now
+    rows.put_many({3: _row("c")}, 1)
+    assert set(rows.get_many([1, 2, 3], 1)) == {1, 3}
+    assert rows.lend(1, 2) is not None and rows.get_many([1], 2) == {}  # a newer generation
+
+
+def test_past_capacity_the_least_recently_used_eighth_goes_at_once() -> None:
+    rows = ChunkRows(capacity=16)
+    rows.get_many([], 1)
+    rows.put_many({i: _row(str(i)) for i in range(16)}, 1)
+    rows.get_many([0, 1], 1)  # used: the oldest are 2, 3, ...
+    rows.put_many({16: _row("16")}, 1)  # 17 > 16: down to 14
+    assert set(rows.get_many(list(range(17)), 1)) == {0, 1, *range(5, 17)}
+
+
 def test_a_query_is_parsed_once() -> None:
     calls: list[str] = []
 

@@ -163,7 +163,7 @@ static PyMethodDef methods[] = {
     {"keyword_top", compiled_keyword_top, METH_VARARGS,
      "keyword_top(ids, found, bm25, sources, make, lines, weights, keep) -> fuse's top, or None"},
     {"keyword_hits", (PyCFunction)(void (*)(void))compiled_keyword_hits, METH_FASTCALL,
-     "keyword_hits(ids, found, bm25, sources, lines, fusing, keep, show) -> its hits, or None"},
+     "keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show) -> hits, or None"},
     {NULL, NULL, 0, NULL},
 };
 

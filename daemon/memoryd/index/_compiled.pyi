@@ -99,6 +99,7 @@ def keyword_top(
 def keyword_hits(
     ids: list[int],
     found: Mapping[int, tuple[Any, ...]],
+    uses: tuple[dict[int, int], int] | None,
     bm25: dict[int, float] | list[tuple[int, float]] | None,
     sources: tuple[str, ...],
     lines: tuple[

@@ -131,9 +131,12 @@ static void entries_clear(Entry *entries, Py_ssize_t n) {
 
 /* The accepted candidates' entries (found rows whose source is among ``sources``), in
  * order, and the best positive bm25: the count, -1 with an exception set, or -2 to fall
- * back (a row, an id or a bm25 not of the plain types). */
-static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject *bm25,
-                         PyObject *sources, Entry *entries, double *best) {
+ * back (a row, an id or a bm25 not of the plain types). With ``used_at``, ``found`` is the
+ * kept rows' own map (Kept.lend): each row found is used, ``used_at[id]`` its tick (``tick``
+ * plus its place), and a row not found falls back (read_rows reads it). */
+static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject *used_at,
+                         long long tick, PyObject *bm25, PyObject *sources, Entry *entries,
+                         double *best) {
     Py_ssize_t m = 0;
     *best = 0.0;
     if (PyList_CheckExact(bm25)) { /* the ranked pairs: ids[i] the i-th one's, every one */
@@ -151,7 +154,16 @@ static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject
         if (row == NULL) {
             if (PyErr_Occurred())
                 return -1;
-            continue; /* gone from the index since it was ranked */
+            if (used_at != NULL)
+                return -2; /* the kept rows' own map lost it: read_rows reads it */
+            continue;      /* gone from the index since it was ranked */
+        }
+        if (used_at != NULL) { /* Kept's use of it: its tick (no Python runs in this loop) */
+            PyObject *used = PyLong_FromLongLong(tick + (long long)i);
+            int r = used ? PyDict_SetItem(used_at, ids[i], used) : -1;
+            Py_XDECREF(used);
+            if (r < 0)
+                return -1;
         }
         if (!PyTuple_Check(row) || PyTuple_Size(row) != ROW_FIELDS ||
             !PyLong_CheckExact(ids[i]))
@@ -335,8 +347,8 @@ typedef struct {
 
 /* ``lines``: (items, numbers, weights, vocab, timed_of, boost); ``fusing``: the six doubles.
  * 0 with t's entries scored, -1 with an exception set, -2 to fall back; top_clear after. */
-static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *bm25, PyObject *sources,
-                   PyObject *lines, PyObject *fusing) {
+static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObject *bm25,
+                   PyObject *sources, PyObject *lines, PyObject *fusing) {
     memset(t, 0, sizeof(*t));
     t->qy.timed_of = Py_None;
     t->qy.boost = 1.0;
@@ -367,7 +379,20 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *bm25, PyObj
         return -1;
     }
     double best = 0.0;
-    t->m = gather(t->held, t->n, found, bm25, sources, t->entries, &best);
+    PyObject *used_at = NULL; /* uses: None, or (Kept's uses map, the first tick) */
+    long long tick = 0;
+    if (uses != Py_None) {
+        if (!PyTuple_Check(uses) || PyTuple_Size(uses) != 2 ||
+            !PyDict_CheckExact(PyTuple_GetItem(uses, 0))) {
+            PyErr_SetString(PyExc_TypeError, "keyword top: uses must be (dict, tick)");
+            return -1;
+        }
+        used_at = PyTuple_GetItem(uses, 0);
+        tick = PyLong_AsLongLong(PyTuple_GetItem(uses, 1));
+        if (tick == -1 && PyErr_Occurred())
+            return -1;
+    }
+    t->m = gather(t->held, t->n, found, used_at, tick, bm25, sources, t->entries, &best);
     if (t->m < 0)
         return (int)t->m;
     return score_all(t->entries, t->m, PyTuple_GetItem(lines, 0), PyTuple_GetItem(lines, 3),
@@ -410,7 +435,7 @@ PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
         Py_RETURN_NONE;
     Top t;
     PyObject *out = NULL;
-    int r = top_run(&t, ids, found, bm25, sources, lines, fusing);
+    int r = top_run(&t, ids, found, Py_None, bm25, sources, lines, fusing);
     if (r == -2) {
         out = Py_None;
         Py_INCREF(out);
@@ -450,18 +475,21 @@ static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
     return out;
 }
 
-/* keyword_hits(ids, found, bm25, sources, lines, fusing, keep, show): keyword_top's top
- * (its arguments but ``make``), shown as shown.shown_hits shows it: the hits themselves,
- * no candidate made. ``show``: see Show. None, having made nothing, when keyword_top would
- * say None. METH_FASTCALL: once a search, and its nested tuples read as they are. */
+/* keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show): keyword_top's
+ * top (its arguments but ``make``), shown as shown.shown_hits shows it: the hits
+ * themselves, no candidate made. ``uses``: None (``found``: read_rows' rows), or (the uses
+ * map, the first tick) Kept.lend gave with its own map as ``found``: each row found is used
+ * there, and one not found sends the search the long way. ``show``: see compiled_show.
+ * None, having made nothing, when keyword_top would say None (or a row is missing from
+ * the kept map). METH_FASTCALL: once a search, and its nested tuples read as they are. */
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 8) {
-        PyErr_Format(PyExc_TypeError, "keyword_hits() takes 8 arguments (%zd given)", nargs);
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "keyword_hits() takes 9 arguments (%zd given)", nargs);
         return NULL;
     }
-    Py_ssize_t keep = PyLong_AsSsize_t(args[6]);
-    PyObject *spec = args[7];
+    Py_ssize_t keep = PyLong_AsSsize_t(args[7]);
+    PyObject *spec = args[8];
     if (keep == -1 && PyErr_Occurred())
         return NULL;
     if (keep < 0 || !PyTuple_Check(spec) || PyTuple_Size(spec) != 8 ||
@@ -489,7 +517,7 @@ PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_
     }
     Top t;
     PyObject *out = NULL;
-    int r = top_run(&t, args[0], args[1], args[2], args[3], args[4], args[5]);
+    int r = top_run(&t, args[0], args[1], args[2], args[3], args[4], args[5], args[6]);
     if (r == -2) {
         out = Py_None;
         Py_INCREF(out);

@@ -33,6 +33,7 @@ from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
     ParsedQueries,
+    Row,
     read_rows,
 )
 from memoryd.index.search.shown import Scored, keyword_hits, shown_hits
@@ -387,6 +388,31 @@ def _cached_line_scores(
         c.lines = refocus(c.text, scores, when) if when else scores
 
 
+def _keyword_answer(
+    conn: apsw.Connection,
+    env: SearchEnv,
+    ids: list[int],
+    ranked: list[tuple[int, float]],
+    filters: Filters,
+    weights: dict[str, float],
+    asked: tuple[bool, tuple[int, float], Sequence[str], Signals | None],
+) -> tuple[list[SearchHit] | None, dict[int, Row] | None]:
+    """A keyword search's hits made at once (shown.keyword_hits), or None, and the rows it
+    read: none when the kept rows held them all (read in their own map, Kept.lend: no dict
+    of them made), else read_rows'."""
+    stems, cfg = env.line_stems, env.cfg
+    lent = env.rows.lend(len(ids), env.generation) if env.rows is not None else None
+    if lent is not None:
+        kept, uses = lent
+        hits = keyword_hits(stems, cfg, ids, kept, uses, ranked, filters, weights, *asked)
+        if hits is not None:
+            return hits, None
+    rows = read_rows(conn, ids, env.rows, env.generation)
+    if lent is not None and len(rows) == len(ids):
+        return None, rows  # all were kept: the lent map said why not (a chunk to tokenize)
+    return keyword_hits(stems, cfg, ids, rows, None, ranked, filters, weights, *asked), rows
+
+
 def run_search(
     conn: apsw.Connection,
     tokenize: TokenizeOffsets,
@@ -436,31 +462,22 @@ def run_search(
         if days:
             found.update((i, None) for i in day_candidates(conn, days, filters, n))
         ids = list(found)
-    rows = read_rows(conn, ids, env.rows, env.generation)
     when = asks_when(req.query)
+    adjust = signals.adjuster() if signals is not None else None
+    rows = None
+    if mode == "keyword" and not days and adjust is None:
+        asked = (when, (max_results, min_score), terms, signals)
+        shown, rows = _keyword_answer(conn, env, ids, ranked_kw, filters, weights, asked)
+        if shown is not None:
+            return shown, mode
+    if rows is None:
+        rows = read_rows(conn, ids, env.rows, env.generation)
 
     def fill_lines(c: Candidate) -> None:
         if c.lines is None:
             scores = line_scores([env.line_stems.get(c.id, c.text, tokenize)], weights)[0]
             c.lines = refocus(c.text, scores, when)
 
-    adjust = signals.adjuster() if signals is not None else None
-    if mode == "keyword" and not days and adjust is None:
-        shown = keyword_hits(
-            env.line_stems,
-            env.cfg,
-            ids,
-            rows,
-            ranked_kw,
-            filters,
-            weights,
-            when,
-            (max_results, min_score),
-            terms,
-            signals,
-        )
-        if shown is not None:
-            return shown, mode
     cands = filters.accepted(candidates_of(ids, rows, dict(ranked_kw)))
     if qvec is not None and mode != "keyword":
         windows = env.windows

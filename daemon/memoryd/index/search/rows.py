@@ -10,9 +10,10 @@ from: the generation is read before the rows, and rows read under an older one a
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
 import apsw
@@ -38,66 +39,92 @@ class Row(NamedTuple):
 
 class Kept(Generic[V]):
     """Values by chunk id, valid for one generation of the index, the least recently used
-    dropped past ``capacity`` (in the units of ``size``: one a value by default);
-    thread-safe."""
+    dropped past ``capacity`` (in the units of ``size``: one a value by default), down to
+    seven eighths of it at once (a sort of the uses for every eighth read, not one a
+    read); thread-safe. A use is a tick (an int per id, updated in one call for a
+    search's ids), where moving each to an OrderedDict's end was a call an id."""
 
     def __init__(self, capacity: int, size: Callable[[V], int] = lambda _: 1) -> None:
         self.capacity = capacity
         self._size = size
         self._lock = threading.Lock()
         self._generation = -1
-        self._items: dict[int, V] = {}  # oldest use first
+        self._items: dict[int, V] = {}
+        self._used_at: dict[int, int] = {}  # each kept value's last use
+        self._tick = 0
         self._used = 0
+
+    def _current(self, generation: int) -> bool:
+        """Whether values of ``generation`` can be kept and read (under the lock): a newer
+        one empties what an older one kept; an older one (a search that started before
+        the last change) reads and keeps nothing."""
+        if generation != self._generation:
+            if generation < self._generation:
+                return False
+            self._items.clear()
+            self._used_at.clear()
+            self._used = 0
+            self._generation = generation
+        return True
+
+    def _use(self, ids: Iterable[int], n: int) -> None:
+        self._used_at.update(zip(ids, itertools.count(self._tick)))
+        self._tick += n
 
     def get_many(self, ids: Sequence[int], generation: int) -> dict[int, V]:
         """The kept values of ``ids`` read at ``generation`` (those of an older one are gone)."""
         with self._lock:
-            if generation != self._generation:
-                if generation < self._generation:
-                    return {}  # a search that started before the last change: read it all
-                self._items.clear()
-                self._used = 0
-                self._generation = generation
-            items = self._items
-            pop = items.pop
-            # Each found one taken out and put back at the end, in order: its use (a dict
-            # keeps insertion order; update is one call, where move_to_end was one a row).
-            found = {i: value for i in ids if (value := pop(i, None)) is not None}
-            items.update(found)
+            if not self._current(generation):
+                return {}
+            get = self._items.get
+            found = {i: value for i in ids if (value := get(i)) is not None}
+            self._use(found, len(found))
             return found
+
+    def lend(
+        self, n: int, generation: int
+    ) -> tuple[Mapping[int, V], tuple[dict[int, int], int]] | None:
+        """The kept values' own map, and (the uses' map, the first of ``n`` ticks) for the
+        caller to record each value of its ``n`` ids it reads there as used (``uses[id] =
+        tick + the id's place``), all at once, running no Python meanwhile (the compiled
+        keyword hits: a value can go with the next rows kept); None when ``generation`` is
+        not the kept one (get_many's then)."""
+        with self._lock:
+            if not self._current(generation):
+                return None
+            tick = self._tick
+            self._tick += n
+            return self._items, (self._used_at, tick)
 
     def put_many(self, values: dict[int, V], generation: int) -> None:
         """Keep ``values``, read from the index at ``generation`` (or later)."""
         with self._lock:
             if generation != self._generation:
                 return  # the index changed meanwhile (or get_many saw a newer one)
+            items, size = self._items, self._size
             for i, value in values.items():
-                old = self._items.pop(i, None)
+                old = items.get(i)
                 if old is not None:
-                    self._used -= self._size(old)
-                self._items[i] = value
-                self._used += self._size(value)
+                    self._used -= size(old)
+                items[i] = value
+                self._used += size(value)
+            self._use(values, len(values))
             if self._used > self.capacity:
                 self._drop_oldest()
 
     def _drop_oldest(self) -> None:
-        """The least recently used dropped until the values fit (the dict's first keys:
-        taken in one pass, as each search to the front would step over the gaps left by
-        the ones before it)."""
-        items, size = self._items, self._size
-        over = self._used - self.capacity
-        oldest = []
-        for i, value in items.items():
-            if over <= 0:
+        items, used_at, size = self._items, self._used_at, self._size
+        room = self.capacity - self.capacity // 8
+        for i in sorted(used_at, key=used_at.__getitem__):  # least recently used first
+            if self._used <= room:
                 break
-            oldest.append(i)
-            over -= size(value)
-        for i in oldest:
             self._used -= size(items.pop(i))
+            del used_at[i]
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+            self._used_at.clear()
             self._used = 0
 
 

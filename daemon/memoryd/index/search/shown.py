@@ -4,7 +4,7 @@ cached lines (keyword_hits: no candidate object made, the same hits)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from memoryd.files.layout import (
@@ -65,7 +65,8 @@ def keyword_hits(
     line_stems: LineStems,
     cfg: SearchConfig,
     ids: list[int],
-    rows: dict[int, Row],
+    rows: Mapping[int, Row],
+    uses: tuple[dict[int, int], int] | None,
     ranked: list[tuple[int, float]],
     filters: Filters,
     weights: dict[str, float],
@@ -77,7 +78,8 @@ def keyword_hits(
     """A keyword search's hits at once (LineStems.keyword_hits: the hits candidates_of,
     filters.accepted, _cached_line_scores, fuse and shown_hits give, no candidate made),
     when only its sources filter, no line meta is asked and every candidate's lines are
-    cached; else None.
+    cached; else None. ``uses``: None (``rows``: read_rows'), or what Kept.lend gave with
+    its own map as ``rows``: each row read there is used, and one not there says None.
     ``ranked``: the BM25 top, whose first ids are ``ids`` (read in place: no dict of it);
     ``shown``: (max results, min score)."""
     meta = signals is not None and bool(signals.meta)
@@ -93,7 +95,7 @@ def keyword_hits(
 
     show = (SearchHit, min_score, budget, *_SHOWN, snippet_of, _TIERS)
     hits = line_stems.keyword_hits(
-        ids, rows, ranked, filters.sources, weights, timed, fusing, keep, show
+        ids, rows, uses, ranked, filters.sources, weights, timed, fusing, keep, show
     )
     return cast("list[SearchHit] | None", hits)
 

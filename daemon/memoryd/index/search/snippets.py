@@ -158,6 +158,7 @@ class LineStems:
         self,
         ids: list[int],
         rows: Mapping[int, tuple[Any, ...]],
+        uses: tuple[dict[int, int], int] | None,
         bm25: dict[int, float] | list[tuple[int, float]],
         sources: tuple[str, ...],
         weights: Mapping[str, float],
@@ -170,14 +171,16 @@ class LineStems:
         hits themselves (no line meta), no candidate made. ``show``: (hit type, min
         score, snippet budget, text_lines, whole_lines, shown_text, make_snippet of (text,
         start, end, scores), (the sessions source, the curated files, the three tiers)).
-        None, having made nothing, when keyword_top would give None."""
+        ``uses``: None, or Kept.lend's (``rows`` its map: each row read there used). None,
+        having made nothing, when keyword_top would give None, or a row is not in a lent
+        map."""
         if compiled is None:
             return None
         with self._lock:
             vocab = self._vocab
             numbers, ws = _numbered(weights, vocab)
             lines = (self._items, numbers, ws, vocab, *(timed or (None, 1.0)))
-            return compiled.keyword_hits(ids, rows, bm25, sources, lines, fusing, keep, show)
+            return compiled.keyword_hits(ids, rows, uses, bm25, sources, lines, fusing, keep, show)
 
     def clear(self) -> None:
         """No chunk's lines and a new numbering (a forget: none of its lines' stems stays
