@@ -354,3 +354,28 @@ def test_a_check_that_passed_the_armed_test_as_another_armed_again_finds_the_wri
         go_on.set()
         thread.join(10)
     assert found == [stats.stale_hot_paths(held=False)] == [[root / "MEMORY.md"]]
+
+
+def kernel_watches() -> set[int]:
+    """The watch descriptors the daemon's inotify instance holds (proc(5): fdinfo, in hex)."""
+    with open(f"/proc/self/fdinfo/{EVENTS._fd}") as f:
+        return {int(line.split()[1][3:], 16) for line in f if line.startswith("inotify wd:")}
+
+
+def test_watches_set_before_one_that_is_refused_are_let_go(tmp_path: Path) -> None:
+    """The folders are watched before a symlinked hot file refuses the quiet path: those
+    watches are not left in the kernel, unknown (each counts against the user's limit,
+    which the watcher needs too)."""
+    root = workspace(tmp_path)
+    target = tmp_path / "shared.md"
+    target.write_text("# Shared\n")
+    (root / "MEMORY.md").unlink()
+    (root / "MEMORY.md").symlink_to(target)
+    quiet, _ = pair(root)
+    assert not armed(quiet)
+    assert kernel_watches() <= set(EVENTS._owners)
+    del quiet
+    gc.collect()
+    other, _ = pair(workspace(tmp_path / "other"))
+    assert armed(other)  # the watches of the workspace gone are let go
+    assert kernel_watches() <= set(EVENTS._owners)

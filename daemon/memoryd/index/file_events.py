@@ -100,14 +100,16 @@ class FileEvents:
             ready = compiled.watch_ready(self._fd, self._mounts)
             if ready:  # the others' events, before ``w``'s watches change
                 self._take_events(ready)
+            wds: list[int] = []  # those set before a refusal too: ``w``'s, let go later
             try:
-                wds = self._add(above, ABOVE_MASK, False, absent_ok=False)
-                wds += self._add(folders[:1], FOLDER_MASK, False, absent_ok=False)
-                wds += self._add(folders[1:], FOLDER_MASK, False, absent_ok=True)
-                wds += self._add(files, FILE_MASK, True, absent_ok=True)
+                self._add(wds, above, ABOVE_MASK, False, absent_ok=False)
+                self._add(wds, folders[:1], FOLDER_MASK, False, absent_ok=False)
+                self._add(wds, folders[1:], FOLDER_MASK, False, absent_ok=True)
+                self._add(wds, files, FILE_MASK, True, absent_ok=True)
+                done = True
             except OSError:  # the watch limit, most likely: stats from now on
-                wds = None
-            new = frozenset(wds or ())
+                done = False
+            new = frozenset(wds)
             for wd in new:
                 self._owners.setdefault(wd, weakref.WeakSet()).add(w)
             for wd in w.wds - new:
@@ -116,7 +118,7 @@ class FileEvents:
                 self._drop(None, wd)  # a workspace's whose index is gone
             self._all.add(w)
             w.wds = new
-            w.armed = wds is not None
+            w.armed = done
             return w.armed
 
     def _open(self) -> bool:
@@ -132,16 +134,17 @@ class FileEvents:
             return False
         return True
 
-    def _add(self, paths: Sequence[str], mask: int, file: bool, *, absent_ok: bool) -> list[int]:
-        """The watches of ``paths``; OSError where one cannot say what a stat would."""
-        out = []
+    def _add(
+        self, out: list[int], paths: Sequence[str], mask: int, file: bool, *, absent_ok: bool
+    ) -> None:
+        """The watches of ``paths``, into ``out``; OSError where one cannot say what a stat
+        would (``out`` holds those set before)."""
         for path in paths:
             wd = compiled.watch_add(self._fd, path, mask, file)
             if wd == -2 or (wd == -1 and not absent_ok):  # a link, or no folder above
                 raise OSError(f"cannot watch {path}")
             if wd >= 0:  # -1: nothing there; the folder holding it reports it coming
                 out.append(wd)
-        return out
 
     def _take_events(self, ready: int) -> None:
         """Disarm whoever a queued event concerns (``ready``: watch_ready's answer, which
