@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import MISSING, Field, fields
-from operator import itemgetter
 from typing import (
     Any,
     ClassVar,
@@ -192,48 +191,6 @@ class _Wire:
         return cls._read(plan, data)
 
     @classmethod
-    def from_rows(cls, block: dict[str, Any], what: str, key: str) -> list[Self]:
-        """Results sent as rows (protocol.hit_rows): ``{"fields": [key, ...], "rows":
-        [[value, ...], ...]}``, nil where a result has no such key; each row makes the
-        object its map would (a malformed row: the BadResponse its map would give)."""
-        names = block.get("fields")
-        rows = block.get("rows")
-        if (
-            names.__class__ is not list
-            or rows.__class__ is not list
-            or not all(name.__class__ is str for name in names)
-            or len(set(names)) != len(names)
-        ):
-            raise BadResponse(
-                f"malformed {what} from the daemon: {key!r} should be a list, or rows with "
-                f"their fields, got {block!r}"
-            )
-        plan = cls.__dict__.get("_readers")
-        if plan is None:
-            plan = cls._readers = _plan_of(cls)
-        shapes = _row_shapes(plan, tuple(names))
-        width = len(names)
-        out = []
-        for row in rows:
-            if shapes is not None and row.__class__ is list and len(row) == width:
-                fast = shapes.get(tuple(map(type, row)), _MISSING)
-                if fast is _MISSING:
-                    fast = _row_fast_of(cls, plan, shapes, names, tuple(map(type, row)))
-                if fast is not None:
-                    pick, defaults = fast
-                    out.append(cls(*pick(row + defaults)))
-                    continue
-            if row.__class__ is not list or len(row) != width:
-                raise BadResponse(
-                    f"malformed {what} from the daemon: {key!r} should hold rows of {width} "
-                    f"values, got {row!r}"
-                )
-            out.append(
-                cls.from_wire({k: v for k, v in zip(names, row, strict=True) if v is not None})
-            )
-        return out
-
-    @classmethod
     def _read(cls, plan: _Plan, data: Any) -> Self:
         """Read field by field (any map: values converted, defaults made, errors raised)."""
         if not isinstance(data, dict):
@@ -292,7 +249,7 @@ class _Plan(NamedTuple):
     once, its fields with a reader of their own read after (None: field by field); None
     for a class whose maps are always read field by field (its ``__init__``, a required
     key no value is taken as it is for: a list of results); ``rows``: the same for rows
-    (from_rows: none for a class with a reader of its own), by their fields and then
+    (_wire_rows: none for a class with a reader of its own), by their fields and then
     their values' types."""
 
     by_key: dict[str, tuple[str, frozenset[type], Reader]]
@@ -303,7 +260,7 @@ class _Plan(NamedTuple):
     raw: bool
     init: bool
     shapes: dict[tuple[Any, ...], _Fast | None] | None
-    rows: dict[tuple[str, ...], dict[tuple[type, ...], _RowFast | None]]
+    rows: dict[tuple[str, ...], Any]  # their fields -> the rows met (_wire_rows._RowShapes)
 
 
 class _Fast(NamedTuple):
@@ -365,90 +322,6 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
 
 
 _CONSTANT = frozenset({str, int, float, bool, type(None)})
-
-
-class _RowFast(NamedTuple):
-    """How a row of one shape is read at once: the class's ``__init__`` given, in field
-    order, ``pick(row + defaults)``: each field up to the last one the row gives (or the
-    last one without a default) from its column, or the value its missing key stands for
-    (in ``defaults``); the fields after it take their own defaults."""
-
-    pick: Callable[[list[Any]], tuple[Any, ...]]
-    defaults: list[Any]
-
-
-MAX_ROW_FIELDS = 16  # per class: the lists of fields whose rows' shapes are remembered
-
-
-def _row_shapes(
-    plan: _Plan, names: tuple[str, ...]
-) -> dict[tuple[type, ...], _RowFast | None] | None:
-    """The shapes of rows under these fields met so far (None: rows read as maps)."""
-    if plan.shapes is None or plan.raw or plan.computed:
-        return None
-    shapes = plan.rows.get(names)
-    if shapes is None and len(plan.rows) < MAX_ROW_FIELDS:
-        shapes = plan.rows[names] = {}
-    return shapes
-
-
-def _row_fast_of(
-    cls: type[_Wire],
-    plan: _Plan,
-    shapes: dict[tuple[type, ...], _RowFast | None],
-    names: list[str],
-    types: tuple[type, ...],
-) -> _RowFast | None:
-    """How a row of these types is read at once (as the map of its values that are not nil
-    would be, _fast_shape), or None (a field before the last given one defaults to a new
-    list: its map is read). Remembered."""
-    given = {name: kind for name, kind in zip(names, types, strict=True) if kind is not _NONE}
-    fast = _fast_shape(cls, plan, (*given, *given.values()))
-    row = None
-    if fast is not None:
-        known = {name: kind for name, kind in given.items() if name not in fast.drop}
-        row = _row_recipe(cls, plan, fast, names, known)
-    if len(shapes) < MAX_SHAPES:
-        shapes[types] = row
-    return row
-
-
-def _row_recipe(
-    cls: type[_Wire], plan: _Plan, fast: _Fast, names: list[str], given: dict[str, type]
-) -> _RowFast | None:
-    """``names``: the row's columns; ``given``: those not nil that are this class's."""
-    declared = fields(cls)  # type: ignore[arg-type]
-    if not all(fl.init for fl in declared):
-        return None  # __init__ does not take every field in order
-    order = [fl.name for fl in declared]
-    # the fields __init__ needs, and those whose missing key stands for a value of its own
-    needed = {fl.name for fl in declared if fl.default is MISSING}
-    needed &= {fl.name for fl in declared if fl.default_factory is MISSING}
-    needed |= {name for name, _key, _read in plan.missing}
-    taken = {name: i for i, name in enumerate(names) if name in given}
-    cut = 1 + max(
-        (i for i, name in enumerate(order) if name in taken or name in needed), default=-1
-    )
-    fresh = {name for name, _make in fast.fresh}
-    positions: list[int] = []
-    defaults: list[Any] = []
-    width = len(names)
-    for name in order[:cut]:
-        if name in taken:
-            positions.append(taken[name])
-        elif name in fresh:
-            return None  # a new list each time: not a default to pass along
-        else:
-            positions.append(width + len(defaults))
-            defaults.append(fast.template[name])
-    return _RowFast(_picker(positions), defaults)
-
-
-def _picker(positions: list[int]) -> Callable[[list[Any]], tuple[Any, ...]]:
-    """The items of a list at ``positions``, as a tuple."""
-    if len(positions) > 1:
-        return itemgetter(*positions)
-    return lambda row: tuple(row[p] for p in positions)
 
 
 _SIMPLE = (str, int, float, bool)

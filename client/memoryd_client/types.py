@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from memoryd_client._wire import Reader, _absent, _Fields, _read, _Wire
+from memoryd_client._wire_rows import read_rows
 from memoryd_client.trust_types import LineOrigin
 
 # ---------------------------------------------------------------- field readers
@@ -99,7 +100,7 @@ def _hits(f: _Fields, key: str) -> list[SearchHit]:
     ask a daemon that can for them)."""
     value = f.data.get(key)
     if value.__class__ is dict:
-        return SearchHit.from_rows(value, f.what, key)
+        return read_rows(SearchHit, value, f.what, key)
     return [SearchHit.from_wire(v) for v in f.get_list(key)]
 
 

@@ -7,6 +7,9 @@ BadResponse its map would give."""
 from __future__ import annotations
 
 import asyncio
+import copy
+import dataclasses
+import pickle
 import random
 from typing import Any
 
@@ -133,6 +136,30 @@ def test_rows_with_unknown_missing_or_nil_fields_read_as_their_maps() -> None:
         assert second.heading == "h" and second.score == 1.0 and type(second.score) is float
         first.triggers.append("x")
         assert second.triggers == [] and first.line_origins is not second.line_origins
+
+
+def test_a_hit_read_from_a_row_is_the_object_its_constructor_makes() -> None:
+    fields = ["path", "start_line", "end_line", "score", "snippet", "source", "heading"]
+    fields += ["text_score", "vector_score", "tier"]
+    rows = [
+        ["a.md", 1, 9, 0.75, "s", "memory", "h", 0.5, None, "episodic"],
+        ["b.md", 2, 3, 0.5, "t", None, None, None, 0.25, None],  # nils: their defaults
+    ]
+    made = [
+        SearchHit("a.md", 1, 9, 0.75, "s", heading="h", text_score=0.5, tier="episodic"),
+        SearchHit("b.md", 2, 3, 0.5, "t", vector_score=0.25),
+    ]
+    for _ in range(2):  # the reader written, then used
+        read = _rows_read(fields, [list(row) for row in rows])
+        assert read == made and list(map(repr, read)) == list(map(repr, made))
+        assert [list(vars(hit).items()) for hit in read] == [list(vars(h).items()) for h in made]
+        assert list(map(dataclasses.asdict, read)) == list(map(dataclasses.asdict, made))
+        assert pickle.loads(pickle.dumps(read)) == made and copy.deepcopy(read) == made
+        assert dataclasses.replace(read[0], score=0.5) == dataclasses.replace(made[0], score=0.5)
+        read[0].triggers.append("x")
+        read[0].line_origins.append("y")  # type: ignore[arg-type]
+        assert read[1].triggers == [] and read[1].line_origins == [] and read[0].supersedes == []
+        assert made[0].triggers == []
 
 
 @pytest.mark.parametrize(
