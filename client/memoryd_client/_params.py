@@ -43,27 +43,42 @@ def search_params(
 ) -> dict[str, Any]:
     """``search``'s params: ``options`` are the rows of
     :data:`memoryd_client.search_options.OPTIONS`, each written as its kind says."""
-    from memoryd_client import search_options  # not for recall (the prompt hook's path)
-
     params: dict[str, Any] = {"query": query}
     if workspace is not None:
         params["workspace"] = workspace
-    rows = search_options.by_name()
+    if not options:
+        return params
+    table = _search_options or _load_search_options()
+    rows = table.by_name()
     for name, value in options.items():
         option = rows.get(name)
         if option is None:
             raise TypeError(f"search() got an unexpected keyword argument {name!r}")
         if value is None:  # the daemon's default
             continue
-        if option.kind == search_options.FLAG:
+        kind = option.kind
+        if kind == table.FLAG:
             value = True if value else None  # sent only when on
         elif option.repeat:
             value = as_list(value)  # type: ignore[arg-type]
-        elif option.kind == search_options.DAY:
+        elif kind == table.DAY:
             value = iso(value)  # type: ignore[arg-type]
         if value is not None:
             params[name] = value
     return params
+
+
+# search_options, once a search has options (recall, the prompt hook's path, needs none;
+# an import statement in the function was a third of its cost).
+_search_options: Any = None
+
+
+def _load_search_options() -> Any:
+    global _search_options
+    from memoryd_client import search_options
+
+    _search_options = search_options
+    return search_options
 
 
 def recall_params(
