@@ -53,6 +53,27 @@ def test_a_lent_map_is_the_kept_generations_and_its_uses_count() -> None:
     assert rows.lend(1, 2) is not None and rows.get_many([1], 2) == {}  # a newer generation
 
 
+def test_a_lent_map_never_shows_a_newer_generations_rows() -> None:
+    """A search lends the kept map at its generation; before its compiled hits read it the
+    index changes and a newer search keeps its rows (a chunk id reused by a file written
+    again: another text). The lent map shows its own generation's rows or none, never
+    those; and a forget (clear) empties it."""
+    rows = ChunkRows(capacity=4)
+    rows.get_many([], 1)
+    rows.put_many({1: _row("old")}, 1)
+    lent = rows.lend(1, 1)
+    assert lent is not None
+    kept, _ = lent
+    assert rows.get_many([1], 2) == {}  # the index changed: a newer search
+    rows.put_many({1: _row("new")}, 2)
+    assert kept.get(1) in (_row("old"), None)
+    assert rows.get_many([1], 2) == {1: _row("new")}
+    now = rows.lend(1, 2)
+    assert now is not None and now[0].get(1) == _row("new")
+    rows.clear()
+    assert not now[0]
+
+
 def test_past_capacity_the_least_recently_used_eighth_goes_at_once() -> None:
     rows = ChunkRows(capacity=16)
     rows.get_many([], 1)

@@ -57,12 +57,13 @@ class Kept(Generic[V]):
     def _current(self, generation: int) -> bool:
         """Whether values of ``generation`` can be kept and read (under the lock): a newer
         one empties what an older one kept; an older one (a search that started before
-        the last change) reads and keeps nothing."""
+        the last change) reads and keeps nothing. New maps, not the old ones emptied: a
+        search may still read the map ``lend`` gave it, which must hold its generation's
+        values only (a chunk's id is reused by a file written again, with another text)."""
         if generation != self._generation:
             if generation < self._generation:
                 return False
-            self._items.clear()
-            self._used_at.clear()
+            self._items, self._used_at = {}, {}
             self._used = 0
             self._generation = generation
         return True
