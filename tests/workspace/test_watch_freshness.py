@@ -372,7 +372,9 @@ def test_a_search_waits_for_the_writes_before_it_not_for_those_after(
         await w.set_targets([WatchTarget("ws", ix.root, ix)])
         try:
             first = holding(gates[0])
+            assert w.settled("ws")  # nothing queued: a search does not wait (wait_synced)
             w.submit("ws", [make_index.ws / "memory" / "a.md"])  # round 1, behind `first`
+            assert not w.settled("ws")
             await asyncio.sleep(0)  # its sync is queued on the writer...
             second = holding(gates[1])  # ...and this one after it, before round 2's
             before_b = asyncio.create_task(w.wait_synced("ws", 60))
@@ -381,10 +383,10 @@ def test_a_search_waits_for_the_writes_before_it_not_for_those_after(
             after_b = asyncio.create_task(w.wait_synced("ws", 60))
             gates[0].set()
             assert await asyncio.wait_for(before_b, 20)  # round 2 is still held
-            assert w.pending("ws") == 1 and not after_b.done()
+            assert w.pending("ws") == 1 and not after_b.done() and not w.settled("ws")
             gates[1].set()
             assert await asyncio.wait_for(after_b, 20)
-            assert w.pending("ws") == 0
+            assert w.pending("ws") == 0 and w.settled("ws")
             await asyncio.wrap_future(first)
             await asyncio.wrap_future(second)
         finally:

@@ -242,7 +242,11 @@ class SearchService:
         self, ref: str | None, req: SearchRequest, quick: bool
     ) -> tuple[Workspace, WorkspaceIndex, dict[str, Any]]:
         """Search workspace ``ref`` with read-your-writes."""
-        ws, index = await self.registry.index_of(ref)
+        ws = self.registry.resolve(ref)
+        if ws.opened.is_set():  # as index_of, without its two awaits (the rule)
+            index = ws.usable_index()
+        else:
+            ws, index = await self.registry.index_of(ref)
         config = self.config()
         notices = search_notices(req, config.index.sessions)
         if notices.nothing_to_search:
@@ -267,8 +271,10 @@ class SearchService:
         if not fresh:
             fresh = await self._first_scan(ws, index, budget, quick)
             left = budget - (time.monotonic() - started)
-        concerns = index.freshness.concerns(req)
-        fresh = await self.watcher.wait_synced(ws.name, left, concerns, quick) and fresh
+        concerns = None  # which paths concern req: made when a wait or a sync needs it
+        if not self.watcher.settled(ws.name):  # else wait_synced is True at once
+            concerns = index.freshness.concerns(req)
+            fresh = await self.watcher.wait_synced(ws.name, left, concerns, quick) and fresh
         loop = asyncio.get_running_loop()
         prepared = None
         if index.queries.embeds(req):
@@ -291,6 +297,7 @@ class SearchService:
             )
         if resp is None:  # stale: sync those files first
             left = budget - (time.monotonic() - started)
+            concerns = concerns or index.freshness.concerns(req)
             fresh = (
                 await self.watcher.sync_now(ws.name, index, stale, left, concerns, quick) and fresh
             )

@@ -358,6 +358,12 @@ class Watcher:
             f"({batch.last_error}); {len(batch.retry)} file(s) retried in {wait:.0f} s"
         )
 
+    def settled(self, name: str) -> bool:
+        """Whether every change of ``name`` queued so far is committed: ``wait_synced``
+        would return True at once, whatever the paths (a search's check without a wait)."""
+        batch = self._batches.get(name)
+        return batch is None or batch.done >= batch.queued
+
     async def wait_synced(
         self,
         name: str,
