@@ -54,6 +54,7 @@ class Watched:
         self.armed = False
         self.gen = -1  # the owner's generation when armed (freshness.py)
         self.wds: frozenset[int] = frozenset()
+        self.local_at = -1  # FileEvents.mounts when its paths were last found local
 
 
 class FileEvents:
@@ -66,6 +67,9 @@ class FileEvents:
         self._fd = -1
         self._mounts = -1
         self._broken = compiled is None
+        # Changes of the mount table seen (a watch says nothing of a server's writes: after
+        # one, freshness.py looks where the paths are before it trusts new watches)
+        self.mounts = 0
         self._owners: dict[int, weakref.WeakSet[Watched]] = {}  # wd -> who watches it
         self._all: weakref.WeakSet[Watched] = weakref.WeakSet()
 
@@ -150,6 +154,7 @@ class FileEvents:
         """Disarm whoever a queued event concerns (``ready``: watch_ready's answer, which
         says a mount only once): everyone for an overflow or a mount."""
         wds = compiled.watch_read(self._fd) if ready & 1 else []
+        self.mounts += ready >> 1
         if ready & 2 or -1 in wds:
             for w in self._all:
                 w.armed = False

@@ -352,11 +352,30 @@ class Freshness:
         w = self._watched
         w.gen, gen = -1, self._gen  # first: a check that found them armed answers no more
         state = self._state()
-        armed = self._events.arm(w, *self._watch_list(state))
+        folders, files, above = self._watch_list(state)
+        armed = self._events.arm(w, folders, files, above) and self._local(w, folders, files)
         stale = self._compare(state, stat_many)
         if armed and not stale and gen == self._gen:
             w.gen = gen
         return stale
+
+    def _local(self, w: Watched, folders: list[str], files: list[str]) -> bool:
+        """Whether the watched paths are on local file systems (a server's writes make no
+        event here): looked at for the first watches and after a mount (read after ``arm``,
+        which takes the queued ones; a later one disarms). Found elsewhere: the stats leave
+        the event loop until the next look, as ``committed`` does."""
+        assert self._events is not None
+        mounts = self._events.mounts
+        if w.local_at == mounts:
+            return True
+        found = filesystems.first_not_local([*folders, *files], self.fs_type)
+        if found is None:
+            w.local_at = mounts
+            return True
+        self._found += 1
+        self.local_until = NEVER
+        self._tell(found)
+        return False
 
     def _may_arm(self) -> bool:
         """Whether this check sets the watches: not where events keep coming (a folder
