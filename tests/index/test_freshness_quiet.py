@@ -424,3 +424,46 @@ def test_watches_set_before_one_that_is_refused_are_let_go(tmp_path: Path) -> No
     other, _ = pair(workspace(tmp_path / "other"))
     assert armed(other)  # the watches of the workspace gone are let go
     assert kernel_watches() <= set(EVENTS._owners)
+
+
+def test_watches_set_for_the_day_before_while_the_day_changes_are_not_trusted(
+    tmp_path: Path,
+) -> None:
+    """One check began setting the watches with the day before's files (today's log not
+    among them); meanwhile another check, on another thread, saw the new day. The first
+    must not then stand for the stats: today's log written after has no watch of its own
+    (its folder's event for it does not count)."""
+    root = workspace(tmp_path)
+    quiet, stats = pair(root)
+    assert armed(quiet)
+    assert quiet.stale_hot_paths() == []  # answered by the watches
+    for fresh in (quiet, stats):  # a row committed: the next check sets the watches again
+        fresh.committed("MEMORY.md", row("MEMORY.md", root / "MEMORY.md"), targeted=False)
+    yesterday = dt.date.today() - dt.timedelta(days=1)
+    quiet._hot = quiet._hot_for(yesterday)  # as read just before midnight
+    at_arm, go_on = threading.Event(), threading.Event()
+    arm = FileEvents.arm.__code__
+
+    def held_at_the_arm(frame: FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is arm:
+            at_arm.set()
+            go_on.wait(10)
+
+    def first() -> None:
+        sys.setprofile(held_at_the_arm)
+        try:
+            quiet.stale_hot_paths()
+        finally:
+            sys.setprofile(None)
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    try:
+        assert at_arm.wait(10)  # the first check sets the day before's watches
+        quiet._hot_day = yesterday  # ... and the other sees the new day
+        assert quiet.stale_hot_paths() == []
+    finally:
+        go_on.set()
+        thread.join(10)
+    append(root / today_rel(), "- after midnight\n")
+    assert quiet.stale_hot_paths() == stats.stale_hot_paths(held=False) == [root / today_rel()]

@@ -319,8 +319,8 @@ class Freshness:
         if today != self._hot_day:  # the curated files, today's and yesterday's log
             self._hot = self._hot_for(today)
             self._hot_day = today
-            if w is not None:
-                w.gen = -1  # other files now: watched anew
+            with self._lock:  # other files now: watched anew (and not those of a check
+                self._gen += 1  # setting the watches with the day before's meanwhile)
         elif held and w is not None and w.armed and (gen := w.gen) == self._gen:
             assert self._events is not None  # set with ``w``
             if self._events.quiet(w, gen):
