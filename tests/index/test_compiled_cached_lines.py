@@ -19,6 +19,12 @@ from memoryd.index.search.snippets import LineStems, line_scores
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
 
+
+def _lru(cache: LineStems) -> list[int]:
+    """The cached chunks, least recently used first (each one's last use: a tick)."""
+    return sorted(cache._used_at, key=cache._used_at.__getitem__)
+
+
 WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint", "yesterday"]
 TIMES = ["yesterday", "May", "2022", "last week"]  # a line naming a time (focus.timed_lines)
 
@@ -47,7 +53,7 @@ def _python(cache: LineStems, cands: list[Candidate], weights: dict[str, float],
 
 def _state(cache: LineStems, cands: list[Candidate]) -> tuple[object, ...]:
     lines = [None if c.lines is None else [x.hex() for x in c.lines] for c in cands]
-    return lines, list(cache._items)
+    return lines, _lru(cache)
 
 
 def test_the_compiled_pass_scores_as_the_python_path(tokenize: TokenizeOffsets) -> None:
@@ -136,7 +142,7 @@ def test_a_list_changed_while_it_is_scored_is_read_as_it_was(tokenize: TokenizeO
     held = list(cands)
     _EMPTIED[:] = [cands]
     tea = cache._vocab["tea"]  # the candidates were borrowed from the list: a crash
-    got = compiled.cached_line_scores(cache._items, cands, [tea], [1.0], cache._vocab)
+    got = compiled.cached_line_scores(cache._lent(len(cands)), cands, [tea], [1.0], cache._vocab)
     _EMPTIED.clear()
     assert [c.id for c in got] == [1, 2, 3]
     assert [c.lines for c in held] == [[1.0], [1.0], [1.0]]

@@ -53,11 +53,19 @@ PyObject *compiled_best_window(PyObject *self, PyObject *args);
 PyObject *compiled_snippet(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 /* ... and what _compiled_top.c shares of them: the query read (numbers ascending int32,
  * weights as doubles, new PyMem arrays), a cached chunk's lines (LineStems.peek: a new
- * reference, moved to the LRU's end; NULL with no error when none), one chunk's line scores
+ * reference, its use given the LRU's next tick; NULL with no error when none), one chunk's line scores
  * as doubles (see _compiled_lines.c), and a list of floats of doubles (``zero`` shared). */
 int compiled_read_query(PyObject *numbers_obj, PyObject *weights_obj, Py_ssize_t *q_out,
                         int32_t **numbers_out, double **weights_out);
-PyObject *compiled_peek(PyObject *items, PyObject *id, PyObject *text);
+/* LineStems' LRU as a call lends it (LineStems._lent): its chunks by id, each one's last
+ * use, and the next tick to give a use; read from (items, used_at, tick), borrowed: 0, or
+ * -1 with a TypeError. */
+typedef struct {
+    PyObject *items, *used_at;
+    long long tick;
+} compiled_lru;
+int compiled_lru_read(PyObject *spec, compiled_lru *lru);
+PyObject *compiled_peek(compiled_lru *lru, PyObject *id, PyObject *text);
 double *compiled_chunk_doubles(PyObject *chunk, const int32_t *numbers, const double *weights,
                                Py_ssize_t q, double *acc, Py_ssize_t acc_len,
                                Py_ssize_t *n_lines_out);

@@ -11,6 +11,9 @@ _T = TypeVar("_T")
 # snippets.ChunkLines: (stems, line, n_lines, vocab, entries)
 _Chunk = tuple[memoryview, memoryview, int, dict[str, int], bytes]
 
+# LineStems._lent: its chunks by id, their uses (ticks), the first tick this call gives
+_Lru = tuple[dict[int, tuple[int, Any]], dict[int, int], int]
+
 def line_scores(
     chunks: Sequence[_Chunk],
     numbers: Sequence[int],
@@ -18,7 +21,7 @@ def line_scores(
     vocab: dict[str, int] | None = None,
 ) -> list[list[float]] | None: ...
 def cached_line_scores(
-    items: Mapping[int, tuple[int, Any]],
+    lru: _Lru,
     cands: list[_T],
     numbers: Sequence[int],
     weights: Sequence[float],
@@ -86,7 +89,7 @@ def keyword_top(
     sources: tuple[str, ...],
     make: tuple[type[_T], tuple[str, ...], tuple[Any, ...]],
     lines: tuple[
-        Mapping[int, tuple[int, Any]],
+        _Lru,
         Sequence[int],
         Sequence[float],
         dict[str, int],
@@ -103,7 +106,7 @@ def keyword_hits(
     bm25: dict[int, float] | list[tuple[int, float]] | None,
     sources: tuple[str, ...],
     lines: tuple[
-        Mapping[int, tuple[int, Any]],
+        _Lru,
         Sequence[int],
         Sequence[float],
         dict[str, int],

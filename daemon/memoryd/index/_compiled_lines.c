@@ -203,27 +203,34 @@ done:
     return out;
 }
 
-static PyObject *ATTR_ID, *ATTR_TEXT, *ATTR_LINES, *NAME_MOVE_TO_END;
+static PyObject *ATTR_ID, *ATTR_TEXT, *ATTR_LINES;
 
 static int intern_names(void) {
-    if (NAME_MOVE_TO_END != NULL)
+    if (ATTR_LINES != NULL)
         return 0;
     ATTR_ID = PyUnicode_InternFromString("id");
-    ATTR_TEXT = PyUnicode_InternFromString("text");
-    ATTR_LINES = PyUnicode_InternFromString("lines");
-    NAME_MOVE_TO_END = ATTR_ID && ATTR_TEXT && ATTR_LINES
-                           ? PyUnicode_InternFromString("move_to_end")
-                           : NULL;
-    return NAME_MOVE_TO_END ? 0 : -1;
+    ATTR_TEXT = ATTR_ID ? PyUnicode_InternFromString("text") : NULL;
+    ATTR_LINES = ATTR_TEXT ? PyUnicode_InternFromString("lines") : NULL;
+    return ATTR_LINES ? 0 : -1;
 }
 
-/* The cached lines of a candidate (LineStems.peek: its id's entry, for this text),
- * the entry used (moved to the LRU's end); a new reference, or NULL with no error when
- * none is cached. */
-PyObject *compiled_peek(PyObject *items, PyObject *id, PyObject *text) {
-    if (intern_names() < 0)
-        return NULL;
-    PyObject *found = PyDict_GetItemWithError(items, id); /* borrowed */
+int compiled_lru_read(PyObject *spec, compiled_lru *lru) {
+    if (!PyTuple_Check(spec) || PyTuple_Size(spec) != 3 ||
+        !PyDict_Check(PyTuple_GetItem(spec, 0)) || !PyDict_CheckExact(PyTuple_GetItem(spec, 1))) {
+        PyErr_SetString(PyExc_TypeError, "the cached lines must be (items, used_at, tick)");
+        return -1;
+    }
+    lru->items = PyTuple_GetItem(spec, 0);
+    lru->used_at = PyTuple_GetItem(spec, 1);
+    lru->tick = PyLong_AsLongLong(PyTuple_GetItem(spec, 2));
+    return lru->tick == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* The cached lines of a candidate (LineStems.peek: its id's entry, for this text), the
+ * entry used (``used_at[id]``, the LRU's next tick); a new reference, or NULL with no
+ * error when none is cached. */
+PyObject *compiled_peek(compiled_lru *lru, PyObject *id, PyObject *text) {
+    PyObject *found = PyDict_GetItemWithError(lru->items, id); /* borrowed */
     if (found == NULL || !PyTuple_Check(found) || PyTuple_Size(found) != 2)
         return NULL;
     Py_hash_t h = PyObject_Hash(text);
@@ -235,13 +242,14 @@ PyObject *compiled_peek(PyObject *items, PyObject *id, PyObject *text) {
     if (kept != h)
         return NULL;
     PyObject *lines = PyTuple_GetItem(found, 1);
-    Py_INCREF(lines); /* held across move_to_end (an LRU's own may run Python) */
-    PyObject *r = PyObject_CallMethodObjArgs(items, NAME_MOVE_TO_END, id, NULL);
-    if (r == NULL) {
+    Py_INCREF(lines); /* held across the use's store */
+    PyObject *tick = PyLong_FromLongLong(lru->tick++);
+    int r = tick ? PyDict_SetItem(lru->used_at, id, tick) : -1;
+    Py_XDECREF(tick);
+    if (r < 0) {
         Py_DECREF(lines);
         return NULL;
     }
-    Py_DECREF(r);
     return lines;
 }
 
@@ -307,13 +315,15 @@ done:
  * in order. None, with no line set, when a found chunk's numbering is not ``vocab`` or
  * ``cands`` is not a list (the caller does it in Python). */
 PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
-    PyObject *items, *cands, *numbers_obj, *weights_obj, *vocab, *timed_of = Py_None;
+    PyObject *lru_spec, *cands, *numbers_obj, *weights_obj, *vocab, *timed_of = Py_None;
     double boost = 1.0;
+    compiled_lru lru;
     (void)self;
     if (intern_names() < 0)
         return NULL;
-    if (!PyArg_ParseTuple(args, "O!OOOO|Od", &PyDict_Type, &items, &cands, &numbers_obj,
-                          &weights_obj, &vocab, &timed_of, &boost))
+    if (!PyArg_ParseTuple(args, "OOOOO|Od", &lru_spec, &cands, &numbers_obj, &weights_obj,
+                          &vocab, &timed_of, &boost) ||
+        compiled_lru_read(lru_spec, &lru) < 0)
         return NULL;
     if (!PyList_CheckExact(cands))
         Py_RETURN_NONE;
@@ -341,7 +351,7 @@ PyObject *compiled_cached_line_scores(PyObject *self, PyObject *args) {
         PyObject *c = held[i];
         PyObject *id = compiled_attr_get(&id_attr, c);
         PyObject *text = id ? compiled_attr_get(&text_attr, c) : NULL;
-        PyObject *chunk = text ? compiled_peek(items, id, text) : NULL;
+        PyObject *chunk = text ? compiled_peek(&lru, id, text) : NULL;
         Py_XDECREF(id);
         Py_XDECREF(text);
         if (PyErr_Occurred())

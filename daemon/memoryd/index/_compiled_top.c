@@ -4,8 +4,8 @@
  * day, no adjusting signal and only a source filter, with a candidate object made only for
  * the ``keep`` best (a search's other ~30 were made, scored and freed for nothing). The same
  * doubles from the same operations in the same order as those three (-ffp-contract=off),
- * the same top (ties by id, then by place), the same LRU uses (each cached chunk moved to
- * the end in the candidates' order), the same calls of ``timed_of``. None, having made
+ * the same top (ties by id, then by place), the same LRU uses (each cached chunk used in
+ * the candidates' order), the same calls of ``timed_of``. None, having made
  * nothing, when the Python path must do it: a chunk not cached or cached in another
  * numbering (its tokenizing is Python's), a value not of the plain types those take.
  * keyword_hits (run_search's) goes on to the hits themselves (_compiled_hits.c), making no
@@ -219,13 +219,13 @@ typedef struct {
 
 /* Each entry's cached lines and score (known_top's, keyword mode): 0, -1 with an exception
  * set, or -2 to fall back. */
-static int score_all(Entry *entries, Py_ssize_t m, PyObject *items, PyObject *vocab,
+static int score_all(Entry *entries, Py_ssize_t m, compiled_lru *lru, PyObject *vocab,
                      const Query *qy, const Weights *w, double best) {
     double acc[256];
     int keyword_active = best > 0, lined = w->idf_total > 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         Entry *e = &entries[i];
-        e->chunk = compiled_peek(items, e->id, PyTuple_GetItem(e->row, ROW_TEXT));
+        e->chunk = compiled_peek(lru, e->id, PyTuple_GetItem(e->row, ROW_TEXT));
         if (e->chunk == NULL)
             return PyErr_Occurred() ? -1 : -2; /* not cached: Python tokenizes it */
         PyObject *own = compiled_item(e->chunk, 3);
@@ -343,9 +343,11 @@ typedef struct {
     PyObject **held; /* the ids as they were, held (timed_of runs Python) */
     Py_ssize_t n, m; /* ids, accepted entries */
     Entry *entries;
+    compiled_lru lru;
 } Top;
 
-/* ``lines``: (items, numbers, weights, vocab, timed_of, boost); ``fusing``: the six doubles.
+/* ``lines``: (lru, numbers, weights, vocab, timed_of, boost), ``lru`` LineStems._lent's
+ * (items, used_at, tick); ``fusing``: the six doubles.
  * 0 with t's entries scored, -1 with an exception set, -2 to fall back; top_clear after. */
 static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObject *bm25,
                    PyObject *sources, PyObject *lines, PyObject *fusing) {
@@ -354,7 +356,7 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
     t->qy.boost = 1.0;
     if (!PyList_Check(ids) || !PyDict_Check(found) || !PyTuple_Check(sources) ||
         !PyTuple_Check(lines) || PyTuple_Size(lines) != 6 || !PyTuple_Check(fusing) ||
-        PyTuple_Size(fusing) != 6 || !PyDict_Check(PyTuple_GetItem(lines, 0))) {
+        PyTuple_Size(fusing) != 6) {
         PyErr_SetString(PyExc_TypeError, "keyword top: arguments of the wrong types");
         return -1;
     }
@@ -366,6 +368,8 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
     for (Py_ssize_t k = 0; k < 6; k++)
         f[k] = PyFloat_AsDouble(PyTuple_GetItem(fusing, k));
     if (PyErr_Occurred())
+        return -1;
+    if (compiled_lru_read(PyTuple_GetItem(lines, 0), &t->lru) < 0)
         return -1;
     if (compiled_read_query(PyTuple_GetItem(lines, 1), PyTuple_GetItem(lines, 2), &t->qy.q,
                             &t->qy.numbers, &t->qy.weights) < 0)
@@ -395,8 +399,7 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
     t->m = gather(t->held, t->n, found, used_at, tick, bm25, sources, t->entries, &best);
     if (t->m < 0)
         return (int)t->m;
-    return score_all(t->entries, t->m, PyTuple_GetItem(lines, 0), PyTuple_GetItem(lines, 3),
-                     &t->qy, &t->w, best);
+    return score_all(t->entries, t->m, &t->lru, PyTuple_GetItem(lines, 3), &t->qy, &t->w, best);
 }
 
 static void top_clear(Top *t) {
@@ -409,9 +412,9 @@ static void top_clear(Top *t) {
     PyMem_Free(t->qy.weights);
 }
 
-/* keyword_top(ids, found, bm25, sources, (cls, names, tail), (items, numbers, weights,
+/* keyword_top(ids, found, bm25, sources, (cls, names, tail), (lru, numbers, weights,
  * vocab, timed_of, boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep): see the top of
- * this file. ``items`` is LineStems' LRU (its lock held by the caller). ``bm25``: by id (a
+ * this file. ``lru`` is LineStems' (_lent; its lock held by the caller). ``bm25``: by id (a
  * dict), or the ranked (id, score) pairs whose first ones are ``ids`` themselves (the same
  * objects, in order; a search's own, not made into a dict for this), or None. */
 PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
