@@ -310,15 +310,22 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
     template = plan.template.copy()
     for name, key, read in plan.missing:
         if key not in keys:
-            try:
-                value = read(_Fields({}, cls._what), key)  # the reader of a missing key
-            except BadResponse:
-                return None  # required
-            if type(value) not in _CONSTANT:
+            value = missing_constant(cls, key, read)
+            if value is _MISSING:
                 return None
             template[name] = value
     fresh = tuple((name, make) for name, make in plan.fresh if name not in keys)
     return _Fast(template, tuple(drop), fresh, plan.raw, tuple(plan.computed))
+
+
+def missing_constant(cls: type[_Wire], key: str, read: Reader) -> Any:
+    """The constant a field's missing key stands for (its reader run on an empty map), or
+    _MISSING: the key is required, or its reader makes a value of its own (a result)."""
+    try:
+        value = read(_Fields({}, cls._what), key)
+    except BadResponse:
+        return _MISSING
+    return value if type(value) in _CONSTANT else _MISSING
 
 
 _CONSTANT = frozenset({str, int, float, bool, type(None)})

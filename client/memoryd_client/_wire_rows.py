@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any, TypeVar
 
-from memoryd_client._wire import _CONSTANT, _MISSING, _Fields, _Plan, _plan_of, _Wire
+from memoryd_client._wire import _MISSING, _Plan, _plan_of, _Wire, missing_constant
 from memoryd_client.errors import BadResponse
 
 _W = TypeVar("_W", bound=_Wire)
@@ -164,11 +164,8 @@ def _absent_value(
             return f"{slot}()"
     for field_name, key, read in plan.missing:
         if field_name == name:
-            try:
-                value = read(_Fields({}, cls._what), key)  # the reader of a missing key
-            except BadResponse:
-                return None  # required
-            if type(value) not in _CONSTANT:
+            value = missing_constant(cls, key, read)
+            if value is _MISSING:
                 return None
             break
     else:
