@@ -470,3 +470,24 @@ def test_watches_set_for_the_day_before_while_the_day_changes_are_not_trusted(
         thread.join(10)
     append(root / today_rel(), "- after midnight\n")
     assert quiet.stale_hot_paths() == stats.stale_hot_paths(held=False) == [root / today_rel()]
+
+
+def test_watches_whose_descriptor_went_bad_leave_the_stats_to_answer(tmp_path: Path) -> None:
+    """A poll or a read of the inotify fd that fails (here the fd made /dev/null: reading
+    it ends the stream) disarms every workspace and sets no watch again: the stats answer,
+    no search fails."""
+    root = workspace(tmp_path)
+    events = FileEvents()  # not the daemon's: this one is spoiled
+    w = file_events.Watched()
+    assert events.arm(w, [str(root)], [str(root / "MEMORY.md")], [])
+    w.gen = 7
+    assert events.quiet(w, 7)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, events._fd)  # polls as readable, reads as the end of the stream
+        assert not events.quiet(w, 7) and not w.armed
+        assert not events.arm(w, [str(root)], [str(root / "MEMORY.md")], [])
+    finally:
+        os.close(null)
+        os.close(events._fd)
+        os.close(events._mounts)

@@ -81,9 +81,12 @@ class FileEvents:
         if not w.armed:
             return False
         with self._lock:
-            ready = compiled.watch_ready(self._fd, self._mounts)
-            if ready:
-                self._take_events(ready)
+            try:
+                ready = compiled.watch_ready(self._fd, self._mounts)
+                if ready:
+                    self._take_events(ready)
+            except OSError:  # the fds unusable (closed by someone): the stats from now on
+                self._give_up()
             return w.armed and w.gen == gen
 
     def arm(
@@ -101,9 +104,13 @@ class FileEvents:
             w.armed = False
             if self._broken or not self._open():
                 return False
-            ready = compiled.watch_ready(self._fd, self._mounts)
-            if ready:  # the others' events, before ``w``'s watches change
-                self._take_events(ready)
+            try:
+                ready = compiled.watch_ready(self._fd, self._mounts)
+                if ready:  # the others' events, before ``w``'s watches change
+                    self._take_events(ready)
+            except OSError:
+                self._give_up()
+                return False
             wds: list[int] = []  # those set before a refusal too: ``w``'s, let go later
             try:
                 self._add(wds, above, ABOVE_MASK, False, absent_ok=False)
@@ -124,6 +131,13 @@ class FileEvents:
             w.wds = new
             w.armed = done
             return w.armed
+
+    def _give_up(self) -> None:
+        """No watch stands for the stats any more (everyone disarmed, none armed again):
+        a poll or a read of the fds failed, which nothing here recovers from."""
+        self._broken = True
+        for w in self._all:
+            w.armed = False
 
     def _open(self) -> bool:
         if self._fd >= 0:
