@@ -23,7 +23,9 @@ _W = TypeVar("_W", bound=_Wire)
 # (rows, their fields, the result's name, its key) -> the objects
 RowsReader = Callable[[list[Any], list[str], str, str], list[Any]]
 
-MAX_ROW_FIELDS = 16  # per class: the lists of fields whose rows' reader is kept
+# Per class: the lists of fields a reader is written for (a daemon sends the keys its hits
+# have in the order they first come: one list per combination met; past these, maps).
+MAX_ROW_FIELDS = 64
 
 
 def read_rows(cls: type[_W], block: dict[str, Any], what: str, key: str) -> list[_W]:
@@ -72,13 +74,14 @@ def _as_map(cls: type[_W], names: list[str], what: str, key: str, row: Any) -> _
 
 def _reader(cls: type[_Wire], plan: _Plan, names: tuple[str, ...]) -> RowsReader | None:
     """The function that reads rows under these fields (None: each row is read as its
-    map), written once per list of fields (up to MAX_ROW_FIELDS)."""
+    map), written once per list of fields; past MAX_ROW_FIELDS lists, none is written."""
+    if len(plan.rows) >= MAX_ROW_FIELDS:
+        return None
     if plan.shapes is None or plan.raw or plan.computed:
         read = None  # a class whose maps are read field by field: its rows too
     else:
         read = _write_reader(cls, plan, names)
-    if len(plan.rows) < MAX_ROW_FIELDS:
-        plan.rows[names] = read
+    plan.rows[names] = read
     return read
 
 

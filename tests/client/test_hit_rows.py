@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from fakes.memoryd_server import FakeMemoryd, FakeRequest
-from memoryd_client import AsyncMemoryClient, MemoryClient, protocol
+from memoryd_client import AsyncMemoryClient, MemoryClient, _wire, _wire_rows, protocol
 from memoryd_client.errors import BadResponse
 from memoryd_client.types import SearchHit, SearchResult
 
@@ -160,6 +160,30 @@ def test_a_hit_read_from_a_row_is_the_object_its_constructor_makes() -> None:
         read[0].line_origins.append("y")  # type: ignore[arg-type]
         assert read[1].triggers == [] and read[1].line_origins == [] and read[0].supersedes == []
         assert made[0].triggers == []
+
+
+def test_rows_under_more_lists_of_fields_than_kept_are_read_as_their_maps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plan = _wire._plan_of(SearchHit)
+    monkeypatch.setattr(SearchHit, "_readers", plan)
+    monkeypatch.setattr(_wire_rows, "MAX_ROW_FIELDS", 2)
+    written: list[tuple[str, ...]] = []
+    write = _wire_rows._write_reader
+
+    def counted(cls: Any, plan: Any, names: tuple[str, ...]) -> Any:
+        written.append(names)
+        return write(cls, plan, names)
+
+    monkeypatch.setattr(_wire_rows, "_write_reader", counted)
+    fields = ["path", "start_line", "end_line", "score", "snippet"]
+    row = ["a.md", 1, 2, 0.5, "s"]
+    for extra in ([], ["heading"], ["tier"], ["origin"], ["tier"]):
+        names, values = [*fields, *extra], [*row, *(["x"] * len(extra))]
+        read = _rows_read(names, [values])
+        as_map = SearchResult.from_wire({"results": [dict(zip(names, values, strict=True))]})
+        assert _vars(SearchResult(results=read)) == _vars(as_map)
+    assert written == list(plan.rows) == [tuple(fields), (*fields, "heading")]  # none past two
 
 
 @pytest.mark.parametrize(
