@@ -22,6 +22,15 @@ from memoryd_client.types import SearchHit, SearchResult
 
 pytestmark = pytest.mark.timeout(30)
 
+
+@pytest.fixture(autouse=True)
+def _rows_read_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test starts with no row reader written (they are written per list of fields,
+    the second time it comes, up to a bound other tests would fill)."""
+    monkeypatch.setattr(SearchHit, "_readers", _wire._plan_of(SearchHit))
+    monkeypatch.setattr(_wire_rows, "MAX_ROW_FIELDS", 100_000)
+
+
 HITS: list[dict[str, Any]] = [
     {
         "path": "memory/2025-01-02.md",
@@ -149,7 +158,7 @@ def test_a_hit_read_from_a_row_is_the_object_its_constructor_makes() -> None:
         SearchHit("a.md", 1, 9, 0.75, "s", heading="h", text_score=0.5, tier="episodic"),
         SearchHit("b.md", 2, 3, 0.5, "t", vector_score=0.25),
     ]
-    for _ in range(2):  # the reader written, then used
+    for _ in range(3):  # read as maps, then by the reader written, then by it again
         read = _rows_read(fields, [list(row) for row in rows])
         assert read == made and list(map(repr, read)) == list(map(repr, made))
         assert [list(vars(hit).items()) for hit in read] == [list(vars(h).items()) for h in made]
@@ -162,11 +171,11 @@ def test_a_hit_read_from_a_row_is_the_object_its_constructor_makes() -> None:
         assert made[0].triggers == []
 
 
-def test_rows_under_more_lists_of_fields_than_kept_are_read_as_their_maps(
+def test_a_reader_is_written_for_fields_met_twice_and_no_more_lists_than_kept(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    plan = _wire._plan_of(SearchHit)
-    monkeypatch.setattr(SearchHit, "_readers", plan)
+    plan = SearchHit._readers
+    assert plan is not None
     monkeypatch.setattr(_wire_rows, "MAX_ROW_FIELDS", 2)
     written: list[tuple[str, ...]] = []
     write = _wire_rows._write_reader
@@ -178,12 +187,13 @@ def test_rows_under_more_lists_of_fields_than_kept_are_read_as_their_maps(
     monkeypatch.setattr(_wire_rows, "_write_reader", counted)
     fields = ["path", "start_line", "end_line", "score", "snippet"]
     row = ["a.md", 1, 2, 0.5, "s"]
-    for extra in ([], ["heading"], ["tier"], ["origin"], ["tier"]):
+    for extra in ([], [], ["heading"], ["tier"], ["origin"], ["tier"], ["heading"]):
         names, values = [*fields, *extra], [*row, *(["x"] * len(extra))]
         read = _rows_read(names, [values])
         as_map = SearchResult.from_wire({"results": [dict(zip(names, values, strict=True))]})
         assert _vars(SearchResult(results=read)) == _vars(as_map)
-    assert written == list(plan.rows) == [tuple(fields), (*fields, "heading")]  # none past two
+    # a reader is written the second time a list of fields comes, none past two lists
+    assert written == [tuple(fields), (*fields, "heading")] == list(plan.rows)
 
 
 @pytest.mark.parametrize(
