@@ -27,7 +27,7 @@ from memoryd.index.search.candidates import (
     keyword_candidates,
     vector_candidates,
 )
-from memoryd.index.search.focus import WHEN_BOOST, asks_when, refocus, timed_lines
+from memoryd.index.search.focus import WHEN_BOOST, refocus, timed_lines
 from memoryd.index.search.line_days import on_named_day
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
@@ -462,7 +462,7 @@ def run_search(
         if days:
             found.update((i, None) for i in day_candidates(conn, days, filters, n))
         ids = list(found)
-    when = asks_when(req.query)
+    when = parsed.when
     adjust = signals.adjuster() if signals is not None else None
     rows = None
     if mode == "keyword" and not days and adjust is None:

@@ -18,6 +18,7 @@ from typing import Generic, NamedTuple, TypeVar
 
 import apsw
 
+from memoryd.index.search.focus import asks_when
 from memoryd.index.search.query import query_days, query_terms
 
 ROWS_KEPT = 2048  # ~1.5 KB of text each: a few MB at most, then the oldest go
@@ -165,6 +166,7 @@ class ParsedQuery(NamedTuple):
     terms: tuple[str, ...]  # query.query_terms
     term_stems: dict[str, list[str]]  # each term's stems (the index's tokenizer)
     days: tuple[str, ...]  # query.query_days
+    when: bool  # focus.asks_when: a question asking when (its lines naming a time count more)
 
 
 class ParsedQueries:
@@ -184,7 +186,8 @@ class ParsedQueries:
                 self._items.move_to_end(query)
                 return found
         terms = tuple(query_terms(query))
-        found = ParsedQuery(terms, {t: stems_of(t) for t in terms}, tuple(query_days(query)))
+        stems = {t: stems_of(t) for t in terms}
+        found = ParsedQuery(terms, stems, tuple(query_days(query)), asks_when(query))
         with self._lock:
             self._items[query] = found
             while len(self._items) > self.capacity:
