@@ -23,14 +23,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
+from math import log
 from typing import TYPE_CHECKING, cast
 
 import apsw
 
 from memoryd.index.keyword.bm25 import (
     K1,
+    MIN_IDF,
     B,
-    idf,
     pruned,
     ranked,
     scored_all,
@@ -553,11 +554,13 @@ class KeywordMirror(StagedMirror[_Op]):
             used, rows, tokens = docs.used, docs.rows, docs.tokens
             # Each term's arrays and count as they are now (writers append past the count):
             # bm25.term_of slices them, the compiled top reads the count (no numpy slice).
-            taken = [
-                (p.slots, p.freq2, p.dense, p.top_f2, idf(rows, p.df), p.n)
-                for s in term_stems
-                if (p := self._post.get(s)) is not None and p.n
-            ]
+            taken = []
+            for s in term_stems:
+                p = self._post.get(s)
+                if p is not None and p.n:
+                    w = log((rows - p.df + 0.5) / (p.df + 0.5))  # bm25.idf's, not a call a term
+                    w = MIN_IDF if w <= 0.0 else w
+                    taken.append((p.slots, p.freq2, p.dense, p.top_f2, w, p.n))
         if rows == 0 or not taken or limit <= 0:
             return []
         avgdl = float(tokens) / float(rows)
