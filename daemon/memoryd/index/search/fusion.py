@@ -440,7 +440,7 @@ def run_search(
     terms, term_stems = parsed.terms, parsed.term_stems
     if memory_only and not answers_from_memory(env, mode, term_stems, filters, qvec):
         raise NotInMemory
-    stems = list(dict.fromkeys(s for ts in term_stems.values() for s in ts))
+    stems = parsed.stems
     n_chunks, df = doc_freqs(conn, stems, env.keywords)
     weights = idf_weights(n_chunks, df)
     n = max_results * cfg.candidate_multiplier

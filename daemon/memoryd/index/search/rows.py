@@ -167,6 +167,7 @@ class ParsedQuery(NamedTuple):
     term_stems: dict[str, list[str]]  # each term's stems (the index's tokenizer)
     days: tuple[str, ...]  # query.query_days
     when: bool  # focus.asks_when: a question asking when (its lines naming a time count more)
+    stems: tuple[str, ...]  # every term's stems, each once, in order
 
 
 class ParsedQueries:
@@ -187,7 +188,8 @@ class ParsedQueries:
                 return found
         terms = tuple(query_terms(query))
         stems = {t: stems_of(t) for t in terms}
-        found = ParsedQuery(terms, stems, tuple(query_days(query)), asks_when(query))
+        every = tuple(dict.fromkeys(s for ts in stems.values() for s in ts))
+        found = ParsedQuery(terms, stems, tuple(query_days(query)), asks_when(query), every)
         with self._lock:
             self._items[query] = found
             while len(self._items) > self.capacity:
