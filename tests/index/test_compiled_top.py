@@ -1,26 +1,28 @@
-"""A keyword search's top in one compiled pass (_compiled_top.c: keyword_top, through
-LineStems.keyword_top and fusion._keyword_top) against the path it short-cuts:
-candidates_of, filters.accepted, _cached_line_scores and fuse (compiled known_top, and
-Python's _known_top). The same top: each (score, v, t) as float.hex and each shown
-candidate's every field, its lines too; the same LRU order; the same timed_lines calls; and
-None, having made nothing, when a chunk is not cached, is cached in another numbering, or a
-value is not of the plain types. An install without a compiler has only the long path:
-these tests are skipped there."""
+"""A keyword search's top in one compiled pass (_compiled_top.c, through
+LineStems.keyword_hits and shown.keyword_hits) against the path it short-cuts:
+candidates_of, filters.accepted, _cached_line_scores, fuse (compiled known_top, and
+Python's _known_top) and shown_hits, on what test_compiled_hits.py does not vary: BM25
+scores by id (a dict, some ids missing, scores of 0 and below), an IDF total of 0, a bounded
+top (1 to 50 of up to 45 candidates), the Python versions, the ranked pairs against their
+dict. The same hits, every field (scores as float.hex); the same LRU order; the same
+timed_lines calls; None, having made nothing, when a chunk is not cached, is cached in
+another numbering, or a value is not of the plain types; a callback's error is the search's.
+An install without a compiler has only the long path: these tests are skipped there."""
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from typing import Any
 
 import pytest
 
 from memoryd.index.keyword.text import TokenizeOffsets
-from memoryd.index.search import fusion, snippets
-from memoryd.index.search.candidates import MAKE, Candidate, Filters, candidates_of
-from memoryd.index.search.focus import WHEN_BOOST, timed_lines
+from memoryd.index.search import candidates, fusion, shown, snippets
+from memoryd.index.search.candidates import Filters, candidates_of
+from memoryd.index.search.focus import timed_lines
 from memoryd.index.search.rows import Row
-from memoryd.index.search.snippets import LineStems
+from memoryd.index.search.snippets import LineStems, text_lines, whole_lines
+from memoryd.index.types import SearchHit
 from memoryd.runtime.config import SearchConfig
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
@@ -49,15 +51,12 @@ def _row(rng: random.Random, text: str) -> Row:
     )
 
 
-def _shown(top: list[Any] | None) -> object:
-    if top is None:
+def _shown(hits: list[SearchHit] | None) -> object:
+    """Every field of every hit, its floats as float.hex."""
+    if hits is None:
         return None
-    out = []
-    for s, v, t, c in top:
-        fields = dataclasses.astuple(c)[:-1]  # every field but lines, which are floats:
-        lines = None if c.lines is None else [x.hex() for x in c.lines]
-        out.append((s.hex(), v, t.hex(), type(c), fields, lines))
-    return out
+    assert all(type(h) is SearchHit for h in hits)
+    return [tuple(x.hex() if type(x) is float else x for x in (type(h), *h)) for h in hits]
 
 
 def _long_way(
@@ -69,19 +68,38 @@ def _long_way(
     weights: dict[str, float],
     when: bool,
     cfg: SearchConfig,
-    keep: int,
-) -> list[Any] | None:
-    """run_search's path without the short cut (candidates_of ... fuse)."""
+    min_score: float,
+) -> list[SearchHit] | None:
+    """run_search's path without the short cut (candidates_of ... fuse ... shown_hits)."""
+    keep = cfg.max_results
     cands = filters.accepted(candidates_of(ids, rows, bm25))
     fusion._cached_line_scores(cache, cands, weights, when)
     if any(c.lines is None for c in cands):
         return None  # fuse would tokenize them: the short cut says None then
-    return fusion.fuse(
+    fused = fusion.fuse(
         cands, "keyword", "weighted", cfg, sum(weights.values()), lambda c: None, (), keep
     )
+    return shown.shown_hits(fused, min_score, keep, lambda c: None, 128, list(weights), cfg)
 
 
-def _case(rng: random.Random, case: int, tokenize: TokenizeOffsets) -> tuple[Any, ...]:
+def _short_way(
+    cache: LineStems,
+    ids: list[int],
+    rows: dict[int, Row],
+    bm25: Any,
+    sources: tuple[str, ...],
+    weights: dict[str, float],
+    when: bool,
+    cfg: SearchConfig,
+    min_score: float = 0.0,
+) -> list[SearchHit] | None:
+    """shown.keyword_hits, ``bm25`` the ranked pairs or (as the tests ask) a dict of them."""
+    filters = Filters(sources, None, None, None)
+    asked = (when, (cfg.max_results, min_score), list(weights), None)
+    return shown.keyword_hits(cache, cfg, ids, rows, None, bm25, filters, weights, *asked)
+
+
+def _case(rng: random.Random) -> tuple[Any, ...]:
     texts = {i: _text(rng) for i in rng.sample(range(1, 10**6), rng.randint(0, 45))}
     rows = {i: _row(rng, t) for i, t in texts.items() if rng.random() < 0.95}  # some gone
     ids = list(texts)
@@ -94,17 +112,18 @@ def _case(rng: random.Random, case: int, tokenize: TokenizeOffsets) -> tuple[Any
         weights = {w: 0.0 for w in weights}  # idf total 0: no line share
     sources = rng.choice((SOURCES, ("memory",), ("sessions",)))
     when = rng.random() < 0.4
-    return texts, rows, ids, bm25, weights, sources, when, rng.choice((1, 3, 10, 50))
+    cfg = SearchConfig(max_results=rng.choice((1, 3, 10, 50)))
+    return texts, rows, ids, bm25, weights, sources, when, cfg
 
 
 def test_the_compiled_top_is_the_long_ways(
     tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(7)
-    cfg = SearchConfig()
     tops = 0
     for case in range(400):
-        texts, rows, ids, bm25, weights, sources, when, keep = _case(rng, case, tokenize)
+        texts, rows, ids, bm25, weights, sources, when, cfg = _case(rng)
+        min_score = rng.choice((0.0, 0.0, 0.4))
         twin = [LineStems(), LineStems()]
         cached = [i for i in ids if rng.random() < 0.97]  # some not cached: None, both
         for cache in twin:
@@ -120,20 +139,12 @@ def test_the_compiled_top_is_the_long_ways(
 
             return timed
 
-        short = twin[0].keyword_top(
-            ids,
-            rows,
-            bm25,
-            sources,
-            _make(),
-            weights,
-            (counted(0), 1.0 + WHEN_BOOST) if when else None,
-            _fusing(cfg, weights),
-            keep,
-        )
+        with monkeypatch.context() as m:
+            m.setattr(shown, "timed_lines", counted(0))
+            short = _short_way(twin[0], ids, rows, bm25, sources, weights, when, cfg, min_score)
         with monkeypatch.context() as m:
             m.setattr(fusion, "timed_lines", counted(1))
-            long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, keep)
+            long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, min_score)
         if short is not None:
             tops += 1
             assert _shown(short) == _shown(long), case
@@ -144,61 +155,44 @@ def test_the_compiled_top_is_the_long_ways(
     assert tops > 250
 
 
-def _make() -> tuple[type[Candidate], tuple[str, ...], tuple[Any, ...]]:
-    assert MAKE is not None  # a Candidate the compiled parts may make
-    return MAKE
-
-
-def _fusing(
-    cfg: SearchConfig, weights: dict[str, float]
-) -> tuple[float, float, float, float, float, float]:
-    wt, wl, wv = cfg.text_weight, cfg.line_weight, cfg.vector_weight
-    return (sum(weights.values()), wt, wl, wv, wt + wl, wt + wl + wv)
-
-
-def test_the_python_fusion_gives_that_top_too(
+def test_the_python_versions_give_those_hits_too(
     tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(38)
-    cfg = SearchConfig()
     for case in range(150):
-        texts, rows, ids, bm25, weights, sources, when, keep = _case(rng, case, tokenize)
+        texts, rows, ids, bm25, weights, sources, when, cfg = _case(rng)
         cache = LineStems()
         for i in ids:
             cache.get(i, texts[i], tokenize)
-        timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
-        short = cache.keyword_top(
-            ids,
-            rows,
-            bm25,
-            sources,
-            _make(),
-            weights,
-            timed,
-            _fusing(cfg, weights),
-            keep,
-        )
+        short = _short_way(cache, ids, rows, bm25, sources, weights, when, cfg)
         with monkeypatch.context() as m:
             m.setattr(fusion, "compiled", None)  # fuse's _known_top, in Python
             m.setattr(snippets, "compiled", None)  # peek_many, line_scores, refocus
+            m.setattr(candidates, "compiled", None)  # candidates_of's Candidate(...)
+            m.setattr(shown, "compiled", None)  # make_snippet itself
             filters = Filters(sources, None, None, None)
-            long = _long_way(cache, ids, rows, bm25, filters, weights, when, cfg, keep)
+            long = _long_way(cache, ids, rows, bm25, filters, weights, when, cfg, 0.0)
+        assert short is not None, case
         assert _shown(short) == _shown(long), case
 
 
-def test_what_it_leaves_to_the_long_way(tokenize: TokenizeOffsets) -> None:
+def test_what_it_leaves_to_the_long_way(
+    tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cache = LineStems(max_stems=3)
     text = "tea garden kite run"
     rows = {1: Row("a.md", "memory", "", 1, 1, "", text, False)}
-    fusing = (1.0, 0.3, 0.2, 0.5, 0.5, 1.0)  # idf total, wt, wl, wv, kw_sum, all_sum
+    cfg = SearchConfig()
 
-    def top(ids: list[int], bm25: dict[int, Any]) -> Any:
-        return cache.keyword_top(ids, rows, bm25, SOURCES, _make(), {"tea": 1.0}, None, fusing, 10)
+    def top(ids: list[Any], bm25: Any, when: bool = False) -> Any:
+        return _short_way(cache, ids, rows, bm25, SOURCES, {"tea": 1.0}, when, cfg)
 
     assert top([1], {1: 1.0}) is None  # not cached
     cache.get(1, text, tokenize)
     assert _shown(top([1], {1: 1.0})) is not None
+    assert _shown(top([1], [(1, 1.0)])) is not None
     assert top([1], {1: 1}) is None  # an int bm25: not a plain float
+    assert top([1], [(1, 1)]) is None
     assert top([True], {1: 1.0}) is None  # an id that is not a plain int
     old = cache._items[1]
     cache.get(2, "tea sunrise", tokenize)  # a new numbering (past max_stems)
@@ -212,8 +206,13 @@ def test_what_it_leaves_to_the_long_way(tokenize: TokenizeOffsets) -> None:
 
     cache = LineStems()
     cache.get(1, text, tokenize)
-    with pytest.raises(ValueError):  # timed_of's error is the search's
-        cache.keyword_top([1], rows, {}, SOURCES, _make(), {"tea": 1.0}, (boom, 2.0), fusing, 10)
+    with monkeypatch.context() as m, pytest.raises(ValueError):  # timed_of's error
+        m.setattr(shown, "timed_lines", boom)
+        top([1], {}, when=True)
+    with monkeypatch.context() as m, pytest.raises(ValueError):  # shown_text's
+        m.setattr(shown, "_SHOWN", (text_lines, whole_lines, boom))
+        top([1], [(1, 1.0)])
+    assert _shown(top([1], [(1, 1.0)])) is not None
 
 
 def test_without_the_module_it_says_none(
@@ -223,56 +222,38 @@ def test_without_the_module_it_says_none(
     cache.get(1, "tea", tokenize)
     monkeypatch.setattr(snippets, "compiled", None)
     rows = {1: Row("a.md", "memory", "", 1, 1, "", "tea", False)}
-    fusing = (1.0, 0.3, 0.2, 0.5, 0.5, 1.0)  # idf total, wt, wl, wv, kw_sum, all_sum
-    assert (
-        cache.keyword_top([1], rows, {1: 1.0}, SOURCES, _make(), {"tea": 1.0}, None, fusing, 5)
-        is None
-    )
-    assert isinstance(MAKE, tuple) and MAKE[0] is Candidate
+    hits = _short_way(cache, [1], rows, [(1, 1.0)], SOURCES, {"tea": 1.0}, False, SearchConfig())
+    assert hits is None
+    assert not hasattr(compiled, "keyword_top")  # the candidates' top: gone with its one use
 
 
 def test_the_ranked_pairs_give_what_their_dict_gives(tokenize: TokenizeOffsets) -> None:
     """run_search passes the BM25 top itself (its first ids are the candidates' own objects)
-    where a dict of it was made: the same top, scores and LRU order; pairs whose ids are not
+    where a dict of it was made: the same hits, scores and LRU order; pairs whose ids are not
     the candidates' own, in order, make it say None (the long way then)."""
     rng = random.Random(11)
-    cfg = SearchConfig()
     compared = 0
     for case in range(200):
-        texts, rows, ids, bm25, weights, sources, when, keep = _case(rng, case, tokenize)
+        texts, rows, ids, bm25, weights, sources, when, cfg = _case(rng)
         ranked = [(i, bm25.get(i, 0.0)) for i in ids] + [(-1, 0.0)] * rng.randint(0, 3)
         full = dict(ranked[: len(ids)])
         twin = [LineStems(), LineStems()]
         for cache in twin:
             for i in ids:
                 cache.get(i, texts[i], tokenize)
-        timed = (timed_lines, 1.0 + WHEN_BOOST) if when else None
-        fusing = _fusing(cfg, weights)
-        by_dict = twin[0].keyword_top(
-            ids, rows, full, sources, _make(), weights, timed, fusing, keep
-        )
-        by_pairs = twin[1].keyword_top(
-            ids, rows, ranked, sources, _make(), weights, timed, fusing, keep
-        )
+        asked = (sources, weights, when, cfg)
+        by_dict = _short_way(twin[0], ids, rows, full, *asked)
+        by_pairs = _short_way(twin[1], ids, rows, ranked, *asked)
         assert _shown(by_pairs) == _shown(by_dict), case
         assert _lru(twin[0]) == _lru(twin[1]), case
         compared += by_dict is not None
         if len(ids) > 1:
             swapped = [ranked[1], ranked[0], *ranked[2:]]
             assert (
-                twin[1].keyword_top(
-                    ids, rows, swapped, sources, _make(), weights, timed, fusing, keep
-                )
-                is None
+                _short_way(twin[1], ids, rows, swapped, *asked) is None
                 or ranked[0][0] == ranked[1][0]
             ), case
             copies = [(int(str(i)), s) for i, s in ranked]  # equal ids, other objects
             if any(i > 256 for i in ids):
-                assert (
-                    twin[1].keyword_top(
-                        ids, rows, copies, sources, _make(), weights, timed, fusing, keep
-                    )
-                    is None
-                    or not rows
-                ), case
+                assert _short_way(twin[1], ids, rows, copies, *asked) is None or not rows, case
     assert compared > 150

@@ -160,8 +160,6 @@ static PyMethodDef methods[] = {
      "watch_read(fd) -> the queued events' watch descriptors (-1: overflow), queue emptied"},
     {"make_candidates", compiled_make_candidates, METH_VARARGS,
      "make_candidates(cls, names, ids, found, bm25, tail) -> load_candidates' list, or None"},
-    {"keyword_top", compiled_keyword_top, METH_VARARGS,
-     "keyword_top(ids, found, bm25, sources, make, lines, weights, keep) -> fuse's top, or None"},
     {"keyword_hits", (PyCFunction)(void (*)(void))compiled_keyword_hits, METH_FASTCALL,
      "keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show) -> hits, or None"},
     {NULL, NULL, 0, NULL},

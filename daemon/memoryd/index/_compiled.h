@@ -75,8 +75,7 @@ PyObject *compiled_float_list(const double *scores, Py_ssize_t n, PyObject *zero
 int compiled_window_doubles(PyObject *lines, const double *scores, Py_ssize_t m,
                             Py_ssize_t budget, Py_ssize_t *first_out, Py_ssize_t *last_out);
 
-/* _compiled_top.c: a keyword search's top from its rows and cached lines (fusion.py). */
-PyObject *compiled_keyword_top(PyObject *self, PyObject *args);
+/* _compiled_top.c: a keyword search's hits from its rows and cached lines (shown.py). */
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* _compiled_hits.c: what keyword_hits needs to show a hit, as shown.shown_hits and the

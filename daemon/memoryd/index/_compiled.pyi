@@ -82,23 +82,6 @@ def make_candidates(
     bm25: Mapping[int, float] | None,
     tail: tuple[Any, ...],
 ) -> list[_T] | None: ...
-def keyword_top(
-    ids: list[int],
-    found: Mapping[int, tuple[Any, ...]],
-    bm25: dict[int, float] | list[tuple[int, float]] | None,
-    sources: tuple[str, ...],
-    make: tuple[type[_T], tuple[str, ...], tuple[Any, ...]],
-    lines: tuple[
-        _Lru,
-        Sequence[int],
-        Sequence[float],
-        dict[str, int],
-        Callable[[str], Sequence[bool]] | None,
-        float,
-    ],
-    weights: tuple[float, float, float, float, float, float],
-    keep: int,
-) -> list[tuple[float, None, float, _T]] | None: ...
 def keyword_hits(
     ids: list[int],
     found: Mapping[int, tuple[Any, ...]],

@@ -1,4 +1,4 @@
-/* A keyword search's hits as shown.shown_hits makes them from keyword_top's candidates
+/* A keyword search's hits as shown.shown_hits makes them from its fused candidates
  * (_compiled_top.c's keyword_hits): a hit's snippet (the compiled snippet's calls of the
  * snippets' caches, make_snippet when the window is one line longer than the budget), its
  * shown text and tier (no line meta), the SearchHit made as tuple.__new__ makes it; no candidate.
@@ -190,7 +190,7 @@ static PyObject *tier_of(const compiled_show *sh, PyObject *path, PyObject *sour
 }
 
 /* One entry's hit (its lines: ``scores``, n of them), as shown_hits makes it of the
- * candidate keyword_top makes when no line meta is asked: its snippet, shown_text, tier_of,
+ * entry's candidate when no line meta is asked: its snippet, shown_text, tier_of,
  * the tuple made as tuple.__new__ makes it. A new reference, or NULL with an exception set. */
 PyObject *compiled_hit_of(const compiled_show *sh, PyObject *row, double s, double t_score,
                           const double *scores, Py_ssize_t n) {

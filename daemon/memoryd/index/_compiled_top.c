@@ -1,16 +1,14 @@
-/* A keyword search's top from its candidates' rows and cached lines, in one pass: what
+/* A keyword search's hits from its candidates' rows and cached lines, in one pass: what
  * fusion.run_search's candidates (load_candidates, filters.accepted), their line scores
- * (_cached_line_scores) and their fusion (fuse's known_top) give for a search with no named
- * day, no adjusting signal and only a source filter, with a candidate object made only for
- * the ``keep`` best (a search's other ~30 were made, scored and freed for nothing). The same
- * doubles from the same operations in the same order as those three (-ffp-contract=off),
- * the same top (ties by id, then by place), the same LRU uses (each cached chunk used in
- * the candidates' order), the same calls of ``timed_of``. None, having made
- * nothing, when the Python path must do it: a chunk not cached or cached in another
- * numbering (its tokenizing is Python's), a value not of the plain types those take.
- * keyword_hits (run_search's) goes on to the hits themselves (_compiled_hits.c), making no
- * candidate; keyword_top, the candidates shown, is the step the tests check against the
- * long way. */
+ * (_cached_line_scores), their fusion (fuse's known_top) and shown.shown_hits give for a
+ * search with no named day, no adjusting signal and only a source filter, with no candidate
+ * object made (a search's ~40 were made, scored and freed for ten hits). The same doubles
+ * from the same operations in the same order as those (-ffp-contract=off), the same top
+ * (ties by id, then by place), the same LRU uses (each cached chunk used in the candidates'
+ * order), the same calls of ``timed_of``. None, having made nothing, when the Python path
+ * must do it: a chunk not cached or cached in another numbering (its tokenizing is
+ * Python's), a value not of the plain types those take. The hits themselves are
+ * _compiled_hits.c's. */
 
 #include "_compiled.h"
 
@@ -21,7 +19,6 @@
 #define ROW_FIELDS 8 /* rows.Row */
 #define ROW_SOURCE 1
 #define ROW_TEXT 6
-#define MAX_FIELDS 64
 
 typedef struct {
     PyObject *id;     /* held */
@@ -33,8 +30,6 @@ typedef struct {
     Py_ssize_t n;     /* its place among the candidates: the last */
     double s, t;
 } Entry;
-
-static PyObject *ATTR_LINES;
 
 /* fuse's sort key (-score, id, n), ascending. */
 static int by_key(const void *pa, const void *pb) {
@@ -262,81 +257,7 @@ static int score_all(Entry *entries, Py_ssize_t m, compiled_lru *lru, PyObject *
     return 0;
 }
 
-/* A candidate made as load_candidates makes it (``names``: the id, a Row's fields, bm25,
- * then ``tail``'s defaults), its ``lines`` then set: a new reference, NULL with an error. */
-static PyObject *make_one(newfunc make, PyObject *cls, PyObject *names, PyObject *tail,
-                          compiled_attr *attrs, Py_ssize_t *ready, compiled_attr *lines_attr,
-                          Entry *e, PyObject *lines, PyObject *no_args) {
-    PyObject *c = make((PyTypeObject *)cls, no_args, NULL);
-    if (c == NULL)
-        return NULL;
-    Py_ssize_t n_fields = PyTuple_Size(names);
-    for (; *ready < n_fields; (*ready)++)
-        if (compiled_attr_init(&attrs[*ready], c, PyTuple_GetItem(names, *ready)) < 0)
-            goto fail;
-    if (lines_attr->type == NULL && compiled_attr_init(lines_attr, c, ATTR_LINES) < 0)
-        goto fail;
-    for (Py_ssize_t k = 0; k < n_fields; k++) {
-        PyObject *value = k == 0                ? e->id
-                          : k <= ROW_FIELDS     ? PyTuple_GetItem(e->row, k - 1)
-                          : k == ROW_FIELDS + 1 ? (e->bm25 ? e->bm25 : Py_None)
-                                                : PyTuple_GetItem(tail, k - ROW_FIELDS - 2);
-        if (compiled_attr_set(&attrs[k], c, value) < 0)
-            goto fail;
-    }
-    if (compiled_attr_set(lines_attr, c, lines) == 0)
-        return c;
-fail:
-    Py_DECREF(c);
-    return NULL;
-}
-
-/* The ``keep`` best entries, sorted, as (score, None, t, candidate) with their lines. */
-static PyObject *shown(Entry *entries, Py_ssize_t m, Py_ssize_t keep, PyObject *make_spec,
-                       const Query *qy) {
-    PyObject *cls = PyTuple_GetItem(make_spec, 0), *names = PyTuple_GetItem(make_spec, 1);
-    PyObject *tail = PyTuple_GetItem(make_spec, 2);
-    newfunc make = NULL;
-    void *slot = PyType_GetSlot((PyTypeObject *)cls, Py_tp_new);
-    memcpy(&make, &slot, sizeof make);
-    qsort(entries, (size_t)m, sizeof(Entry), by_key);
-    Py_ssize_t k_shown = keep < m ? keep : m, ready = 0;
-    compiled_attr attrs[MAX_FIELDS], lines_attr = {0};
-    double acc[256];
-    PyObject *zero = PyFloat_FromDouble(0.0), *no_args = PyTuple_New(0);
-    PyObject *out = zero && no_args ? PyList_New(k_shown) : NULL;
-    for (Py_ssize_t k = 0; out != NULL && k < k_shown; k++) {
-        Entry *e = &entries[k];
-        Py_ssize_t n = 0;
-        double *scores = entry_lines(e, qy, acc, 256, &n);
-        PyObject *lines = scores ? compiled_float_list(scores, n, zero) : NULL;
-        if (scores != NULL && scores != acc)
-            PyMem_Free(scores);
-        PyObject *c = lines ? make_one(make, cls, names, tail, attrs, &ready, &lines_attr, e,
-                                       lines, no_args)
-                            : NULL;
-        Py_XDECREF(lines);
-        PyObject *s = c ? PyFloat_FromDouble(e->s) : NULL;
-        PyObject *t = s ? PyFloat_FromDouble(e->t) : NULL;
-        PyObject *item = t ? PyTuple_Pack(4, s, Py_None, t, c) : NULL;
-        Py_XDECREF(c);
-        Py_XDECREF(s);
-        Py_XDECREF(t);
-        if (item == NULL)
-            Py_CLEAR(out);
-        else
-            PyList_SetItem(out, k, item); /* steals item */
-    }
-    for (Py_ssize_t k = 0; k < ready; k++)
-        compiled_attr_clear(&attrs[k]);
-    compiled_attr_clear(&lines_attr);
-    Py_XDECREF(zero);
-    Py_XDECREF(no_args);
-    return out;
-}
-
-/* A search's top, its entries scored (gather, score_all): what keyword_top and
- * keyword_hits share. */
+/* A search's top, its entries scored (gather, score_all), for keyword_hits. */
 typedef struct {
     Query qy;
     Weights w;
@@ -412,43 +333,6 @@ static void top_clear(Top *t) {
     PyMem_Free(t->qy.weights);
 }
 
-/* keyword_top(ids, found, bm25, sources, (cls, names, tail), (lru, numbers, weights,
- * vocab, timed_of, boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep): see the top of
- * this file. ``lru`` is LineStems' (_lent; its lock held by the caller). ``bm25``: by id (a
- * dict), or the ranked (id, score) pairs whose first ones are ``ids`` themselves (the same
- * objects, in order; a search's own, not made into a dict for this), or None. */
-PyObject *compiled_keyword_top(PyObject *self, PyObject *args) {
-    PyObject *ids, *found, *bm25, *sources, *make_spec, *lines, *fusing;
-    Py_ssize_t keep;
-    (void)self;
-    if (ATTR_LINES == NULL && (ATTR_LINES = PyUnicode_InternFromString("lines")) == NULL)
-        return NULL;
-    if (!PyArg_ParseTuple(args, "O!O!OO!O!O!O!n", &PyList_Type, &ids, &PyDict_Type, &found,
-                          &bm25, &PyTuple_Type, &sources, &PyTuple_Type, &make_spec,
-                          &PyTuple_Type, &lines, &PyTuple_Type, &fusing, &keep))
-        return NULL;
-    if (keep < 0 || PyTuple_Size(make_spec) != 3 ||
-        !PyType_Check(PyTuple_GetItem(make_spec, 0)) ||
-        !PyTuple_Check(PyTuple_GetItem(make_spec, 1)) ||
-        !PyTuple_Check(PyTuple_GetItem(make_spec, 2)) ||
-        PyTuple_Size(PyTuple_GetItem(make_spec, 1)) !=
-            2 + ROW_FIELDS + PyTuple_Size(PyTuple_GetItem(make_spec, 2)) ||
-        PyTuple_Size(PyTuple_GetItem(make_spec, 1)) > MAX_FIELDS ||
-        PyType_GetSlot((PyTypeObject *)PyTuple_GetItem(make_spec, 0), Py_tp_new) == NULL)
-        Py_RETURN_NONE;
-    Top t;
-    PyObject *out = NULL;
-    int r = top_run(&t, ids, found, Py_None, bm25, sources, lines, fusing);
-    if (r == -2) {
-        out = Py_None;
-        Py_INCREF(out);
-    } else if (r == 0) {
-        out = shown(t.entries, t.m, keep, make_spec, &t.qy);
-    }
-    top_clear(&t);
-    return out;
-}
-
 /* The shown entries' hits: the ``keep`` best (sorted) scoring at least min_score. */
 static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
     qsort(t->entries, (size_t)t->m, sizeof(Entry), by_key);
@@ -478,13 +362,16 @@ static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
     return out;
 }
 
-/* keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show): keyword_top's
- * top (its arguments but ``make``), shown as shown.shown_hits shows it: the hits
- * themselves, no candidate made. ``uses``: None (``found``: read_rows' rows), or (the uses
- * map, the first tick) Kept.lend gave with its own map as ``found``: each row found is used
- * there, and one not found sends the search the long way. ``show``: see compiled_show.
- * None, having made nothing, when keyword_top would say None (or a row is missing from
- * the kept map). METH_FASTCALL: once a search, and its nested tuples read as they are. */
+/* keyword_hits(ids, found, uses, bm25, sources, (lru, numbers, weights, vocab, timed_of,
+ * boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep, show): see the top of this file.
+ * ``lru`` is LineStems' (_lent; its lock held by the caller). ``bm25``: the ranked (id,
+ * score) pairs whose first ones are ``ids`` themselves (the same objects, in order; a
+ * search's own, not made into a dict for this), or by id (a dict), or None. ``uses``: None
+ * (``found``: read_rows' rows), or (the uses map, the first tick) Kept.lend gave with its
+ * own map as ``found``: each row found is used there, and one not found sends the search
+ * the long way. ``show``: see compiled_show. None, having made nothing, when the long way
+ * must go (see the top; or a row is missing from the kept map). METH_FASTCALL: once a
+ * search, and its nested tuples read as they are. */
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 9) {

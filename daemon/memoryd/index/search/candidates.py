@@ -54,11 +54,6 @@ _FIELDS = tuple(f.name for f in fields(Candidate))
 _TAIL: tuple[Any, ...] | None = tuple(f.default for f in fields(Candidate)[10:])
 if any(f.default is MISSING for f in fields(Candidate)[10:]) or hasattr(Candidate, "__post_init__"):
     _TAIL = None
-# How the compiled parts make a Candidate (its class, fields and the defaults after bm25);
-# None: only its __init__ may.
-MAKE: tuple[type[Candidate], tuple[str, ...], tuple[Any, ...]] | None = (
-    None if _TAIL is None else (Candidate, _FIELDS, _TAIL)
-)
 
 
 class Filters(NamedTuple):

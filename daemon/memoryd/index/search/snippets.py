@@ -133,33 +133,6 @@ class LineStems:
             lru = self._lent(len(cands))
             return compiled.cached_line_scores(lru, cands, numbers, ws, vocab, *timed or ())
 
-    def keyword_top(
-        self,
-        ids: list[int],
-        rows: Mapping[int, tuple[Any, ...]],
-        bm25: dict[int, float],
-        sources: tuple[str, ...],
-        make: tuple[type[Cand], tuple[str, ...], tuple[Any, ...]],
-        weights: Mapping[str, float],
-        timed: tuple[Callable[[str], Sequence[bool]], float] | None,
-        fusing: tuple[float, float, float, float, float, float],
-        keep: int,
-    ) -> list[tuple[float, None, float, Cand]] | None:
-        """A keyword search's fused top in one compiled pass (_compiled_top.c: the
-        candidates of ``ids`` whose row is found and whose source is among ``sources``,
-        score_cached's lines, fuse's weighted top), a candidate made (``make``: its class,
-        fields and defaults, candidates.load_candidates') only for the ``keep`` best.
-        ``fusing``: (the query's IDF total, and fuse's weights). None, having made
-        nothing, without the compiled part or when a chunk's lines are not cached in the
-        current numbering (the caller then goes the long way)."""
-        if compiled is None:
-            return None
-        with self._lock:
-            vocab = self._vocab
-            numbers, ws = _numbered(weights, vocab)
-            lines = (self._lent(len(ids)), numbers, ws, vocab, *(timed or (None, 1.0)))
-            return compiled.keyword_top(ids, rows, bm25, sources, make, lines, fusing, keep)
-
     def keyword_hits(
         self,
         ids: list[int],
@@ -173,13 +146,17 @@ class LineStems:
         keep: int,
         show: tuple[Any, ...],
     ) -> list[Any] | None:
-        """keyword_top's top shown as shown.shown_hits shows it (_compiled_hits.c): the
-        hits themselves (no line meta), no candidate made. ``show``: (hit type, min
-        score, snippet budget, text_lines, whole_lines, shown_text, make_snippet of (text,
-        start, end, scores), (the sessions source, the curated files, the three tiers)).
-        ``uses``: None, or Kept.lend's (``rows`` its map: each row read there used). None,
-        having made nothing, when keyword_top would give None, or a row is not in a lent
-        map."""
+        """A keyword search's hits in one compiled pass (_compiled_top.c: the candidates of
+        ``ids`` whose row is found and whose source is among ``sources``, score_cached's
+        lines, fuse's weighted top, shown as shown.shown_hits shows it, _compiled_hits.c):
+        the hits themselves (no line meta), no candidate made. ``fusing``: (the query's IDF
+        total, and fuse's weights). ``show``: (hit type, min score, snippet budget,
+        text_lines, whole_lines, shown_text, make_snippet of (text, start, end, scores),
+        (the sessions source, the curated files, the three tiers)). ``uses``: None, or
+        Kept.lend's (``rows`` its map: each row read there used). None, having made
+        nothing, without the compiled part, when a chunk's lines are not cached in the
+        current numbering, or a row is not in a lent map (the caller then goes the long
+        way)."""
         if compiled is None:
             return None
         with self._lock:
