@@ -257,3 +257,26 @@ def test_the_ranked_pairs_give_what_their_dict_gives(tokenize: TokenizeOffsets) 
             if any(i > 256 for i in ids):
                 assert _short_way(twin[1], ids, rows, copies, *asked) is None or not rows, case
     assert compared > 150
+
+
+def test_lines_past_the_kept_room_are_the_long_ways(tokenize: TokenizeOffsets) -> None:
+    """A search's lines are kept for its hits in a room of 1024 doubles (_compiled_top.c
+    ROOM_LINES): chunks past it keep theirs in arrays of their own; the same hits."""
+    rng = random.Random(26)
+    for case in range(12):
+        texts = {i: "\n".join(_text(rng) for _ in range(4)) for i in rng.sample(range(1, 999), 30)}
+        rows = {i: _row(rng, t) for i, t in texts.items()}
+        assert sum(t.count("\n") + 1 for t in texts.values()) > 1024
+        ids = list(texts)
+        bm25 = {i: rng.uniform(0.01, 30.0) for i in ids}
+        weights = {w: rng.uniform(1e-3, 9.0) for w in rng.sample(WORDS, 4)}
+        cfg = SearchConfig(max_results=rng.choice((3, 10, 30)))
+        when = case % 2 == 0
+        twin = [LineStems(), LineStems()]
+        for cache in twin:
+            for i in ids:
+                cache.get(i, texts[i], tokenize)
+        short = _short_way(twin[0], ids, rows, bm25, SOURCES, weights, when, cfg)
+        filters = Filters(SOURCES, None, None, None)
+        long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, 0.0)
+        assert short is not None and _shown(short) == _shown(long), case

@@ -13,6 +13,7 @@
 #include "_compiled.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,9 @@ typedef struct {
     long long key_id; /* the first tie-break */
     Py_ssize_t n;     /* its place among the candidates: the last */
     double s, t;
+    double *lines;       /* its lines' scores, refocused: in Top's room, or its own */
+    Py_ssize_t n_lines;  /* how many */
+    int owned;           /* lines a PyMem array of its own (the room was full) */
 } Entry;
 
 /* fuse's sort key (-score, id, n), ascending. */
@@ -121,6 +125,8 @@ static void entries_clear(Entry *entries, Py_ssize_t n) {
         Py_XDECREF(entries[i].bm25);
         Py_XDECREF(entries[i].chunk);
         Py_XDECREF(entries[i].timed);
+        if (entries[i].owned)
+            PyMem_Free(entries[i].lines);
     }
 }
 
@@ -212,11 +218,13 @@ typedef struct {
     double idf_total, wt, wl, wv, kw_sum, all_sum;
 } Weights;
 
-/* Each entry's cached lines and score (known_top's, keyword mode): 0, -1 with an exception
- * set, or -2 to fall back. */
+/* Each entry's cached lines and score (known_top's, keyword mode), its lines kept for its
+ * hit (in ``room``, ``room_len`` doubles, while they fit; past it an array of its own): 0,
+ * -1 with an exception set, or -2 to fall back. */
 static int score_all(Entry *entries, Py_ssize_t m, compiled_lru *lru, PyObject *vocab,
-                     const Query *qy, const Weights *w, double best) {
-    double acc[256];
+                     const Query *qy, const Weights *w, double best, double *room,
+                     Py_ssize_t room_len) {
+    Py_ssize_t used = 0;
     int keyword_active = best > 0, lined = w->idf_total > 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         Entry *e = &entries[i];
@@ -230,15 +238,18 @@ static int score_all(Entry *entries, Py_ssize_t m, compiled_lru *lru, PyObject *
         if (own != vocab)
             return -2; /* another numbering */
         Py_ssize_t n = 0;
-        double *scores = entry_lines(e, qy, acc, 256, &n);
+        double *scores = entry_lines(e, qy, room + used, room_len - used, &n);
         if (scores == NULL)
             return -1;
+        e->lines = scores;
+        e->n_lines = n;
+        e->owned = scores != room + used;
+        if (!e->owned)
+            used += n;
         double top = 0.0; /* max(lines or [0.0]): the first, then any greater */
         for (Py_ssize_t k = 0; k < n; k++)
             if (k == 0 || scores[k] > top)
                 top = scores[k];
-        if (scores != acc)
-            PyMem_Free(scores);
         double b = e->bm25 != NULL ? PyFloat_AsDouble(e->bm25) : 0.0;
         double t = e->bm25 != NULL && keyword_active && b > 0 ? b / best : 0.0, l = 0.0;
         if (lined) {
@@ -257,6 +268,9 @@ static int score_all(Entry *entries, Py_ssize_t m, compiled_lru *lru, PyObject *
     return 0;
 }
 
+/* Room for a search's entries' lines (a LoCoMo search's ~40 chunks: ~400-800 lines). */
+#define ROOM_LINES 1024
+
 /* A search's top, its entries scored (gather, score_all), for keyword_hits. */
 typedef struct {
     Query qy;
@@ -265,6 +279,7 @@ typedef struct {
     Py_ssize_t n, m; /* ids, accepted entries */
     Entry *entries;
     compiled_lru lru;
+    double room[ROOM_LINES]; /* the entries' lines while they fit (not zeroed) */
 } Top;
 
 /* ``lines``: (lru, numbers, weights, vocab, timed_of, boost), ``lru`` LineStems._lent's
@@ -272,7 +287,7 @@ typedef struct {
  * 0 with t's entries scored, -1 with an exception set, -2 to fall back; top_clear after. */
 static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObject *bm25,
                    PyObject *sources, PyObject *lines, PyObject *fusing) {
-    memset(t, 0, sizeof(*t));
+    memset(t, 0, offsetof(Top, room));
     t->qy.timed_of = Py_None;
     t->qy.boost = 1.0;
     if (!PyList_Check(ids) || !PyDict_Check(found) || !PyTuple_Check(sources) ||
@@ -320,7 +335,8 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
     t->m = gather(t->held, t->n, found, used_at, tick, bm25, sources, t->entries, &best);
     if (t->m < 0)
         return (int)t->m;
-    return score_all(t->entries, t->m, &t->lru, PyTuple_GetItem(lines, 3), &t->qy, &t->w, best);
+    return score_all(t->entries, t->m, &t->lru, PyTuple_GetItem(lines, 3), &t->qy, &t->w, best,
+                     t->room, ROOM_LINES);
 }
 
 static void top_clear(Top *t) {
@@ -337,18 +353,13 @@ static void top_clear(Top *t) {
 static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
     qsort(t->entries, (size_t)t->m, sizeof(Entry), by_key);
     Py_ssize_t k_shown = keep < t->m ? keep : t->m;
-    double acc[256];
     PyObject *out = PyList_New(0);
     sh->zero = out ? PyFloat_FromDouble(0.0) : NULL;
     for (Py_ssize_t k = 0; sh->zero != NULL && k < k_shown; k++) {
         Entry *e = &t->entries[k];
         if (!(e->s >= sh->min_score))
             continue;
-        Py_ssize_t n = 0;
-        double *scores = entry_lines(e, &t->qy, acc, 256, &n);
-        PyObject *hit = scores ? compiled_hit_of(sh, e->row, e->s, e->t, scores, n) : NULL;
-        if (scores != NULL && scores != acc)
-            PyMem_Free(scores);
+        PyObject *hit = compiled_hit_of(sh, e->row, e->s, e->t, e->lines, e->n_lines);
         if (hit == NULL || PyList_Append(out, hit) < 0) {
             Py_XDECREF(hit);
             Py_CLEAR(out);
