@@ -349,14 +349,37 @@ static void top_clear(Top *t) {
     PyMem_Free(t->qy.weights);
 }
 
-/* The shown entries' hits: the ``keep`` best (sorted) scoring at least min_score. */
+/* How many best entries are picked one by one (an insertion into a sorted few, ~m
+ * comparisons): past it the entries are sorted whole. */
+#define PICK_MAX 32
+
+/* The ``k`` best entries (k <= PICK_MAX), in by_key's order, into ``best``: the first k the
+ * whole sort would give, by_key being a total order (the place breaks every tie). */
+static void pick_best(Entry *entries, Py_ssize_t m, Py_ssize_t k, Entry **best) {
+    Py_ssize_t have = 0;
+    for (Py_ssize_t i = 0; i < m && k > 0; i++) {
+        Entry *e = &entries[i];
+        if (have == k && by_key(e, best[k - 1]) >= 0)
+            continue; /* not among the k best so far */
+        Py_ssize_t j = have < k ? have++ : k - 1;
+        for (; j > 0 && by_key(e, best[j - 1]) < 0; j--)
+            best[j] = best[j - 1];
+        best[j] = e;
+    }
+}
+
+/* The shown entries' hits: the ``keep`` best (in order) scoring at least min_score. */
 static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
-    qsort(t->entries, (size_t)t->m, sizeof(Entry), by_key);
     Py_ssize_t k_shown = keep < t->m ? keep : t->m;
+    Entry *picked[PICK_MAX];
+    if (k_shown <= PICK_MAX)
+        pick_best(t->entries, t->m, k_shown, picked);
+    else
+        qsort(t->entries, (size_t)t->m, sizeof(Entry), by_key);
     PyObject *out = PyList_New(0);
     sh->zero = out ? PyFloat_FromDouble(0.0) : NULL;
     for (Py_ssize_t k = 0; sh->zero != NULL && k < k_shown; k++) {
-        Entry *e = &t->entries[k];
+        Entry *e = k_shown <= PICK_MAX ? picked[k] : &t->entries[k];
         if (!(e->s >= sh->min_score))
             continue;
         PyObject *hit = compiled_hit_of(sh, e->row, e->s, e->t, e->lines, e->n_lines);
