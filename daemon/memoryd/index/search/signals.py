@@ -108,6 +108,9 @@ def recency_loss(day: str, today: dt.date, half_life_days: float) -> float:
     return (1.0 - RECENCY_FLOOR) * (1.0 - math.pow(0.5, age / half_life_days))
 
 
+NO_PROJECTS: frozenset[str] = frozenset()  # a request naming none (most)
+
+
 def for_request(
     req: SearchRequest, half_life_days: float, meta: LineMetaMap | None
 ) -> tuple[Signals, tuple[str | None, str | None] | None]:
@@ -123,7 +126,7 @@ def for_request(
     boost = dates if dates is not None and not query_days(req.query) else None
     signals = Signals(
         meta,
-        frozenset(normalize_project(p) for p in req.projects),
+        frozenset(map(normalize_project, req.projects)) if req.projects else NO_PROJECTS,
         half_life_days,
         today or dt.date.today(),
         *(boost or (None, None)),
