@@ -15,7 +15,9 @@ compiled first) runs, then qmd, interleaved so the machine's load drifts alike f
    daemon started 5 s before (a running service, its start's background work over);
 2. on WORKSPACE: ``hello`` p50 and keyword search p50/p99 (10 hits, min score 0) through
    one ``MemoryClient`` connection, the engine's own ``took_ms`` p50, the daemon's CPU per
-   search (utime + stime over the timed searches); then ``--clients`` processes searching
+   search (utime + stime over the timed searches); hello and search p50 again with the
+   daemon and the client pinned to two cores and to one (placement.py: the scheduler's
+   choice moves a round's search ÷ hello); then ``--clients`` processes searching
    back to back for ``--seconds`` (latency.throughput): searches/s and the daemon's CPU per
    search during that run;
 3. fresh processes, in turn: ``python -c pass``, ``memctl --version``, ``memctl search --json``
@@ -64,6 +66,7 @@ from typing import Any
 
 import qmd_peer
 from latency import Daemon, hello_latency, log, settle_cpu, summarize, throughput
+from placement import placed_latency, placed_summary
 from scale import code_at, daemon
 from startup import activated_answer
 from synth import LOCOMO_DIR, conv_questions, make_queries, make_workspace
@@ -255,6 +258,7 @@ def search_round(
         d.settle()
         r["hello_p50"] = hello_latency(d)["p50"]
         r["keyword"] = searches(d, ws, queries, "keyword", args.rounds)
+        r["placed"] = placed_latency(d, ws, queries)
         tp = throughput(d, ws, queries, args.clients, args.seconds)
         r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["daemon_cpu_ms_per_search"]
     finally:
@@ -315,6 +319,7 @@ def one_round(
         d.settle()
         r["hello_p50"] = hello_latency(d)["p50"]
         r["keyword"] = searches(d, ws, queries, "keyword", args.rounds)
+        r["placed"] = placed_latency(d, ws, queries)
         tp = throughput(d, ws, queries, args.clients, args.seconds)
         r["qps"], r["tp_cpu_ms"] = tp["qps"], tp["daemon_cpu_ms_per_search"]
         q = queries[0].split()
@@ -474,6 +479,8 @@ def report(rows: list[dict[str, Any]], baseline: str | None, clients: int) -> No
         if hello and kw:
             each = ", ".join(f"{x:.2f}" for x in round_ratios(rows, code))
             parts.append(f"client search ÷ client hello {kw / hello:.1f}x (rounds: {each})")
+        if pinned := placed_summary(rows, code):
+            parts.append(f"pinned: {pinned}")
         if py and srch:
             parts.append(f"fresh `search --json` ÷ `python -c pass` {srch / py:.2f}x")
         per_turn = med(code, "search_per_pass")
@@ -520,6 +527,8 @@ def _issue_table(
             + "- | " * bool(baseline)
             + f"{kw / hello:.1f}x (rounds' median {own:.2f}x) | - | <= 3x |"
         )
+        if pinned := placed_summary(rows, "this"):
+            print(f"| the same, pinned ({pinned}) | - | " + "- | " * bool(baseline) + "- | - | - |")
     print()
 
 
