@@ -2,9 +2,10 @@
 shown.keyword_hits) against the path they short-cut: candidates_of, filters.accepted,
 _cached_line_scores, fuse and shown_hits. The same hits, every field (scores as float.hex),
 snippets of windows that fit and of single lines longer than the budget, fragments whose
-lines are not the file's, tiers, min_score; the same LRU order and timed_lines calls; None
-when a chunk is not cached. An install without a compiler has only the long path: these
-tests are skipped there."""
+lines are not the file's, tiers, min_score; the same LRU order and timed_lines calls; a
+chunk not cached left out when it cannot reach the top, None when it could (the long way
+tokenizes it). An install without a compiler has only the long path: these tests are
+skipped there."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from typing import Any
 import pytest
 
 from memoryd.index.keyword.text import TokenizeOffsets
-from memoryd.index.search import fusion, shown
-from memoryd.index.search.candidates import Filters, candidates_of
-from memoryd.index.search.focus import timed_lines
+from memoryd.index.search import fusion, shown, snippets
+from memoryd.index.search.candidates import Candidate, Filters, candidates_of
+from memoryd.index.search.focus import refocus, timed_lines
 from memoryd.index.search.rows import Row
 from memoryd.index.search.snippets import LineStems
 from memoryd.index.types import SearchHit
@@ -78,17 +79,25 @@ def _long_way(
     cfg: SearchConfig,
     min_score: float,
     terms: list[str],
+    tokenize: TokenizeOffsets,
+    filled: list[int],
 ) -> list[SearchHit] | None:
-    """run_search's path without the short cut (candidates_of ... shown_hits)."""
+    """run_search's path without the short cut (candidates_of ... shown_hits), each chunk
+    its fill_lines tokenizes appended to ``filled``."""
     keep = cfg.max_results
     cands = filters.accepted(candidates_of(ids, rows, dict(ranked)))
     fusion._cached_line_scores(cache, cands, weights, when)
-    if any(c.lines is None for c in cands):
-        return None  # fuse would tokenize them: the short cut says None then
+
+    def fill_lines(c: Candidate) -> None:
+        if c.lines is None:
+            filled.append(c.id)
+            scores = snippets.line_scores([cache.get(c.id, c.text, tokenize)], weights)[0]
+            c.lines = refocus(c.text, scores, when)
+
     fused = fusion.fuse(
-        cands, "keyword", "weighted", cfg, sum(weights.values()), lambda c: None, (), keep
+        cands, "keyword", "weighted", cfg, sum(weights.values()), fill_lines, (), keep
     )
-    return shown.shown_hits(fused, min_score, keep, lambda c: None, 128, terms, cfg)
+    return shown.shown_hits(fused, min_score, keep, fill_lines, 128, terms, cfg)
 
 
 def test_the_compiled_hits_are_the_long_ways(
@@ -143,16 +152,19 @@ def test_the_compiled_hits_are_the_long_ways(
                 terms,
                 None,
             )
+        filled: list[int] = []
         with monkeypatch.context() as m:
             m.setattr(fusion, "timed_lines", counted(1))
-            long = _long_way(
-                twin[1], ids, rows, ranked, filters, weights, when, cfg, min_score, terms
-            )
-        assert _fields(short) == _fields(long), case
+            asked = (filters, weights, when, cfg, min_score, terms, tokenize, filled)
+            long = _long_way(twin[1], ids, rows, ranked, *asked)
         if short is not None:
             made += 1
+            assert _fields(short) == _fields(long), case
             assert calls[0] == calls[1], case
             assert _lru(twin[0]) == _lru(twin[1]), case
+            assert not filled, case  # what it left out, the long way did not tokenize
+        else:
+            assert filled, case  # one not cached could reach the top
     assert made > 200
 
 

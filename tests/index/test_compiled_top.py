@@ -5,8 +5,10 @@ Python's _known_top) and shown_hits, on what test_compiled_hits.py does not vary
 scores by id (a dict, some ids missing, scores of 0 and below), an IDF total of 0, a bounded
 top (1 to 50 of up to 45 candidates), the Python versions, the ranked pairs against their
 dict. The same hits, every field (scores as float.hex); the same LRU order; the same
-timed_lines calls; None, having made nothing, when a chunk is not cached, is cached in
-another numbering, or a value is not of the plain types; a callback's error is the search's.
+timed_lines calls; a chunk not cached left out when it cannot reach the top (the long way
+tokenizes none then), None, having made nothing, when one could (the long way tokenizes it,
+and the same search again is the short way's), when a chunk is cached in another
+numbering, or a value is not of the plain types; a callback's error is the search's.
 An install without a compiler has only the long path: these tests are skipped there."""
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pytest
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import candidates, fusion, shown, snippets
 from memoryd.index.search.candidates import Filters, candidates_of
-from memoryd.index.search.focus import timed_lines
+from memoryd.index.search.focus import refocus, timed_lines
 from memoryd.index.search.rows import Row
 from memoryd.index.search.snippets import LineStems, text_lines, whole_lines
 from memoryd.index.types import SearchHit
@@ -69,17 +71,28 @@ def _long_way(
     when: bool,
     cfg: SearchConfig,
     min_score: float,
+    tokenize: TokenizeOffsets | None = None,
+    filled: list[int] | None = None,
 ) -> list[SearchHit] | None:
-    """run_search's path without the short cut (candidates_of ... fuse ... shown_hits)."""
+    """run_search's path without the short cut (candidates_of ... fuse ... shown_hits);
+    ``tokenize``: its fill_lines (each chunk it tokenizes appended to ``filled``), else None
+    when a chunk is not cached."""
     keep = cfg.max_results
     cands = filters.accepted(candidates_of(ids, rows, bm25))
     fusion._cached_line_scores(cache, cands, weights, when)
-    if any(c.lines is None for c in cands):
-        return None  # fuse would tokenize them: the short cut says None then
+    if tokenize is None and any(c.lines is None for c in cands):
+        return None  # fuse would tokenize them
+
+    def fill_lines(c: candidates.Candidate) -> None:
+        if c.lines is None and tokenize is not None:
+            (filled if filled is not None else []).append(c.id)
+            scores = snippets.line_scores([cache.get(c.id, c.text, tokenize)], weights)[0]
+            c.lines = refocus(c.text, scores, when)
+
     fused = fusion.fuse(
-        cands, "keyword", "weighted", cfg, sum(weights.values()), lambda c: None, (), keep
+        cands, "keyword", "weighted", cfg, sum(weights.values()), fill_lines, (), keep
     )
-    return shown.shown_hits(fused, min_score, keep, lambda c: None, 128, list(weights), cfg)
+    return shown.shown_hits(fused, min_score, keep, fill_lines, 128, list(weights), cfg)
 
 
 def _short_way(
@@ -120,7 +133,7 @@ def test_the_compiled_top_is_the_long_ways(
     tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = random.Random(7)
-    tops = 0
+    tops = skipped = 0
     for case in range(400):
         texts, rows, ids, bm25, weights, sources, when, cfg = _case(rng)
         min_score = rng.choice((0.0, 0.0, 0.4))
@@ -142,17 +155,25 @@ def test_the_compiled_top_is_the_long_ways(
         with monkeypatch.context() as m:
             m.setattr(shown, "timed_lines", counted(0))
             short = _short_way(twin[0], ids, rows, bm25, sources, weights, when, cfg, min_score)
+        filled: list[int] = []
         with monkeypatch.context() as m:
             m.setattr(fusion, "timed_lines", counted(1))
-            long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, min_score)
+            asked = (filters, weights, when, cfg, min_score, tokenize, filled)
+            long = _long_way(twin[1], ids, rows, bm25, *asked)
         if short is not None:
             tops += 1
             assert _shown(short) == _shown(long), case
             assert calls[0] == calls[1], case
             assert _lru(twin[0]) == _lru(twin[1]), case
-        else:  # an accepted chunk not cached: the long way tokenizes it
-            assert long is None, case
+            assert not filled, case  # what it left out, the long way did not tokenize
+            skipped += any(i not in cached for i in ids if i in rows)
+        else:  # a chunk not cached could reach the top: the long way tokenizes it ...
+            assert filled, case
+            again = _short_way(twin[1], ids, rows, bm25, sources, weights, when, cfg, min_score)
+            assert again is not None, case  # ... and the same search is the short way's
+            assert _shown(again) == _shown(long), case
     assert tops > 250
+    assert skipped > 5
 
 
 def test_the_python_versions_give_those_hits_too(

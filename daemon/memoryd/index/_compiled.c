@@ -161,7 +161,8 @@ static PyMethodDef methods[] = {
     {"make_candidates", compiled_make_candidates, METH_VARARGS,
      "make_candidates(cls, names, ids, found, bm25, tail) -> load_candidates' list, or None"},
     {"keyword_hits", (PyCFunction)(void (*)(void))compiled_keyword_hits, METH_FASTCALL,
-     "keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show) -> hits, or None"},
+     "keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show, dating) -> hits, "
+     "or None"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -78,6 +78,20 @@ int compiled_window_doubles(PyObject *lines, const double *scores, Py_ssize_t m,
 /* _compiled_top.c: a keyword search's hits from its rows and cached lines (shown.py). */
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
+/* _compiled_dates.c: a question naming a time, for keyword_hits: fuse's date signal (the
+ * named days, their reaches, on_named_day, 1 - DATE_WEIGHT, DATE_WEIGHT) and the range
+ * boost of Signals.adjust without meta or recency (since, until, 1 + RANGE_BOOST). */
+typedef struct {
+    PyObject *days, *reaches, *on_named_day; /* days NULL: no named day */
+    PyObject *since, *until;                 /* NULL: no bound */
+    double keep_w, weight, factor;
+    int active; /* a named day or a range */
+} compiled_dating;
+int compiled_dating_read(PyObject *spec, compiled_dating *d);
+/* ``*s`` dated and boosted for a chunk of ``day`` holding ``text`` (exact strs), as fuse's
+ * dated() with a range-only adjust: 0, or -1 with an exception set. */
+int compiled_dated(const compiled_dating *d, PyObject *day, PyObject *text, double *s);
+
 /* _compiled_hits.c: what keyword_hits needs to show a hit, as shown.shown_hits and the
  * snippets' caches give it: (hit_type, min_score, budget, text_lines, whole_lines,
  * shown_text, snippet_of, (sessions, curated files, tier sessions, tier curated, tier

@@ -99,4 +99,5 @@ def keyword_hits(
     weights: tuple[float, float, float, float, float, float],
     keep: int,
     show: tuple[Any, ...],
+    dating: tuple[Any, ...] | None,
 ) -> list[Any] | None: ...

@@ -1,14 +1,18 @@
 /* A keyword search's hits from its candidates' rows and cached lines, in one pass: what
  * fusion.run_search's candidates (load_candidates, filters.accepted), their line scores
- * (_cached_line_scores), their fusion (fuse's known_top) and shown.shown_hits give for a
- * search with no named day, no adjusting signal and only a source filter, with no candidate
- * object made (a search's ~40 were made, scored and freed for ten hits). The same doubles
- * from the same operations in the same order as those (-ffp-contract=off), the same top
- * (ties by id, then by place), the same LRU uses (each cached chunk used in the candidates'
- * order), the same calls of ``timed_of``. None, having made nothing, when the Python path
- * must do it: a chunk not cached or cached in another numbering (its tokenizing is
- * Python's), a value not of the plain types those take. The hits themselves are
- * _compiled_hits.c's. */
+ * (_cached_line_scores), their fusion (fuse: known_top, or _weighted_top when some lines
+ * are not cached) and shown.shown_hits give for a search with only a source filter and no
+ * adjusting signal but the range a question names (a named day's date signal and that
+ * range: _compiled_dates.c), with no candidate object made (a search's ~40 were made,
+ * scored and freed for ten hits). The same doubles from the same operations in the same
+ * order as those (-ffp-contract=off), the same top (ties by id, then by place), the same LRU
+ * uses (each cached chunk used in the candidates' order), the same calls of ``timed_of``.
+ * A chunk whose lines are not cached is left out when even l = 1 (its bound, as
+ * _weighted_top's) cannot reach the keep-th best cached score: _weighted_top would stop
+ * before it, fill none of its lines, and give this top. None, having made nothing, when
+ * the Python path must do it: a chunk not cached that could reach the top (its tokenizing
+ * is Python's), one cached in another numbering, a value not of the plain types those
+ * take. The hits themselves are _compiled_hits.c's. */
 
 #include "_compiled.h"
 
@@ -19,6 +23,7 @@
 
 #define ROW_FIELDS 8 /* rows.Row */
 #define ROW_SOURCE 1
+#define ROW_DAY 2
 #define ROW_TEXT 6
 
 typedef struct {
@@ -33,6 +38,7 @@ typedef struct {
     double *lines;       /* its lines' scores, refocused: in Top's room, or its own */
     Py_ssize_t n_lines;  /* how many */
     int owned;           /* lines a PyMem array of its own (the room was full) */
+    int unlined;         /* its lines not cached: ``s`` is its bound (l = 1) */
 } Entry;
 
 /* fuse's sort key (-score, id, n), ascending. */
@@ -136,8 +142,8 @@ static void entries_clear(Entry *entries, Py_ssize_t n) {
  * kept rows' own map (Kept.lend): each row found is used, ``used_at[id]`` its tick (``tick``
  * plus its place), and a row not found falls back (read_rows reads it). */
 static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject *used_at,
-                         long long tick, PyObject *bm25, PyObject *sources, Entry *entries,
-                         double *best) {
+                         long long tick, PyObject *bm25, PyObject *sources, int dated,
+                         Entry *entries, double *best) {
     Py_ssize_t m = 0;
     *best = 0.0;
     if (PyList_CheckExact(bm25)) { /* the ranked pairs: ids[i] the i-th one's, every one */
@@ -170,7 +176,8 @@ static Py_ssize_t gather(PyObject **ids, Py_ssize_t n, PyObject *found, PyObject
             !PyLong_CheckExact(ids[i]))
             return -2;
         PyObject *source = PyTuple_GetItem(row, ROW_SOURCE);
-        if (!PyUnicode_CheckExact(source) || !PyUnicode_CheckExact(PyTuple_GetItem(row, ROW_TEXT)))
+        if (!PyUnicode_CheckExact(source) || !PyUnicode_CheckExact(PyTuple_GetItem(row, ROW_TEXT)) ||
+            (dated && !PyUnicode_CheckExact(PyTuple_GetItem(row, ROW_DAY))))
             return -2;
         Entry *e = &entries[m];
         memset(e, 0, sizeof(*e));
@@ -218,53 +225,106 @@ typedef struct {
     double idf_total, wt, wl, wv, kw_sum, all_sum;
 } Weights;
 
-/* Each entry's cached lines and score (known_top's, keyword mode), its lines kept for its
- * hit (in ``room``, ``room_len`` doubles, while they fit; past it an array of its own): 0,
- * -1 with an exception set, or -2 to fall back. */
+/* An entry's cached lines, refocused and kept (in ``room`` from *used, or its own array),
+ * and l, its line signal (0 when ``idf_total`` is not positive): 0, or -1 with an
+ * exception set or none (another numbering: fall back). */
+static int entry_scores(Entry *e, const Query *qy, PyObject *vocab, double idf_total,
+                        double *room, Py_ssize_t room_len, Py_ssize_t *used, double *l_out) {
+    PyObject *own = compiled_item(e->chunk, 3);
+    if (own == NULL)
+        return -1;
+    Py_DECREF(own);
+    if (own != vocab)
+        return -1; /* another numbering: no exception, the long way */
+    Py_ssize_t n = 0;
+    double *scores = entry_lines(e, qy, room + *used, room_len - *used, &n);
+    if (scores == NULL)
+        return -1;
+    e->lines = scores;
+    e->n_lines = n;
+    e->owned = scores != room + *used;
+    if (!e->owned)
+        *used += n;
+    double top = 0.0; /* max(lines or [0.0]): the first, then any greater */
+    for (Py_ssize_t k = 0; k < n; k++)
+        if (k == 0 || scores[k] > top)
+            top = scores[k];
+    double l = 0.0;
+    if (idf_total > 0) {
+        l = top / idf_total;
+        if (!(l < 1.0))
+            l = 1.0;
+    }
+    *l_out = l;
+    return 0;
+}
+
+/* Each entry's cached lines and score (known_top's, keyword mode; dated as fuse dates it),
+ * its lines kept for its hit (in ``room``, ``room_len`` doubles, while they fit; past it an
+ * array of its own); an entry whose lines are not cached gets its bound (l = 1) and is
+ * counted in *unlined: 0, -1 with an exception set, or -2 to fall back. */
 static int score_all(Entry *entries, Py_ssize_t m, compiled_lru *lru, PyObject *vocab,
-                     const Query *qy, const Weights *w, double best, double *room,
-                     Py_ssize_t room_len) {
+                     const Query *qy, const Weights *w, const compiled_dating *dt,
+                     double best, double *room, Py_ssize_t room_len, Py_ssize_t *unlined) {
     Py_ssize_t used = 0;
-    int keyword_active = best > 0, lined = w->idf_total > 0;
+    int keyword_active = best > 0;
     for (Py_ssize_t i = 0; i < m; i++) {
         Entry *e = &entries[i];
-        e->chunk = compiled_peek(lru, e->id, PyTuple_GetItem(e->row, ROW_TEXT));
-        if (e->chunk == NULL)
-            return PyErr_Occurred() ? -1 : -2; /* not cached: Python tokenizes it */
-        PyObject *own = compiled_item(e->chunk, 3);
-        if (own == NULL)
-            return -1;
-        Py_DECREF(own);
-        if (own != vocab)
-            return -2; /* another numbering */
-        Py_ssize_t n = 0;
-        double *scores = entry_lines(e, qy, room + used, room_len - used, &n);
-        if (scores == NULL)
-            return -1;
-        e->lines = scores;
-        e->n_lines = n;
-        e->owned = scores != room + used;
-        if (!e->owned)
-            used += n;
-        double top = 0.0; /* max(lines or [0.0]): the first, then any greater */
-        for (Py_ssize_t k = 0; k < n; k++)
-            if (k == 0 || scores[k] > top)
-                top = scores[k];
-        double b = e->bm25 != NULL ? PyFloat_AsDouble(e->bm25) : 0.0;
-        double t = e->bm25 != NULL && keyword_active && b > 0 ? b / best : 0.0, l = 0.0;
-        if (lined) {
-            l = top / w->idf_total;
-            if (!(l < 1.0))
-                l = 1.0;
+        PyObject *text = PyTuple_GetItem(e->row, ROW_TEXT);
+        e->chunk = compiled_peek(lru, e->id, text);
+        double l = 0.0;
+        if (e->chunk == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            e->unlined = 1; /* not cached: _weighted_top's bound, score(c, v, t, 1.0) */
+            ++*unlined;
+            l = 1.0;
+        } else if (entry_scores(e, qy, vocab, w->idf_total, room, room_len,
+                                &used, &l) < 0) {
+            return PyErr_Occurred() ? -1 : -2;
         }
+        double b = e->bm25 != NULL ? PyFloat_AsDouble(e->bm25) : 0.0;
+        double t = e->bm25 != NULL && keyword_active && b > 0 ? b / best : 0.0;
         if (keyword_active)
             e->s = w->kw_sum > 0 ? (w->wt * t + w->wl * l) / w->kw_sum : 0.0;
         else
             e->s = 0.0;
         e->t = t;
+        if (dt->active && compiled_dated(dt, PyTuple_GetItem(e->row, ROW_DAY), text, &e->s) < 0)
+            return -1;
         if (isnan(e->s))
             return -2;
     }
+    return 0;
+}
+
+/* The entries whose lines are not cached left out when none could reach the top: each
+ * one's bound below the ``keep``-th best cached score, i.e. at least ``keep`` cached
+ * entries above it (_weighted_top stops before it then: see the top). 0, or -2 when one
+ * could (the long way fills its lines). */
+static int drop_unreachable(Entry *entries, Py_ssize_t *m, Py_ssize_t unlined, Py_ssize_t keep) {
+    if (unlined == 0)
+        return 0;
+    if (keep <= 0 || *m - unlined < keep)
+        return -2;
+    for (Py_ssize_t i = 0; i < *m; i++) {
+        if (!entries[i].unlined)
+            continue;
+        Py_ssize_t above = 0;
+        for (Py_ssize_t j = 0; j < *m && above < keep; j++)
+            above += !entries[j].unlined && entries[j].s > entries[i].s;
+        if (above < keep)
+            return -2;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < *m; i++) {
+        if (entries[i].unlined)
+            entries_clear(&entries[i], 1);
+        else
+            entries[kept++] = entries[i];
+    }
+    memset(&entries[kept], 0, (size_t)(*m - kept) * sizeof(Entry)); /* moved or cleared */
+    *m = kept;
     return 0;
 }
 
@@ -279,14 +339,17 @@ typedef struct {
     Py_ssize_t n, m; /* ids, accepted entries */
     Entry *entries;
     compiled_lru lru;
+    compiled_dating dt;
     double room[ROOM_LINES]; /* the entries' lines while they fit (not zeroed) */
 } Top;
 
 /* ``lines``: (lru, numbers, weights, vocab, timed_of, boost), ``lru`` LineStems._lent's
- * (items, used_at, tick); ``fusing``: the six doubles.
- * 0 with t's entries scored, -1 with an exception set, -2 to fall back; top_clear after. */
+ * (items, used_at, tick); ``fusing``: the six doubles; ``dating``: compiled_dating_read's.
+ * 0 with t's entries scored (those that can reach the ``keep`` best), -1 with an exception
+ * set, -2 to fall back; top_clear after. */
 static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObject *bm25,
-                   PyObject *sources, PyObject *lines, PyObject *fusing) {
+                   PyObject *sources, PyObject *lines, PyObject *fusing, PyObject *dating,
+                   Py_ssize_t keep) {
     memset(t, 0, offsetof(Top, room));
     t->qy.timed_of = Py_None;
     t->qy.boost = 1.0;
@@ -298,6 +361,9 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
     }
     if (bm25 != Py_None && !PyDict_CheckExact(bm25) && !PyList_CheckExact(bm25))
         return -2;
+    int r = compiled_dating_read(dating, &t->dt);
+    if (r < 0)
+        return r;
     t->qy.timed_of = PyTuple_GetItem(lines, 4);
     t->qy.boost = PyFloat_AsDouble(PyTuple_GetItem(lines, 5));
     double *f = &t->w.idf_total; /* idf_total, wt, wl, wv, kw_sum, all_sum: in order */
@@ -332,11 +398,14 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
         if (tick == -1 && PyErr_Occurred())
             return -1;
     }
-    t->m = gather(t->held, t->n, found, used_at, tick, bm25, sources, t->entries, &best);
+    t->m = gather(t->held, t->n, found, used_at, tick, bm25, sources, t->dt.active, t->entries,
+                  &best);
     if (t->m < 0)
         return (int)t->m;
-    return score_all(t->entries, t->m, &t->lru, PyTuple_GetItem(lines, 3), &t->qy, &t->w, best,
-                     t->room, ROOM_LINES);
+    Py_ssize_t unlined = 0;
+    r = score_all(t->entries, t->m, &t->lru, PyTuple_GetItem(lines, 3), &t->qy, &t->w, &t->dt,
+                  best, t->room, ROOM_LINES, &unlined);
+    return r < 0 ? r : drop_unreachable(t->entries, &t->m, unlined, keep);
 }
 
 static void top_clear(Top *t) {
@@ -397,7 +466,8 @@ static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
 }
 
 /* keyword_hits(ids, found, uses, bm25, sources, (lru, numbers, weights, vocab, timed_of,
- * boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep, show): see the top of this file.
+ * boost), (idf_total, wt, wl, wv, kw_sum, all_sum), keep, show, dating): see the top of
+ * this file; ``dating``: None, or the named days and range (compiled_dating_read).
  * ``lru`` is LineStems' (_lent; its lock held by the caller). ``bm25``: the ranked (id,
  * score) pairs whose first ones are ``ids`` themselves (the same objects, in order; a
  * search's own, not made into a dict for this), or by id (a dict), or None. ``uses``: None
@@ -408,8 +478,8 @@ static PyObject *hits_of(Top *t, Py_ssize_t keep, compiled_show *sh) {
  * search, and its nested tuples read as they are. */
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "keyword_hits() takes 9 arguments (%zd given)", nargs);
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "keyword_hits() takes 10 arguments (%zd given)", nargs);
         return NULL;
     }
     Py_ssize_t keep = PyLong_AsSsize_t(args[7]);
@@ -441,7 +511,8 @@ PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_
     }
     Top t;
     PyObject *out = NULL;
-    int r = top_run(&t, args[0], args[1], args[2], args[3], args[4], args[5], args[6]);
+    int r = top_run(&t, args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9],
+                    keep);
     if (r == -2) {
         out = Py_None;
         Py_INCREF(out);

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import apsw
 
@@ -28,11 +28,12 @@ from memoryd.index.search.candidates import (
     vector_candidates,
 )
 from memoryd.index.search.focus import WHEN_BOOST, refocus, timed_lines
-from memoryd.index.search.line_days import on_named_day
+from memoryd.index.search.line_days import on_named_day, reaches
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
     ParsedQueries,
+    ParsedQuery,
     Row,
     read_rows,
 )
@@ -388,14 +389,27 @@ def _cached_line_scores(
         c.lines = refocus(c.text, scores, when) if when else scores
 
 
+def dating_of(
+    days: Sequence[str], ranged: tuple[str | None, str | None, float] | None
+) -> tuple[Any, ...] | None:
+    """What the compiled keyword hits need to do fuse's dated() (``days``: the date signal,
+    DATE_WEIGHT; ``ranged``: Signals.range_only, the adjust of a range the query names), or
+    None when neither applies."""
+    if not days and ranged is None:
+        return None
+    since, until, factor = ranged or (None, None, 1.0)
+    named = tuple(days)
+    return (named, reaches(named), on_named_day, 1 - DATE_WEIGHT, DATE_WEIGHT, since, until, factor)
+
+
 def _keyword_answer(
     conn: apsw.Connection,
     env: SearchEnv,
     ids: list[int],
-    ranked: list[tuple[int, float]],
+    ranked: list[tuple[int, float]] | dict[int, float],
     filters: Filters,
     weights: dict[str, float],
-    asked: tuple[bool, tuple[int, float], Sequence[str], Signals | None],
+    asked: tuple[bool, tuple[int, float], Sequence[str], Signals | None, tuple[Any, ...] | None],
 ) -> tuple[list[SearchHit] | None, dict[int, Row] | None]:
     """A keyword search's hits made at once (shown.keyword_hits), or None, and the rows it
     read: none when the kept rows held them all (read in their own map, Kept.lend: no dict
@@ -411,6 +425,39 @@ def _keyword_answer(
     if lent is not None and len(rows) == len(ids):
         return None, rows  # all were kept: the lent map said why not (a chunk to tokenize)
     return keyword_hits(stems, cfg, ids, rows, None, ranked, filters, weights, *asked), rows
+
+
+def _candidate_ids(
+    conn: apsw.Connection,
+    env: SearchEnv,
+    mode: Mode,
+    parsed: ParsedQuery,
+    counts: tuple[int, dict[str, int]],
+    filters: Filters,
+    n: int,
+    qvec: Vectors | None,
+) -> tuple[list[int], list[tuple[int, float]]]:
+    """A search's candidate ids, in order of discovery (the BM25 top's first ``n``, the
+    vector top's, the named days' chunks), and the BM25 top (over-fetched when vector or day
+    candidates need their t from it)."""
+    days = parsed.days if mode != "vector" else ()
+    ids: list[int] = []
+    ranked_kw: list[tuple[int, float]] = []
+    if parsed.terms and mode != "vector":
+        # The same first n either way (ties go by id): only other candidates need more.
+        limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
+        ranked_kw = keyword_ranked(
+            conn, parsed.terms, parsed.term_stems, *counts, filters, limit, env.keywords
+        )
+        ids = [i for i, _ in ranked_kw[:n]]  # distinct: one entry a chunk
+    if (qvec is not None and mode != "keyword") or days:
+        found = dict.fromkeys(ids)
+        if qvec is not None and mode != "keyword":
+            found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
+        if days:
+            found.update((i, None) for i in day_candidates(conn, days, filters, n))
+        ids = list(found)
+    return ids, ranked_kw
 
 
 def run_search(
@@ -446,28 +493,16 @@ def run_search(
     n = max_results * cfg.candidate_multiplier
 
     days = parsed.days if mode != "vector" else ()
-    ids: list[int] = []  # candidate ids, in order of discovery
-    ranked_kw: list[tuple[int, float]] = []  # over-fetched: vector and day candidates' t
-    if terms and mode != "vector":
-        # The same first n either way (ties go by id): only other candidates need more.
-        limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
-        ranked_kw = keyword_ranked(
-            conn, terms, term_stems, n_chunks, df, filters, limit, env.keywords
-        )
-        ids = [i for i, _ in ranked_kw[:n]]  # distinct: one entry a chunk
-    if (qvec is not None and mode != "keyword") or days:
-        found = dict.fromkeys(ids)
-        if qvec is not None and mode != "keyword":
-            found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
-        if days:
-            found.update((i, None) for i in day_candidates(conn, days, filters, n))
-        ids = list(found)
+    ids, ranked_kw = _candidate_ids(conn, env, mode, parsed, (n_chunks, df), filters, n, qvec)
     when = parsed.when
     adjust = signals.adjuster() if signals is not None else None
+    ranged = signals.range_only() if signals is not None and adjust is not None else None
     rows = None
-    if mode == "keyword" and not days and adjust is None:
-        asked = (when, (max_results, min_score), terms, signals)
-        shown, rows = _keyword_answer(conn, env, ids, ranked_kw, filters, weights, asked)
+    if mode == "keyword" and (adjust is None or ranged is not None):
+        # a named day's candidates take their t from the over-fetched tail: by id then
+        asked = (when, (max_results, min_score), terms, signals, dating_of(days, ranged))
+        bm25 = dict(ranked_kw) if days else ranked_kw
+        shown, rows = _keyword_answer(conn, env, ids, bm25, filters, weights, asked)
         if shown is not None:
             return shown, mode
     if rows is None:

@@ -62,6 +62,11 @@ def on_named_day(day: str, text: str, days: Collection[str]) -> bool:
     return any(d in days for d in named_days(text, day))
 
 
+def reaches(days: Collection[str]) -> tuple[str, ...]:
+    """Each day's last day whose notes may name it (on_named_day's reach), in order."""
+    return tuple(map(_reach, days))
+
+
 @functools.lru_cache(maxsize=256)
 def _reach(day: str) -> str:
     """The last day whose notes may name ``day``."""

@@ -67,20 +67,23 @@ def keyword_hits(
     ids: list[int],
     rows: Mapping[int, Row],
     uses: tuple[dict[int, int], int] | None,
-    ranked: list[tuple[int, float]],
+    ranked: list[tuple[int, float]] | dict[int, float],
     filters: Filters,
     weights: dict[str, float],
     when: bool,
     shown: tuple[int, float],
     terms: Sequence[str],
     signals: Signals | None,
+    dating: tuple[Any, ...] | None = None,
 ) -> list[SearchHit] | None:
     """A keyword search's hits at once (LineStems.keyword_hits: the hits candidates_of,
     filters.accepted, _cached_line_scores, fuse and shown_hits give, no candidate made),
-    when only its sources filter, no line meta is asked and every candidate's lines are
-    cached; else None. ``uses``: None (``rows``: read_rows'), or what Kept.lend gave with
-    its own map as ``rows``: each row read there is used, and one not there says None.
-    ``ranked``: the BM25 top, whose first ids are ``ids`` (read in place: no dict of it);
+    when only its sources filter, no line meta is asked and every candidate's lines that
+    could reach the top are cached; else None. ``dating``: None, or fuse's date signal and a
+    range-only adjust (fusion.dating_of). ``uses``: None (``rows``: read_rows'), or what
+    Kept.lend gave with its own map as ``rows``: each row read there is used, and one not
+    there says None. ``ranked``: the BM25 top, whose first ids are ``ids`` (read in place:
+    no dict of it), or by id (a named day's candidates: the over-fetched tail's scores);
     ``shown``: (max results, min score)."""
     meta = signals is not None and bool(signals.meta)
     if filters.path_prefix or filters.since or filters.until or meta:
@@ -95,7 +98,7 @@ def keyword_hits(
 
     show = (SearchHit, min_score, budget, *_SHOWN, snippet_of, _TIERS)
     hits = line_stems.keyword_hits(
-        ids, rows, uses, ranked, filters.sources, weights, timed, fusing, keep, show
+        ids, rows, uses, ranked, filters.sources, weights, timed, fusing, keep, show, dating
     )
     return cast("list[SearchHit] | None", hits)
 

@@ -88,6 +88,16 @@ class Signals(Fields):
                 s = nudge(s, -recency_loss(c.day, self.today, self.half_life_days))
         return s
 
+    def range_only(self) -> tuple[str | None, str | None, float] | None:
+        """(since, until, the boost's factor) when a range the query names is all that
+        ``adjust`` can move (no line meta, no recency): the compiled keyword hits boost it
+        then (fusion.dating_of), the same doubles; else None."""
+        if self.meta or (self.half_life_days > 0 and self.today is not None):
+            return None
+        if not (self.since or self.until):
+            return None
+        return self.since, self.until, 1.0 + RANGE_BOOST
+
     def adjuster(self) -> Callable[[float, Spanned], float] | None:
         """What fusion calls on each score, or None when nothing can move one."""
         return self.adjust if self.active else None

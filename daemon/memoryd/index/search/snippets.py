@@ -145,6 +145,7 @@ class LineStems:
         fusing: tuple[float, float, float, float, float, float],
         keep: int,
         show: tuple[Any, ...],
+        dating: tuple[Any, ...] | None = None,
     ) -> list[Any] | None:
         """A keyword search's hits in one compiled pass (_compiled_top.c: the candidates of
         ``ids`` whose row is found and whose source is among ``sources``, score_cached's
@@ -154,16 +155,18 @@ class LineStems:
         text_lines, whole_lines, shown_text, make_snippet of (text, start, end, scores),
         (the sessions source, the curated files, the three tiers)). ``uses``: None, or
         Kept.lend's (``rows`` its map: each row read there used). None, having made
-        nothing, without the compiled part, when a chunk's lines are not cached in the
-        current numbering, or a row is not in a lent map (the caller then goes the long
-        way)."""
+        nothing, without the compiled part, when a chunk whose lines are not cached could
+        reach the top or its lines are in another numbering, or a row is not in a lent map
+        (the caller then goes the long way). ``dating``: None, or fuse's date signal and a
+        range-only adjust (fusion.dating_of)."""
         if compiled is None:
             return None
         with self._lock:
             vocab = self._vocab
             numbers, ws = _numbered(weights, vocab)
             lines = (self._lent(len(ids)), numbers, ws, vocab, *(timed or (None, 1.0)))
-            return compiled.keyword_hits(ids, rows, uses, bm25, sources, lines, fusing, keep, show)
+            hits = compiled.keyword_hits
+            return hits(ids, rows, uses, bm25, sources, lines, fusing, keep, show, dating)
 
     def clear(self) -> None:
         """No chunk's lines and a new numbering (a forget: none of its lines' stems stays
