@@ -183,9 +183,11 @@ def day_candidates(
 ) -> list[int]:
     """Chunks of the daily logs of the given days (index chunks_by_day)."""
     where, args = filters.chunk_sql()
+    # chunks_by_day holds the dated chunks only (WHERE day != ''): SQLite takes it only for
+    # a query that says so (a day bound as a parameter could be ''), else it scans chunks.
     sql = (
-        f"SELECT c.id FROM chunks c WHERE c.day IN ({','.join('?' * len(days))}) AND {where} "
-        "ORDER BY c.id LIMIT ?"
+        f"SELECT c.id FROM chunks c WHERE c.day IN ({','.join('?' * len(days))}) "
+        f"AND c.day != '' AND {where} ORDER BY c.id LIMIT ?"
     )
     return [int(i) for (i,) in conn.execute(sql, [*days, *args, limit])]
 
