@@ -92,8 +92,12 @@ class FrameError(Exception):
 
 
 def pack(obj: dict[str, Any]) -> bytes:
-    """One message as a complete frame (header + body)."""
-    body = msgpack.packb(obj, use_bin_type=True)
+    """One message as a complete frame (header + body).
+
+    msgpack's defaults since 1.0 are the wire's (``use_bin_type=True``: str8 and bin for
+    bytes); naming one makes ``packb`` parse its keywords into a Packer's on every call
+    (~0.6 us, as much as packing a request)."""
+    body = msgpack.packb(obj)
     return HEADER.pack(len(body)) + body
 
 
@@ -111,8 +115,8 @@ def frame_length(header: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> int
 
 def unpack(body: bytes | memoryview) -> dict[str, Any]:
     """Decode one frame body into a map with str keys."""
-    try:
-        obj = msgpack.unpackb(body, raw=False, strict_map_key=True)
+    try:  # msgpack's defaults since 1.0 (raw=False, strict_map_key=True), as for pack
+        obj = msgpack.unpackb(body)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         detail = str(exc) or type(exc).__name__  # FormatError says nothing else
         raise FrameError(ErrorCode.PROTOCOL_ERROR, f"malformed msgpack: {detail}") from None

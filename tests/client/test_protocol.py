@@ -59,6 +59,43 @@ def test_a_stream_split_anywhere_yields_the_same_frames(
     assert got == objs
 
 
+@given(maps)
+def test_pack_writes_msgpacks_wire_form_and_unpack_reads_it_back(obj: dict[str, Any]) -> None:
+    """pack and unpack name none of msgpack's keywords: its defaults (1.0+) are the wire's."""
+    _, body = split_frame(protocol.pack(obj))
+    assert body == msgpack.packb(obj, use_bin_type=True)
+    assert protocol.unpack(body) == msgpack.unpackb(body, raw=False, strict_map_key=True)
+    assert protocol.unpack(memoryview(body)) == obj
+
+
+def test_a_read_holding_one_frame_and_the_start_of_the_next_keeps_the_rest() -> None:
+    first, second = protocol.pack({"id": 1, "x": "a" * 300}), protocol.pack({"id": 2, "y": b"b"})
+    buffer = FrameBuffer()
+    buffer.feed(first)  # one read, exactly one frame: read where it was received
+    assert buffer.next_frame() == {"id": 1, "x": "a" * 300}
+    assert buffer.next_frame() is None
+    buffer.feed(first + second[:3])
+    assert buffer.next_frame() == {"id": 1, "x": "a" * 300}
+    assert buffer.next_frame() is None
+    buffer.feed(second[3:])
+    assert buffer.next_frame() == {"id": 2, "y": b"b"}
+    assert buffer.next_frame() is None
+    buffer.feed(second + first)
+    assert [buffer.next_frame(), buffer.next_frame(), buffer.next_frame()] == [
+        {"id": 2, "y": b"b"},
+        {"id": 1, "x": "a" * 300},
+        None,
+    ]
+
+
+def test_bytes_fed_as_a_bytearray_are_copied_not_kept() -> None:
+    frame = bytearray(protocol.pack({"id": 1}))
+    buffer = FrameBuffer()
+    buffer.feed(frame)
+    frame[:] = protocol.pack({"id": 2})
+    assert buffer.next_frame() == {"id": 1}
+
+
 limit_and_more = st.integers(0, 2**32 - 2).flatmap(
     lambda limit: st.tuples(st.just(limit), st.integers(limit + 1, 2**32 - 1))
 )
@@ -111,6 +148,12 @@ def test_malformed_body_is_a_protocol_error(body: bytes) -> None:
     with pytest.raises(FrameError) as info:
         protocol.unpack(body)
     assert info.value.code == ErrorCode.PROTOCOL_ERROR
+    buffer = FrameBuffer()  # a frame read in place: the same error
+    buffer.feed(protocol.HEADER.pack(len(body)) + body)
+    with pytest.raises(FrameError) as in_place:
+        buffer.next_frame()
+    assert in_place.value.code == ErrorCode.PROTOCOL_ERROR
+    assert in_place.value.message == info.value.message
 
 
 @given(st.binary(max_size=64))
