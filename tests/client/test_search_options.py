@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import datetime
 import io
+import random
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +112,58 @@ def test_an_option_left_at_its_default_is_not_sent_and_an_unknown_one_is_a_type_
         with pytest.raises(TypeError, match="'max_result'"):
             client.search("billing", max_result=3)  # type: ignore[call-arg]
     assert [r.params for r in fake_memoryd.calls("search")] == [{"query": "billing"}]
+
+
+def _written_as_its_kind_says(option: Option, value: Any) -> Any:
+    """The rule search_params follows, row by row (None: not sent)."""
+    if value is None:
+        return None
+    if option.kind == FLAG:
+        return True if value else None
+    if option.repeat:
+        return [value] if isinstance(value, str) else list(value)
+    if option.kind == DAY:
+        return value if isinstance(value, str) else value.isoformat()
+    return value
+
+
+_VALUES: dict[str, Any] = {
+    COUNT: [None, 1, 10, 0],
+    SCORE: [None, 0, 0.5, 1.0],
+    TEXT: [None, "", "memory/"],
+    CHOICE: [None, "keyword", "rrf"],
+    DAY: [None, "2024-03-01", datetime.date(2023, 10, 13)],
+    FLAG: [None, False, True, 0, 1, "yes"],
+}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_search_params_write_each_option_as_its_row_says(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Any options in any order (the table made again halfway: a row added, then the table
+    as it was), each written as its row's kind says, None and an off flag left out."""
+    from memoryd_client._params import search_params
+
+    rng = random.Random(seed)
+    rows = list(search_options.OPTIONS)
+    if seed % 2:
+        extra = Option("rank", "--rank", kind=DAY, help="x")
+        monkeypatch.setattr(search_options, "OPTIONS", (*search_options.OPTIONS, extra))
+        rows.append(extra)
+    for _ in range(30):
+        picked = rng.sample(rows, rng.randint(0, len(rows)))
+        options: dict[str, Any] = {}
+        for option in picked:
+            pool = ["a", ("x", "y"), None] if option.repeat else _VALUES[option.kind]
+            options[option.name] = rng.choice(pool)
+        expected: dict[str, Any] = {"query": "q", "workspace": "ws"}
+        for option in picked:
+            wire = _written_as_its_kind_says(option, options[option.name])
+            if wire is not None:
+                expected[option.name] = wire
+        got = search_params("q", workspace="ws", **options)
+        assert list(got.items()) == list(expected.items())
+    monkeypatch.undo()
+    with pytest.raises(TypeError, match="'rank'"):
+        search_params("q", rank="2024-01-01")  # type: ignore[call-arg]
