@@ -428,3 +428,23 @@ def kept(
         if day_range[1] is not None:
             keep = keep & (days <= day_range[1])
     return keep
+
+
+def chunks_on_days(
+    docs: Docs | None, days: Sequence[str], sources: Sequence[str], limit: int
+) -> list[int] | None:
+    """What ``SELECT id FROM chunks WHERE day IN (days) AND source IN (sources) ORDER BY id
+    LIMIT limit`` answers, from the copy's columns (``docs``: KeywordMirror.docs_now); None
+    when they cannot say: a day or a source they do not hold as such, or no copy."""
+    numbers = [day_number(d) for d in days]
+    if docs is None or not days or NO_DAY in numbers or limit < 0:
+        return None
+    if any(s not in SOURCE_CODES for s in sources):
+        return None
+    used = docs.used  # slots past it are a writer's, not yet ours (see mirror.py)
+    keep = kept(lambda column: column[:used], docs, [SOURCE_CODES[s] for s in sources], None)
+    day = docs.day[:used]
+    on = day == numbers[0]
+    for n in numbers[1:]:
+        on = on | (day == n)
+    return [int(i) for i in np.sort(docs.chunk_id[:used][keep & on])[:limit]]

@@ -509,6 +509,11 @@ class KeywordMirror(StagedMirror[_Op]):
             return "memory"
         return "loading" if self.max_bytes > 0 and not self._loaded else "fts5"
 
+    def docs_now(self) -> Docs | None:
+        """The chunks' columns as a reader takes them (see the top); None: cannot answer."""
+        with self._lock:
+            return self._docs if self.usable else None
+
     def doc_freqs(self, stems: Sequence[str]) -> tuple[int, dict[str, int]] | None:
         """(live chunks, chunks containing each stem); None when the copy cannot answer."""
         with self._lock:

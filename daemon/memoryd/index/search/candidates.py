@@ -11,7 +11,9 @@ from typing import Any, NamedTuple
 import apsw
 
 from memoryd.embeddings.base import Vectors
+from memoryd.index.keyword.build import chunks_on_days
 from memoryd.index.keyword.counts import HEADING_WEIGHT, TEXT_WEIGHT
+from memoryd.index.keyword.mirror import KeywordMirror
 from memoryd.index.scratch import SCRATCH
 from memoryd.index.search.rows import ChunkRows, Row, read_rows
 from memoryd.index.store import VEC_TABLE
@@ -179,9 +181,19 @@ def vector_candidates(
 
 
 def day_candidates(
-    conn: apsw.Connection, days: Sequence[str], filters: Filters, limit: int
+    conn: apsw.Connection,
+    days: Sequence[str],
+    filters: Filters,
+    limit: int,
+    keywords: KeywordMirror | None = None,
 ) -> list[int]:
-    """Chunks of the daily logs of the given days (index chunks_by_day)."""
+    """Chunks of the daily logs of the given days: the keyword copy's columns when it holds
+    them and only sources filter (build.chunks_on_days: SQLite's code and pages are cold by
+    the time a question naming a day comes, ~50 µs), else index chunks_by_day."""
+    if keywords is not None and not (filters.path_prefix or filters.since or filters.until):
+        found = chunks_on_days(keywords.docs_now(), days, filters.sources, limit)
+        if found is not None:
+            return found
     where, args = filters.chunk_sql()
     # chunks_by_day holds the dated chunks only (WHERE day != ''): SQLite takes it only for
     # a query that says so (a day bound as a parameter could be ''), else it scans chunks.

@@ -455,7 +455,8 @@ def _candidate_ids(
         if qvec is not None and mode != "keyword":
             found.update((i, None) for i in vector_candidates(conn, qvec, filters, n, env.mirror))
         if days:
-            found.update((i, None) for i in day_candidates(conn, days, filters, n))
+            on_days = day_candidates(conn, days, filters, n, env.keywords)
+            found.update((i, None) for i in on_days)
         ids = list(found)
     return ids, ranked_kw
 
