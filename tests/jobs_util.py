@@ -27,7 +27,7 @@ from memoryd.jobs.history import History, RunRecord
 from memoryd.jobs.runner import Runner
 from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 from memoryd_client import MemoryClient
 
 TZ = ZoneInfo("Europe/Berlin")

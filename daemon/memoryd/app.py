@@ -43,8 +43,9 @@ from memoryd.service.notify import (
 )
 from memoryd.services import Services
 from memoryd.sqlite import make_private_dir
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
 from memoryd.workspace.search_service import STAT_THREADS
+from memoryd.workspace.served import Workspace
 from memoryd.workspace.watcher import Watcher, WatchTarget
 from memoryd_client.paths import Paths
 

@@ -26,7 +26,7 @@ from memoryd.jobs.runner import AlreadyRunning, Runner
 from memoryd.jobs.scheduler import Scheduler
 from memoryd.runtime.config import Config, config_from_mapping
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -149,7 +149,7 @@ def test_secret_values_never_appear_in_config_errors() -> None:
 
 def test_config_workspaces_may_not_nest(tmp_path: Path) -> None:
     from memoryd.errors import ConfigError
-    from memoryd.workspace.registry import config_entries
+    from memoryd.workspace.names import config_entries
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     for paths in ([tmp_path / "a", tmp_path / "a" / "b"], [tmp_path / "a" / "b", tmp_path / "a"]):

@@ -24,7 +24,7 @@ from daemon_util import short_home
 from memoryd.exit_codes import EXIT_OK
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.service.notify import STARTING_STATUS, STATUS_INTERVAL_S, Notifier, startup_status
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 from memoryd_client import MemoryClient
 
 pytestmark = pytest.mark.timeout(90)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from daemon_util import DaemonThread, wait_for
-from memoryd.workspace.registry import index_file
+from memoryd.workspace.names import index_file
 from memoryd_client import MemoryClient, Unavailable
 
 pytestmark = pytest.mark.timeout(90)

@@ -35,7 +35,7 @@ from memoryd.index.vectors.query_vectors import PreparedQuery
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 
 log = get_logger("memoryd.fleet")
 POLL_S = 0.25  # how often the publisher looks at the local generations (no I/O when idle)

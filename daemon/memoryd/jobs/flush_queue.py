@@ -15,7 +15,7 @@ from memoryd.jobs.history import RunRecord
 from memoryd.jobs.runner import Runner
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 
 log = get_logger("memoryd.jobs")
 

@@ -28,7 +28,7 @@ from memoryd.jobs.registry import JOBS
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.usage import Usage
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 
 log = get_logger("memoryd.jobs")
 

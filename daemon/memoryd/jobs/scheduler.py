@@ -30,7 +30,7 @@ from memoryd.jobs.registry import JOBS
 from memoryd.jobs.runner import AlreadyRunning, Runner
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.workspace.registry import Workspace
+from memoryd.workspace.served import Workspace
 
 log = get_logger("memoryd.scheduler")
 

@@ -24,7 +24,8 @@ from memoryd.rpc.params import Params
 from memoryd.rpc.recall_methods import agent_of
 from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 from memoryd_client.search_terms import SESSION_KINDS
 
 if TYPE_CHECKING:

@@ -28,8 +28,9 @@ from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
 from memoryd.workspace.search_service import SearchService
+from memoryd.workspace.served import Workspace
 from memoryd.workspace.watcher import Watcher
 from memoryd_client.search_terms import SOURCE_MEMORY
 

@@ -20,7 +20,8 @@ from memoryd.lifecycle.hits import HitCounter
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 
 if TYPE_CHECKING:
     from memoryd.rpc.dispatch import Handler

@@ -20,7 +20,8 @@ from memoryd.runtime.config import Config
 from memoryd.runtime.records import Record
 from memoryd.secrets import mask
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:

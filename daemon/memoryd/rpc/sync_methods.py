@@ -12,7 +12,8 @@ from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
 from memoryd.sync import settings as saved
 from memoryd.sync.service import SyncService
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 
 if TYPE_CHECKING:
     from memoryd.rpc.dispatch import Handler

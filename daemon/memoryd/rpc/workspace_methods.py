@@ -16,7 +16,8 @@ from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Emit, Request
 from memoryd.workspace.openclaw_sessions import OpenClawSessions, set_home
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
-    from memoryd.workspace.registry import Workspace
+    from memoryd.workspace.served import Workspace
 
 log = get_logger("memoryd.notify")
 

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from memoryd.files.provenance import ledger_for
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.state import StateDB
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:

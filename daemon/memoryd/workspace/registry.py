@@ -1,33 +1,32 @@
 """The registry of workspaces this daemon serves: config-declared plus registered ones.
 
-Names are unique (default: the folder name, then ``name-2``...). Each workspace has one
-``WorkspaceIndex`` in ``Paths.index_dir / f"{name}-{sha1(realpath)[:10]}.sqlite"``. After
-the socket is up the indexes are opened first (requests that need an index wait for that),
-then the embedding provider is chosen in a thread (loading a local model, or importing
-openai, takes a second or more) and given to each index: keyword search never waits for
-it, and a hybrid search answers by keyword meanwhile, saying why.
+Names are unique (default: the folder name, then ``name-2``...: workspace/names.py, with
+each workspace's index file). Each one (``Workspace``, workspace/served.py) has one
+``WorkspaceIndex``, opened and scanned here. After the socket is up the indexes are opened
+first (requests that need an index wait for that), then the embedding provider is chosen
+in a thread (loading a local model, or importing openai, takes a second or more) and given
+to each index: keyword search never waits for it, and a hybrid search answers by keyword
+meanwhile, saying why.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import re
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from memoryd.errors import ConfigError, InvalidParams, MemorydError, Unavailable, UnknownWorkspace
+from memoryd.errors import InvalidParams, MemorydError, UnknownWorkspace
 from memoryd.files.fsutil import remove_stale_temps
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Fields
 from memoryd.runtime.state import StateDB
+from memoryd.workspace.names import NAME, config_entries, default_name, index_file
+from memoryd.workspace.served import Workspace
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
     from memoryd.embeddings.base import EmbeddingProvider
@@ -46,122 +45,11 @@ SCAN_RETRY_MAX_S = 300.0
 OPEN_RETRY_FIRST_S = 1.0
 OPEN_RETRY_MAX_S = 120.0
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-
 
 def _choose_provider(config: Config) -> ProviderChoice:
     from memoryd.embeddings.factory import choose_provider  # loads a model runtime: lazily
 
     return choose_provider(config.embedding)
-
-
-def index_file(index_dir: Path, name: str, root: Path) -> Path:
-    digest = hashlib.sha1(str(root).encode("utf-8")).hexdigest()[:10]
-    return index_dir / f"{name}-{digest}.sqlite"
-
-
-def _default_name(root: Path) -> str:
-    base = re.sub(r"[^A-Za-z0-9._-]+", "-", root.name).strip("-.") or "workspace"
-    return base[:64]
-
-
-def config_entries(config: Config) -> list[tuple[Path, str]]:
-    """The config's workspaces as (resolved root, name or ""); ConfigError when invalid."""
-    out: list[tuple[Path, str]] = []
-    for i, wc in enumerate(config.workspaces):
-        given = Path(wc.path).expanduser()
-        if not given.is_absolute():  # relative to what? the daemon's cwd is not the user's
-            raise ConfigError(
-                f"workspaces[{i}].path {wc.path!r} must be absolute (or start with ~/)"
-            )
-        root = given.resolve()
-        if root == root.parent:
-            raise ConfigError(
-                f"workspaces[{i}].path {wc.path!r} is the file system's root: a workspace is "
-                "a folder of its own (its memory/ and MEMORY.md), not the whole disk"
-            )
-        if any(r == root for r, _ in out):
-            raise ConfigError(f"workspaces[{i}].path {wc.path} is declared twice")
-        nested = next((r for r, _ in out if root.is_relative_to(r) or r.is_relative_to(root)), None)
-        if nested is not None:  # the same rule as workspace.add
-            raise ConfigError(
-                f"workspaces[{i}].path {wc.path} is inside or around {nested}, "
-                "another workspace: workspaces may not nest"
-            )
-        if wc.name and not _NAME.match(wc.name):
-            raise ConfigError(
-                f"workspaces[{i}].name {wc.name!r} must be letters, digits, "
-                "'.', '_' or '-' (at most 64)"
-            )
-        if wc.name and any(n == wc.name for _, n in out):
-            raise ConfigError(f"workspaces[{i}].name {wc.name!r} is used twice")
-        out.append((root, wc.name))
-    return out
-
-
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
-class Workspace(Fields):
-    """A workspace the daemon serves: where it is, and its index once opened."""
-
-    name: str
-    root: Path  # resolved
-    source: str  # "config" | "registry"
-    index: WorkspaceIndex | None = None  # None until opened (or when it cannot be)
-    error: str | None = None  # why it is not usable
-    scan: Future[SyncReport] | None = None  # the background scan after opening
-    scan_progress: SyncProgress | None = None
-    # Told the scan's progress too (a workspace.add waiting on its first scan), writer thread
-    scan_listeners: list[Callable[[SyncProgress], None]] = field(default_factory=list)
-    scan_started: float | None = None
-    scan_report: SyncReport | None = None
-    scan_failures: int = 0  # in a row; retried with back-off
-    scan_error: str | None = None
-    scan_retry_at: float = 0.0  # time.time() of the next try
-    scan_retry: asyncio.TimerHandle | None = None
-    opening: bool = False  # an open was started (exactly one per workspace)
-    opened: asyncio.Event = field(default_factory=asyncio.Event)
-    open_failures: int = 0  # in a row; retried with back-off
-    open_retry_at: float = 0.0  # time.time() of the next try
-    open_retry: asyncio.TimerHandle | None = None
-
-    def info(self) -> dict[str, Any]:
-        return {"name": self.name, "path": str(self.root), "source": self.source}
-
-    def scan_failing(self) -> str | None:
-        """Why the first scan failed and when it is tried again (None: it did not fail)."""
-        if not self.scan_failures:
-            return None
-        wait = max(0.0, self.scan_retry_at - time.time())
-        return (
-            f"the first scan failed {self.scan_failures} time(s) in a row ({self.scan_error}); "
-            f"retried in {wait:.0f} s"
-        )
-
-    def cancel_scan_retry(self) -> None:
-        if self.scan_retry is not None:
-            self.scan_retry.cancel()
-            self.scan_retry = None
-        if self.open_retry is not None:
-            self.open_retry.cancel()
-            self.open_retry = None
-
-    def open_failing(self) -> dict[str, Any] | None:
-        """Why the index could not be opened and when it is tried again (status)."""
-        if not self.open_failures or self.index is not None:
-            return None
-        return {
-            "failures": self.open_failures,
-            "error": self.error,
-            "retry_in_s": round(max(0.0, self.open_retry_at - time.time()), 1),
-        }
-
-    def usable_index(self) -> WorkspaceIndex:
-        if self.index is None:
-            raise Unavailable(
-                f"workspace {self.name} is not available: {self.error or 'still opening'}",
-                {"workspace": self.name},
-            )
-        return self.index
 
 
 class Registry:
@@ -198,7 +86,7 @@ class Registry:
                 self._items[name] = Workspace(name, root, "config")
         for root, name in entries:
             if not name:
-                name = self._unique(_default_name(root))
+                name = self._unique(default_name(root))
                 self._items[name] = Workspace(name, root, "config")
         for reg in self.state.workspaces():
             if any(w.root == reg.path for w in self._items.values()):
@@ -229,7 +117,7 @@ class Registry:
             ws = Workspace(
                 name
                 if name and name not in self._items
-                else self._unique(name or _default_name(root)),
+                else self._unique(name or default_name(root)),
                 root,
                 "config",
             )
@@ -495,10 +383,22 @@ class Registry:
             f"no workspace named or containing {ref!r} (known: {known})", {"workspace": ref}
         )
 
-    async def index_of(self, ref: str | None) -> tuple[Workspace, WorkspaceIndex]:
+    def opened_index(self, ref: str | None) -> tuple[Workspace, WorkspaceIndex | None]:
+        """Workspace ``ref`` and its index, without awaits: None while its index is still
+        opening (``index_of`` waits for it); once opened without one, ``Unavailable``."""
         ws = self.resolve(ref)
-        await ws.opened.wait()
-        return ws, ws.usable_index()
+        index = ws.index  # set on the loop just before ``opened``, with no await between
+        if index is None and ws.opened.is_set():
+            index = ws.usable_index()  # raises: why it is not usable
+        return ws, index
+
+    async def index_of(self, ref: str | None) -> tuple[Workspace, WorkspaceIndex]:
+        """Workspace ``ref`` and its index, once opened; ``Unavailable`` if it could not be."""
+        ws, index = self.opened_index(ref)
+        if index is None:
+            await ws.opened.wait()
+            index = ws.usable_index()
+        return ws, index
 
     # -- changes -----------------------------------------------------------------------
 
@@ -533,7 +433,7 @@ class Registry:
                     {"param": "path", "workspace": ws.name},
                 )
         if name is not None:
-            if not _NAME.match(name):
+            if not NAME.match(name):
                 raise InvalidParams(
                     "name must be 1-64 letters, digits, '.', '_' or '-', "
                     "starting with a letter or digit",
@@ -543,7 +443,7 @@ class Registry:
                 raise InvalidParams(
                     f"name {name} is taken by {self._items[name].root}", {"param": "name"}
                 )
-        ws = Workspace(name or self._unique(_default_name(root)), root, "registry")
+        ws = Workspace(name or self._unique(default_name(root)), root, "registry")
         self.state.add_workspace(ws.name, root)
         self._items[ws.name] = ws
         log.info("workspace_added", workspace=ws.name, path=str(root))

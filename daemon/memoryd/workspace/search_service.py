@@ -54,7 +54,8 @@ from memoryd.runtime.config import Config
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.records import Record
 from memoryd.secrets import mask_snippets, masked_snippet
-from memoryd.workspace.registry import Registry, Workspace
+from memoryd.workspace.registry import Registry
+from memoryd.workspace.served import Workspace
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
@@ -242,10 +243,8 @@ class SearchService:
         self, ref: str | None, req: SearchRequest, quick: bool
     ) -> tuple[Workspace, WorkspaceIndex, dict[str, Any]]:
         """Search workspace ``ref`` with read-your-writes."""
-        ws = self.registry.resolve(ref)
-        if ws.opened.is_set():  # as index_of, without its two awaits (the rule)
-            index = ws.usable_index()
-        else:
+        ws, index = self.registry.opened_index(ref)  # no await once opened
+        if index is None:
             ws, index = await self.registry.index_of(ref)
         config = self.config()
         notices = search_notices(req, config.index.sessions)

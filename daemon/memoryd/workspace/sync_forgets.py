@@ -23,7 +23,7 @@ from memoryd.errors import MemorydError
 from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
-    from memoryd.workspace.registry import Workspace
+    from memoryd.workspace.served import Workspace
 
 __all__ = ["SecureSyncWrites"]
 
