@@ -19,7 +19,7 @@ from memoryd.index.search import fusion, shown, snippets
 from memoryd.index.search.candidates import Candidate, Filters, candidates_of
 from memoryd.index.search.focus import refocus, timed_lines
 from memoryd.index.search.rows import Row
-from memoryd.index.search.snippets import LineStems
+from memoryd.index.search.snippets import LineStems, Snippet, shown_text, text_lines
 from memoryd.index.types import SearchHit
 from memoryd.runtime.config import SearchConfig
 
@@ -228,3 +228,41 @@ def test_a_row_missing_from_the_kept_rows_own_map_sends_the_search_the_long_way(
     assert _fields(full) == _fields(
         shown.keyword_hits(cache, cfg, [9, 7], rows, None, ranked, filters, *rest)
     )
+
+
+def test_what_whole_lines_gives_is_read_as_body_and_last_alike_by_snippet_and_hits(
+    tokenize: TokenizeOffsets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The snippet (compiled.snippet, shown_hits') and the hits (keyword_hits) read what
+    whole_lines gives with one check (_compiled.h's compiled_body_last): a pair of the body
+    and its last line shown as given; anything else, the same error from both."""
+    cfg = SearchConfig()
+    text = "tea in the garden\nkites at sunrise"
+    rows = {7: Row("memory/a.md", "memory", "", 1, 2, "", text, False)}
+    cache = LineStems()
+    cache.get(7, text, tokenize)
+    args: tuple[Any, ...] = ([7], rows, None, [(7, 3.0)], Filters(("memory",), None, None, None))
+    rest: tuple[Any, ...] = ({"tea": 1.0}, False, (10, 0.0), ["tea"], None)
+
+    def giving(gives: Any) -> Any:
+        return lambda text, first, last, budget: gives
+
+    def by_snippet(gives: Any) -> Any:
+        return compiled.snippet(text, 1, 2, [1.0, 0.0], 700, text_lines, giving(gives), Snippet)
+
+    def by_hits(gives: Any) -> Any:
+        with monkeypatch.context() as m:
+            m.setattr(shown, "_SHOWN", (text_lines, giving(gives), shown_text))
+            return shown.keyword_hits(cache, cfg, *args, *rest)
+
+    made, hits = by_snippet(("kites", 1)), by_hits(("kites", 1))  # its last: line 1 of 0, 1
+    assert made == ("kites", 1, 2) and hits is not None
+    assert (hits[0].snippet, hits[0].snippet_start_line, hits[0].snippet_end_line) == made
+    for gives in (["tea", 1], ("tea",), ("tea", 1, 2), "tea", ("tea", "1"), ("t", 2**70)):
+        errors = []
+        for way in (by_snippet, by_hits):
+            with pytest.raises((TypeError, OverflowError)) as raised:
+                way(gives)
+            errors.append((raised.type, str(raised.value)))
+        assert errors[0] == errors[1], gives
+        assert len(gives) == 2 or errors[0] == (TypeError, "whole_lines must give (body, last)")

@@ -75,6 +75,21 @@ PyObject *compiled_float_list(const double *scores, Py_ssize_t n, PyObject *zero
 int compiled_window_doubles(PyObject *lines, const double *scores, Py_ssize_t m,
                             Py_ssize_t budget, Py_ssize_t *first_out, Py_ssize_t *last_out);
 
+/* What whole_lines (the snippets' cache of a window's whole lines) gave, ``filled``, read as
+ * (body, last), as _compiled_lines.c's snippet and _compiled_hits.c's hits both read it: 0
+ * with *body (borrowed from ``filled``) and *last set, or -1 with an exception set. */
+static inline int compiled_body_last(PyObject *filled, PyObject **body, Py_ssize_t *last) {
+    if (!PyTuple_Check(filled) || PyTuple_Size(filled) != 2) {
+        PyErr_SetString(PyExc_TypeError, "whole_lines must give (body, last)");
+        return -1;
+    }
+    *last = PyLong_AsSsize_t(PyTuple_GetItem(filled, 1));
+    if (*last == -1 && PyErr_Occurred())
+        return -1;
+    *body = PyTuple_GetItem(filled, 0);
+    return 0;
+}
+
 /* _compiled_top.c: a keyword search's hits from its rows and cached lines (shown.py). */
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 

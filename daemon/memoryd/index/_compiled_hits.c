@@ -149,16 +149,10 @@ static PyObject *snippet_parts(const compiled_show *sh, PyObject *row, const dou
         }
         goto done;
     }
-    if (filled == NULL)
+    PyObject *body = NULL;
+    Py_ssize_t shown_last = 0;
+    if (filled == NULL || compiled_body_last(filled, &body, &shown_last) < 0)
         goto done;
-    if (!PyTuple_Check(filled) || PyTuple_Size(filled) != 2) {
-        PyErr_SetString(PyExc_TypeError, "whole_lines must give (body, last)");
-        goto done;
-    }
-    Py_ssize_t shown_last = PyLong_AsSsize_t(PyTuple_GetItem(filled, 1));
-    if (shown_last == -1 && PyErr_Occurred())
-        goto done;
-    PyObject *body = PyTuple_GetItem(filled, 0);
     if (n_text == end - start + 1) { /* mapped: else a fragment or a transcript chunk */
         PyObject *a = PyLong_FromSsize_t(start + first);
         PyObject *b = a ? PyLong_FromSsize_t(start + shown_last) : NULL;

@@ -521,14 +521,10 @@ PyObject *compiled_snippet(PyObject *self, PyObject *const *args, Py_ssize_t nar
         Py_INCREF(out);
         goto done;
     }
-    if (!PyTuple_Check(filled) || PyTuple_Size(filled) != 2) {
-        PyErr_SetString(PyExc_TypeError, "whole_lines must give (body, last)");
+    PyObject *body = NULL;
+    Py_ssize_t shown_last = 0;
+    if (compiled_body_last(filled, &body, &shown_last) < 0)
         goto done;
-    }
-    Py_ssize_t shown_last = PyLong_AsSsize_t(PyTuple_GetItem(filled, 1));
-    if (shown_last == -1 && PyErr_Occurred())
-        goto done;
-    PyObject *body = PyTuple_GetItem(filled, 0);
     out = mapped ? snippet_of(snippet_type, body, start_line + first, start_line + shown_last)
                  : snippet_of(snippet_type, body, start_line, end_line);
 done:
