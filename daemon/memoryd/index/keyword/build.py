@@ -1,4 +1,5 @@
-"""The in-memory BM25's arrays, and how a whole copy is built at once.
+"""The in-memory BM25's arrays, how a whole copy is built at once, and how a followed copy's
+arrays take a new chunk (``Docs.add``) and drop the deleted ones (``compacted``).
 
 A load counts the chunks a run at a time (keyword_counts) and merges the runs (``Build``);
 a bulk sync that starts on an empty index streams the same merge from its commits
@@ -104,6 +105,26 @@ class Docs(Fields):
         if index:
             new.slot_of = {int(c): s for s, c in enumerate(new.chunk_id[:n]) if new.alive[s]}
         return new
+
+    def add(self, chunk_id: int, length: int, source: str, day: str) -> Docs:
+        """Give the chunk the next slot; returns the Docs now in use (new arrays when full:
+        readers may hold the old ones)."""
+        if chunk_id in self.slot_of:  # the triggers delete first: the copy is off
+            raise ValueError(f"chunk {chunk_id} is already in the keyword mirror")
+        docs = self
+        if docs.used == len(docs.length):
+            docs = docs.take(np.arange(docs.used), max(1024, docs.used + docs.used // 2))
+        slot = docs.used
+        docs.length[slot] = length
+        docs.source[slot] = SOURCE_CODES.get(source, -1)
+        docs.day[slot] = day_number(day)
+        docs.chunk_id[slot] = chunk_id
+        docs.alive[slot] = True
+        docs.slot_of[chunk_id] = slot
+        docs.used += 1
+        docs.rows += 1
+        docs.tokens += length
+        return docs
 
 
 @dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
@@ -448,3 +469,32 @@ def chunks_on_days(
     for n in numbers[1:]:
         on = on | (day == n)
     return [int(i) for i in np.sort(docs.chunk_id[:used][keep & on])[:limit]]
+
+
+def compacted(post: dict[str, StemPostings], docs: Docs) -> tuple[dict[str, StemPostings], Docs]:
+    """The postings and Docs without the deleted chunks' postings and slots: new arrays
+    throughout (readers may hold the old ones), the live slots renumbered in order."""
+    live = np.flatnonzero(docs.alive[: docs.used])
+    renumber = np.zeros(max(docs.used, 1), np.uint32)
+    renumber[live] = np.arange(len(live), dtype=np.uint32)
+    capacity = max(1024, len(live) + len(live) // 2)
+    out: dict[str, StemPostings] = {}
+    for stem, p in post.items():
+        if p.dense is not None:
+            by_slot = np.zeros(docs.used, np.uint8)
+            m = min(len(p.dense), docs.used)
+            by_slot[:m] = p.dense[:m]
+            live_f2 = by_slot[live]
+            n = int(np.count_nonzero(live_f2))
+            if n:
+                dense = np.zeros(capacity, np.uint8)
+                dense[: len(live)] = live_f2
+                out[stem] = StemPostings(no_slots(), no_freq(), n, p.df, dense, p.top_f2)
+            continue
+        keep = docs.alive[p.slots[: p.n]]
+        n = int(np.count_nonzero(keep))
+        if n:
+            out[stem] = StemPostings(
+                renumber[p.slots[: p.n][keep]], p.freq2[: p.n][keep], n, p.df, None, p.top_f2
+            )
+    return out, docs.take(live, capacity)
