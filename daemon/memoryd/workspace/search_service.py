@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
@@ -52,20 +53,15 @@ from memoryd.index.types import (
 from memoryd.lifecycle.hits import HitCounter
 from memoryd.runtime.config import Config
 from memoryd.runtime.foreground import FOREGROUND
-from memoryd.runtime.records import Record
 from memoryd.secrets import mask_snippets, masked_snippet
 from memoryd.workspace.registry import Registry
 from memoryd.workspace.served import Workspace
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
-
     from memoryd.embeddings.base import EmbeddingProvider
     from memoryd.index.vectors.query_vectors import PreparedQuery
     from memoryd.index.workspace import WorkspaceIndex
-else:
-    from memoryd.runtime.records import frozen_record
 
 FLEET_OFF = "fleet mode is off: set [fleet] dsn (docs/fleet.md)"
 STAT_THREADS = 4  # freshness checks of workspaces not on a local file system, at once
@@ -94,15 +90,25 @@ class FleetSearch(Protocol):
     ) -> dict[str, Any]: ...
 
 
-@frozen_record(frozen=True, eq=False, repr=False)
-class Answer(Record):
-    """A search's answer, and which workspace (and index) gave it."""
+class Answer:
+    """A search's answer, and which workspace (and index) gave it. Plain slots, set once:
+    one is made a search, and a frozen record's construction (a ``object.__setattr__`` per
+    field) cost ~4x as much."""
 
-    workspace: str  # the local workspace's name; "fleet" (every one), or "host:name"
-    result: dict[str, Any]  # the answer of the ``search`` method (docs/protocol.md)
-    index: WorkspaceIndex | None = None  # the local workspace's index (None: fleet)
-    # The hits when ``result``'s are rows made from them (``answer(rows=True)``), masked
-    hits: list[SearchHit] | None = None
+    __slots__ = ("hits", "index", "result", "workspace")
+
+    def __init__(
+        self,
+        workspace: str,  # the local workspace's name; "fleet" (every one), or "host:name"
+        result: dict[str, Any],  # the answer of the ``search`` method (docs/protocol.md)
+        index: WorkspaceIndex | None = None,  # the local workspace's index (None: fleet)
+        # The hits when ``result``'s are rows made from them (``answer(rows=True)``), masked
+        hits: list[SearchHit] | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.result = result
+        self.index = index
+        self.hits = hits
 
     def ranges(self) -> Iterator[tuple[str, int, int]]:
         """Each hit's (path, start line, end line)."""
@@ -170,11 +176,13 @@ class SearchService:
         ws, index, result = await self._fresh(ref, req, quick)
         hits: list[SearchHit] = result["results"]
         if rows and hits and self._nothing_superseded(ws, index):
-            masked = _masked(hits)
+            snippets = list(map(_SNIPPET, hits))
+            masked = _masked(hits, snippets)
             made = hit_rows(masked)
             if made is not None:  # counted as _settle counts them: the snippets as found
                 if count and self.hits is not None:
-                    self.hits.record_snippets(ws.root, req.query, _memory_snippets(hits))
+                    found = _memory_snippets(hits, snippets)
+                    self.hits.record_snippets(ws.root, req.query, found)
                 result["results"] = made
                 return Answer(ws.name, result, index, masked)
         result["results"] = self._settle(
@@ -397,9 +405,14 @@ def _retrieved(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
-def _masked(hits: list[SearchHit]) -> list[SearchHit]:
-    """The hits with their snippets' secrets masked (mask_snippets on their maps)."""
-    snippets = [hit.snippet for hit in hits]
+# A hit's fields by position (SearchHit is a tuple): cheaper than its descriptors in a loop
+_SNIPPET = operator.itemgetter(SearchHit._fields.index("snippet"))
+_SOURCE = operator.itemgetter(SearchHit._fields.index("source"))
+
+
+def _masked(hits: list[SearchHit], snippets: list[str]) -> list[SearchHit]:
+    """The hits with their snippets' secrets masked (mask_snippets on their maps);
+    ``snippets``: theirs, in order."""
     masked = list(map(masked_snippet, snippets))
     if masked == snippets:  # the same strings, as a rule: compared by identity first
         return hits
@@ -409,9 +422,13 @@ def _masked(hits: list[SearchHit]) -> list[SearchHit]:
     ]
 
 
-def _memory_snippets(hits: list[SearchHit]) -> tuple[str, ...]:
-    """What hit counting reads of a search's hits (HitCounter.record on their maps)."""
-    return tuple([hit.snippet for hit in hits if hit.source == "memory"])
+def _memory_snippets(hits: list[SearchHit], snippets: list[str]) -> tuple[str, ...]:
+    """What hit counting reads of a search's hits (HitCounter.record on their maps): the
+    ``snippets`` of those of memory (not of transcripts), in order."""
+    sources = list(map(_SOURCE, hits))
+    if sources.count("memory") == len(sources):  # as a rule
+        return tuple(snippets)
+    return tuple([s for s, source in zip(snippets, sources, strict=True) if source == "memory"])
 
 
 def _fresh_then_search(
