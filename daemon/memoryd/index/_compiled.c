@@ -145,6 +145,8 @@ static PyMethodDef methods[] = {
      "hit_rows(hits) -> protocol.hit_rows(hits) for maps with str keys, or None"},
     {"hit_rows_of", compiled_hit_rows_of, METH_VARARGS,
      "hit_rows_of(hits, hit_type) -> hit_rows(hit_dicts(hits, hit_type)) with no maps, or None"},
+    {"pack_frame", compiled_pack_frame, METH_O,
+     "pack_frame(obj) -> protocol's header + msgpack's bytes of obj (rpc/server._pack), or None"},
     {"stat_many", compiled_stat_many, METH_VARARGS,
      "stat_many(paths) -> [(mtime_ns, size) or None]: freshness.py_stat_many, lock held"},
     {"fs_type", compiled_fs_type, METH_VARARGS,

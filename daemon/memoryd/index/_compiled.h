@@ -140,6 +140,9 @@ PyObject *compiled_hit_dicts(PyObject *self, PyObject *args);
 PyObject *compiled_hit_rows(PyObject *self, PyObject *args);
 PyObject *compiled_hit_rows_of(PyObject *self, PyObject *args);
 
+/* _compiled_pack.c: an answer's frame, as msgpack packs it (rpc/server.py's _pack). */
+PyObject *compiled_pack_frame(PyObject *self, PyObject *obj);
+
 /* _compiled_bm25.c: keyword/bm25.py's every-posting top. */
 PyObject *compiled_bm25_top(PyObject *self, PyObject *args);
 
