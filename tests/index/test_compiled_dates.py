@@ -224,3 +224,30 @@ def test_a_real_index_gives_the_same_answers_with_and_without_the_compiled_part(
         monkeypatch.setattr(module, "compiled", None)
     ix.copies.line_stems.clear()
     assert _answers(ix, fused) == (made, [1] * len(made))  # the long way, the same hits
+
+
+def test_the_named_days_chunks_in_one_pass_are_numpys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """keyword/build.chunks_on_days in C (_compiled.day_chunks) and with numpy: the same ids
+    in the same order over random columns (dead slots, unknown sources, slots past ``used``,
+    up to 9 days: past 8 numpy answers)."""
+    from memoryd.index.keyword import build
+
+    rng = random.Random(17)
+    pool = [f"2023-10-{d:02d}" for d in range(1, 21)]
+    for case in range(300):
+        n = rng.randint(0, 200)
+        docs = build.Docs.empty(n + rng.randint(0, 5))
+        for slot in range(len(docs.day)):
+            docs.day[slot] = build.day_number(rng.choice(pool))
+            docs.alive[slot] = rng.random() < 0.8
+            docs.source[slot] = rng.choice((0, 1, 1, -1))
+        docs.chunk_id[:] = rng.sample(range(1, 10**9), len(docs.chunk_id))
+        docs.used = n
+        days = rng.sample(pool, rng.choice((1, 1, 2, 3, 9)))
+        sources = rng.choice((("memory",), ("sessions",), ("memory", "sessions")))
+        limit = rng.choice((0, 1, 5, 40, 400))
+        short = build.chunks_on_days(docs, days, sources, limit)
+        with monkeypatch.context() as m:
+            m.setattr(build, "compiled", None)
+            long = build.chunks_on_days(docs, days, sources, limit)
+        assert short == long and all(type(i) is int for i in short or []), case

@@ -165,6 +165,8 @@ static PyMethodDef methods[] = {
     {"keyword_hits", (PyCFunction)(void (*)(void))compiled_keyword_hits, METH_FASTCALL,
      "keyword_hits(ids, found, uses, bm25, sources, lines, fusing, keep, show, dating) -> hits, "
      "or None"},
+    {"day_chunks", compiled_day_chunks, METH_VARARGS,
+     "day_chunks(day, alive, source, chunk_id, used, numbers, codes, limit) -> ids, ascending"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -94,10 +94,10 @@ static inline int compiled_body_last(PyObject *filled, PyObject **body, Py_ssize
 PyObject *compiled_keyword_hits(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 
 /* _compiled_dates.c: a question naming a time, for keyword_hits: fuse's date signal (the
- * named days, their reaches, on_named_day, 1 - DATE_WEIGHT, DATE_WEIGHT) and the range
+ * named days, their reaches, named_days, 1 - DATE_WEIGHT, DATE_WEIGHT) and the range
  * boost of Signals.adjust without meta or recency (since, until, 1 + RANGE_BOOST). */
 typedef struct {
-    PyObject *days, *reaches, *on_named_day; /* days NULL: no named day */
+    PyObject *days, *reaches, *named_days; /* days NULL: no named day */
     PyObject *since, *until;                 /* NULL: no bound */
     double keep_w, weight, factor;
     int active; /* a named day or a range */
@@ -106,6 +106,7 @@ int compiled_dating_read(PyObject *spec, compiled_dating *d);
 /* ``*s`` dated and boosted for a chunk of ``day`` holding ``text`` (exact strs), as fuse's
  * dated() with a range-only adjust: 0, or -1 with an exception set. */
 int compiled_dated(const compiled_dating *d, PyObject *day, PyObject *text, double *s);
+PyObject *compiled_day_chunks(PyObject *self, PyObject *args);
 
 /* _compiled_hits.c: what keyword_hits needs to show a hit, as shown.shown_hits and the
  * snippets' caches give it: (hit_type, min_score, budget, text_lines, whole_lines,

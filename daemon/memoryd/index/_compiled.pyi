@@ -102,3 +102,13 @@ def keyword_hits(
     show: tuple[Any, ...],
     dating: tuple[Any, ...] | None,
 ) -> list[Any] | None: ...
+def day_chunks(
+    day: Any,
+    alive: Any,
+    source: Any,
+    chunk_id: Any,
+    used: int,
+    numbers: tuple[int, ...],
+    codes: tuple[int, ...],
+    limit: int,
+) -> list[int]: ...

@@ -23,6 +23,11 @@ from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.lazy_numpy import np
 from memoryd.runtime.records import Fields, Record
 
+try:  # _compiled_dates.c's day_chunks; absent if not built
+    from memoryd.index import _compiled as compiled
+except ImportError:  # pragma: no cover - installs without a compiler
+    compiled = None  # type: ignore[assignment]
+
 if TYPE_CHECKING:
     from dataclasses import dataclass as frozen_record  # runtime/records.py says why
 
@@ -34,6 +39,7 @@ POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
 STEM_BYTES = 250  # a dict entry and two small arrays
 SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, int32 day, int64 id
+DAY_CHUNKS_MAX = 8  # named days (and source codes) _compiled.day_chunks takes; past it numpy
 
 
 @dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
@@ -463,7 +469,11 @@ def chunks_on_days(
     if any(s not in SOURCE_CODES for s in sources):
         return None
     used = docs.used  # slots past it are a writer's, not yet ours (see mirror.py)
-    keep = kept(lambda column: column[:used], docs, [SOURCE_CODES[s] for s in sources], None)
+    codes = [SOURCE_CODES[s] for s in sources]
+    if compiled is not None and len(numbers) <= DAY_CHUNKS_MAX and len(codes) <= DAY_CHUNKS_MAX:
+        columns = (docs.day, docs.alive, docs.source, docs.chunk_id)  # one pass, in C
+        return compiled.day_chunks(*columns, used, tuple(numbers), tuple(codes), limit)
+    keep = kept(lambda column: column[:used], docs, codes, None)
     day = docs.day[:used]
     on = day == numbers[0]
     for n in numbers[1:]:

@@ -28,7 +28,7 @@ from memoryd.index.search.candidates import (
     vector_candidates,
 )
 from memoryd.index.search.focus import WHEN_BOOST, refocus, timed_lines
-from memoryd.index.search.line_days import on_named_day, reaches
+from memoryd.index.search.line_days import named_days, on_named_day, reaches
 from memoryd.index.search.query import fts_match
 from memoryd.index.search.rows import (
     ChunkRows,
@@ -399,7 +399,7 @@ def dating_of(
         return None
     since, until, factor = ranged or (None, None, 1.0)
     named = tuple(days)
-    return (named, reaches(named), on_named_day, 1 - DATE_WEIGHT, DATE_WEIGHT, since, until, factor)
+    return (named, reaches(named), named_days, 1 - DATE_WEIGHT, DATE_WEIGHT, since, until, factor)
 
 
 def _keyword_answer(
