@@ -2,7 +2,7 @@
  * (_compiled_top.c's keyword_hits): a hit's snippet (the compiled snippet's calls of the
  * snippets' caches, make_snippet when the window is one line longer than the budget), its
  * shown text and tier (no line meta), the SearchHit made as tuple.__new__ makes it; no candidate.
- * And best_window's loop over doubles, which _compiled_lines.c's best_window shares. */
+ * The window is _compiled_lines.c's (compiled_window_doubles). */
 
 #include "_compiled.h"
 
@@ -10,97 +10,6 @@
 
 #define ROW_SOURCE 1 /* rows.Row: path, source, day, start_line, end_line, heading, text, ... */
 #define ROW_TEXT 6
-#define TAIL_WEIGHT 0.5 /* snippets.TAIL_WEIGHT */
-#define BEST_SHARE 0.9  /* snippets.BEST_SHARE */
-
-/* best_window's loop, statement for statement: ``sizes`` (n + 1 room), ``scores`` (m of
- * them, m >= n), ``strong_from`` (n + 1 room, scratch). */
-static void window_core(const Py_ssize_t *sizes, Py_ssize_t n, const double *scores,
-                        Py_ssize_t m, Py_ssize_t budget, Py_ssize_t *strong_from,
-                        Py_ssize_t *first_out, Py_ssize_t *last_out) {
-    double top = 0.0; /* max(scores, default=0.0): the first, then any greater */
-    for (Py_ssize_t k = 0; k < m; k++)
-        if (k == 0 || scores[k] > top)
-            top = scores[k];
-    double floor = BEST_SHARE * top;
-    strong_from[n] = n;
-    for (Py_ssize_t k = n - 1; k >= 0; k--)
-        strong_from[k] = scores[k] >= floor ? k : strong_from[k + 1];
-    Py_ssize_t best_first = 0, best_last = 0;
-    double best_score = -1.0;
-    Py_ssize_t j = 0, size = 0;
-    double total = 0.0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (j <= i) {
-            j = i;
-            size = 0;
-            total = 0.0;
-        }
-        while (j < n && (j == i || size + sizes[j] <= budget)) {
-            size += sizes[j];
-            total += scores[j];
-            j++;
-        }
-        double score = j < n ? total - TAIL_WEIGHT * scores[j - 1] : total;
-        if (score > best_score && strong_from[i] < j) {
-            best_score = score;
-            best_first = i;
-            best_last = j - 1;
-        }
-        size -= sizes[i];
-        total -= scores[i];
-    }
-    *first_out = best_first;
-    *last_out = best_last;
-}
-
-/* Each line's size plus one (its newline), into ``sizes``: 0, or -1 with an exception set. */
-static int line_sizes(PyObject *lines, Py_ssize_t n, Py_ssize_t *sizes) {
-    int tuple_lines = PyTuple_Check(lines);
-    for (Py_ssize_t k = 0; k < n; k++) { /* a tuple's items borrowed (text_lines gives one) */
-        PyObject *line = tuple_lines ? PyTuple_GetItem(lines, k) : compiled_item(lines, k);
-        if (line == NULL)
-            return -1;
-        Py_ssize_t len = PyUnicode_Check(line) ? PyUnicode_GetLength(line) : PyObject_Size(line);
-        if (!tuple_lines)
-            Py_DECREF(line);
-        if (len < 0)
-            return -1;
-        sizes[k] = len + 1;
-    }
-    return 0;
-}
-
-int compiled_window_doubles(PyObject *lines, const double *scores, Py_ssize_t m,
-                            Py_ssize_t budget, Py_ssize_t *first_out, Py_ssize_t *last_out) {
-    Py_ssize_t n = PySequence_Size(lines);
-    if (n < 0)
-        return -1;
-    if (m < n) {
-        PyErr_SetString(PyExc_IndexError, "list index out of range");
-        return -1;
-    }
-    Py_ssize_t small_sizes[128], small_strong[129];
-    int on_stack = n < 128;
-    Py_ssize_t *sizes =
-        on_stack ? small_sizes : PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    Py_ssize_t *strong_from =
-        on_stack ? small_strong : PyMem_Malloc((size_t)(n + 1) * sizeof(Py_ssize_t));
-    int r = -1;
-    if (sizes == NULL || strong_from == NULL)
-        PyErr_NoMemory();
-    else if (line_sizes(lines, n, sizes) == 0) {
-        window_core(sizes, n, scores, m, budget, strong_from, first_out, last_out);
-        r = 0;
-    }
-    if (!on_stack) {
-        PyMem_Free(sizes);
-        PyMem_Free(strong_from);
-    }
-    return r;
-}
-
-
 
 /* An entry's snippet as (body, first line, last line), as compiled_snippet makes it (its
  * calls of text_lines and whole_lines), else ``snippet_of`` (make_snippet: the window is
