@@ -196,6 +196,30 @@ def test_a_reader_is_written_for_fields_met_twice_and_no_more_lists_than_kept(
     assert written == [tuple(fields), (*fields, "heading")] == list(plan.rows)
 
 
+def test_the_last_list_of_fields_is_read_by_its_own_reader_whatever_came_between() -> None:
+    """Rows are read by the reader of the fields before when their list is the same (the
+    list kept as it was, not the answer's, which its caller may change), else by the
+    plan's; a plan made again starts from nothing."""
+    fields = ["path", "start_line", "end_line", "score", "snippet"]
+    row = ["a.md", 1, 2, 0.5, "s"]
+    swapped = ["snippet", *fields[1:4], "path"]  # values of the same types, other fields
+    lists = [fields, [*fields, "heading"], swapped, [*fields, "tier"]]
+    rng = random.Random(7)
+    for n in range(60):
+        names = rng.choice(lists) if n > 8 else lists[n % 4]
+        values = [dict(zip(fields, row, strict=True)).get(k, "x") for k in names]
+        sent = list(names)
+        read = _rows_read(sent, [values, values])
+        sent[0], sent[-1] = sent[-1], sent[0]  # the answer's own list changed after it was read
+        as_map = SearchResult.from_wire({"results": [dict(zip(names, values, strict=True))] * 2})
+        assert _vars(SearchResult(results=read)) == _vars(as_map)
+    plan = SearchHit._readers
+    assert plan is not None and len(plan.rows) == 4 and all(map(callable, plan.rows.values()))
+    SearchHit._readers = _wire._plan_of(SearchHit)  # put back by the autouse fixture
+    _rows_read(list(fields), [row])
+    assert SearchHit._readers.rows == {tuple(fields): _wire_rows._ONCE}
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [
