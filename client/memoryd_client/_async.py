@@ -139,7 +139,7 @@ class AsyncMemoryClient:
         ``max_results``, ``sources``, ``since``; ``project``: the active project key(s)
         (docs/provenance.md); ``now``: the day the query's "yesterday" or "last week" counts
         from (default: today)."""
-        return await self._run(_calls.search(query, workspace=workspace, **options))
+        return await self._run(_calls.search(query, workspace, options))
 
     async def get(
         self,

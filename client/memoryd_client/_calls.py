@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from memoryd_client import _connection, protocol
 from memoryd_client._params import (
@@ -21,8 +21,8 @@ from memoryd_client._params import (
     iso,
     observe_params,
     omit_none,
+    params_of_search,
     recall_params,
-    search_params,
 )
 from memoryd_client.errors import BadResponse, ProtocolMismatch
 from memoryd_client.sync_types import SyncList, SyncRun
@@ -101,15 +101,10 @@ def status(workspace: str | None = None) -> Call[Status]:
     return Call("status", omit_none(workspace=workspace), Status.from_wire)
 
 
-def search(
-    query: str, *, workspace: str | None = None, **options: Unpack[SearchOptions]
-) -> Call[SearchResult]:
-    return Call(
-        "search",
-        search_params(query, workspace=workspace, **options),
-        SearchResult.from_wire,
-        when=_HIT_ROWS,
-    )
+def search(query: str, workspace: str | None, options: SearchOptions) -> Call[SearchResult]:
+    """``options``: the search's keyword arguments, as their map (search_params)."""
+    params = params_of_search(query, workspace, options)
+    return Call("search", params, SearchResult.from_wire, when=_HIT_ROWS)
 
 
 # The hits as rows: a third of the instructions of reading them as maps (docs/protocol.md).

@@ -43,6 +43,12 @@ def search_params(
 ) -> dict[str, Any]:
     """``search``'s params: ``options`` are the rows of
     :data:`memoryd_client.search_options.OPTIONS`, each written as its kind says."""
+    return params_of_search(query, workspace, options)
+
+
+def params_of_search(query: str, workspace: str | None, options: SearchOptions) -> dict[str, Any]:
+    """search_params of ``options`` as the map a caller's ``**options`` made (the typed
+    clients pass theirs on as it is: each ``**`` on the way was a map made again)."""
     params: dict[str, Any] = {"query": query}
     if workspace is not None:
         params["workspace"] = workspace

@@ -154,7 +154,7 @@ class MemoryClient:
         ``max_results``, ``sources``, ``since``; ``project``: the active project key(s)
         (docs/provenance.md); ``now``: the day the query's "yesterday" or "last week" counts
         from (default: today)."""
-        return self._run(_calls.search(query, workspace=workspace, **options))
+        return self._run(_calls.search(query, workspace, options))
 
     def get(
         self,
