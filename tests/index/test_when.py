@@ -42,3 +42,35 @@ def test_times_are_read_as_day_ranges(text: str, since: str | None, until: str |
 )
 def test_text_without_a_time_names_none(text: str) -> None:
     assert understood(text, FRIDAY) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "since", "until"),
+    [
+        # a day written out is that day, with its year (it was read as the whole month of
+        # today's year: "October 13, 2023" said in 2026 became October 2026)
+        ("What did Melanie show on October 13, 2023?", "2023-10-13", "2023-10-13"),
+        ("what happened October 13, 2023", "2023-10-13", "2023-10-13"),
+        ("on 3 June 2023", "2023-06-03", "2023-06-03"),
+        ("on Sept. 4 2025", "2025-09-04", "2025-09-04"),
+        ("the 13th of October, 2023 meeting", "2023-10-13", "2023-10-13"),
+        ("since the 5th of March 2025", "2025-03-05", None),
+        ("before June 3rd, 2023", None, "2023-06-02"),
+        ("until June 3rd, 2023", None, "2023-06-03"),
+        # no year: the last such day not after today
+        ("on May 20", "2026-05-20", "2026-05-20"),
+        ("on December 25", "2025-12-25", "2025-12-25"),
+        ("on 27 November", "2026-11-27", "2026-11-27"),
+        # a month and a year still is the month
+        ("in May 2023", "2023-05-01", "2023-05-31"),
+        ("in March, 2024", "2024-03-01", "2024-03-31"),
+    ],
+)
+def test_a_day_written_out_is_read_as_that_day(
+    text: str, since: str | None, until: str | None
+) -> None:
+    assert understood(text, FRIDAY) == (since, until)
+
+
+def test_a_day_the_month_does_not_have_names_no_time() -> None:
+    assert understood("on February 30, 2024", FRIDAY) is None

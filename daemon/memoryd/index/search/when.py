@@ -25,14 +25,23 @@ _M = r"(?P<month>" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
 _W = r"(?P<weekday>" + "|".join(sorted(_WEEKDAY, key=len, reverse=True)) + r")"
 _ISO = r"(?P<iso>\d{4}-\d{2}-\d{2})"
 _Y = r"(?P<year>(?:19|20)\d{2})"
+# A day written out, "October 13, 2023", "13th of October 2023", "June 3": the month's
+# name in no group of its own (_M names it), read again by _WRITTEN_PARTS.
+_MN = r"(?:" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
+_DOM = r"\d{1,2}(?:st|nd|rd|th)?(?!\d)"
+_WY = r"(?:(?:,\s*|\s+)(?:19|20)\d{2}(?!\d))"
+_WRITTEN = rf"(?P<written>{_MN}\s+{_DOM}{_WY}?|{_DOM}\s+(?:of\s+)?{_MN}{_WY}?)"
+_WRITTEN_PARTS = re.compile(r"[a-z]+|\d+", re.I)
 # A point in time, as a day or a span of days: an ISO date, a month (and year), a year,
 # a weekday, or a relative word.
-_POINT = rf"(?:{_ISO}|{_M}(?:,?\s+(?P<myear>(?:19|20)\d{{2}}))?|{_Y}|{_W}|(?P<rel>today|yesterday))"
+_MY = r"(?:,?\s+(?P<myear>(?:19|20)\d{2}))?"
+_POINT = rf"(?:{_ISO}|{_WRITTEN}|{_M}{_MY}|{_Y}|{_W}|(?P<rel>today|yesterday))"
 _PATTERNS = [
-    ("on", re.compile(rf"\b(?:on|in|during|from)\s+(?:last\s+)?{_POINT}\b", re.I)),
-    ("since", re.compile(rf"\b(?:since|after)\s+(?:last\s+)?{_POINT}\b", re.I)),
-    ("before", re.compile(rf"\b(?:before|until|till)\s+(?:last\s+)?{_POINT}\b", re.I)),
+    ("on", re.compile(rf"\b(?:on|in|during|from)\s+(?:last\s+|the\s+)?{_POINT}\b", re.I)),
+    ("since", re.compile(rf"\b(?:since|after)\s+(?:last\s+|the\s+)?{_POINT}\b", re.I)),
+    ("before", re.compile(rf"\b(?:before|until|till)\s+(?:last\s+|the\s+)?{_POINT}\b", re.I)),
     ("on", re.compile(rf"(?<![\w-]){_ISO}(?![\w-])", re.I)),
+    ("on", re.compile(rf"\b(?P<written>{_MN}\s+{_DOM}{_WY}|{_DOM}\s+(?:of\s+)?{_MN}{_WY})", re.I)),
     ("on", re.compile(r"\b(?P<rel>today|yesterday)\b", re.I)),
     ("last", re.compile(r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b", re.I)),
     ("ago", re.compile(r"\b(?P<n>\d{1,3})\s+(?P<unit>day|week|month)s?\s+ago\b", re.I)),
@@ -57,6 +66,9 @@ def _span(m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
         except ValueError:
             return None
         return d, d
+    if g.get("written"):
+        day = _written_day(g["written"], today)
+        return None if day is None else (day, day)
     if g.get("month"):
         month = _MONTH[g["month"].lower()]
         year = int(g["myear"]) if g.get("myear") else today.year
@@ -74,6 +86,22 @@ def _span(m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
         d = today if g["rel"].lower() == "today" else today - dt.timedelta(days=1)
         return d, d
     return None
+
+
+def _written_day(text: str, today: dt.date) -> dt.date | None:
+    """The day of "October 13, 2023" or "13th of October" (the last one not after ``today``
+    when no year is written); None for a day the month does not have."""
+    parts = _WRITTEN_PARTS.findall(text.lower())
+    month = next(_MONTH[w] for w in parts if w in _MONTH)
+    day, *written_year = (int(w) for w in parts if w.isdigit())
+    year = written_year[0] if written_year else today.year
+    try:
+        d = dt.date(year, month, day)
+        if not written_year and d > today:
+            d = dt.date(year - 1, month, day)  # "on June 3", said in May: the June before
+    except ValueError:
+        return None
+    return d
 
 
 def _relative(kind: str, m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
