@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import pytest
 
+from memoryd.index.search.query import query_days
 from memoryd.index.search.when import understood
+from memoryd.index.types import SearchRequest
 
 FRIDAY = dt.date(2026, 11, 27)
 
@@ -74,3 +77,57 @@ def test_a_day_written_out_is_read_as_that_day(
 
 def test_a_day_the_month_does_not_have_names_no_time() -> None:
     assert understood("on February 30, 2024", FRIDAY) is None
+
+
+# The letters IGNORECASE matches with ASCII ones (re's case folding): the long s, the dotted
+# capital I (and the dotless i, the Kelvin sign). A name written with one matches a pattern;
+# it must be read as that name, not looked up as it is (a KeyError: the search failed).
+LONG_S, DOTTED_I = "\u017f", "\u0130"
+S, DI = LONG_S, DOTTED_I
+
+
+@pytest.mark.parametrize(
+    ("text", "since", "until"),
+    [
+        (f"what did we paint on Augu{S}t 13, 2023", "2023-08-13", "2023-08-13"),
+        (f"on the 13th of {S}eptember", "2026-09-13", "2026-09-13"),
+        (f"in Augu{S}t 2023", "2023-08-01", "2023-08-31"),
+        (f"in {S}eptember 2025", "2025-09-01", "2025-09-30"),
+        (f"on Tue{S}day", "2026-11-24", "2026-11-24"),
+        (f"{S}ince Monday", "2026-11-23", None),
+        (f"notes from th{DI}s week", "2026-11-23", "2026-11-27"),
+        (f"two weeks ago, on {S}unday", "2026-11-22", "2026-11-22"),
+    ],
+)
+def test_names_written_with_letters_ignorecase_folds_are_read_as_those_names(
+    text: str, since: str | None, until: str | None
+) -> None:
+    assert understood(text, FRIDAY) == (since, until)
+    ascii_text = text.replace(LONG_S, "s").replace(DOTTED_I, "i")
+    assert understood(ascii_text, FRIDAY) == (since, until)
+
+
+def test_a_date_written_with_such_letters_is_the_querys_day() -> None:
+    assert query_days(f"what did Melanie paint on Augu{S}t 13, 2023?") == ["2023-08-13"]
+    assert query_days(f"and on 14 {S}ept 2023, or on 2023-10-13?") == ["2023-10-13", "2023-09-14"]
+    assert query_days(f"on 14 {S}ept 2023") == query_days("on 14 sept 2023")
+
+
+def test_a_search_naming_such_a_day_answers(make_index: Any) -> None:
+    """Through a real index: the question's day is a candidate's, and the search answers."""
+    make_index.write("memory/2023-08-13.md", "# Day\n- Melanie painted a sunrise.\n")
+    make_index.write("memory/2023-08-20.md", "# Day\n- Melanie painted the fence.\n")
+    ix = make_index()
+    ix.sync()
+    req = SearchRequest(
+        f"What did Melanie paint on Augu{S}t 13, 2023?",
+        max_results=2,
+        mode="keyword",
+        today="2023-12-01",
+    )
+    assert ix.search(req).results[0].path == "memory/2023-08-13.md"  # the day's own note
+    req = SearchRequest(f"Melanie in Augu{S}t?", max_results=2, mode="keyword", today="2023-12-01")
+    assert {h.path for h in ix.search(req).results} == {
+        "memory/2023-08-13.md",
+        "memory/2023-08-20.md",
+    }

@@ -6,6 +6,7 @@ import functools
 import re
 
 from memoryd.index.keyword.text import keyword_text
+from memoryd.index.search.when import folded
 
 _STOPWORD_TEXT = """
 a about above after again against all am an and any are as at be because been before being
@@ -88,6 +89,7 @@ def _dates_in(query: str) -> tuple[str, ...]:
     """query_days' dates of a query holding a year (three expressions: ~25 µs, asked again
     by each search of a question naming a time, for its signals: remembered)."""
     out: list[str] = []
+    query = folded(query)  # a month written with a long s: read as the month
     for rx, (yi, mi, di) in _DATE_PATTERNS:
         for m in rx.finditer(query):
             mo = m.group(mi)

@@ -18,6 +18,10 @@ Range = tuple[str | None, str | None]
 _MONTHS = [m.lower() for m in calendar.month_name[1:]]
 _MONTH = {m: i for i, m in enumerate(_MONTHS, 1)} | {m[:3]: i for i, m in enumerate(_MONTHS, 1)}
 _MONTH["sept"] = 9
+# The letters IGNORECASE matches with ASCII ones (re's case folding: the dotted and dotless
+# i, the long s, the Kelvin sign): a name written with one ("August" with a long s) matches
+# the patterns, and is read as the name it matched once they are ASCII letters (``folded``).
+_ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
 _DAYS = [d.lower() for d in calendar.day_name]  # monday first, as date.weekday()
 _WEEKDAY = {d: i for i, d in enumerate(_DAYS)} | {d[:3]: i for i, d in enumerate(_DAYS)}
 
@@ -55,6 +59,12 @@ _CHEAP = re.compile(
     + "|".join(_DAYS),
     re.I,
 )
+
+
+def folded(text: str) -> str:
+    """``text`` with the non-ASCII letters IGNORECASE matches with ASCII ones made those
+    ASCII letters (each one letter for one: every match and its place stay the same)."""
+    return text if text.isascii() else text.translate(_ASCII_FOLDS)
 
 
 def _span(m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
@@ -135,6 +145,7 @@ def understood(text: str, today: dt.date) -> Range | None:
     Remembered: every search asks it of its query, and agents ask the same ones again."""
     if not _CHEAP.search(text):
         return None
+    text = folded(text)  # the same matches, their names now the ones they matched
     since: dt.date | None = None
     until: dt.date | None = None
     found = False
