@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memoryd.index.search.line_days import named_days, on_named_day, reaches
 from memoryd.index.search.query import query_days
 from memoryd.index.search.when import understood
 from memoryd.index.types import SearchRequest
@@ -131,3 +132,42 @@ def test_a_search_naming_such_a_day_answers(make_index: Any) -> None:
         "memory/2023-08-13.md",
         "memory/2023-08-20.md",
     }
+
+
+# The calendar's ends (date.min, date.max): a time past them is no time, not an error (an
+# OverflowError failed the search).
+@pytest.mark.parametrize(
+    ("text", "today", "expected"),
+    [
+        ("notes after 9999-12-31", FRIDAY, None),
+        ("before 0001-01-01", FRIDAY, None),
+        ("after 9999-12-31, before 2026", FRIDAY, (None, "2025-12-31")),
+        ("999 days ago", dt.date(2, 1, 1), None),
+        ("in December", dt.date(1, 1, 5), None),
+        ("on 9999-12-31", FRIDAY, ("9999-12-31", "9999-12-31")),
+    ],
+)
+def test_a_time_past_the_calendars_ends_is_no_time(
+    text: str, today: dt.date, expected: tuple[str | None, str | None] | None
+) -> None:
+    assert understood(text, today) == expected
+
+
+def test_notes_near_the_calendars_ends_name_their_days() -> None:
+    assert reaches(("9999-12-25", "2023-10-13")) == ("9999-12-31", "2023-11-13")
+    assert on_named_day("9999-12-26", "- Yesterday we painted.", ["9999-12-25"])
+    assert named_days("- Yesterday, and 3 days ago.", "0001-01-02") == {"0001-01-01"}
+
+
+def test_a_search_naming_a_day_near_the_calendars_end_answers(make_index: Any) -> None:
+    make_index.write("memory/9999-12-25.md", "# Day\n- Melanie painted a sunrise.\n")
+    make_index.write("memory/9999-12-26.md", "# Day\n- Yesterday Melanie painted a fence.\n")
+    make_index.write("memory/2023-08-20.md", "# Day\n- Melanie painted the fence.\n")
+    ix = make_index()
+    ix.sync()
+    for mode in ("keyword", "hybrid"):
+        req = SearchRequest(
+            "What did Melanie paint on December 25, 9999?", max_results=3, mode=mode
+        )
+        hits = ix.search(req).results
+        assert {h.path for h in hits[:2]} == {"memory/9999-12-25.md", "memory/9999-12-26.md"}

@@ -47,7 +47,7 @@ def named_days(text: str, day: str) -> frozenset[str]:
             back = (today.weekday() - _WEEKDAY[m.group("weekday")]) % 7 or 7
         else:
             back = int(m.group("n"))
-        if 0 < back <= REACH:
+        if 0 < back <= REACH and back < today.toordinal():  # not before the calendar's first
             out.add((today - dt.timedelta(days=back)).isoformat())
     return frozenset(out)
 
@@ -74,3 +74,5 @@ def _reach(day: str) -> str:
         return (dt.date.fromisoformat(day) + dt.timedelta(days=REACH)).isoformat()
     except ValueError:  # "2023-02-31": named by no note
         return ""
+    except OverflowError:  # within REACH of the calendar's last day: up to it
+        return dt.date.max.isoformat()

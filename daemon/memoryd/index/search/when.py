@@ -139,6 +139,21 @@ def _relative(kind: str, m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.
     return today - dt.timedelta(days=days - 1), today  # lastn
 
 
+def _bounds(
+    kind: str, m: re.Match[str], today: dt.date
+) -> tuple[dt.date | None, dt.date | None] | None:
+    """(since, until) of the expression ``m`` matched (either None: open), or None."""
+    span = _span(m, today) if kind in ("on", "since", "before") else _relative(kind, m, today)
+    if span is None:
+        return None
+    first, last = span
+    if kind == "since":
+        return first if m.group(0).lower().startswith("since") else last + dt.timedelta(1), None
+    if kind == "before":
+        return None, first - dt.timedelta(1) if not m.group(0).lower().startswith("until") else last
+    return first, last
+
+
 @functools.lru_cache(maxsize=1024)
 def understood(text: str, today: dt.date) -> Range | None:
     """The range of days ``text`` names, relative to ``today``; None when it names none.
@@ -154,30 +169,16 @@ def understood(text: str, today: dt.date) -> Range | None:
         for m in rx.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue  # part of an expression already read ("since 2025-03-01")
-            span = (
-                _span(m, today) if kind in ("on", "since", "before") else _relative(kind, m, today)
-            )
-            if span is None:
+            try:
+                bounds = _bounds(kind, m, today)
+            except (OverflowError, ValueError):  # past the calendar's ends: no day, read
+                taken.append((m.start(), m.end()))  # (its date is not "on" that date)
+                continue
+            if bounds is None:
                 continue
             taken.append((m.start(), m.end()))
             found = True
-            first, last = span
-            if kind == "since":
-                lo, hi = (
-                    (first if m.group(0).lower().startswith("since") else last + dt.timedelta(1)),
-                    None,
-                )
-            elif kind == "before":
-                lo, hi = (
-                    None,
-                    (
-                        first - dt.timedelta(1)
-                        if not m.group(0).lower().startswith("until")
-                        else last
-                    ),
-                )
-            else:
-                lo, hi = first, last
+            lo, hi = bounds
             if lo is not None:
                 since = lo if since is None else max(since, lo)
             if hi is not None:
