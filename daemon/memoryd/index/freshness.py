@@ -42,6 +42,7 @@ from memoryd.files.layout import (
 from memoryd.index import filesystems, schema
 from memoryd.index.store import FileRow
 from memoryd.index.types import SearchRequest
+from memoryd.runtime.days import local_today
 from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_MEMORY
 
@@ -165,7 +166,7 @@ class Freshness:
             return  # another thread is looking
         try:
             start, found_before = self._clock(), self._found
-            paths = [path for _rel, path in (*self._folders, *self._hot_for(date.today()))]
+            paths = [path for _rel, path in (*self._folders, *self._hot_for(local_today()))]
             with self._lock:
                 paths += [os.path.join(self._root_str, rel) for rel in self._recent]
             found = filesystems.first_not_local(paths, self.fs_type)
@@ -314,7 +315,7 @@ class Freshness:
         sets watches on what it stats (file_events.py); from then on, until an event or a
         change of what it compares with (``_gen``), nothing is to be found and no stat is
         made: the same answer, one poll instead of ~8 stats."""
-        today = date.today()
+        today = local_today()
         w = self._watched
         if today != self._hot_day:  # the curated files, today's and yesterday's log
             self._hot = self._hot_for(today)

@@ -120,11 +120,16 @@ def _check(req: SearchRequest) -> None:
         raise InvalidParams(
             f"fusion must be {_either(FUSIONS)}, got {req.fusion!r}", {"param": "fusion"}
         )
-    if not req.sources or any(s not in SOURCES for s in req.sources):
+    if not req.sources or not all(map(SOURCES.__contains__, req.sources)):
         raise InvalidParams(
             f"sources must be a non-empty subset of {', '.join(SOURCES)}, got {list(req.sources)}",
             {"param": "sources"},
         )
+    if req.since is not None or req.until is not None:  # a search without them: no loop
+        _check_days(req)
+
+
+def _check_days(req: SearchRequest) -> None:
     for name in ("since", "until"):
         value = getattr(req, name)
         if value is not None and not (isinstance(value, str) and ISO_DAY.fullmatch(value)):

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Final, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from memoryd.runtime.days import ZoneDay
+
 # asyncio timers run on the monotonic clock, which stands still while the machine is
 # suspended; waking at least this often notices a suspend (or a wall-clock change) and lets
 # the scheduler catch up soon after. One wake-up a minute costs nothing.
@@ -60,6 +62,13 @@ def local_zone(env: dict[str, str] | None = None) -> dt.tzinfo:
     return fixed
 
 
+def today_iso(clock: Clock) -> str:
+    """``clock.now().date().isoformat()``; the system clock's read at most once a minute."""
+    if isinstance(clock, SystemClock):
+        return clock.today()
+    return clock.now().date().isoformat()
+
+
 def zone_name(tz: dt.tzinfo) -> str:
     key = getattr(tz, "key", None)
     return key if isinstance(key, str) else str(tz)
@@ -68,6 +77,7 @@ def zone_name(tz: dt.tzinfo) -> str:
 class SystemClock:
     def __init__(self, tz: dt.tzinfo | None = None) -> None:
         self.tz = tz if tz is not None else local_zone()
+        self.today = ZoneDay(self.tz)  # now().date().isoformat(), read once a minute
 
     def now(self) -> dt.datetime:
         return dt.datetime.now(self.tz)

@@ -22,7 +22,7 @@ from memoryd.files.provenance import (
 )
 from memoryd.files.reader import read_lines
 from memoryd.index.types import Fusion, Mode, SearchRequest, search_request
-from memoryd.jobs.clock import Clock
+from memoryd.jobs.clock import Clock, today_iso
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Request
 from memoryd.runtime.config import Config
@@ -86,7 +86,7 @@ class MemoryMethods:
         return {"search": self.search, "get": self.get, "append": self.append}
 
     async def search(self, p: Params, req: Request) -> dict[str, Any]:
-        today = self.clock.now().date().isoformat()  # "yesterday"'s today; usage's day
+        today = today_iso(self.clock)  # "yesterday"'s today; usage's day
         sources = self.config().search.sources
         asked = plain_search(p.raw, today, sources) or search_params(p, today, sources)
         ref, sreq, everywhere, include_superseded, rows = asked
@@ -275,7 +275,7 @@ def plain_search(raw: dict[str, Any], today: str, sources: tuple[str, ...]) -> S
         (),
         today,
     )
-    return Search(ref, sreq, False, False, rows)
+    return tuple.__new__(Search, (ref, sreq, False, False, rows))  # Search(...), no Python __new__
 
 
 def hit_rows(hits: list[dict[str, Any]]) -> dict[str, Any]:
