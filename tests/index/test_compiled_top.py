@@ -301,3 +301,31 @@ def test_lines_past_the_kept_room_are_the_long_ways(tokenize: TokenizeOffsets) -
         filters = Filters(SOURCES, None, None, None)
         long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, 0.0)
         assert short is not None and _shown(short) == _shown(long), case
+
+
+def test_past_the_stack_rooms_are_the_long_ways(tokenize: TokenizeOffsets) -> None:
+    """keyword_hits keeps up to 64 entries and a chunk's timed-line marks up to 256 lines on
+    its stack (_compiled_top.c ROOM_ENTRIES, MARK_ROOM); more candidates and longer chunks
+    take arrays of their own: the same hits, either side of both rooms."""
+    rng = random.Random(64)
+    for case in range(16):
+        n = rng.choice((1, 63, 64, 65, 90))
+        texts = {i: _text(rng) for i in rng.sample(range(1, 10**6), n)}
+        for i in rng.sample(list(texts), min(n, 3)):  # some chunks past 256 lines
+            texts[i] = "\n".join(_text(rng) for _ in range(rng.choice((9, 20, 30))))
+        rows = {i: _row(rng, t) for i, t in texts.items()}
+        ids = list(texts)
+        bm25 = {i: rng.uniform(0.01, 30.0) for i in ids}
+        weights = {w: rng.uniform(1e-3, 9.0) for w in rng.sample(WORDS, 4)}
+        cfg = SearchConfig(max_results=rng.choice((3, 10, 50)))
+        when = case % 4 != 0
+        twin = [LineStems(), LineStems()]
+        for cache in twin:
+            for i in ids:
+                cache.get(i, texts[i], tokenize)
+        short = _short_way(twin[0], ids, rows, bm25, SOURCES, weights, when, cfg)
+        filters = Filters(SOURCES, None, None, None)
+        long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, 0.0)
+        assert short is not None and _shown(short) == _shown(long), case
+        assert _lru(twin[0]) == _lru(twin[1]), case
+    assert max(t.count("\n") + 1 for t in texts.values()) > 256

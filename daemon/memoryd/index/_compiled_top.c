@@ -59,6 +59,8 @@ typedef struct {
     double boost;
 } Query;
 
+#define MARK_ROOM 256 /* lines of a chunk marked on the stack (past it: a PyMem array) */
+
 /* An entry's lines as focus.refocus gives them (``scores`` refocused in place, *n_out of
  * them: zip's length when a line names a time), reading ``e->timed`` (asked of timed_of
  * here the first time, as cached_line_scores asks it: only when a line scores): 0, or -1
@@ -82,7 +84,8 @@ static int refocus_doubles(Entry *e, const Query *qy, double *scores, Py_ssize_t
     Py_ssize_t m = PySequence_Size(e->timed), named = 0;
     if (m < 0)
         return -1;
-    int *marks = PyMem_Calloc((size_t)(m ? m : 1), sizeof(int));
+    int mark_room[MARK_ROOM]; /* a chunk's lines' marks while they fit (each set below) */
+    int *marks = m <= MARK_ROOM ? mark_room : PyMem_Calloc((size_t)m, sizeof(int));
     if (marks == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -92,7 +95,8 @@ static int refocus_doubles(Entry *e, const Query *qy, double *scores, Py_ssize_t
         marks[i] = t ? PyObject_IsTrue(t) : -1;
         Py_XDECREF(t);
         if (marks[i] < 0) {
-            PyMem_Free(marks);
+            if (marks != mark_room)
+                PyMem_Free(marks);
             return -1;
         }
         named += marks[i];
@@ -104,7 +108,8 @@ static int refocus_doubles(Entry *e, const Query *qy, double *scores, Py_ssize_t
                 scores[i] = scores[i] * qy->boost;
         *n_out = k;
     }
-    PyMem_Free(marks);
+    if (marks != mark_room)
+        PyMem_Free(marks);
     return 0;
 }
 
@@ -330,6 +335,8 @@ static int drop_unreachable(Entry *entries, Py_ssize_t *m, Py_ssize_t unlined, P
 
 /* Room for a search's entries' lines (a LoCoMo search's ~40 chunks: ~400-800 lines). */
 #define ROOM_LINES 1024
+/* Room for a search's entries (10 hits x the candidate multiplier 4: 40). */
+#define ROOM_ENTRIES 64
 
 /* A search's top, its entries scored (gather, score_all), for keyword_hits. */
 typedef struct {
@@ -341,6 +348,7 @@ typedef struct {
     compiled_lru lru;
     compiled_dating dt;
     double room[ROOM_LINES]; /* the entries' lines while they fit (not zeroed) */
+    Entry entry_room[ROOM_ENTRIES]; /* the entries while they fit (zeroed as used) */
 } Top;
 
 /* ``lines``: (lru, numbers, weights, vocab, timed_of, boost), ``lru`` LineStems._lent's
@@ -379,7 +387,12 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
     t->held = compiled_hold(ids, &t->n);
     if (t->held == NULL)
         return -1;
-    t->entries = PyMem_Calloc((size_t)(t->n ? t->n : 1), sizeof(Entry));
+    if (t->n <= ROOM_ENTRIES) { /* zeroed as PyMem_Calloc would (top_clear reads all n) */
+        t->entries = t->entry_room;
+        memset(t->entries, 0, (size_t)t->n * sizeof(Entry));
+    } else {
+        t->entries = PyMem_Calloc((size_t)t->n, sizeof(Entry));
+    }
     if (t->entries == NULL) {
         PyErr_NoMemory();
         return -1;
@@ -411,7 +424,8 @@ static int top_run(Top *t, PyObject *ids, PyObject *found, PyObject *uses, PyObj
 static void top_clear(Top *t) {
     if (t->entries != NULL) /* zeroed past the ones gather set (and sorted among themselves) */
         entries_clear(t->entries, t->n);
-    PyMem_Free(t->entries);
+    if (t->entries != t->entry_room)
+        PyMem_Free(t->entries);
     if (t->held != NULL)
         compiled_release(t->held, t->n);
     PyMem_Free(t->qy.numbers);
