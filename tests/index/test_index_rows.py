@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from engine_util import IndexFactory, search
-from memoryd.index.search.rows import ChunkRows, ParsedQueries, Row
+from memoryd.index.search.rows import ChunkRows, ParsedQueries, Row, read_rows
+from memoryd_client.search_terms import SOURCE_MEMORY
 
 
 def _row(text: str) -> Row:
@@ -110,3 +111,16 @@ def test_a_search_after_a_rewrite_shows_the_new_text(make_index: IndexFactory) -
     ix.sync()
     snippet = search(ix, "oolong tea").results[0].snippet
     assert "restocked" in snippet and "ran out" not in snippet
+
+
+def test_a_read_rows_source_is_the_interned_string(make_index: IndexFactory) -> None:
+    """read_rows interns each row's source, so a search's ``source in sources`` (the
+    config's, literals) is an identity check (_compiled_top.c gather, Filters.accepted)."""
+    make_index.write("memory/2024-05-01.md", "# 2024-05-01\n\n- Oolong tea ran out.\n")
+    ix = make_index()
+    ix.sync()
+    assert search(ix, "oolong tea").results
+    with ix.readers.borrow() as r:
+        ids = [i for (i,) in r.conn.execute("SELECT id FROM chunks")]
+        rows = read_rows(r.conn, ids, None, ix.generation)
+    assert rows and all(row.source is SOURCE_MEMORY for row in rows.values())

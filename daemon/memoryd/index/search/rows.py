@@ -11,6 +11,7 @@ from: the generation is read before the rows, and rows read under an older one a
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -154,7 +155,10 @@ def read_rows(
             f"FROM chunks WHERE id IN ({','.join('?' * len(part))})",
             list(part),
         ):
-            read[int(r[0])] = Row(r[1], r[2], r[3], int(r[4]), int(r[5]), r[6], r[7], bool(r[8]))
+            # The source interned: the sources a search lets through are the config's
+            # (literals, interned), so ``source in sources`` is an identity check.
+            source = sys.intern(r[2])
+            read[int(r[0])] = Row(r[1], source, r[3], int(r[4]), int(r[5]), r[6], r[7], bool(r[8]))
     if rows is not None and read:
         rows.put_many(read, generation)
     return kept | read
