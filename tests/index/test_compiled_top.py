@@ -303,10 +303,16 @@ def test_lines_past_the_kept_room_are_the_long_ways(tokenize: TokenizeOffsets) -
         assert short is not None and _shown(short) == _shown(long), case
 
 
-def test_past_the_stack_rooms_are_the_long_ways(tokenize: TokenizeOffsets) -> None:
+@pytest.mark.parametrize("marks", ["bools", "ints"])
+def test_past_the_stack_rooms_are_the_long_ways(
+    tokenize: TokenizeOffsets, marks: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """keyword_hits keeps up to 64 entries and a chunk's timed-line marks up to 256 lines on
     its stack (_compiled_top.c ROOM_ENTRIES, MARK_ROOM); more candidates and longer chunks
-    take arrays of their own: the same hits, either side of both rooms."""
+    take arrays of their own: the same hits, either side of both rooms. timed_lines' tuple
+    of True/False is read as it is; other marks (ints in a list) by their truth."""
+    if marks == "ints":
+        monkeypatch.setattr(shown, "timed_lines", lambda t: [int(x) for x in timed_lines(t)])
     rng = random.Random(64)
     for case in range(16):
         n = rng.choice((1, 63, 64, 65, 90))

@@ -90,10 +90,16 @@ static int refocus_doubles(Entry *e, const Query *qy, double *scores, Py_ssize_t
         PyErr_NoMemory();
         return -1;
     }
+    int bools = PyTuple_CheckExact(e->timed); /* timed_lines': a tuple of True/False */
     for (Py_ssize_t i = 0; i < m; i++) {
-        PyObject *t = compiled_item(e->timed, i);
-        marks[i] = t ? PyObject_IsTrue(t) : -1;
-        Py_XDECREF(t);
+        PyObject *t = bools ? PyTuple_GetItem(e->timed, i) : NULL;
+        if (t == Py_True || t == Py_False) {
+            marks[i] = t == Py_True; /* what PyObject_IsTrue says of them */
+        } else {
+            t = compiled_item(e->timed, i);
+            marks[i] = t ? PyObject_IsTrue(t) : -1;
+            Py_XDECREF(t);
+        }
         if (marks[i] < 0) {
             if (marks != mark_room)
                 PyMem_Free(marks);
