@@ -124,3 +124,17 @@ def test_a_read_rows_source_is_the_interned_string(make_index: IndexFactory) -> 
         ids = [i for (i,) in r.conn.execute("SELECT id FROM chunks")]
         rows = read_rows(r.conn, ids, None, ix.generation)
     assert rows and all(row.source is SOURCE_MEMORY for row in rows.values())
+
+
+def test_a_query_of_one_stem_a_term_keeps_them_in_order() -> None:
+    """ParsedQuery.singles: each term's one stem, in query order (what the keyword copy
+    ranks); None when a term has more than one (or none)."""
+
+    def stems(term: str) -> list[str]:
+        return {"kites": ["kite", "kit"], "none": []}.get(term, [term.rstrip("s")])
+
+    parsed = ParsedQueries()
+    assert parsed.get("teas and gardens", stems).singles == ("tea", "garden")  # "and": no term
+    assert parsed.get("teas and kites", stems).singles is None
+    assert parsed.get("none teas", stems).singles is None
+    assert parsed.get("", stems).singles == ()

@@ -75,7 +75,10 @@ class Filters(NamedTuple):
             self.path_prefix
             or self.since
             or self.until
-            or not set(self.indexed_sources) <= set(self.sources)
+            or (
+                self.sources != self.indexed_sources  # the usual case: the same sources
+                and not set(self.indexed_sources) <= set(self.sources)
+            )
         )
 
     def chunk_sql(self, alias: str = "c") -> tuple[str, list[Any]]:

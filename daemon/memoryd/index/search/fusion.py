@@ -321,8 +321,10 @@ def keyword_ranked(
     filters: Filters,
     limit: int,
     keywords: KeywordMirror | None = None,
+    singles: Sequence[str] | None = None,
 ) -> list[tuple[int, float]]:
     """The BM25 top ``limit`` of the OR query of ``terms``, asked more cheaply when it can be.
+    ``singles``: each term's one stem (ParsedQuery.singles), found here when not given.
 
     The in-memory copy answers when it is loaded, the filters are ones it holds (not a path
     prefix) and every term is one token (a phrase needs positions, which only FTS5 keeps).
@@ -337,11 +339,12 @@ def keyword_ranked(
     the whole query is asked, which gives the copy's scores bit for bit, as long as the
     common words match at most ``EXACT_COMMON_POSTINGS`` chunks in all.
     """
-    single = all(len(term_stems[t]) == 1 for t in terms)
-    answers = keywords is not None and single and not filters.path_prefix
-    if keywords is not None and answers:
+    if singles is None and all(len(term_stems[t]) == 1 for t in terms):
+        singles = [term_stems[t][0] for t in terms]
+    answers = keywords is not None and singles is not None and not filters.path_prefix
+    if keywords is not None and singles is not None and answers:
         ranked = keywords.top(
-            [term_stems[t][0] for t in terms],
+            singles,
             limit,
             filters.sources if filters.restrictive else None,
             filters.since,
@@ -447,7 +450,14 @@ def _candidate_ids(
         # The same first n either way (ties go by id): only other candidates need more.
         limit = n if mode == "keyword" and not days else n * KEYWORD_OVERFETCH
         ranked_kw = keyword_ranked(
-            conn, parsed.terms, parsed.term_stems, *counts, filters, limit, env.keywords
+            conn,
+            parsed.terms,
+            parsed.term_stems,
+            *counts,
+            filters,
+            limit,
+            env.keywords,
+            parsed.singles,
         )
         ids = [i for i, _ in ranked_kw[:n]]  # distinct: one entry a chunk
     if (qvec is not None and mode != "keyword") or days:

@@ -172,6 +172,9 @@ class ParsedQuery(NamedTuple):
     days: tuple[str, ...]  # query.query_days
     when: bool  # focus.asks_when: a question asking when (its lines naming a time count more)
     stems: tuple[str, ...]  # every term's stems, each once, in order
+    # each term's one stem, in query order (repeats kept), or None when a term has more or
+    # none (a phrase: only FTS5 answers it): what the keyword copy ranks (keyword_ranked)
+    singles: tuple[str, ...] | None = None
 
 
 class ParsedQueries:
@@ -193,7 +196,10 @@ class ParsedQueries:
         terms = tuple(query_terms(query))
         stems = {t: stems_of(t) for t in terms}
         every = tuple(dict.fromkeys(s for ts in stems.values() for s in ts))
-        found = ParsedQuery(terms, stems, tuple(query_days(query)), asks_when(query), every)
+        single = all(len(stems[t]) == 1 for t in terms)
+        singles = tuple(stems[t][0] for t in terms) if single else None
+        days, when = tuple(query_days(query)), asks_when(query)
+        found = ParsedQuery(terms, stems, days, when, every, singles)
         with self._lock:
             self._items[query] = found
             while len(self._items) > self.capacity:
