@@ -28,7 +28,7 @@ from memoryd.exit_codes import (
     EXIT_SOCKET,
     EXIT_USAGE,
 )
-from memoryd.runtime.log_levels import LEVELS
+from memoryd.runtime.log_names import LEVELS
 
 if TYPE_CHECKING:
     import argparse

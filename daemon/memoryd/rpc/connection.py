@@ -7,23 +7,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memoryd.rpc.budget import ByteBudget
 from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as frozen_record  # runtime/records.py says why
-
-    from memoryd.rpc.wire import Wire
 else:
     from memoryd.runtime.records import frozen_record
 
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 MiB = 1024 * 1024
-# A frame body above this reserves its length before it is read; smaller ones are covered
-# by the in-flight cap (64 of them are a few MiB at most).
-LARGE_BODY_BYTES = 64 * 1024
+
+
+class ReadSide(Protocol):
+    """What a connection asks of the protocol reading its frames (wire.Wire): the
+    transport, reading again once there is room, and waiting for the socket to drain."""
+
+    transport: asyncio.Transport | None
+
+    def room(self) -> None: ...
+
+    async def drain(self) -> None: ...
 
 
 @frozen_record(frozen=True, eq=False, repr=False)
@@ -41,7 +47,9 @@ class Limits(Record):
 class Connection:
     """One client's connection: its transport, its byte budget and its requests in flight."""
 
-    def __init__(self, wire: Wire, peer_pid: int | None, limits: Limits, total: ByteBudget) -> None:
+    def __init__(
+        self, wire: ReadSide, peer_pid: int | None, limits: Limits, total: ByteBudget
+    ) -> None:
         assert wire.transport is not None
         self.wire = wire  # its bytes as frames (wire.py)
         self.transport = wire.transport

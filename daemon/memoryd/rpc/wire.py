@@ -28,7 +28,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
-from memoryd.rpc.connection import LARGE_BODY_BYTES
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode, FrameError
 
@@ -37,6 +36,11 @@ if TYPE_CHECKING:
 
 HEADER_SIZE = protocol.HEADER.size
 READ_BYTES = 256 * 1024  # the most one read takes (asyncio's own size for a read)
+
+
+# A frame body above this reserves its length before it is read; smaller ones are covered
+# by the in-flight cap (64 of them are a few MiB at most).
+LARGE_BODY_BYTES = 64 * 1024
 
 
 class _ReadBuffer(threading.local):

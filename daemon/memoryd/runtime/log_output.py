@@ -27,7 +27,7 @@ from typing import Any, Final, TextIO
 
 import structlog
 
-from memoryd.runtime.logs import LOGGED_AT
+from memoryd.runtime.log_names import LOGGED_AT
 from memoryd.secrets import mask
 
 _SECRET_KEY = re.compile(

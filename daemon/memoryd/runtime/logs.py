@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import datetime
 import threading
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from memoryd.runtime.log_levels import LEVELS
+from memoryd.runtime.log_names import LEVELS, LOGGED_AT
 
 if TYPE_CHECKING:
     from structlog.typing import FilteringBoundLogger
 
 __all__ = ["LEVELS", "Logger", "configure_logging", "debug_enabled", "get_logger", "release"]
-
-# The key a held line carries its own time in (log_output's timestamp takes it out).
-LOGGED_AT: Final = "_memoryd_logged_at"
 
 _DEBUG = [True]  # whether debug lines are written (configure_logging sets it)
 
