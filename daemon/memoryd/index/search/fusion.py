@@ -459,7 +459,8 @@ def _candidate_ids(
             env.keywords,
             parsed.singles,
         )
-        ids = [i for i, _ in ranked_kw[:n]]  # distinct: one entry a chunk
+        top = ranked_kw if len(ranked_kw) <= n else ranked_kw[:n]
+        ids = [i for i, _ in top]  # distinct: one entry a chunk
     if (qvec is not None and mode != "keyword") or days:
         found = dict.fromkeys(ids)
         if qvec is not None and mode != "keyword":

@@ -43,7 +43,10 @@ Scored = tuple[float, float | None, float | None, Candidate]
 _new_hit: Callable[[type[SearchHit], tuple[Any, ...]], SearchHit] = tuple.__new__
 _SNIPPETS = (text_lines, whole_lines, Snippet)  # what the compiled snippet calls and makes
 _SHOWN = (text_lines, whole_lines, shown_text)  # ... and the compiled hits (keyword_hits)
-_TIERS = (SOURCE_SESSIONS, CURATED_FILES, TIER_SESSIONS, TIER_CURATED, TIER_EPISODIC)
+# The curated files as a set: the compiled hits ask ``path in`` it of every hit (a path's
+# hash is kept with its row; the tuple compared the path with each name).
+_CURATED = frozenset(CURATED_FILES)
+_TIERS = (SOURCE_SESSIONS, _CURATED, TIER_SESSIONS, TIER_CURATED, TIER_EPISODIC)
 
 
 def snippet_scores(c: Candidate, window_budget: int) -> list[float]:
