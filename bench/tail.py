@@ -20,6 +20,9 @@ slowest 1% of searches; with STALL_PROBE_STACKS=1 a thread samples the loop's st
 long callbacks (it wakes every 2 ms, so it competes for the GIL itself: diagnosis only).
 CPU times are what a loaded machine leaves alone: a full collection of 30 ms of CPU is the
 daemon's stall whatever the load.
+``--waits`` (bench/waits.py) puts each search over 5x p50 down to a cause as the kernel
+counts it: the daemon's CPU, a wait on a run queue (the daemon's loop thread or the client),
+the hypervisor's steal, or none of these.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from latency import Daemon, log, summarize
 from scale import code_at, daemon
 from synth import LOCOMO_DIR as LOCOMO
 from synth import conv_questions
+from waits import Waits, account, spent
 
 PROBE = Path(__file__).resolve().parent / "_stall_probe"
 
@@ -80,6 +84,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             for q in questions:
                 c.search(q, workspace=daemons[label][1], max_results=10, min_score=0)
         threads0 = {k: thread_cpu(d.pid) for k, (d, _) in daemons.items()}
+        waits = {k: Waits(d.pid) for k, (d, _) in daemons.items()} if args.waits else {}
+        spent_: dict[str, list[Any]] = {k: [] for k in labels}
         ms: dict[str, list[float]] = {k: [] for k in labels}
         at: dict[str, list[float]] = {k: [] for k in labels}
         loads = [os.getloadavg()[0]]
@@ -87,12 +93,15 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             for i, q in enumerate(questions):
                 k = (i + p) % len(labels)
                 for label in labels[k:] + labels[:k]:
+                    w0 = waits[label].sample() if waits else None
                     at[label].append(time.time())
                     t = time.perf_counter()
                     clients[label].search(
                         q, workspace=daemons[label][1], max_results=10, min_score=0
                     )
                     ms[label].append((time.perf_counter() - t) * 1000)
+                    if w0 is not None:
+                        spent_[label].append(spent(w0, waits[label].sample()))
             loads.append(os.getloadavg()[0])
         threads = {k: thread_cpu(d.pid) for k, (d, _) in daemons.items()}
     out: dict[str, Any] = {"loads": loads, "codes": {}}
@@ -108,6 +117,8 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             for name, ms_ in threads[label].items()
             if ms_ - before.get(name, 0.0) > 0
         }
+        if waits:
+            s["waits"] = account(ms[label], spent_[label], p50)
         if args.probe:
             s["stalls"] = stalls(tmp / f"probe-{label.replace('/', '_')}", ms[label], at[label])
     return out
@@ -185,6 +196,12 @@ def report(r: dict[str, Any]) -> None:
                     print("    " + " <- ".join(reversed(stack)))
             for slow in st["slow"]:
                 print(f"- {slow['ms']} ms: {json.dumps(slow['events'])}")
+    for label, s in r["codes"].items():
+        if "waits" in s:
+            w = s["waits"]
+            print(f"\n{label}: searches over {w['over']:g}x p50 by cause {w['causes']}")
+            for row in w["searches"][:8]:
+                print(f"- {json.dumps(row)}")
     loads = r["loads"]
     print(f"\nload average (1 min) {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
 
@@ -205,6 +222,12 @@ def main() -> None:
         type=int,
         help="run the bench and its daemons at this niceness (root: -20 shields them from "
         "a shared machine's load, which otherwise makes the tail)",
+    )
+    ap.add_argument(
+        "--waits",
+        action="store_true",
+        help="per search, the daemon's and the client's CPU and run-queue waits and the "
+        "machine's steal (bench/waits.py): where each search over 5x p50 went",
     )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
