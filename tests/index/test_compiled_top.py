@@ -293,14 +293,35 @@ def test_lines_past_the_kept_room_are_the_long_ways(tokenize: TokenizeOffsets) -
         weights = {w: rng.uniform(1e-3, 9.0) for w in rng.sample(WORDS, 4)}
         cfg = SearchConfig(max_results=rng.choice((3, 10, 30)))
         when = case % 2 == 0
-        twin = [LineStems(), LineStems()]
-        for cache in twin:
-            for i in ids:
-                cache.get(i, texts[i], tokenize)
-        short = _short_way(twin[0], ids, rows, bm25, SOURCES, weights, when, cfg)
-        filters = Filters(SOURCES, None, None, None)
-        long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, 0.0)
-        assert short is not None and _shown(short) == _shown(long), case
+        twin = _both_cached(tokenize, texts)
+        _same_both_ways(twin, ids, rows, bm25, weights, when, cfg, case)
+
+
+def _both_cached(tokenize: TokenizeOffsets, texts: dict[int, str]) -> list[LineStems]:
+    """Two line caches holding every chunk's lines: one for each way."""
+    twin = [LineStems(), LineStems()]
+    for cache in twin:
+        for i, text in texts.items():
+            cache.get(i, text, tokenize)
+    return twin
+
+
+def _same_both_ways(
+    twin: list[LineStems],
+    ids: list[int],
+    rows: dict[int, Row],
+    bm25: dict[int, float],
+    weights: dict[str, float],
+    when: bool,
+    cfg: SearchConfig,
+    case: int,
+) -> None:
+    """keyword_hits (the short way, on twin[0]) shows what fuse and shown_hits show (the
+    long way, on twin[1])."""
+    short = _short_way(twin[0], ids, rows, bm25, SOURCES, weights, when, cfg)
+    filters = Filters(SOURCES, None, None, None)
+    long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, 0.0)
+    assert short is not None and _shown(short) == _shown(long), case
 
 
 @pytest.mark.parametrize("marks", ["bools", "ints"])
@@ -325,13 +346,7 @@ def test_past_the_stack_rooms_are_the_long_ways(
         weights = {w: rng.uniform(1e-3, 9.0) for w in rng.sample(WORDS, 4)}
         cfg = SearchConfig(max_results=rng.choice((3, 10, 50)))
         when = case % 4 != 0
-        twin = [LineStems(), LineStems()]
-        for cache in twin:
-            for i in ids:
-                cache.get(i, texts[i], tokenize)
-        short = _short_way(twin[0], ids, rows, bm25, SOURCES, weights, when, cfg)
-        filters = Filters(SOURCES, None, None, None)
-        long = _long_way(twin[1], ids, rows, bm25, filters, weights, when, cfg, 0.0)
-        assert short is not None and _shown(short) == _shown(long), case
+        twin = _both_cached(tokenize, texts)
+        _same_both_ways(twin, ids, rows, bm25, weights, when, cfg, case)
         assert _lru(twin[0]) == _lru(twin[1]), case
     assert max(t.count("\n") + 1 for t in texts.values()) > 256
