@@ -22,22 +22,26 @@ CPU times are what a loaded machine leaves alone: a full collection of 30 ms of 
 daemon's stall whatever the load.
 ``--waits`` (bench/waits.py) puts each search over 5x p50 down to a cause as the kernel
 counts it: the daemon's CPU, a wait on a run queue (the daemon's loop thread or the client),
-the hypervisor's steal, or none of these.
+the hypervisor's steal, or none of these. ``--sched`` (bench/holders.py, perf sched) names
+who had the cores meanwhile: the bench's daemons, other processes, or idle cores.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import json
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import holders
 from latency import Daemon, log, summarize
 from scale import code_at, daemon
 from synth import LOCOMO_DIR as LOCOMO
@@ -88,23 +92,30 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         spent_: dict[str, list[Any]] = {k: [] for k in labels}
         ms: dict[str, list[float]] = {k: [] for k in labels}
         at: dict[str, list[float]] = {k: [] for k in labels}
+        mono: dict[str, list[float]] = {k: [] for k in labels}
         loads = [os.getloadavg()[0]]
-        for p in range(args.passes):
-            for i, q in enumerate(questions):
-                k = (i + p) % len(labels)
-                for label in labels[k:] + labels[:k]:
-                    w0 = waits[label].sample() if waits else None
-                    at[label].append(time.time())
-                    t = time.perf_counter()
-                    clients[label].search(
-                        q, workspace=daemons[label][1], max_results=10, min_score=0
-                    )
-                    ms[label].append((time.perf_counter() - t) * 1000)
-                    if w0 is not None:
-                        spent_[label].append(spent(w0, waits[label].sample()))
-            loads.append(os.getloadavg()[0])
+        sched = tmp / "sched.data"
+        recording = holders.recorded(sched) if args.sched else contextlib.nullcontext(sched)
+        with recording:
+            for p in range(args.passes):
+                for i, q in enumerate(questions):
+                    k = (i + p) % len(labels)
+                    for label in labels[k:] + labels[:k]:
+                        w0 = waits[label].sample() if waits else None
+                        at[label].append(time.time())
+                        mono[label].append(time.monotonic())
+                        t = time.perf_counter()
+                        clients[label].search(
+                            q, workspace=daemons[label][1], max_results=10, min_score=0
+                        )
+                        ms[label].append((time.perf_counter() - t) * 1000)
+                        if w0 is not None:
+                            spent_[label].append(spent(w0, waits[label].sample()))
+                loads.append(os.getloadavg()[0])
         threads = {k: thread_cpu(d.pid) for k, (d, _) in daemons.items()}
+        pids = {k: d.pid for k, (d, _) in daemons.items()}
     out: dict[str, Any] = {"loads": loads, "codes": {}}
+    spells = holders.spells(sched) if args.sched else []
     for label in labels:
         s = summarize(ms[label])
         p50 = s["p50"]
@@ -121,7 +132,40 @@ def run(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             s["waits"] = account(ms[label], spent_[label], p50)
         if args.probe:
             s["stalls"] = stalls(tmp / f"probe-{label.replace('/', '_')}", ms[label], at[label])
+        if args.sched:
+            s["held"] = held_during(spells, pids, label, ms[label], mono[label], p50)
     return out
+
+
+def held_during(
+    spells: list[holders.Spell],
+    pids: dict[str, int],
+    label: str,
+    ms: list[float],
+    mono: list[float],
+    p50: float,
+    over: float = 5.0,
+) -> dict[str, Any]:
+    """Who had the cores during each of ``label``'s searches over ``over`` x p50: CPU ms of
+    each other task in the search's window (the bench's daemons by code, "idle" for a core
+    with nothing to run), summed and for the slowest eight."""
+    roles = {pid: f"daemon {k}" for k, pid in pids.items()}
+    roles[os.getpid()] = "bench client"
+    skip = {pids[label], threading.get_native_id()}  # the search's own two threads
+    rows = []
+    total: collections.Counter[str] = collections.Counter()
+    for wall, t0 in zip(ms, mono, strict=True):
+        if wall <= over * p50:
+            continue
+        h = holders.held(spells, (t0, t0 + wall / 1000), roles, skip)
+        total.update(h)
+        rows.append({"ms": round(wall, 2), "held": {k: round(v, 2) for k, v in h.most_common(3)}})
+    return {
+        "over": over,
+        "searches": len(rows),
+        "total_ms": {k: round(v, 1) for k, v in total.most_common(8)},
+        "slowest": sorted(rows, key=lambda r: -r["ms"])[:8],
+    }
 
 
 def thread_cpu(pid: int) -> dict[str, float]:
@@ -202,6 +246,15 @@ def report(r: dict[str, Any]) -> None:
             print(f"\n{label}: searches over {w['over']:g}x p50 by cause {w['causes']}")
             for row in w["searches"][:8]:
                 print(f"- {json.dumps(row)}")
+    for label, s in r["codes"].items():
+        if "held" in s:
+            h = s["held"]
+            print(
+                f"\n{label}: {h['searches']} searches over {h['over']:g}x p50; CPU ms of others "
+                f"in their windows {h['total_ms']}"
+            )
+            for row in h["slowest"]:
+                print(f"- {row['ms']} ms: {row['held']}")
     loads = r["loads"]
     print(f"\nload average (1 min) {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores")
 
@@ -228,6 +281,12 @@ def main() -> None:
         action="store_true",
         help="per search, the daemon's and the client's CPU and run-queue waits and the "
         "machine's steal (bench/waits.py): where each search over 5x p50 went",
+    )
+    ap.add_argument(
+        "--sched",
+        action="store_true",
+        help="record the machine's scheduling meanwhile (perf sched, bench/holders.py): who "
+        "had the cores during each search over 5x p50",
     )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
