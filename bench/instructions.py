@@ -18,7 +18,10 @@ load; the number of instructions the daemon executes for it does not. For each c
    what the daemon does by itself meanwhile (its timers, the idle reaper).
 
 Every thread of the daemon is counted (callgrind sums them): the event loop's, the reader
-threads', hit counting's. The client runs outside valgrind. A daemon under callgrind runs
+threads', hit counting's. The client runs outside valgrind, unless ``--client``: then the
+requests are asked by a client process under callgrind too (bench/_client_requests.py, the
+same rev's client), dumped on either side of each batch, and its instructions per request
+are reported beside the daemon's (the columns ``client ...``). A daemon under callgrind runs
 ~50x slower, so a code takes a few minutes.
 """
 
@@ -35,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -105,8 +108,49 @@ def dump(pid: int, out: Path) -> int:
         time.sleep(0.1)
 
 
-def count(rev: str | None, tmp: Path, source: Path, n: int, methods: list[str]) -> dict[str, int]:
-    """Instructions per request of each method for the code of ``rev`` (None: this tree)."""
+@contextlib.contextmanager
+def client_under_callgrind(
+    d: Daemon, env: dict[str, str], out: Path, name: str, queries: list[str]
+) -> Iterator[tuple[int, Callable[[str, int], None]]]:
+    """A client process under callgrind (bench/_client_requests.py): its pid, and a call
+    that has it ask n requests of a method and waits for them."""
+    probe = Path(__file__).with_name("_client_requests.py")
+    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+    proc = subprocess.Popen(
+        [*command, str(probe), str(d.socket), name, *queries],
+        env={**d.env, **env},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def ask(method: str, n: int) -> None:
+        stdin.write(f"{method} {n}\n")
+        stdin.flush()
+        if stdout.readline().strip() != "done":
+            raise SystemExit(f"the client under callgrind ended (exit {proc.wait()})")
+
+    try:
+        yield proc.pid, ask
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.write("quit\n")
+            stdin.close()
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def count(
+    rev: str | None, tmp: Path, source: Path, n: int, methods: list[str], client: bool = False
+) -> dict[str, int]:
+    """Instructions per request of each method for the code of ``rev`` (None: this tree);
+    with ``client``, the client's too (keys ``client <method>``)."""
     queries = conv_questions(source.name, 150) if source.parent == LOCOMO_DIR else []
     if not queries:
         queries = [p.stem.replace("-", " ") for p in sorted(source.rglob("*.md"))][:150]
@@ -115,21 +159,25 @@ def count(rev: str | None, tmp: Path, source: Path, n: int, methods: list[str]) 
     out = tmp / f"cg-{tag.replace('/', '_')}.out"
     with code_at(rev, tmp, compiled=True) as env:
         name = build_index(home, source, env)
-        with under_callgrind(home, env, out) as d, d.client(timeout=STARTUP_S) as c:
-            for q in queries:
-                c.search(q, workspace=name, max_results=10, min_score=0)
+        with contextlib.ExitStack() as stack:
+            d = stack.enter_context(under_callgrind(home, env, out))
+            if client:
+                cout = tmp / f"cgc-{tag.replace('/', '_')}.out"
+                cpid, ask = stack.enter_context(client_under_callgrind(d, env, cout, name, queries))
+            else:
+                ask = asker(stack.enter_context(d.client(timeout=STARTUP_S)), name, queries)
+            ask("search", len(queries))
             time.sleep(HIT_BATCH_S)
             per: dict[str, int] = {}
             for method in methods:
                 dump(d.pid, out)
+                if client:
+                    dump(cpid, cout)
                 started = time.monotonic()
-                for i in range(n):
-                    if method == "hello":
-                        c.hello()
-                    else:
-                        c.search(
-                            queries[i % len(queries)], workspace=name, max_results=10, min_score=0
-                        )
+                ask(method, n)
+                if client:
+                    per[f"client {method}"] = dump(cpid, cout) // n
+                    log(f"{tag} client {method}: {per[f'client {method}']:,} each")
                 if method == "search":
                     time.sleep(HIT_BATCH_S)
                 busy = dump(d.pid, out)
@@ -138,6 +186,19 @@ def count(rev: str | None, tmp: Path, source: Path, n: int, methods: list[str]) 
                 per[method] = (busy - idle) // n
                 log(f"{tag} {method}: {per[method]:,} each (busy {busy:,}, idle {idle:,})")
             return per
+
+
+def asker(c: Any, name: str, queries: list[str]) -> Callable[[str, int], None]:
+    """The driver's own client asking n requests of a method (outside valgrind)."""
+
+    def ask(method: str, n: int) -> None:
+        for i in range(n):
+            if method == "hello":
+                c.hello()
+            else:
+                c.search(queries[i % len(queries)], workspace=name, max_results=10, min_score=0)
+
+    return ask
 
 
 def log(msg: str) -> None:
@@ -150,6 +211,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=300, help="requests per method")
     ap.add_argument("--methods", default="search,hello")
     ap.add_argument("--workspace", type=Path, default=LOCOMO_DIR / "conv-26")
+    ap.add_argument("--client", action="store_true", help="count the client's too")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
@@ -159,7 +221,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mdi-", dir="/tmp") as t:
         tmp = Path(t)
         for rev in [*args.baseline, None]:
-            rows[rev or "this"] = count(rev, tmp, args.workspace.resolve(), args.n, methods)
+            source = args.workspace.resolve()
+            rows[rev or "this"] = count(rev, tmp, source, args.n, methods, args.client)
+    if args.client:
+        methods = [*methods, *(f"client {m}" for m in methods)]
     report(rows, methods, args)
 
 
@@ -179,7 +244,10 @@ def report(rows: dict[str, dict[str, int]], methods: list[str], args: Any) -> No
             amount = f"{per[m] / 1e6:.3f} M" if per[m] >= 1e6 else f"{per[m] / 1e3:.0f} k"
             cells.append(amount + rel)
         if ratio:
-            cells.append(f"{per['search'] / max(per['hello'], 1):.1f}x")
+            search, hello = per["search"], per["hello"]
+            if "client search" in per:  # both sides of the socket
+                search, hello = search + per["client search"], hello + per["client hello"]
+            cells.append(f"{search / max(hello, 1):.1f}x")
         print(f"| {code} | {' | '.join(cells)} |")
     print(
         f"\ninstructions of every daemon thread per request (callgrind), {args.n} requests "
