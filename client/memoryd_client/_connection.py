@@ -386,32 +386,43 @@ class FrameBuffer:
     bytes simply stay here for the next read. An answer most often comes in one read that
     holds exactly its frame: it is decoded where it was received, with no copy (a search's
     7-8 kB answer was copied three times: into the buffer, out as a slice, into bytes).
+    The frames taken are passed over by an offset, not cut off: cutting the rest off a
+    read for each frame copied it, so a read of many small frames cost their count times
+    its size.
     """
 
     def __init__(self, max_bytes: int = protocol.DEFAULT_MAX_FRAME_BYTES) -> None:
         self._buf: bytes | bytearray = b""
+        self._at = 0  # where the next frame starts in _buf
         self._max = max_bytes
 
     def feed(self, data: bytes) -> None:
-        if not self._buf and data.__class__ is bytes:
-            self._buf = data  # kept as received until its frames are taken or more comes
-        elif self._buf.__class__ is bytearray:
-            self._buf += data
+        buf, at = self._buf, self._at
+        if at == len(buf) and data.__class__ is bytes:
+            self._buf, self._at = data, 0  # kept as received until its frames are taken
+            return
+        if buf.__class__ is bytearray:
+            if at:
+                del buf[:at]  # once per read, not per frame
         else:
-            self._buf = bytearray(self._buf) + data
+            buf = bytearray(memoryview(buf)[at:])
+        buf += data
+        self._buf, self._at = buf, 0
 
     def next_frame(self) -> dict[str, Any] | None:
-        buf = self._buf
+        buf, at = self._buf, self._at
         size = protocol.HEADER.size
-        if len(buf) < size:
+        start = at + size
+        if len(buf) < start:
             return None
-        length = protocol.frame_length(bytes(buf[:size]), self._max)
-        end = size + length
+        length = protocol.frame_length(bytes(buf[at:start]), self._max)
+        end = start + length
         if len(buf) < end:
             return None
-        if isinstance(buf, bytearray):
-            body = bytes(buf[size:end])
-            del buf[:end]
-            return protocol.unpack(body)
-        self._buf = buf[end:] if len(buf) > end else b""  # as received: read in place
-        return protocol.unpack(memoryview(buf)[size:end])
+        if end == len(buf):
+            self._buf, self._at = b"", 0  # all taken: nothing held
+        else:
+            self._at = end
+        if buf.__class__ is bytearray:
+            return protocol.unpack(buf[start:end])  # a copy: the bytearray changes later
+        return protocol.unpack(memoryview(buf)[start:end])  # as received: read in place

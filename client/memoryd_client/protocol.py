@@ -113,7 +113,7 @@ def frame_length(header: bytes, max_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> int
     return int(length)
 
 
-def unpack(body: bytes | memoryview) -> dict[str, Any]:
+def unpack(body: bytes | bytearray | memoryview) -> dict[str, Any]:
     """Decode one frame body into a map with str keys."""
     try:  # msgpack's defaults since 1.0 (raw=False, strict_map_key=True), as for pack
         obj = msgpack.unpackb(body)

@@ -96,6 +96,30 @@ def test_bytes_fed_as_a_bytearray_are_copied_not_kept() -> None:
     assert buffer.next_frame() == {"id": 1}
 
 
+def test_thousands_of_tiny_frames_in_one_read_are_each_decoded_in_order() -> None:
+    """Each frame taken from a read is passed over, not cut off (a copy of the rest of the
+    read for each frame made such a read cost its frames' count times its size)."""
+    objs = [{"id": i} for i in range(5000)]
+    stream = b"".join(protocol.pack(o) for o in objs)
+    for read in (stream, bytearray(stream)):
+        buffer, got = FrameBuffer(), []
+        buffer.feed(read)
+        while (frame := buffer.next_frame()) is not None:
+            got.append(frame)
+        assert got == objs
+    buffer, got = FrameBuffer(), []  # the last frame cut short, its end in the next read
+    buffer.feed(stream[:-2])
+    while (frame := buffer.next_frame()) is not None:
+        got.append(frame)
+    assert got == objs[:-1]
+    buffer.feed(stream[-2:] + protocol.pack({"id": -1}))
+    assert [buffer.next_frame(), buffer.next_frame(), buffer.next_frame()] == [
+        objs[-1],
+        {"id": -1},
+        None,
+    ]
+
+
 limit_and_more = st.integers(0, 2**32 - 2).flatmap(
     lambda limit: st.tuples(st.just(limit), st.integers(limit + 1, 2**32 - 1))
 )

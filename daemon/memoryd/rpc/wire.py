@@ -220,7 +220,7 @@ class Wire(asyncio.BufferedProtocol):
                     else:
                         self._resume()
                     return
-                msg = protocol.unpack(bytes(buf[HEADER_SIZE:end]))
+                msg = protocol.unpack(buf[HEADER_SIZE:end])  # one copy, not two
                 del buf[:end]
                 conn.last_progress = time.monotonic()
                 self.server.on_frame(conn, msg)
