@@ -26,12 +26,12 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 from memoryd import secret_rules
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows it as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 __all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "masked_snippet", "redact"]
 

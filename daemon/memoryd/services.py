@@ -27,9 +27,9 @@ from memoryd.files.locks import FileLocks
 from memoryd.fleet.configured import fleet_configured
 from memoryd.jobs.clock import Clock
 from memoryd.lifecycle.hits import HitCounter
+from memoryd.records import Fields, Record
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Fields, Record
 from memoryd.runtime.state import StateDB
 from memoryd.runtime.usage import Usage
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
@@ -38,7 +38,7 @@ from memoryd.workspace.watcher import Watcher
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     from memoryd.files.append import Appender
     from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from memoryd.jobs.session_trust import SessionTrust
     from memoryd.sync.service import SyncService
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.daemon")
 
@@ -64,7 +64,7 @@ class Upkeep(Record):
     sync: SyncService  # git sync of the workspaces that opt in
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Services(Fields):
     """The daemon's services besides its socket (module docstring), some made on first use."""
 

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows it as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 BUSY_TIMEOUT_MS = 5000
 # A named migration: (name, SQL). Applied once each, in order, recorded in `migrations`.

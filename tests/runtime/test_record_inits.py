@@ -1,4 +1,4 @@
-"""records.frozen_record's template ``__init__`` (runtime/record_inits.py): the signature,
+"""records.frozen_record's template ``__init__`` (record_inits.py): the signature,
 defaults, annotations, stored values, field order and error messages of the ``__init__``
 ``dataclasses`` generates for the same frozen class, for every number of fields a template
 exists for, positional or keyword-only."""
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from memoryd.runtime import record_inits, records
-from memoryd.runtime.records import Record
+from memoryd import record_inits, records
+from memoryd.records import Record
 
 
 def _pair(n: int, defaults: int, kw_only: bool) -> tuple[type[Any], type[Any]]:

@@ -1,4 +1,4 @@
-"""runtime/records.Record: the config classes compare, hash and show as the methods
+"""records.Record: the config classes compare, hash and show as the methods
 ``dataclasses`` would generate for them (a frozen dataclass with eq and repr)."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from memoryd import records
+from memoryd.records import Record
 from memoryd.runtime import config as config_module
-from memoryd.runtime import records
 from memoryd.runtime.config import JOB_SECTIONS, SECTIONS, Config, WorkspaceConfig, load_config
-from memoryd.runtime.records import Record
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 from memoryd.embeddings.base import EmbeddingProvider
 from memoryd.errors import EmbeddingError
+from memoryd.records import Record
 from memoryd.runtime.config import EmbeddingConfig
-from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     from memoryd.embeddings.fallback import QueryFallback
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 
 @frozen_record(frozen=True, eq=False, repr=False)

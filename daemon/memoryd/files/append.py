@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+from memoryd import records
 from memoryd.errors import (
     DiskFull,
     ForbiddenPath,
@@ -55,7 +56,6 @@ from memoryd.files.lines import text_keys
 from memoryd.files.locks import FileLocks
 from memoryd.files.provenance import Provenance, Record, clean_session_id, ledger_for
 from memoryd.files.reader import read_all
-from memoryd.runtime import records
 from memoryd.runtime.logs import get_logger
 from memoryd.secrets import redact
 

@@ -27,12 +27,12 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from memoryd.errors import ForbiddenPath
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 MAX_LINKS = 40  # as the kernel's own limit for one lookup
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -23,7 +23,7 @@ from typing import Any, Final
 from memoryd.files.beneath import open_beneath
 from memoryd.files.layout import MEMORY_FILES
 from memoryd.files.lines import line_key
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
 __all__ = ["Duplicates", "Filtered"]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from memoryd.errors import ForbiddenPath, NotFound
 from memoryd.files.beneath import Opened, open_beneath
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 from memoryd_client.memory_files import CURATED_FILES as CURATED_FILES
 from memoryd_client.memory_files import MEMORY_DIR as MEMORY_DIR
 from memoryd_client.memory_files import MEMORY_FILES as MEMORY_FILES
@@ -33,10 +33,10 @@ from memoryd_client.memory_files import USER_FILE as USER_FILE
 from memoryd_client.memory_files import is_memory_note
 from memoryd_client.search_terms import SOURCE_MEMORY, SOURCE_SESSIONS
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 TIER_CURATED, TIER_EPISODIC, TIER_SESSIONS = "curated", "episodic", "sessions"
 SESSIONS_DIR = "sessions"  # transcripts

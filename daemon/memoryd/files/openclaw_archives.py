@@ -25,7 +25,7 @@ import apsw
 import zstandard
 
 from memoryd.files.openclaw_store import MAX_EVENT_BYTES, StoreError
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
 TABLE: Final = "session_transcript_archives"
 BLOCK: Final = 1 << 16

@@ -32,17 +32,17 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
+from memoryd import records
 from memoryd.errors import InvalidParams
 from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write_at, write_all
-from memoryd.runtime import records
 from memoryd.secrets import redact
 from memoryd_client.search_terms import ORIGINS, SESSION_KINDS
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 __all__ = [
     "APPEND_VIAS",

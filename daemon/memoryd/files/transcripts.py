@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from memoryd.files.codex_rollout import as_transcript_line
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
 _ROLES = ("user", "assistant")
 READ_BLOCK = 1 << 20

@@ -31,16 +31,16 @@ from memoryd.embeddings.tokenizer import load_tokenizer
 from memoryd.index.chunker import chunk_markdown_state
 from memoryd.index.keyword.counts import Counted, Stems, count_chunks, fts5_stems
 from memoryd.index.store import ChunkRow, chunk_rows
+from memoryd.records import Record
 from memoryd.runtime.priority import lower_this_process
-from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     from tokenizers import Tokenizer
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 # multiprocessing and the process pool are imported by the functions that use them: only a
 # large bulk run starts workers, and a daemon answering its first search from an existing

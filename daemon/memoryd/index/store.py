@@ -19,13 +19,13 @@ from memoryd.embeddings.base import Vectors
 from memoryd.index.chunker import Chunk
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.windows import WINDOW_SLOTS, centroid
+from memoryd.records import Record
 from memoryd.runtime.lazy_numpy import np
-from memoryd.runtime.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 VEC_TABLE = "chunks_vec"
 

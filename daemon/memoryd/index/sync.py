@@ -50,9 +50,9 @@ from memoryd.index.transcript_steps import (
 )
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.records import Fields, Record
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Fields, Record
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
     )
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Syncer(Fields):
     """Brings a workspace's index in line with its files (one writer)."""
 

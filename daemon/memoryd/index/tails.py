@@ -35,14 +35,14 @@ import apsw
 from memoryd.index import store
 from memoryd.index.chunker import Chunk, MarkdownState
 from memoryd.index.vectors.mirror import VectorMirror
+from memoryd.records import Fields, Record
 from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Fields, Record
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.index")
 
@@ -67,7 +67,7 @@ class Resume(Record):
     digest: str  # sha256 of the file's bytes now
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Kept(Fields):
     """A file's chunking state at its end, for the next growth."""
 

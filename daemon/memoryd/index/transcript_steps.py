@@ -15,12 +15,12 @@ from memoryd.files.layout import ISO_DAY, IndexedFile
 from memoryd.files.transcripts import TranscriptChunkInput
 from memoryd.index.chunker import Chunk
 from memoryd.index.store import FileRow
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 SESSION_PREFIX_BYTES = 4096  # hashed to notice a transcript that was rewritten, not appended
 # A transcript is ingested this much at a time (each step one transaction with its offsets),

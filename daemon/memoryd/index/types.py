@@ -8,7 +8,7 @@ from typing import Any, Literal, NamedTuple
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import ISO_DAY
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 from memoryd_client.search_terms import (
     DEFAULT_MODE,
     DEFAULT_SOURCES,

@@ -50,8 +50,8 @@ from typing import Final
 from memoryd.files.provenance import Provenance, least_trusted
 from memoryd.jobs.flush_origin import CallRule, Turns, outside_call
 from memoryd.jobs.transcript_folders import TranscriptPlaces
+from memoryd.records import Record
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
 from memoryd.runtime.state import StateDB
 from memoryd.secrets import redact
 

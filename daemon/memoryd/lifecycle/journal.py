@@ -38,8 +38,8 @@ from memoryd.files.beneath import open_beneath
 from memoryd.files.fsutil import atomic_write_at
 from memoryd.files.layout import CHANGES_DIR, Layout
 from memoryd.files.reader import read_all
+from memoryd.records import Record
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
 
 __all__ = [
     "CHANGES_DIR",

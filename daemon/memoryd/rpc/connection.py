@@ -9,13 +9,13 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memoryd.records import Record
 from memoryd.rpc.budget import ByteBudget
-from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 MiB = 1024 * 1024

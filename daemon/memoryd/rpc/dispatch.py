@@ -20,19 +20,19 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from memoryd.errors import InvalidParams, MemorydError
+from memoryd.records import Record
 from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Outcome, Request
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.rpc.dispatch")
 

@@ -12,12 +12,12 @@ import struct
 import sys
 from typing import TYPE_CHECKING
 
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 
 @frozen_record(frozen=True, eq=False, repr=False)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+from memoryd.records import Fields, Record
 from memoryd.rpc.budget import ByteBudget
 from memoryd.rpc.connection import Connection, Limits
 from memoryd.rpc.params import shown
@@ -38,14 +39,13 @@ from memoryd.rpc.peer import peer_credentials
 from memoryd.rpc.wire import Refusal, Wire
 from memoryd.runtime.eager import start_eagerly
 from memoryd.runtime.logs import debug_enabled, get_logger
-from memoryd.runtime.records import Fields, Record
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 try:  # _compiled_pack.c: an answer's frame in one pass; absent if not built
     from memoryd.index._compiled import pack_frame
@@ -75,7 +75,7 @@ def _pack(message: dict[str, Any]) -> bytes:
     return protocol.HEADER.pack(len(body)) + body
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Request(Fields):
     """One request read from a connection, as its handler gets it."""
 

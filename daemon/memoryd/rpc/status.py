@@ -16,8 +16,8 @@ import memoryd
 from memoryd.files.layout import transcripts_in
 from memoryd.lifecycle import journal
 from memoryd.lifecycle.hits import HitCounter
+from memoryd.records import Record
 from memoryd.runtime.config import Config
-from memoryd.runtime.records import Record
 from memoryd.secrets import mask
 from memoryd.workspace.openclaw_sessions import OpenClawSessions
 from memoryd.workspace.registry import Registry

@@ -21,22 +21,22 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.files.locks import FileLocks
 from memoryd.jobs.clock import Clock
+from memoryd.records import Record
 from memoryd.rpc.daemon_methods import DaemonMethods
 from memoryd.rpc.dispatch import Dispatcher, HandlerGroup, OnCall
 from memoryd.rpc.memory_methods import MemoryMethods
 from memoryd.runtime.config import Config
-from memoryd.runtime.records import Record
 from memoryd.services import Services
 from memoryd.workspace.search_service import SearchService
 from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     from memoryd.files.append import Appender
     from memoryd.rpc.status import StatusReport
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 
 @frozen_record(frozen=True, kw_only=True, eq=False, repr=False)

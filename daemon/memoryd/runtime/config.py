@@ -3,7 +3,7 @@
 Every key is optional. ``MEMORYD_<SECTION>_<KEY>`` overrides ``[section] key`` (for example
 ``MEMORYD_EMBEDDING_PROVIDER=none``). Unknown keys and bad values raise ConfigError naming
 the key and the value. Building a Config has no side effects; ``load_config`` reads files.
-Each class is a ``Record`` made by ``frozen_record`` (runtime/records.py): built, frozen,
+Each class is a ``Record`` made by ``frozen_record`` (records.py): built, frozen,
 compared, hashed and shown by shared methods, none compiled per class.
 """
 
@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from memoryd.errors import ConfigError
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 
 if TYPE_CHECKING:  # what the type checker knows them as; made without generated methods
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 from memoryd_client.paths import config_path
 from memoryd_client.search_terms import (
     DEFAULT_FUSION,

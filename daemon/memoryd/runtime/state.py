@@ -27,13 +27,13 @@ import apsw
 
 from memoryd import sqlite
 from memoryd.errors import MemorydError
+from memoryd.records import Record
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.runtime.state")
 REGISTRY_COPY = "workspaces.json"

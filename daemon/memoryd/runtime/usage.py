@@ -27,14 +27,14 @@ from collections import OrderedDict, deque
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
+from memoryd.records import Record
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Record
 from memoryd.runtime.state import StateDB
 
-if TYPE_CHECKING:  # what the type checker knows them as (runtime/records.py says why)
+if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.runtime.usage")
 

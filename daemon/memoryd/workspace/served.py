@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.errors import Unavailable
 from memoryd.index.types import SyncProgress, SyncReport
-from memoryd.runtime.records import Fields
+from memoryd.records import Fields
 
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
     from memoryd.index.workspace import WorkspaceIndex
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Workspace(Fields):
     """A workspace the daemon serves: where it is, and its index once opened."""
 

@@ -25,16 +25,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from memoryd.records import Fields, Record
 from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
-from memoryd.runtime.records import Fields, Record
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     from memoryd.index.workspace import WorkspaceIndex
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.workspace.watcher")
 
@@ -67,7 +67,7 @@ class WatchTarget(Record):
     index: WorkspaceIndex
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Batch(Fields):
     """A workspace's changed files waiting for their sync, and how its syncs went."""
 

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING
 import apsw
 
 from memoryd.index.keyword.text import FTS_TOKENIZER, keyword_text
+from memoryd.records import Record
 from memoryd.runtime.lazy_numpy import np
-from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     import numpy.typing as npt
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 TEXT_WEIGHT = 1.0  # bm25() column weights: text, heading
 HEADING_WEIGHT = 0.5

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 
 from memoryd.index.search.query import stopwords_only
 from memoryd.index.types import SearchRequest
-from memoryd.runtime.records import Fields
+from memoryd.records import Fields
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Notices(Fields):
     """What a search's answer says beside its hits, and whether to search at all."""
 

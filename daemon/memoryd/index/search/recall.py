@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from memoryd.runtime.records import Record
+from memoryd.records import Record
 from memoryd_client.protocol import RECALL_CLOSE, RECALL_OPEN
 
 CHARS_PER_TOKEN: Final = 4

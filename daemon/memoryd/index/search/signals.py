@@ -21,7 +21,7 @@ from memoryd.index.line_meta import LineMetaMap, Summary, summarise
 from memoryd.index.search.query import query_days
 from memoryd.index.search.when import understood
 from memoryd.index.types import SearchRequest
-from memoryd.runtime.records import Fields
+from memoryd.records import Fields
 
 # Importance 5 is the middle of 1-10; 10 adds a tenth to a score, 1 takes 8% off. "Mildly":
 # a strong match stays ahead of an important weak one.
@@ -47,7 +47,7 @@ def nudge(s: float, f: float) -> float:
     return s * (1.0 + f)
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Signals(Fields):
     """What ranks a search's lines beside their text: meta, projects, recency."""
 

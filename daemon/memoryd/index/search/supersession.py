@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from memoryd.files.layout import day_of
 from memoryd.files.lines import line_key
-from memoryd.runtime.records import Fields
+from memoryd.records import Fields
 
 if TYPE_CHECKING:
     from memoryd.index.workspace import WorkspaceIndex
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["Superseded", "Supersession"]
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Superseded(Fields):
     """Per (path, line): who stands over a superseded line, what a standing line superseded."""
 

@@ -31,15 +31,15 @@ from memoryd.errors import EmbeddingError, MemorydError
 from memoryd.files.annotations import strip_annotations
 from memoryd.files.layout import CURATED_FILES, Layout
 from memoryd.index.line_meta import LineMetaMap
+from memoryd.records import Record
 from memoryd.runtime.lazy_numpy import np
-from memoryd.runtime.records import Record
 
 if TYPE_CHECKING:
-    from dataclasses import dataclass as frozen_record  # runtime/records.py says why
+    from dataclasses import dataclass as frozen_record  # records.py says why
 
     import numpy.typing as npt
 else:
-    from memoryd.runtime.records import frozen_record
+    from memoryd.records import frozen_record
 
 MAX_TRIGGERED = 3
 # The bundled model, phrase against prompt: a restatement 0.65-0.71 ("gateway setup" ~ "I'm

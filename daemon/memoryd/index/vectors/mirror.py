@@ -49,8 +49,8 @@ from memoryd.embeddings.base import Vectors
 from memoryd.index.row_codes import NO_DAY, SOURCE_CODES, day_number
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.index.staged import StagedMirror
+from memoryd.records import Fields
 from memoryd.runtime.lazy_numpy import np
-from memoryd.runtime.records import Fields
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -101,7 +101,7 @@ def default_shortlist(live: int, k: int) -> int:
     return max(SHORTLIST, SHORTLIST_PER_K * k, live // SHORTLIST_SHARE)
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (runtime/records.py)
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Rows(Fields):
     """The vector copy's rows: the matrix, their sign bits, norms, and the center."""
 

@@ -16,7 +16,7 @@ import reprlib
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
-from memoryd.runtime.record_inits import TEMPLATES
+from memoryd.record_inits import TEMPLATES
 
 R = TypeVar("R", bound="Record")
 
@@ -73,7 +73,7 @@ def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:
     """``@dataclass(frozen=True, eq=False, repr=False)`` for a ``Record``, without compiling a
     method per class: its fields, ``dataclasses.fields``/``replace`` and
     ``FrozenInstanceError`` as a dataclass has them, shared ``__setattr__`` and
-    ``__delattr__``, and an ``__init__`` made from a template (runtime/record_inits.py: the
+    ``__delattr__``, and an ``__init__`` made from a template (record_inits.py: the
     generated one's signature, defaults and speed) when every field is a plain positional or
     every one keyword-only and none has a default factory; else one shared ``__init__``
     (defaults and default factories as the generated one; ~10x slower per instance: for
