@@ -11,6 +11,7 @@ import random
 
 import pytest
 
+from compiled_util import lru
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import snippets
 from memoryd.index.search.candidates import Candidate
@@ -18,11 +19,6 @@ from memoryd.index.search.focus import WHEN_BOOST, refocus, timed_lines
 from memoryd.index.search.snippets import LineStems, line_scores
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
-
-
-def _lru(cache: LineStems) -> list[int]:
-    """The cached chunks, least recently used first (each one's last use: a tick)."""
-    return sorted(cache._used_at, key=cache._used_at.__getitem__)
 
 
 WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint", "yesterday"]
@@ -53,7 +49,7 @@ def _python(cache: LineStems, cands: list[Candidate], weights: dict[str, float],
 
 def _state(cache: LineStems, cands: list[Candidate]) -> tuple[object, ...]:
     lines = [None if c.lines is None else [x.hex() for x in c.lines] for c in cands]
-    return lines, _lru(cache)
+    return lines, lru(cache)
 
 
 def test_the_compiled_pass_scores_as_the_python_path(tokenize: TokenizeOffsets) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from compiled_util import counted_timed_lines, fill_lines_of, lru, twin_caches
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import candidates, fusion, shown, snippets
-from memoryd.index.search.candidates import Candidate, Filters, candidates_of
-from memoryd.index.search.focus import refocus, timed_lines
+from memoryd.index.search.candidates import Filters, candidates_of
 from memoryd.index.search.rows import Row
 from memoryd.index.search.signals import NO_PROJECTS, Signals
 from memoryd.index.search.snippets import LineStems
@@ -40,10 +40,6 @@ def _text(rng: random.Random) -> str:
         line = " ".join(rng.choices(WORDS, k=rng.randint(0, 6)))
         lines.append(f"{line} {rng.choice(PHRASES)}" if rng.random() < 0.25 else line)
     return "\n".join(lines)
-
-
-def _lru(cache: LineStems) -> list[int]:
-    return sorted(cache._used_at, key=cache._used_at.__getitem__)
 
 
 def _shown(hits: list[SearchHit] | None) -> object:
@@ -92,11 +88,7 @@ def _long_way(
     cands = filters.accepted(candidates_of(ids, rows, bm25))
     fusion._cached_line_scores(cache, cands, weights, when)
 
-    def fill_lines(c: Candidate) -> None:
-        if c.lines is None:
-            filled.append(c.id)
-            scores = snippets.line_scores([cache.get(c.id, c.text, tokenize)], weights)[0]
-            c.lines = refocus(c.text, scores, when)
+    fill_lines = fill_lines_of(cache, weights, when, tokenize, filled)
 
     keep, idf_total = cfg.max_results, sum(weights.values())
     adjust = signals.adjuster()
@@ -116,31 +108,20 @@ def test_the_dated_hits_are_the_long_ways(
         cfg = SearchConfig(max_results=rng.choice((1, 3, 10)))
         filters = Filters(rng.choice((("memory", "sessions"), ("memory",))), None, None, None)
         when, min_score = rng.random() < 0.4, rng.choice((0.0, 0.0, 0.5))
-        twin = [LineStems(), LineStems()]
         cached = [i for i in ids if rng.random() < 0.9]
-        for cache in twin:
-            for i in cached:
-                cache.get(i, texts[i], tokenize)
+        twin = twin_caches(tokenize, texts, cached)
         ranges = signals.range_only() if signals.adjuster() is not None else None
         dating = fusion.dating_of(days, ranges)
         calls: list[list[str]] = [[], []]
-
-        def counted(k: int, calls: list[list[str]] = calls) -> Any:
-            def timed(text: str) -> tuple[bool, ...]:
-                calls[k].append(text)
-                return timed_lines(text)
-
-            return timed
-
         with monkeypatch.context() as m:
-            m.setattr(shown, "timed_lines", counted(0))
+            m.setattr(shown, "timed_lines", counted_timed_lines(calls[0]))
             asked_short = (when, (cfg.max_results, min_score), list(weights), signals, dating)
             short = shown.keyword_hits(
                 twin[0], cfg, ids, rows, None, bm25, filters, weights, *asked_short
             )
         filled: list[int] = []
         with monkeypatch.context() as m:
-            m.setattr(fusion, "timed_lines", counted(1))
+            m.setattr(fusion, "timed_lines", counted_timed_lines(calls[1]))
             asked = (filters, weights, when, cfg, min_score, days, signals)
             long = _long_way(twin[1], ids, rows, bm25, asked, tokenize, filled)
         if short is None:
@@ -151,7 +132,7 @@ def test_the_dated_hits_are_the_long_ways(
         ranged += ranges is not None
         assert _shown(short) == _shown(long), case
         assert calls[0] == calls[1], case
-        assert _lru(twin[0]) == _lru(twin[1]), case
+        assert lru(twin[0]) == lru(twin[1]), case
         assert not filled, case
     assert made > 200 and dated > 100 and ranged > 80, (made, dated, ranged)
 

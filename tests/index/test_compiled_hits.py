@@ -14,21 +14,16 @@ from typing import Any
 
 import pytest
 
+from compiled_util import counted_timed_lines, fill_lines_of, lru, twin_caches
 from memoryd.index.keyword.text import TokenizeOffsets
-from memoryd.index.search import fusion, shown, snippets
-from memoryd.index.search.candidates import Candidate, Filters, candidates_of
-from memoryd.index.search.focus import refocus, timed_lines
+from memoryd.index.search import fusion, shown
+from memoryd.index.search.candidates import Filters, candidates_of
 from memoryd.index.search.rows import Row
 from memoryd.index.search.snippets import LineStems, Snippet, shown_text, text_lines
 from memoryd.index.types import SearchHit
 from memoryd.runtime.config import SearchConfig
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
-
-
-def _lru(cache: LineStems) -> list[int]:
-    """The cached chunks, least recently used first (each one's last use: a tick)."""
-    return sorted(cache._used_at, key=cache._used_at.__getitem__)
 
 
 WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint"]
@@ -88,11 +83,7 @@ def _long_way(
     cands = filters.accepted(candidates_of(ids, rows, dict(ranked)))
     fusion._cached_line_scores(cache, cands, weights, when)
 
-    def fill_lines(c: Candidate) -> None:
-        if c.lines is None:
-            filled.append(c.id)
-            scores = snippets.line_scores([cache.get(c.id, c.text, tokenize)], weights)[0]
-            c.lines = refocus(c.text, scores, when)
+    fill_lines = fill_lines_of(cache, weights, when, tokenize, filled)
 
     fused = fusion.fuse(
         cands, "keyword", "weighted", cfg, sum(weights.values()), fill_lines, (), keep
@@ -122,22 +113,11 @@ def test_the_compiled_hits_are_the_long_ways(
         filters = Filters(sources, None, None, None)
         when = rng.random() < 0.4
         min_score = rng.choice((0.0, 0.0, 0.3, 0.6))
-        twin = [LineStems(), LineStems()]
         cached = [i for i in ids if rng.random() < 0.98]
-        for cache in twin:
-            for i in cached:
-                cache.get(i, texts[i], tokenize)
+        twin = twin_caches(tokenize, texts, cached)
         calls: list[list[str]] = [[], []]
-
-        def counted(k: int, calls: list[list[str]] = calls) -> Any:
-            def timed(text: str) -> tuple[bool, ...]:
-                calls[k].append(text)
-                return timed_lines(text)
-
-            return timed
-
         with monkeypatch.context() as m:
-            m.setattr(shown, "timed_lines", counted(0))
+            m.setattr(shown, "timed_lines", counted_timed_lines(calls[0]))
             short = shown.keyword_hits(
                 twin[0],
                 cfg,
@@ -154,14 +134,14 @@ def test_the_compiled_hits_are_the_long_ways(
             )
         filled: list[int] = []
         with monkeypatch.context() as m:
-            m.setattr(fusion, "timed_lines", counted(1))
+            m.setattr(fusion, "timed_lines", counted_timed_lines(calls[1]))
             asked = (filters, weights, when, cfg, min_score, terms, tokenize, filled)
             long = _long_way(twin[1], ids, rows, ranked, *asked)
         if short is not None:
             made += 1
             assert _fields(short) == _fields(long), case
             assert calls[0] == calls[1], case
-            assert _lru(twin[0]) == _lru(twin[1]), case
+            assert lru(twin[0]) == lru(twin[1]), case
             assert not filled, case  # what it left out, the long way did not tokenize
         else:
             assert filled, case  # one not cached could reach the top

@@ -14,25 +14,22 @@ An install without a compiler has only the long path: these tests are skipped th
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from compiled_util import counted_timed_lines, fill_lines_of, lru, twin_caches
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.index.search import candidates, fusion, shown, snippets
 from memoryd.index.search.candidates import Filters, candidates_of
-from memoryd.index.search.focus import refocus, timed_lines
+from memoryd.index.search.focus import timed_lines
 from memoryd.index.search.rows import Row
 from memoryd.index.search.snippets import LineStems, text_lines, whole_lines
 from memoryd.index.types import SearchHit
 from memoryd.runtime.config import SearchConfig
 
 compiled = pytest.importorskip("memoryd.index._compiled", reason="not built (no compiler)")
-
-
-def _lru(cache: LineStems) -> list[int]:
-    """The cached chunks, least recently used first (each one's last use: a tick)."""
-    return sorted(cache._used_at, key=cache._used_at.__getitem__)
 
 
 WORDS = ["tea", "teas", "garden", "kite", "run", "the", "é", "x1", "sunrise", "paint", "yesterday"]
@@ -83,11 +80,11 @@ def _long_way(
     if tokenize is None and any(c.lines is None for c in cands):
         return None  # fuse would tokenize them
 
-    def fill_lines(c: candidates.Candidate) -> None:
-        if c.lines is None and tokenize is not None:
-            (filled if filled is not None else []).append(c.id)
-            scores = snippets.line_scores([cache.get(c.id, c.text, tokenize)], weights)[0]
-            c.lines = refocus(c.text, scores, when)
+    fill_lines: Callable[[candidates.Candidate], None] = (
+        (lambda c: None)  # every candidate's lines are cached
+        if tokenize is None
+        else fill_lines_of(cache, weights, when, tokenize, [] if filled is None else filled)
+    )
 
     fused = fusion.fuse(
         cands, "keyword", "weighted", cfg, sum(weights.values()), fill_lines, (), keep
@@ -137,34 +134,23 @@ def test_the_compiled_top_is_the_long_ways(
     for case in range(400):
         texts, rows, ids, bm25, weights, sources, when, cfg = _case(rng)
         min_score = rng.choice((0.0, 0.0, 0.4))
-        twin = [LineStems(), LineStems()]
         cached = [i for i in ids if rng.random() < 0.97]  # some not cached: None, both
-        for cache in twin:
-            for i in cached:
-                cache.get(i, texts[i], tokenize)
+        twin = twin_caches(tokenize, texts, cached)
         filters = Filters(sources, None, None, None)
         calls: list[list[str]] = [[], []]
-
-        def counted(k: int, calls: list[list[str]] = calls) -> Any:
-            def timed(text: str) -> tuple[bool, ...]:
-                calls[k].append(text)
-                return timed_lines(text)
-
-            return timed
-
         with monkeypatch.context() as m:
-            m.setattr(shown, "timed_lines", counted(0))
+            m.setattr(shown, "timed_lines", counted_timed_lines(calls[0]))
             short = _short_way(twin[0], ids, rows, bm25, sources, weights, when, cfg, min_score)
         filled: list[int] = []
         with monkeypatch.context() as m:
-            m.setattr(fusion, "timed_lines", counted(1))
+            m.setattr(fusion, "timed_lines", counted_timed_lines(calls[1]))
             asked = (filters, weights, when, cfg, min_score, tokenize, filled)
             long = _long_way(twin[1], ids, rows, bm25, *asked)
         if short is not None:
             tops += 1
             assert _shown(short) == _shown(long), case
             assert calls[0] == calls[1], case
-            assert _lru(twin[0]) == _lru(twin[1]), case
+            assert lru(twin[0]) == lru(twin[1]), case
             assert not filled, case  # what it left out, the long way did not tokenize
             skipped += any(i not in cached for i in ids if i in rows)
         else:  # a chunk not cached could reach the top: the long way tokenizes it ...
@@ -258,15 +244,12 @@ def test_the_ranked_pairs_give_what_their_dict_gives(tokenize: TokenizeOffsets) 
         texts, rows, ids, bm25, weights, sources, when, cfg = _case(rng)
         ranked = [(i, bm25.get(i, 0.0)) for i in ids] + [(-1, 0.0)] * rng.randint(0, 3)
         full = dict(ranked[: len(ids)])
-        twin = [LineStems(), LineStems()]
-        for cache in twin:
-            for i in ids:
-                cache.get(i, texts[i], tokenize)
+        twin = twin_caches(tokenize, texts)
         asked = (sources, weights, when, cfg)
         by_dict = _short_way(twin[0], ids, rows, full, *asked)
         by_pairs = _short_way(twin[1], ids, rows, ranked, *asked)
         assert _shown(by_pairs) == _shown(by_dict), case
-        assert _lru(twin[0]) == _lru(twin[1]), case
+        assert lru(twin[0]) == lru(twin[1]), case
         compared += by_dict is not None
         if len(ids) > 1:
             swapped = [ranked[1], ranked[0], *ranked[2:]]
@@ -293,17 +276,8 @@ def test_lines_past_the_kept_room_are_the_long_ways(tokenize: TokenizeOffsets) -
         weights = {w: rng.uniform(1e-3, 9.0) for w in rng.sample(WORDS, 4)}
         cfg = SearchConfig(max_results=rng.choice((3, 10, 30)))
         when = case % 2 == 0
-        twin = _both_cached(tokenize, texts)
+        twin = twin_caches(tokenize, texts)
         _same_both_ways(twin, ids, rows, bm25, weights, when, cfg, case)
-
-
-def _both_cached(tokenize: TokenizeOffsets, texts: dict[int, str]) -> list[LineStems]:
-    """Two line caches holding every chunk's lines: one for each way."""
-    twin = [LineStems(), LineStems()]
-    for cache in twin:
-        for i, text in texts.items():
-            cache.get(i, text, tokenize)
-    return twin
 
 
 def _same_both_ways(
@@ -346,7 +320,7 @@ def test_past_the_stack_rooms_are_the_long_ways(
         weights = {w: rng.uniform(1e-3, 9.0) for w in rng.sample(WORDS, 4)}
         cfg = SearchConfig(max_results=rng.choice((3, 10, 50)))
         when = case % 4 != 0
-        twin = _both_cached(tokenize, texts)
+        twin = twin_caches(tokenize, texts)
         _same_both_ways(twin, ids, rows, bm25, weights, when, cfg, case)
-        assert _lru(twin[0]) == _lru(twin[1]), case
+        assert lru(twin[0]) == lru(twin[1]), case
     assert max(t.count("\n") + 1 for t in texts.values()) > 256
