@@ -202,7 +202,7 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     from memoryd.app import Daemon
     from memoryd.errors import ConfigError, MemorydError
     from memoryd.rpc.instance import AlreadyRunning, InstanceError
-    from memoryd.runtime import foreground, heap
+    from memoryd.runtime import foreground, heap, short_slice
     from memoryd.runtime.config import load_config
     from memoryd.runtime.logs import configure_logging, get_logger
     from memoryd_client.paths import config_path, default_paths, socket_path
@@ -217,6 +217,7 @@ def _run(args: argparse.Namespace | SimpleNamespace) -> int:
     configure_logging(level, hold=True)
     heap.configure()  # a long-lived process: memory freed after a burst goes back
     foreground.configure()  # a 1 ms switch interval: searches wait less for busy threads
+    short_slice.answer_promptly()  # this thread runs the event loop: a busy core yields to it
     log = get_logger("memoryd.cli")
     env = dict(os.environ)
     cfg_file = config_path(env, args.config)
