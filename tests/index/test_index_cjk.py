@@ -10,7 +10,8 @@ import pytest
 from engine_util import IndexFactory, paths, search
 from memoryd import sqlite
 from memoryd.index import schema
-from memoryd.index.keyword.text import CJK_RUN, FTS_TOKENIZER, keyword_text, with_offsets
+from memoryd.index.keyword import text as text_module
+from memoryd.index.keyword.text import FTS_TOKENIZER, cjk_run, has_cjk, keyword_text, with_offsets
 
 ZH = "memory/2024-05-01.md"
 JA = "memory/2024-05-02.md"
@@ -186,4 +187,33 @@ def test_the_snippet_tokens_are_the_index_tokens_with_offsets_into_the_text(text
     assert [t for _, _, t in found] == indexed
     raw = text.encode()
     for start, end, token in found:  # a bigram's offsets are its own characters'
-        assert raw[start:end].decode() == token or not CJK_RUN.fullmatch(token)
+        assert raw[start:end].decode() == token or not cjk_run().fullmatch(token)
+
+
+def test_every_cjk_character_leads_with_a_byte_the_quick_test_looks_for() -> None:
+    """has_cjk skips the scan (and its compile) when no such lead byte is there: every
+    character of the class, over all of Unicode, must have one."""
+    leads = text_module._CJK_LEADS
+    run = cjk_run()
+    missed = [
+        hex(cp)
+        for cp in range(0x80, 0x110000)
+        if not 0xD800 <= cp <= 0xDFFF and chr(cp).encode()[0] not in leads and run.match(chr(cp))
+    ]
+    assert missed == []
+
+
+@pytest.mark.parametrize(
+    ("text", "cjk"),
+    [
+        ("curly \u201cquotes\u201d \u2014 and dashes, café, naïve", False),
+        ("an emoji \U0001f600 and an ideographic space \u3000", False),  # lead f0 / e3: scanned
+        ("ﾀ", True),
+        ("mixed 中 and “quotes”", True),
+        ("𠀀", True),
+        ("ᄀ", True),
+    ],
+)
+def test_text_with_or_without_a_cjk_character(text: str, cjk: bool) -> None:
+    assert has_cjk(text) is cjk
+    assert (keyword_text(text) != text) is cjk

@@ -18,8 +18,10 @@ same tokens.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
+from typing import Final
 
 import apsw
 
@@ -32,8 +34,10 @@ TokenizeOffsets = Callable[[bytes], list[tuple[int, int, str]]]
 # Han (with extensions and compatibility ideographs), the iteration marks 々〆〇, kana
 # (katakana's middle dot ・ is punctuation: left out), half-width katakana, Hangul
 # syllables and jamo. CJK punctuation (。、「」：) and full-width Latin are not in it:
-# they separate runs, as spaces do.
-CJK_RUN = re.compile(
+# they separate runs, as spaces do. Compiled on the first text that may hold one (cjk_run):
+# its ranges cost ~20 M instructions to compile, which English text never needs (nor the
+# first answer of a daemon started by a question: issue 38).
+_CJK_CLASS: Final = (
     "["
     "\u1100-\u11ff"  # Hangul jamo
     "\u3005-\u3007"  # 々 〆 〇
@@ -49,6 +53,19 @@ CJK_RUN = re.compile(
     "\U00020000-\U0003134f"  # Han extensions B-H
     "]+"
 )
+# The UTF-8 lead bytes of those characters (1100-11ff: e1; 3005-9fff: e3-e9; ac00-d7af:
+# ea-ed; f900-ff9f: ef; the planes 2-3: f0). Text holding none of them holds no CJK run,
+# whatever else it holds (curly quotes and dashes lead with e2, accents with c3).
+_CJK_LEADS: Final = bytes([0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0])
+_NOT_CJK_LEAD: Final = bytes(b for b in range(256) if b not in _CJK_LEADS)
+
+
+@functools.cache
+def cjk_run() -> re.Pattern[str]:
+    """A run of CJK characters (the class above)."""
+    return re.compile(_CJK_CLASS)
+
+
 # meta "keyword_text" of an index whose chunks_fts holds keyword_text(text); an index
 # without the key holds the raw text (schema.upgrade_keyword_text converts it).
 VERSION = "cjk-bigrams-1"
@@ -66,10 +83,13 @@ _ASCII = bytes(range(128))
 
 
 def _has_cjk_utf8(raw: bytes) -> bool:
-    """Scanning a whole chunk with CJK_RUN costs ~75 ns a character (~150 µs for an English
-    chunk with one curly quote); without its ASCII bytes (a C pass) little is left to scan."""
+    """Scanning a whole chunk for a CJK run costs ~75 ns a character (~150 µs for an English
+    chunk with one curly quote); without its ASCII bytes (a C pass) little is left to scan,
+    and without a CJK lead byte among them (another) nothing to."""
     rest = raw.translate(None, _ASCII)
-    return bool(rest) and CJK_RUN.search(rest.decode("utf-8", "replace")) is not None
+    if not rest or not rest.translate(None, _NOT_CJK_LEAD):
+        return False
+    return cjk_run().search(rest.decode("utf-8", "replace")) is not None
 
 
 def has_cjk(text: str) -> bool:
@@ -81,7 +101,7 @@ def keyword_text(text: str) -> str:
     one a token and never joins it to the letters around it."""
     if not has_cjk(text):
         return text
-    return CJK_RUN.sub(_bigrams, text)
+    return cjk_run().sub(_bigrams, text)
 
 
 def with_offsets(tokenize: TokenizeOffsets) -> TokenizeOffsets:
@@ -98,7 +118,7 @@ def with_offsets(tokenize: TokenizeOffsets) -> TokenizeOffsets:
         out: list[tuple[int, int, str]] = []
         pos = 0  # characters of text done
         at = 0  # bytes of text done
-        for m in CJK_RUN.finditer(text):
+        for m in cjk_run().finditer(text):
             at = _add_between(out, tokenize, text[pos : m.start()], at)
             run = m.group()
             ends = [at]

@@ -12,6 +12,7 @@ import calendar
 import datetime as dt
 import functools
 import re
+from typing import Final
 
 Range = tuple[str | None, str | None]
 
@@ -40,18 +41,28 @@ _WRITTEN_PARTS = re.compile(r"[a-z]+|\d+", re.I)
 # a weekday, or a relative word.
 _MY = r"(?:,?\s+(?P<myear>(?:19|20)\d{2}))?"
 _POINT = rf"(?:{_ISO}|{_WRITTEN}|{_M}{_MY}|{_Y}|{_W}|(?P<rel>today|yesterday))"
-_PATTERNS = [
-    ("on", re.compile(rf"\b(?:on|in|during|from)\s+(?:last\s+|the\s+)?{_POINT}\b", re.I)),
-    ("since", re.compile(rf"\b(?:since|after)\s+(?:last\s+|the\s+)?{_POINT}\b", re.I)),
-    ("before", re.compile(rf"\b(?:before|until|till)\s+(?:last\s+|the\s+)?{_POINT}\b", re.I)),
-    ("on", re.compile(rf"(?<![\w-]){_ISO}(?![\w-])", re.I)),
-    ("on", re.compile(rf"\b(?P<written>{_MN}\s+{_DOM}{_WY}|{_DOM}\s+(?:of\s+)?{_MN}{_WY})", re.I)),
-    ("on", re.compile(r"\b(?P<rel>today|yesterday)\b", re.I)),
-    ("last", re.compile(r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b", re.I)),
-    ("ago", re.compile(r"\b(?P<n>\d{1,3})\s+(?P<unit>day|week|month)s?\s+ago\b", re.I)),
-    ("lastn", re.compile(r"\b(?:last|past)\s+(?P<n>\d{1,3})\s+(?P<unit>day|week)s?\b", re.I)),
-    ("on", re.compile(rf"\blast\s+{_W}\b", re.I)),
-]
+# What each kind of expression looks like (the order they are read in). Compiled on the
+# first text _CHEAP passes: ~40 M instructions, which most questions (and the first answer
+# of a daemon started by one: issue 38) never need.
+_SOURCES: Final = (
+    ("on", rf"\b(?:on|in|during|from)\s+(?:last\s+|the\s+)?{_POINT}\b"),
+    ("since", rf"\b(?:since|after)\s+(?:last\s+|the\s+)?{_POINT}\b"),
+    ("before", rf"\b(?:before|until|till)\s+(?:last\s+|the\s+)?{_POINT}\b"),
+    ("on", rf"(?<![\w-]){_ISO}(?![\w-])"),
+    ("on", rf"\b(?P<written>{_MN}\s+{_DOM}{_WY}|{_DOM}\s+(?:of\s+)?{_MN}{_WY})"),
+    ("on", r"\b(?P<rel>today|yesterday)\b"),
+    ("last", r"\b(?P<which>last|this|past)\s+(?P<unit>week|month|year)\b"),
+    ("ago", r"\b(?P<n>\d{1,3})\s+(?P<unit>day|week|month)s?\s+ago\b"),
+    ("lastn", r"\b(?:last|past)\s+(?P<n>\d{1,3})\s+(?P<unit>day|week)s?\b"),
+    ("on", rf"\blast\s+{_W}\b"),
+)
+
+
+@functools.cache
+def _patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((kind, re.compile(source, re.I)) for kind, source in _SOURCES)
+
+
 _CHEAP = re.compile(
     r"\d{4}|today|yesterday|ago|last|this|past|since|after|before|until|till|"
     + "|".join(_MONTHS)
@@ -165,7 +176,7 @@ def understood(text: str, today: dt.date) -> Range | None:
     until: dt.date | None = None
     found = False
     taken: list[tuple[int, int]] = []
-    for kind, rx in _PATTERNS:
+    for kind, rx in _patterns():
         for m in rx.finditer(text):
             if any(a < m.end() and m.start() < b for a, b in taken):
                 continue  # part of an expression already read ("since 2025-03-01")
