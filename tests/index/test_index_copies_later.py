@@ -6,6 +6,7 @@ before they loaded keeps the saved BM25 copy."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +14,8 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from engine_util import IndexFactory, search
+from engine_util import IndexFactory, paths, search
+from memoryd.index import opening
 from memoryd.index.keyword import sidecar as keyword_sidecar
 from memoryd.index.search import fusion
 from memoryd.index.workspace import WorkspaceIndex
@@ -144,6 +146,26 @@ def test_a_close_before_they_load_keeps_the_saved_copy(make_index: IndexFactory)
         third = make_index()
         third.sync()
     assert [e["origin"] for e in logs if e["event"] == "keyword_mirror_loaded"] == ["sidecar"]
+
+
+def test_the_check_of_every_page_begins_at_open_later_once(
+    make_index: IndexFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon's start leaves PRAGMA quick_check (opening.IntegrityCheck) for after its first
+    answer, with the copies; a second open_later begins nothing more."""
+    checked = threading.Event()
+    monkeypatch.setattr(opening.IntegrityCheck, "_run", lambda self: checked.set())
+    make_index.write("memory/a.md", "- Ana said tea\n")
+    ix = make_index()
+    ix.sync()
+    closed(make_index, ix)
+    again = open_later(make_index)
+    assert paths(search(again, "tea")) == ["memory/a.md"]
+    assert again._check._thread.ident is None  # never started
+    again.open_later()
+    assert checked.wait(30)
+    again.open_later()  # once only: a thread starts once
+    closed(make_index, again)
 
 
 def test_a_first_index_of_many_files_builds_the_keyword_copy_once_at_its_end(

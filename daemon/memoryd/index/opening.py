@@ -80,9 +80,15 @@ class IntegrityCheck:
         self._lock = threading.Lock()
         self._conn: apsw.Connection | None = None
         self._closed = False
+        self._started = False
         self._thread = threading.Thread(target=self._run, name="memoryd-check", daemon=True)
 
     def start(self) -> None:
+        """Begin the check (once; not after close)."""
+        with self._lock:
+            if self._started or self._closed:
+                return
+            self._started = True
         self._thread.start()
 
     def _run(self) -> None:

@@ -172,16 +172,20 @@ class WorkspaceIndex:
     def open(self, later: bool = False) -> None:
         """Open (create, migrate; a corrupt file is moved aside and rebuilt). Fast: no scan;
         the in-memory copies load next on the writer thread (sqlite-vec and FTS5 answer
-        meanwhile). ``later``: at ``open_later`` (a daemon's first answer) or a first write."""
+        meanwhile). ``later``: at ``open_later`` (a daemon's first answer) or a first write;
+        the check of every page too (at ``open_later``: its ~12 M instructions of reading
+        took a core from a daemon's first answer, issue 38)."""
         self._writer.submit(self._open_writer).result()
         self.copies.defer()
         if not later:
             self._writer.submit(self.copies.load_deferred)
-        self._check.start()
+            self._check.start()
 
     def open_later(self) -> None:
-        """Queue what ``open(later=True)`` left: the copies' loads (once), the keyword upgrade."""
+        """Queue what ``open(later=True)`` left: the copies' loads (once), the keyword
+        upgrade; and begin the check of every page (once)."""
         self._on_writer(self.copies.load_deferred)
+        self._check.start()
 
     def on_writer(self, fn: Callable[[apsw.Connection], T]) -> Future[T | None]:
         """Run ``fn`` with the writer's connection on the writer thread, after everything
