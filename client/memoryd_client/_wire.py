@@ -273,7 +273,9 @@ class _Fast(NamedTuple):
     drop: tuple[str, ...]
     fresh: tuple[tuple[str, Callable[[], Any]], ...]
     raw: bool  # the map kept as ``raw``
-    computed: tuple[tuple[str, str, Reader], ...]  # the readers of their own: run after
+    # the readers of their own, then the lists of strings made of a string or a list: run
+    # after, as _read runs the first ones (always) and the others (never raising) would
+    computed: tuple[tuple[str, str, Reader], ...]
 
 
 MAX_SHAPES = 256  # per class: a map of a shape past these is read field by field
@@ -295,6 +297,7 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
     keys, types = shape[:n], shape[n:]
     drop = []
     computed = {key: name for name, key, _read in plan.computed}
+    listed: list[tuple[str, str, Reader]] = []  # a list of strings to make of the value
     for key, kind in zip(keys, types, strict=True):
         if key in computed:  # its reader reads it, whatever its type
             if computed[key] != key:
@@ -305,6 +308,8 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
             if key in plan.template:
                 return None  # a field's name that is not its key on the wire ("raw")
             drop.append(key)
+        elif spec[0] == key and spec[2] is _Fields.get_strs and kind in _LISTED:
+            listed.append((key, key, spec[2]))  # never raises: no error comes first
         elif spec[0] != key or kind not in spec[1]:
             return None
     template = plan.template.copy()
@@ -315,7 +320,13 @@ def _fast_shape(cls: type[_Wire], plan: _Plan, shape: tuple[Any, ...]) -> _Fast 
                 return None
             template[name] = value
     fresh = tuple((name, make) for name, make in plan.fresh if name not in keys)
-    return _Fast(template, tuple(drop), fresh, plan.raw, tuple(plan.computed))
+    return _Fast(template, tuple(drop), fresh, plan.raw, (*plan.computed, *listed))
+
+
+# A list of strings's reader (_Fields.get_strs) given one of these makes a new list and
+# never raises: such a value (a search's ``degraded``, a string) leaves its map's shape
+# read at once, the list made after, as for a reader of its own.
+_LISTED = frozenset({str, list})
 
 
 def missing_constant(cls: type[_Wire], key: str, read: Reader) -> Any:

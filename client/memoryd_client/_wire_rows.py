@@ -38,11 +38,13 @@ def read_rows(cls: type[_W], block: dict[str, Any], what: str, key: str) -> list
     if plan is None:
         plan = cls._readers = _plan_of(cls)
     read = _MISSING
-    if names.__class__ is list and rows.__class__ is list and set(map(type, names)) <= _STR:
+    if names.__class__ is list and rows.__class__ is list:
         last = _last.get(cls)
         if last is not None and last[0] is plan and names == last[1]:
-            read = last[2]  # the fields of the answer before (a daemon sends the same list)
-        else:
+            # the fields of the answer before (a daemon sends the same list): each one
+            # equal to a string of that list is a string, no type to look at
+            read = last[2]
+        elif set(map(type, names)) <= _STR:
             read = plan.rows.get(tuple(names), _MISSING)  # names met before: unique
             if read is not _MISSING and read is not _ONCE:
                 _last[cls] = (plan, list(names), read)

@@ -164,3 +164,22 @@ def test_a_map_of_a_class_with_readers_of_its_own_reads_as_field_by_field(cls: A
         slow = _outcome(lambda w=wire: cls._read(plan, dict(w)))
         for _ in range(2):  # the shape found, then read so
             assert _outcome(lambda w=wire: cls.from_wire(dict(w))) == slow, wire
+
+
+def test_a_search_answer_whose_degraded_is_a_string_is_read_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A keyword daemon's ``degraded`` is one string: the list made of it after the map is
+    read at once, as its reader makes it field by field (a new list each time)."""
+    plan = _wire._plan_of(SearchResult)
+    monkeypatch.setattr(SearchResult, "_readers", plan)
+    wire = {"results": [], "mode_used": "keyword", "degraded": "vectors off", "took_ms": 0.1}
+    slow = SearchResult._read(plan, dict(wire))
+    shape = (*wire, *map(type, wire.values()))
+    for _ in range(2):
+        read = SearchResult.from_wire(dict(wire))
+        assert vars(read) == vars(slow) and read.degraded == ["vectors off"]
+    assert plan.shapes is not None and plan.shapes[shape] is not None  # read at once
+    first, second = SearchResult.from_wire(dict(wire)), SearchResult.from_wire(dict(wire))
+    first.degraded.append("x")
+    assert second.degraded == ["vectors off"]
