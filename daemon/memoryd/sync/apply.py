@@ -24,6 +24,7 @@ from pathlib import Path
 
 from memoryd.errors import MemorydError
 from memoryd.files.beneath import open_beneath
+from memoryd.files.layout import display_name
 from memoryd.files.provenance import LEDGER_REL, ledger_for
 from memoryd.lifecycle import journal
 from memoryd.sync.merge_daily import Sides
@@ -99,7 +100,7 @@ def write_integration(
     if done.left:  # the branch must not claim what the files do not hold: next time
         raise Busy(
             "sync could not write "
-            + ", ".join(f"{rel} ({why})" for rel, why in sorted(done.left.items()))
+            + ", ".join(f"{display_name(rel)} ({why})" for rel, why in sorted(done.left.items()))
             + "; it tries again"
         )
     return [f.rel for f in files]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from memoryd.errors import MemorydError
+from memoryd.files.layout import display_name
 from memoryd.files.provenance import LEDGER_REL
 from memoryd.runtime.logs import get_logger
 from memoryd.sync.apply import LockPaths, SecureWrites, write_integration
@@ -60,13 +61,15 @@ class Report:
     error: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as answers and status.json hold it: paths as display_name shows them
+        (git's names that are not UTF-8 come as surrogate escapes, which cannot be packed)."""
         return {
             "committed": self.committed,
             "fetched": self.fetched,
             "pulled": self.pulled,
-            "written": self.written,
-            "conflicts": self.notes,
-            "forgotten": self.forgotten,
+            "written": [display_name(p) for p in self.written],
+            "conflicts": {display_name(p): n for p, n in self.notes.items()},
+            "forgotten": {display_name(p): n for p, n in self.forgotten.items()},
             "pushed": self.pushed,
             "rewritten": self.rewritten,
             "purged_versions": self.purged_versions,

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from memoryd.errors import MemorydError
 from memoryd.files.beneath import open_beneath
+from memoryd.files.layout import display_name
 from memoryd.secrets import redact
 from memoryd.sync.paths import Scope
 from memoryd.sync.repo import Entry, Repo
@@ -35,7 +36,7 @@ class Held:
     kinds: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "kinds": sorted(set(self.kinds))}
+        return {"path": display_name(self.path), "kinds": sorted(set(self.kinds))}
 
 
 Stamp = tuple[int, int, int, int]  # (size, mtime_ns, ctime_ns, inode)
@@ -184,7 +185,8 @@ def _unstage(repo: Repo, head: str | None, paths: list[str]) -> None:
 
 
 def uncommitted(repo: Repo, root: Path, scope: Scope, head: str | None) -> list[str]:
-    """The synced files that changed since ``head``, our last commit (or are new)."""
+    """The synced files that changed since ``head``, our last commit (or are new), as
+    status shows them (display_name)."""
     git = repo.git
     if head:
         git.run("read-tree", "--reset", head)
@@ -194,4 +196,4 @@ def uncommitted(repo: Repo, root: Path, scope: Scope, head: str | None) -> list[
     raw = git.run("diff-files", "--name-only", "-z").stdout.decode("utf-8", "surrogateescape")
     changed = {p for p in raw.split("\0") if p and scope.synced(p)}
     changed |= {p for p in on_disk if p not in listed}
-    return sorted(changed)
+    return [display_name(p) for p in sorted(changed)]

@@ -15,6 +15,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit, urlunsplit
 
 from memoryd.files.fsutil import atomic_write
+from memoryd.files.layout import display_name
 from memoryd.sync.conflict_note import find_notes
 from memoryd.sync.engine import Report
 from memoryd.sync.paths import CURATED, NOTE, Scope, kind_of
@@ -94,7 +95,8 @@ def waiting(repo: Repo, head: str | None, seen: str | None) -> dict[str, Any]:
 
 
 def conflicts_in(root: Path, scope: Scope) -> list[dict[str, Any]]:
-    """The conflict notes in the curated files and notes: [{path, line}]."""
+    """The conflict notes in the curated files and notes: [{path, line}] (the path as
+    display_name shows it)."""
     out: list[dict[str, Any]] = []
     for rel, size in scope.walk(root):
         if kind_of(rel) not in (CURATED, NOTE) or size > 16 << 20:
@@ -103,7 +105,7 @@ def conflicts_in(root: Path, scope: Scope) -> list[dict[str, Any]]:
             text = (root / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        out += [{"path": rel, "line": n} for n in find_notes(text)]
+        out += [{"path": display_name(rel), "line": n} for n in find_notes(text)]
     return out
 
 
