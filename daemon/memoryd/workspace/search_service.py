@@ -192,7 +192,7 @@ class SearchService:
 
     def _nothing_superseded(self, ws: Workspace, index: WorkspaceIndex) -> bool:
         """Whether no line of the workspace is superseded (as far as is known: _settle)."""
-        sup = self.supersession.current(ws.root, index)
+        sup = self.supersession.current(ws.root, index.line_meta)
         return sup is None or sup.empty
 
     def _settle(
@@ -209,7 +209,7 @@ class SearchService:
         index/search/supersession.py, what is known (a dict lookup; never a wait: they are
         read again in the background)."""
         if index is not None and hits:
-            sup = self.supersession.current(ws.root, index)
+            sup = self.supersession.current(ws.root, index.line_meta)
             if sup is not None:
                 hits = supersession.apply({"results": hits}, sup, include_superseded)["results"]
         if count and self.hits is not None:  # a deque append; counted off the hot path

@@ -26,7 +26,7 @@ from memoryd.files.lines import line_key
 from memoryd.records import Fields
 
 if TYPE_CHECKING:
-    from memoryd.index.workspace import WorkspaceIndex
+    from memoryd.index.line_meta import LineMetaMap
 
 __all__ = ["Superseded", "Supersession"]
 
@@ -53,13 +53,13 @@ def _day(root: Path, rel: str, day: str) -> str:
     return dt.date.fromtimestamp(stamp).isoformat()
 
 
-def compute(root: Path, index: WorkspaceIndex) -> Superseded:
-    """The workspace's supersessions from the index's line meta (the keyed lines; untrusted
+def compute(root: Path, meta: LineMetaMap) -> Superseded:
+    """The workspace's supersessions from its index's line meta (the keyed lines; untrusted
     and system lines carry no key there)."""
     out = Superseded()
     groups: dict[str, list[tuple[str, int, str]]] = {}
     days: dict[str, str] = {}
-    for rel, number, key in index.line_meta.keyed():
+    for rel, number, key in meta.keyed():
         if rel not in days:
             days[rel] = _day(root, rel, day_of(rel))
         groups.setdefault(key, []).append((days[rel], number, rel))
@@ -82,15 +82,15 @@ class Supersession:
     def __init__(self) -> None:
         self._cache: dict[Path, tuple[int, Superseded]] = {}
 
-    def current(self, root: Path, index: WorkspaceIndex) -> Superseded | None:
-        """The workspace's (None: no keyed line at all, the common case: one truth test)."""
-        meta = index.line_meta
+    def current(self, root: Path, meta: LineMetaMap) -> Superseded | None:
+        """The workspace's, from its index's line meta (None: no keyed line at all, the
+        common case: one truth test)."""
         if not meta:
             return None
         got = self._cache.get(root)
         if got is None or got[0] != meta.generation:
             generation = meta.generation
-            got = (generation, compute(root, index))
+            got = (generation, compute(root, meta))
             self._cache[root] = got
         return got[1]
 
