@@ -302,3 +302,22 @@ def test_the_daemon_s_fields_classes_leave_eq_and_repr_to_fields() -> None:
         params = cls.__dataclass_params__  # type: ignore[attr-defined]
         assert not params.eq and not params.repr and not params.frozen, cls
         assert cls.__eq__ is records.Fields.__eq__ and cls.__hash__ is None, cls
+
+
+def test_sync_report_compares_and_shows_as_the_dataclass_it_was() -> None:
+    from memoryd.index.types import SyncReport
+
+    twin_cls = dataclasses.make_dataclass(
+        "SyncReport",
+        [
+            (f.name, Any, field(default_factory=dict) if f.name == "skipped" else f.default)
+            for f in dataclasses.fields(SyncReport)
+        ],
+    )
+    a, b = SyncReport(files_scanned=3, skipped={"x": "y"}), SyncReport(files_scanned=3)
+    ta, tb = twin_cls(files_scanned=3, skipped={"x": "y"}), twin_cls(files_scanned=3)
+    assert repr(a) == repr(ta) and repr(b) == repr(tb)
+    assert (a == b) is (ta == tb) is False
+    b.skipped["x"] = "y"
+    assert (a == b) is (ta == twin_cls(files_scanned=3, skipped={"x": "y"})) is True
+    assert SyncReport.__hash__ is None

@@ -56,7 +56,11 @@ from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # records.py says why
+
     from tokenizers import Tokenizer
+else:
+    from memoryd.records import frozen_record
 
 log = get_logger("memoryd.index")
 
@@ -69,7 +73,7 @@ BULK_CHUNKS = 2000
 BATCH_FILES = 64
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class _Chunked(Record):
     """A markdown file read ahead of its turn, and its chunking (prepare.py) under way."""
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import ISO_DAY
-from memoryd.records import Record
+from memoryd.records import Fields, Record
 from memoryd_client.search_terms import (
     DEFAULT_MODE,
     DEFAULT_SOURCES,
@@ -21,6 +21,11 @@ from memoryd_client.search_terms import (
 )
 from memoryd_client.search_terms import Fusion as Fusion  # the vocabulary, for the engine's
 from memoryd_client.search_terms import Mode as Mode  # callers
+
+if TYPE_CHECKING:
+    from dataclasses import dataclass as frozen_record  # records.py says why
+else:
+    from memoryd.records import frozen_record
 
 try:  # _compiled_answer.c: the hits' maps; absent if not built
     from memoryd.index import _compiled as compiled
@@ -203,7 +208,7 @@ class SearchHit(NamedTuple):
         return out
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class HitMeta(Record):
     """A hit's annotations and provenance; only what is known goes on the wire."""
 
@@ -282,7 +287,7 @@ def hit_rows(hits: list[SearchHit]) -> dict[str, Any] | None:
     return compiled.hit_rows_of(hits, SearchHit) if compiled is not None else None
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)
 class SyncProgress(Record):
     """How far a sync got: its phase, and done of total."""
 
@@ -294,8 +299,8 @@ class SyncProgress(Record):
         return {"phase": self.phase, "done": self.done, "total": self.total}
 
 
-@dataclass
-class SyncReport:
+@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+class SyncReport(Fields):
     """What a sync did: files scanned, changed, removed, skipped; chunks."""
 
     files_scanned: int = 0
