@@ -15,7 +15,7 @@ from daemon_util import run_daemon, wait_for
 from engine_util import IndexFactory, search
 from fakes.openai_server import FakeOpenAIServer, fake_embedding
 from memoryd.embeddings.openai_compat import OpenAIProvider
-from memoryd.index.vectors.query_vectors import PROVIDER_LOADING
+from memoryd.index.query_vectors import PROVIDER_LOADING
 from memoryd.index.workspace import WorkspaceIndex
 
 NOTES = {

@@ -30,8 +30,8 @@ from memoryd.fleet.postgres_schema import SchemaTooNew, ensure_schema
 from memoryd.fleet.publisher import Fingerprint, WorkspacePublisher
 from memoryd.fleet.remote_search import RemoteIndex, RemoteWorkspace, fold_synced
 from memoryd.fleet.settings import FleetSettings
+from memoryd.index.query_vectors import PreparedQuery
 from memoryd.index.types import SearchRequest
-from memoryd.index.vectors.query_vectors import PreparedQuery
 from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config
 from memoryd.runtime.logs import get_logger

@@ -14,8 +14,8 @@ from memoryd.files.layout import Layout
 from memoryd.index import store
 from memoryd.index.copies import Copies
 from memoryd.index.damage import Damage
+from memoryd.index.query_vectors import PROVIDER_LOADING, QueryVectors
 from memoryd.index.readers import ReaderPool
-from memoryd.index.vectors.query_vectors import PROVIDER_LOADING, QueryVectors
 from memoryd.sqlite import VecSupport
 
 

@@ -5,14 +5,14 @@ Threading contract:
 - ``search`` is thread-safe and uses read-only connections from a pool, so it never waits
   behind indexing. It blocks; the daemon calls it in a thread, or on the event loop with
   ``in_memory`` (only what the in-memory copies rank, never the model).
-- Embedding runs on a background thread after keyword rows are committed (vectors/embedder.py):
+- Embedding runs on a background thread after keyword rows are committed (embedder.py):
   a file is searchable by keyword as soon as its sync returns, by vector a little later.
 
 Its parts live beside it: opening the file (opening.py: migrate, rebuild a damaged one,
 fingerprints), the reader pool (readers.py), each file as indexed and those written lately
 (freshness.py), the in-memory copies that rank searches (copies.py), the embedder and its query
-cache (vectors/embedder.py), the query's vector or why a search gets none (``queries``:
-vectors/query_vectors.py), damage found at run time (damage.py), the warm-up of append states
+cache (embedder.py), the query's vector or why a search gets none (``queries``:
+query_vectors.py), damage found at run time (damage.py), the warm-up of append states
 (tails.py) and what status says of it (health.py).
 
 Damage found at run time (SQLITE_CORRUPT or SQLITE_NOTADB on a read or a write) is handled as
@@ -42,9 +42,11 @@ from memoryd.files.provenance import ledger_for
 from memoryd.index import opening, schema, store
 from memoryd.index.copies import Copies
 from memoryd.index.damage import Damage, corruption_in, unmasked
+from memoryd.index.embedder import Embedded, Embedder
 from memoryd.index.freshness import Freshness
 from memoryd.index.health import index_status
 from memoryd.index.line_meta import LineMetaMap
+from memoryd.index.query_vectors import PreparedQuery, QueryVectors
 from memoryd.index.readers import ReaderPool
 from memoryd.index.search.fusion import SearchEnv, run_search
 from memoryd.index.search.rows import ChunkRows, ParsedQueries
@@ -62,9 +64,7 @@ from memoryd.index.types import (
     SyncProgress,
     SyncReport,
 )
-from memoryd.index.vectors.embedder import Embedded, Embedder
 from memoryd.index.vectors.mirror import VectorWidthError
-from memoryd.index.vectors.query_vectors import PreparedQuery, QueryVectors
 from memoryd.index.vectors.window_sims import KeptWindows
 from memoryd.runtime.config import Config, SearchConfig
 from memoryd.runtime.heap import release_free_memory

@@ -60,7 +60,7 @@ from memoryd.workspace.watcher import Watcher
 
 if TYPE_CHECKING:  # the engine loads in the background, after the socket is up
     from memoryd.embeddings.base import EmbeddingProvider
-    from memoryd.index.vectors.query_vectors import PreparedQuery
+    from memoryd.index.query_vectors import PreparedQuery
     from memoryd.index.workspace import WorkspaceIndex
 
 FLEET_OFF = "fleet mode is off: set [fleet] dsn (docs/fleet.md)"

@@ -15,9 +15,9 @@ from typing import NamedTuple
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, as_query_vector
 from memoryd.embeddings.fallback import QueryFallback
 from memoryd.errors import EmbeddingError
+from memoryd.index.embedder import Embedder
 from memoryd.index.keyword.text import has_cjk
 from memoryd.index.types import SearchRequest
-from memoryd.index.vectors.embedder import Embedder
 from memoryd.sqlite import VecSupport
 
 PROVIDER_LOADING = "the embedding provider is still loading: keyword results only"
