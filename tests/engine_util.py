@@ -12,6 +12,17 @@ from memoryd.index.workspace import WorkspaceIndex
 from memoryd.runtime.config import Config, config_from_mapping
 
 
+def write_file(root: Path, rel: str, text: str | bytes) -> Path:
+    """``root / rel`` holding ``text`` (a str as UTF-8), its folders made."""
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
 class IndexFactory:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
@@ -38,13 +49,7 @@ class IndexFactory:
         return ix
 
     def write(self, rel: str, text: str | bytes) -> Path:
-        path = self.ws / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(text, encoding="utf-8")
-        return path
+        return write_file(self.ws, rel, text)
 
     def bump_mtime(self, rel: str) -> None:
         """Make a change visible even within the file system's timestamp granularity."""

@@ -18,6 +18,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from daemon_util import DaemonThread
+from engine_util import write_file
 from fakes.clock import FakeClock
 from memoryd.files.append import Appender
 from memoryd.files.locks import FileLocks
@@ -143,13 +144,7 @@ class JobHarness:
         return asyncio.run(go())
 
     def write(self, rel: str, text: str | bytes) -> Path:
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(text, bytes):
-            path.write_bytes(text)
-        else:
-            path.write_text(text, encoding="utf-8")
-        return path
+        return write_file(self.root, rel, text)
 
     def close(self) -> None:
         self.state.close()
