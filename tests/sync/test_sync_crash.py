@@ -46,6 +46,15 @@ def client_of(home: Path) -> MemoryClient:
     return MemoryClient(socket_path=home / "run" / "memoryd.sock", autostart=False, timeout=120)
 
 
+def sync_killed(home: Path) -> None:
+    """``sync now``, killed under it."""
+    try:
+        with client_of(home) as c:
+            c.sync_now(workspace="notes")
+    except (ClientError, OSError):
+        pass
+
+
 def day(i: int) -> str:
     return f"2026-02-{i % 28 + 1:02d}"
 
@@ -69,15 +78,7 @@ def test_kill_9_at_random_moments_of_a_sync(tmp_path: Path) -> None:
                     line = f"- laptop round {r} line {i}"
                     c.append(line, workspace="notes", date=day(rng.randrange(FILES)))
                     written.add(line)
-
-            def sync_a() -> None:
-                try:
-                    with client_of(home) as c:
-                        c.sync_now(workspace="notes")
-                except (ClientError, OSError):
-                    pass  # killed under it
-
-            t = threading.Thread(target=sync_a)
+            t = threading.Thread(target=sync_killed, args=(home,))
             t.start()
             time.sleep(rng.uniform(0.0, 1.5))
             proc.kill()
@@ -132,15 +133,7 @@ def test_kill_9_while_the_push_waits_on_the_remote(tmp_path: Path) -> None:
     try:
         with client_of(home) as c:
             c.append("- written before the kill", workspace="notes", date=day(0))
-
-        def sync_a() -> None:
-            try:
-                with client_of(home) as c:
-                    c.sync_now(workspace="notes")
-            except (ClientError, OSError):
-                pass  # killed under it
-
-        t = threading.Thread(target=sync_a)
+        t = threading.Thread(target=sync_killed, args=(home,))
         t.start()
         assert wait_for(pushing.exists, 60), proc.logs()
         proc.kill()
@@ -170,15 +163,6 @@ def test_kill_9_while_the_push_waits_on_the_remote(tmp_path: Path) -> None:
         text=True,
     )
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr
-
-
-def sync_killed(home: Path) -> None:
-    """``sync now``, killed under it."""
-    try:
-        with client_of(home) as c:
-            c.sync_now(workspace="notes")
-    except (ClientError, OSError):
-        pass
 
 
 def test_kill_9_while_the_first_sync_makes_its_repository(tmp_path: Path) -> None:
