@@ -59,6 +59,20 @@ def remote_paths(conn: RawConn, query: str, ws: str = "A:notes") -> list[str]:
     return [r["path"] for r in frame["result"]["results"]] if frame["ok"] else []
 
 
+def _both_ways(conn: RawConn, params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A search of host A's workspace "notes", asked locally and through the fleet."""
+    local = conn.result("search", {**params, "workspace": "notes"})
+    return local, conn.result("search", {**params, "workspace": "A:notes"})
+
+
+def _ranked(answer: dict[str, Any], vector_digits: int) -> list[tuple[Any, ...]]:
+    """A hybrid answer's hits: path, score, vector score (rounded)."""
+    return [
+        (r["path"], round(r["score"], 5), round(r["vector_score"], vector_digits))
+        for r in answer["results"]
+    ]
+
+
 def test_a_note_written_on_a_is_found_and_read_from_b_with_its_host_and_freshness(
     fleet_dsn: str, tmp_path: Path
 ) -> None:
@@ -250,8 +264,7 @@ def test_remote_keyword_ranking_and_scores_are_the_local_engines(
             "会议",
         ):
             params = {"query": query, "mode": "keyword", "max_results": 10, "min_score": 0}
-            local = a.result("search", {**params, "workspace": "notes"})["results"]
-            remote = a.result("search", {**params, "workspace": "A:notes"})["results"]
+            local, remote = (answer["results"] for answer in _both_ways(a, params))
             key = [(r["path"], r["start_line"], r["end_line"], r["snippet"]) for r in local]
             assert [
                 (r["path"], r["start_line"], r["end_line"], r["snippet"]) for r in remote
@@ -264,8 +277,7 @@ def test_remote_keyword_ranking_and_scores_are_the_local_engines(
             {"since": "2024-02-05", "until": "2024-02-09"},
         ):
             params = {"query": "heron otters", "mode": "keyword", "min_score": 0, **filters}
-            local = a.result("search", {**params, "workspace": "notes"})["results"]
-            remote = a.result("search", {**params, "workspace": "A:notes"})["results"]
+            local, remote = (answer["results"] for answer in _both_ways(a, params))
             assert local and [(r["path"], r["start_line"]) for r in remote] == [
                 (r["path"], r["start_line"]) for r in local
             ], filters
@@ -301,16 +313,9 @@ def test_remote_hybrid_search_ranks_with_the_published_vectors_as_locally(
         assert wait_for(published, 20)
         for query in ("kestrel barn", "where did the falcon nest", "tower birds"):
             params = {"query": query, "max_results": 8, "min_score": 0}
-            local = a.result("search", {**params, "workspace": "notes"})
-            remote = a.result("search", {**params, "workspace": "A:notes"})
+            local, remote = _both_ways(a, params)
             assert remote["mode_used"] == local["mode_used"] == "hybrid"
-            assert [
-                (r["path"], round(r["score"], 5), round(r["vector_score"], 3))
-                for r in remote["results"]
-            ] == [
-                (r["path"], round(r["score"], 5), round(r["vector_score"], 3))
-                for r in local["results"]
-            ], query
+            assert _ranked(remote, 3) == _ranked(local, 3), query
 
 
 def test_a_model_with_a_query_prefix_ranks_the_same_locally_and_through_the_fleet(
@@ -352,16 +357,9 @@ def test_a_model_with_a_query_prefix_ranks_the_same_locally_and_through_the_flee
         assert wait_for(published, 20)
         for query in ("kayak", "tax return", "sunday trip april"):
             params = {"query": query, "max_results": 12, "min_score": 0}
-            local = a.result("search", {**params, "workspace": "notes"})
-            remote = a.result("search", {**params, "workspace": "A:notes"})
+            local, remote = _both_ways(a, params)
             assert remote["mode_used"] == local["mode_used"] == "hybrid"
-            assert [
-                (r["path"], round(r["score"], 5), round(r["vector_score"], 4))
-                for r in remote["results"]
-            ] == [
-                (r["path"], round(r["score"], 5), round(r["vector_score"], 4))
-                for r in local["results"]
-            ], query
+            assert _ranked(remote, 4) == _ranked(local, 4), query
 
 
 def test_a_query_through_the_fleet_is_prepared_as_locally_a_cjk_one_by_keyword(
@@ -393,14 +391,12 @@ def test_a_query_through_the_fleet_is_prepared_as_locally_a_cjk_one_by_keyword(
 
         assert wait_for(published, 60)
         params = {"query": "会议", "max_results": 5, "min_score": 0}
-        local = a.result("search", {**params, "workspace": "notes"})
-        remote = a.result("search", {**params, "workspace": "A:notes"})
+        local, remote = _both_ways(a, params)
         assert "English model" in local["degraded"] and "English model" in remote["degraded"]
         assert [r["path"] for r in remote["results"]] == [r["path"] for r in local["results"]]
         assert remote["results"][0]["path"] == "memory/2024-03-03.md"
         params = {"query": "where did the kestrel nest", "max_results": 5, "min_score": 0}
-        local = a.result("search", {**params, "workspace": "notes"})
-        remote = a.result("search", {**params, "workspace": "A:notes"})
+        local, remote = _both_ways(a, params)
         assert remote["mode_used"] == local["mode_used"] == "hybrid"
         assert [(r["path"], round(r["score"], 4)) for r in remote["results"]] == [
             (r["path"], round(r["score"], 4)) for r in local["results"]
