@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-
-import holders
+# Loaded from its file: bench/ on sys.path would shadow the tests' own packages (its
+# fleet.py hides tests/fleet) for every test after this one in the same worker.
+_SPEC = importlib.util.spec_from_file_location(
+    "bench_holders", Path(__file__).resolve().parents[2] / "bench" / "holders.py"
+)
+assert _SPEC is not None and _SPEC.loader is not None
+holders = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(holders)
 
 TIMEHIST = """\
            time    cpu  task name                       wait time  sch delay   run time

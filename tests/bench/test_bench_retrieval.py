@@ -3,6 +3,7 @@ else on stdout (the engine's log goes to stderr), and --misses explains the miss
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -79,8 +80,13 @@ def test_by_session_counts_a_file_that_holds_the_evidence_as_a_hit(tmp_path: Pat
 
 
 def test_judge_sessions_ranks_each_file_where_its_first_result_is() -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from _judge import judge_sessions
+    # From its file, not by bench/ on sys.path: that would shadow the tests' own packages
+    # (bench/fleet.py hides tests/fleet) for every test after this one in the same worker.
+    spec = importlib.util.spec_from_file_location("bench_judge", ROOT / "bench" / "_judge.py")
+    assert spec is not None and spec.loader is not None
+    judge = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(judge)
+    judge_sessions = judge.judge_sessions
 
     q = {"evidence_locations": [{"dia_id": "D2:1", "path": "memory/b.md", "line": 9}]}
     results = [
