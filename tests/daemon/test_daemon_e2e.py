@@ -355,16 +355,19 @@ def test_sigterm_during_a_long_startup_scan_stops_it_at_a_file_boundary(home: Pa
     ws = big_workspace(home / "ws", files=3000)
     (home / "config.toml").write_text(f'[[workspaces]]\npath = "{ws}"\n')
     proc = Proc(home)
-    proc.ready()
+    try:
+        proc.ready()
 
-    def scanning() -> bool:
-        with RawConn(proc.socket) as c:
-            scan = c.result("status")["workspaces"][0].get("startup_scan", {})
-            return bool(scan.get("running") and scan.get("done", 0) > 0)
+        def scanning() -> bool:
+            with RawConn(proc.socket) as c:
+                scan = c.result("status")["workspaces"][0].get("startup_scan", {})
+                return bool(scan.get("running") and scan.get("done", 0) > 0)
 
-    assert wait_for(scanning, 60, interval=0.05), proc.logs()
-    proc.p.send_signal(signal.SIGTERM)
-    assert proc.wait(60) == EXIT_OK
+        assert wait_for(scanning, 60, interval=0.05), proc.logs()
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == EXIT_OK
+    finally:
+        proc.kill()  # a failure above must not leave it running (and its log open) for others
     stopped = [e for e in proc.logs() if e.get("event") == "sync_stopped"]
     assert stopped and stopped[0]["done"] < stopped[0]["total"], proc.logs()[-5:]
     _restart_indexes_all(home, 3001)
