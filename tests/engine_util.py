@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,11 @@ class IndexFactory:
 
     def write(self, rel: str, text: str | bytes) -> Path:
         return write_file(self.ws, rel, text)
+
+    def write_all(self, files: Mapping[str, str | bytes]) -> None:
+        """Each of ``files`` (rel -> text) written."""
+        for rel, text in files.items():
+            write_file(self.ws, rel, text)
 
     def bump_mtime(self, rel: str) -> None:
         """Make a change visible even within the file system's timestamp granularity."""

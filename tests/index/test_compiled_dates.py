@@ -186,8 +186,7 @@ def _answers(ix: Any, fused: list[int]) -> tuple[list[object], list[int]]:
 def test_a_real_index_gives_the_same_answers_with_and_without_the_compiled_part(
     make_index: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for rel, text in LOGS.items():
-        make_index.write(rel, text)
+    make_index.write_all(LOGS)
     ix = make_index()
     ix.sync()
     fused: list[int] = []

@@ -28,8 +28,7 @@ def cached(ix_db: str) -> set[str]:
 def test_a_span_or_a_whole_file_names_its_chunks_cached_vectors_and_only_those_go(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     provider = OpenAIProvider(
         base_url=openai_server.base_url, api_key="sk-test", max_retries=0, timeout=2
     )

@@ -362,8 +362,7 @@ def test_a_streamed_copy_is_the_copy_a_load_from_the_chunks_gives(
     if chunked_by == "workers":
         monkeypatch.setattr(sync, "WORKERS_MIN_BYTES", 0)
     write_days(make_index)
-    for rel, text in VARIED.items():
-        make_index.write(rel, text)
+    make_index.write_all(VARIED)
     (make_index.ws / "memory/2023-01-03.md").write_bytes(b"- bad \xff utf-8 garden\n")
     for i in range(5):  # rows no worker counted: the writer counts them
         make_index.write(f"sessions/s{i}.jsonl", _session(i))

@@ -34,8 +34,7 @@ NOTES = {
 
 @pytest.fixture
 def ix(make_index: IndexFactory):  # type: ignore[no-untyped-def]
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     index = make_index()
     index.sync()
     return index
@@ -114,8 +113,7 @@ def test_the_snippet_of_a_long_chunk_centres_on_the_matched_cjk_line(
 def test_an_index_made_before_cjk_bigrams_upgrades_without_losing_a_note(
     make_index: IndexFactory,
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = make_index()
     ix.sync()
     ix.close()

@@ -40,8 +40,7 @@ def pending_index(f: IndexFactory) -> WorkspaceIndex:
 def test_keyword_answers_and_hybrid_says_why_while_the_provider_loads(
     make_index: IndexFactory,
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = pending_index(make_index)
     ix.sync()
     kw = search(ix, "bicycle", mode="keyword")
@@ -58,8 +57,7 @@ def test_keyword_answers_and_hybrid_says_why_while_the_provider_loads(
 def test_the_provider_given_later_embeds_and_hybrid_uses_vectors(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = pending_index(make_index)
     ix.sync()
     ix.attach_provider(provider(openai_server), "embedding.provider = openai")
@@ -73,8 +71,7 @@ def test_the_provider_given_later_embeds_and_hybrid_uses_vectors(
 def test_a_restart_keeps_vectors_that_fit_and_drops_another_models(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     first = make_index(None, provider(openai_server))
     first.sync()
     assert first.wait_embedded(timeout=30)
@@ -153,8 +150,7 @@ def test_vector_ready_waits_for_the_generation_to_count_the_vectors(
     # this index, and the fleet's "published" compares generations: a status must not see
     # the vectors' commit as ready while the generation does not count it yet (a fleet
     # search then read the copy made before the vectors: keyword, not hybrid).
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = pending_index(make_index)
     ix.sync()
     answer = threading.Event()

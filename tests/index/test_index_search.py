@@ -17,8 +17,7 @@ NOTES = {
 
 @pytest.fixture
 def ix(make_index: IndexFactory):  # type: ignore[no-untyped-def]
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     index = make_index()
     index.sync()
     return index

@@ -296,8 +296,7 @@ def results(make_index: IndexFactory, server: FakeOpenAIServer, memory_mb: int) 
 def test_search_answers_the_same_with_and_without_the_in_memory_scan(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     with_mirror = results(make_index, openai_server, 256)
     (make_index.ws / "memory/2024-05-04.md").unlink()  # deletes reach the mirror too
     after_delete = results(make_index, openai_server, 256)
@@ -357,8 +356,7 @@ def test_searches_stay_well_formed_while_files_change_and_vectors_are_written(
 ) -> None:
     import threading
 
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     provider = OpenAIProvider(
         base_url=openai_server.base_url, api_key="sk-t", max_retries=0, timeout=5
     )

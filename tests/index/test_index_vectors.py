@@ -42,8 +42,7 @@ def embedded_texts(server: FakeOpenAIServer) -> list[str]:
 def test_hybrid_search_uses_vectors_once_embedded(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = make_index(FAST, provider(openai_server))
     ix.sync()
     assert ix.wait_embedded(timeout=30)
@@ -59,8 +58,7 @@ def test_hybrid_search_uses_vectors_once_embedded(
 def test_vector_mode_finds_by_vector_alone(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = make_index(FAST, provider(openai_server))
     ix.sync()
     assert ix.wait_embedded(timeout=30)
@@ -73,8 +71,7 @@ def test_vector_mode_finds_by_vector_alone(
 def test_endpoint_down_degrades_to_keyword_and_recovers(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     openai_server.stop()
     ix = make_index(FAST, provider(openai_server))
     ix.sync()
@@ -144,8 +141,7 @@ def test_embedding_cache_is_bounded(
 def test_provider_change_reembeds_in_background_while_keyword_works(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = make_index(FAST)  # keyword only first
     ix.sync()
     ix.close()
@@ -178,8 +174,7 @@ def test_vectors_follow_deleted_files(
 def test_endpoint_changing_its_vector_width_degrades_then_rebuilds(
     make_index: IndexFactory, openai_server: FakeOpenAIServer
 ) -> None:
-    for rel, text in NOTES.items():
-        make_index.write(rel, text)
+    make_index.write_all(NOTES)
     ix = make_index(FAST, provider(openai_server))
     ix.sync()
     assert ix.wait_embedded(timeout=30)
