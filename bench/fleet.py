@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 from pgvector.psycopg import register_vector
 
+from latency import summarize
 from memoryd.embeddings.base import as_query_vector
 from memoryd.fleet.local_reader import LocalIndexReader
 from memoryd.fleet.postgres_schema import ensure_schema
@@ -38,7 +39,7 @@ from memoryd.fleet.service import text_reader
 from memoryd.index.types import Mode, SearchRequest
 from memoryd.runtime.config import config_from_mapping
 from memoryd.runtime.logs import configure_logging
-from search_latency import BenchProvider, build, summarize
+from search_latency import BenchProvider, build
 from synth import make_queries
 
 if TYPE_CHECKING:

@@ -46,6 +46,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from latency import summarize
 from memoryd.embeddings.base import Vectors
 from memoryd.index import schema
 from memoryd.index.search.query import fts_match, query_terms
@@ -84,24 +85,6 @@ class BenchProvider:
 
     def close(self) -> None:
         pass
-
-
-def percentile(sorted_ms: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    k = max(0, min(len(sorted_ms) - 1, round(q / 100 * len(sorted_ms) + 0.5) - 1))
-    return sorted_ms[k]
-
-
-def summarize(ms: list[float]) -> dict[str, float]:
-    s = sorted(ms)
-    return {
-        "n": len(s),
-        "p50": percentile(s, 50),
-        "p95": percentile(s, 95),
-        "p99": percentile(s, 99),
-        "mean": statistics.fmean(s),
-        "max": s[-1],
-    }
 
 
 def build(
