@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import apsw
 import pytest
 
-from engine_util import IndexFactory, search
+from engine_util import search
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import NOW, TZ, JobHarness, llm_config, set_mtime, transcript
+from jobs_util import NOW, TZ, JobHarness, set_mtime, transcript
 from memoryd.index.workspace import WorkspaceIndex
 
 pytestmark = pytest.mark.timeout(60)
@@ -23,24 +22,10 @@ SUMMARY = "- Decided to adopt the kiwi protocol.\n- Open: benchmark it."
 
 
 @pytest.fixture
-def index(make_index: IndexFactory) -> WorkspaceIndex:
-    return make_index()
-
-
-@pytest.fixture
-def harness(
-    make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path, openai_server: FakeOpenAIServer
-) -> Iterator[JobHarness]:
-    h = JobHarness(
-        make_index.ws,
-        tmp_path / "state.sqlite",
-        {"llm": llm_config(openai_server.base_url)},
-        index=index,
-    )
-    daily = h.write(DAILY, EARLIER)
+def harness(llm_harness: JobHarness) -> JobHarness:
+    daily = llm_harness.write(DAILY, EARLIER)
     set_mtime(daily, NOW - dt.timedelta(hours=5))  # before any session below
-    yield h
-    h.close()
+    return llm_harness
 
 
 def add_session(

@@ -10,16 +10,16 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
-from engine_util import IndexFactory, search
+from engine_util import search
 from fakes.openai_server import FakeOpenAIServer
-from jobs_util import JobHarness, llm_config, set_mtime, transcript
+from jobs_util import JobHarness, set_mtime, transcript
 from memoryd.index.workspace import WorkspaceIndex
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,26 +63,12 @@ DAILY = {
 
 
 @pytest.fixture
-def index(make_index: IndexFactory) -> WorkspaceIndex:
-    return make_index()
-
-
-@pytest.fixture
-def harness(
-    make_index: IndexFactory, index: WorkspaceIndex, tmp_path: Path, openai_server: FakeOpenAIServer
-) -> Iterator[JobHarness]:
-    h = JobHarness(
-        make_index.ws,
-        tmp_path / "state.sqlite",
-        {"llm": llm_config(openai_server.base_url)},
-        index=index,
-    )
-    h.write("MEMORY.md", OLD)
+def harness(llm_harness: JobHarness, index: WorkspaceIndex) -> JobHarness:
+    llm_harness.write("MEMORY.md", OLD)
     for rel, text in DAILY.items():
-        h.write(rel, text)
+        llm_harness.write(rel, text)
     index.sync()
-    yield h
-    h.close()
+    return llm_harness
 
 
 def snapshot(root: Path) -> dict[str, bytes]:
