@@ -13,6 +13,7 @@ from memoryd.records import Record
 from memoryd.rpc.budget import ByteBudget
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from dataclasses import dataclass as frozen_record  # records.py says why
 else:
     from memoryd.records import frozen_record
@@ -95,16 +96,27 @@ class Connection:
             self.total.release(nbytes)
             self.wire.room()  # reading may have stopped for want of budget
 
-    async def send(self, frame: bytes, held: int = 0) -> None:
+    async def send(
+        self, frame: bytes, held: int = 0, written: Callable[[], None] | None = None
+    ) -> None:
         """Queue a whole frame; the ``held`` budget bytes are released once the peer has
-        taken it (all but the transport's low-water mark of it)."""
+        taken it (all but the transport's low-water mark of it). ``written`` is called once
+        the frame is written, or before this waits (for an earlier frame, or the peer)."""
         try:
             if not self.lock.locked() and not self.closed and not self.transport.is_closing():
                 self.transport.write(frame)
+                if written is not None:
+                    then: Callable[[], None] = written
+                    written = None
+                    then()
                 if not self.transport.get_write_buffer_size():
                     self.last_progress = time.monotonic()
                     return  # the kernel took all of it (the usual case): nothing to drain
                 frame = b""  # queued; what is left is waiting for the peer to read it
+            if written is not None:  # before a wait: not in flight meanwhile
+                then = written
+                written = None
+                then()
             async with self.lock:
                 if self.closed or self.transport.is_closing():
                     return
@@ -114,6 +126,8 @@ class Connection:
                     await self.wire.drain()
                 self.last_progress = time.monotonic()
         finally:
+            if written is not None:  # an error before it came to that
+                written()
             self.release(held)
 
     def idle_for(self, now: float) -> float:

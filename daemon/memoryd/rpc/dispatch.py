@@ -15,7 +15,6 @@ block, so they run in threads. Our own errors carry their wire code; anything el
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -24,7 +23,6 @@ from memoryd.records import Record
 from memoryd.rpc.failures import known_failure
 from memoryd.rpc.params import Params
 from memoryd.rpc.server import Outcome, Request
-from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
@@ -37,10 +35,6 @@ else:
 log = get_logger("memoryd.rpc.dispatch")
 
 Handler = Callable[[Params, Request], Awaitable[dict[str, Any]]]
-# Answered in milliseconds from what is in memory: background threads step aside while one
-# runs. Not the ones that wait (reindex, a first index, jobs): they would slow what they
-# wait for.
-QUICK_METHODS = frozenset({"hello", "search", "get", "recall", "status", "workspace.list"})
 
 
 class HandlerGroup(Protocol):
@@ -143,9 +137,6 @@ class Dispatcher:
                 ),
                 ErrorCode.UNKNOWN_METHOD,
             )
-        quick = req.method in QUICK_METHODS
-        if quick:  # background threads step aside while it runs (runtime/foreground.py)
-            FOREGROUND.begin()
         try:
             if not isinstance(req.params, dict):
                 raise InvalidParams("params must be a map", {"param": "params"})
@@ -158,11 +149,6 @@ class Dispatcher:
                 log.warning("request_failed", method=req.method, id=req.id, error=failure.message)
                 return Outcome(protocol.error(req.id, failure.code, failure.message), failure.code)
             return _internal(req, exc)
-        finally:
-            if quick:  # once the answer is sent (server.py sends it in this same step): a
-                # background thread woken now would take the lock at the send and hold it
-                # while the answer is finished
-                asyncio.get_running_loop().call_soon(FOREGROUND.end)
         return Outcome(protocol.response(req.id, result), "ok")
 
 

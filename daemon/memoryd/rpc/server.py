@@ -38,6 +38,7 @@ from memoryd.rpc.params import shown
 from memoryd.rpc.peer import peer_credentials
 from memoryd.rpc.wire import Refusal, Wire
 from memoryd.runtime.eager import start_eagerly
+from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import debug_enabled, get_logger
 from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
@@ -59,6 +60,10 @@ _OUR_FAILURES = frozenset({ErrorCode.INTERNAL, ErrorCode.UNAVAILABLE, ErrorCode.
 _REQUEST_KEYS = frozenset({"event", "method", "id", "ms", "result", "peer_pid", "level"})
 
 Emit = Callable[[str, dict[str, Any]], None]
+# Answered in milliseconds from what is in memory: background threads step aside while one
+# runs (runtime/foreground.py), until its answer is written. Not the ones that wait
+# (reindex, a first index, jobs): they would slow what they wait for.
+QUICK_METHODS = frozenset({"hello", "search", "get", "recall", "status", "workspace.list"})
 # Answers are packed on the event loop's thread only: one packer, not one (and its 1 MiB
 # buffer) per answer. The same bytes as protocol.pack.
 _PACKER = msgpack.Packer(use_bin_type=True)
@@ -336,56 +341,69 @@ class Server:
     # -- requests ----------------------------------------------------------------------
 
     async def _handle(self, conn: Connection, req: Request) -> None:
-        started = time.perf_counter()
-        if self.shutting_down:
-            outcome = Outcome(
-                protocol.error(req.id, ErrorCode.SHUTTING_DOWN, "the daemon is shutting down"),
-                ErrorCode.SHUTTING_DOWN,
-            )
-        else:
-            conn.computing += 1
-            try:
-                outcome = await self.dispatch(req)
-            except BaseException as exc:
-                conn.release(req.reserved)
-                if not isinstance(exc, asyncio.CancelledError):
-                    raise
-                if conn.aborted:
-                    self._log_request(conn, req, "connection_closed", started)
-                    raise
-                # Forced shutdown: still tell the client why, without waiting on it.
-                conn.write_nowait(
-                    protocol.pack(
-                        protocol.error(
-                            req.id,
-                            ErrorCode.SHUTTING_DOWN,
-                            "the daemon shut down during the request",
+        # A quick request ends once its answer is written (Connection.send calls ``end``
+        # there, or before it waits for the peer), in the step that answers: not by a
+        # callback on the loop's next turn, a turn of its own (and a poll of the sockets)
+        # for every request. A background thread woken before the write would take the
+        # lock at the send and hold it while the answer is finished.
+        end = FOREGROUND.end if req.method in QUICK_METHODS else None
+        if end is not None:
+            FOREGROUND.begin()
+        try:
+            started = time.perf_counter()
+            if self.shutting_down:
+                outcome = Outcome(
+                    protocol.error(req.id, ErrorCode.SHUTTING_DOWN, "the daemon is shutting down"),
+                    ErrorCode.SHUTTING_DOWN,
+                )
+            else:
+                conn.computing += 1
+                try:
+                    outcome = await self.dispatch(req)
+                except BaseException as exc:
+                    conn.release(req.reserved)
+                    if not isinstance(exc, asyncio.CancelledError):
+                        raise
+                    if conn.aborted:
+                        self._log_request(conn, req, "connection_closed", started)
+                        raise
+                    # Forced shutdown: still tell the client why, without waiting on it.
+                    conn.write_nowait(
+                        protocol.pack(
+                            protocol.error(
+                                req.id,
+                                ErrorCode.SHUTTING_DOWN,
+                                "the daemon shut down during the request",
+                            )
                         )
                     )
+                    self._log_request(conn, req, ErrorCode.SHUTTING_DOWN, started)
+                    raise
+                finally:
+                    conn.computing -= 1
+            frame = _pack(outcome.message)
+            code = outcome.code
+            if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
+                code = ErrorCode.TOO_LARGE
+                frame = protocol.pack(
+                    protocol.error(
+                        req.id,
+                        code,
+                        f"the response ({len(frame)} bytes) exceeds the frame limit "
+                        f"of {self.max_frame_bytes}; ask for less (e.g. get with lines)",
+                    )
                 )
-                self._log_request(conn, req, ErrorCode.SHUTTING_DOWN, started)
-                raise
-            finally:
-                conn.computing -= 1
-        frame = _pack(outcome.message)
-        code = outcome.code
-        if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
-            code = ErrorCode.TOO_LARGE
-            frame = protocol.pack(
-                protocol.error(
-                    req.id,
-                    code,
-                    f"the response ({len(frame)} bytes) exceeds the frame limit "
-                    f"of {self.max_frame_bytes}; ask for less (e.g. get with lines)",
-                )
-            )
-        # What the answer holds beyond its reservation is charged as it is: it exists.
-        conn.charge(len(frame))
-        conn.release(req.reserved)
-        # Logged before the answer leaves, so a client never sees an answer whose log line
-        # is not written yet; the write itself only queues bytes.
-        self._log_request(conn, req, code, started)
-        await conn.send(frame, len(frame))
+            # What the answer holds beyond its reservation is charged as it is: it exists.
+            conn.charge(len(frame))
+            conn.release(req.reserved)
+            # Logged before the answer leaves, so a client never sees an answer whose log
+            # line is not written yet; the write itself only queues bytes.
+            self._log_request(conn, req, code, started)
+            written, end = end, None
+            await conn.send(frame, len(frame), written)
+        finally:
+            if end is not None:  # no answer written
+                end()
 
     @staticmethod
     def _log_request(conn: Connection, req: Request, code: str, started: float) -> None:

@@ -168,7 +168,7 @@ class SearchService:
         host's), or with ``everywhere`` every workspace the fleet publishes. Superseded lines
         are left out (marked with ``include_superseded``); ``count``: the hits count as used
         (hit counting; a forget's own search does not). ``quick``: the caller is a quick
-        request (rpc/dispatch.py's QUICK_METHODS), which background threads step aside for.
+        request (rpc/server.py's QUICK_METHODS), which background threads step aside for.
         ``rows``: the hits as rows (protocol.HIT_ROWS) when they can be made from the
         engine's hits themselves, with no maps (``Answer.hits`` says they were)."""
         if everywhere or self.remote(ref):
