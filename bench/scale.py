@@ -23,6 +23,9 @@ fresh MEMORYD_HOME, and a real ``memoryd run`` through the socket:
    same write load) and 50 searchers (keyword, 5 processes of 10 threads) for
    ``--storm-seconds``: search p50/p99 and rate, writes/s, searches answered stale
    (read-your-writes gave up waiting) and with files still pending.
+5. restarted again, and searched by keyword from its first answer until its start-up scan
+   (a stat of every file, on the writer thread) is over: p50/p99 and CPU per search while
+   it runs, against step 3's steady state (``searches_while_scanning``).
 
 ``--corpus chatter`` uses bench/chatter.py's workspaces and questions instead: a vocabulary
 of ~70 words, so every posting list is long (the keyword-growth case of issue 27).
@@ -34,8 +37,9 @@ issue compares against, measured in the same run on the same files.
 
 ``--baseline REV`` runs every size with the code of git revision REV first (a detached
 worktree put first on the daemon's PYTHONPATH; same interpreter and packages), then with
-this tree, and prints both with ratios: machines differ, so compare within one run. The
-vectors are embedded once per size, by the baseline's daemon; this tree's daemon starts its
+this tree, and prints both with ratios: machines differ, so compare within one run (several
+revisions, comma-separated: each in turn, ratios against the first). The
+vectors are embedded once per size, by the first baseline's daemon; this tree's daemon starts its
 phases 2-3 on a copy of that index (the same rows: the fake endpoint is deterministic).
 """
 
@@ -164,15 +168,23 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def loop_cpu_s(pid: int) -> float:
+    """CPU time of the daemon's main thread, its event loop's (ns-exact: schedstat): what
+    the searches cost there, without the writer's or other threads' work."""
+    with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
+        return int(f.read().split()[0]) / 1e9
+
+
 def search_ms(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) -> dict[str, Any]:
     """Wall-clock latency per search, and the daemon's CPU per search (what the machine's
-    load does not inflate: the wall clock on 2 shared cores waits for a core)."""
+    load does not inflate: the wall clock on 2 shared cores waits for a core), its loop
+    thread's too."""
     ms: list[float] = []
     used = set()
     with d.client() as c:
         for q in queries:  # warm-up: page cache and the query-vector cache
             c.search(q, workspace=ws, mode=mode)
-        cpu = cpu_s(d.pid)
+        cpu, loop = cpu_s(d.pid), loop_cpu_s(d.pid)
         for _ in range(rounds):
             for q in queries:
                 t = time.perf_counter()
@@ -180,29 +192,74 @@ def search_ms(d: Daemon, ws: str, queries: list[str], mode: str, rounds: int) ->
                 ms.append((time.perf_counter() - t) * 1000)
                 used.add(str(r.mode_used))
         cpu_ms = (cpu_s(d.pid) - cpu) * 1000 / len(ms)
-    return {**summarize(ms), "cpu_ms": cpu_ms, "mode_used": ",".join(sorted(used))}
+        loop_ms = (loop_cpu_s(d.pid) - loop) * 1000 / len(ms)
+    return {
+        **summarize(ms),
+        "cpu_ms": cpu_ms,
+        "loop_cpu_ms": loop_ms,
+        "mode_used": ",".join(sorted(used)),
+    }
+
+
+SCAN_BATCH = 10  # searches between two looks at the scan's state
+SCANS = ("scan", "rescan")
 
 
 def searches_while_scanning(
-    d: Daemon, ws: str, queries: list[str], limit_s: float = 30.0
-) -> dict[str, Any] | None:
-    """Keyword searches back to back while the restart's start-up scan runs (it stats every
-    file on the writer thread, sharing the GIL with them): p50/p99 and the daemon's CPU per
-    search; None when the scan was over before the first search."""
-    ms: list[float] = []
+    d: Daemon, ws: str, queries: list[str], limit_s: float = 300.0
+) -> dict[str, Any]:
+    """A restart searched from its first answer on: keyword searches back to back while its
+    start-up scan runs (it stats every file on the writer thread, sharing the GIL with
+    them), and the whole sync the late watch queues behind it ("rescan": a stat of every
+    file again), ``SCAN_BATCH`` between two status calls, grouped by scan and by what
+    ranked them: the in-memory copy ("memory") or FTS5 while the copy is not loaded
+    ("loading"). A batch during which the scan or the copy's state changed is left out. Per group:
+    p50/p99, the daemon's CPU per search (the scan's included) and its loop thread's (the
+    searches' own); and the scan's seconds. The searches start at the first answer, not
+    once the copies are loaded (start_phases): by then a restart's scan can be over."""
+    d.start()
+    groups: dict[str, dict[str, Any]] = {}
     with d.client() as c:
-        cpu = cpu_s(d.pid)
         deadline = time.monotonic() + limit_s
-        while time.monotonic() < deadline:
+        held: tuple[tuple[str, str], list[float], float, float] | None = None
+        while True:
             st = next(w for w in c.status().workspaces if w.name == ws)
-            if not st.raw.get("startup_scan", {}).get("running"):
+            scan = st.raw.get("startup_scan")  # absent while the index opens
+            phase = (
+                "opening"
+                if scan is None
+                else "scan"
+                if scan.get("running")
+                else "rescan"  # the late watch's whole sync, behind the scan (app.py)
+                if st.pending_files
+                else "over"
+            )
+            state = (phase, str(st.keyword_scan))
+            if held is not None and held[0] == state and phase in SCANS:  # held throughout
+                g = groups.setdefault(" ".join(state), {"ms": [], "cpu": 0.0, "loop": 0.0})
+                g["ms"] += held[1]
+                g["cpu"] += held[2]
+                g["loop"] += held[3]
+            if phase == "over" or time.monotonic() > deadline:
                 break
-            for q in queries[:20]:
+            cpu, loop = cpu_s(d.pid), loop_cpu_s(d.pid)
+            ms = []
+            for q in queries[:SCAN_BATCH]:
                 t = time.perf_counter()
                 c.search(q, workspace=ws, mode="keyword")
                 ms.append((time.perf_counter() - t) * 1000)
-        cpu_ms = (cpu_s(d.pid) - cpu) * 1000 / max(1, len(ms))
-    return {**summarize(ms), "cpu_ms": cpu_ms} if ms else None
+            held = (state, ms, cpu_s(d.pid) - cpu, loop_cpu_s(d.pid) - loop)
+            queries = queries[SCAN_BATCH:] + queries[:SCAN_BATCH]
+        seconds = (scan or {}).get("seconds")
+    out: dict[str, Any] = {"scan_s": seconds}
+    for name, g in groups.items():
+        n = len(g["ms"])
+        out[name] = {
+            **summarize(g["ms"]),
+            "cpu_ms": g["cpu"] * 1000 / n,
+            "loop_cpu_ms": g["loop"] * 1000 / n,
+        }
+    return out
 
 
 def start_phases(
@@ -440,7 +497,6 @@ def run_size(
     try:
         r["start"] = start_phases(d, ws, queries[0], vectors)
         r["rss_loaded_mb"] = rss_mb(d)
-        r["keyword_scanning"] = searches_while_scanning(d, ws, queries)
         # Searches in the steady state: the restart's scan of every file (27k at the chatter
         # corpus's 104k chunks) would otherwise share the GIL with them.
         d.settle()
@@ -453,6 +509,11 @@ def run_size(
             r["storm"] = write_storm(
                 d, ws, root, queries, args.storm_seconds, args.storm_writes_per_s
             )
+    finally:
+        d.stop()
+    d = daemon(home, provider, code_env, url)  # once more: searched while its scan runs
+    try:
+        r["keyword_scanning"] = searches_while_scanning(d, ws, queries)
     finally:
         d.stop()
     return r, embedded
@@ -487,6 +548,45 @@ def print_qmd(peers: list[dict[str, Any]], rows: list[dict[str, Any]]) -> None:
         ]
         chunks = next((r["chunks"] for r in mine.values()), q["size"])
         print(f"| {chunks} | {q['cold_keyword_s']:.1f} | " + " | ".join(cells) + " |")
+
+
+def print_scanning(by_code: dict[str, dict[int, dict[str, Any]]]) -> None:
+    """The restart searched from its first answer while its scan runs (searches_while_scanning),
+    against the steady state after it: the same size's (what the scan costs a search) and the
+    smallest size's (growth)."""
+    print("\nKeyword searches while a restart's start-up scan runs (scan), then the late watch's")
+    print("whole sync (rescan), from its first answer on, by what ranked them (memory: the")
+    print("in-memory copy; loading: FTS5 until it is loaded), against the steady state once")
+    print("they are over (the same size's, and the smallest size's):\n")
+    print(
+        "| code | chunks | files | scan s | during, ranked by | searches | p50 / p99 ms | CPU ms: "
+        "daemon / loop thread | steady p50 / p99 ms | steady CPU ms | p50 / p99 ÷ steady "
+        "| p50 / p99 ÷ smallest steady |"
+    )
+    print("|---|---:|---:|---:|---|---:|---|---|---|---|---|---|")
+    for c, sizes in by_code.items():
+        lo = sizes[min(sizes)]["keyword"]
+        for r in sizes.values():
+            k, kw = r.get("keyword_scanning") or {}, r["keyword"]
+            scan_s = f"{k['scan_s']:.1f}" if k.get("scan_s") is not None else "-"
+            steady = (
+                f"{kw['p50']:.2f} / {kw['p99']:.1f} | "
+                f"{kw['cpu_ms']:.2f} / {kw.get('loop_cpu_ms', 0):.2f}"
+            )
+            groups = [(name, g) for name, g in k.items() if name.split(" ")[0] in SCANS]
+            if not groups:
+                print(
+                    f"| {c} | {r['chunks']} | {r['files']} | {scan_s} | - | 0 (scan over first) "
+                    f"| - | - | {steady} | - | - |"
+                )
+            for name, g in groups:
+                print(
+                    f"| {c} | {r['chunks']} | {r['files']} | {scan_s} | {name} | {g['n']} "
+                    f"| {g['p50']:.2f} / {g['p99']:.1f} | {g['cpu_ms']:.2f} / "
+                    f"{g['loop_cpu_ms']:.2f} | {steady} "
+                    f"| x{g['p50'] / kw['p50']:.2f} / x{g['p99'] / kw['p99']:.2f} "
+                    f"| x{g['p50'] / lo['p50']:.1f} / x{g['p99'] / lo['p99']:.1f} |"
+                )
 
 
 def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
@@ -570,27 +670,7 @@ def print_report(rows: list[dict[str, Any]], args: argparse.Namespace) -> None:
             f"- {c}: keyword p50 x{hi['keyword']['p50'] / lo['keyword']['p50']:.1f} "
             f"(CPU x{cpu_growth:.1f}; {lo['chunks']} → {hi['chunks']} chunks){growth}"
         )
-    print("\nKeyword searches while the restart's start-up scan runs (against the smallest")
-    print("size's steady state, and the same size's: what the scan itself costs a search):\n")
-    print(
-        "| code | chunks | files | searches | p50 / p99 ms | CPU ms | p50 ÷ steady smallest "
-        "| p50 ÷ steady same size |"
-    )
-    print("|---|---:|---:|---:|---|---:|---:|---:|")
-    for c, sizes in by_code.items():
-        lo = sizes[min(sizes)]
-        for r in sizes.values():
-            k = r.get("keyword_scanning")
-            if k is None:
-                print(
-                    f"| {c} | {r['chunks']} | {r['files']} | 0 (scan over first) | - | - | - | - |"
-                )
-                continue
-            print(
-                f"| {c} | {r['chunks']} | {r['files']} | {k['n']} | {k['p50']:.2f} / "
-                f"{k['p99']:.1f} | {k['cpu_ms']:.2f} | x{k['p50'] / lo['keyword']['p50']:.1f} "
-                f"| x{k['p50'] / r['keyword']['p50']:.1f} |"
-            )
+    print_scanning(by_code)
     storms = [r for r in rows if "storm" in r]
     if storms:
         print(
@@ -635,7 +715,11 @@ def main() -> None:
     )
     ap.add_argument("--sizes", default="1000,10000,100000", help="workspaces, in chunks")
     ap.add_argument("--huge", action="store_true", help="add a 300k-chunk workspace")
-    ap.add_argument("--baseline", metavar="REV", help="also run the code of git revision REV")
+    ap.add_argument(
+        "--baseline",
+        metavar="REV[,REV...]",
+        help="also run the code of these git revisions (ratios against the first)",
+    )
     ap.add_argument("--rounds", type=int, default=5, help="passes over the 50 queries")
     ap.add_argument(
         "--vectors-upto",
@@ -668,7 +752,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(dir="/tmp", prefix="mds"))
     corpus = args.corpus_dir or tmp / "corpus"
     rows: list[dict[str, Any]] = []
-    codes = ([(args.baseline, args.baseline)] if args.baseline else []) + [("this", None)]
+    revs = args.baseline.split(",") if args.baseline else []
+    codes = [(rev, rev) for rev in revs] + [("this", None)]
     try:
         with contextlib.ExitStack() as stack:
             envs = {

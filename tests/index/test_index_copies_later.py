@@ -18,6 +18,7 @@ from engine_util import IndexFactory, paths, search
 from memoryd.index import opening
 from memoryd.index.keyword import sidecar as keyword_sidecar
 from memoryd.index.search import fusion
+from memoryd.index.types import SyncProgress
 from memoryd.index.workspace import WorkspaceIndex
 
 # "said" is in every chunk and "garden" in most: FTS5 gives them an IDF of 1e-6, which the
@@ -198,3 +199,36 @@ def test_a_file_touched_but_unchanged_leaves_them_for_later(make_index: IndexFac
         again.open_later()
         again.sync()
     assert [e["origin"] for e in logs if e["event"] == "keyword_mirror_loaded"] == ["sidecar"]
+
+
+def test_asked_while_a_scan_runs_they_load_between_two_of_its_files(
+    make_index: IndexFactory,
+) -> None:
+    """A restart's scan is on the writer thread when the daemon's first answer goes out: the
+    copies load before its next file, not after its last (at 104k chunks that scan takes
+    seconds, FTS5 ranking every search meanwhile)."""
+    write_notes(make_index)
+    ix = make_index()
+    ix.sync()
+    want = answers(ix)
+    closed(make_index, ix)
+    again = open_later(make_index)
+    seen: list[tuple[int, str]] = []
+
+    def progress(p: SyncProgress) -> None:  # the writer thread, every 20 files
+        seen.append((p.done, again.copies.keywords.scan))
+        if p.done == 20:
+            again.open_later()
+
+    with capture_logs() as logs:
+        again.sync(progress=progress)
+        again.sync()  # the load open_later queued behind the scan: already done
+    assert seen == [
+        (20, "loading"),
+        (40, "memory"),
+        (60, "memory"),
+        (80, "memory"),
+        (100, "memory"),
+    ]
+    assert [e["origin"] for e in logs if e["event"] == "keyword_mirror_loaded"] == ["sidecar"]
+    assert answers(again) == want

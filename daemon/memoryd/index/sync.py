@@ -116,6 +116,7 @@ class Syncer(Fields):
     # The files a forget holds: their chunks' deletes are FTS5 secure ones (secure_delete.py).
     secure: Callable[[str], bool] = lambda rel: False
     before_write: Callable[[], None] = lambda: None  # the deferred copies' load (copies.py)
+    between_files: Callable[[], None] = lambda: None  # that load once asked (load_if_asked)
 
     reads: FileReads = field(init=False)
     # A bulk run's files whose chunker states are not kept (``_for_workers``), this run's.
@@ -216,6 +217,7 @@ class Syncer(Fields):
         ahead_ok = True
         for done, (rel, f) in enumerate(targets, 1):
             FOREGROUND.step_aside()  # a search being answered goes first (foreground.py)
+            self.between_files()
             if self.stopping():
                 log.info("sync_stopped", done=done - 1, total=total, reason="closing")
                 break

@@ -184,7 +184,7 @@ class WorkspaceIndex:
     def open_later(self) -> None:
         """Queue what ``open(later=True)`` left: the copies' loads (once), the keyword
         upgrade; and begin the check of every page (once)."""
-        self._on_writer(self.copies.load_deferred)
+        self.copies.load_soon()
         self._check.start()
 
     def on_writer(self, fn: Callable[[apsw.Connection], T]) -> Future[T | None]:
@@ -246,6 +246,7 @@ class WorkspaceIndex:
             ledger=ledger_for(self.root),
             secure=self.secure.covers,
             before_write=self.copies.load_deferred,
+            between_files=self.copies.load_if_asked,
         )
 
     def attach_provider(
@@ -528,8 +529,7 @@ class WorkspaceIndex:
         beforehand on another thread; None: made here. ``in_memory``: answer only when the
         in-memory copies can rank it (search.answers_from_memory), else raise NotInMemory
         having done nothing costly; it never runs the embedding model then: without a
-        ``prepared`` vector, only a cached one will do. ``req`` was checked when it was made
-        (types.SearchRequest)."""
+        ``prepared`` vector, only a cached one will do. ``req`` was checked when made."""
         if in_memory and prepared is None:
             prepared = self.queries.prepare_cached(req)
             if prepared is None:
