@@ -30,9 +30,11 @@ from memoryd.runtime.logs import get_logger
 
 log = get_logger("memoryd.runtime")
 
-# ~The 95th percentile of the loop's CPU per request, as the kernel's change log advises:
-# a keyword search is 0.1-0.3 ms of it, a hybrid one with a cached query vector ~0.5 ms.
-ANSWER_SLICE_NS: Final = 300_000
+# The 95th percentile of the loop's CPU per search, as the kernel's change log advises
+# (conv-26's questions: p50 0.25 ms, p95 0.55 ms). Shorter costs throughput: a loop that is
+# always runnable (16 clients back to back) is switched out at the end of each slice; 0.3 ms
+# gave 0.84x the searches/s in one run.
+ANSWER_SLICE_NS: Final = 600_000
 RESET_ON_FORK: Final = 0x01  # SCHED_FLAG_RESET_ON_FORK
 # sched_setattr / sched_getattr: x86_64's numbers, and the generic table's (arm64)
 _CALLS: Final = {"x86_64": (314, 315), "aarch64": (274, 275), "arm64": (274, 275)}
