@@ -79,6 +79,10 @@ class Connection:
         self._just_opened = False  # hello answered, no request yet: no idle check needed
         self._buffer = FrameBuffer()
         self._ids = itertools.count(1)
+        # A reused socket's poll object (select.poll, the socket registered once): whether
+        # the daemon closed it while idle costs one poll(0) per request, not a select of
+        # lists made anew.
+        self._poll: tuple[_socket.socket, Any] | None = None
 
     @property
     def connected(self) -> bool:
@@ -94,6 +98,7 @@ class Connection:
         sock, self._sock = self._sock, None
         self.hello = None
         self._buffer = FrameBuffer()
+        self._poll = None
         if sock is not None:
             sock.close()
 
@@ -195,8 +200,12 @@ class Connection:
             self._buffer.feed(data)
 
     def _connection(self) -> _socket.socket:
-        if self._sock is not None and not self._just_opened and _is_closed_by_peer(self._sock):
-            self.close()
+        sock = self._sock
+        if sock is not None and not self._just_opened:
+            if self._poll is None or self._poll[0] is not sock:
+                self._poll = (sock, _idle_poll(sock))
+            if _is_closed_by_peer(sock, self._poll[1]):
+                self.close()
         if self._sock is None:
             self._sock = self._open()
             self._just_opened = True
@@ -267,14 +276,35 @@ def hello_params(conn: Connection) -> dict[str, Any]:
     return {"client": conn.client_name, "protocol": protocol.PROTOCOL_VERSION}
 
 
-def _is_closed_by_peer(sock: _socket.socket) -> bool:
-    """True when an idle connection was closed by the daemon (EOF or error pending)."""
+def _idle_poll(sock: _socket.socket) -> Any:
+    """A poll object with ``sock`` registered for reading (None where there is no poll, or
+    the socket is closed: _is_closed_by_peer selects then)."""
     import select  # only when a connection is reused (not in a one-call process)
 
+    make = getattr(select, "poll", None)
+    if make is None:
+        return None
+    poll = make()
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
-            return False
+        poll.register(sock, select.POLLIN)
+    except (OSError, ValueError):
+        return None
+    return poll
+
+
+def _is_closed_by_peer(sock: _socket.socket, poll: Any = None) -> bool:
+    """True when an idle connection was closed by the daemon (EOF or error pending);
+    ``poll``: one with ``sock`` registered (_idle_poll), else a select."""
+    try:
+        if poll is not None:
+            if not poll.poll(0):
+                return False
+        else:
+            import select
+
+            readable, _, _ = select.select([sock], [], [], 0)
+            if not readable:
+                return False
         return sock.recv(1, _socket.MSG_PEEK | _socket.MSG_DONTWAIT) == b""
     except BlockingIOError:
         return False
