@@ -136,6 +136,31 @@ def test_an_unexpected_failure_is_internal_and_the_daemon_keeps_serving(
     assert logged["method"] == "test.broken" and logged["exc_info"] is True
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"path": "memory/caf\udce9.md"},  # a file name that is not UTF-8, as os.fsdecode gives it
+        {"when": object()},
+    ],
+    ids=["surrogate", "object"],
+)
+def test_an_answer_that_cannot_be_packed_is_internal_not_a_hang(
+    md_daemon: DaemonThread, answer: dict[str, Any]
+) -> None:
+    async def unpackable(p: Params, req: Request) -> dict[str, Any]:
+        p.done()
+        return answer
+
+    assert md_daemon.daemon is not None
+    md_daemon.daemon.methods.table["test.unpackable"] = unpackable
+    with RawConn(md_daemon.socket_path, timeout=10) as c, capture_logs() as logs:
+        frame = c.call("test.unpackable")
+        assert error_code(frame) == "internal"
+        assert "could not be encoded" in frame["error"]["message"]
+        assert c.result("hello")["server"] == "memoryd"
+    assert [e["method"] for e in logs if e["event"] == "answer_not_packable"] == ["test.unpackable"]
+
+
 def test_no_workspace_registered_is_unknown_workspace(md_daemon: DaemonThread) -> None:
     with RawConn(md_daemon.socket_path) as c:
         frame = c.call("search", {"query": "anything"})

@@ -112,6 +112,22 @@ class Outcome(Record):
 Dispatch = Callable[[Request], Awaitable[Outcome]]
 
 
+def unpackable(req: Request, exc: Exception) -> Outcome:
+    """An ``internal`` error for an answer msgpack could not pack (a str that is not UTF-8,
+    an object it does not know): the client hears why at once instead of waiting out its
+    timeout for an answer that was never sent."""
+    log.error("answer_not_packable", method=req.method, id=req.id, error=repr(exc)[:300])
+    return Outcome(
+        protocol.error(
+            req.id,
+            ErrorCode.INTERNAL,
+            f"internal error in {req.method}: its answer could not be encoded "
+            f"({type(exc).__name__})",
+        ),
+        ErrorCode.INTERNAL,
+    )
+
+
 class Server:
     def __init__(self, dispatch: Dispatch, limits: Limits) -> None:
         self.dispatch = dispatch
@@ -381,7 +397,11 @@ class Server:
                     raise
                 finally:
                     conn.computing -= 1
-            frame = _pack(outcome.message)
+            try:
+                frame = _pack(outcome.message)
+            except Exception as exc:  # a value msgpack refuses: an error answer, never silence
+                outcome = unpackable(req, exc)
+                frame = protocol.pack(outcome.message)
             code = outcome.code
             if len(frame) - protocol.HEADER.size > self.max_frame_bytes:
                 code = ErrorCode.TOO_LARGE
