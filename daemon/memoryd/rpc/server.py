@@ -140,6 +140,9 @@ class Server:
         self._conn_tasks: set[asyncio.Task[None]] = set()
         self._reaper: asyncio.Task[None] | None = None
         self._uid = os.geteuid()
+        # the loop it serves on (start): asyncio.get_running_loop() asks the kernel for the
+        # process id each time, a system call per request
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.refused_connections = 0  # beyond max_connections, since start
         self.idle_closed = 0
 
@@ -155,7 +158,7 @@ class Server:
     async def start(self, sock: socket.socket) -> None:
         """Serve on an already bound and listening socket (instance.py made it, or the
         service manager passed it)."""
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         if sys.version_info >= (3, 13):
             # 3.13 unlinks the socket file on close by default. Instance decides that: never
             # for a socket the service manager owns, only for the inode we bound.
@@ -302,7 +305,7 @@ class Server:
         that does not wait (a search in memory) is answered within this read; one that waits
         goes on as a task (runtime/eager.py)."""
         req = self._parse(msg, conn)
-        task = start_eagerly(self._handle(conn, req), asyncio.get_running_loop())
+        task = start_eagerly(self._handle(conn, req), self._loop or asyncio.get_running_loop())
         if task is None:
             return  # answered
         conn.tasks.add(task)

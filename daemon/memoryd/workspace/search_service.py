@@ -282,10 +282,11 @@ class SearchService:
         if not self.watcher.settled(ws.name):  # else wait_synced is True at once
             concerns = index.freshness.concerns(req)
             fresh = await self.watcher.wait_synced(ws.name, left, concerns, quick) and fresh
-        loop = asyncio.get_running_loop()
         prepared = None
         if index.queries.embeds(req):
-            prepared = await loop.run_in_executor(self.query_embedder, index.queries.prepare, req)
+            prepared = await asyncio.get_running_loop().run_in_executor(
+                self.query_embedder, index.queries.prepare, req
+            )
 
         stale: list[Path] = []
         resp = None
@@ -299,7 +300,7 @@ class SearchService:
         elif cfg.inline_searches:
             stale, resp = _fresh_then_search(index, req, prepared, True)
         if resp is None and not stale:
-            stale, resp = await loop.run_in_executor(
+            stale, resp = await asyncio.get_running_loop().run_in_executor(
                 self.readers, _fresh_then_search, index, req, prepared, False
             )
         if resp is None:  # stale: sync those files first
@@ -312,7 +313,9 @@ class SearchService:
                 with contextlib.suppress(NotInMemory):
                     resp = index.search(req, prepared, in_memory=True)
             if resp is None:
-                resp = await loop.run_in_executor(self.readers, index.search, req, prepared)
+                resp = await asyncio.get_running_loop().run_in_executor(
+                    self.readers, index.search, req, prepared
+                )
         out = resp.to_dict(maps=False)  # the hits' wire form: answer()
         out["pending_files"] = max(resp.pending_files, self.watcher.pending(ws.name))
         out["waited_ms"] = round((time.monotonic() - started) * 1000, 3)
