@@ -11,7 +11,8 @@ both): ``memoryd run`` starts under ``valgrind --tool=callgrind`` (every thread 
 a client outside valgrind asks the question (keyword, 10 hits, min score 0) as soon as the
 socket accepts, and bench/_spawn_probe ends the daemon the moment that answer is written.
 Printed: instructions per question and code, their median, the ratio to the baseline and
-the modules loaded by the answer. A code takes ~10 s a question.
+the modules loaded by the answer (PYTHONHASHSEED=0 for every start: the same count from
+one run to the next). A code takes ~10 s a question.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def first_answer(home: Path, env: dict[str, str], question: str, ws: str, tmp: P
     d.env.update(env)
     d.env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROBE), env.get("PYTHONPATH")]))
     d.env["SPAWN_PROBE_OUT"] = str(tmp / "modules")
+    # One string-hash seed for every start: with a random one a start's dict and set work
+    # (its probes, a set's order) moves the count by ~1 M from one start to the next.
+    d.env["PYTHONHASHSEED"] = "0"
     out = tmp / "cg.out"
     out.unlink(missing_ok=True)
     d.socket.unlink(missing_ok=True)  # the probe's exit leaves it: no stale-socket line
