@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, as_query_vector, embed_query
 from memoryd.embeddings.tokenizer import load_tokenizer
@@ -31,6 +31,11 @@ from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.priority import lower_this_thread
 from memoryd_client.rate import Rate
+
+if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+else:
+    from memoryd.named_tuple import NamedTuple
 
 log = get_logger("memoryd.index")
 

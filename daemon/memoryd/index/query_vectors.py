@@ -10,7 +10,7 @@ the last query.
 from __future__ import annotations
 
 import threading
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
 from memoryd.embeddings.base import EmbeddingProvider, Vectors, as_query_vector
 from memoryd.embeddings.fallback import QueryFallback
@@ -19,6 +19,11 @@ from memoryd.index.embedder import Embedder
 from memoryd.index.keyword.text import has_cjk
 from memoryd.index.types import SearchRequest
 from memoryd.sqlite import VecSupport
+
+if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+else:
+    from memoryd.named_tuple import NamedTuple
 
 PROVIDER_LOADING = "the embedding provider is still loading: keyword results only"
 

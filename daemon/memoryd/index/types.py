@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import ISO_DAY
@@ -24,7 +24,9 @@ from memoryd_client.search_terms import Mode as Mode  # callers
 
 if TYPE_CHECKING:
     from dataclasses import dataclass as frozen_record  # records.py says why
+    from typing import NamedTuple  # named_tuple.py says why
 else:
+    from memoryd.named_tuple import NamedTuple
     from memoryd.records import frozen_record
 
 try:  # _compiled_answer.c: the hits' maps; absent if not built

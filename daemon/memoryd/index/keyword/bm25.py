@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+
     import numpy.typing as npt
+else:
+    from memoryd.named_tuple import NamedTuple
 
 try:  # _compiled_bm25.c: scored_top in a tenth of the instructions; absent if not built
     from memoryd.index import _compiled as compiled

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -19,8 +19,14 @@ from memoryd.index.search.rows import ChunkRows, Row, read_rows
 from memoryd.index.store import VEC_TABLE
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows, window_sims
+from memoryd.records import Fields
 from memoryd.runtime.lazy_numpy import np
 from memoryd_client.search_terms import SOURCES
+
+if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+else:
+    from memoryd.named_tuple import NamedTuple
 
 try:  # _compiled_candidates.c: the candidates made from their rows; absent if not built
     from memoryd.index import _compiled as compiled
@@ -31,8 +37,8 @@ BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
 
 
-@dataclass(slots=True)
-class Candidate:
+@dataclass(slots=True, eq=False, repr=False)  # Fields' eq and repr (records.py)
+class Candidate(Fields):
     """A chunk a search considers, with what ranking it needs."""
 
     id: int

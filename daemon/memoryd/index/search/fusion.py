@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -48,6 +48,11 @@ from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.index.vectors.window_sims import KeptWindows
 from memoryd.runtime.config import SearchConfig
 from memoryd_client.search_terms import SOURCES
+
+if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+else:
+    from memoryd.named_tuple import NamedTuple
 
 try:  # _compiled_fusion.c: _known_top's common case; absent if not built
     from memoryd.index import _compiled as compiled

@@ -15,12 +15,17 @@ import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import apsw
 
 from memoryd.index.search.focus import asks_when
 from memoryd.index.search.query import query_days, query_terms
+
+if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+else:
+    from memoryd.named_tuple import NamedTuple
 
 ROWS_KEPT = 2048  # ~1.5 KB of text each: a few MB at most, then the oldest go
 QUERIES_KEPT = 256

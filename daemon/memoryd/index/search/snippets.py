@@ -16,11 +16,16 @@ import itertools
 import struct
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memoryd.files.annotations import strip_annotations
 from memoryd.index.keyword.text import TokenizeOffsets
 from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+else:
+    from memoryd.named_tuple import NamedTuple
 
 try:  # _compiled_lines.c: the same results for a fraction of the instructions; absent if not built
     from memoryd.index import _compiled as compiled

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, cast
 
 import apsw
 
@@ -29,7 +29,11 @@ from memoryd.index.vectors.windows import WINDOW_SLOTS
 from memoryd.runtime.lazy_numpy import np
 
 if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+
     import numpy.typing as npt
+else:
+    from memoryd.named_tuple import NamedTuple
 
 try:  # _compiled_windows.c: the gather and the best windows; absent if not built
     from memoryd.index import _compiled as compiled

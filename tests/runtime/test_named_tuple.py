@@ -1,0 +1,101 @@
+"""memoryd.named_tuple.NamedTuple: the class typing.NamedTuple makes, annotations kept as
+written (no ForwardRef compiled a field: issue 38, spawn -> first answer)."""
+
+from __future__ import annotations
+
+import importlib
+import typing
+
+import pytest
+
+from memoryd import named_tuple
+
+
+def _pair() -> tuple[type, type]:
+    made = []
+    for base in (named_tuple.NamedTuple, typing.NamedTuple):
+
+        class Point(base):  # type: ignore[misc, valid-type]
+            """A point, and what it says."""
+
+            x: int
+            y: tuple[str, ...] | None = None
+            label: str = "p"
+
+            def twice(self) -> int:
+                return int(self.x) * 2
+
+            @property
+            def shown(self) -> str:
+                return f"{self.label}{self.x}"
+
+            @classmethod
+            def at(cls, x: int) -> Point:
+                return cls(x)
+
+            @staticmethod
+            def unit() -> int:
+                return 1
+
+        made.append(Point)
+    return made[0], made[1]
+
+
+def test_the_class_is_the_one_typing_makes() -> None:
+    mine, theirs = _pair()
+    assert mine.__mro__[1:] == theirs.__mro__[1:] == (tuple, object)
+    for attr in ("_fields", "_field_defaults", "__doc__", "__qualname__", "__module__"):
+        assert getattr(mine, attr) == getattr(theirs, attr), attr
+    assert set(vars(mine)) == set(vars(theirs)) - {"__orig_bases__"}
+    assert typing.get_type_hints(mine) == typing.get_type_hints(theirs)
+    assert all(isinstance(a, str) for a in mine.__annotations__.values())
+    a, b = mine(1, ("a",)), theirs(1, ("a",))
+    assert a == b and repr(a) == repr(b) and hash(a) == hash(b)
+    assert (a.twice(), a.shown, mine.at(2), mine.unit()) == (2, "p1", (2, None, "p"), 1)
+    assert a._replace(x=5) == (5, ("a",), "p") and a._asdict() == b._asdict()
+    errors = []
+    for cls in (mine, theirs):
+        with pytest.raises(TypeError) as raised:
+            cls()
+        errors.append(str(raised.value))
+    assert errors[0] == errors[1]
+
+
+def test_the_same_errors_for_a_body_typing_refuses() -> None:
+    for base in (named_tuple.NamedTuple, typing.NamedTuple):
+        with pytest.raises(
+            TypeError, match="Non-default namedtuple field b cannot follow default field a"
+        ):
+
+            class Order(base):  # type: ignore[misc, valid-type]
+                a: int = 0
+                b: int
+
+        with pytest.raises(AttributeError, match="Cannot overwrite NamedTuple attribute _asdict"):
+
+            class Redefines(base):  # type: ignore[misc, valid-type]
+                a: int
+
+                def _asdict(self) -> dict[str, int]:
+                    return {}
+
+
+@pytest.mark.parametrize(
+    ("module", "name"),
+    [
+        ("memoryd.index.types", "SearchHit"),
+        ("memoryd.index.search.fusion", "SearchEnv"),
+        ("memoryd.index.search.rows", "Row"),
+        ("memoryd.index.search.snippets", "ChunkLines"),
+        ("memoryd.index.search.candidates", "Filters"),
+        ("memoryd.index.keyword.bm25", "Term"),
+        ("memoryd.index.vectors.window_sims", "Windows"),
+        ("memoryd.index.query_vectors", "PreparedQuery"),
+        ("memoryd.index.embedder", "Failure"),
+    ],
+)
+def test_the_engine_s_named_tuples_are_made_here(module: str, name: str) -> None:
+    cls = getattr(importlib.import_module(module), name)
+    assert cls.__annotations__ and all(isinstance(a, str) for a in cls.__annotations__.values())
+    assert tuple(cls.__annotations__) == cls._fields
+    assert "__orig_bases__" not in vars(cls)  # typing.NamedTuple would have set it
