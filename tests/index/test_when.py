@@ -171,3 +171,45 @@ def test_a_search_naming_a_day_near_the_calendars_end_answers(make_index: Any) -
         )
         hits = ix.search(req).results
         assert {h.path for h in hits[:2]} == {"memory/9999-12-25.md", "memory/9999-12-26.md"}
+
+
+def test_the_quick_test_passes_what_the_one_ignorecase_alternation_did() -> None:
+    """may_name_a_time (substring tests on the folded, lower-cased text) against the regex it
+    replaced, on words in every case, the letters IGNORECASE matches with ASCII ones
+    (long s, Kelvin sign, dotted and dotless i), digits of other scripts and noise."""
+    import random
+    import re
+
+    from memoryd.index.search import when
+
+    old = re.compile(
+        r"\d{4}|today|yesterday|ago|last|this|past|since|after|before|until|till|"
+        + "|".join(when._MONTHS)
+        + "|"
+        + "|".join(when._DAYS),
+        re.I,
+    )
+    rnd = random.Random(38)
+    words = [*when._CHEAP_WORDS, "sunrise", "Melanie", "pasta", "mon", "2023", "٢٠٢٣", "12a4"]
+    odd = ["\u017f", "\u212a", "\u0130", "\u0131", "K", "S", "I", " ", "-", "é", "\u00df"]
+
+    def variant(word: str) -> str:
+        out = []
+        for ch in word:
+            r = rnd.random()
+            if r < 0.3:
+                ch = ch.upper()
+            elif r < 0.4:
+                ch = {"s": "\u017f", "k": "\u212a", "i": rnd.choice("\u0130\u0131")}.get(ch, ch)
+            out.append(ch)
+        return "".join(out)
+
+    for _ in range(20000):
+        parts = [
+            variant(rnd.choice(words)) if rnd.random() < 0.5 else rnd.choice(odd)
+            for _ in range(rnd.randrange(1, 4))
+        ]
+        if rnd.random() < 0.5:  # a word cut short, or a random character
+            parts.append(variant(rnd.choice(words))[: rnd.randrange(1, 5)])
+        text = "".join(parts)
+        assert when.may_name_a_time(text) == bool(old.search(text)), repr(text)
