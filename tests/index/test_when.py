@@ -213,3 +213,15 @@ def test_the_quick_test_passes_what_the_one_ignorecase_alternation_did() -> None
             parts.append(variant(rnd.choice(words))[: rnd.randrange(1, 5)])
         text = "".join(parts)
         assert when.may_name_a_time(text) == bool(old.search(text)), repr(text)
+
+
+def test_the_names_and_month_lengths_written_out_are_the_calendar_modules() -> None:
+    import calendar
+
+    from memoryd.index.search import when
+
+    assert [m.lower() for m in calendar.month_name[1:]] == when._MONTHS
+    assert list(when.DAY_NAMES) == list(calendar.day_name)
+    for year in [*range(1, 2101), 9999]:
+        for month in range(1, 13):
+            assert when.month_days(year, month) == calendar.monthrange(year, month)[1]

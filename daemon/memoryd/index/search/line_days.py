@@ -12,13 +12,14 @@ cost ~0.3 ms a chunk); day names count capitalised only, as in focus.py.
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import functools
 import re
 from collections.abc import Collection
 
-_WEEKDAY = {d: i for i, d in enumerate(calendar.day_name)}  # Monday first
+from memoryd.index.search.when import DAY_NAMES
+
+_WEEKDAY = {d: i for i, d in enumerate(DAY_NAMES)}  # Monday first
 _ONE_DAY = re.compile(
     r"\b(?:(?P<yesterday>[Yy]esterday|[Ll]ast night)"
     rf"|(?:[Oo]n|[Ll]ast) (?P<weekday>{'|'.join(_WEEKDAY)})(?!s)"  # "on Mondays" is a habit

@@ -69,11 +69,17 @@ _M = r"(" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
 _D = r"(\d{1,2})(?:st|nd|rd|th)?"
 _YEAR = re.compile(r"\d{4}")
 _YEAR_GAP = r"(?:,\s*|\s+)"  # "June 3, 2023", "June 3 2023", and "December 1,2023" as written
-_DATE_PATTERNS = (  # (regex, group numbers of year, month, day)
-    (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (1, 2, 3)),
-    (re.compile(rf"\b{_D}\s+(?:of\s+)?{_M}{_YEAR_GAP}(\d{{4}})\b", re.I), (3, 2, 1)),
-    (re.compile(rf"\b{_M}\s+{_D}{_YEAR_GAP}(\d{{4}})\b", re.I), (3, 1, 2)),
-)
+
+
+@functools.cache
+def _date_patterns() -> tuple[tuple[re.Pattern[str], tuple[int, int, int]], ...]:
+    """(regex, group numbers of year, month, day); compiled for the first query holding a
+    year (~2 M instructions a start did before its first answer, issue 38)."""
+    return (
+        (re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b"), (1, 2, 3)),
+        (re.compile(rf"\b{_D}\s+(?:of\s+)?{_M}{_YEAR_GAP}(\d{{4}})\b", re.I), (3, 2, 1)),
+        (re.compile(rf"\b{_M}\s+{_D}{_YEAR_GAP}(\d{{4}})\b", re.I), (3, 1, 2)),
+    )
 
 
 def query_days(query: str) -> list[str]:
@@ -90,7 +96,7 @@ def _dates_in(query: str) -> tuple[str, ...]:
     by each search of a question naming a time, for its signals: remembered)."""
     out: list[str] = []
     query = folded(query)  # a month written with a long s: read as the month
-    for rx, (yi, mi, di) in _DATE_PATTERNS:
+    for rx, (yi, mi, di) in _date_patterns():
         for m in rx.finditer(query):
             mo = m.group(mi)
             month = int(mo) if mo.isdigit() else _MONTH[mo.lower()]

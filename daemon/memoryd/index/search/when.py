@@ -8,7 +8,6 @@ no time. Several expressions narrow each other ("since March, before 2026").
 
 from __future__ import annotations
 
-import calendar
 import datetime as dt
 import functools
 import re
@@ -16,14 +15,32 @@ from typing import Final
 
 Range = tuple[str | None, str | None]
 
-_MONTHS = [m.lower() for m in calendar.month_name[1:]]
+# English, as calendar.month_name and day_name give them in the C locale a process keeps
+# for LC_TIME (Python never sets it): written out, the calendar module is not imported
+# before a daemon's first answer (issue 38).
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _MONTH = {m: i for i, m in enumerate(_MONTHS, 1)} | {m[:3]: i for i, m in enumerate(_MONTHS, 1)}
 _MONTH["sept"] = 9
 # The letters IGNORECASE matches with ASCII ones (re's case folding: the dotted and dotless
 # i, the long s, the Kelvin sign): a name written with one ("August" with a long s) matches
 # the patterns, and is read as the name it matched once they are ASCII letters (``folded``).
 _ASCII_FOLDS = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
-_DAYS = [d.lower() for d in calendar.day_name]  # monday first, as date.weekday()
+DAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_DAYS = [d.lower() for d in DAY_NAMES]  # monday first, as date.weekday()
 _WEEKDAY = {d: i for i, d in enumerate(_DAYS)} | {d[:3]: i for i, d in enumerate(_DAYS)}
 
 _M = r"(?P<month>" + "|".join(sorted(_MONTH, key=len, reverse=True)) + r")\.?"
@@ -99,6 +116,12 @@ def may_name_a_time(text: str) -> bool:
     return any(word in low for word in _CHEAP_WORDS)
 
 
+def month_days(year: int, month: int) -> int:
+    """calendar.monthrange(year, month)[1]: the days of that month."""
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return 29 if month == 2 and leap else _MONTH_DAYS[month - 1]
+
+
 def folded(text: str) -> str:
     """``text`` with the non-ASCII letters IGNORECASE matches with ASCII ones made those
     ASCII letters (each one letter for one: every match and its place stay the same)."""
@@ -122,7 +145,7 @@ def _span(m: re.Match[str], today: dt.date) -> tuple[dt.date, dt.date] | None:
         year = int(g["myear"]) if g.get("myear") else today.year
         if not g.get("myear") and month > today.month:
             year -= 1  # "in March", said in January: the March before
-        return dt.date(year, month, 1), dt.date(year, month, calendar.monthrange(year, month)[1])
+        return dt.date(year, month, 1), dt.date(year, month, month_days(year, month))
     if g.get("year"):
         year = int(g["year"])
         return dt.date(year, 1, 1), dt.date(year, 12, 31)
