@@ -99,3 +99,33 @@ def test_the_engine_s_named_tuples_are_made_here(module: str, name: str) -> None
     assert cls.__annotations__ and all(isinstance(a, str) for a in cls.__annotations__.values())
     assert tuple(cls.__annotations__) == cls._fields
     assert "__orig_bases__" not in vars(cls)  # typing.NamedTuple would have set it
+
+
+def test_line_meta_and_summary_compare_hash_and_show_as_the_dataclasses_they_were() -> None:
+    import dataclasses
+
+    from memoryd.index.line_meta import LineMeta, Summary
+
+    for cls, values in (
+        (LineMeta, [(), (3, ("a", "b"), "p", "k", "agent", "s1", "claude")]),
+        (Summary, [(None, (), None, None, "owner", None), (2, ("t",), "p", "k", "agent", "s")]),
+    ):
+        twin = dataclasses.make_dataclass(
+            cls.__name__,
+            [
+                (f, typing.Any, dataclasses.field(default=cls._field_defaults[f]))
+                if f in cls._field_defaults
+                else (f, typing.Any)
+                for f in cls._fields
+            ],
+            frozen=True,
+            slots=True,
+        )
+        made = [cls(*v) for v in values]
+        twins = [twin(*v) for v in values]
+        for a, ta in zip(made, twins, strict=True):
+            assert repr(a) == repr(ta) and hash(a) == hash(ta)
+            for b, tb in zip(made, twins, strict=True):
+                assert (a == b) is (ta == tb) and (a != b) is (ta != tb)
+        with pytest.raises(AttributeError):
+            made[0].origin = "x"  # type: ignore[misc]
