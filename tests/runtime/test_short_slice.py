@@ -138,3 +138,26 @@ def test_the_daemons_event_loop_thread_answers_with_the_short_slice(tmp_path: Pa
         finally:
             d.p.send_signal(signal.SIGTERM)
             d.wait()
+
+
+@needs_slices
+def test_a_thread_that_resets_on_fork_already_is_still_served() -> None:
+    """sched_getscheduler adds SCHED_RESET_ON_FORK to the policy of a thread that has it (a
+    second call, or systemd's CPUSchedulingResetOnFork=): still SCHED_OTHER."""
+
+    def run() -> tuple[bool, bool, int | None]:
+        first = short_slice.answer_promptly()
+        return first, short_slice.answer_promptly(), short_slice.slice_of_this_thread()
+
+    assert in_a_thread(run) == (True, True, short_slice.ANSWER_SLICE_NS)
+
+
+def test_a_32_bit_python_makes_no_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uname says x86_64 or aarch64 under a 32-bit user space too, whose system call
+    numbers differ (314 is sync_file_range on i386, 274 mq_open on arm)."""
+    monkeypatch.setattr(short_slice, "_LP64", False)
+    called: list[object] = []
+    monkeypatch.setattr(short_slice.ctypes, "CDLL", lambda *a, **k: called.append(a))
+    assert in_a_thread(short_slice.answer_promptly) is False
+    assert in_a_thread(short_slice.slice_of_this_thread) is None
+    assert not called

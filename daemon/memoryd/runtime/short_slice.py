@@ -13,8 +13,8 @@ Only the calling thread is changed, and SCHED_FLAG_RESET_ON_FORK keeps it so: th
 and processes it starts later (the writer, hit counting, git) get the kernel's default slice
 again. Left alone: a thread that is not SCHED_OTHER or has a negative nice value (an admin's
 choice, e.g. systemd's CPUSchedulingPolicy= or Nice=), other systems than Linux on x86_64 or
-arm64, and kernels or sandboxes that refuse the call (it is logged at debug; nothing else
-changes). Older kernels take the call and ignore the slice.
+arm64 with a 64-bit Python, and kernels or sandboxes that refuse the call (it is logged at
+debug; nothing else changes). Older kernels take the call and ignore the slice.
 """
 
 from __future__ import annotations
@@ -36,17 +36,23 @@ log = get_logger("memoryd.runtime")
 # gave 0.84x the searches/s in one run.
 ANSWER_SLICE_NS: Final = 600_000
 RESET_ON_FORK: Final = 0x01  # SCHED_FLAG_RESET_ON_FORK
+# sched_getscheduler's bit for a thread that has it (this module sets it; so may systemd's
+# CPUSchedulingResetOnFork=): the policy is what is left
+_POLICY_RESET_ON_FORK: Final = 0x40000000  # SCHED_RESET_ON_FORK
 # sched_setattr / sched_getattr: x86_64's numbers, and the generic table's (arm64)
 _CALLS: Final = {"x86_64": (314, 315), "aarch64": (274, 275), "arm64": (274, 275)}
 # struct sched_attr as of SCHED_ATTR_SIZE_VER0: size, policy, flags, nice, priority,
 # runtime, deadline, period
 _ATTR: Final = struct.Struct("IIQiIQQQ")
+# The numbers above are the 64-bit ABI's: a 32-bit Python (armhf or i386 user space on a
+# 64-bit kernel, whose uname says aarch64 or x86_64; x32) has other numbers for them.
+_LP64: Final = struct.calcsize("P") == 8
 
 
 def answer_promptly() -> bool:
     """Give the calling thread ANSWER_SLICE_NS; whether the kernel now reports it."""
     calls = _calls()
-    if calls is None or os.sched_getscheduler(0) != os.SCHED_OTHER:
+    if calls is None or os.sched_getscheduler(0) & ~_POLICY_RESET_ON_FORK != os.SCHED_OTHER:
         return False
     nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
     if nice < 0:
@@ -73,6 +79,6 @@ def slice_of_this_thread() -> int | None:
 
 
 def _calls() -> tuple[int, int] | None:
-    if not sys.platform.startswith("linux"):
+    if not (sys.platform.startswith("linux") and _LP64):
         return None
     return _CALLS.get(os.uname().machine)
