@@ -1,6 +1,6 @@
 """Connection.send's ``written`` (rpc/connection.py): called once, in the step that writes
 the frame, or before send waits (for an earlier frame, or for the peer to read), or when
-nothing could be written. A quick request ends there (dispatch.py: background threads step
+nothing could be written. A quick request ends there (server.py: background threads step
 aside until then), not on the event loop's next turn."""
 
 from __future__ import annotations
