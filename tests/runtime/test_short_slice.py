@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -157,7 +158,31 @@ def test_a_32_bit_python_makes_no_call(monkeypatch: pytest.MonkeyPatch) -> None:
     numbers differ (314 is sync_file_range on i386, 274 mq_open on arm)."""
     monkeypatch.setattr(short_slice, "_LP64", False)
     called: list[object] = []
-    monkeypatch.setattr(short_slice.ctypes, "CDLL", lambda *a, **k: called.append(a))
+    monkeypatch.setattr("ctypes.CDLL", lambda *a, **k: called.append(a))
     assert in_a_thread(short_slice.answer_promptly) is False
     assert in_a_thread(short_slice.slice_of_this_thread) is None
     assert not called
+
+
+def test_what_cannot_be_asked_leaves_the_start_going(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A start never fails for the slice: a sandbox refusing sched_getscheduler (EPERM),
+    a Python without ctypes, or without a dynamic loader (a static musl build)."""
+
+    def refused(*args: object) -> int:
+        raise PermissionError(1, "Operation not permitted")
+
+    with monkeypatch.context() as m:
+        m.setattr(os, "sched_getscheduler", refused)
+        assert in_a_thread(short_slice.answer_promptly) is False
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "ctypes", None)  # import ctypes raises ImportError
+        assert in_a_thread(short_slice.answer_promptly) is False
+        assert in_a_thread(short_slice.slice_of_this_thread) is None
+
+    def no_loader(*args: object, **kwargs: object) -> object:
+        raise OSError("Dynamic loading not supported")
+
+    with monkeypatch.context() as m:
+        m.setattr("ctypes.CDLL", no_loader)
+        assert in_a_thread(short_slice.answer_promptly) is False
+        assert in_a_thread(short_slice.slice_of_this_thread) is None

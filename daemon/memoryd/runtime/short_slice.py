@@ -19,7 +19,6 @@ debug; nothing else changes). Older kernels take the call and ignore the slice.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
 import sys
@@ -50,7 +49,17 @@ _LP64: Final = struct.calcsize("P") == 8
 
 
 def answer_promptly() -> bool:
-    """Give the calling thread ANSWER_SLICE_NS; whether the kernel now reports it."""
+    """Give the calling thread ANSWER_SLICE_NS; whether the kernel now reports it. Never
+    raises: a start must not fail for it (a sandbox that refuses sched_getscheduler, a
+    Python without ctypes or without a dynamic loader, as a static musl build)."""
+    try:
+        return _ask()
+    except Exception as exc:
+        log.debug("answer_slice_refused", error=repr(exc)[:200])
+        return False
+
+
+def _ask() -> bool:
     calls = _calls()
     if calls is None or os.sched_getscheduler(0) & ~_POLICY_RESET_ON_FORK != os.SCHED_OTHER:
         return False
@@ -58,6 +67,8 @@ def answer_promptly() -> bool:
     if nice < 0:
         return False
     attr = _ATTR.pack(_ATTR.size, os.SCHED_OTHER, RESET_ON_FORK, nice, 0, ANSWER_SLICE_NS, 0, 0)
+    import ctypes  # here: its absence (or the loader's) is a refusal like the kernel's
+
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.syscall(calls[0], 0, ctypes.c_char_p(attr), 0) != 0:
         log.debug("answer_slice_refused", errno=ctypes.get_errno())
@@ -71,9 +82,14 @@ def slice_of_this_thread() -> int | None:
     calls = _calls()
     if calls is None:
         return None
-    buf = ctypes.create_string_buffer(_ATTR.size)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.syscall(calls[1], 0, buf, _ATTR.size, 0) != 0:
+    try:
+        import ctypes
+
+        buf = ctypes.create_string_buffer(_ATTR.size)
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.syscall(calls[1], 0, buf, _ATTR.size, 0) != 0:
+            return None
+    except Exception:
         return None
     return int(_ATTR.unpack(buf.raw)[5])
 
