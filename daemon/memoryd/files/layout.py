@@ -18,6 +18,7 @@ import contextlib
 import datetime as dt
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, BinaryIO
@@ -180,6 +181,10 @@ class Layout(Record):
             return None
         if real is None or not self.readable(real):
             return None
+        return self._file(rel, path, source)
+
+    @staticmethod
+    def _file(rel: str, path: Path, source: str) -> IndexedFile:
         try:
             rel.encode("utf-8")
         except UnicodeEncodeError:
@@ -195,9 +200,30 @@ class Layout(Record):
         """Every indexed file that exists now, each once, in a stable order."""
         seen: set[str] = set()
         inodes: set[tuple[int, int]] = set()  # MEMORY.md and memory.md are one file on macOS
-        for rel in self._candidates():
-            if rel in seen:
+        for rel, f, st in self._found():
+            if rel in seen or (st.st_dev, st.st_ino) in inodes:
                 continue
+            seen.add(rel)
+            inodes.add((st.st_dev, st.st_ino))
+            yield f
+
+    def _found(self) -> Iterator[tuple[str, IndexedFile, os.stat_result]]:
+        """Each candidate that is an indexed file now, with its stat. A file ``_walk`` found
+        with no link between it and the root is its own real path: one lstat stands for
+        ``indexed``'s stat, realpath's lstat of every folder up to / and a stat for its inode
+        (a restart's scan of 27k files spent most of its time on those, holding the GIL
+        searches wait for)."""
+        for rel, entry in self._candidates():
+            if entry is not None:
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:  # gone since its folder was read
+                    continue
+                if not stat.S_ISLNK(st.st_mode):  # a link: where it leads, the long way
+                    source = self.classify(rel)
+                    if source is not None and stat.S_ISREG(st.st_mode):
+                        yield rel, self._file(rel, self.root / rel, source), st
+                    continue
             f = self.indexed(rel)
             if f is None:
                 continue
@@ -205,23 +231,23 @@ class Layout(Record):
                 st = f.path.stat()
             except OSError:
                 continue
-            if (st.st_dev, st.st_ino) in inodes:
-                continue
-            seen.add(rel)
-            inodes.add((st.st_dev, st.st_ino))
-            yield f
+            yield rel, f, st
 
-    def _candidates(self) -> Iterator[str]:
-        yield from CURATED_FILES
+    def _candidates(self) -> Iterator[tuple[str, os.DirEntry[str] | None]]:
+        """Workspace-relative paths that may be indexed, with the folder entry ``_walk`` found
+        for those with no link between them and the root (None: ask ``indexed``)."""
+        for rel in CURATED_FILES:
+            yield rel, None
         yield from self._walk(MEMORY_DIR, NOTE_SUFFIX)
         if self.sessions:
             sessions = transcripts_dir(self.root)
             if sessions.is_dir():
-                yield from sorted(
+                for rel in sorted(
                     f"{SESSIONS_DIR}/{e.name}"
                     for e in os.scandir(sessions)
                     if e.name.endswith(TRANSCRIPT_SUFFIX)
-                )
+                ):
+                    yield rel, None
                 copies = sessions / OPENCLAW_SESSIONS_DIR
                 if copies.is_dir() and not copies.is_symlink():
                     top = f"{SESSIONS_DIR}/{OPENCLAW_SESSIONS_DIR}"
@@ -230,7 +256,7 @@ class Layout(Record):
             if (self.root / extra).is_dir():
                 yield from self._walk(extra, NOTE_SUFFIX)
             else:
-                yield extra
+                yield extra, None
 
     def watched_dirs(self) -> list[Path]:
         """The folders that hold indexed files below the root, to watch with their subfolders
@@ -261,16 +287,44 @@ class Layout(Record):
                 out[rel] = f"a link to {target}, outside the workspace: not indexed"
         return out
 
-    def _walk(self, top: str, suffix: str) -> Iterator[str]:
+    def _walk(self, top: str, suffix: str) -> Iterator[tuple[str, os.DirEntry[str] | None]]:
+        """The ``suffix`` files below ``top`` (not hidden, not in hidden folders), as os.walk
+        finds them top-down, in name order, links to folders not followed; with each file's
+        entry when no link leads from the root to its folder (``_found``)."""
         base = self.root / top
         if not base.is_dir() or not self._inside(base):
             return
-        for dirpath, dirnames, filenames in os.walk(base):  # does not follow symlinked dirs
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            for name in sorted(filenames):
-                if name.endswith(suffix) and not name.startswith("."):
-                    yield f"{rel_dir}/{name}"
+        plain = os.path.realpath(base) == str(base)  # no link on the way (the root is resolved)
+        yield from self._walk_dir(str(base), base.relative_to(self.root).as_posix(), suffix, plain)
+
+    def _walk_dir(
+        self, path: str, rel_dir: str, suffix: str, plain: bool
+    ) -> Iterator[tuple[str, os.DirEntry[str] | None]]:
+        """One folder of ``_walk``, then its subfolders: os.walk's steps without onerror (a
+        folder that cannot be read, even partway, gives nothing), keeping the entries."""
+        dirs: list[str] = []
+        files: list[os.DirEntry[str]] = []
+        try:
+            with os.scandir(path) as it:
+                for entry in it:
+                    try:
+                        is_dir = entry.is_dir()
+                    except OSError:
+                        is_dir = False
+                    if is_dir:
+                        dirs.append(entry.name)
+                    else:
+                        files.append(entry)
+        except OSError:
+            return
+        for entry in sorted(files, key=lambda e: e.name):
+            name = entry.name
+            if name.endswith(suffix) and not name.startswith("."):
+                yield f"{rel_dir}/{name}", entry if plain else None
+        for name in sorted(d for d in dirs if not d.startswith(".")):
+            sub = os.path.join(path, name)
+            if not os.path.islink(sub):
+                yield from self._walk_dir(sub, f"{rel_dir}/{name}", suffix, plain)
 
     def _inside(self, path: Path) -> bool:
         """True when the path's real location is inside the workspace (symlinks resolved)."""

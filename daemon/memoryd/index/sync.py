@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import apsw
 
 from memoryd.files.annotations import strip_annotations
-from memoryd.files.layout import IndexedFile, Layout, day_of, display_name
+from memoryd.files.layout import IndexedFile, Layout, day_of
 from memoryd.files.provenance import Ledger
 from memoryd.files.transcripts import forgotten_session_of, parse_transcript
 from memoryd.index import line_meta, store
@@ -40,6 +40,7 @@ from memoryd.index.prepare import WORKERS_MIN_BYTES, Prepared, prepare_markdown,
 from memoryd.index.readahead import ReadAhead
 from memoryd.index.secure_delete import fts_secure
 from memoryd.index.store import FileRow
+from memoryd.index.sync_targets import Targets, sync_targets
 from memoryd.index.tails import TailStates, replace_tail
 from memoryd.index.transcript_steps import (
     Step,
@@ -135,6 +136,12 @@ class Syncer(Fields):
         else:
             self._batch.append((rel, row))
 
+    def _between(self) -> None:
+        """Between two files: a search being answered goes first (runtime/foreground.py),
+        and the deferred copies load once asked (between_files)."""
+        FOREGROUND.step_aside()
+        self.between_files()
+
     def _write(self) -> apsw.Connection:
         """The connection, for a write; the run's first calls before_write, then sizes _bulk."""
         if self._bulk is None:
@@ -172,20 +179,7 @@ class Syncer(Fields):
         if self.ledger is not None:
             self.ledger.refresh()  # once per run: the lines appended since come with records
         known = store.read_files(self.conn)
-        if paths is None:
-            present = {f.rel: f for f in self.layout.iter_files()}  # display names
-            targets: list[tuple[str, IndexedFile | None]] = list(present.items())
-            targets += [(rel, None) for rel in known if rel not in present]
-        else:
-            targets = []
-            for p in dict.fromkeys(paths):
-                rel = self.layout.rel(Path(os.path.abspath(p)))
-                if rel is None:
-                    continue
-                f = self.layout.indexed(rel)
-                rel = display_name(rel)
-                if f is not None or rel in known:
-                    targets.append((rel, f))
+        targets = sync_targets(self.layout, known, paths, self._between)
         self._bulk = None
         if self.keywords is not None and sum(rel not in known for rel, _ in targets) > 256:
             self.keywords.suspend()  # a first index, or most of one: bulk from the start
@@ -204,7 +198,7 @@ class Syncer(Fields):
 
     def _run_ahead(
         self,
-        targets: list[tuple[str, IndexedFile | None]],
+        targets: Targets,
         known: dict[str, FileRow],
         full: bool,
         report: SyncReport,
@@ -216,8 +210,7 @@ class Syncer(Fields):
         to_workers: set[int] | None = None  # the targets the workers chunk: bulk runs only
         ahead_ok = True
         for done, (rel, f) in enumerate(targets, 1):
-            FOREGROUND.step_aside()  # a search being answered goes first (foreground.py)
-            self.between_files()
+            self._between()
             if self.stopping():
                 log.info("sync_stopped", done=done - 1, total=total, reason="closing")
                 break
@@ -326,9 +319,7 @@ class Syncer(Fields):
         holds: new, or a full reindex."""
         return f.source != SOURCE_SESSIONS and f.name_error is None and (row is None or full)
 
-    def _for_workers(
-        self, targets: list[tuple[str, IndexedFile | None]], known: dict[str, FileRow], full: bool
-    ) -> set[int]:
+    def _for_workers(self, targets: Targets, known: dict[str, FileRow], full: bool) -> set[int]:
         """The targets (by index) the chunking workers take: those chunked whole, but the
         ones modified last, when they hold WORKERS_MIN_BYTES at least. The chunker's state
         is kept (tails.py) for the files written last, and they are chunked here: from the
