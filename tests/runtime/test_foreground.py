@@ -88,13 +88,14 @@ class _Clock:
     def __init__(self) -> None:
         self.now = 0.0
         self.slept: list[float] = []
+        self.late = 0.0  # a sleep returns this much after its time (a loaded machine)
 
     def __call__(self) -> float:
         return self.now
 
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
-        self.now += seconds
+        self.now += seconds + self.late
 
 
 def test_a_share_gives_the_lock_up_once_a_slice_of_work_went_by() -> None:
@@ -138,6 +139,35 @@ def test_a_share_pauses_only_while_requests_keep_coming() -> None:
     clock.now += SLICE_S
     share.tick()
     assert clock.slept == [PAUSE_S]
+
+
+def test_a_bounded_share_s_slice_is_twice_its_last_pause_as_it_went() -> None:
+    """A pause that took 1 ms (a loaded machine) gives the next 2 ms of work no pause: at
+    most a third of the time goes to pauses. A plain share keeps its slice."""
+    for bounded, paused in ((True, [PAUSE_S]), (False, [PAUSE_S, PAUSE_S])):
+        clock = _Clock()
+        fg = Foreground()
+        share = Share(fg, clock=clock, sleep=clock.sleep, bounded=bounded)
+        fg.begin()
+        fg.end()  # requests are coming
+        clock.now += SLICE_S
+        clock.late = 0.001 - PAUSE_S  # the sleep returns 1 ms later
+        share.tick()
+        clock.late = 0.0
+        clock.now += SLICE_S
+        share.tick()
+        assert clock.slept == paused
+    clock = _Clock()
+    share = Share(fg, clock=clock, sleep=clock.sleep, bounded=True)
+    fg.begin()
+    fg.end()
+    clock.late, clock.now = 0.001 - PAUSE_S, clock.now + SLICE_S
+    share.tick()  # a 1 ms pause: the next 2 ms of work without one
+    clock.late, clock.now = 0.0, clock.now + 0.002
+    share.tick()  # a quick pause: back to slices of about SLICE_S, not 2 ms
+    clock.now += 1.5 * SLICE_S
+    share.tick()
+    assert clock.slept == [PAUSE_S] * 3
 
 
 def test_collections_wait_until_the_requests_in_flight_are_answered() -> None:

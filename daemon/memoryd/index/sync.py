@@ -52,7 +52,7 @@ from memoryd.index.transcript_steps import (
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.index.vectors.mirror import VectorMirror
 from memoryd.records import Fields, Record
-from memoryd.runtime.foreground import FOREGROUND
+from memoryd.runtime.foreground import Share
 from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
@@ -123,6 +123,8 @@ class Syncer(Fields):
     # A bulk run's files whose chunker states are not kept (``_for_workers``), this run's.
     _unkept: set[str] = field(init=False, default_factory=set)
     _bulk: int | None = field(init=False, default=None)  # chunks to suspend past; None: no write
+    # The lock shared with searches, pauses at most a third of the run (foreground.py).
+    _share: Share = field(init=False, default_factory=lambda: Share(bounded=True))
 
     def __post_init__(self) -> None:
         store.create_staging(self.conn)
@@ -139,7 +141,7 @@ class Syncer(Fields):
     def _between(self) -> None:
         """Between two files: a search being answered goes first (runtime/foreground.py),
         and the deferred copies load once asked (between_files)."""
-        FOREGROUND.step_aside()
+        self._share.tick()
         self.between_files()
 
     def _write(self) -> apsw.Connection:
