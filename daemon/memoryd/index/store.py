@@ -388,6 +388,24 @@ def write_vectors(
     return written
 
 
+def write_batch(
+    conn: apsw.Connection,
+    key: CacheKey,
+    items: Sequence[tuple[PendingChunk, Sequence[tuple[str, Vectors]]]],
+    cache_max_entries: int,
+    mirror: VectorMirror | None,
+) -> int | None:
+    """One embedder batch in one transaction, the vector table made first (dropped and made
+    again when the provider's width changed: the width dropped is returned, else None)."""
+    dims = int(items[0][1][0][1].shape[0])
+    with conn:
+        old = drop_other_width(conn, dims, mirror)
+        if vec_table_dims(conn) is None:
+            create_vec_table(conn, dims)
+        write_vectors(conn, key, items, cache_max_entries, mirror)
+    return old
+
+
 def evict_cache(conn: apsw.Connection, max_entries: int) -> int:
     count = int(sqlite.scalar(conn, "SELECT count(*) FROM embedding_cache"))
     excess = count - max_entries

@@ -467,25 +467,18 @@ class WorkspaceIndex:
             raise IndexUnavailable(self.damage.message())
         if not items or not items[0][1]:
             return
-        dims = int(items[0][1][0][1].shape[0])
         self.vectors_landing = self.generation  # not vector_ready until the bump (health.py)
+        cache_max = self.config.embedding.cache_max_entries
         try:
-            with conn:
-                old = store.drop_other_width(conn, dims, self.copies.vectors)
-                if old is not None:
-                    log.warning(
-                        "embedding_dims_changed", workspace=str(self.root), old=old, new=dims
-                    )
-                if store.vec_table_dims(conn) is None:
-                    store.create_vec_table(conn, dims)
-                store.write_vectors(
-                    conn, key, items, self.config.embedding.cache_max_entries, self.copies.vectors
-                )
+            old = store.write_batch(conn, key, items, cache_max, self.copies.vectors)
         except Exception as exc:
             if (found := corruption_in(exc)) is None:
                 raise
             self.damage.spotted(found, "writing vectors")
             raise IndexUnavailable(self.damage.message()) from exc
+        if old is not None:
+            new = int(items[0][1][0][1].shape[0])
+            log.warning("embedding_dims_changed", workspace=str(self.root), old=old, new=new)
         self.has_vec_table = True
         with self._lock:
             self.generation += 1
