@@ -30,7 +30,7 @@ from memoryd.rpc.dispatch import Dispatcher
 from memoryd.rpc.instance import Instance
 from memoryd.rpc.server import Outcome, Request, Server
 from memoryd.rpc.wiring import DaemonParts, method_table
-from memoryd.runtime import asyncio_ssl, bytecode, heap, logs
+from memoryd.runtime import asyncio_ssl, bytecode, heap, logs, short_slice
 from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
@@ -114,9 +114,8 @@ class Daemon:
         # Embedding a new query (5-20 ms in the model, which releases the GIL) runs here,
         # so it never holds up the reader that serves everyone's searches.
         self.query_embedder = ThreadPoolExecutor(1, thread_name_prefix="memoryd-query-embed")
-        # Long waits (reindex wait=true: until every vector is embedded) get their own
-        # threads: waits abandoned by their clients must not starve the default executor,
-        # which append and workspace changes use.
+        # Long waits (reindex wait=true: every vector in) get their own threads: abandoned
+        # ones must not starve the default executor, which append and workspace changes use.
         self.waiters = ThreadPoolExecutor(WAIT_THREADS, thread_name_prefix="memoryd-wait")
         self.fd_limit = 0  # the soft RLIMIT_NOFILE, raised in startup
         self.server = Server(self._dispatch, self._limits(config.server))
@@ -219,8 +218,7 @@ class Daemon:
         # its socket path has digits, so masking it compiles the secret detectors (~52 M
         # instructions; on a first start, a child process reads them) that the question
         # would otherwise wait for. Without a workspace there is no such question: at once
-        # (and the lines held since cli.py configured logging), before a first index would
-        # share the cores with it.
+        # (with the lines held since cli.py), before a first index would share the cores.
         self._startup_line = {
             "socket": str(self.socket_path),
             "pid": os.getpid(),
@@ -229,6 +227,7 @@ class Daemon:
             "config": self.config.source or None,
             "socket_from": self.instance.manager,
             "open_file_limit": self.fd_limit,
+            "answer_slice_ms": short_slice.this_thread_ms(),  # on the event loop's thread
         }
         if not self.registry.list():
             logs.release()  # no question to answer first: the held lines (cli.py), at once
@@ -442,7 +441,8 @@ class Daemon:
         self.instance.release()
 
     def _server_status(self) -> dict[str, Any]:
-        return {**self.server.stats(), "open_file_limit": self.fd_limit}
+        ms = short_slice.this_thread_ms()  # the event loop's slice (status runs on it)
+        return {**self.server.stats(), "open_file_limit": self.fd_limit, "answer_slice_ms": ms}
 
     def _limits(self, cfg: ServerConfig) -> Limits:
         cap = cfg.max_connections

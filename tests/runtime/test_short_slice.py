@@ -131,11 +131,15 @@ def test_the_daemons_event_loop_thread_answers_with_the_short_slice(tmp_path: Pa
                 name = c.result("workspace.add", {"path": str(ws)})["name"]
                 c.result("reindex", {"workspace": name, "wait": True})
                 assert c.result("search", {"query": "fern", "workspace": name})["results"]
+                granted = short_slice.ANSWER_SLICE_NS / 1e6
+                assert c.result("status")["server"]["answer_slice_ms"] == granted
             assert wait_for(lambda: "background_ready" in d.events(), 60, 0.1)
             slices = sched_slices(d.p.pid)
             assert slices.pop(d.p.pid) == short_slice.ANSWER_SLICE_NS  # the event loop's
             assert slices, "the daemon has other threads (writer, watcher, hit counting)"
             assert set(slices.values()) == {DEFAULT}
+            [startup] = [e for e in d.logs() if e.get("event") == "startup"]
+            assert startup["answer_slice_ms"] == granted  # said where a user looks
         finally:
             d.p.send_signal(signal.SIGTERM)
             d.wait()

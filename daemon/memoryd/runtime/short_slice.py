@@ -94,6 +94,13 @@ def slice_of_this_thread() -> int | None:
     return int(_ATTR.unpack(buf.raw)[5])
 
 
+def this_thread_ms() -> float | None:
+    """The calling thread's slice in ms as the kernel reports it (the daemon's ``status``
+    and ``startup`` line: 0.6 where the short slice was granted); None where none is."""
+    ns = slice_of_this_thread()
+    return ns / 1e6 if ns else None
+
+
 def _calls() -> tuple[int, int] | None:
     if not (sys.platform.startswith("linux") and _LP64):
         return None
