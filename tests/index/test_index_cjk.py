@@ -10,8 +10,14 @@ import pytest
 from engine_util import IndexFactory, paths, search
 from memoryd import sqlite
 from memoryd.index import schema
-from memoryd.index.keyword import text as text_module
-from memoryd.index.keyword.text import FTS_TOKENIZER, cjk_run, has_cjk, keyword_text, with_offsets
+from memoryd.index.keyword.text import (
+    FTS_TOKENIZER,
+    cjk_run,
+    has_cjk,
+    keyword_text,
+    may_hold_cjk,
+    with_offsets,
+)
 
 ZH = "memory/2024-05-01.md"
 JA = "memory/2024-05-02.md"
@@ -188,17 +194,28 @@ def test_the_snippet_tokens_are_the_index_tokens_with_offsets_into_the_text(text
         assert raw[start:end].decode() == token or not cjk_run().fullmatch(token)
 
 
-def test_every_cjk_character_leads_with_a_byte_the_quick_test_looks_for() -> None:
-    """has_cjk skips the scan (and its compile) when no such lead byte is there: every
-    character of the class, over all of Unicode, must have one."""
-    leads = text_module._CJK_LEADS
+def test_every_cjk_character_starts_as_the_quick_test_looks_for() -> None:
+    """has_cjk skips the scan (and its compile) when may_hold_cjk says no: every character
+    of the class, over all of Unicode, must make it say yes, alone and among other
+    non-ASCII characters."""
     run = cjk_run()
     missed = [
         hex(cp)
         for cp in range(0x80, 0x110000)
-        if not 0xD800 <= cp <= 0xDFFF and chr(cp).encode()[0] not in leads and run.match(chr(cp))
+        if not 0xD800 <= cp <= 0xDFFF
+        and run.match(chr(cp))
+        and not (may_hold_cjk(chr(cp).encode()) and may_hold_cjk(f"é{chr(cp)}\u2019".encode()))
     ]
     assert missed == []
+
+
+def test_emoji_and_their_variation_selector_are_not_taken_for_cjk() -> None:
+    """f0 9f (most emoji), ef b8 8f (U+FE0F), e1 ba (Vietnamese letters) share a lead byte
+    with CJK characters, not a second one: no scan for them."""
+    for text in ("a star \U0001f31f", "a heart \u2764\ufe0f", "Vi\u1ec7t", "\ufeffBOM", "\ufffd"):
+        assert not may_hold_cjk(text.encode()), text
+    for text in ("\U00020000", "\uf900", "\uff66", "\u1100", "\u3005"):
+        assert may_hold_cjk(text.encode()), text
 
 
 @pytest.mark.parametrize(

@@ -53,11 +53,31 @@ _CJK_CLASS: Final = (
     "\U00020000-\U0003134f"  # Han extensions B-H
     "]+"
 )
-# The UTF-8 lead bytes of those characters (1100-11ff: e1; 3005-9fff: e3-e9; ac00-d7af:
-# ea-ed; f900-ff9f: ef; the planes 2-3: f0). Text holding none of them holds no CJK run,
-# whatever else it holds (curly quotes and dashes lead with e2, accents with c3).
-_CJK_LEADS: Final = bytes([0xE1, *range(0xE3, 0xEE), 0xEF, 0xF0])
-_NOT_CJK_LEAD: Final = bytes(b for b in range(256) if b not in _CJK_LEADS)
+# The UTF-8 lead bytes of those characters: 3005-9fff lead with e3-e9, ac00-d7af with ea-ed
+# (every character behind those is a candidate); the rest lead with bytes that common
+# characters share, told apart by their second byte: Hangul jamo e1 84-87 (e1 leads
+# Vietnamese letters too), Han compatibility ef a4-ab and half-width katakana ef bd-be (ef
+# leads the emoji variation selector fe0f and the BOM), planes 2-3 f0 a0-b1 (f0 9f leads
+# most emoji). Text with none of these holds no CJK run, whatever else it holds (curly
+# quotes and dashes lead with e2, accents with c3): the scan and the class's compile wait.
+_RUN_LEADS: Final = bytes(range(0xE3, 0xEE))
+_NOT_RUN_LEAD: Final = bytes(b for b in range(256) if b not in _RUN_LEADS)
+_PAIR_SECONDS: Final = {
+    0xE1: range(0x84, 0x88),
+    0xEF: (*range(0xA4, 0xAC), 0xBD, 0xBE),
+    0xF0: range(0xA0, 0xB2),
+}
+_NOT_PAIR_LEAD: Final = bytes(b for b in range(256) if b not in _PAIR_SECONDS)
+_PAIRS: Final = tuple(bytes([lead, b]) for lead, seconds in _PAIR_SECONDS.items() for b in seconds)
+
+
+def may_hold_cjk(utf8: bytes) -> bool:
+    """Whether UTF-8 text (or its non-ASCII bytes alone) may hold a CJK run: False only
+    when it holds none. A lead byte is never a continuation byte, so a pair found is a
+    character's start."""
+    if utf8.translate(None, _NOT_RUN_LEAD):
+        return True
+    return bool(utf8.translate(None, _NOT_PAIR_LEAD)) and any(p in utf8 for p in _PAIRS)
 
 
 @functools.cache
@@ -85,9 +105,9 @@ _ASCII = bytes(range(128))
 def _has_cjk_utf8(raw: bytes) -> bool:
     """Scanning a whole chunk for a CJK run costs ~75 ns a character (~150 µs for an English
     chunk with one curly quote); without its ASCII bytes (a C pass) little is left to scan,
-    and without a CJK lead byte among them (another) nothing to."""
+    and without a CJK character's start among them (may_hold_cjk: C passes) nothing to."""
     rest = raw.translate(None, _ASCII)
-    if not rest or not rest.translate(None, _NOT_CJK_LEAD):
+    if not rest or not may_hold_cjk(rest):
         return False
     return cjk_run().search(rest.decode("utf-8", "replace")) is not None
 
