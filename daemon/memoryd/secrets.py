@@ -56,19 +56,26 @@ _KEYWORDS: Final = (
     r"password|passwd|passphrase|pwd|secret|token|credentials?|contraseña|contrasena"
 )
 # keyword[-_ suffix] then := / = / : / "is", then the value up to a space or quote.
-_ASSIGNED: Final = re.compile(  # matched at a word start only (_keyword_values)
+_ASSIGNED: Final = (  # matched at a word start only (_keyword_values)
     rf"[\w-]*?(?:{_KEYWORDS})[\w-]*[\]'\"]{{0,2}}[ \t]*(?::=|=>|==?|:|[ \t]is\b|[ \t]was\b)[ \t]*"
-    r"[@'\"`]?(?P<value>[^\s'\"`,;]+)",
-    re.IGNORECASE,
+    r"[@'\"`]?(?P<value>[^\s'\"`,;]+)"
 )
 _WORD_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
-_BEARER: Final = re.compile(r"\bbearer[ \t]+(?P<value>[A-Za-z0-9_\-.~+/=]{16,})", re.IGNORECASE)
-_LONG_RUN: Final = re.compile(r"[A-Za-z0-9+/_\-]{32,}={0,2}")
-_PRIVATE_KEY: Final = re.compile(
+_BEARER: Final = r"\bbearer[ \t]+(?P<value>[A-Za-z0-9_\-.~+/=]{16,})"
+_LONG_RUN: Final = r"[A-Za-z0-9+/_\-]{32,}={0,2}"
+_PRIVATE_KEY: Final = (
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
-    re.DOTALL,
+    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
 )
+
+
+@functools.cache
+def _compiled(source: str, flags: int = 0) -> re.Pattern[str]:
+    """The rules above, compiled for the first line that needs one (~7 M instructions at
+    import, before a daemon's first answer: issue 38); most text needs none."""
+    return re.compile(source, flags)
+
+
 _BASE64: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
 ENTROPY_LIMIT: Final = 4.5  # detect-secrets' default for base64 strings
 VALUE_ENTROPY_LIMIT: Final = 3.0  # a value named by a keyword needs less to be believed
@@ -170,7 +177,7 @@ def _line_spans(line: str, at: int, low: str) -> list[tuple[int, int, int, str]]
         if _secret_like(m.group("value")):
             spans.append((at + m.start("value"), at + m.end("value"), 1, "secret_keyword"))
     if has_run:
-        for m in _LONG_RUN.finditer(line):
+        for m in _compiled(_LONG_RUN).finditer(line):
             if _random_run(m.group()):
                 spans.append((at + m.start(), at + m.end(), 2, "high_entropy_string"))
     return spans
@@ -188,16 +195,20 @@ def _keyword_values(line: str, low: str) -> list[re.Match[str]]:
                 w -= 1
             starts.add(w)
             i = low.find(hint, i + len(hint))
-    found = [m for w in sorted(starts) if (m := _ASSIGNED.match(line, w))]
+    found: list[re.Match[str]] = []
+    if starts:
+        match = _compiled(_ASSIGNED, re.IGNORECASE).match
+        found += [m for w in sorted(starts) if (m := match(line, w))]
     if "bearer" in low:
-        found += _BEARER.finditer(line)
+        found += _compiled(_BEARER, re.IGNORECASE).finditer(line)
     return found
 
 
 def _spans(text: str, low: str) -> list[tuple[int, int, int, str]]:
     spans: list[tuple[int, int, int, str]] = []
     if "private key" in low:
-        spans += [(m.start(), m.end(), 0, "private_key") for m in _PRIVATE_KEY.finditer(text)]
+        key = _compiled(_PRIVATE_KEY, re.DOTALL)
+        spans += [(m.start(), m.end(), 0, "private_key") for m in key.finditer(text)]
     at = 0
     for line in text.splitlines(keepends=True):
         line_low = low[at : at + len(line)]

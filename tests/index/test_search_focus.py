@@ -151,3 +151,26 @@ def test_the_lookahead_admits_exactly_what_an_alternative_can_begin_with() -> No
 def test_a_line_names_a_time_as_the_alternatives_alone_say(line: str) -> None:
     alone = re.compile(r"\b" + focus._TIME_WORDS)
     assert timed_lines(line) == (alone.search(line) is not None,)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "When did Melanie paint a sunrise?",
+        "  when?",
+        "Since WHEN has she known?",
+        "How long ago was the trip?",
+        "What date is the party?",
+        "which Month did they move",
+        "What T\u0131ME is it",  # a dotless i: "time" to re.IGNORECASE
+        "What wee\u212a",  # the Kelvin sign: "week"
+        "What fields would Caroline be likely to pursue?",
+        "Whenever she can",
+        "what dates",
+        "Where is the key?",
+    ],
+)
+def test_asks_when_says_what_the_pattern_alone_says(query: str) -> None:
+    # the substring test before it must never refuse a question the pattern matches
+    alone = re.compile(focus._WHEN_Q, re.I)
+    assert asks_when(query) is (alone.match(query) is not None)

@@ -15,6 +15,7 @@ tool calls, tool results and thinking are skipped, as are Claude Code's injected
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -31,8 +32,9 @@ READ_BLOCK = 1 << 20
 MAX_LINE_BYTES = 16 << 20  # a longer line (a tool's output pasted whole) is stepped over
 # JSON may escape half of a surrogate pair ("\ud83d" from a tool that cut an emoji in two):
 # json.loads gives a str no UTF-8 encoder accepts. Such halves become U+FFFD, as invalid
-# UTF-8 bytes do.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# UTF-8 bytes do. Compiled on first use: the class's 2,048 code points cost ~2 M
+# instructions to compile, at every start (issue 38) where no transcript is read.
+_LONE_SURROGATE = "[\ud800-\udfff]"
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -106,7 +108,12 @@ def _str(value: Any) -> str | None:
 
 
 def _clean(text: str) -> str:
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return _lone_surrogate().sub("\ufffd", text)
+
+
+@functools.cache
+def _lone_surrogate() -> re.Pattern[str]:
+    return re.compile(_LONE_SURROGATE)
 
 
 def _text(content: Any) -> str:

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import functools
 import re
+from typing import Final
+
+from memoryd.index.search.when import folded
 
 WHEN_BOOST = 0.5  # share of its score a line saying when gains, for a question asking when
 
-_WHEN_Q = re.compile(
-    r"\W*(?:when|since when|how long ago|(?:what|which) (?:date|day|year|month|week|time))\b",
-    re.I,
+_WHEN_Q: Final = (
+    r"\W*(?:when|since when|how long ago|(?:what|which) (?:date|day|year|month|week|time))\b"
 )
+# A question asking when holds one of these as IGNORECASE matches them (when.folded, then
+# lower-cased; "ago" is in "how long ago"): most questions hold none, and are told so
+# without compiling either pattern (~8 M instructions before a daemon's first answer to
+# one: issue 38).
+_WHEN_WORDS: Final = ("when", "ago", "date", "day", "year", "month", "week", "time")
 # Month and day names count capitalised only ("I may go" names no month).
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DAYS = "Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday"
@@ -36,17 +43,26 @@ _TIME_WORDS = (
 # spares most of them the ~30 alternatives: a question asking when scans its candidates'
 # lines twice as fast (a start's first answer to one: ~30 M instructions).
 _STARTS = r"(?i:[ytrlnpaofsc])|[JFMASONDTW]|\d"
-_TIME = re.compile(rf"\b(?={_STARTS}){_TIME_WORDS}")
+
+
+@functools.cache
+def _pattern(which: str) -> re.Pattern[str]:
+    """Compiled on first use: a question asking when, the lines of its candidates."""
+    if which == "when":
+        return re.compile(_WHEN_Q, re.I)
+    return re.compile(rf"\b(?={_STARTS}){_TIME_WORDS}")
 
 
 def asks_when(query: str) -> bool:
-    return bool(_WHEN_Q.match(query))
+    low = folded(query).lower()
+    return any(w in low for w in _WHEN_WORDS) and bool(_pattern("when").match(query))
 
 
 @functools.lru_cache(maxsize=4096)
 def timed_lines(text: str) -> tuple[bool, ...]:
     """Per line of a chunk, whether it names a time. Cached: the same chunks come back."""
-    return tuple(bool(_TIME.search(line)) for line in text.split("\n"))
+    search = _pattern("time").search
+    return tuple(bool(search(line)) for line in text.split("\n"))
 
 
 def refocus(text: str, scores: list[float], when: bool) -> list[float]:

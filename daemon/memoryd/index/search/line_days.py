@@ -20,13 +20,14 @@ from collections.abc import Collection
 from memoryd.index.search.when import DAY_NAMES
 
 _WEEKDAY = {d: i for i, d in enumerate(DAY_NAMES)}  # Monday first
-_ONE_DAY = re.compile(
+_ONE_DAY = (
     r"\b(?:(?P<yesterday>[Yy]esterday|[Ll]ast night)"
     rf"|(?:[Oo]n|[Ll]ast) (?P<weekday>{'|'.join(_WEEKDAY)})(?!s)"  # "on Mondays" is a habit
     r"|(?P<n>\d{1,2}) days? ago)\b"
 )
 # What each phrase holds, found by plain substring search: most chunks hold none, and the
-# expression itself costs ~45 µs on a chunk of a few kilobytes.
+# expression itself costs ~45 µs on a chunk of a few kilobytes (and ~1.6 M instructions to
+# compile: on the first chunk holding one, not at a start, issue 38).
 _CUES = ("esterday", "ast night", " ago", *_WEEKDAY)
 REACH = 31  # days a phrase may reach back ("40 days ago" is not read): bounds the notes read
 
@@ -41,7 +42,7 @@ def named_days(text: str, day: str) -> frozenset[str]:
     except ValueError:
         return frozenset()
     out: set[str] = set()
-    for m in _ONE_DAY.finditer(text):
+    for m in _one_day().finditer(text):
         if m.group("yesterday"):
             back = 1
         elif m.group("weekday"):  # the last one before the note's day
@@ -77,3 +78,8 @@ def _reach(day: str) -> str:
         return ""
     except OverflowError:  # within REACH of the calendar's last day: up to it
         return dt.date.max.isoformat()
+
+
+@functools.cache
+def _one_day() -> re.Pattern[str]:
+    return re.compile(_ONE_DAY)
