@@ -101,7 +101,6 @@ def _status(sv: Services, d: DaemonParts) -> StatusReport:
         registry=sv.registry,
         scheduler=lambda: sv.scheduler,
         watcher=d.watcher,
-        readers=d.readers,
         config=d.config,
         socket_path=d.socket_path,
         started_at=d.started_at,
