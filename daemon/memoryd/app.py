@@ -336,7 +336,7 @@ class Daemon:
         self._later_made = True
         asyncio_ssl.give_ssl()  # before anything that could use TLS (cli.py imported asyncio)
         self.registry.first_answered()  # the indexes' in-memory copies (and numpy) load now
-        logs.release()  # the lines held since cli.py configured logging, then the startup line
+        logs.release_soon()  # the held lines, then the startup line: masked off the loop
         self._log_startup()
         heap.resume_collection()  # paused by `memoryd run` for the start (cli.py)
         self.services.upkeep  # noqa: B018 (made on first use)

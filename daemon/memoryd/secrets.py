@@ -33,7 +33,15 @@ if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
 else:
     from memoryd.records import frozen_record
 
-__all__ = ["Redacted", "mask", "mask_snippets", "mask_text_of", "masked_snippet", "redact"]
+__all__ = [
+    "Redacted",
+    "mask",
+    "mask_snippets",
+    "mask_text_of",
+    "masked_snippet",
+    "redact",
+    "warm",
+]
 
 # Every rule below needs one of these in the line it matches; prose usually has none, and
 # plain substring tests on the lower-cased text are ~10x cheaper than one regex with them.
@@ -125,6 +133,12 @@ def _detectors() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
         # a private key spans lines: _PRIVATE_KEY takes the whole block
         if name not in _SKIPPED_DETECTORS and name != "PrivateKeyDetector"
     )
+
+
+def warm() -> None:
+    """Read and compile the detectors now (on a thread that may wait: on a first start a
+    child process reads them), so that the first text that needs them does not."""
+    _detectors()
 
 
 def entropy(value: str) -> float:

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from daemon_util import DaemonThread, RawConn, wait_for
 from fakes.clock import FakeClock
 from jobs_util import NOW
 from log_sink import CapturedStderr, log_to_the_tests_stderr
-from memoryd.runtime.logs import Logger, configure_logging, get_logger, release
+from memoryd.runtime.logs import Logger, configure_logging, get_logger, release, release_soon
 
 
 class Tty(io.StringIO):
@@ -251,6 +252,39 @@ def test_held_lines_come_out_at_release_as_they_would_have_in_order(
             k: v for k, v in want.items() if k != "timestamp"
         }
         dt.datetime.fromisoformat(str(line["timestamp"]))  # the time it was logged
+
+
+def test_release_soon_masks_on_a_thread_of_its_own_while_the_caller_logs_on(
+    restore_logging: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The daemon's release after its first answer: the secret detectors (a child process
+    # on a first start) are made ready on another thread, and the event loop that called
+    # it answers meanwhile; what it logs then is held and comes out after, in order.
+    from memoryd import secrets
+
+    ready, warming = threading.Event(), threading.Event()
+
+    def slow_warm() -> None:
+        warming.set()
+        assert ready.wait(30)
+
+    monkeypatch.setattr(secrets, "warm", slow_warm)
+    out = io.StringIO()
+    configure_logging("info", json=True, stream=out, hold=True)
+    log = get_logger("memoryd.test")
+    log.info("held", api_key="sk-live-1234567890abcdef")
+    release_soon()
+    assert warming.wait(30)
+    log.info("meanwhile")  # not blocked: held behind the first
+    assert out.getvalue() == ""
+    ready.set()
+    assert wait_for(lambda: len(out.getvalue().splitlines()) == 2, 30), out.getvalue()
+    lines = _lines(out.getvalue())
+    assert [e["event"] for e in lines] == ["held", "meanwhile"]
+    assert lines[0]["api_key"] == "***"
+    release_soon()  # nothing held: nothing to do
+    log.info("after")
+    assert [e["event"] for e in _lines(out.getvalue())][-1] == "after"
 
 
 def test_a_warning_releases_the_hold_at_once_after_the_lines_held_before_it(

@@ -21,7 +21,15 @@ from memoryd.runtime.log_names import LEVELS, LOGGED_AT
 if TYPE_CHECKING:
     from structlog.typing import FilteringBoundLogger
 
-__all__ = ["LEVELS", "Logger", "configure_logging", "debug_enabled", "get_logger", "release"]
+__all__ = [
+    "LEVELS",
+    "Logger",
+    "configure_logging",
+    "debug_enabled",
+    "get_logger",
+    "release",
+    "release_soon",
+]
 
 _DEBUG = [True]  # whether debug lines are written (configure_logging sets it)
 
@@ -128,6 +136,31 @@ def release() -> None:
         log_output.configure(*_HOLD.setup)
         _HOLD.setup, lines, _HOLD.lines = None, _HOLD.lines, None
         _write(lines)
+
+
+def release_soon() -> None:
+    """``release`` from a thread of its own (lowered, runtime/priority.py), once that thread
+    has done the slow part of writing the held lines: structlog's imports and the secret
+    detectors that mask them (on a first start a child process reads them: 0.2-0.3 s at
+    load 6 here, seconds at load 12). Done on the event loop, every answer waited for it
+    (a status during a first index timed out at 10 s in CI). Lines logged meanwhile are
+    held as before; a warning releases at once."""
+    if _HOLD.setup is None:
+        return
+
+    def warm_then_release() -> None:
+        from memoryd.runtime.priority import lower_this_thread  # it logs: imported here
+
+        lower_this_thread()
+        try:
+            from memoryd import secrets
+            from memoryd.runtime import log_output  # noqa: F401 (structlog's imports)
+
+            secrets.warm()
+        finally:  # failed: release() meets it again and says so, on this thread
+            release()
+
+    threading.Thread(target=warm_then_release, name="memoryd-log-release", daemon=True).start()
 
 
 def _write(lines: list[tuple[Logger, str, str, dict[str, Any]]] | None) -> None:
