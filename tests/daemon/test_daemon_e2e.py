@@ -349,6 +349,52 @@ def test_request_lines_are_debug_a_refused_request_info(home: Path) -> None:
         assert all(lvl == ("debug" if r == "ok" else "info") for _, r, lvl in lines)
 
 
+# How long a test waits for one answer during a scan: a bound for a daemon that stopped
+# answering, never a timing (a loaded CI machine at load 10 took seconds for one status).
+ANSWER_WAIT_S = 120
+
+
+def _status_during_the_first_index(proc: Proc) -> dict[str, Any]:
+    """The first status that says the start-up scan (here a first index) is under way."""
+    seen: list[dict[str, Any]] = []
+
+    def scanning() -> bool:
+        with RawConn(proc.socket, timeout=ANSWER_WAIT_S) as c:
+            ws = c.result("status")["workspaces"][0]
+        scan = ws.get("startup_scan", {})
+        seen[:] = [ws]
+        return bool(scan.get("running") and scan.get("done", 0) > 0)
+
+    assert wait_for(scanning, 60, interval=0.05), (seen, proc.logs())
+    return seen[0]
+
+
+def test_status_is_answered_during_a_first_index(home: Path) -> None:
+    """memctl status while a first index runs: answered as it goes (issue 38: the event
+    loop once waited for the log lines' masking, and status for one thread hop per part),
+    with its counts and the scan's progress; hello meanwhile too."""
+    ws = big_workspace(home / "ws", files=3000)
+    (home / "config.toml").write_text(f'[[workspaces]]\npath = "{ws}"\n')
+    proc = Proc(home)
+    try:
+        proc.ready()
+        during = _status_during_the_first_index(proc)
+        scan = during["startup_scan"]
+        assert 0 < scan["done"] <= scan["total"], scan
+        assert during["files"] <= 3001 and during["pending_vectors"] == 0, during
+        assert {"chunks", "pending_files", "jobs", "watcher", "degraded"} <= during.keys()
+        with RawConn(proc.socket, timeout=ANSWER_WAIT_S) as c:
+            assert c.result("hello", {"client": "test"})["server"] == "memoryd"
+            done = lambda: c.result("status")["workspaces"][0]  # noqa: E731
+            assert wait_for(lambda: done()["files"] == 3001, 120), done()
+            assert wait_for(lambda: not done()["startup_scan"]["running"], 60), done()
+            assert "seconds" in done()["startup_scan"]
+        proc.p.send_signal(signal.SIGTERM)
+        assert proc.wait(60) == EXIT_OK
+    finally:
+        proc.kill()
+
+
 def test_sigterm_during_a_long_startup_scan_stops_it_at_a_file_boundary(home: Path) -> None:
     """SIGTERM waited for a whole scan (10.9 s for 10k files). The scan stops at the next
     file, what it committed stays, and the next start indexes the rest."""
@@ -357,13 +403,7 @@ def test_sigterm_during_a_long_startup_scan_stops_it_at_a_file_boundary(home: Pa
     proc = Proc(home)
     try:
         proc.ready()
-
-        def scanning() -> bool:
-            with RawConn(proc.socket) as c:
-                scan = c.result("status")["workspaces"][0].get("startup_scan", {})
-                return bool(scan.get("running") and scan.get("done", 0) > 0)
-
-        assert wait_for(scanning, 60, interval=0.05), proc.logs()
+        _status_during_the_first_index(proc)
         proc.p.send_signal(signal.SIGTERM)
         assert proc.wait(60) == EXIT_OK
     finally:
@@ -378,7 +418,7 @@ def _restart_indexes_all(home: Path, files: int) -> None:
     again = Proc(home)
     try:
         again.ready()
-        with RawConn(again.socket) as c:
+        with RawConn(again.socket, timeout=ANSWER_WAIT_S) as c:
             assert wait_for(lambda: c.result("status")["workspaces"][0]["files"] == files, 120)
     finally:
         again.kill()
