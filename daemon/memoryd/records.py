@@ -14,11 +14,15 @@ import functools
 import inspect
 import reprlib
 from collections.abc import Callable
-from typing import Any, TypeVar, cast
+from typing import Any, Final, TypeVar, cast
 
+from memoryd.field_inits import PLAIN, WITH_FACTORIES
 from memoryd.record_inits import TEMPLATES
 
 R = TypeVar("R", bound="Record")
+F = TypeVar("F", bound="Fields")
+# The generated __init__'s default for a field with a default factory (shown "<factory>").
+_FACTORY: Final = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
 
 
 class Record:
@@ -105,29 +109,88 @@ def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:
     return make
 
 
-def _template_init(cls: type) -> Callable[..., None] | None:
+def fields_record(**params: Any) -> Callable[[type[F]], type[F]]:
+    """``@dataclass(eq=False, repr=False)`` (``slots`` and ``kw_only`` as there) for a
+    ``Fields`` class, without compiling its ``__init__``: its fields and ``dataclasses``'
+    functions as a dataclass has them, and an ``__init__`` made from a template
+    (field_inits.py: the generated one's signature, defaults, default factories and speed)
+    when every field is an ``__init__`` field, all positional or all keyword-only, and the
+    class has no ``__post_init__``; else one shared ``__init__`` (~10x slower per instance:
+    for classes made seldom). The mutable dataclasses made before a daemon's first answer
+    compiled ~25 M instructions of ``__init__`` at every start (issue 38). Modules write
+    ``dataclass`` under TYPE_CHECKING and this at run time; tests/runtime/test_field_inits.py
+    holds them against their dataclass twins."""
+    slots = params.pop("slots", False)
+    kw_only = params.pop("kw_only", False)
+    if params != {"eq": False, "repr": False} or {type(slots), type(kw_only)} != {bool}:
+        raise TypeError(f"fields_record takes eq=False, repr=False (slots, kw_only), not {params}")
+
+    def make(cls: type[F]) -> type[F]:
+        if cls.__doc__ is None:  # as frozen_record: no inspect.signature of an __init__
+            cls.__doc__ = f"{cls.__qualname__}({', '.join(inspect.get_annotations(cls))})"
+        made: type[F] = dataclasses.dataclass(
+            cls, init=False, repr=False, eq=False, slots=slots, kw_only=kw_only
+        )
+        if made.__setattr__ is not object.__setattr__:  # the shared __init__ would pass it by
+            raise TypeError(f"fields_record: {cls.__qualname__} has its own __setattr__")
+        init = _template_init(made, mutable=True)
+        if init is None and kw_only:  # the shared __init__ takes every field positionally too
+            raise TypeError(f"fields_record: no keyword-only __init__ fits {cls.__qualname__}")
+        made.__init__ = init or _init_of(made)  # type: ignore[method-assign]
+        return made
+
+    return make
+
+
+def _template_init(cls: type, mutable: bool = False) -> Callable[..., None] | None:
     """The generated ``__init__``'s twin from a template, or None when none fits."""
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
     kw_only = {f.kw_only for f in fields}
+    factories = [f.default_factory is not dataclasses.MISSING for f in fields]
     if (
-        not 0 < len(fields) <= len(TEMPLATES)
-        or len(kw_only) != 1
-        or any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields)
+        len(kw_only) != 1
+        or any(not f.init for f in fields)
         or hasattr(cls, "__post_init__")
         or "self" in names
     ):
         return None
-    init = TEMPLATES[len(fields) - 1](object.__setattr__, *names)
+    keywords = kw_only == {True}
+    if not keywords:
+        _defaults_last(cls, fields)
+    n = len(fields)
+    if not mutable:
+        if not 0 < n <= len(TEMPLATES) or any(factories):
+            return None
+        init = TEMPLATES[n - 1](object.__setattr__, *names)
+    elif not any(factories):
+        if not 0 < n <= len(PLAIN):
+            return None
+        init = PLAIN[n - 1]()
+    else:
+        if not 0 < n <= len(WITH_FACTORIES):
+            return None
+        makers = tuple(
+            cast(Callable[[], Any], f.default_factory) if has else object
+            for f, has in zip(fields, factories, strict=True)
+        )
+        init = WITH_FACTORIES[n - 1](_FACTORY, makers)
     code = init.__code__
     if set(names) & {*code.co_freevars, *code.co_cellvars}:  # never a field's name
         return None
-    defaults = {f.name: f.default for f in fields if f.default is not dataclasses.MISSING}
-    keywords = kw_only == {True}
+    if mutable:  # the attributes stored: the code's names, a0... in order
+        if code.co_names != tuple(f"a{i}" for i in range(n)):
+            return None
+        code = code.replace(co_names=names)
+    defaults = {
+        f.name: _FACTORY if has else f.default
+        for f, has in zip(fields, factories, strict=True)
+        if has or f.default is not dataclasses.MISSING
+    }
     init.__code__ = code.replace(
         co_varnames=("self", *names),
-        co_argcount=1 if keywords else len(names) + 1,
-        co_kwonlyargcount=len(names) if keywords else 0,
+        co_argcount=1 if keywords else n + 1,
+        co_kwonlyargcount=n if keywords else 0,
         co_name="__init__",
         co_qualname=f"{cls.__qualname__}.__init__",
     )
@@ -141,8 +204,40 @@ def _template_init(cls: type) -> Callable[..., None] | None:
     return init
 
 
+def _defaults_last(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> None:
+    """Refuse what ``dataclass`` refuses when it writes an ``__init__`` (here it does not):
+    a positional field without a default after one with."""
+    seen_default = False
+    for f in fields:
+        if not f.init or f.kw_only:
+            continue
+        has = f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+        if seen_default and not has:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+        seen_default = seen_default or has
+
+
 def _init_of(cls: type) -> Callable[..., None]:
-    fields = [f for f in dataclasses.fields(cls) if f.init]
+    """The shared ``__init__``: the generated one's arguments, defaults and errors, then the
+    fields without an ``__init__`` parameter (a default factory's value; in a slotted class,
+    a default) and ``__post_init__`` (one without parameters), as the generated one."""
+    every = dataclasses.fields(cls)
+    fields = [f for f in every if f.init]
+    slotted = "__slots__" in vars(cls)
+    later = [
+        (f.name, cast(Any, f.default_factory), f.default)
+        for f in every
+        if not f.init
+        and (
+            f.default_factory is not dataclasses.MISSING
+            or (slotted and f.default is not dataclasses.MISSING)
+        )
+    ]
+    post = getattr(cls, "__post_init__", None)
+    if getattr(post, "__code__", None) is not None and post.__code__.co_argcount > 1:  # type: ignore[union-attr]
+        raise TypeError(
+            f"{cls.__qualname__}: __post_init__ with parameters (InitVar) is not made here"
+        )
     names = [f.name for f in fields]
     known = frozenset(names)
     at = f"{cls.__qualname__}.__init__()"
@@ -190,6 +285,10 @@ def _init_of(cls: type) -> Callable[..., None]:
             raise TypeError(
                 f"{at} missing {len(missing)} required positional argument{s}: {listed}"
             )
+        for name, factory, default in later:
+            object.__setattr__(self, name, default if factory is dataclasses.MISSING else factory())
+        if post is not None:
+            self.__post_init__()
 
     __init__.__qualname__ = f"{cls.__qualname__}.__init__"
     return __init__

@@ -18,7 +18,6 @@ import functools
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +37,7 @@ from memoryd.workspace.watcher import Watcher
 from memoryd_client.paths import Paths
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record  # records.py says why
 
     from memoryd.files.append import Appender
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from memoryd.jobs.session_trust import SessionTrust
     from memoryd.sync.service import SyncService
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 log = get_logger("memoryd.daemon")
 
@@ -64,7 +64,7 @@ class Upkeep(Record):
     sync: SyncService  # git sync of the workspaces that opt in
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Services(Fields):
     """The daemon's services besides its socket (module docstring), some made on first use."""
 

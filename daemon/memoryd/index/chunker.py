@@ -22,7 +22,6 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, overload
 
@@ -31,11 +30,12 @@ from memoryd.index.token_costs import count_tokens
 from memoryd.records import Fields, Record
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record  # records.py says why
 
     from tokenizers import Tokenizer
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 _SPACE = re.compile(r"\s")
 # Chinese and Japanese sentences end without a space after them: a line of them is cut
@@ -65,7 +65,7 @@ Unit = tuple[int, int, bool]  # [lo, hi) lines, and whether it must start a new 
 Packing = tuple["tuple[int, int] | None", int]  # the chunk being filled, the last one's start
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Parse(Fields):
     """The markdown parser between two lines."""
 
@@ -87,7 +87,7 @@ class _Mark(Record):
     packing: Packing = (None, -1)
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class MarkdownState(Fields):
     """What ``chunk_appended`` resumes from: the last chunking of a document, without its
     text (about 100 bytes a line)."""

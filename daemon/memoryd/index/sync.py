@@ -15,7 +15,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import BrokenExecutor, Future
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,11 +57,12 @@ from memoryd.runtime.logs import get_logger
 from memoryd_client.search_terms import SOURCE_SESSIONS
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record  # records.py says why
 
     from tokenizers import Tokenizer
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 log = get_logger("memoryd.index")
 
@@ -90,7 +91,7 @@ def _markdown_row(f: IndexedFile, st: os.stat_result, digest: str) -> FileRow:
     )
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Syncer(Fields):
     """Brings a workspace's index in line with its files (one writer)."""
 

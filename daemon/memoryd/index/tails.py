@@ -26,7 +26,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -40,9 +39,10 @@ from memoryd.runtime.heap import release_free_memory
 from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 log = get_logger("memoryd.index")
 
@@ -67,7 +67,7 @@ class Resume(Record):
     digest: str  # sha256 of the file's bytes now
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Kept(Fields):
     """A file's chunking state at its end, for the next growth."""
 

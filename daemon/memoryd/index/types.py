@@ -23,11 +23,12 @@ from memoryd_client.search_terms import Fusion as Fusion  # the vocabulary, for 
 from memoryd_client.search_terms import Mode as Mode  # callers
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record  # records.py says why
     from typing import NamedTuple  # named_tuple.py says why
 else:
     from memoryd.named_tuple import NamedTuple
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 try:  # _compiled_answer.c: the hits' maps; absent if not built
     from memoryd.index import _compiled as compiled
@@ -301,7 +302,7 @@ class SyncProgress(Record):
         return {"phase": self.phase, "done": self.done, "total": self.total}
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class SyncReport(Fields):
     """What a sync did: files scanned, changed, removed, skipped; chunks."""
 

@@ -26,7 +26,7 @@ import socket
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 import msgpack
@@ -44,9 +44,10 @@ from memoryd_client import protocol
 from memoryd_client.protocol import ErrorCode
 
 if TYPE_CHECKING:  # what the type checker knows them as (records.py says why)
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 try:  # _compiled_pack.c: an answer's frame in one pass; absent if not built
     from memoryd.index._compiled import pack_frame
@@ -80,7 +81,7 @@ def _pack(message: dict[str, Any]) -> bytes:
     return protocol.HEADER.pack(len(body)) + body
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Request(Fields):
     """One request read from a connection, as its handler gets it."""
 

@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,11 +15,17 @@ from memoryd.errors import Unavailable
 from memoryd.index.types import SyncProgress, SyncReport
 from memoryd.records import Fields
 
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as fields_record
+else:
+    from memoryd.records import fields_record
+
+
 if TYPE_CHECKING:  # the engine and numpy load in the background, after the socket is up
     from memoryd.index.workspace import WorkspaceIndex
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Workspace(Fields):
     """A workspace the daemon serves: where it is, and its index once opened."""
 

@@ -20,7 +20,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -30,11 +30,12 @@ from memoryd.runtime.foreground import FOREGROUND
 from memoryd.runtime.logs import get_logger
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record  # records.py says why
 
     from memoryd.index.workspace import WorkspaceIndex
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 log = get_logger("memoryd.workspace.watcher")
 
@@ -67,7 +68,7 @@ class WatchTarget(Record):
     index: WorkspaceIndex
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Batch(Fields):
     """A workspace's changed files waiting for their sync, and how its syncs went."""
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from itertools import compress, repeat
 from operator import is_
 from typing import TYPE_CHECKING, Any
@@ -29,11 +29,12 @@ except ImportError:  # pragma: no cover - installs without a compiler
     compiled = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
+    from dataclasses import dataclass as fields_record
     from dataclasses import dataclass as frozen_record  # records.py says why
 
     import numpy.typing as npt
 else:
-    from memoryd.records import frozen_record
+    from memoryd.records import fields_record, frozen_record
 
 POSTING_BYTES = 6  # uint32 slot + uint16 doubled frequency
 DENSE_SHARE = 6  # a stem in over 1/6 of the chunks: a byte per chunk beats 6 per posting
@@ -42,7 +43,7 @@ SLOT_BYTES = 30  # per chunk: float64 length and norm, bool alive, int8 source, 
 DAY_CHUNKS_MAX = 8  # named days (and source codes) _compiled.day_chunks takes; past it numpy
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class StemPostings(Fields):
     """A stem's postings in the keyword copy: its chunks' slots and weights."""
 
@@ -74,7 +75,7 @@ def no_freq() -> npt.NDArray[np.uint16]:
     return np.zeros(0, np.uint16)
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Docs(Fields):
     """Per chunk, by slot: slots are handed out in order and never reused until compaction,
     so a deleted chunk's postings can stay in place (hidden by ``alive``) even when SQLite
@@ -133,7 +134,7 @@ class Docs(Fields):
         return docs
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Postings(Fields):
     """A copy's live chunks (by slot) and every stem's postings, flat: stem k's are
     ``slots[sum(counts[:k]) : sum(counts[:k + 1])]`` (ascending), the same of freq2."""
@@ -341,7 +342,7 @@ _CHECK_POSTINGS = 1 << 20  # a stream checks its size every this many postings
 _LOOSE_RUN = 32
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Stream(Fields):
     """A copy built as a bulk sync on an empty index commits, instead of after it.
 

@@ -5,7 +5,7 @@ they pass, and their rows and window similarities read for fusion (fusion.py).""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, fields
 from typing import TYPE_CHECKING, Any
 
 import apsw
@@ -23,6 +23,11 @@ from memoryd.records import Fields
 from memoryd.runtime.lazy_numpy import np
 from memoryd_client.search_terms import SOURCES
 
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as fields_record
+else:
+    from memoryd.records import fields_record
+
 if TYPE_CHECKING:
     from typing import NamedTuple  # named_tuple.py says why
 else:
@@ -37,7 +42,7 @@ BM25_WEIGHTS = f"{TEXT_WEIGHT}, {HEADING_WEIGHT}"  # bm25() column weights: text
 MAX_KNN = 4096  # sqlite-vec's own ceiling for k
 
 
-@dataclass(slots=True, eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(slots=True, eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Candidate(Fields):
     """A chunk a search considers, with what ranking it needs."""
 

@@ -5,14 +5,20 @@ or a bare "no results".
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from typing import TYPE_CHECKING
 
 from memoryd.index.search.query import stopwords_only
 from memoryd.index.types import SearchRequest
 from memoryd.records import Fields
 
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as fields_record
+else:
+    from memoryd.records import fields_record
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Notices(Fields):
     """What a search's answer says beside its hits, and whether to search at all."""
 

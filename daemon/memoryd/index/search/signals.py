@@ -13,8 +13,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import field
+from typing import TYPE_CHECKING, Protocol
 
 from memoryd.files.annotations import normalize_project
 from memoryd.index.line_meta import LineMetaMap, Summary, summarise
@@ -22,6 +22,12 @@ from memoryd.index.search.query import query_days
 from memoryd.index.search.when import understood
 from memoryd.index.types import SearchRequest
 from memoryd.records import Fields
+
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as fields_record
+else:
+    from memoryd.records import fields_record
+
 
 # Importance 5 is the middle of 1-10; 10 adds a tenth to a score, 1 takes 8% off. "Mildly":
 # a strong match stays ahead of an important weak one.
@@ -47,7 +53,7 @@ def nudge(s: float, f: float) -> float:
     return s * (1.0 + f)
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Signals(Fields):
     """What ranks a search's lines beside their text: meta, projects, recency."""
 

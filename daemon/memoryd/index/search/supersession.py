@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,13 +25,19 @@ from memoryd.files.layout import day_of
 from memoryd.files.lines import line_key
 from memoryd.records import Fields
 
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as fields_record
+else:
+    from memoryd.records import fields_record
+
+
 if TYPE_CHECKING:
     from memoryd.index.line_meta import LineMetaMap
 
 __all__ = ["Superseded", "Supersession"]
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class Superseded(Fields):
     """Per (path, line): who stands over a superseded line, what a standing line superseded."""
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import apsw
@@ -51,6 +50,11 @@ from memoryd.index.scratch import SCRATCH, Scratch
 from memoryd.index.staged import StagedMirror
 from memoryd.records import Fields
 from memoryd.runtime.lazy_numpy import np
+
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as fields_record
+else:
+    from memoryd.records import fields_record
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -101,7 +105,7 @@ def default_shortlist(live: int, k: int) -> int:
     return max(SHORTLIST, SHORTLIST_PER_K * k, live // SHORTLIST_SHARE)
 
 
-@dataclass(eq=False, repr=False)  # Fields' eq and repr (records.py)
+@fields_record(eq=False, repr=False)  # Fields' eq and repr (records.py)
 class _Rows(Fields):
     """The vector copy's rows: the matrix, their sign bits, norms, and the center."""
 
