@@ -137,8 +137,16 @@ def _detectors() -> tuple[tuple[str, tuple[re.Pattern[str], ...]], ...]:
 
 def warm() -> None:
     """Read and compile the detectors now (on a thread that may wait: on a first start a
-    child process reads them), so that the first text that needs them does not."""
+    child process reads them), and the rules of ours, so that the first text that needs
+    them does not."""
     _detectors()
+    for source, flags in (
+        (_ASSIGNED, re.IGNORECASE),
+        (_BEARER, re.IGNORECASE),
+        (_LONG_RUN, 0),
+        (_PRIVATE_KEY, re.DOTALL),
+    ):
+        _compiled(source, flags)
 
 
 def entropy(value: str) -> float:
