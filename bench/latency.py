@@ -115,8 +115,10 @@ class Daemon:
         assert self.proc is not None
         return self.proc.pid
 
-    def start(self) -> float:
-        """Spawn ``memoryd run``; seconds until a client's ``hello`` is answered."""
+    def start(self, new_session: bool = False) -> float:
+        """Spawn ``memoryd run``; seconds until a client's ``hello`` is answered. With
+        ``new_session``, in a session of its own, as memctl's autostart does (with the
+        kernel's autogroups, a scheduling group of its own)."""
         with open(self.log, "ab") as out:
             started = time.perf_counter()
             self.proc = subprocess.Popen(
@@ -125,6 +127,7 @@ class Daemon:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
+                start_new_session=new_session,
             )
         deadline = started + 30
         while True:
