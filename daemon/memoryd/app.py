@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 import memoryd
-from memoryd import secret_rules
+from memoryd import imports_ahead, secret_rules
 from memoryd.embeddings import int8_rows
 from memoryd.errors import IndexUnavailable, MemorydError
 from memoryd.files.locks import FileLocks
@@ -35,6 +35,7 @@ from memoryd.runtime.config import Config, ServerConfig, load_config
 from memoryd.runtime.fdlimit import connection_cap, raise_nofile
 from memoryd.runtime.logs import get_logger
 from memoryd.runtime.pool import HandoffPool
+from memoryd.runtime.priority import run_lowered
 from memoryd.service.notify import (
     STARTING_STATUS,
     STATUS_INTERVAL_S,
@@ -286,9 +287,11 @@ class Daemon:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._answered.wait(), FIRST_ANSWER_FIRST_S)
             else:  # none yet: the first workspace.add would wait for the engine's imports
-                await asyncio.gather(opening, asyncio.to_thread(_import_engine))
+                await asyncio.gather(opening, asyncio.to_thread(imports_ahead.engine))
                 # ...and for numpy's: once idle (the first answer out, or a second gone)
                 self._service_tasks.add(asyncio.create_task(self._warm_numpy()))
+            # What the next step makes on the loop imports its modules here, off it
+            await asyncio.to_thread(run_lowered, imports_ahead.later)
             self._after_first_answer()
             # After the indexes (keyword search never waits for a model), beside the watch.
             # bytecode: for the next start, what cli.py imported before it could be cached
@@ -589,12 +592,3 @@ def _log_loop_exception(loop: asyncio.AbstractEventLoop, context: dict[str, Any]
         error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
         exc_info=exc if isinstance(exc, BaseException) else None,
     )
-
-
-def _import_engine() -> None:
-    """What a first workspace.add would otherwise wait for: the index modules, and the
-    tokenizer its chunking counts with (let go again after a minute unused, as always)."""
-    import memoryd.index.workspace  # noqa: F401
-    from memoryd.embeddings.tokenizer import load_tokenizer
-
-    load_tokenizer()
