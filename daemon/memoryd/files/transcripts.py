@@ -20,12 +20,17 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
 from memoryd.files.codex_rollout import as_transcript_line
 from memoryd.records import Record
+
+if TYPE_CHECKING:  # what the type checker knows it as (records.py says why)
+    from dataclasses import dataclass as frozen_record
+else:
+    from memoryd.records import frozen_record
 
 _ROLES = ("user", "assistant")
 READ_BLOCK = 1 << 20
@@ -37,7 +42,7 @@ MAX_LINE_BYTES = 16 << 20  # a longer line (a tool's output pasted whole) is ste
 _LONE_SURROGATE = "[\ud800-\udfff]"
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)  # made once a range read: the shared __init__
 class TranscriptChunkInput(Record):
     """What a range of a transcript holds for its chunks, and how far it was read."""
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Literal
 
 from memoryd.errors import InvalidParams
@@ -41,7 +41,7 @@ class NotInMemory(Exception):
     for more than a few rows, or run the embedding model."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@frozen_record(frozen=True, eq=False, repr=False)  # search_request() makes the daemon's
 class SearchRequest(Record):
     """A search as asked: the query and its filters, checked when made."""
 

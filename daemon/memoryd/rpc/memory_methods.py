@@ -203,7 +203,7 @@ def search_params(p: Params, today: str, sources: tuple[str, ...]) -> Search:
     ``sources``: the config's default."""
     query = p.required_text("query")
     ref = p.path("workspace")
-    sreq = SearchRequest(
+    sreq = search_request(  # SearchRequest(...) at a third of its cost
         query=query,
         max_results=p.integer("max_results", lo=1, hi=MAX_RESULTS),
         min_score=p.number("min_score", lo=MIN_SCORE_RANGE[0], hi=MIN_SCORE_RANGE[1]),
