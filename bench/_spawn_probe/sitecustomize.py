@@ -1,8 +1,12 @@
 """bench/spawn_instructions.py: in a daemon started with SPAWN_PROBE_OUT set, end the process
 (os._exit) as soon as its first answer is written, having written the number of modules
 loaded by then to that file; the start's wait for that answer (app.FIRST_ANSWER_FIRST_S) is
-lifted, since under valgrind the answer takes longer. Not part of memoryd: put first on
-PYTHONPATH by the bench."""
+lifted, since under valgrind the answer takes longer. The end is a callback the first
+request other than hello schedules as its dispatch returns (app.Daemon._dispatch, where the
+daemon notes its first answer): it runs once the step that writes the answer has yielded,
+as the daemon's own first-answer waiters do. (Until 4404f10 the probe replaced
+Daemon._after_first_answer; since, the start imports the later modules before calling it.)
+Not part of memoryd: put first on PYTHONPATH by the bench."""
 
 import os
 import sys
@@ -26,14 +30,21 @@ class _Watch:
             exec_module(module)
             module.FIRST_ANSWER_FIRST_S = 1e6
 
-            def after_first_answer(self):  # type: ignore[no-untyped-def]
-                # app.Daemon._dispatch sets _answered in its finally; the server has
-                # written the answer before the background task that calls this wakes.
+            dispatch = module.Daemon._dispatch
+
+            def end() -> None:
                 with open(_OUT, "w") as f:
                     f.write(str(len(sys.modules)))
                 os._exit(0)
 
-            module.Daemon._after_first_answer = after_first_answer
+            async def watched(self, req):  # type: ignore[no-untyped-def]
+                try:
+                    return await dispatch(self, req)
+                finally:
+                    if req.method != "hello":  # the server writes the answer in this step
+                        module.asyncio.get_running_loop().call_soon(end)
+
+            module.Daemon._dispatch = watched
             sys.meta_path.remove(_Watch)
 
         spec.loader.exec_module = patched
