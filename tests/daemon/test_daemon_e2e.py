@@ -16,6 +16,7 @@ import pytest
 from daemon_util import Proc, RawConn, short_home, wait_for
 from memoryd.exit_codes import EXIT_ALREADY_RUNNING, EXIT_CONFIG, EXIT_OK, EXIT_SOCKET
 from memoryd_client import protocol
+from notes_util import big_workspace
 
 
 @pytest.fixture
@@ -30,17 +31,6 @@ def daemon(home: Path) -> Iterator[Proc]:
     proc.ready()
     yield proc
     proc.kill()
-
-
-def big_workspace(root: Path, files: int) -> Path:
-    (root / "memory").mkdir(parents=True)
-    (root / "MEMORY.md").write_text("# Memory\n\nlong term facts\n")
-    for i in range(files):
-        (root / "memory" / f"note-{i:05d}.md").write_text(
-            f"# Note {i}\n\n"
-            + "".join(f"line {j} of note {i} about subject{j % 13}\n" for j in range(30))
-        )
-    return root
 
 
 def test_sigterm_mid_request_completes_it_exits_0_and_removes_the_socket(home: Path) -> None:
