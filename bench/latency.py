@@ -101,7 +101,8 @@ def summarize(ms: Sequence[float]) -> dict[str, float]:
 
 
 class Daemon:
-    def __init__(self, home: Path, provider: str) -> None:
+    def __init__(self, home: Path, provider: str, argv: list[str] | None = None) -> None:
+        self.argv = argv or [MEMORYD, "run"]
         self.home = home
         self.provider = provider
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("MEMORYD_")}
@@ -122,7 +123,7 @@ class Daemon:
         with open(self.log, "ab") as out:
             started = time.perf_counter()
             self.proc = subprocess.Popen(
-                [MEMORYD, "run"],
+                self.argv,
                 env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,

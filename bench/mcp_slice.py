@@ -3,7 +3,7 @@ server's event loop thread (runtime/short_slice.py's, as the daemon's loop has i
 machine is and under load, in one run.
 
     python bench/mcp_slice.py [--chunks 3000] [--rounds 8] [--busy 3] [--load-in own|agent]
-                              [--slice-ms 0.6] [--ts] [--json]
+                              [--slice-ms 0.6] [--ts | --daemons] [--json]
 
 A keyword daemon (bench/latency.Daemon, provider none) on a synthetic workspace
 (bench/synth.py), in a session of its own as memctl's autostart starts it. ``memctl mcp``
@@ -16,7 +16,9 @@ and by raw JSON-RPC lines ("raw": an agent that costs little), each server in a 
 its own as the SDK's ``stdio_client`` starts it; ``AsyncMemoryClient.search`` from this
 process, no bridge, for scale. With ``--ts``, then the TypeScript SDK's ``Client`` (node,
 bench/mcp_slice_ts.mjs; ``npm ci --prefix tests/agents/mcp_clients``), which starts the
-server in its own session, against "default" and "short".
+server in its own session, against "default" and "short". With ``--daemons``, the daemon's
+own slice instead: a daemon as it is ("default") beside one whose loop does not ask for it
+("plain"), each with a "default" server and its own plain client, the same workspace.
 
 Every query of bench/synth.py's set ``--rounds`` times to each path in turn (the order
 rotating), first as the machine is, then with ``--busy`` processes spinning at nice 0:
@@ -80,6 +82,15 @@ PRELUDE = {
         "_async.AsyncMemoryClient._run = _run\n"
     ),
 }
+# A daemon whose event loop does not ask for the short slice (--daemons)
+PLAIN_DAEMON = [
+    sys.executable,
+    "-c",
+    "import sys\nfrom memoryd.runtime import short_slice\n"
+    "short_slice.answer_promptly = lambda: False\n"
+    "from memoryd.cli import main\nsys.exit(main())",
+    "run",
+]
 SPIN = (
     "import os, sys\nfor _ in range(int(sys.argv[1]) - 1):\n if not os.fork(): break\nwhile 1: pass"
 )
@@ -231,8 +242,15 @@ class Raw:
         await self.proc.wait()
 
 
+class Target:
+    """One arm: its servers' prelude and the daemon they (and the plain client) call."""
+
+    def __init__(self, prelude: str, d: Daemon, ws: str, env: dict[str, str]) -> None:
+        self.prelude, self.d, self.ws, self.env = prelude, d, ws, env
+
+
 async def run(
-    d: Daemon, ws: str, queries: list[str], args: argparse.Namespace, env: dict[str, str]
+    targets: dict[str, Target], queries: list[str], args: argparse.Namespace
 ) -> dict[str, Any]:
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -240,25 +258,29 @@ async def run(
     out: dict[str, Any] = {"load": {}, "slice_ns": {}}
     me = (os.getpid(), threading.get_native_id())
     async with AsyncExitStack() as stack:
-        client = await stack.enter_async_context(AsyncMemoryClient(d.socket))
+        clients: dict[str, AsyncMemoryClient] = {}  # one per daemon
         sessions: dict[str, ClientSession] = {}
         raws: dict[str, Raw] = {}
-        for arm in ARMS:
-            cmd = memctl(arm, ws)
+        for arm, t in targets.items():
+            if all(t.d is not targets[c.removeprefix("client-")].d for c in clients):
+                client = AsyncMemoryClient(t.d.socket)
+                clients[f"client-{arm}"] = await stack.enter_async_context(client)
+            cmd = memctl(t.prelude, t.ws)
             params = StdioServerParameters(
-                command=cmd[0], args=cmd[1:], env={**env, "BENCH_ARM": f"sdk-{arm}"}
+                command=cmd[0], args=cmd[1:], env={**t.env, "BENCH_ARM": f"sdk-{arm}"}
             )
             read, write = await stack.enter_async_context(stdio_client(params))
             sessions[f"sdk-{arm}"] = await stack.enter_async_context(ClientSession(read, write))
             await sessions[f"sdk-{arm}"].initialize()
-            raws[f"raw-{arm}"] = await Raw.start(cmd, {**env, "BENCH_ARM": f"raw-{arm}"})
+            raws[f"raw-{arm}"] = await Raw.start(cmd, {**t.env, "BENCH_ARM": f"raw-{arm}"})
         waits: dict[str, int] = {}  # the agent's run-queue wait during each path's calls
 
         async def one(path: str, q: str) -> float:
+            ws = targets[path.split("-", 1)[1]].ws
             waited = run_queue_ns(*me)
             t = time.perf_counter()
-            if path == "client":
-                await client.search(q, workspace=ws)
+            if path in clients:
+                await clients[path].search(q, workspace=ws)
             elif path in sessions:
                 r = await sessions[path].call_tool("memory_search", {"query": q})
                 assert not r.isError, r.content
@@ -270,7 +292,7 @@ async def run(
             return took
 
         servers = [*sessions, *raws]
-        paths = ["client", *servers]
+        paths = [*clients, *servers]
         for q in queries:  # warm-up: connections, caches, first-call imports
             for p in paths:
                 await one(p, q)
@@ -318,6 +340,8 @@ def report(r: dict[str, Any]) -> None:
         f"{'a session of their own' if r['load_in'] == 'own' else 'the agent session'} "
         f"when loaded; {os.cpu_count()} cores"
     )
+    for name, ms in r["daemons_slice_ms"].items():
+        print(f"- daemon {name}: status server.answer_slice_ms {ms}")
     for arm, (loop, others) in r["slice_ns"].items():
         print(f"- {arm}: loop thread slice {loop} ns, other threads {others}")
     print(
@@ -373,28 +397,47 @@ def main() -> None:
         help="also the TypeScript SDK's Client as the agent (node; npm ci --prefix "
         "tests/agents/mcp_clients)",
     )
+    ap.add_argument(
+        "--daemons",
+        action="store_true",
+        help="instead: the daemon's own slice, a daemon as it is ('default') beside one "
+        "that does not ask ('plain'), default servers on each",
+    )
     ap.add_argument("--slice-ms", type=float, default=0.6, help="the short arm's slice")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="mdsl-", dir="/tmp"))
-    d = Daemon(tmp / "home", "none")
+    here = Path(__file__).resolve().parent.parent
+    daemons = {"default": Daemon(tmp / "home", "none")}
+    if args.daemons:
+        daemons["plain"] = Daemon(tmp / "home-plain", "none", PLAIN_DAEMON)
     try:
         root = make_workspace(tmp / "ws", args.chunks)
-        d.start(new_session=True)
-        ws, chunks, _ = add_workspace(d, root)
-        d.settle()
-        here = Path(__file__).resolve().parent.parent
-        env = {
-            **d.env,
-            "PYTHONPATH": f"{here / 'daemon'}{os.pathsep}{here / 'client'}",
-            "BENCH_SLICE_NS": str(int(args.slice_ms * 1e6)),
-        }
-        result = asyncio.run(run(d, ws, make_queries(50), args, env))
-        if args.ts:
+        targets: dict[str, Target] = {}
+        for name, d in daemons.items():
+            d.start(new_session=True)
+            ws, chunks, _ = add_workspace(d, shutil.copytree(root, tmp / f"ws-{name}"))
+            d.settle()
+            env = {
+                **d.env,
+                "PYTHONPATH": f"{here / 'daemon'}{os.pathsep}{here / 'client'}",
+                "BENCH_SLICE_NS": str(int(args.slice_ms * 1e6)),
+            }
+            targets[name] = Target("default", d, ws, env)
+        if not args.daemons:
+            d, ws, env = targets["default"].d, targets["default"].ws, targets["default"].env
+            targets.update((arm, Target(arm, d, ws, env)) for arm in ARMS[1:])
+        result = asyncio.run(run(targets, make_queries(50), args))
+        if args.ts and not args.daemons:
             result["ts"] = ts_phases(env, ws, make_queries(50), args, tmp)
         result.update(chunks=chunks, busy=args.busy, load_in=args.load_in, slice_ms=args.slice_ms)
+        result["daemons_slice_ms"] = {}
+        for name, d in daemons.items():
+            with d.client() as c:
+                result["daemons_slice_ms"][name] = c.call("status")["server"]["answer_slice_ms"]
     finally:
-        d.stop()
+        for d in daemons.values():
+            d.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:
         print(json.dumps(result, indent=2))
