@@ -218,8 +218,8 @@ class Daemon:
         # Logged once the first question is answered (_after_first_answer, or at shutdown):
         # its socket path has digits, so masking it compiles the secret detectors (~52 M
         # instructions; on a first start, a child process reads them) that the question
-        # would otherwise wait for. Without a workspace there is no such question: at once
-        # (with the lines held since cli.py), before a first index would share the cores.
+        # would otherwise wait for. Without a workspace there is no such question: now, masked
+        # off the loop (logs.release_soon), so a first hello or workspace.add never waits.
         self._startup_line = {
             "socket": str(self.socket_path),
             "pid": os.getpid(),
@@ -231,7 +231,7 @@ class Daemon:
             "answer_slice_ms": short_slice.this_thread_ms(),  # on the event loop's thread
         }
         if not self.registry.list():
-            logs.release()  # no question to answer first: the held lines (cli.py), at once
+            logs.release_soon()  # no question to answer first: the held lines (cli.py), now
             self._log_startup()
         if self.announce is not None:
             self.announce.write(ready_line(self.socket_path, self.registry.list()) + "\n")
