@@ -73,9 +73,13 @@ async def run_daemon(
     env: dict[str, str] | None = None,
     wait_background: bool = True,
     clock: Any = None,
+    ask: bool = False,
 ) -> AsyncIterator[Daemon]:
     """A started daemon (socket accepting; indexes open unless wait_background=False).
-    ``clock``: the jobs scheduler's (tests/fakes/clock.py), default the real one."""
+    ``clock``: the jobs scheduler's (tests/fakes/clock.py), default the real one.
+    ``ask``: a first question (``status``) once the socket accepts, as the client that
+    started a daemon asks one: with a workspace, the rest of the background start waits
+    for the first answer, else for app.FIRST_ANSWER_FIRST_S (1 s for every start)."""
     daemon = make_daemon(home, config, env, clock=clock)
     task = asyncio.create_task(daemon.serve())
     ready = asyncio.create_task(daemon.ready.wait())
@@ -83,6 +87,8 @@ async def run_daemon(
     if task.done():
         ready.cancel()
         task.result()  # raises the startup error
+    if ask:
+        await asyncio.wait_for(_first_question(daemon.socket_path), 30)
     if wait_background:
         await asyncio.wait_for(daemon.background_ready.wait(), 30)
     try:
@@ -90,6 +96,22 @@ async def run_daemon(
     finally:
         daemon.request_exit()
         await asyncio.wait_for(task, 30)
+
+
+async def _first_question(path: Path) -> None:
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    try:
+        writer.write(protocol.pack(protocol.request(1, "status")))
+        await writer.drain()
+        while True:  # events of the request come before its answer
+            body = await reader.readexactly(protocol.frame_length(await reader.readexactly(4)))
+            frame = protocol.unpack(body)
+            if frame.get("id") == 1 and "event" not in frame:
+                assert frame["ok"], frame
+                return
+    finally:
+        writer.close()
+        await writer.wait_closed()
 
 
 class DaemonThread:
@@ -101,8 +123,11 @@ class DaemonThread:
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         clock: Any = None,
+        ask: bool = False,
     ) -> None:
+        """``ask``: run_daemon's."""
         self.home, self.config, self.env, self.clock = home, config, env, clock
+        self.ask = ask
         self.daemon: Daemon | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
@@ -119,7 +144,9 @@ class DaemonThread:
         async def body() -> None:
             self.loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
-            async with run_daemon(self.home, self.config, self.env, clock=self.clock) as d:
+            async with run_daemon(
+                self.home, self.config, self.env, clock=self.clock, ask=self.ask
+            ) as d:
                 self.daemon = d
                 self._started.set()
                 await self._stop.wait()
