@@ -17,7 +17,9 @@ to each other. No generic named tuples (none here).
 
 from __future__ import annotations
 
+import builtins
 import collections
+import types
 from typing import Any
 
 # typing's own lists (3.11-3.13): what a body may not define, and what it does not copy
@@ -36,7 +38,72 @@ _PROHIBITED = frozenset(
     }
 )
 _SPECIAL = frozenset({"__module__", "__name__", "__annotations__"})
-_namedtuple: Any = collections.namedtuple  # called with names known at run time only
+_tuple_new = tuple.__new__  # the name the templates look up, in namedtuple's own namespace
+# ``collections.namedtuple`` evaluates its ``__new__`` from source (~0.28 M instructions a
+# class, ~17 before a daemon's first answer: issue 38); ``_namedtuple`` is that function
+# with ``_eval`` for ``eval``: the same ``__new__`` from these, its parameters renamed.
+_NEW: tuple[Any, ...] = (
+    lambda _cls, a0: _tuple_new(_cls, (a0,)),
+    lambda _cls, a0, a1: _tuple_new(_cls, (a0, a1)),
+    lambda _cls, a0, a1, a2: _tuple_new(_cls, (a0, a1, a2)),
+    lambda _cls, a0, a1, a2, a3: _tuple_new(_cls, (a0, a1, a2, a3)),
+    lambda _cls, a0, a1, a2, a3, a4: _tuple_new(_cls, (a0, a1, a2, a3, a4)),
+    lambda _cls, a0, a1, a2, a3, a4, a5: _tuple_new(_cls, (a0, a1, a2, a3, a4, a5)),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6: _tuple_new(_cls, (a0, a1, a2, a3, a4, a5, a6)),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7: _tuple_new(_cls, (a0, a1, a2, a3, a4, a5, a6, a7)),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14)
+    ),
+    lambda _cls, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15: _tuple_new(
+        _cls, (a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15)
+    ),
+)
+
+
+def _eval(source: str, namespace: dict[str, Any]) -> Any:
+    """namedtuple's ``eval(code, namespace)`` of its ``__new__``: from a template when the
+    source is the one this Python's namedtuple writes for these names, else ``eval``."""
+    head, sep, _ = source.partition(": _tuple_new(_cls, (")
+    names = head.removeprefix("lambda _cls, ").rstrip(",").split(", ")
+    arg_list = ", ".join(names) + ("," if len(names) == 1 else "")
+    if (
+        sep
+        and source == f"lambda _cls, {arg_list}: _tuple_new(_cls, ({arg_list}))"
+        and 0 < len(names) <= len(_NEW)
+        and "_tuple_new" in namespace
+        and "_cls" not in names
+    ):
+        code = _NEW[len(names) - 1].__code__
+        return types.FunctionType(code.replace(co_varnames=("_cls", *names)), namespace)
+    return builtins.eval(source, namespace)
+
+
+_namedtuple: Any = types.FunctionType(  # called with names known at run time only
+    collections.namedtuple.__code__,
+    vars(collections) | {"eval": _eval},
+    "namedtuple",
+    collections.namedtuple.__defaults__,
+    collections.namedtuple.__closure__,
+)
+_namedtuple.__kwdefaults__ = collections.namedtuple.__kwdefaults__
 
 
 class _Maker(type):

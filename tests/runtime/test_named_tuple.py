@@ -3,7 +3,9 @@ written (no ForwardRef compiled a field: issue 38, spawn -> first answer)."""
 
 from __future__ import annotations
 
+import collections
 import importlib
+import inspect
 import typing
 
 import pytest
@@ -92,6 +94,7 @@ def test_the_same_errors_for_a_body_typing_refuses() -> None:
         ("memoryd.index.vectors.window_sims", "Windows"),
         ("memoryd.index.query_vectors", "PreparedQuery"),
         ("memoryd.index.embedder", "Failure"),
+        ("memoryd.rpc.memory_methods", "Search"),
     ],
 )
 def test_the_engine_s_named_tuples_are_made_here(module: str, name: str) -> None:
@@ -129,3 +132,37 @@ def test_line_meta_and_summary_compare_hash_and_show_as_the_dataclasses_they_wer
                 assert (a == b) is (ta == tb) and (a != b) is (ta != tb)
         with pytest.raises(AttributeError):
             made[0].origin = "x"  # type: ignore[misc]
+
+
+def _new_error(cls: type, *args: object, **kwargs: object) -> str:
+    with pytest.raises(TypeError) as raised:
+        cls(*args, **kwargs)
+    return str(raised.value)
+
+
+@pytest.mark.parametrize("n", range(1, len(named_tuple._NEW) + 2))
+def test_new_from_a_template_is_the_one_namedtuple_evaluates(n: int) -> None:
+    # one more field than there are templates: namedtuple's own eval
+    names = [f"f{i}" for i in range(n)]
+    defaults = list(range(n // 2))
+    ours = named_tuple._namedtuple("T", names, defaults=defaults, module=__name__)
+    theirs = collections.namedtuple("T", names, defaults=defaults, module=__name__)
+    templated = ours.__new__.__code__.co_filename == named_tuple.__file__
+    assert templated is (n <= len(named_tuple._NEW))
+    assert inspect.signature(ours) == inspect.signature(theirs)
+    for attr in ("__name__", "__qualname__", "__doc__", "__defaults__"):
+        assert getattr(ours.__new__, attr) == getattr(theirs.__new__, attr), attr
+    values = list(range(100, 100 + n))
+    assert tuple(ours(*values)) == tuple(theirs(*values)) == tuple(values)
+    assert repr(ours(*values)) == repr(theirs(*values))
+    assert tuple(ours(**dict(zip(names, values, strict=True)))) == tuple(values)
+    if n > len(defaults):
+        assert _new_error(ours) == _new_error(theirs)
+    assert _new_error(ours, *values, 0) == _new_error(theirs, *values, 0)
+    assert _new_error(ours, nope=1) == _new_error(theirs, nope=1)
+
+
+def test_any_other_source_is_evaluated_as_namedtuple_would() -> None:
+    assert named_tuple._eval("1 + 1", {}) == 2
+    odd = named_tuple._namedtuple("Odd", ["a", "def", "a"], rename=True)
+    assert odd._fields == ("a", "_1", "_2") and tuple(odd(1, 2, 3)) == (1, 2, 3)

@@ -16,6 +16,7 @@ from fakes.openai_server import FakeOpenAIServer
 from jobs_util import llm_daemon
 from log_sink import log_to_the_tests_stderr
 from mcp_util import daemon_with, make_workspace, stdio_session, text_of
+from memoryd import secrets
 from memoryd.runtime.logs import configure_logging, get_logger
 from memoryd.secrets import mask, redact
 from memoryd_client import MemoryClient
@@ -187,3 +188,36 @@ def test_mcp_search_and_get_show_a_hand_written_secret_masked(md_home: Path) -> 
 
     with daemon_with(md_home, ws):
         asyncio.run(main())
+
+
+@pytest.mark.parametrize(
+    ("line", "matched"),
+    [
+        ("my password: hunter2-Kx9!q", True),
+        ("PASSWORD=Zq8vR2mK4tL", True),
+        ("pa\u017f\u017fword: Zq8vR2mK4tL", False),  # long s: "ss" to the rule, not a hint
+        ("my pa\u017f\u017fword_key: Zq8vR2mK4tL", False),  # ... nor a word character
+        ("PR\u0130VATE_KEY=Zq8vR2mK4tLw9", False),  # dotted I: lower() makes two characters
+        ("the api_\u212aey is Zq8vR2mK4tLw9x", True),  # the Kelvin sign: "k"
+        ("contrase\u00d1a = Zq8vR2mK4tL", True),
+        ("db_pass=Zq8vR2mK4tLw9 and a token: Aa1Bb2Cc3Dd4", True),
+        ("She is passionate about painting; the monkey has the key.", False),
+    ],
+)
+def test_the_keyword_words_test_never_refuses_a_line_the_rule_matches(
+    line: str, matched: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # _keyword_values tries the rule only on a line that writes a keyword out: what it
+    # finds must be what trying the rule at every hint's word start finds
+    low = line.lower()
+    found = [m.span() for m in secrets._keyword_values(line, low)]
+    monkeypatch.setattr(secrets, "_KEYWORD_WORDS", ("",))  # "" is in every line
+    assert found == [m.span() for m in secrets._keyword_values(line, low)]
+    assert bool(found) is matched
+
+
+def test_a_line_with_hints_and_no_keyword_compiles_no_rule() -> None:
+    secrets._compiled.cache_clear()
+    line = "passionate monkeys by the keyboard"
+    assert secrets._keyword_values(line, line.lower()) == []
+    assert secrets._compiled.cache_info().currsize == 0

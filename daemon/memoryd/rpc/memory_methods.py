@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from memoryd.errors import InvalidParams
 from memoryd.files.layout import Layout
@@ -47,10 +47,14 @@ except ImportError:  # pragma: no cover - a build without a compiler
     compiled = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
+    from typing import NamedTuple  # named_tuple.py says why
+
     from memoryd.files.append import Appender
     from memoryd.fleet.service import FleetService  # psycopg: imported only in fleet mode
     from memoryd.jobs.session_trust import SessionTrust
     from memoryd.rpc.dispatch import Handler
+else:
+    from memoryd.named_tuple import NamedTuple
 
 
 class MemoryMethods:
