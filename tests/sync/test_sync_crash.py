@@ -46,13 +46,16 @@ def client_of(home: Path) -> MemoryClient:
     return MemoryClient(socket_path=home / "run" / "memoryd.sock", autostart=False, timeout=120)
 
 
-def sync_killed(home: Path) -> None:
-    """``sync now``, killed under it."""
+def sync_killed(home: Path, took: list[float] | None = None) -> None:
+    """``sync now``, killed under it; ``took`` gets its duration if it ended first."""
+    start = time.monotonic()
     try:
         with client_of(home) as c:
             c.sync_now(workspace="notes")
     except (ClientError, OSError):
-        pass
+        return
+    if took is not None:
+        took.append(time.monotonic() - start)
 
 
 def day(i: int) -> str:
@@ -64,6 +67,10 @@ def test_kill_9_at_random_moments_of_a_sync(tmp_path: Path) -> None:
     remote = f"file://{make_remote(tmp_path)}"
     home, ws = laptop_home(remote)
     written: set[str] = set()
+    # The kill comes within this many seconds of `sync now`: as long as the last sync the
+    # kill missed took, so that it lands at a random moment of the sync, however fast
+    # this machine runs one (a fixed 1.5 s mostly fell after the sync had ended).
+    span = 1.5
     with host("desktop", remote=remote) as b:
         for r in range(ROUNDS):
             for i in range(FILES):
@@ -78,11 +85,13 @@ def test_kill_9_at_random_moments_of_a_sync(tmp_path: Path) -> None:
                     line = f"- laptop round {r} line {i}"
                     c.append(line, workspace="notes", date=day(rng.randrange(FILES)))
                     written.add(line)
-            t = threading.Thread(target=sync_killed, args=(home,))
+            took: list[float] = []
+            t = threading.Thread(target=sync_killed, args=(home, took))
             t.start()
-            time.sleep(rng.uniform(0.0, 1.5))
+            time.sleep(rng.uniform(0.0, span))
             proc.kill()
             t.join(60)
+            span = took[0] if took else span
         proc = Proc(home)
         proc.ready()
         try:
