@@ -13,6 +13,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -285,6 +286,46 @@ def test_release_soon_masks_on_a_thread_of_its_own_while_the_caller_logs_on(
     release_soon()  # nothing held: nothing to do
     log.info("after")
     assert [e["event"] for e in _lines(out.getvalue())][-1] == "after"
+
+
+class _Gated(Logger):
+    """A logger whose lines wait, at their writing, for ``gate`` (once ``reached`` says so)."""
+
+    __slots__ = ("gate", "reached")
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.gate, self.reached = threading.Event(), threading.Event()
+
+    def bound(self) -> Any:
+        if self._bound is None:
+            self.reached.set()
+            assert self.gate.wait(30)
+        return super().bound()
+
+
+@pytest.mark.parametrize("level", ["info", "warning"])
+def test_a_line_logged_by_another_thread_while_the_held_ones_are_written_comes_after_them(
+    restore_logging: None, level: str
+) -> None:
+    # release_soon writes the held lines from a lowered thread, which a loaded machine may
+    # stop between two of them for long: what the event loop logs meanwhile (the startup
+    # line) must not overtake the held lines still to be written.
+    out = io.StringIO()
+    configure_logging("info", json=True, stream=out, hold=True)
+    get_logger("memoryd.test").info("first")
+    slow = _Gated("memoryd.test")
+    slow.info("second")
+    releasing = threading.Thread(target=release)
+    releasing.start()
+    assert slow.reached.wait(30)  # "first" written, "second" on its way
+    other = threading.Thread(target=getattr(get_logger("memoryd.test"), level), args=("later",))
+    other.start()
+    other.join(0.5)  # done at once if it did not wait for the held lines (the fault)
+    slow.gate.set()
+    releasing.join(30)
+    other.join(30)
+    assert [e["event"] for e in _lines(out.getvalue())] == ["first", "second", "later"]
 
 
 def test_a_warning_releases_the_hold_at_once_after_the_lines_held_before_it(

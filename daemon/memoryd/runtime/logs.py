@@ -126,16 +126,22 @@ def configure_logging(
 def release() -> None:
     """Set logging up as ``configure_logging(hold=True)`` asked and write the held lines,
     in order (once; a no-op when nothing is held)."""
-    if _HOLD.setup is None:
+    if _HOLD.lines is None:
         return
-    with _HOLD.lock:  # a line logged meanwhile waits here, then comes after the held ones
-        if _HOLD.setup is None:
+    # Another thread's line logged meanwhile (a warning too) waits here, then comes after
+    # the held ones: the hold ends once they are written, not before (release_soon's thread
+    # is lowered: a loaded machine may stop it between two of them for long).
+    with _HOLD.lock:
+        if _HOLD.setup is None:  # released, or being released by this thread (in _write)
             return
         from memoryd.runtime import log_output
 
         log_output.configure(*_HOLD.setup)
-        _HOLD.setup, lines, _HOLD.lines = None, _HOLD.lines, None
-        _write(lines)
+        _HOLD.setup = None
+        try:
+            _write(_HOLD.lines)  # a line this thread logs meanwhile joins the list's end
+        finally:
+            _HOLD.lines = None
 
 
 def release_soon() -> None:
