@@ -98,10 +98,7 @@ def frozen_record(**params: Any) -> Callable[[type[R]], type[R]]:
         # No method to generate: dataclass() only records the fields (and __match_args__);
         # its __dataclass_params__ say init=False, frozen=False: these three are ours.
         dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=kw_only)
-        init = _template_init(cls)
-        if init is None and any(f.kw_only for f in dataclasses.fields(cls)):  # type: ignore[arg-type]
-            raise TypeError(f"frozen_record: no keyword-only __init__ fits {cls.__qualname__}")
-        cls.__init__ = init or _init_of(cls)  # type: ignore[method-assign]
+        cls.__init__ = _init(cls, "frozen_record")  # type: ignore[method-assign]
         cls.__setattr__ = _frozen_setattr  # type: ignore[method-assign]
         cls.__delattr__ = _frozen_delattr  # type: ignore[method-assign]
         return cls
@@ -133,13 +130,26 @@ def fields_record(**params: Any) -> Callable[[type[F]], type[F]]:
         )
         if made.__setattr__ is not object.__setattr__:  # the shared __init__ would pass it by
             raise TypeError(f"fields_record: {cls.__qualname__} has its own __setattr__")
-        init = _template_init(made, mutable=True)
-        if init is None and kw_only:  # the shared __init__ takes every field positionally too
-            raise TypeError(f"fields_record: no keyword-only __init__ fits {cls.__qualname__}")
-        made.__init__ = init or _init_of(made)  # type: ignore[method-assign]
+        made.__init__ = _init(made, "fields_record", mutable=True)  # type: ignore[method-assign]
         return made
 
     return make
+
+
+def _init(cls: type, maker: str, mutable: bool = False) -> Callable[..., None]:
+    """A template's ``__init__`` or the shared one; refused where neither would be the one
+    ``dataclass`` generates: an ``__init__`` of the class's own (``dataclass`` keeps it), an
+    ``InitVar`` (neither takes it), a keyword-only field without a template (the shared one
+    takes every field by position, in field order)."""
+    if "__init__" in vars(cls):
+        raise TypeError(f"{maker}: {cls.__qualname__} has its own __init__")
+    fields = vars(cls)["__dataclass_fields__"].values()
+    if any(str(getattr(f, "_field_type", "")) == "_FIELD_INITVAR" for f in fields):
+        raise TypeError(f"{maker}: {cls.__qualname__} has an InitVar: not made here")
+    init = _template_init(cls, mutable)
+    if init is None and any(f.kw_only for f in dataclasses.fields(cls)):
+        raise TypeError(f"{maker}: no keyword-only __init__ fits {cls.__qualname__}")
+    return init or _init_of(cls)
 
 
 def _template_init(cls: type, mutable: bool = False) -> Callable[..., None] | None:

@@ -181,3 +181,49 @@ def test_the_daemon_s_fields_classes_are_fields_records() -> None:
             shared.add(cls.__qualname__)
     # made once a workspace, a watch batch or a copy's growth: the shared __init__ will do
     assert shared <= {"Workspace", "Syncer", "_Batch", "Docs"}
+
+
+def test_refused_where_neither_init_would_be_the_generated_one() -> None:
+    """A keyword-only field among positional ones (the shared __init__ would take it by
+    position, in field order: ``Mixed(1)`` setting ``a``, the generated one ``b``), an
+    InitVar (no parameter for it) or an __init__ of the class's own (the generated one
+    leaves it be): refused, for both kinds of record, not made to differ."""
+    for make in (
+        records.fields_record(eq=False, repr=False),
+        records.frozen_record(frozen=True, eq=False, repr=False),
+    ):
+        base = Fields if make.__qualname__.startswith("fields_record") else records.Record
+        with pytest.raises(TypeError, match="no keyword-only __init__ fits"):
+            make(
+                type(
+                    "Mixed",
+                    (base,),
+                    {
+                        "__annotations__": {"a": "int", "b": "int"},
+                        "a": dataclasses.field(kw_only=True),
+                        "b": 0,
+                    },
+                )
+            )
+        with pytest.raises(TypeError, match="no keyword-only __init__ fits"):
+            make(
+                type(
+                    "Marked",
+                    (base,),
+                    {"__annotations__": {"a": "int", "_": dataclasses.KW_ONLY, "b": "int"}, "b": 0},
+                )
+            )
+        with pytest.raises(TypeError, match="InitVar"):
+            make(
+                type(
+                    "Passed",
+                    (base,),
+                    {"__annotations__": {"a": "int", "x": dataclasses.InitVar[int]}, "x": 0},
+                )
+            )
+
+        def __init__(self: Any) -> None:
+            object.__setattr__(self, "a", 1)
+
+        with pytest.raises(TypeError, match="own __init__"):
+            make(type("Own", (base,), {"__annotations__": {"a": "int"}, "__init__": __init__}))
