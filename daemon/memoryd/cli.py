@@ -194,12 +194,14 @@ def cmd_run(args: argparse.Namespace | SimpleNamespace) -> int:
 
 
 def _run(args: argparse.Namespace | SimpleNamespace) -> int:
+    from memoryd import named_tuple
     from memoryd.runtime import asyncio_ssl
 
-    asyncio_ssl.import_asyncio()  # its ssl after the first answer (runtime/asyncio_ssl.py)
-    import asyncio
+    with named_tuple.for_the_standard_library():  # their __new__ without eval (named_tuple.py)
+        asyncio_ssl.import_asyncio()  # its ssl after the first answer (runtime/asyncio_ssl.py)
+        import asyncio
 
-    from memoryd.app import Daemon
+        from memoryd.app import Daemon
     from memoryd.errors import ConfigError, MemorydError
     from memoryd.rpc.instance import AlreadyRunning, InstanceError
     from memoryd.runtime import foreground, heap, short_slice

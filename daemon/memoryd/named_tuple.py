@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import types
+from collections.abc import Iterator
 from typing import Any
 
 # typing's own lists (3.11-3.13): what a body may not define, and what it does not copy
@@ -104,6 +106,21 @@ _namedtuple: Any = types.FunctionType(  # called with names known at run time on
     collections.namedtuple.__closure__,
 )
 _namedtuple.__kwdefaults__ = collections.namedtuple.__kwdefaults__
+
+
+@contextlib.contextmanager
+def for_the_standard_library() -> Iterator[None]:
+    """``collections.namedtuple`` is ``_namedtuple`` meanwhile: the standard library's
+    modules a daemon's start imports (inspect, dis, urllib.parse, selectors,
+    concurrent.futures) make ~19 named tuples, ~5 M instructions of ``eval`` before a spawned
+    daemon's first answer; the same classes, their ``__new__`` from a template. For one
+    thread, before any other starts (cli.py); put back after."""
+    original = collections.namedtuple
+    collections.namedtuple = _namedtuple
+    try:
+        yield
+    finally:
+        collections.namedtuple = original
 
 
 class _Maker(type):

@@ -166,3 +166,16 @@ def test_any_other_source_is_evaluated_as_namedtuple_would() -> None:
     assert named_tuple._eval("1 + 1", {}) == 2
     odd = named_tuple._namedtuple("Odd", ["a", "def", "a"], rename=True)
     assert odd._fields == ("a", "_1", "_2") and tuple(odd(1, 2, 3)) == (1, 2, 3)
+
+
+def test_the_standard_library_gets_it_only_meanwhile() -> None:
+    original = collections.namedtuple
+    with named_tuple.for_the_standard_library():
+        assert collections.namedtuple is named_tuple._namedtuple
+        made = collections.namedtuple("Pair", "a b", defaults=[2])
+    assert collections.namedtuple is original
+    assert made.__new__.__code__.co_filename == named_tuple.__file__
+    assert tuple(made(1)) == (1, 2) and repr(made(1, 3)) == "Pair(a=1, b=3)"
+    with pytest.raises(RuntimeError), named_tuple.for_the_standard_library():
+        raise RuntimeError
+    assert collections.namedtuple is original
