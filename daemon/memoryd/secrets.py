@@ -96,9 +96,10 @@ _PRIVATE_KEY: Final = (
 
 
 @functools.cache
-def _compiled(source: str, flags: int = 0) -> re.Pattern[str]:
+def _compiled(source: str, flags: int) -> re.Pattern[str]:
     """The rules above, compiled for the first line that needs one (~7 M instructions at
-    import, before a daemon's first answer: issue 38); most text needs none."""
+    import, before a daemon's first answer: issue 38); most text needs none. ``flags``
+    always given: the cache's key is the arguments as passed (warm's and a line's alike)."""
     return re.compile(source, flags)
 
 
@@ -217,7 +218,7 @@ def _line_spans(line: str, at: int, low: str) -> list[tuple[int, int, int, str]]
         if _secret_like(m.group("value")):
             spans.append((at + m.start("value"), at + m.end("value"), 1, "secret_keyword"))
     if has_run:
-        for m in _compiled(_LONG_RUN).finditer(line):
+        for m in _compiled(_LONG_RUN, 0).finditer(line):
             if _random_run(m.group()):
                 spans.append((at + m.start(), at + m.end(), 2, "high_entropy_string"))
     return spans

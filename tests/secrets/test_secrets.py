@@ -221,3 +221,19 @@ def test_a_line_with_hints_and_no_keyword_compiles_no_rule() -> None:
     line = "passionate monkeys by the keyboard"
     assert secrets._keyword_values(line, line.lower()) == []
     assert secrets._compiled.cache_info().currsize == 0
+
+
+def test_warm_compiles_each_rule_as_the_text_that_needs_it_asks_for_it() -> None:
+    """secrets.warm (after the first answer, off the loop) leaves no rule for the first
+    text that needs one to compile: a rule asked for as warm did not ask (another cache
+    key) would be compiled again there."""
+    secrets._compiled.cache_clear()
+    secrets.warm()
+    warmed = secrets._compiled.cache_info().currsize
+    text = (
+        "api_key = Zq8vR2mK4tLw9xYb\nBearer abcdefghijklmnopqrstuvwxyz0123\n"
+        "run Aa1Bb2Cc3Dd4Ee5Ff6Gg7Hh8Ii9Jj0KkLlMmNn\n"
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIabc\n-----END RSA PRIVATE KEY-----\n"
+    )
+    assert redact(text).text != text
+    assert secrets._compiled.cache_info().currsize == warmed == 4
