@@ -310,7 +310,7 @@ def test_a_line_logged_by_another_thread_while_the_held_ones_are_written_comes_a
 ) -> None:
     # release_soon writes the held lines from a lowered thread, which a loaded machine may
     # stop between two of them for long: what the event loop logs meanwhile (the startup
-    # line) must not overtake the held lines still to be written.
+    # line) must not overtake the held lines still to be written, nor wait for them.
     out = io.StringIO()
     configure_logging("info", json=True, stream=out, hold=True)
     get_logger("memoryd.test").info("first")
@@ -318,13 +318,20 @@ def test_a_line_logged_by_another_thread_while_the_held_ones_are_written_comes_a
     slow.info("second")
     releasing = threading.Thread(target=release)
     releasing.start()
-    assert slow.reached.wait(30)  # "first" written, "second" on its way
     other = threading.Thread(target=getattr(get_logger("memoryd.test"), level), args=("later",))
-    other.start()
-    other.join(0.5)  # done at once if it did not wait for the held lines (the fault)
-    slow.gate.set()
-    releasing.join(30)
-    other.join(30)
+    try:
+        assert slow.reached.wait(30)  # "first" written, "second" on its way
+        other.start()
+        if level == "info":  # held behind them: its thread (the event loop) never waits
+            other.join(30)
+            assert not other.is_alive() and out.getvalue().count("\n") == 1
+        else:  # written on its thread once they are
+            other.join(0.5)
+    finally:
+        slow.gate.set()
+        releasing.join(30)
+        if other.ident is not None:
+            other.join(30)
     assert [e["event"] for e in _lines(out.getvalue())] == ["first", "second", "later"]
 
 

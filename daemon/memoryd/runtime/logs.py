@@ -39,6 +39,9 @@ class _Hold:
 
     def __init__(self) -> None:
         self.lock = threading.RLock()  # threads log too; so may what release() imports
+        # Held by release while it writes the held lines: a warning waits for them (written
+        # on its own thread, its traceback read there), an info line joins them meanwhile.
+        self.writing = threading.RLock()
         self.lines: list[tuple[Logger, str, str, dict[str, Any]]] | None = None
         self.setup: tuple[str, bool | None, TextIO | None] | None = None
         self.lowest = 0  # the lowest level written, as an index of LEVELS
@@ -128,19 +131,25 @@ def release() -> None:
     in order (once; a no-op when nothing is held)."""
     if _HOLD.lines is None:
         return
-    # Another thread's line logged meanwhile (a warning too) waits here, then comes after
-    # the held ones: the hold ends once they are written, not before (release_soon's thread
-    # is lowered: a loaded machine may stop it between two of them for long).
-    with _HOLD.lock:
+    with _HOLD.writing:  # released meanwhile by another thread: after its held lines
         if _HOLD.setup is None:  # released, or being released by this thread (in _write)
             return
         from memoryd.runtime import log_output
 
         log_output.configure(*_HOLD.setup)
         _HOLD.setup = None
+        # The hold ends once its lines are written, not before: a line logged meanwhile
+        # (the loop's, while release_soon's lowered thread is stopped between two held
+        # lines on a loaded machine) joins them, in order, and its thread does not wait.
         try:
-            _write(_HOLD.lines)  # a line this thread logs meanwhile joins the list's end
-        finally:
+            while True:
+                with _HOLD.lock:
+                    lines, _HOLD.lines = _HOLD.lines, []
+                    if not lines:
+                        _HOLD.lines = None
+                        return
+                _write(lines)
+        finally:  # a line that failed to write: later ones are not held for good
             _HOLD.lines = None
 
 
