@@ -73,13 +73,14 @@ async def run_daemon(
     env: dict[str, str] | None = None,
     wait_background: bool = True,
     clock: Any = None,
-    ask: bool = False,
+    ask: bool = True,
 ) -> AsyncIterator[Daemon]:
     """A started daemon (socket accepting; indexes open unless wait_background=False).
     ``clock``: the jobs scheduler's (tests/fakes/clock.py), default the real one.
-    ``ask``: a first question (``status``) once the socket accepts, as the client that
-    started a daemon asks one: with a workspace, the rest of the background start waits
-    for the first answer, else for app.FIRST_ANSWER_FIRST_S (1 s for every start)."""
+    ``ask`` (with wait_background): a first question (``status``) once the socket accepts,
+    as the client that starts a daemon asks one; with a workspace the rest of the background
+    start waits for the first answer, and without one for app.FIRST_ANSWER_FIRST_S (1 s a
+    start). False: a start nobody asks."""
     daemon = make_daemon(home, config, env, clock=clock)
     task = asyncio.create_task(daemon.serve())
     ready = asyncio.create_task(daemon.ready.wait())
@@ -87,7 +88,7 @@ async def run_daemon(
     if task.done():
         ready.cancel()
         task.result()  # raises the startup error
-    if ask:
+    if ask and wait_background:
         await asyncio.wait_for(_first_question(daemon.socket_path), 30)
     if wait_background:
         await asyncio.wait_for(daemon.background_ready.wait(), 30)
@@ -123,7 +124,7 @@ class DaemonThread:
         config: dict[str, Any] | None = None,
         env: dict[str, str] | None = None,
         clock: Any = None,
-        ask: bool = False,
+        ask: bool = True,
     ) -> None:
         """``ask``: run_daemon's."""
         self.home, self.config, self.env, self.clock = home, config, env, clock

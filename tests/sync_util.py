@@ -89,7 +89,7 @@ def host(
     }
     clock = FakeClock(START)
     try:
-        with DaemonThread(home, config, clock=clock, ask=True) as d:
+        with DaemonThread(home, config, clock=clock) as d:
             yield Host(name, home, ws, d, clock)
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -44,7 +44,7 @@ def test_a_forget_from_another_host_leaves_no_word_of_the_line_in_the_index(
             a.append("- keep this one")
             a.append(SECRET)
             a.sync()
-            with DaemonThread(home, config, clock=clock, ask=True) as d:
+            with DaemonThread(home, config, clock=clock) as d:
                 b = Host("desktop", home, ws, d, clock)
                 assert b.sync()["error"] is None
                 assert SECRET in b.read(DAILY)
@@ -55,7 +55,7 @@ def test_a_forget_from_another_host_leaves_no_word_of_the_line_in_the_index(
                     assert c.search("courier password", workspace="notes", mode="keyword").results
             index_dir = _index_dir(home)  # a clean stop wrote the keyword copy's file
             assert holders(index_dir, words=WORDS)  # the test sees the copies it means
-            with DaemonThread(home, config, clock=clock, ask=True) as d:
+            with DaemonThread(home, config, clock=clock) as d:
                 b = Host("desktop", home, ws, d, clock)
                 with b.client() as c:  # the index open (its first scan done)
                     c.reindex(workspace="notes", wait=True)

@@ -120,7 +120,7 @@ def test_a_sync_that_cannot_run_answers_unavailable_and_says_why(tmp_path: Path)
         (ws / "memory").mkdir(parents=True)
         entry = {"path": str(ws), "name": "notes", "sync_remote": f"file://{bare}"}
         config = {"workspaces": [{**entry, "sync_repo": "workspace"}], "sync": {"host": "a"}}
-        with DaemonThread(home, config, ask=True) as d, RawConn(d.socket_path) as c:
+        with DaemonThread(home, config) as d, RawConn(d.socket_path) as c:
             reply = c.call("sync.now", {"workspace": "notes"})
             assert reply is not None and reply["error"]["code"] == "unavailable", reply
             message = reply["error"]["message"]
