@@ -74,6 +74,11 @@ class Paths:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"cannot delete field {name!r}")
 
+    def __reduce__(self) -> tuple[type[Paths], tuple[Path, ...]]:
+        # copy, deepcopy and pickle make it anew: their default sets each slot through
+        # __setattr__, which refuses (the frozen dataclass had no slots: its __dict__ was set)
+        return (self.__class__, self._values())
+
     @property
     def index_dir(self) -> Path:
         return self.data_dir / "index"

@@ -45,3 +45,14 @@ def test_paths_are_frozen() -> None:
     with pytest.raises(AttributeError):
         p.other = 1  # type: ignore[attr-defined]
     assert p.data_dir == Path("/tmp/h/data")
+
+
+def test_paths_copy_and_pickle_as_the_dataclass_did() -> None:
+    """Slots and a __setattr__ that refuses: the default copy and unpickling set each slot
+    through it and failed; the frozen dataclass copied, deep-copied and pickled."""
+    import copy
+    import pickle
+
+    p = default_paths({"MEMORYD_HOME": "/tmp/h"})
+    for made in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert made == p and type(made) is Paths and _values(made) == _values(p)
