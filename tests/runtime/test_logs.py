@@ -277,6 +277,8 @@ def test_release_soon_masks_on_a_thread_of_its_own_while_the_caller_logs_on(
     release_soon()
     assert warming.wait(30)
     log.info("meanwhile")  # not blocked: held behind the first
+    warming.clear()
+    release_soon()  # a start without a workspace asks twice: one thread, one warm
     assert out.getvalue() == ""
     ready.set()
     assert wait_for(lambda: len(out.getvalue().splitlines()) == 2, 30), out.getvalue()
@@ -286,6 +288,7 @@ def test_release_soon_masks_on_a_thread_of_its_own_while_the_caller_logs_on(
     release_soon()  # nothing held: nothing to do
     log.info("after")
     assert [e["event"] for e in _lines(out.getvalue())][-1] == "after"
+    assert not warming.is_set()  # the detectors were made ready once (a child process)
 
 
 class _Gated(Logger):

@@ -48,6 +48,7 @@ class _Hold:
 
 
 _HOLD = _Hold()
+_RELEASING: list[threading.Thread] = []  # release_soon's thread, once started
 
 
 class Logger:
@@ -159,8 +160,10 @@ def release_soon() -> None:
     detectors that mask them (on a first start a child process reads them: 0.2-0.3 s at
     load 6 here, seconds at load 12). Done on the event loop, every answer waited for it
     (a status during a first index timed out at 10 s in CI). Lines logged meanwhile are
-    held as before; a warning releases at once."""
-    if _HOLD.setup is None:
+    held as before; a warning releases at once. Asked again while its thread runs (a start
+    without a workspace asks at start and after its first answer): that thread writes
+    them, and the detectors are not read twice (a child process each)."""
+    if _HOLD.setup is None or any(t.is_alive() for t in _RELEASING):
         return
 
     def warm_then_release() -> None:
@@ -175,7 +178,9 @@ def release_soon() -> None:
         finally:  # failed: release() meets it again and says so, on this thread
             release()
 
-    threading.Thread(target=warm_then_release, name="memoryd-log-release", daemon=True).start()
+    thread = threading.Thread(target=warm_then_release, name="memoryd-log-release", daemon=True)
+    _RELEASING[:] = [thread]
+    thread.start()
 
 
 def _write(lines: list[tuple[Logger, str, str, dict[str, Any]]] | None) -> None:
