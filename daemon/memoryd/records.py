@@ -140,12 +140,13 @@ def _init(cls: type, maker: str, mutable: bool = False) -> Callable[..., None]:
     """A template's ``__init__`` or the shared one; refused where neither would be the one
     ``dataclass`` generates: an ``__init__`` of the class's own (``dataclass`` keeps it), an
     ``InitVar`` (neither takes it), a keyword-only field without a template (the shared one
-    takes every field by position, in field order)."""
+    takes every field by position, in field order), what ``dataclass`` refuses."""
     if "__init__" in vars(cls):
         raise TypeError(f"{maker}: {cls.__qualname__} has its own __init__")
     fields = vars(cls)["__dataclass_fields__"].values()
     if any(str(getattr(f, "_field_type", "")) == "_FIELD_INITVAR" for f in fields):
         raise TypeError(f"{maker}: {cls.__qualname__} has an InitVar: not made here")
+    _defaults_last(cls, dataclasses.fields(cls))
     init = _template_init(cls, mutable)
     if init is None and any(f.kw_only for f in dataclasses.fields(cls)):
         raise TypeError(f"{maker}: no keyword-only __init__ fits {cls.__qualname__}")
@@ -166,8 +167,6 @@ def _template_init(cls: type, mutable: bool = False) -> Callable[..., None] | No
     ):
         return None
     keywords = kw_only == {True}
-    if not keywords:
-        _defaults_last(cls, fields)
     n = len(fields)
     if not mutable:
         if not 0 < n <= len(TEMPLATES) or any(factories):

@@ -222,6 +222,19 @@ def test_refused_where_neither_init_would_be_the_generated_one() -> None:
                 )
             )
 
+        with pytest.raises(TypeError, match="non-default argument 'b' follows default"):
+            make(
+                type(
+                    "Misordered",
+                    (base,),
+                    {
+                        "__annotations__": {"a": "int", "b": "int"},
+                        "a": 0,
+                        "__post_init__": lambda self: None,
+                    },
+                )
+            )  # the shared __init__'s too
+
         def __init__(self: Any) -> None:
             object.__setattr__(self, "a", 1)
 
