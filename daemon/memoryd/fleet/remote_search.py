@@ -9,7 +9,6 @@ own code then scores them: window cosines, the line signal, fusion, snippets.
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +20,7 @@ from psycopg import sql
 from memoryd.embeddings.base import Vectors
 from memoryd.errors import InvalidParams, NotFound
 from memoryd.files.reader import LinesRead
-from memoryd.index.keyword.bm25 import K1, MIN_IDF, B
+from memoryd.index.keyword.bm25 import K1, B, idf
 from memoryd.index.keyword.text import FTS_TOKENIZER, TokenizeOffsets, with_offsets
 from memoryd.index.search.candidates import Candidate, Filters
 from memoryd.index.search.focus import asks_when, refocus
@@ -274,11 +273,9 @@ class RemoteIndex:
         query stems' postings, as (chunk id, score) best first."""
         rows, tokens = max(ws.n_chunks, 1), ws.n_tokens
         avgdl = (tokens / rows) or 1.0
-        idfs = []
-        for s in stems:
-            d = df.get(s, 0)
-            idf = math.log((rows - d + 0.5) / (d + 0.5))
-            idfs.append(idf if idf > 0.0 else MIN_IDF)
+        # The counts come from two reads: a host publishing meanwhile can put more
+        # postings of a stem than chunks in its row (bm25.idf holds them to it).
+        idfs = [idf(rows, df.get(s, 0)) for s in stems]
         where, args = self._filters(ws, f, "p")
         query = sql.SQL(
             "SELECT p.chunk_id, sum(q.idf * ((p.freq * 0.5 * %s) / (p.freq * 0.5 + "

@@ -175,6 +175,9 @@ new_term: Callable[[type[Term], tuple[Any, ...]], Term] = tuple.__new__
 
 
 def idf(rows: int, df: int) -> float:
+    """FTS5's IDF with its floor. ``df`` is held to ``rows``: counted apart from them (the
+    fleet's postings while a host publishes) it can exceed them, and the log would fail."""
+    df = min(df, rows)
     value = math.log((rows - df + 0.5) / (df + 0.5))
     return MIN_IDF if value <= 0.0 else value
 
