@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from daemon_util import wait_for
+from memoryd_client.errors import NotFound
 from sync_util import host, make_remote, settle
 
 
@@ -24,12 +25,24 @@ def test_fleet_search_reads_a_synced_workspace_once(fleet_dsn: str, tmp_path: Pa
         assert "walrus budget" in b.read("memory/2026-03-02.md")
 
         def published_by_both() -> bool:
-            with a.client() as c:
-                one = c.call(
-                    "search",
-                    {"query": "walrus budget", "workspace": "desktop:notes", "mode": "keyword"},
-                )
-            return bool(one["results"])
+            """Each host finds the line in the other's copy (a host not yet published is
+            not found: the daemons now start in a fraction of a second)."""
+            for client, other in ((a, "desktop"), (b, "laptop")):
+                with client.client() as c:
+                    try:
+                        one = c.call(
+                            "search",
+                            {
+                                "query": "walrus budget",
+                                "workspace": f"{other}:notes",
+                                "mode": "keyword",
+                            },
+                        )
+                    except NotFound:
+                        return False
+                if not one["results"]:
+                    return False
+            return True
 
         assert wait_for(published_by_both, 30)
         with a.client() as c:
