@@ -64,9 +64,12 @@ _KEYWORDS: Final = (
     r"password|passwd|passphrase|pwd|secret|token|credentials?|contraseña|contrasena"
 )
 # keyword[-_ suffix] then := / = / : / "is", then the value up to a space or quote.
-_ASSIGNED: Final = (  # matched at a word start only (_keyword_values)
+# Each rule is its source and flags, compiled on first need (_compiled).
+_Rule = tuple[str, int]
+_ASSIGNED: Final[_Rule] = (  # matched at a word start only (_keyword_values)
     rf"[\w-]*?(?:{_KEYWORDS})[\w-]*[\]'\"]{{0,2}}[ \t]*(?::=|=>|==?|:|[ \t]is\b|[ \t]was\b)[ \t]*"
-    r"[@'\"`]?(?P<value>[^\s'\"`,;]+)"
+    r"[@'\"`]?(?P<value>[^\s'\"`,;]+)",
+    re.IGNORECASE,
 )
 _WORD_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # The letters IGNORECASE matches with ASCII ones (as search/when.py folds them).
@@ -87,20 +90,21 @@ def _written(keywords: str) -> tuple[str, ...]:
 # the keyword rule: no match is tried, nor the rule compiled (~4.4 M instructions before a
 # daemon's first answer, whose snippets often hold a hint: issue 38).
 _KEYWORD_WORDS: Final = _written(_KEYWORDS)
-_BEARER: Final = r"\bbearer[ \t]+(?P<value>[A-Za-z0-9_\-.~+/=]{16,})"
-_LONG_RUN: Final = r"[A-Za-z0-9+/_\-]{32,}={0,2}"
-_PRIVATE_KEY: Final = (
+_BEARER: Final[_Rule] = (r"\bbearer[ \t]+(?P<value>[A-Za-z0-9_\-.~+/=]{16,})", re.IGNORECASE)
+_LONG_RUN: Final[_Rule] = (r"[A-Za-z0-9+/_\-]{32,}={0,2}", 0)
+_PRIVATE_KEY: Final[_Rule] = (
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
-    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)"
+    r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+    re.DOTALL,
 )
+_RULES: Final = (_ASSIGNED, _BEARER, _LONG_RUN, _PRIVATE_KEY)
 
 
 @functools.cache
-def _compiled(source: str, flags: int) -> re.Pattern[str]:
-    """The rules above, compiled for the first line that needs one (~7 M instructions at
-    import, before a daemon's first answer: issue 38); most text needs none. ``flags``
-    always given: the cache's key is the arguments as passed (warm's and a line's alike)."""
-    return re.compile(source, flags)
+def _compiled(rule: _Rule) -> re.Pattern[str]:
+    """A rule above, compiled for the first line that needs it (~7 M instructions at
+    import, before a daemon's first answer: issue 38); most text needs none."""
+    return re.compile(*rule)
 
 
 _BASE64: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=_-"
@@ -159,13 +163,8 @@ def warm() -> None:
     child process reads them), and the rules of ours, so that the first text that needs
     them does not."""
     _detectors()
-    for source, flags in (
-        (_ASSIGNED, re.IGNORECASE),
-        (_BEARER, re.IGNORECASE),
-        (_LONG_RUN, 0),
-        (_PRIVATE_KEY, re.DOTALL),
-    ):
-        _compiled(source, flags)
+    for rule in _RULES:
+        _compiled(rule)
 
 
 def entropy(value: str) -> float:
@@ -218,7 +217,7 @@ def _line_spans(line: str, at: int, low: str) -> list[tuple[int, int, int, str]]
         if _secret_like(m.group("value")):
             spans.append((at + m.start("value"), at + m.end("value"), 1, "secret_keyword"))
     if has_run:
-        for m in _compiled(_LONG_RUN, 0).finditer(line):
+        for m in _compiled(_LONG_RUN).finditer(line):
             if _random_run(m.group()):
                 spans.append((at + m.start(), at + m.end(), 2, "high_entropy_string"))
     return spans
@@ -239,17 +238,17 @@ def _keyword_values(line: str, low: str) -> list[re.Match[str]]:
     found: list[re.Match[str]] = []
     folded = (low if line.isascii() else line.translate(_ASCII_FOLDS).lower()) if starts else ""
     if any(word in folded for word in _KEYWORD_WORDS):
-        match = _compiled(_ASSIGNED, re.IGNORECASE).match
+        match = _compiled(_ASSIGNED).match
         found += [m for w in sorted(starts) if (m := match(line, w))]
     if "bearer" in low:
-        found += _compiled(_BEARER, re.IGNORECASE).finditer(line)
+        found += _compiled(_BEARER).finditer(line)
     return found
 
 
 def _spans(text: str, low: str) -> list[tuple[int, int, int, str]]:
     spans: list[tuple[int, int, int, str]] = []
     if "private key" in low:
-        key = _compiled(_PRIVATE_KEY, re.DOTALL)
+        key = _compiled(_PRIVATE_KEY)
         spans += [(m.start(), m.end(), 0, "private_key") for m in key.finditer(text)]
     at = 0
     for line in text.splitlines(keepends=True):
